@@ -1,0 +1,37 @@
+# iapledger: two commands do everything on a fresh Debian machine.
+#   make demo   install what is missing, build, generate a demo workspace, run the nightly job
+#   make test   install what is missing, build, run every test
+SHELL := /bin/bash
+SWIFT ?= swift
+DEMO_DIR ?= demo
+DEMO_TRANSACTIONS ?= 3000
+DEMO_SEED ?= 42
+APT_PACKAGES := libxlsxwriter-dev libsqlite3-dev zlib1g-dev pkg-config
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: deps build release test demo clean
+
+# Installs the Debian packages the build links against, only when one is missing.
+deps:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+
+build: deps
+	$(SWIFT) build
+
+release: deps
+	$(SWIFT) build -c release
+
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+demo: release
+	rm -rf "$(DEMO_DIR)"
+	"$$($(SWIFT) build -c release --show-bin-path)/iapledger" demo --dir "$(DEMO_DIR)" --transactions $(DEMO_TRANSACTIONS) --seed $(DEMO_SEED)
+
+clean:
+	rm -rf .build "$(DEMO_DIR)"

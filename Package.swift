@@ -1,0 +1,80 @@
+// swift-tools-version:6.0
+// iapledger: nightly in-app-purchase books. Targets follow the pipeline:
+// read -> verify -> post -> store -> (reconcile) -> report -> write -> (trace),
+// orchestrated by LedgerRun and driven by the thin `iapledger` executable.
+import PackageDescription
+
+let package = Package(
+    name: "iapledger",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "iapledger", targets: ["iapledger"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        // Tests only: reads the written .xlsx files back.
+        .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.20"),
+    ],
+    targets: [
+        // libxlsxwriter from Debian's libxlsxwriter-dev, found through pkg-config.
+        .systemLibrary(
+            name: "CXlsxWriter",
+            pkgConfig: "xlsxwriter",
+            providers: [.apt(["libxlsxwriter-dev"])]
+        ),
+        // Money, exact decimals, currencies, days, and the domain types every stage shares.
+        .target(name: "LedgerCore", dependencies: [
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
+        // Read: workspace config, rules CSVs, receipt responses, signed data, orders.
+        .target(name: "LedgerRead", dependencies: [
+            "LedgerCore",
+            .product(name: "TOMLKit", package: "TOMLKit"),
+        ]),
+        // Verify: receipt status outcomes, bundle and environment checks, JWS chains.
+        .target(name: "LedgerVerify", dependencies: [
+            "LedgerCore", "LedgerRead",
+            .product(name: "X509", package: "swift-certificates"),
+            .product(name: "Crypto", package: "swift-crypto"),
+        ], resources: [.copy("Roots")]),
+        // Post: the accounting contract as pure functions (transaction + rules -> entries).
+        .target(name: "LedgerPost", dependencies: ["LedgerCore"]),
+        // Store: the only target that talks to SQLite (through GRDB).
+        .target(name: "LedgerStore", dependencies: [
+            "LedgerCore",
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
+        // Report: plain-data report models (trial balance, journal, run info).
+        .target(name: "LedgerReport", dependencies: ["LedgerCore", "LedgerStore"]),
+        // Write: the only target that talks to libxlsxwriter.
+        .target(name: "LedgerWrite", dependencies: ["LedgerCore", "LedgerReport", "CXlsxWriter"]),
+        // Demo: a seeded generator of realistic workspaces.
+        .target(name: "LedgerDemo", dependencies: ["LedgerCore"]),
+        // Templates: the example workspace (config, rules) and report layouts, kept in the
+        // top-level `templates/` folder and shipped with the tool as resources.
+        .target(name: "LedgerTemplates", path: "templates",
+                exclude: ["README.md"],
+                sources: ["LedgerTemplates.swift"],
+                resources: [.copy("workspace")]),
+        // Run: the nightly pipeline and the workspace commands.
+        .target(name: "LedgerRun", dependencies: [
+            "LedgerCore", "LedgerRead", "LedgerVerify", "LedgerPost", "LedgerStore",
+            "LedgerReport", "LedgerWrite", "LedgerDemo", "LedgerTemplates",
+        ]),
+        .executableTarget(name: "iapledger", dependencies: [
+            "LedgerRun", "LedgerCore", "LedgerStore", "LedgerReport",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        .testTarget(name: "IAPLedgerTests", dependencies: [
+            "LedgerCore", "LedgerRead", "LedgerVerify", "LedgerPost", "LedgerStore",
+            "LedgerReport", "LedgerWrite", "LedgerDemo", "LedgerRun",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+        ], resources: [.copy("Fixtures")]),
+    ],
+    swiftLanguageModes: [.v5]
+)

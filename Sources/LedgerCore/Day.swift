@@ -1,0 +1,121 @@
+/// A calendar day in UTC, stored as days since 1970-01-01.
+///
+/// The ledger dates entries by UTC day and groups them by UTC month; a plain integer day
+/// avoids time zones and `Calendar` entirely.
+public struct Day: Hashable, Comparable, Sendable, CustomStringConvertible, Codable {
+    public let daysSinceEpoch: Int
+
+    public init(daysSinceEpoch: Int) { self.daysSinceEpoch = daysSinceEpoch }
+
+    /// The UTC day containing `ms` milliseconds since the epoch.
+    public init(epochMilliseconds ms: Int64) {
+        let perDay: Int64 = 86_400_000
+        var d = ms / perDay
+        if ms % perDay < 0 { d -= 1 }
+        self.daysSinceEpoch = Int(d)
+    }
+
+    public init(year: Int, month: Int, day: Int) {
+        // Howard Hinnant's days_from_civil.
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let mp = (month + 9) % 12
+        let doy = (153 * mp + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        self.daysSinceEpoch = era * 146_097 + doe - 719_468
+    }
+
+    /// Parses `YYYY-MM-DD` (a real date: 2026-02-30 is refused).
+    public init?(iso text: Substring) {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
+              let y = Int(parts[0]), let m = Int(parts[1]), let d = Int(parts[2]),
+              (1...12).contains(m), d >= 1, d <= Day.daysIn(year: y, month: m) else { return nil }
+        self.init(year: y, month: m, day: d)
+    }
+
+    public init?(iso text: String) { self.init(iso: Substring(text)) }
+
+    public var civil: (year: Int, month: Int, day: Int) {
+        // Howard Hinnant's civil_from_days.
+        let z = daysSinceEpoch + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
+        let y = yoe + era * 400
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        return (m <= 2 ? y + 1 : y, m, d)
+    }
+
+    public var month: Month { let c = civil; return Month(year: c.year, month: c.month) }
+
+    /// Milliseconds since the epoch at 00:00 UTC of this day.
+    public var epochMilliseconds: Int64 { Int64(daysSinceEpoch) * 86_400_000 }
+
+    public var description: String {
+        let c = civil
+        return "\(pad(c.year, 4))-\(pad(c.month, 2))-\(pad(c.day, 2))"
+    }
+
+    public static func < (a: Day, b: Day) -> Bool { a.daysSinceEpoch < b.daysSinceEpoch }
+    public static func + (a: Day, n: Int) -> Day { Day(daysSinceEpoch: a.daysSinceEpoch + n) }
+    public static func - (a: Day, b: Day) -> Int { a.daysSinceEpoch - b.daysSinceEpoch }
+
+    public static func daysIn(year: Int, month: Int) -> Int {
+        switch month {
+        case 2: return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: return 30
+        default: return 31
+        }
+    }
+
+    public init(from decoder: Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        guard let d = Day(iso: text) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a YYYY-MM-DD date: \(text)"))
+        }
+        self = d
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.singleValueContainer()
+        try c.encode(description)
+    }
+}
+
+/// A calendar month (UTC), the ledger's period.
+public struct Month: Hashable, Comparable, Sendable, CustomStringConvertible {
+    public let year: Int
+    public let month: Int
+
+    public init(year: Int, month: Int) { self.year = year; self.month = month }
+
+    /// Parses `YYYY-MM`.
+    public init?(iso text: Substring) {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts[0].count == 4, parts[1].count == 2,
+              let y = Int(parts[0]), let m = Int(parts[1]), (1...12).contains(m) else { return nil }
+        self.init(year: y, month: m)
+    }
+
+    public init?(iso text: String) { self.init(iso: Substring(text)) }
+
+    public var firstDay: Day { Day(year: year, month: month, day: 1) }
+    public var lastDay: Day { Day(year: year, month: month, day: Day.daysIn(year: year, month: month)) }
+    public var next: Month { month == 12 ? Month(year: year + 1, month: 1) : Month(year: year, month: month + 1) }
+    public var previous: Month { month == 1 ? Month(year: year - 1, month: 12) : Month(year: year, month: month - 1) }
+
+    public var description: String { "\(pad(year, 4))-\(pad(month, 2))" }
+
+    public static func < (a: Month, b: Month) -> Bool { (a.year, a.month) < (b.year, b.month) }
+}
+
+@inline(__always)
+func pad(_ n: Int, _ width: Int) -> String {
+    let s = String(n)
+    return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
+}

@@ -1,0 +1,246 @@
+import Foundation
+
+/// The two books of the ledger. Sandbox activity never touches a production figure.
+public enum Book: String, CaseIterable, Sendable, Codable {
+    case production, sandbox
+
+    /// The book of a store environment, or nil for environments that are not real store
+    /// transactions (`Xcode`, `LocalTesting`) or unknown ones.
+    public init?(storeEnvironment: String) {
+        switch storeEnvironment.lowercased() {
+        case "production": self = .production
+        case "sandbox": self = .sandbox
+        default: return nil
+        }
+    }
+}
+
+/// The kinds of ledger entry (accounting.md).
+public enum EntryKind: String, CaseIterable, Sendable, Codable {
+    case sale, refund, refundReversal = "refund_reversal"
+}
+
+/// The ledger's accounts, named as in accounting.md.
+public enum LedgerAccount {
+    public static let receivable = "Assets:AppStore:Receivable"
+    public static let commission = "Expenses:AppStore:Commission"
+    public static let sales = "Revenue:InApp:Sales"
+    public static let refunds = "Revenue:InApp:Refunds"
+}
+
+/// Where a record came from: a workspace-relative file path and a 1-based line.
+public struct SourceLocation: Hashable, Sendable, CustomStringConvertible {
+    public var path: String
+    public var line: Int
+    public init(path: String, line: Int) { self.path = path; self.line = line }
+    public var description: String { "\(path):\(line)" }
+}
+
+/// One store transaction as a source reported it, normalised across legacy receipts and
+/// signed transactions. Times are milliseconds since the epoch (UTC).
+public struct TransactionObservation: Sendable, Equatable {
+    public var transactionId: String
+    public var originalTransactionId: String?
+    public var productId: String
+    public var quantity: Int64
+    public var purchaseMs: Int64
+    public var expiresMs: Int64?
+    /// Legacy `cancellation_date_ms` or signed `revocationDate`.
+    public var cancellationMs: Int64?
+    /// Thousandths of a percent refunded (100000 = 100%); nil means a full refund.
+    public var revocationPercentage: Int64?
+    public var book: Book
+    public var bundleId: String?
+    public var storefront: String?
+    public var currency: String?
+    /// App Store Server API `price`, tax-inclusive, covering the quantity.
+    public var priceMilliunits: Int64?
+    public var appAccountToken: String?
+    /// Whether the transaction carries an offer (a signed price then may differ from the price rule).
+    public var hasOffer: Bool
+    /// A free trial period (legacy `is_trial_period`): nothing was paid, so no sale is posted.
+    public var isFreeTrial: Bool
+
+    public init(transactionId: String, originalTransactionId: String? = nil, productId: String,
+                quantity: Int64 = 1, purchaseMs: Int64, expiresMs: Int64? = nil, cancellationMs: Int64? = nil,
+                revocationPercentage: Int64? = nil, book: Book, bundleId: String? = nil,
+                storefront: String? = nil, currency: String? = nil, priceMilliunits: Int64? = nil,
+                appAccountToken: String? = nil, hasOffer: Bool = false, isFreeTrial: Bool = false) {
+        self.transactionId = transactionId
+        self.originalTransactionId = originalTransactionId
+        self.productId = productId
+        self.quantity = quantity
+        self.purchaseMs = purchaseMs
+        self.expiresMs = expiresMs
+        self.cancellationMs = cancellationMs
+        self.revocationPercentage = revocationPercentage
+        self.book = book
+        self.bundleId = bundleId
+        self.storefront = storefront
+        self.currency = currency
+        self.priceMilliunits = priceMilliunits
+        self.appAccountToken = appAccountToken
+        self.hasOffer = hasOffer
+        self.isFreeTrial = isFreeTrial
+    }
+
+    public var purchaseDay: Day { Day(epochMilliseconds: purchaseMs) }
+}
+
+/// One posting of an entry: debit positive, credit negative, in minor units of `currency`,
+/// and the same amount in minor units of the reporting currency.
+public struct PostingDraft: Sendable, Equatable {
+    public var account: String
+    public var currency: String
+    public var amountMinor: Int64
+    public var reportingAmountMinor: Int64
+    public init(account: String, currency: String, amountMinor: Int64, reportingAmountMinor: Int64) {
+        self.account = account
+        self.currency = currency
+        self.amountMinor = amountMinor
+        self.reportingAmountMinor = reportingAmountMinor
+    }
+}
+
+/// The rules a sale was computed by, kept with the entry so a trace can explain it.
+public struct AppliedRules: Sendable, Equatable, Codable {
+    public var storefront: String
+    public var storefrontSource: String      // "transaction", "order ORD-1", "default_storefront"
+    public var storefrontEffectiveFrom: String
+    public var taxRate: String
+    public var taxIncluded: Bool
+    public var priceSource: String           // "signed price" or "prices.csv 0.99 from 2026-01-01"
+    public var commissionRate: String
+    public var commissionReason: String      // "standard", "small_business 2026-01-01..2026-12-31", ...
+    public var fxRate: String
+    public var fxMonth: String
+    public init(storefront: String, storefrontSource: String, storefrontEffectiveFrom: String, taxRate: String,
+                taxIncluded: Bool, priceSource: String, commissionRate: String, commissionReason: String,
+                fxRate: String, fxMonth: String) {
+        self.storefront = storefront
+        self.storefrontSource = storefrontSource
+        self.storefrontEffectiveFrom = storefrontEffectiveFrom
+        self.taxRate = taxRate
+        self.taxIncluded = taxIncluded
+        self.priceSource = priceSource
+        self.commissionRate = commissionRate
+        self.commissionReason = commissionReason
+        self.fxRate = fxRate
+        self.fxMonth = fxMonth
+    }
+}
+
+/// The figures of a sale (accounting.md, "A sale"), in transaction and reporting currency.
+public struct SaleFigures: Sendable, Equatable, Codable {
+    public var currency: String
+    public var grossMinor: Int64
+    public var taxMinor: Int64
+    public var netMinor: Int64
+    public var commissionMinor: Int64
+    public var proceedsMinor: Int64
+    public var reportingCurrency: String
+    public var netReportingMinor: Int64
+    public var commissionReportingMinor: Int64
+    public var proceedsReportingMinor: Int64
+    public init(currency: String, grossMinor: Int64, taxMinor: Int64, netMinor: Int64, commissionMinor: Int64,
+                proceedsMinor: Int64, reportingCurrency: String, netReportingMinor: Int64,
+                commissionReportingMinor: Int64, proceedsReportingMinor: Int64) {
+        self.currency = currency
+        self.grossMinor = grossMinor
+        self.taxMinor = taxMinor
+        self.netMinor = netMinor
+        self.commissionMinor = commissionMinor
+        self.proceedsMinor = proceedsMinor
+        self.reportingCurrency = reportingCurrency
+        self.netReportingMinor = netReportingMinor
+        self.commissionReportingMinor = commissionReportingMinor
+        self.proceedsReportingMinor = proceedsReportingMinor
+    }
+}
+
+/// An entry ready to be stored: balanced postings plus what explains them.
+public struct EntryDraft: Sendable, Equatable {
+    public var book: Book
+    public var transactionId: String
+    public var kind: EntryKind
+    /// The date the entry is posted on (a closed month moves it to the first open day).
+    public var date: Day
+    /// The economic date (purchase or refund date).
+    public var originalDate: Day
+    public var late: Bool
+    public var productId: String
+    public var storefront: String
+    public var figures: SaleFigures
+    /// Thousandths of a percent, for refunds (100000 = full).
+    public var refundPercentage: Int64?
+    public var rules: AppliedRules
+    public var postings: [PostingDraft]
+
+    public init(book: Book, transactionId: String, kind: EntryKind, date: Day, originalDate: Day, late: Bool,
+                productId: String, storefront: String, figures: SaleFigures, refundPercentage: Int64?,
+                rules: AppliedRules, postings: [PostingDraft]) {
+        self.book = book
+        self.transactionId = transactionId
+        self.kind = kind
+        self.date = date
+        self.originalDate = originalDate
+        self.late = late
+        self.productId = productId
+        self.storefront = storefront
+        self.figures = figures
+        self.refundPercentage = refundPercentage
+        self.rules = rules
+        self.postings = postings
+    }
+
+    /// Whether every currency's postings and the reporting amounts each sum to zero.
+    public var isBalanced: Bool {
+        var perCurrency: [String: Int64] = [:]
+        var reporting: Int64 = 0
+        for p in postings {
+            perCurrency[p.currency, default: 0] += p.amountMinor
+            reporting += p.reportingAmountMinor
+        }
+        return reporting == 0 && perCurrency.values.allSatisfy { $0 == 0 }
+    }
+}
+
+/// A data problem found while reading, verifying or posting: never fatal to the night.
+public struct Finding: Error, Sendable, Equatable, CustomStringConvertible {
+    public var code: String
+    public var message: String
+    public var location: SourceLocation?
+    public var transactionId: String?
+    public init(code: String, message: String, location: SourceLocation? = nil, transactionId: String? = nil) {
+        self.code = code
+        self.message = message
+        self.location = location
+        self.transactionId = transactionId
+    }
+    public var description: String {
+        (location.map { "\($0): " } ?? "") + "\(code): \(message)"
+    }
+}
+
+/// The outcome of one input record (nothing is lost: every record ends in one of these).
+public enum RecordOutcome: String, Sendable, Codable {
+    case verified, pending, rejected
+}
+
+/// Hex SHA-256 helpers.
+public enum Hashing {
+    public static func sha256Hex<D: DataProtocol>(_ data: D) -> String {
+        hex(SHA256Digest.of(data))
+    }
+
+    static func hex<S: Sequence>(_ bytes: S) -> String where S.Element == UInt8 {
+        let digits: [UInt8] = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(64)
+        for b in bytes {
+            out.append(digits[Int(b >> 4)])
+            out.append(digits[Int(b & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

@@ -1,0 +1,194 @@
+import LedgerCore
+
+/// What posting a sale decided.
+public enum SaleDecision: Equatable {
+    /// Post this entry.
+    case post(EntryDraft)
+    /// Gross is zero (a free offer): no entry, but the transaction counts in the reports.
+    case free(AppliedRules, SaleFigures)
+    /// A rule the sale needs is missing; the transaction waits (`MISSING_RULE`).
+    case missingRule(String)
+}
+
+/// The accounting contract (accounting.md) as pure functions: a transaction and the rules in,
+/// balanced entries out. Nothing here touches storage or files.
+public struct Poster {
+    public let config: WorkspaceConfig
+    public let rules: Rules
+
+    public init(config: WorkspaceConfig, rules: Rules) {
+        self.config = config
+        self.rules = rules
+    }
+
+    /// The storefront a transaction is booked in, and where that came from: the transaction's
+    /// own, else its order's (the earliest credited), else `default_storefront`.
+    public func storefront(of t: TransactionObservation, orderStorefront: (code: String, orderId: String)?) -> (code: String, source: String) {
+        if let s = t.storefront, !s.isEmpty { return (s, "transaction") }
+        if let o = orderStorefront, !o.code.isEmpty { return (o.code, "order \(o.orderId)") }
+        return (config.defaultStorefront, "default_storefront")
+    }
+
+    /// The date an entry is posted on: its own date, or the first day of the first open month
+    /// when its month is closed (then marked late, keeping its original date).
+    public func postingDate(for day: Day) -> (date: Day, late: Bool) {
+        guard let closed = config.closedThrough, day.month <= closed else { return (day, false) }
+        return (closed.next.firstDay, true)
+    }
+
+    /// Computes the sale of `t` (accounting.md "A sale", steps 1-5).
+    ///
+    /// - Parameter subscriptionPaidDays: days of paid service the subscription already has
+    ///   before this purchase (auto-renewables only; see `SubscriptionTenure`).
+    public func sale(of t: TransactionObservation, orderStorefront: (code: String, orderId: String)? = nil,
+                     subscriptionPaidDays: Int = 0) -> SaleDecision {
+        let day = t.purchaseDay
+        let (storefrontCode, storefrontSource) = storefront(of: t, orderStorefront: orderStorefront)
+        guard let product = rules.product(t.productId) else {
+            return .missingRule("no row for product \(t.productId) in rules/products.csv")
+        }
+        guard let sf = rules.storefront(storefrontCode, on: day) else {
+            return .missingRule("no storefront rule for \(storefrontCode) in force on \(day) in rules/storefronts.csv")
+        }
+        let currency = t.currency ?? sf.currency
+        guard let exponent = Currency.exponent(currency) else {
+            return .missingRule("unknown currency \(currency): no ISO 4217 minor-unit exponent")
+        }
+        guard let reportingExponent = Currency.exponent(config.reportingCurrency) else {
+            return .missingRule("unknown reporting currency \(config.reportingCurrency)")
+        }
+
+        // 1. Gross: the transaction's own price, else the price rule times the quantity.
+        let grossMinor: Int64
+        let priceSource: String
+        if t.isFreeTrial {
+            grossMinor = 0
+            priceSource = "free trial period"
+        } else if let milli = t.priceMilliunits {
+            grossMinor = roundHalfEven(Int128(milli) * pow10(exponent), 1000)
+            priceSource = "signed price \(milli) milliunits"
+        } else {
+            guard let price = rules.price(product: t.productId, storefront: storefrontCode, on: day) else {
+                return .missingRule("no price for \(t.productId) in \(storefrontCode) in force on \(day) in rules/prices.csv")
+            }
+            guard let unitMinor = Currency.minorUnits(ofMajor: price.price, currency: currency) else {
+                return .missingRule("price \(price.price) for \(t.productId) in \(storefrontCode) has more decimals than \(currency) allows")
+            }
+            grossMinor = unitMinor * t.quantity
+            priceSource = "rules/prices.csv \(price.price) \(currency) from \(price.effectiveFrom) x \(t.quantity)"
+        }
+
+        // 5 (looked up first so a missing rate leaves nothing half-computed).
+        let month = day.month
+        guard let fx = rules.fxRate(currency: currency, month: month, reportingCurrency: config.reportingCurrency) else {
+            return .missingRule("no FX rate for \(currency) in \(month) in rules/fx.csv")
+        }
+
+        // 2. Net of tax.
+        let netMinor: Int64
+        if sf.taxIncluded {
+            let rate = sf.taxRate
+            netMinor = roundHalfEven(Int128(grossMinor) * rate.denominator, rate.denominator + Int128(rate.mantissa))
+        } else {
+            netMinor = grossMinor
+        }
+        let taxMinor = grossMinor - netMinor
+
+        // 3. Commission rate.
+        let (rate, reason) = commissionRate(product: product, day: day, subscriptionPaidDays: subscriptionPaidDays)
+
+        // 4. Commission and proceeds.
+        let commissionMinor = roundHalfEven(Int128(netMinor) * Int128(rate.mantissa), rate.denominator)
+        let proceedsMinor = netMinor - commissionMinor
+
+        // 5. Reporting currency at the purchase month's rate.
+        let netR = toReporting(netMinor, fx: fx, exponent: exponent, reportingExponent: reportingExponent)
+        let commissionR = toReporting(commissionMinor, fx: fx, exponent: exponent, reportingExponent: reportingExponent)
+        let proceedsR = netR - commissionR
+
+        let figures = SaleFigures(currency: currency, grossMinor: grossMinor, taxMinor: taxMinor, netMinor: netMinor,
+                                  commissionMinor: commissionMinor, proceedsMinor: proceedsMinor,
+                                  reportingCurrency: config.reportingCurrency, netReportingMinor: netR,
+                                  commissionReportingMinor: commissionR, proceedsReportingMinor: proceedsR)
+        let applied = AppliedRules(storefront: storefrontCode, storefrontSource: storefrontSource,
+                                   storefrontEffectiveFrom: sf.effectiveFrom.description,
+                                   taxRate: sf.taxRate.description, taxIncluded: sf.taxIncluded,
+                                   priceSource: priceSource, commissionRate: rate.description,
+                                   commissionReason: reason, fxRate: fx.description, fxMonth: month.description)
+        if grossMinor == 0 { return .free(applied, figures) }
+
+        let (date, late) = postingDate(for: day)
+        let postings = [
+            PostingDraft(account: LedgerAccount.receivable, currency: currency, amountMinor: proceedsMinor, reportingAmountMinor: proceedsR),
+            PostingDraft(account: LedgerAccount.commission, currency: currency, amountMinor: commissionMinor, reportingAmountMinor: commissionR),
+            PostingDraft(account: LedgerAccount.sales, currency: currency, amountMinor: -netMinor, reportingAmountMinor: -netR),
+        ]
+        let entry = EntryDraft(book: t.book, transactionId: t.transactionId, kind: .sale, date: date, originalDate: day,
+                               late: late, productId: t.productId, storefront: storefrontCode, figures: figures,
+                               refundPercentage: nil, rules: applied, postings: postings)
+        precondition(entry.isBalanced, "unbalanced sale entry for \(t.transactionId)")
+        return .post(entry)
+    }
+
+    /// The commission rate and why (accounting.md step 3).
+    public func commissionRate(product: ProductRule, day: Day, subscriptionPaidDays: Int) -> (ExactDecimal, String) {
+        if product.type == .autoRenewable && subscriptionPaidDays >= config.subscriptionReducedAfterDays {
+            return (config.commissionReduced, "reduced: subscription has \(subscriptionPaidDays) paid days (>= \(config.subscriptionReducedAfterDays))")
+        }
+        if let range = config.smallBusiness.first(where: { $0.contains(day) }) {
+            return (config.commissionReduced, "reduced: small business program \(range.description)")
+        }
+        if product.type == .autoRenewable {
+            return (config.commissionStandard, "standard: subscription has \(subscriptionPaidDays) paid days (< \(config.subscriptionReducedAfterDays))")
+        }
+        return (config.commissionStandard, "standard")
+    }
+
+    /// `round(amount * r * 10^(e_rep - e_cur))`, computed as one exact fraction.
+    func toReporting(_ minor: Int64, fx: ExactDecimal, exponent: Int, reportingExponent: Int) -> Int64 {
+        roundHalfEven(Int128(minor) * Int128(fx.mantissa) * pow10(reportingExponent),
+                      fx.denominator * pow10(exponent))
+    }
+
+    /// The refund of a posted sale, dated `day` (accounting.md "Refunds"): full when
+    /// `percentage` is nil or 100000, else prorated with each figure rounded once.
+    public func refund(of sale: EntryDraft, on day: Day, percentage: Int64?) -> EntryDraft {
+        precondition(sale.kind == .sale, "a refund reverses a sale")
+        let s = sale.figures
+        let p = percentage ?? 100_000
+        func part(_ v: Int64) -> Int64 { p == 100_000 ? v : roundHalfEven(Int128(v) * Int128(p), 100_000) }
+        let n = part(s.netMinor), c = part(s.commissionMinor)
+        let nr = part(s.netReportingMinor), cr = part(s.commissionReportingMinor)
+        let figures = SaleFigures(currency: s.currency, grossMinor: part(s.grossMinor), taxMinor: part(s.grossMinor) - n,
+                                  netMinor: n, commissionMinor: c, proceedsMinor: n - c,
+                                  reportingCurrency: s.reportingCurrency, netReportingMinor: nr,
+                                  commissionReportingMinor: cr, proceedsReportingMinor: nr - cr)
+        let (date, late) = postingDate(for: day)
+        let postings = [
+            PostingDraft(account: LedgerAccount.refunds, currency: s.currency, amountMinor: n, reportingAmountMinor: nr),
+            PostingDraft(account: LedgerAccount.commission, currency: s.currency, amountMinor: -c, reportingAmountMinor: -cr),
+            PostingDraft(account: LedgerAccount.receivable, currency: s.currency, amountMinor: -(n - c), reportingAmountMinor: -(nr - cr)),
+        ]
+        let entry = EntryDraft(book: sale.book, transactionId: sale.transactionId, kind: .refund, date: date,
+                               originalDate: day, late: late, productId: sale.productId, storefront: sale.storefront,
+                               figures: figures, refundPercentage: p, rules: sale.rules, postings: postings)
+        precondition(entry.isBalanced, "unbalanced refund entry for \(sale.transactionId)")
+        return entry
+    }
+
+    /// `REFUND_REVERSED`: the exact negation of the refund, dated `day`.
+    public func reversal(of refund: EntryDraft, on day: Day) -> EntryDraft {
+        precondition(refund.kind == .refund, "a reversal negates a refund")
+        var e = refund
+        let (date, late) = postingDate(for: day)
+        e.kind = .refundReversal
+        e.date = date
+        e.originalDate = day
+        e.late = late
+        e.postings = refund.postings.map {
+            PostingDraft(account: $0.account, currency: $0.currency, amountMinor: -$0.amountMinor, reportingAmountMinor: -$0.reportingAmountMinor)
+        }
+        precondition(e.isBalanced, "unbalanced reversal entry for \(refund.transactionId)")
+        return e
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+import LedgerCore
+import TOMLKit
+
+/// Reads `iapledger.toml` into a `WorkspaceConfig`. Rates are strings (`"0.30"`) so they stay
+/// exact decimals; a float rate is refused with a message saying so.
+public enum ConfigReader {
+    public static func read(path: String, displayPath: String = "iapledger.toml") throws -> WorkspaceConfig {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ReadError.file(displayPath, "cannot be read (missing or unreadable); run `iapledger init` to create a workspace")
+        }
+        return try parse(String(decoding: data, as: UTF8.self), displayPath: displayPath)
+    }
+
+    public static func parse(_ text: String, displayPath: String = "iapledger.toml") throws -> WorkspaceConfig {
+        let table: TOMLTable
+        do {
+            table = try TOMLTable(string: text)
+        } catch let e as TOMLParseError {
+            throw ReadError.line(displayPath, Int(e.source.begin.line), "not valid TOML: \(e.description)")
+        } catch {
+            throw ReadError.file(displayPath, "not valid TOML: \(error)")
+        }
+        var c = WorkspaceConfig()
+        func fail(_ key: String, _ why: String) -> ReadError { .file(displayPath, "\(key): \(why)") }
+        func string(_ t: TOMLTable, _ key: String, _ name: String) throws -> String? {
+            guard let v = t[key] else { return nil }
+            guard let s = v.string else { throw fail(name, "must be a string") }
+            return s
+        }
+        func rate(_ t: TOMLTable, _ key: String, _ name: String) throws -> ExactDecimal? {
+            guard let v = t[key] else { return nil }
+            if let s = v.string {
+                guard let d = ExactDecimal(s), !d.isNegative, d <= .one else { throw fail(name, "\"\(s)\" is not a rate between 0 and 1") }
+                return d
+            }
+            throw fail(name, "write rates as strings, e.g. \(name) = \"0.30\", so they stay exact")
+        }
+        func int(_ t: TOMLTable, _ key: String, _ name: String) throws -> Int? {
+            guard let v = t[key] else { return nil }
+            guard let i = v.int, i >= 0 else { throw fail(name, "must be a non-negative whole number") }
+            return i
+        }
+        func day(_ t: TOMLTable, _ key: String, _ name: String) throws -> Day {
+            guard let v = t[key] else { throw fail(name, "is required") }
+            if let s = v.string, let d = Day(iso: s) { return d }
+            if let d = v.date { return Day(year: d.year, month: Int(d.month), day: Int(d.day)) }
+            throw fail(name, "must be a date YYYY-MM-DD")
+        }
+
+        if let s = try string(table, "reporting_currency", "reporting_currency") {
+            guard Currency.isKnown(s) else { throw fail("reporting_currency", "\(s) is not a known ISO 4217 currency") }
+            c.reportingCurrency = s
+        }
+        if let v = table["bundle_ids"] {
+            guard let arr = v.array else { throw fail("bundle_ids", "must be an array of strings") }
+            c.bundleIds = try arr.map { guard let s = $0.string else { throw fail("bundle_ids", "must be an array of strings") }; return s }
+        }
+        if let s = try string(table, "default_storefront", "default_storefront") { c.defaultStorefront = s }
+        if let v = table["trusted_roots"] {
+            guard let arr = v.array else { throw fail("trusted_roots", "must be an array of file paths") }
+            c.trustedRoots = try arr.map { guard let s = $0.string else { throw fail("trusted_roots", "must be an array of file paths") }; return s }
+        }
+        if let s = try string(table, "database", "database") { c.databasePath = s }
+
+        if let v = table["commission"] {
+            guard let t = v.table else { throw fail("commission", "must be a table [commission]") }
+            if let r = try rate(t, "standard", "commission.standard") { c.commissionStandard = r }
+            if let r = try rate(t, "reduced", "commission.reduced") { c.commissionReduced = r }
+            if let n = try int(t, "subscription_reduced_after_days", "commission.subscription_reduced_after_days") { c.subscriptionReducedAfterDays = n }
+            if let n = try int(t, "subscription_grace_days", "commission.subscription_grace_days") { c.subscriptionGraceDays = n }
+            if let sb = t["small_business"] {
+                guard let arr = sb.array else { throw fail("commission.small_business", "must be an array of { from, to } tables") }
+                c.smallBusiness = try arr.map { item in
+                    guard let it = item.table else { throw fail("commission.small_business", "must be an array of { from, to } tables") }
+                    let from = try day(it, "from", "commission.small_business.from")
+                    let to = try day(it, "to", "commission.small_business.to")
+                    guard from <= to else { throw fail("commission.small_business", "range \(from)..\(to) ends before it starts") }
+                    return .init(from: from, to: to)
+                }
+            }
+        }
+        if let v = table["periods"] {
+            guard let t = v.table else { throw fail("periods", "must be a table [periods]") }
+            if let s = try string(t, "closed_through", "periods.closed_through") {
+                guard let m = Month(iso: s) else { throw fail("periods.closed_through", "\"\(s)\" is not a month YYYY-MM") }
+                c.closedThrough = m
+            }
+        }
+        if let v = table["reports"] {
+            guard let t = v.table else { throw fail("reports", "must be a table [reports]") }
+            if let n = try int(t, "journal_row_cap", "reports.journal_row_cap") { c.journalRowCap = n }
+        }
+        return c
+    }
+}

@@ -1,0 +1,174 @@
+import Foundation
+import LedgerCore
+
+/// One transaction item of a legacy verifyReceipt response (`in_app[]`,
+/// `latest_receipt_info`, or an iOS 6 `receipt`), with scalars normalised to strings.
+public struct LegacyItem: Equatable {
+    public var transactionId: String?
+    public var originalTransactionId: String?
+    public var productId: String?
+    public var quantity: String?
+    public var purchaseMs: Int64?
+    public var expiresMs: Int64?
+    public var cancellationMs: Int64?
+    public var cancellationReason: String?
+    public var appAccountToken: String?
+    public var webOrderLineItemId: String?
+    public var bundleId: String?
+    public var isTrialPeriod: Bool = false
+}
+
+/// A legacy verifyReceipt response body as Apple sent it, plus the wrapper fields
+/// (`received_at`, `account_id`, `order_id`) a backend may keep beside it.
+public struct LegacyResponse {
+    public enum Style: String { case ios7, ios6, none }
+    public var status: Int?
+    public var statusText: String?
+    public var environment: String?
+    public var isRetryable: Bool
+    public var bundleId: String?
+    public var receiptType: String?
+    public var style: Style
+    public var items: [LegacyItem]
+    public var exception: String?
+    public var receivedAt: String?
+    public var accountId: String?
+    public var orderId: String?
+    /// The transaction a backend noted beside a response it could not verify.
+    public var wrapperTransactionId: String?
+}
+
+public enum LegacyParseError: Error, CustomStringConvertible {
+    case invalidJSON(String)
+    case notAnObject
+    case badField(String)
+    public var description: String {
+        switch self {
+        case .invalidJSON(let m): return "not valid JSON (\(m))"
+        case .notAnObject: return "not a JSON object (a verifyReceipt response is an object)"
+        case .badField(let m): return m
+        }
+    }
+}
+
+/// Parses legacy verifyReceipt responses, tolerating strings or numbers for every scalar
+/// (real responses send `"quantity": "1"`; some libraries rewrite them as numbers).
+public enum LegacyReceiptParser {
+    public static func parse(_ text: Substring) throws -> LegacyResponse {
+        var obj: JSONValue
+        do {
+            obj = try JSONParser.parse(text)
+        } catch let e as JSONError {
+            throw LegacyParseError.invalidJSON(e.description)
+        }
+        guard obj.isObject else { throw LegacyParseError.notAnObject }
+        var receivedAt: String?, accountId: String?, orderId: String?, wrapperTransactionId: String?
+        if let inner = obj["response"], obj["status"] == nil {
+            guard inner.isObject else { throw LegacyParseError.badField("\"response\" is not an object") }
+            receivedAt = obj["received_at"]?.scalarText
+            accountId = obj["account_id"]?.scalarText
+            orderId = obj["order_id"]?.scalarText
+            wrapperTransactionId = obj["transaction_id"]?.scalarText
+            obj = inner
+        }
+        var r = LegacyResponse(status: nil, statusText: obj["status"]?.scalarText, environment: obj["environment"]?.scalarText,
+                               isRetryable: obj["is-retryable"]?.bool ?? obj["is_retryable"]?.bool ?? false,
+                               bundleId: nil, receiptType: nil, style: .none, items: [],
+                               exception: obj["exception"]?.scalarText, receivedAt: receivedAt,
+                               accountId: accountId, orderId: orderId, wrapperTransactionId: wrapperTransactionId)
+        if let st = r.statusText { r.status = Int(st) }
+
+        var items: [LegacyItem] = []
+        if let receipt = obj["receipt"], receipt.isObject {
+            if receipt["in_app"] != nil || receipt["bundle_id"] != nil || receipt["receipt_type"] != nil {
+                r.style = .ios7
+                r.bundleId = receipt["bundle_id"]?.scalarText
+                r.receiptType = receipt["receipt_type"]?.scalarText
+                for x in receipt["in_app"]?.arrayValue ?? [] where x.isObject { items.append(item(x)) }
+            } else {
+                r.style = .ios6
+                r.bundleId = receipt["bid"]?.scalarText
+                if receipt["transaction_id"] != nil { items.append(item(receipt)) }
+            }
+        }
+        for key in ["latest_receipt_info", "latest_expired_receipt_info"] {
+            guard let v = obj[key] else { continue }
+            if let arr = v.arrayValue {
+                for x in arr where x.isObject { items.append(item(x)) }
+            } else if v.isObject {
+                items.append(item(v))
+                if r.style == .none { r.style = .ios6 }
+            }
+        }
+        r.items = merge(items)
+        return r
+    }
+
+    /// The same transaction appears in `in_app` and `latest_receipt_info`: keep one item
+    /// per transaction id, preferring the one that carries a cancellation.
+    static func merge(_ items: [LegacyItem]) -> [LegacyItem] {
+        var order: [String] = []
+        var byId: [String: LegacyItem] = [:]
+        var anonymous: [LegacyItem] = []
+        for it in items {
+            guard let id = it.transactionId else { anonymous.append(it); continue }
+            if var existing = byId[id] {
+                if existing.cancellationMs == nil, let c = it.cancellationMs {
+                    existing.cancellationMs = c
+                    existing.cancellationReason = it.cancellationReason
+                }
+                if existing.expiresMs == nil { existing.expiresMs = it.expiresMs }
+                if existing.appAccountToken == nil { existing.appAccountToken = it.appAccountToken }
+                byId[id] = existing
+            } else {
+                byId[id] = it
+                order.append(id)
+            }
+        }
+        return order.map { byId[$0]! } + anonymous
+    }
+
+    static func item(_ d: JSONValue) -> LegacyItem {
+        var it = LegacyItem()
+        it.transactionId = d["transaction_id"]?.scalarText
+        it.originalTransactionId = d["original_transaction_id"]?.scalarText
+        it.productId = d["product_id"]?.scalarText
+        it.quantity = d["quantity"]?.scalarText
+        it.purchaseMs = millis(d, "purchase_date")
+        // iOS 6 `expires_date` holds milliseconds; iOS 7 has `expires_date_ms`.
+        it.expiresMs = millis(d, "expires_date")
+        it.cancellationMs = millis(d, "cancellation_date")
+        it.cancellationReason = d["cancellation_reason"]?.scalarText
+        it.appAccountToken = d["app_account_token"]?.scalarText
+        it.webOrderLineItemId = d["web_order_line_item_id"]?.scalarText
+        it.bundleId = d["bid"]?.scalarText ?? d["bundle_id"]?.scalarText
+        it.isTrialPeriod = d["is_trial_period"]?.bool ?? false
+        return it
+    }
+
+    /// A time field: `<name>_ms`, else `<name>` as milliseconds or as Apple's
+    /// `yyyy-MM-dd HH:mm:ss Etc/GMT` text.
+    static func millis(_ d: JSONValue, _ name: String) -> Int64? {
+        if let v = d[name + "_ms"]?.int64 { return v }
+        guard let s = d[name]?.scalarText else { return nil }
+        if let v = Int64(s) { return v }
+        return parseAppleDate(s)
+    }
+
+    /// Parses `2011-02-17 06:20:57 Etc/GMT` (also `...Z`, ISO `T`) as UTC milliseconds.
+    public static func parseAppleDate(_ s: String) -> Int64? {
+        var t = Substring(s)
+        for suffix in [" Etc/GMT", " GMT", " UTC", "Z"] where t.hasSuffix(suffix) { t = t.dropLast(suffix.count); break }
+        let parts = t.split(whereSeparator: { $0 == " " || $0 == "T" })
+        guard parts.count == 2 else { return nil }
+        let dateParts = parts[0].split(separator: "-"), timeParts = parts[1].split(separator: ":")
+        guard dateParts.count == 3, timeParts.count == 3,
+              let y = Int(dateParts[0]), let mo = Int(dateParts[1]), let da = Int(dateParts[2]),
+              let h = Int(timeParts[0]), let mi = Int(timeParts[1]), (1...12).contains(mo), (1...31).contains(da),
+              (0...23).contains(h), (0...59).contains(mi) else { return nil }
+        let secText = timeParts[2].split(separator: ".")
+        guard let first = secText.first, let sec = Int(first), (0...60).contains(sec) else { return nil }
+        let days = Int64(Day(year: y, month: mo, day: da).daysSinceEpoch)
+        return ((days * 24 + Int64(h)) * 60 + Int64(mi)) * 60_000 + Int64(sec) * 1000
+    }
+}

@@ -1,0 +1,117 @@
+import LedgerCore
+
+/// One credit the app's backend granted (reconciliation.md, "Order records").
+public struct OrderRecord: Equatable, Sendable {
+    public var orderId: String
+    public var accountId: String
+    public var transactionId: String?
+    public var productId: String
+    public var quantity: Int64
+    public var creditedUnits: Int64
+    public var creditedAt: String
+    public var creditedMs: Int64
+    public var environment: String       // "production" or "sandbox"
+    public var storefront: String?
+    public var appAccountToken: String?
+    public var reversedAt: String?
+
+    public var isActive: Bool { reversedAt == nil }
+}
+
+/// One row of an orders CSV, read or refused with a reason.
+public struct OrderRow {
+    public var line: Int
+    public var raw: Substring
+    public var result: Result<OrderRecord, Finding>
+}
+
+public enum OrderReader {
+    public static let requiredColumns = ["order_id", "account_id", "product_id", "credited_at", "environment"]
+
+    /// Reads every row of an orders file. A header problem refuses the whole file (one finding);
+    /// a bad row refuses that row only.
+    public static func read(path: String, text: Substring) -> (rows: [OrderRow], fileError: Finding?) {
+        let table: CSVTable
+        do {
+            table = try CSVTable(path: path, text: text, required: requiredColumns)
+        } catch let e as CSVError {
+            return ([], Finding(code: "BAD_CSV", message: e.message, location: SourceLocation(path: path, line: e.line)))
+        } catch let e as ReadError {
+            return ([], Finding(code: "BAD_CSV", message: e.description, location: SourceLocation(path: path, line: 1)))
+        } catch {
+            return ([], Finding(code: "BAD_CSV", message: "\(error)", location: SourceLocation(path: path, line: 1)))
+        }
+        return (table.rows.map { row in
+            OrderRow(line: row.line, raw: row.raw, result: parse(row, table))
+        }, nil)
+    }
+
+    static func parse(_ row: CSVRow, _ t: CSVTable) -> Result<OrderRecord, Finding> {
+        let loc = SourceLocation(path: t.path, line: row.line)
+        func bad(_ m: String) -> Result<OrderRecord, Finding> { .failure(Finding(code: "BAD_ORDER", message: m, location: loc)) }
+        if row.fields.count != t.header.count {
+            return bad("has \(row.fields.count) fields, the header has \(t.header.count)")
+        }
+        let orderId = t.value(row, "order_id"), account = t.value(row, "account_id"), product = t.value(row, "product_id")
+        guard !orderId.isEmpty else { return bad("order_id is empty") }
+        guard !account.isEmpty else { return bad("account_id is empty (order \(orderId))") }
+        guard !product.isEmpty else { return bad("product_id is empty (order \(orderId))") }
+        let qText = t.value(row, "quantity")
+        guard let q = qText.isEmpty ? 1 : Int64(qText), q > 0 else { return bad("quantity \"\(qText)\" is not a whole number >= 1 (order \(orderId))") }
+        let uText = t.value(row, "credited_units")
+        guard let units = uText.isEmpty ? 0 : Int64(uText), units >= 0 else { return bad("credited_units \"\(uText)\" is not a whole number >= 0 (order \(orderId))") }
+        let at = t.value(row, "credited_at")
+        guard let ms = ISOTimestamp.milliseconds(at) else { return bad("credited_at \"\(at)\" is not an ISO 8601 timestamp (order \(orderId))") }
+        let env = t.value(row, "environment").lowercased()
+        guard env == "production" || env == "sandbox" else { return bad("environment \"\(t.value(row, "environment"))\" is not production or sandbox (order \(orderId))") }
+        let reversed = t.value(row, "reversed_at")
+        if !reversed.isEmpty && ISOTimestamp.milliseconds(reversed) == nil {
+            return bad("reversed_at \"\(reversed)\" is not an ISO 8601 timestamp (order \(orderId))")
+        }
+        func opt(_ c: String) -> String? { let v = t.value(row, c); return v.isEmpty ? nil : v }
+        return .success(OrderRecord(orderId: orderId, accountId: account, transactionId: opt("transaction_id"), productId: product,
+                                    quantity: q, creditedUnits: units, creditedAt: at, creditedMs: ms, environment: env,
+                                    storefront: opt("storefront"), appAccountToken: opt("app_account_token"),
+                                    reversedAt: opt("reversed_at")))
+    }
+}
+
+/// ISO 8601 timestamps as backends write them: `2026-09-01T10:00:00Z`, with fractions or an
+/// offset (`+02:00`), or a bare date (midnight UTC).
+public enum ISOTimestamp {
+    public static func milliseconds(_ s: String) -> Int64? {
+        if let d = Day(iso: s) { return d.epochMilliseconds }
+        guard s.count >= 19 else { return nil }
+        let u = Array(s.utf8)
+        guard u[10] == UInt8(ascii: "T") || u[10] == UInt8(ascii: " "),
+              let day = Day(iso: String(decoding: u[0..<10], as: UTF8.self)),
+              u[13] == UInt8(ascii: ":"), u[16] == UInt8(ascii: ":"),
+              let h = Int(String(decoding: u[11..<13], as: UTF8.self)), (0...23).contains(h),
+              let m = Int(String(decoding: u[14..<16], as: UTF8.self)), (0...59).contains(m),
+              let sec = Int(String(decoding: u[17..<19], as: UTF8.self)), (0...60).contains(sec) else { return nil }
+        var i = 19
+        var millis: Int64 = 0
+        if i < u.count, u[i] == UInt8(ascii: ".") {
+            i += 1
+            var digits = 0
+            while i < u.count, u[i] >= 0x30, u[i] <= 0x39 {
+                if digits < 3 { millis = millis * 10 + Int64(u[i] - 0x30) }
+                digits += 1; i += 1
+            }
+            guard digits > 0 else { return nil }
+            for _ in digits..<3 where digits < 3 { millis *= 10 }
+        }
+        var offsetMinutes = 0
+        if i < u.count {
+            if u[i] == UInt8(ascii: "Z") && i == u.count - 1 { i += 1 }
+            else if (u[i] == UInt8(ascii: "+") || u[i] == UInt8(ascii: "-")) && u.count - i == 6 && u[i + 3] == UInt8(ascii: ":"),
+                    let oh = Int(String(decoding: u[(i + 1)..<(i + 3)], as: UTF8.self)),
+                    let om = Int(String(decoding: u[(i + 4)..<(i + 6)], as: UTF8.self)) {
+                offsetMinutes = (oh * 60 + om) * (u[i] == UInt8(ascii: "-") ? -1 : 1)
+                i = u.count
+            } else { return nil }
+        }
+        guard i == u.count else { return nil }
+        return day.epochMilliseconds + Int64(((h * 60 + m - offsetMinutes) * 60 + sec)) * 1000 + millis
+    }
+}

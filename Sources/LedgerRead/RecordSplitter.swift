@@ -1,0 +1,90 @@
+import Foundation
+
+/// One record's text inside an input file, with the line it starts on.
+public struct RawRecord {
+    public var line: Int
+    public var text: Substring
+}
+
+/// Splits input files into records: JSON Lines (one record a line) or a JSON document that
+/// is one record or an array of them. The split keeps each record's own text, so the ledger
+/// can hash and store exactly what arrived, and name the line a bad record starts on.
+public enum RecordSplitter {
+    /// One record per non-blank line (`\n` or `\r\n` line ends). Works on bytes: Swift
+    /// treats `\r\n` as one Character, which a split on "\n" would not see.
+    public static func jsonLines(_ text: Substring) -> [RawRecord] {
+        var out: [RawRecord] = []
+        let u = text.utf8
+        var lineNo = 0
+        var start = u.startIndex
+        while start < u.endIndex {
+            lineNo += 1
+            var end = start
+            while end < u.endIndex && u[end] != 0x0A { end = u.index(after: end) }
+            var contentEnd = end
+            if contentEnd > start && u[u.index(before: contentEnd)] == 0x0D { contentEnd = u.index(before: contentEnd) }
+            let line = text[start..<contentEnd]
+            if !line.utf8.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) {
+                out.append(RawRecord(line: lineNo, text: line))
+            }
+            start = end < u.endIndex ? u.index(after: end) : end
+        }
+        return out
+    }
+
+    /// A `.json` document: the elements of a top-level array, or the whole document.
+    /// A document that does not split cleanly is returned whole, so the parser names its error.
+    public static func jsonDocument(_ text: Substring) -> [RawRecord] {
+        let u = Array(text.utf8)
+        var i = 0
+        var line = 1
+        func skipSpace() {
+            while i < u.count, u[i] == 0x20 || u[i] == 0x09 || u[i] == 0x0A || u[i] == 0x0D {
+                if u[i] == 0x0A { line += 1 }
+                i += 1
+            }
+        }
+        skipSpace()
+        if i < u.count, u[i] == 0xEF { i += 3; skipSpace() } // UTF-8 BOM
+        guard i < u.count else { return [] }
+        let startLine = line
+        guard u[i] == UInt8(ascii: "[") else {
+            return [RawRecord(line: startLine, text: text)]
+        }
+        i += 1
+        var records: [RawRecord] = []
+        while true {
+            skipSpace()
+            guard i < u.count else { return [RawRecord(line: startLine, text: text)] }
+            if u[i] == UInt8(ascii: "]") && records.isEmpty { return [] }
+            let elementStart = i, elementLine = line
+            var depth = 0
+            var inString = false
+            while i < u.count {
+                let c = u[i]
+                if inString {
+                    if c == UInt8(ascii: "\\") { i += 2; continue }
+                    if c == UInt8(ascii: "\"") { inString = false }
+                    if c == 0x0A { line += 1 }
+                } else {
+                    if c == UInt8(ascii: "\"") { inString = true }
+                    else if c == UInt8(ascii: "{") || c == UInt8(ascii: "[") { depth += 1 }
+                    else if c == UInt8(ascii: "}") || c == UInt8(ascii: "]") {
+                        if depth == 0 { break }
+                        depth -= 1
+                    } else if c == UInt8(ascii: ",") && depth == 0 { break }
+                    else if c == 0x0A { line += 1 }
+                }
+                i += 1
+            }
+            guard i < u.count else { return [RawRecord(line: startLine, text: text)] }
+            var end = i
+            while end > elementStart, [0x20, 0x09, 0x0A, 0x0D].contains(u[end - 1]) { end -= 1 }
+            let startIdx = text.utf8.index(text.startIndex, offsetBy: elementStart)
+            let endIdx = text.utf8.index(text.startIndex, offsetBy: end)
+            records.append(RawRecord(line: elementLine, text: text[startIdx..<endIdx]))
+            if u[i] == UInt8(ascii: "]") { return records }
+            i += 1 // the comma
+        }
+    }
+}

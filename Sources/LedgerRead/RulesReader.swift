@@ -1,0 +1,103 @@
+import Foundation
+import LedgerCore
+
+/// Reads `rules/{storefronts,prices,products,fx}.csv`. A broken rules file stops the run
+/// (with file and line): posting by half-read rules would put wrong figures in the books.
+public enum RulesReader {
+    public static let files = ["storefronts.csv", "prices.csv", "products.csv", "fx.csv"]
+
+    public static func read(rulesDirectory dir: URL, displayPrefix: String = "rules/") throws -> Rules {
+        func load(_ name: String, _ required: [String]) throws -> CSVTable {
+            let display = displayPrefix + name
+            guard let data = FileManager.default.contents(atPath: dir.appendingPathComponent(name).path) else {
+                throw ReadError.file(display, "cannot be read (missing or unreadable)")
+            }
+            guard let text = String(validatingUTF8Data: data) else { throw ReadError.file(display, "is not valid UTF-8") }
+            do {
+                return try CSVTable(path: display, text: Substring(text), required: required)
+            } catch let e as CSVError {
+                throw ReadError.line(display, e.line, e.message)
+            }
+        }
+        let sf = try load("storefronts.csv", ["storefront", "currency", "tax_rate", "tax_included", "effective_from"])
+        let pr = try load("prices.csv", ["product_id", "storefront", "price", "effective_from"])
+        let pd = try load("products.csv", ["product_id", "type", "units"])
+        let fx = try load("fx.csv", ["month", "currency", "rate"])
+
+        var storefronts: [StorefrontRule] = []
+        var seen = Set<String>()
+        for row in sf.rows {
+            let err = { (m: String) in ReadError.line(sf.path, row.line, m) }
+            let code = sf.value(row, "storefront"), cur = sf.value(row, "currency")
+            guard !code.isEmpty else { throw err("storefront is empty") }
+            guard Currency.isKnown(cur) else { throw err("currency \"\(cur)\" is not a known ISO 4217 code") }
+            guard let tax = ExactDecimal(sf.value(row, "tax_rate")), !tax.isNegative, tax < .one else {
+                throw err("tax_rate \"\(sf.value(row, "tax_rate"))\" is not a decimal between 0 and 1")
+            }
+            guard let incl = parseBool(sf.value(row, "tax_included")) else { throw err("tax_included must be true or false") }
+            guard let from = Day(iso: sf.value(row, "effective_from")) else { throw err("effective_from must be a date YYYY-MM-DD") }
+            guard seen.insert("\(code)|\(from)").inserted else { throw err("a second row for \(code) effective \(from)") }
+            storefronts.append(StorefrontRule(storefront: code, currency: cur, taxRate: tax, taxIncluded: incl, effectiveFrom: from))
+        }
+
+        var products: [ProductRule] = []
+        seen = []
+        for row in pd.rows {
+            let err = { (m: String) in ReadError.line(pd.path, row.line, m) }
+            let id = pd.value(row, "product_id")
+            guard !id.isEmpty else { throw err("product_id is empty") }
+            guard let type = ProductType(rawValue: pd.value(row, "type")) else {
+                throw err("type \"\(pd.value(row, "type"))\" is not one of \(ProductType.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            let unitsText = pd.value(row, "units")
+            guard let units = unitsText.isEmpty ? 0 : Int64(unitsText), units >= 0 else { throw err("units must be a whole number >= 0") }
+            guard seen.insert(id).inserted else { throw err("a second row for product \(id)") }
+            products.append(ProductRule(productId: id, type: type, units: units))
+        }
+
+        var prices: [PriceRule] = []
+        seen = []
+        for row in pr.rows {
+            let err = { (m: String) in ReadError.line(pr.path, row.line, m) }
+            let id = pr.value(row, "product_id"), code = pr.value(row, "storefront")
+            guard !id.isEmpty, !code.isEmpty else { throw err("product_id and storefront are required") }
+            guard let price = ExactDecimal(pr.value(row, "price")), !price.isNegative else {
+                throw err("price \"\(pr.value(row, "price"))\" is not a decimal >= 0")
+            }
+            guard let from = Day(iso: pr.value(row, "effective_from")) else { throw err("effective_from must be a date YYYY-MM-DD") }
+            guard seen.insert("\(id)|\(code)|\(from)").inserted else { throw err("a second price for \(id) in \(code) effective \(from)") }
+            prices.append(PriceRule(productId: id, storefront: code, price: price, effectiveFrom: from))
+        }
+
+        var rates: [(Month, String, ExactDecimal)] = []
+        seen = []
+        for row in fx.rows {
+            let err = { (m: String) in ReadError.line(fx.path, row.line, m) }
+            guard let m = Month(iso: fx.value(row, "month")) else { throw err("month must be YYYY-MM") }
+            let cur = fx.value(row, "currency")
+            guard Currency.isKnown(cur) else { throw err("currency \"\(cur)\" is not a known ISO 4217 code") }
+            guard let r = ExactDecimal(fx.value(row, "rate")), !r.isNegative, !r.isZero else {
+                throw err("rate \"\(fx.value(row, "rate"))\" is not a positive decimal")
+            }
+            guard seen.insert("\(m)|\(cur)").inserted else { throw err("a second rate for \(cur) in \(m)") }
+            rates.append((m, cur, r))
+        }
+        return Rules(storefronts: storefronts, prices: prices, products: products, fx: rates)
+    }
+
+    static func parseBool(_ s: String) -> Bool? {
+        switch s.lowercased() {
+        case "true", "yes", "1": return true
+        case "false", "no", "0": return false
+        default: return nil
+        }
+    }
+}
+
+extension String {
+    /// Decodes UTF-8, refusing invalid bytes instead of replacing them.
+    public init?(validatingUTF8Data data: Data) {
+        guard let s = String(data: data, encoding: .utf8) else { return nil }
+        self = s
+    }
+}

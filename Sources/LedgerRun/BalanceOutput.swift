@@ -1,0 +1,41 @@
+import Foundation
+import LedgerCore
+import LedgerRead
+import LedgerStore
+
+/// Renders the trial balance for the terminal, CSV or JSON.
+public enum BalanceOutput {
+    public static func render(_ rows: [TrialBalanceRow], format: String, reportingCurrency: String) -> String {
+        switch format {
+        case "json":
+            let enc = JSONEncoder()
+            enc.outputFormatting = [.prettyPrinted, .sortedKeys]
+            return String(decoding: (try? enc.encode(rows)) ?? Data("[]".utf8), as: UTF8.self) + "\n"
+        case "csv":
+            var out = "book,account,currency,debit_minor,credit_minor,balance_minor,reporting_balance_minor\n"
+            for r in rows {
+                out += [r.book, r.account, r.currency, String(r.debitMinor), String(r.creditMinor), String(r.balanceMinor),
+                        String(r.reportingBalanceMinor)].map(CSV.escape).joined(separator: ",") + "\n"
+            }
+            return out
+        default:
+            let header = ["Book", "Account", "Currency", "Debit", "Credit", "Balance", "Balance (\(reportingCurrency))"]
+            var table: [[String]] = [header]
+            for r in rows {
+                table.append([r.book, r.account, r.currency,
+                              Currency.format(minor: r.debitMinor, currency: r.currency),
+                              Currency.format(minor: r.creditMinor, currency: r.currency),
+                              Currency.format(minor: r.balanceMinor, currency: r.currency),
+                              Currency.format(minor: r.reportingBalanceMinor, currency: reportingCurrency)])
+            }
+            if rows.isEmpty { return "The ledger has no postings yet.\n" }
+            let widths = (0..<header.count).map { c in table.map { $0[c].count }.max() ?? 0 }
+            return table.enumerated().map { i, row in
+                row.enumerated().map { c, cell in
+                    c >= 3 ? String(repeating: " ", count: widths[c] - cell.count) + cell
+                           : cell + String(repeating: " ", count: widths[c] - cell.count)
+                }.joined(separator: "  ") + (i == 0 ? "\n" + widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ") : "")
+            }.joined(separator: "\n") + "\n"
+        }
+    }
+}

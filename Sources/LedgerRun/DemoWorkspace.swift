@@ -1,0 +1,33 @@
+import Foundation
+import LedgerCore
+import LedgerDemo
+
+/// `iapledger demo`: a generated workspace with realistic data, ready for the nightly run.
+public enum DemoWorkspace {
+    public struct Created: CustomStringConvertible {
+        public var root: URL
+        public var summary: DemoSummary
+
+        public var description: String {
+            let s = summary
+            var lines = [
+                "Generated demo workspace \(root.path)",
+                "  \(s.transactions) store transactions \(s.firstDay)..\(s.lastDay): \(s.productionTransactions) production, \(s.sandboxTransactions) sandbox, \(s.renewals) renewals, \(s.refunds) refunds",
+                "  \(s.receiptRecords) receipt records, \(s.orderRows) order rows, \(s.files.count) files",
+            ]
+            let seeded = s.anomalies.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
+            if !seeded.isEmpty { lines.append("  seeded cases: " + seeded.joined(separator: ", ")) }
+            lines += s.notes.map { "  note: \($0)" }
+            return lines.joined(separator: "\n")
+        }
+    }
+
+    public static func create(at root: URL, transactions: Int, seed: UInt64, asOf: Day) throws -> Created {
+        let fm = FileManager.default
+        for sub in ["rules", "inbox/receipts", "inbox/orders", "inbox/signed", "reports"] {
+            try fm.createDirectory(at: root.appendingPathComponent(sub), withIntermediateDirectories: true)
+        }
+        let summary = try DemoGenerator.generate(into: root, options: DemoOptions(seed: seed, transactions: transactions, asOf: asOf.description))
+        return Created(root: root.standardizedFileURL, summary: summary)
+    }
+}

@@ -1,0 +1,306 @@
+import Foundation
+import LedgerCore
+import LedgerPost
+import LedgerRead
+import LedgerReport
+import LedgerStore
+import LedgerVerify
+import LedgerWrite
+
+/// The nightly job, one pipeline (style.md):
+///
+/// 1. read     the config, the rules and every new file under `inbox/`
+/// 2. verify   each record (status, bundle id, environment) and normalise its transactions
+/// 3. post     pending sales and due refunds by the rules in force on their dates
+/// 4. store    all of it in one database transaction (a run lands whole or not at all)
+/// 5. report   build the report models from the ledger
+/// 6. write    the workbooks under `reports/<as-of>/`
+public struct NightlyRun {
+    public static let toolVersion = "0.1.0"
+
+    public struct Result {
+        public var runId: Int64
+        public var asOf: Day
+        public var counts: LedgerWriter.RunCounts
+        public var filesRead: Int
+        public var filesSkipped: Int
+        public var totals: LedgerTotals
+        public var workbooks: [URL]
+        public var problems: [String]
+    }
+
+    public let workspace: Workspace
+    public let asOf: Day
+    public var log: (String) -> Void
+
+    public init(workspace: Workspace, asOf: Day, log: @escaping (String) -> Void = { _ in }) {
+        self.workspace = workspace
+        self.asOf = asOf
+        self.log = log
+    }
+
+    public func run() throws -> Result {
+        let config = try workspace.loadConfig()
+        let rules = try workspace.loadRules()
+        let lock = try RunLock(url: workspace.lockURL)
+        defer { lock.release() }
+
+        let ledger = try Ledger(path: workspace.ledgerURL(config).path)
+        let poster = Poster(config: config, rules: rules)
+        let verifier = ReceiptVerifier(bundleIds: config.bundleIds)
+
+        let orderFiles = try workspace.inboxFiles("orders", extensions: ["csv"])
+        let receiptFiles = try workspace.inboxFiles("receipts", extensions: ["json", "jsonl"])
+        let inputs = try (orderFiles.map { ($0, "orders") } + receiptFiles.map { ($0, "receipts") }).map { url, kind in
+            try InputFile.load(url: url, kind: kind, workspace: workspace)
+        }
+
+        var filesRead = 0, filesSkipped = 0
+        var problems: [String] = []
+        let (runId, counts) = try ledger.write { w -> (Int64, LedgerWriter.RunCounts) in
+            let runId = try w.beginRun(asOf: asOf, toolVersion: Self.toolVersion, startedAt: Self.timestamp())
+            var counts = LedgerWriter.RunCounts()
+            var ingest = Ingest(writer: w, runId: runId, verifier: verifier, counts: counts)
+            for input in inputs {
+                if try w.fileAlreadyRead(path: input.path, sha256: input.sha256) {
+                    filesSkipped += 1
+                    continue
+                }
+                filesRead += 1
+                switch input.kind {
+                case "orders": try ingest.orders(input)
+                default: try ingest.receipts(input)
+                }
+            }
+            counts = ingest.counts
+            problems = ingest.problems
+            counts.entriesPosted = try Self.post(writer: w, poster: poster, runId: runId)
+            try w.finishRun(runId, counts: counts, finishedAt: Self.timestamp())
+            return (runId, counts)
+        }
+
+        let workbooks = try ReportSet(ledger: ledger, config: config, asOf: asOf, runId: runId, workspace: workspace).writeAll()
+        let totals = try ledger.read { try $0.totals() }
+        return Result(runId: runId, asOf: asOf, counts: counts, filesRead: filesRead, filesSkipped: filesSkipped,
+                      totals: totals, workbooks: workbooks, problems: problems)
+    }
+
+    /// Posts every sale still waiting (new ones and those that waited for a rule) and every
+    /// refund that is due. Returns the number of entries written.
+    static func post(writer w: LedgerWriter, poster: Poster, runId: Int64) throws -> Int {
+        var posted = 0
+        for t in try w.pendingSales() {
+            let obs = t.observation
+            let hint = try w.orderStorefront(transactionId: obs.transactionId)
+            switch poster.sale(of: obs, orderStorefront: hint) {
+            case .post(let entry):
+                try w.insertEntry(entry, runId: runId)
+                try w.setSaleStatus(transactionId: obs.transactionId, status: "posted", pendingReason: nil)
+                try w.resolveFinding(code: "MISSING_RULE", transactionId: obs.transactionId, runId: runId)
+                posted += 1
+            case .free:
+                try w.setSaleStatus(transactionId: obs.transactionId, status: "free", pendingReason: nil)
+                try w.resolveFinding(code: "MISSING_RULE", transactionId: obs.transactionId, runId: runId)
+            case .missingRule(let why):
+                try w.setSaleStatus(transactionId: obs.transactionId, status: "pending", pendingReason: "MISSING_RULE: \(why)")
+                try w.openFinding(code: "MISSING_RULE", transactionId: obs.transactionId, recordId: nil, message: why, runId: runId)
+            }
+        }
+        for t in try w.refundsDue() {
+            let obs = t.observation
+            guard let ms = obs.cancellationMs,
+                  let sale = try w.entry(book: obs.book, transactionId: obs.transactionId, kind: .sale) else { continue }
+            let refund = poster.refund(of: sale, on: Day(epochMilliseconds: ms), percentage: obs.revocationPercentage)
+            try w.insertEntry(refund, runId: runId)
+            posted += 1
+        }
+        return posted
+    }
+
+    static func timestamp() -> String {
+        ISO8601DateFormatter().string(from: Date())
+    }
+}
+
+/// One input file, read whole and hashed.
+struct InputFile {
+    var url: URL
+    var path: String
+    var kind: String
+    var data: Data
+    var sha256: String
+
+    static func load(url: URL, kind: String, workspace: Workspace) throws -> InputFile {
+        guard let data = FileManager.default.contents(atPath: url.path) else {
+            throw ReadError.file(url.path, "cannot be read (permissions?)")
+        }
+        return InputFile(url: url, path: workspace.relative(url), kind: kind, data: data, sha256: Hashing.sha256Hex(data))
+    }
+}
+
+/// Reading and verifying the records of new input files into the ledger.
+struct Ingest {
+    let writer: LedgerWriter
+    let runId: Int64
+    let verifier: ReceiptVerifier
+    var counts: LedgerWriter.RunCounts
+    var problems: [String] = []
+
+    init(writer: LedgerWriter, runId: Int64, verifier: ReceiptVerifier, counts: LedgerWriter.RunCounts) {
+        self.writer = writer
+        self.runId = runId
+        self.verifier = verifier
+        self.counts = counts
+    }
+
+    /// The text of a file, or nil (and a rejected record naming the file) when it is not UTF-8.
+    mutating func text(_ input: InputFile) throws -> String? {
+        if let s = String(validatingUTF8Data: input.data) { return s }
+        let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256,
+                                        sizeBytes: Int64(input.data.count), records: 1, newRecords: 1)
+        _ = try writer.addRecord(.init(fileId: fileId, line: 1, sha256: input.sha256, outcome: .rejected,
+                                       reasonCode: "INVALID_UTF8", reason: "the file is not valid UTF-8 text", raw: ""))
+        counts.read += 1
+        counts.rejected += 1
+        problems.append("\(input.path):1: rejected: the file is not valid UTF-8 text")
+        return nil
+    }
+
+    mutating func orders(_ input: InputFile) throws {
+        guard let text = try text(input) else { return }
+        let seen = try writer.recordHashes(path: input.path)
+        let (rows, fileError) = OrderReader.read(path: input.path, text: Substring(text))
+        if let e = fileError {
+            let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256,
+                                            sizeBytes: Int64(input.data.count), records: 1, newRecords: 1)
+            _ = try writer.addRecord(.init(fileId: fileId, line: e.location?.line ?? 1, sha256: input.sha256, outcome: .rejected,
+                                           reasonCode: e.code, reason: e.message, raw: String(text.prefix(4096))))
+            counts.read += 1
+            counts.rejected += 1
+            problems.append(e.description)
+            return
+        }
+        let fresh = rows.filter { !seen.contains(Hashing.sha256Hex(Data($0.raw.utf8))) }
+        let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256,
+                                        sizeBytes: Int64(input.data.count), records: rows.count, newRecords: fresh.count)
+        counts.skipped += rows.count - fresh.count
+        for row in fresh {
+            counts.read += 1
+            let sha = Hashing.sha256Hex(Data(row.raw.utf8))
+            switch row.result {
+            case .success(let o):
+                let recordId = try writer.addRecord(.init(fileId: fileId, line: row.line, sha256: sha, outcome: .verified,
+                                                          environment: o.environment, accountId: o.accountId,
+                                                          orderId: o.orderId, raw: String(row.raw)))
+                try writer.insertOrderVersion(orderId: o.orderId, recordId: recordId, accountId: o.accountId,
+                                              transactionId: o.transactionId, productId: o.productId, quantity: o.quantity,
+                                              creditedUnits: o.creditedUnits, creditedAt: o.creditedAt,
+                                              creditedMs: o.creditedMs, environment: o.environment,
+                                              storefront: o.storefront, appAccountToken: o.appAccountToken,
+                                              reversedAt: o.reversedAt)
+                counts.verified += 1
+            case .failure(let f):
+                _ = try writer.addRecord(.init(fileId: fileId, line: row.line, sha256: sha, outcome: .rejected,
+                                               reasonCode: f.code, reason: f.message, raw: String(row.raw)))
+                counts.rejected += 1
+                problems.append(f.description)
+            }
+        }
+    }
+
+    mutating func receipts(_ input: InputFile) throws {
+        guard let text = try text(input) else { return }
+        let seen = try writer.recordHashes(path: input.path)
+        let sub = Substring(text)
+        let records = input.url.pathExtension.lowercased() == "jsonl" ? RecordSplitter.jsonLines(sub) : RecordSplitter.jsonDocument(sub)
+        let withHashes = records.map { ($0, Hashing.sha256Hex(Data($0.text.utf8))) }
+        let fresh = withHashes.filter { !seen.contains($0.1) }
+        let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256,
+                                        sizeBytes: Int64(input.data.count), records: records.count, newRecords: fresh.count)
+        counts.skipped += records.count - fresh.count
+        for (record, sha) in fresh {
+            counts.read += 1
+            try receipt(record, sha: sha, fileId: fileId, path: input.path)
+        }
+    }
+
+    mutating func receipt(_ record: RawRecord, sha: String, fileId: Int64, path: String) throws {
+        let location = SourceLocation(path: path, line: record.line)
+        let raw = String(record.text)
+        let response: LegacyResponse
+        do {
+            response = try LegacyReceiptParser.parse(record.text)
+        } catch let e as LegacyParseError {
+            try reject(fileId: fileId, location: location, sha: sha, code: "MALFORMED", reason: e.description, raw: raw)
+            return
+        }
+        var info = LedgerWriter.RecordInfo(fileId: fileId, line: record.line, sha256: sha, outcome: .verified,
+                                           statusCode: response.status, environment: response.environment,
+                                           accountId: response.accountId, orderId: response.orderId,
+                                           receivedAt: response.receivedAt, raw: raw)
+        switch verifier.verify(response, location: location) {
+        case let .rejected(code, reason):
+            try reject(fileId: fileId, location: location, sha: sha, code: code, reason: reason, raw: raw, info: info)
+        case let .pending(code, reason, ids):
+            info.outcome = .pending
+            info.reasonCode = code
+            info.reason = reason
+            let recordId = try writer.addRecord(info)
+            try writer.notePendingRecord(recordId, transactionIds: ids)
+            counts.pending += 1
+            // A record for a transaction that is already verified has nothing left to wait for.
+            for id in ids where try writer.transaction(id) != nil {
+                try writer.resolvePendingRecords(transactionId: id, runId: runId, note: "transaction \(id) is already verified")
+            }
+            problems.append("\(location): pending: \(reason)")
+        case let .verified(book, transactions, findings):
+            info.environment = book == .production ? "Production" : "Sandbox"
+            let recordId = try writer.addRecord(info)
+            counts.verified += 1
+            for f in findings {
+                try writer.openFinding(code: f.code, transactionId: f.transactionId ?? "", recordId: recordId,
+                                       message: "\(location): \(f.message)", runId: runId)
+                problems.append(f.description)
+            }
+            for t in transactions {
+                try observe(t, recordId: recordId, location: location)
+            }
+        }
+    }
+
+    mutating func reject(fileId: Int64, location: SourceLocation, sha: String, code: String, reason: String, raw: String,
+                         info: LedgerWriter.RecordInfo? = nil) throws {
+        var r = info ?? LedgerWriter.RecordInfo(fileId: fileId, line: location.line, sha256: sha, outcome: .rejected, raw: raw)
+        r.outcome = .rejected
+        r.reasonCode = code
+        r.reason = reason
+        _ = try writer.addRecord(r)
+        counts.rejected += 1
+        problems.append("\(location): rejected: \(reason)")
+    }
+
+    /// One verified transaction: new ones are stored (their sale is posted below); one seen
+    /// before is the same transaction, and brings only what it did not have (a refund).
+    mutating func observe(_ t: TransactionObservation, recordId: Int64, location: SourceLocation) throws {
+        if let existing = try writer.transaction(t.transactionId) {
+            try writer.linkSource(transactionId: t.transactionId, recordId: recordId)
+            let e = existing.observation
+            var differences: [String] = []
+            if e.book != t.book { differences.append("environment \(e.book.rawValue) vs \(t.book.rawValue)") }
+            if e.productId != t.productId { differences.append("product \(e.productId) vs \(t.productId)") }
+            if e.quantity != t.quantity { differences.append("quantity \(e.quantity) vs \(t.quantity)") }
+            if e.purchaseMs != t.purchaseMs { differences.append("purchase date \(Day(epochMilliseconds: e.purchaseMs)) vs \(Day(epochMilliseconds: t.purchaseMs))") }
+            if !differences.isEmpty {
+                try writer.openFinding(code: "TRANSACTION_CONFLICT", transactionId: t.transactionId, recordId: recordId,
+                                       message: "\(location) reports transaction \(t.transactionId) differently from its first source: \(differences.joined(separator: ", ")); the first is kept",
+                                       runId: runId)
+            }
+            if e.cancellationMs == nil, let c = t.cancellationMs, e.book == t.book {
+                try writer.setCancellation(transactionId: t.transactionId, cancellationMs: c, percentage: t.revocationPercentage)
+            }
+        } else {
+            try writer.insertTransaction(t, recordId: recordId, runId: runId)
+        }
+        try writer.resolvePendingRecords(transactionId: t.transactionId, runId: runId, note: "verified by \(location)")
+    }
+}

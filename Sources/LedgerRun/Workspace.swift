@@ -1,0 +1,87 @@
+import Foundation
+import LedgerCore
+import LedgerRead
+import LedgerTemplates
+
+/// The folder that holds one app's books:
+///
+///     iapledger.toml            configuration
+///     rules/                    storefronts.csv, prices.csv, products.csv, fx.csv
+///     inbox/receipts/           legacy verifyReceipt responses (*.json, *.jsonl)
+///     inbox/orders/             the backend's order/credit records (*.csv)
+///     inbox/signed/             App Store signed transactions and notifications
+///     ledger.sqlite             the ledger (by default)
+///     reports/<as-of>/          the workbooks
+public struct Workspace {
+    public let root: URL
+
+    public init(_ root: URL) { self.root = root.standardizedFileURL }
+
+    public var configURL: URL { root.appendingPathComponent("iapledger.toml") }
+    public var rulesURL: URL { root.appendingPathComponent("rules") }
+    public var inboxURL: URL { root.appendingPathComponent("inbox") }
+    public var reportsURL: URL { root.appendingPathComponent("reports") }
+    public var lockURL: URL { root.appendingPathComponent(".iapledger.lock") }
+
+    public func ledgerURL(_ config: WorkspaceConfig) -> URL {
+        config.databasePath.hasPrefix("/") ? URL(fileURLWithPath: config.databasePath) : root.appendingPathComponent(config.databasePath)
+    }
+
+    public func reportDirectory(asOf: Day) -> URL { reportsURL.appendingPathComponent(asOf.description) }
+
+    /// Reads the configuration and the rules; a problem here stops the run before anything is written.
+    public func loadConfig() throws -> WorkspaceConfig {
+        guard FileManager.default.fileExists(atPath: configURL.path) else {
+            throw ReadError.file(configURL.path, "not found: \(root.path) is not an iapledger workspace (run `iapledger init \(root.path)`)")
+        }
+        return try ConfigReader.read(path: configURL.path, displayPath: configURL.path)
+    }
+
+    public func loadRules() throws -> Rules {
+        try RulesReader.read(rulesDirectory: rulesURL, displayPrefix: rulesURL.path + "/")
+    }
+
+    /// A workspace-relative path, as stored in the ledger and shown to people.
+    public func relative(_ url: URL) -> String {
+        let p = url.standardizedFileURL.path, r = root.path.hasSuffix("/") ? root.path : root.path + "/"
+        return p.hasPrefix(r) ? String(p.dropFirst(r.count)) : p
+    }
+
+    /// The input files of one inbox folder with the given extensions, sorted by name.
+    public func inboxFiles(_ folder: String, extensions: Set<String>) throws -> [URL] {
+        let dir = inboxURL.appendingPathComponent(folder)
+        guard FileManager.default.fileExists(atPath: dir.path) else { return [] }
+        let names = try FileManager.default.contentsOfDirectory(atPath: dir.path)
+        return names.filter { !$0.hasPrefix(".") && extensions.contains(($0 as NSString).pathExtension.lowercased()) }
+            .sorted()
+            .map { dir.appendingPathComponent($0) }
+    }
+
+    /// Creates a workspace with the commented example config and example rules from `templates/`.
+    public static func create(at root: URL) throws -> Workspace {
+        let fm = FileManager.default
+        let ws = Workspace(root)
+        if fm.fileExists(atPath: ws.configURL.path) {
+            throw ReadError.file(ws.configURL.path, "already exists: \(root.path) is already a workspace")
+        }
+        for sub in ["rules", "inbox/receipts", "inbox/orders", "inbox/signed", "reports"] {
+            try fm.createDirectory(at: root.appendingPathComponent(sub), withIntermediateDirectories: true)
+        }
+        let templates = try Templates.directory()
+        try fm.copyItem(at: templates.appendingPathComponent("iapledger.toml"), to: ws.configURL)
+        for name in RulesReader.files {
+            try fm.copyItem(at: templates.appendingPathComponent("rules/\(name)"), to: ws.rulesURL.appendingPathComponent(name))
+        }
+        return ws
+    }
+}
+
+/// The example workspace files shipped with the tool (the repository's `templates/workspace`).
+public enum Templates {
+    public static func directory() throws -> URL {
+        guard let url = LedgerTemplates.workspaceDirectory() else {
+            throw ReadError.file("templates/workspace", "the tool's bundled templates are missing (reinstall iapledger)")
+        }
+        return url
+    }
+}

@@ -1,0 +1,339 @@
+import Foundation
+import GRDB
+import LedgerCore
+
+/// A store failure the user can act on (locked, read-only, corrupt database).
+public struct StoreError: Error, CustomStringConvertible {
+    public var message: String
+    public init(message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// The ledger database (SQLite through GRDB). The only type in the project that opens it.
+public final class Ledger {
+    let queue: DatabaseQueue
+    public let path: String
+
+    /// Opens (creating if needed) the ledger at `path` and brings its schema up to date.
+    public init(path: String, readOnly: Bool = false) throws {
+        self.path = path
+        var config = Configuration()
+        config.foreignKeysEnabled = true
+        config.readonly = readOnly
+        config.busyMode = .immediateError
+        config.label = "iapledger"
+        do {
+            queue = try DatabaseQueue(path: path, configuration: config)
+            if !readOnly { try Schema.migrator().migrate(queue) }
+        } catch let e as DatabaseError {
+            throw StoreError(message: "\(path): cannot open the ledger database: \(e.message ?? e.description)")
+        }
+    }
+
+    /// Runs `body` in one database transaction: everything it writes lands together or not at all.
+    public func write<T>(_ body: (LedgerWriter) throws -> T) throws -> T {
+        do {
+            return try queue.write { db in try body(LedgerWriter(db: db)) }
+        } catch let e as DatabaseError {
+            throw StoreError(message: "\(path): \(e.message ?? e.description)")
+        }
+    }
+
+    public func read<T>(_ body: (LedgerReader) throws -> T) throws -> T {
+        do {
+            return try queue.read { db in try body(LedgerReader(db: db)) }
+        } catch let e as DatabaseError {
+            throw StoreError(message: "\(path): \(e.message ?? e.description)")
+        }
+    }
+}
+
+/// A transaction as the ledger stores it, with its sale status.
+public struct StoredTransaction: Equatable {
+    public var observation: TransactionObservation
+    public var saleStatus: String
+    public var pendingReason: String?
+    public var firstRecordId: Int64
+}
+
+/// Queries shared by readers and writers.
+public class LedgerReader {
+    let db: Database
+    init(db: Database) { self.db = db }
+
+    public func transaction(_ id: String) throws -> StoredTransaction? {
+        try Row.fetchOne(db, sql: "SELECT * FROM store_transaction WHERE transaction_id = ?", arguments: [id]).map(Self.stored)
+    }
+
+    /// Transactions whose sale waits for a rule.
+    public func pendingSales() throws -> [StoredTransaction] {
+        try Row.fetchAll(db, sql: "SELECT * FROM store_transaction WHERE sale_status = 'pending' ORDER BY purchase_ms, transaction_id").map(Self.stored)
+    }
+
+    /// Posted sales that carry a cancellation and have no refund entry yet.
+    public func refundsDue() throws -> [StoredTransaction] {
+        try Row.fetchAll(db, sql: """
+            SELECT t.* FROM store_transaction t
+            WHERE t.cancellation_ms IS NOT NULL AND t.sale_status = 'posted'
+              AND NOT EXISTS (SELECT 1 FROM entry e WHERE e.book = t.book AND e.transaction_id = t.transaction_id AND e.kind = 'refund')
+            ORDER BY t.cancellation_ms, t.transaction_id
+            """).map(Self.stored)
+    }
+
+    static func stored(_ r: Row) -> StoredTransaction {
+        let obs = TransactionObservation(
+            transactionId: r["transaction_id"], originalTransactionId: r["original_transaction_id"],
+            productId: r["product_id"], quantity: r["quantity"], purchaseMs: r["purchase_ms"], expiresMs: r["expires_ms"],
+            cancellationMs: r["cancellation_ms"], revocationPercentage: r["revocation_percentage"],
+            book: Book(rawValue: r["book"])!, bundleId: r["bundle_id"], storefront: r["storefront"],
+            currency: r["currency"], priceMilliunits: r["price_milliunits"], appAccountToken: r["app_account_token"],
+            hasOffer: (r["has_offer"] as Int64) != 0, isFreeTrial: (r["is_free_trial"] as Int64) != 0)
+        return StoredTransaction(observation: obs, saleStatus: r["sale_status"], pendingReason: r["pending_reason"],
+                                 firstRecordId: r["first_record_id"])
+    }
+
+    /// The stored entry of `kind` for a transaction, rebuilt as a draft.
+    public func entry(book: Book, transactionId: String, kind: EntryKind) throws -> EntryDraft? {
+        guard let r = try Row.fetchOne(db, sql: "SELECT * FROM entry WHERE book = ? AND transaction_id = ? AND kind = ?",
+                                       arguments: [book.rawValue, transactionId, kind.rawValue]) else { return nil }
+        return try draft(r)
+    }
+
+    func draft(_ r: Row) throws -> EntryDraft {
+        let id: Int64 = r["id"]
+        let postings = try Row.fetchAll(db, sql: """
+            SELECT a.name, p.currency, p.amount_minor, p.reporting_amount_minor
+            FROM posting p JOIN account a ON a.id = p.account_id WHERE p.entry_id = ? ORDER BY p.id
+            """, arguments: [id]).map {
+            PostingDraft(account: $0[0], currency: $0[1], amountMinor: $0[2], reportingAmountMinor: $0[3])
+        }
+        let rules = try JSONDecoder().decode(AppliedRules.self, from: Data((r["rules_json"] as String).utf8))
+        let figures = SaleFigures(currency: r["currency"], grossMinor: r["gross_minor"], taxMinor: r["tax_minor"],
+                                  netMinor: r["net_minor"], commissionMinor: r["commission_minor"],
+                                  proceedsMinor: r["proceeds_minor"], reportingCurrency: r["reporting_currency"],
+                                  netReportingMinor: r["net_reporting_minor"],
+                                  commissionReportingMinor: r["commission_reporting_minor"],
+                                  proceedsReportingMinor: r["proceeds_reporting_minor"])
+        return EntryDraft(book: Book(rawValue: r["book"])!, transactionId: r["transaction_id"],
+                          kind: EntryKind(rawValue: r["kind"])!, date: Day(iso: r["date"] as String)!,
+                          originalDate: Day(iso: r["original_date"] as String)!, late: (r["late"] as Int64) != 0,
+                          productId: r["product_id"], storefront: r["storefront"], figures: figures,
+                          refundPercentage: r["refund_percentage"], rules: rules, postings: postings)
+    }
+
+    /// The storefront of the earliest-credited order naming `transactionId` (latest version of each order).
+    public func orderStorefront(transactionId: String) throws -> (code: String, orderId: String)? {
+        guard let r = try Row.fetchOne(db, sql: """
+            SELECT v.storefront, v.order_id FROM order_version v
+            WHERE v.transaction_id = ? AND v.storefront IS NOT NULL
+              AND v.id = (SELECT max(id) FROM order_version w WHERE w.order_id = v.order_id)
+            ORDER BY v.credited_ms, v.order_id LIMIT 1
+            """, arguments: [transactionId]) else { return nil }
+        return (r[0], r[1])
+    }
+
+    /// The hashes of records already read from earlier versions of the file at `path`.
+    public func recordHashes(path: String) throws -> Set<String> {
+        Set(try String.fetchAll(db, sql: """
+            SELECT r.record_sha256 FROM source_record r JOIN source_file f ON f.id = r.file_id WHERE f.path = ?
+            """, arguments: [path]))
+    }
+
+    public func fileAlreadyRead(path: String, sha256: String) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT 1 FROM source_file WHERE path = ? AND sha256 = ?", arguments: [path, sha256]) ?? false
+    }
+
+    /// The last finished run, if any.
+    public func lastRunId() throws -> Int64? {
+        try Int64.fetchOne(db, sql: "SELECT max(id) FROM run WHERE finished_at IS NOT NULL")
+    }
+}
+
+/// Writes of one run, all inside one database transaction.
+public final class LedgerWriter: LedgerReader {
+    private var accountIds: [String: Int64] = [:]
+
+    public func beginRun(asOf: Day, toolVersion: String, startedAt: String) throws -> Int64 {
+        try db.execute(sql: "INSERT INTO run (as_of, started_at, tool_version) VALUES (?, ?, ?)",
+                       arguments: [asOf.description, startedAt, toolVersion])
+        return db.lastInsertedRowID
+    }
+
+    public struct RunCounts {
+        public var read = 0, verified = 0, pending = 0, rejected = 0, skipped = 0, entriesPosted = 0
+        public init() {}
+    }
+
+    public func finishRun(_ id: Int64, counts: RunCounts, finishedAt: String) throws {
+        try db.execute(sql: """
+            UPDATE run SET finished_at = ?, records_read = ?, records_verified = ?, records_pending = ?,
+                records_rejected = ?, records_skipped = ?, entries_posted = ? WHERE id = ?
+            """, arguments: [finishedAt, counts.read, counts.verified, counts.pending, counts.rejected,
+                             counts.skipped, counts.entriesPosted, id])
+    }
+
+    public func addFile(runId: Int64, path: String, kind: String, sha256: String, sizeBytes: Int64,
+                        records: Int, newRecords: Int) throws -> Int64 {
+        try db.execute(sql: """
+            INSERT INTO source_file (run_id, path, kind, sha256, size_bytes, records, new_records) VALUES (?, ?, ?, ?, ?, ?, ?)
+            """, arguments: [runId, path, kind, sha256, sizeBytes, records, newRecords])
+        return db.lastInsertedRowID
+    }
+
+    public struct RecordInfo {
+        public var fileId: Int64
+        public var line: Int
+        public var sha256: String
+        public var outcome: RecordOutcome
+        public var reasonCode: String?
+        public var reason: String?
+        public var statusCode: Int?
+        public var environment: String?
+        public var accountId: String?
+        public var orderId: String?
+        public var receivedAt: String?
+        public var raw: String
+        public init(fileId: Int64, line: Int, sha256: String, outcome: RecordOutcome, reasonCode: String? = nil,
+                    reason: String? = nil, statusCode: Int? = nil, environment: String? = nil, accountId: String? = nil,
+                    orderId: String? = nil, receivedAt: String? = nil, raw: String) {
+            self.fileId = fileId; self.line = line; self.sha256 = sha256; self.outcome = outcome
+            self.reasonCode = reasonCode; self.reason = reason; self.statusCode = statusCode
+            self.environment = environment; self.accountId = accountId; self.orderId = orderId
+            self.receivedAt = receivedAt; self.raw = raw
+        }
+    }
+
+    public func addRecord(_ r: RecordInfo) throws -> Int64 {
+        let stmt = try db.cachedStatement(sql: """
+            INSERT INTO source_record (file_id, line, record_sha256, outcome, reason_code, reason, status_code,
+                environment, account_id, order_id, received_at, raw) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        try stmt.execute(arguments: [r.fileId, r.line, r.sha256, r.outcome.rawValue, r.reasonCode, r.reason, r.statusCode,
+                                     r.environment, r.accountId, r.orderId, r.receivedAt, r.raw])
+        return db.lastInsertedRowID
+    }
+
+    /// Remembers which transactions a pending record names, so a later verified record resolves it.
+    public func notePendingRecord(_ recordId: Int64, transactionIds: [String]) throws {
+        for id in Set(transactionIds) {
+            try db.execute(sql: "INSERT OR IGNORE INTO pending_record_transaction (record_id, transaction_id) VALUES (?, ?)",
+                           arguments: [recordId, id])
+        }
+    }
+
+    /// Marks pending records naming `transactionId` as resolved by a verified record.
+    @discardableResult
+    public func resolvePendingRecords(transactionId: String, runId: Int64, note: String) throws -> Int {
+        try db.execute(sql: """
+            UPDATE source_record SET resolved_run_id = ?, resolved_note = ?
+            WHERE outcome = 'pending' AND resolved_run_id IS NULL
+              AND id IN (SELECT record_id FROM pending_record_transaction WHERE transaction_id = ?)
+            """, arguments: [runId, note, transactionId])
+        return db.changesCount
+    }
+
+    public func insertTransaction(_ t: TransactionObservation, recordId: Int64, runId: Int64) throws {
+        let stmt = try db.cachedStatement(sql: """
+            INSERT INTO store_transaction (transaction_id, book, original_transaction_id, product_id, quantity, purchase_ms,
+                expires_ms, cancellation_ms, revocation_percentage, storefront, currency, price_milliunits, app_account_token,
+                bundle_id, has_offer, is_free_trial, first_record_id, first_run_id, sale_status, pending_reason)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 'not posted yet')
+            """)
+        try stmt.execute(arguments: [t.transactionId, t.book.rawValue, t.originalTransactionId, t.productId, t.quantity,
+                                     t.purchaseMs, t.expiresMs, t.cancellationMs, t.revocationPercentage, t.storefront,
+                                     t.currency, t.priceMilliunits, t.appAccountToken, t.bundleId, t.hasOffer ? 1 : 0,
+                                     t.isFreeTrial ? 1 : 0, recordId, runId])
+        try linkSource(transactionId: t.transactionId, recordId: recordId)
+    }
+
+    public func linkSource(transactionId: String, recordId: Int64) throws {
+        let stmt = try db.cachedStatement(sql: "INSERT OR IGNORE INTO transaction_source (transaction_id, record_id) VALUES (?, ?)")
+        try stmt.execute(arguments: [transactionId, recordId])
+    }
+
+    /// Records a refund (cancellation or revocation) that a transaction did not have before.
+    public func setCancellation(transactionId: String, cancellationMs: Int64, percentage: Int64?) throws {
+        try db.execute(sql: """
+            UPDATE store_transaction SET cancellation_ms = ?, revocation_percentage = ?
+            WHERE transaction_id = ? AND cancellation_ms IS NULL
+            """, arguments: [cancellationMs, percentage, transactionId])
+    }
+
+    public func setSaleStatus(transactionId: String, status: String, pendingReason: String?) throws {
+        let stmt = try db.cachedStatement(sql: "UPDATE store_transaction SET sale_status = ?, pending_reason = ? WHERE transaction_id = ?")
+        try stmt.execute(arguments: [status, pendingReason, transactionId])
+    }
+
+    func accountId(_ name: String) throws -> Int64 {
+        if let id = accountIds[name] { return id }
+        try db.execute(sql: "INSERT OR IGNORE INTO account (name) VALUES (?)", arguments: [name])
+        let id = try Int64.fetchOne(db, sql: "SELECT id FROM account WHERE name = ?", arguments: [name])!
+        accountIds[name] = id
+        return id
+    }
+
+    /// Appends an entry and its postings. An unbalanced entry is a bug: it never reaches the disk.
+    @discardableResult
+    public func insertEntry(_ e: EntryDraft, runId: Int64) throws -> Int64 {
+        precondition(e.isBalanced, "refusing to write unbalanced entry \(e.kind.rawValue) of \(e.transactionId)")
+        let rulesJSON = String(decoding: try JSONEncoder.sorted.encode(e.rules), as: UTF8.self)
+        let f = e.figures
+        let stmt = try db.cachedStatement(sql: """
+            INSERT INTO entry (run_id, book, transaction_id, kind, date, original_date, late, product_id, storefront, currency,
+                reporting_currency, gross_minor, tax_minor, net_minor, commission_minor, proceeds_minor, net_reporting_minor,
+                commission_reporting_minor, proceeds_reporting_minor, refund_percentage, rules_json)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        try stmt.execute(arguments: [runId, e.book.rawValue, e.transactionId, e.kind.rawValue, e.date.description,
+                                     e.originalDate.description, e.late ? 1 : 0, e.productId, e.storefront, f.currency,
+                                     f.reportingCurrency, f.grossMinor, f.taxMinor, f.netMinor, f.commissionMinor,
+                                     f.proceedsMinor, f.netReportingMinor, f.commissionReportingMinor,
+                                     f.proceedsReportingMinor, e.refundPercentage, rulesJSON])
+        let entryId = db.lastInsertedRowID
+        let pstmt = try db.cachedStatement(sql: """
+            INSERT INTO posting (entry_id, account_id, currency, amount_minor, reporting_amount_minor) VALUES (?, ?, ?, ?, ?)
+            """)
+        for p in e.postings {
+            try pstmt.execute(arguments: [entryId, try accountId(p.account), p.currency, p.amountMinor, p.reportingAmountMinor])
+        }
+        return entryId
+    }
+
+    /// Opens (or refreshes) a finding; it stays open until `resolveFinding` is called.
+    public func openFinding(code: String, transactionId: String, recordId: Int64?, message: String, runId: Int64) throws {
+        try db.execute(sql: """
+            INSERT INTO finding (code, transaction_id, record_id, message, first_run_id, last_run_id)
+            VALUES (?, ?, ?, ?, ?, ?)
+            ON CONFLICT (code, transaction_id, ifnull(record_id, 0))
+            DO UPDATE SET message = excluded.message, last_run_id = excluded.last_run_id, resolved_run_id = NULL
+            """, arguments: [code, transactionId, recordId, message, runId, runId])
+    }
+
+    public func resolveFinding(code: String, transactionId: String, runId: Int64) throws {
+        try db.execute(sql: """
+            UPDATE finding SET resolved_run_id = ? WHERE code = ? AND transaction_id = ? AND resolved_run_id IS NULL
+            """, arguments: [runId, code, transactionId])
+    }
+
+    public func insertOrderVersion(orderId: String, recordId: Int64, accountId: String, transactionId: String?,
+                                   productId: String, quantity: Int64, creditedUnits: Int64, creditedAt: String,
+                                   creditedMs: Int64, environment: String, storefront: String?,
+                                   appAccountToken: String?, reversedAt: String?) throws {
+        let stmt = try db.cachedStatement(sql: """
+            INSERT INTO order_version (order_id, record_id, account_id, transaction_id, product_id, quantity, credited_units,
+                credited_at, credited_ms, environment, storefront, app_account_token, reversed_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        try stmt.execute(arguments: [orderId, recordId, accountId, transactionId, productId, quantity, creditedUnits,
+                                     creditedAt, creditedMs, environment, storefront, appAccountToken, reversedAt])
+    }
+}
+
+extension JSONEncoder {
+    /// Sorted keys: the same value always gives the same bytes.
+    static var sorted: JSONEncoder {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys]
+        return e
+    }
+}

@@ -1,0 +1,225 @@
+import GRDB
+import LedgerCore
+
+/// One trial balance line: a book, an account, a currency.
+public struct TrialBalanceRow: Equatable, Codable {
+    public var book: String
+    public var account: String
+    public var currency: String
+    public var debitMinor: Int64
+    public var creditMinor: Int64
+    public var balanceMinor: Int64
+    public var reportingBalanceMinor: Int64
+
+    enum CodingKeys: String, CodingKey {
+        case book, account, currency
+        case debitMinor = "debit_minor", creditMinor = "credit_minor", balanceMinor = "balance_minor"
+        case reportingBalanceMinor = "reporting_balance_minor"
+    }
+}
+
+/// One posting with its entry, as the Journal lists it.
+public struct JournalRow: Equatable {
+    public var entryId: Int64
+    public var book: String
+    public var date: Day
+    public var originalDate: Day
+    public var late: Bool
+    public var kind: String
+    public var transactionId: String
+    public var productId: String
+    public var storefront: String
+    public var account: String
+    public var currency: String
+    public var amountMinor: Int64
+    public var reportingAmountMinor: Int64
+}
+
+/// An input file read by a run.
+public struct FileRead: Equatable {
+    public var path: String
+    public var kind: String
+    public var sha256: String
+    public var sizeBytes: Int64
+    public var records: Int
+    public var newRecords: Int
+}
+
+/// A record that did not verify: rejected, or pending with the reason it waits.
+public struct RecordProblem: Equatable {
+    public var path: String
+    public var line: Int
+    public var outcome: String
+    public var code: String
+    public var reason: String
+    public var firstSeen: Day
+    public var resolved: Bool
+}
+
+/// An open or resolved finding (MISSING_RULE and others).
+public struct FindingRow: Equatable {
+    public var code: String
+    public var transactionId: String
+    public var message: String
+    public var firstSeen: Day
+    public var resolvedOn: Day?
+}
+
+/// What one run did.
+public struct RunSummary: Equatable {
+    public var id: Int64
+    public var asOf: Day
+    public var startedAt: String
+    public var finishedAt: String?
+    public var toolVersion: String
+    public var recordsRead: Int
+    public var recordsVerified: Int
+    public var recordsPending: Int
+    public var recordsRejected: Int
+    public var recordsSkipped: Int
+    public var entriesPosted: Int
+    public var files: [FileRead]
+}
+
+/// Totals over the whole ledger, for the run summary and Run Info.
+public struct LedgerTotals: Equatable {
+    public var transactionsPosted = 0
+    public var transactionsPending = 0
+    public var transactionsFree = 0
+    public var recordsVerified = 0
+    public var recordsPending = 0
+    public var recordsRejected = 0
+    public var entries = 0
+    public var postings = 0
+}
+
+extension LedgerReader {
+    /// The trial balance per book, account and currency, of entries posted on or before `through`.
+    public func trialBalance(book: Book?, through: Day? = nil) throws -> [TrialBalanceRow] {
+        var conditions: [String] = []
+        var values: [(any DatabaseValueConvertible)?] = []
+        if let book { conditions.append("e.book = ?"); values.append(book.rawValue) }
+        if let through { conditions.append("e.date <= ?"); values.append(through.description) }
+        let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        let args = StatementArguments(values)
+        return try Row.fetchAll(db, sql: """
+            SELECT e.book, a.name, p.currency,
+                   sum(CASE WHEN p.amount_minor > 0 THEN p.amount_minor ELSE 0 END),
+                   sum(CASE WHEN p.amount_minor < 0 THEN -p.amount_minor ELSE 0 END),
+                   sum(p.amount_minor), sum(p.reporting_amount_minor)
+            FROM posting p JOIN entry e ON e.id = p.entry_id JOIN account a ON a.id = p.account_id
+            \(filter)
+            GROUP BY e.book, a.name, p.currency
+            ORDER BY e.book, a.name, p.currency
+            """, arguments: args).map {
+            TrialBalanceRow(book: $0[0], account: $0[1], currency: $0[2], debitMinor: $0[3], creditMinor: $0[4],
+                            balanceMinor: $0[5], reportingBalanceMinor: $0[6])
+        }
+    }
+
+    /// Streams the journal (one row per posting) in entry order, optionally for one book
+    /// and a date range of posting dates.
+    public func journal(book: Book?, from: Day? = nil, through: Day? = nil, _ each: (JournalRow) throws -> Void) throws {
+        var conditions: [String] = []
+        var args: [(any DatabaseValueConvertible)?] = []
+        if let book { conditions.append("e.book = ?"); args.append(book.rawValue) }
+        if let from { conditions.append("e.date >= ?"); args.append(from.description) }
+        if let through { conditions.append("e.date <= ?"); args.append(through.description) }
+        let whereSQL = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        let cursor = try Row.fetchCursor(db, sql: """
+            SELECT e.id, e.book, e.date, e.original_date, e.late, e.kind, e.transaction_id, e.product_id, e.storefront,
+                   a.name, p.currency, p.amount_minor, p.reporting_amount_minor
+            FROM entry e JOIN posting p ON p.entry_id = e.id JOIN account a ON a.id = p.account_id
+            \(whereSQL)
+            ORDER BY e.date, e.id, p.id
+            """, arguments: StatementArguments(args))
+        while let r = try cursor.next() {
+            try each(JournalRow(entryId: r[0], book: r[1], date: Day(iso: r[2] as String)!,
+                                originalDate: Day(iso: r[3] as String)!, late: (r[4] as Int64) != 0, kind: r[5],
+                                transactionId: r[6], productId: r[7], storefront: r[8], account: r[9], currency: r[10],
+                                amountMinor: r[11], reportingAmountMinor: r[12]))
+        }
+    }
+
+    public func journalCount(book: Book?, from: Day? = nil, through: Day? = nil) throws -> Int {
+        var conditions: [String] = []
+        var args: [(any DatabaseValueConvertible)?] = []
+        if let book { conditions.append("e.book = ?"); args.append(book.rawValue) }
+        if let from { conditions.append("e.date >= ?"); args.append(from.description) }
+        if let through { conditions.append("e.date <= ?"); args.append(through.description) }
+        let whereSQL = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        return try Int.fetchOne(db, sql: "SELECT count(*) FROM entry e JOIN posting p ON p.entry_id = e.id \(whereSQL)",
+                                arguments: StatementArguments(args)) ?? 0
+    }
+
+    public func runSummary(_ id: Int64) throws -> RunSummary? {
+        guard let r = try Row.fetchOne(db, sql: "SELECT * FROM run WHERE id = ?", arguments: [id]) else { return nil }
+        let files = try Row.fetchAll(db, sql: """
+            SELECT path, kind, sha256, size_bytes, records, new_records FROM source_file WHERE run_id = ? ORDER BY path
+            """, arguments: [id]).map {
+            FileRead(path: $0[0], kind: $0[1], sha256: $0[2], sizeBytes: $0[3], records: $0[4], newRecords: $0[5])
+        }
+        return RunSummary(id: id, asOf: Day(iso: r["as_of"] as String)!, startedAt: r["started_at"],
+                          finishedAt: r["finished_at"], toolVersion: r["tool_version"], recordsRead: r["records_read"],
+                          recordsVerified: r["records_verified"], recordsPending: r["records_pending"],
+                          recordsRejected: r["records_rejected"], recordsSkipped: r["records_skipped"],
+                          entriesPosted: r["entries_posted"], files: files)
+    }
+
+    /// Rejected records, and pending ones not yet resolved by a verified record.
+    public func recordProblems() throws -> [RecordProblem] {
+        try Row.fetchAll(db, sql: """
+            SELECT f.path, r.line, r.outcome, r.reason_code, r.reason, run.as_of, r.resolved_run_id IS NOT NULL
+            FROM source_record r JOIN source_file f ON f.id = r.file_id JOIN run ON run.id = f.run_id
+            WHERE r.outcome <> 'verified'
+            ORDER BY r.outcome, f.path, r.line
+            """).map {
+            RecordProblem(path: $0[0], line: $0[1], outcome: $0[2], code: $0[3] ?? "", reason: $0[4] ?? "",
+                          firstSeen: Day(iso: $0[5] as String)!, resolved: $0[6])
+        }
+    }
+
+    public func findings(openOnly: Bool) throws -> [FindingRow] {
+        try Row.fetchAll(db, sql: """
+            SELECT f.code, f.transaction_id, f.message, r1.as_of, r2.as_of
+            FROM finding f JOIN run r1 ON r1.id = f.first_run_id LEFT JOIN run r2 ON r2.id = f.resolved_run_id
+            \(openOnly ? "WHERE f.resolved_run_id IS NULL" : "")
+            ORDER BY f.code, f.transaction_id, f.id
+            """).map {
+            FindingRow(code: $0[0], transactionId: $0[1], message: $0[2], firstSeen: Day(iso: $0[3] as String)!,
+                       resolvedOn: ($0[4] as String?).flatMap { Day(iso: $0) })
+        }
+    }
+
+    public func totals() throws -> LedgerTotals {
+        var t = LedgerTotals()
+        for r in try Row.fetchAll(db, sql: "SELECT sale_status, count(*) FROM store_transaction GROUP BY sale_status") {
+            switch r[0] as String {
+            case "posted": t.transactionsPosted = r[1]
+            case "pending": t.transactionsPending = r[1]
+            default: t.transactionsFree = r[1]
+            }
+        }
+        for r in try Row.fetchAll(db, sql: """
+            SELECT outcome, count(*) FROM source_record WHERE outcome = 'verified' OR resolved_run_id IS NULL GROUP BY outcome
+            """) {
+            switch r[0] as String {
+            case "verified": t.recordsVerified = r[1]
+            case "pending": t.recordsPending = r[1]
+            default: t.recordsRejected = r[1]
+            }
+        }
+        t.entries = try Int.fetchOne(db, sql: "SELECT count(*) FROM entry") ?? 0
+        t.postings = try Int.fetchOne(db, sql: "SELECT count(*) FROM posting") ?? 0
+        return t
+    }
+}
+
+extension LedgerReader {
+    /// The rows of a read-only query as text (for tests and diagnostics).
+    public func rawRows(_ sql: String) throws -> [[String]] {
+        try Row.fetchAll(db, sql: sql).map { row in
+            row.databaseValues.map { v in v.isNull ? "" : (String.fromDatabaseValue(v) ?? Int64.fromDatabaseValue(v).map(String.init) ?? "\(v)") }
+        }
+    }
+}

@@ -1,0 +1,186 @@
+import GRDB
+
+/// The ledger's schema. Migrations are numbered and never edited once shipped; each says why.
+/// The database carries the invariants too: STRICT tables, NOT NULL, CHECK on closed
+/// vocabularies, UNIQUE natural keys and triggers that keep entries and postings append-only.
+enum Schema {
+    static func migrator() -> DatabaseMigrator {
+        var m = DatabaseMigrator()
+        // v1: the nightly run's ledger: runs, source files and records, store transactions,
+        // double-entry entries and postings, findings, and the backend's order versions.
+        m.registerMigration("v1-ledger") { db in
+            try db.execute(sql: """
+            CREATE TABLE run (
+                id INTEGER PRIMARY KEY,
+                as_of TEXT NOT NULL,
+                started_at TEXT NOT NULL,
+                finished_at TEXT,
+                tool_version TEXT NOT NULL,
+                records_read INTEGER NOT NULL DEFAULT 0,
+                records_verified INTEGER NOT NULL DEFAULT 0,
+                records_pending INTEGER NOT NULL DEFAULT 0,
+                records_rejected INTEGER NOT NULL DEFAULT 0,
+                records_skipped INTEGER NOT NULL DEFAULT 0,
+                entries_posted INTEGER NOT NULL DEFAULT 0
+            ) STRICT;
+
+            CREATE TABLE source_file (
+                id INTEGER PRIMARY KEY,
+                run_id INTEGER NOT NULL REFERENCES run(id),
+                path TEXT NOT NULL,
+                kind TEXT NOT NULL CHECK (kind IN ('receipts', 'orders', 'signed')),
+                sha256 TEXT NOT NULL,
+                size_bytes INTEGER NOT NULL,
+                records INTEGER NOT NULL,
+                new_records INTEGER NOT NULL,
+                UNIQUE (path, sha256)
+            ) STRICT;
+
+            CREATE TABLE source_record (
+                id INTEGER PRIMARY KEY,
+                file_id INTEGER NOT NULL REFERENCES source_file(id),
+                line INTEGER NOT NULL,
+                record_sha256 TEXT NOT NULL,
+                outcome TEXT NOT NULL CHECK (outcome IN ('verified', 'pending', 'rejected')),
+                reason_code TEXT,
+                reason TEXT,
+                status_code INTEGER,
+                environment TEXT,
+                account_id TEXT,
+                order_id TEXT,
+                received_at TEXT,
+                resolved_run_id INTEGER REFERENCES run(id),
+                resolved_note TEXT,
+                raw TEXT NOT NULL,
+                CHECK (outcome = 'verified' OR reason IS NOT NULL)
+            ) STRICT;
+            CREATE INDEX source_record_file ON source_record(file_id);
+            CREATE INDEX source_record_open ON source_record(outcome) WHERE outcome <> 'verified';
+
+            CREATE TABLE pending_record_transaction (
+                record_id INTEGER NOT NULL REFERENCES source_record(id),
+                transaction_id TEXT NOT NULL,
+                PRIMARY KEY (transaction_id, record_id)
+            ) STRICT, WITHOUT ROWID;
+
+            CREATE TABLE store_transaction (
+                transaction_id TEXT PRIMARY KEY,
+                book TEXT NOT NULL CHECK (book IN ('production', 'sandbox')),
+                original_transaction_id TEXT,
+                product_id TEXT NOT NULL,
+                quantity INTEGER NOT NULL CHECK (quantity > 0),
+                purchase_ms INTEGER NOT NULL,
+                expires_ms INTEGER,
+                cancellation_ms INTEGER,
+                revocation_percentage INTEGER CHECK (revocation_percentage BETWEEN 0 AND 100000),
+                storefront TEXT,
+                currency TEXT,
+                price_milliunits INTEGER,
+                app_account_token TEXT,
+                bundle_id TEXT,
+                has_offer INTEGER NOT NULL DEFAULT 0 CHECK (has_offer IN (0, 1)),
+                is_free_trial INTEGER NOT NULL DEFAULT 0 CHECK (is_free_trial IN (0, 1)),
+                first_record_id INTEGER NOT NULL REFERENCES source_record(id),
+                first_run_id INTEGER NOT NULL REFERENCES run(id),
+                sale_status TEXT NOT NULL CHECK (sale_status IN ('pending', 'posted', 'free')),
+                pending_reason TEXT,
+                CHECK (sale_status <> 'pending' OR pending_reason IS NOT NULL)
+            ) STRICT, WITHOUT ROWID;
+            CREATE INDEX store_transaction_pending ON store_transaction(sale_status) WHERE sale_status = 'pending';
+            CREATE INDEX store_transaction_original ON store_transaction(original_transaction_id);
+
+            CREATE TABLE transaction_source (
+                transaction_id TEXT NOT NULL,
+                record_id INTEGER NOT NULL REFERENCES source_record(id),
+                PRIMARY KEY (transaction_id, record_id)
+            ) STRICT, WITHOUT ROWID;
+
+            CREATE TABLE account (
+                id INTEGER PRIMARY KEY,
+                name TEXT NOT NULL UNIQUE
+            ) STRICT;
+
+            CREATE TABLE entry (
+                id INTEGER PRIMARY KEY,
+                run_id INTEGER NOT NULL REFERENCES run(id),
+                book TEXT NOT NULL CHECK (book IN ('production', 'sandbox')),
+                transaction_id TEXT NOT NULL,
+                kind TEXT NOT NULL CHECK (kind IN ('sale', 'refund', 'refund_reversal')),
+                date TEXT NOT NULL,
+                original_date TEXT NOT NULL,
+                late INTEGER NOT NULL CHECK (late IN (0, 1)),
+                product_id TEXT NOT NULL,
+                storefront TEXT NOT NULL,
+                currency TEXT NOT NULL,
+                reporting_currency TEXT NOT NULL,
+                gross_minor INTEGER NOT NULL,
+                tax_minor INTEGER NOT NULL,
+                net_minor INTEGER NOT NULL,
+                commission_minor INTEGER NOT NULL,
+                proceeds_minor INTEGER NOT NULL,
+                net_reporting_minor INTEGER NOT NULL,
+                commission_reporting_minor INTEGER NOT NULL,
+                proceeds_reporting_minor INTEGER NOT NULL,
+                refund_percentage INTEGER,
+                rules_json TEXT NOT NULL,
+                UNIQUE (book, transaction_id, kind),
+                CHECK (proceeds_minor = net_minor - commission_minor),
+                CHECK (proceeds_reporting_minor = net_reporting_minor - commission_reporting_minor)
+            ) STRICT;
+            CREATE INDEX entry_date ON entry(book, date);
+
+            CREATE TABLE posting (
+                id INTEGER PRIMARY KEY,
+                entry_id INTEGER NOT NULL REFERENCES entry(id),
+                account_id INTEGER NOT NULL REFERENCES account(id),
+                currency TEXT NOT NULL,
+                amount_minor INTEGER NOT NULL,
+                reporting_amount_minor INTEGER NOT NULL
+            ) STRICT;
+            CREATE INDEX posting_entry ON posting(entry_id);
+
+            CREATE TRIGGER entry_no_update BEFORE UPDATE ON entry
+                BEGIN SELECT RAISE(ABORT, 'entries are append-only: post a correcting entry instead'); END;
+            CREATE TRIGGER entry_no_delete BEFORE DELETE ON entry
+                BEGIN SELECT RAISE(ABORT, 'entries are append-only: post a correcting entry instead'); END;
+            CREATE TRIGGER posting_no_update BEFORE UPDATE ON posting
+                BEGIN SELECT RAISE(ABORT, 'postings are append-only: post a correcting entry instead'); END;
+            CREATE TRIGGER posting_no_delete BEFORE DELETE ON posting
+                BEGIN SELECT RAISE(ABORT, 'postings are append-only: post a correcting entry instead'); END;
+
+            CREATE TABLE finding (
+                id INTEGER PRIMARY KEY,
+                code TEXT NOT NULL,
+                transaction_id TEXT NOT NULL,
+                record_id INTEGER REFERENCES source_record(id),
+                message TEXT NOT NULL,
+                first_run_id INTEGER NOT NULL REFERENCES run(id),
+                last_run_id INTEGER NOT NULL REFERENCES run(id),
+                resolved_run_id INTEGER REFERENCES run(id)
+            ) STRICT;
+            -- A finding is about a transaction (record_id NULL) or about one record.
+            CREATE UNIQUE INDEX finding_key ON finding(code, transaction_id, ifnull(record_id, 0));
+
+            CREATE TABLE order_version (
+                id INTEGER PRIMARY KEY,
+                order_id TEXT NOT NULL,
+                record_id INTEGER NOT NULL REFERENCES source_record(id),
+                account_id TEXT NOT NULL,
+                transaction_id TEXT,
+                product_id TEXT NOT NULL,
+                quantity INTEGER NOT NULL CHECK (quantity > 0),
+                credited_units INTEGER NOT NULL CHECK (credited_units >= 0),
+                credited_at TEXT NOT NULL,
+                credited_ms INTEGER NOT NULL,
+                environment TEXT NOT NULL CHECK (environment IN ('production', 'sandbox')),
+                storefront TEXT,
+                app_account_token TEXT,
+                reversed_at TEXT
+            ) STRICT;
+            CREATE INDEX order_version_order ON order_version(order_id, id);
+            CREATE INDEX order_version_transaction ON order_version(transaction_id);
+            """)
+        }
+        return m
+    }
+}

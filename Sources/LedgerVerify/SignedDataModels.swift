@@ -1,0 +1,334 @@
+// Signed data (App Store Server API / Server Notifications V2 JWS): the decoded models.
+//
+// Every model keeps the payload exactly as received (`rawPayloadJSON`), so fields that this
+// version does not know about are never lost. Enum-like values (type, revocationType,
+// environment, notificationType, ...) are kept as raw strings: Apple adds new values over time.
+// Integers (dates in ms since epoch, price in milliunits, ...) are decoded to Int64 exactly,
+// never through Double.
+
+import Foundation
+
+/// What a compact JWS holds, judged from its payload only (nothing is verified).
+public enum SignedDataKind: String, Sendable, Equatable {
+    case transaction, notification, renewalInfo, unknown
+}
+
+/// Decodes a compact JWS payload WITHOUT verifying it, only to tell the kinds apart by content:
+/// a notification payload has `notificationType`; a transaction has `transactionId`; renewal info
+/// has `autoRenewStatus` / `autoRenewProductId` and no `transactionId`. Anything else, or text
+/// that is not a compact JWS with a JSON object payload, is `.unknown`.
+public func signedDataKind(ofCompactJWS compactJWS: String) -> SignedDataKind {
+    guard let parts = try? SignedDataCompactJWS(compactJWS) else { return .unknown }
+    return SignedDataKind(payload: parts.payload)
+}
+
+extension SignedDataKind {
+    init(payload: [String: SignedDataJSON]) {
+        if payload["notificationType"] != nil {
+            self = .notification
+        } else if payload["transactionId"] != nil {
+            self = .transaction
+        } else if payload["autoRenewStatus"] != nil || payload["autoRenewProductId"] != nil {
+            self = .renewalInfo
+        } else {
+            self = .unknown
+        }
+    }
+}
+
+/// A verified App Store transaction (`JWSTransactionDecodedPayload`).
+public struct SignedTransaction: Equatable, Sendable {
+    public var transactionId: String
+    public var originalTransactionId: String?
+    public var webOrderLineItemId: String?
+    public var bundleId: String?
+    public var productId: String?
+    public var purchaseDateMs: Int64?
+    public var originalPurchaseDateMs: Int64?
+    public var expiresDateMs: Int64?
+    public var signedDateMs: Int64?
+    public var revocationDateMs: Int64?
+    public var quantity: Int64?
+    /// Raw: "Consumable", "Non-Consumable", "Auto-Renewable Subscription", "Non-Renewing Subscription", or an unknown value as sent.
+    public var type: String?
+    public var appAccountToken: String?
+    public var inAppOwnershipType: String?
+    /// 0 other reason, 1 an issue in the app (raw number, unknown values kept).
+    public var revocationReason: Int64?
+    /// REFUND_FULL / REFUND_PRORATED / FAMILY_REVOKE / unknown values kept raw.
+    public var revocationType: String?
+    /// Thousandths of a percent: 100000 = 100%.
+    public var revocationPercentage: Int64?
+    public var offerType: Int64?
+    public var offerIdentifier: String?
+    public var offerDiscountType: String?
+    /// Raw "Sandbox" / "Production" (Xcode and LocalTesting data is rejected before it gets here).
+    public var environment: String?
+    public var storefront: String?
+    public var storefrontId: String?
+    public var transactionReason: String?
+    /// ISO 4217 code.
+    public var currency: String?
+    /// From `price`: milliunits of `currency`, tax-inclusive, after offer discounts, times quantity.
+    public var priceMilliunits: Int64?
+    /// The decoded payload as received (UTF-8 JSON text), so unknown fields are kept.
+    public var rawPayloadJSON: String
+
+    public init(
+        transactionId: String, originalTransactionId: String? = nil, webOrderLineItemId: String? = nil,
+        bundleId: String? = nil, productId: String? = nil, purchaseDateMs: Int64? = nil,
+        originalPurchaseDateMs: Int64? = nil, expiresDateMs: Int64? = nil, signedDateMs: Int64? = nil,
+        revocationDateMs: Int64? = nil, quantity: Int64? = nil, type: String? = nil,
+        appAccountToken: String? = nil, inAppOwnershipType: String? = nil, revocationReason: Int64? = nil,
+        revocationType: String? = nil, revocationPercentage: Int64? = nil, offerType: Int64? = nil,
+        offerIdentifier: String? = nil, offerDiscountType: String? = nil, environment: String? = nil,
+        storefront: String? = nil, storefrontId: String? = nil, transactionReason: String? = nil,
+        currency: String? = nil, priceMilliunits: Int64? = nil, rawPayloadJSON: String
+    ) {
+        self.transactionId = transactionId
+        self.originalTransactionId = originalTransactionId
+        self.webOrderLineItemId = webOrderLineItemId
+        self.bundleId = bundleId
+        self.productId = productId
+        self.purchaseDateMs = purchaseDateMs
+        self.originalPurchaseDateMs = originalPurchaseDateMs
+        self.expiresDateMs = expiresDateMs
+        self.signedDateMs = signedDateMs
+        self.revocationDateMs = revocationDateMs
+        self.quantity = quantity
+        self.type = type
+        self.appAccountToken = appAccountToken
+        self.inAppOwnershipType = inAppOwnershipType
+        self.revocationReason = revocationReason
+        self.revocationType = revocationType
+        self.revocationPercentage = revocationPercentage
+        self.offerType = offerType
+        self.offerIdentifier = offerIdentifier
+        self.offerDiscountType = offerDiscountType
+        self.environment = environment
+        self.storefront = storefront
+        self.storefrontId = storefrontId
+        self.transactionReason = transactionReason
+        self.currency = currency
+        self.priceMilliunits = priceMilliunits
+        self.rawPayloadJSON = rawPayloadJSON
+    }
+}
+
+/// A verified App Store Server Notification V2 (`ResponseBodyV2DecodedPayload`).
+public struct SignedNotification: Equatable, Sendable {
+    /// Raw, unknown types kept (ONE_TIME_CHARGE, SUBSCRIBED, DID_RENEW, REFUND, REFUND_REVERSED, ...).
+    public var notificationType: String
+    public var subtype: String?
+    /// The idempotency key of the notification.
+    public var notificationUUID: String
+    public var version: String?
+    public var signedDateMs: Int64?
+    /// `data.environment` (or `summary.environment` for summary notifications).
+    public var environment: String?
+    /// `data.bundleId` (or `summary.bundleId` / `externalPurchaseToken.bundleId`).
+    public var bundleId: String?
+    public var appAppleId: Int64?
+    /// `data.status` (subscription status: 1 active, 2 expired, ...), raw.
+    public var status: Int64?
+    /// `data.signedTransactionInfo`, itself verified with the same rules; nil when the notification carries none.
+    public var transaction: SignedTransaction?
+    /// `data.signedRenewalInfo` payload (verified) as raw JSON text; nil when the notification carries none.
+    public var renewalInfoJSON: String?
+    /// The decoded notification payload as received (the nested JWS strings are left as they are).
+    public var rawPayloadJSON: String
+
+    public init(
+        notificationType: String, subtype: String? = nil, notificationUUID: String, version: String? = nil,
+        signedDateMs: Int64? = nil, environment: String? = nil, bundleId: String? = nil,
+        appAppleId: Int64? = nil, status: Int64? = nil, transaction: SignedTransaction? = nil,
+        renewalInfoJSON: String? = nil, rawPayloadJSON: String
+    ) {
+        self.notificationType = notificationType
+        self.subtype = subtype
+        self.notificationUUID = notificationUUID
+        self.version = version
+        self.signedDateMs = signedDateMs
+        self.environment = environment
+        self.bundleId = bundleId
+        self.appAppleId = appAppleId
+        self.status = status
+        self.transaction = transaction
+        self.renewalInfoJSON = renewalInfoJSON
+        self.rawPayloadJSON = rawPayloadJSON
+    }
+}
+
+/// Any signed payload whose header, certificate chain and signature were verified, before it is
+/// read as a transaction, notification or renewal info.
+public struct VerifiedSignedPayload: Equatable, Sendable {
+    /// The decoded payload as received (UTF-8 JSON text).
+    public var rawPayloadJSON: String
+    /// Payload `signedDate` (ms since epoch), when present.
+    public var signedDateMs: Int64?
+    /// The time the certificate chain was checked at: `signedDate`, or the time of verification when the payload has none.
+    public var validationTime: Date
+    /// Payload `environment` (or `data.environment`), raw.
+    public var environment: String?
+    /// What the payload looks like (see `signedDataKind(ofCompactJWS:)`).
+    public var kind: SignedDataKind
+    /// Subject of the leaf (signing) certificate, for audit trails.
+    public var signerSubject: String
+}
+
+// MARK: - Exact JSON values
+
+/// A JSON value that keeps integers exact (Int64) and never goes through Double for them.
+enum SignedDataJSON: Equatable, Sendable {
+    case string(String)
+    case integer(Int64)
+    /// A number that is not an Int64 (fraction, exponent or out of range), kept as its Double.
+    case fractional(Double)
+    case bool(Bool)
+    case null
+    case array([SignedDataJSON])
+    case object([String: SignedDataJSON])
+
+    /// Parses JSON text whose top level must be an object.
+    static func parseObject(_ data: Data) throws -> [String: SignedDataJSON] {
+        guard case .object(let object) = try JSONDecoder().decode(SignedDataJSON.self, from: data) else {
+            throw SignedDataJSONError(message: "the payload is JSON but not a JSON object")
+        }
+        return object
+    }
+
+    var typeName: String {
+        switch self {
+        case .string: return "text"
+        case .integer: return "a whole number"
+        case .fractional: return "a fractional number"
+        case .bool: return "true/false"
+        case .null: return "null"
+        case .array: return "a list"
+        case .object: return "an object"
+        }
+    }
+}
+
+struct SignedDataJSONError: Error {
+    var message: String
+}
+
+extension SignedDataJSON: Decodable {
+    init(from decoder: Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Int64.self) {
+            // JSONDecoder parses integer literals digit by digit into Int64 (exact); a literal with a
+            // fraction or exponent, or out of Int64 range, fails here and is kept as fractional.
+            self = .integer(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .fractional(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([SignedDataJSON].self) {
+            self = .array(value)
+        } else if let value = try? container.decode([String: SignedDataJSON].self) {
+            self = .object(value)
+        } else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "not a JSON value")
+        }
+    }
+}
+
+/// Typed, tolerant reads of known fields from a JSON object. Unknown fields are ignored (they stay in
+/// the raw JSON). A known field of the wrong type is an error naming the field.
+struct SignedDataFields {
+    var object: [String: SignedDataJSON]
+    /// Prefix for messages, e.g. "data." for fields of the notification's data object.
+    var path: String = ""
+
+    /// Text field; a whole number is accepted and kept as its decimal text (e.g. storefrontId).
+    func string(_ key: String) throws -> String? {
+        switch object[key] {
+        case nil, .null?: return nil
+        case .string(let s)?: return s
+        case .integer(let n)?: return String(n)
+        case let other?:
+            throw SignedDataJSONError(message: "field \(path)\(key) should be text but is \(other.typeName)")
+        }
+    }
+
+    /// Whole-number field decoded exactly; numeric text (e.g. "1990") is accepted too.
+    func int64(_ key: String) throws -> Int64? {
+        switch object[key] {
+        case nil, .null?: return nil
+        case .integer(let n)?: return n
+        case .string(let s)?:
+            if let n = Int64(s.trimmingCharacters(in: .whitespaces)) { return n }
+            throw SignedDataJSONError(message: "field \(path)\(key) should be a whole number but is the text \"\(s)\"")
+        case .fractional(let d)?:
+            throw SignedDataJSONError(message: "field \(path)\(key) should be a whole number but is \(d)")
+        case let other?:
+            throw SignedDataJSONError(message: "field \(path)\(key) should be a whole number but is \(other.typeName)")
+        }
+    }
+
+    func object(_ key: String) throws -> SignedDataFields? {
+        switch object[key] {
+        case nil, .null?: return nil
+        case .object(let o)?: return SignedDataFields(object: o, path: "\(path)\(key).")
+        case let other?:
+            throw SignedDataJSONError(message: "field \(path)\(key) should be an object but is \(other.typeName)")
+        }
+    }
+}
+
+extension SignedTransaction {
+    /// Reads a transaction from a verified payload.
+    init(payload: [String: SignedDataJSON], rawPayloadJSON: String) throws {
+        let f = SignedDataFields(object: payload)
+        guard let transactionId = try f.string("transactionId"), !transactionId.isEmpty else {
+            throw SignedDataJSONError(message: "the signed data has no transactionId, so it is not a transaction"
+                + SignedDataKind(payload: payload).kindHint)
+        }
+        self.init(
+            transactionId: transactionId,
+            originalTransactionId: try f.string("originalTransactionId"),
+            webOrderLineItemId: try f.string("webOrderLineItemId"),
+            bundleId: try f.string("bundleId"),
+            productId: try f.string("productId"),
+            purchaseDateMs: try f.int64("purchaseDate"),
+            originalPurchaseDateMs: try f.int64("originalPurchaseDate"),
+            expiresDateMs: try f.int64("expiresDate"),
+            signedDateMs: try f.int64("signedDate"),
+            revocationDateMs: try f.int64("revocationDate"),
+            quantity: try f.int64("quantity"),
+            type: try f.string("type"),
+            appAccountToken: try f.string("appAccountToken"),
+            inAppOwnershipType: try f.string("inAppOwnershipType"),
+            revocationReason: try f.int64("revocationReason"),
+            revocationType: try f.string("revocationType"),
+            revocationPercentage: try f.int64("revocationPercentage"),
+            offerType: try f.int64("offerType"),
+            offerIdentifier: try f.string("offerIdentifier"),
+            offerDiscountType: try f.string("offerDiscountType"),
+            environment: try f.string("environment"),
+            storefront: try f.string("storefront"),
+            storefrontId: try f.string("storefrontId"),
+            transactionReason: try f.string("transactionReason"),
+            currency: try f.string("currency"),
+            priceMilliunits: try f.int64("price"),
+            rawPayloadJSON: rawPayloadJSON
+        )
+    }
+}
+
+extension SignedDataKind {
+    var kindHint: String {
+        switch self {
+        case .notification: return " (it is a server notification)"
+        case .renewalInfo: return " (it is subscription renewal info)"
+        case .transaction: return " (it is a transaction)"
+        case .unknown: return ""
+        }
+    }
+}

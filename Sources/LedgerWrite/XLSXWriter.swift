@@ -1,0 +1,185 @@
+import CXlsxWriter
+import Foundation
+import LedgerCore
+import LedgerReport
+
+public struct WriteError: Error, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
+}
+
+/// Writes a `WorkbookModel` as an XLSX file through libxlsxwriter, in constant-memory mode
+/// (rows stream to disk in order). The file is written beside its final name and renamed
+/// into place, so a half-written workbook is never visible.
+public enum XLSXWriter {
+    public static func write(_ model: WorkbookModel, to url: URL) throws {
+        let dir = url.deletingLastPathComponent()
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let temp = dir.appendingPathComponent(".\(url.lastPathComponent).\(getpid()).partial")
+        try? FileManager.default.removeItem(at: temp)
+        do {
+            try writeFile(model, path: temp.path)
+            if rename(temp.path, url.path) != 0 {
+                throw WriteError(message: "\(url.path): cannot move the finished workbook into place: \(String(cString: strerror(errno)))")
+            }
+        } catch {
+            try? FileManager.default.removeItem(at: temp)
+            throw error
+        }
+    }
+
+    static func check(_ e: lxw_error, _ what: String, _ path: String) throws {
+        if e != LXW_NO_ERROR {
+            throw WriteError(message: "\(path): cannot write workbook (\(what)): \(String(cString: lxw_strerror(e)))")
+        }
+    }
+
+    static func writeFile(_ model: WorkbookModel, path: String) throws {
+        var options = lxw_workbook_options(constant_memory: 1, tmpdir: nil, use_zip64: 1)
+        guard let wb = workbook_new_opt(path, &options) else {
+            throw WriteError(message: "\(path): cannot create workbook (is the folder writable?)")
+        }
+        var closed = false
+        defer { if !closed { workbook_close(wb) } }
+
+        let f = Formats(wb)
+        try withDocumentProperties(model) { props in
+            try check(workbook_set_properties(wb, props), "document properties", path)
+        }
+        for sheet in model.sheets {
+            guard let ws = workbook_add_worksheet(wb, sheet.name) else {
+                throw WriteError(message: "\(path): cannot add sheet \(sheet.name)")
+            }
+            try writeSheet(sheet, ws, f, path)
+        }
+        closed = true
+        try check(workbook_close(wb), "closing", path)
+    }
+
+    static func withDocumentProperties(_ m: WorkbookModel, _ body: (UnsafeMutablePointer<lxw_doc_properties>) throws -> Void) throws {
+        let title = strdup(m.title), subject = strdup(m.subject), author = strdup("iapledger"),
+            company = strdup(m.company), category = strdup("Finance"), keywords = strdup("in-app purchases, ledger, App Store")
+        defer { for p in [title, subject, author, company, category, keywords] { free(p) } }
+        var props = lxw_doc_properties()
+        props.title = title
+        props.subject = subject
+        props.author = author
+        props.company = company
+        props.category = category
+        props.keywords = keywords
+        // The creation time is the as-of date (midnight UTC), never the wall clock, so the
+        // same inputs give byte-identical workbooks.
+        props.created = time_t(m.created.epochMilliseconds / 1000)
+        try withUnsafeMutablePointer(to: &props) { try body($0) }
+    }
+
+    /// The cell formats, made once per workbook.
+    final class Formats {
+        let title, subtitle, header, headerRight, section, text, integer, date: UnsafeMutablePointer<lxw_format>
+        let money: [UnsafeMutablePointer<lxw_format>]       // by decimals 0...3
+        let totalText, totalInteger: UnsafeMutablePointer<lxw_format>
+        let totalMoney: [UnsafeMutablePointer<lxw_format>]
+
+        init(_ wb: UnsafeMutablePointer<lxw_workbook>) {
+            func make(_ setup: (UnsafeMutablePointer<lxw_format>) -> Void) -> UnsafeMutablePointer<lxw_format> {
+                let f = workbook_add_format(wb)!
+                setup(f)
+                return f
+            }
+            title = make { format_set_bold($0); format_set_font_size($0, 14) }
+            subtitle = make { format_set_italic($0); format_set_font_color($0, 0x595959) }
+            header = make { format_set_bold($0); format_set_bg_color($0, 0xD9E1F2); format_set_bottom($0, UInt8(LXW_BORDER_THIN.rawValue)); format_set_text_wrap($0); format_set_align($0, UInt8(LXW_ALIGN_VERTICAL_TOP.rawValue)) }
+            headerRight = make { format_set_bold($0); format_set_bg_color($0, 0xD9E1F2); format_set_bottom($0, UInt8(LXW_BORDER_THIN.rawValue)); format_set_text_wrap($0); format_set_align($0, UInt8(LXW_ALIGN_RIGHT.rawValue)); format_set_align($0, UInt8(LXW_ALIGN_VERTICAL_TOP.rawValue)) }
+            section = make { format_set_bold($0); format_set_font_size($0, 12) }
+            text = make { _ in }
+            integer = make { format_set_num_format($0, "#,##0") }
+            date = make { format_set_num_format($0, "yyyy-mm-dd"); format_set_align($0, UInt8(LXW_ALIGN_LEFT.rawValue)) }
+            money = (0...3).map { d in make { format_set_num_format($0, Formats.moneyFormat(d)) } }
+            totalText = make { format_set_bold($0); format_set_top($0, UInt8(LXW_BORDER_THIN.rawValue)) }
+            totalInteger = make { format_set_bold($0); format_set_top($0, UInt8(LXW_BORDER_THIN.rawValue)); format_set_num_format($0, "#,##0") }
+            totalMoney = (0...3).map { d in make { format_set_bold($0); format_set_top($0, UInt8(LXW_BORDER_THIN.rawValue)); format_set_num_format($0, Formats.moneyFormat(d)) } }
+        }
+
+        /// Thousands separators, the currency's decimals, negatives in red with a minus sign.
+        static func moneyFormat(_ decimals: Int) -> String {
+            let body = decimals == 0 ? "#,##0" : "#,##0." + String(repeating: "0", count: decimals)
+            return "\(body);[Red]-\(body)"
+        }
+    }
+
+    static func writeSheet(_ sheet: SheetModel, _ ws: UnsafeMutablePointer<lxw_worksheet>, _ f: Formats, _ path: String) throws {
+        // Column widths: the widest column spec of any table at that position.
+        var widths: [Int] = []
+        for t in sheet.tables {
+            for (i, c) in t.columns.enumerated() {
+                if i >= widths.count { widths.append(c.width) } else { widths[i] = max(widths[i], c.width) }
+            }
+        }
+        for (i, w) in widths.enumerated() {
+            worksheet_set_column(ws, lxw_col_t(i), lxw_col_t(i), Double(w), nil)
+        }
+        var row: UInt32 = 0
+        worksheet_write_string(ws, row, 0, sheet.title, f.title)
+        row += 1
+        for line in sheet.subtitle {
+            worksheet_write_string(ws, row, 0, line, f.subtitle)
+            row += 1
+        }
+        row += 1
+        for (ti, table) in sheet.tables.enumerated() {
+            if ti > 0 { row += 1 }
+            if let heading = table.heading {
+                worksheet_write_string(ws, row, 0, heading, f.section)
+                row += 1
+            }
+            let headerRow = row
+            for (i, c) in table.columns.enumerated() {
+                let right = c.kind == .money || c.kind == .integer
+                worksheet_write_string(ws, row, lxw_col_t(i), c.title, right ? f.headerRight : f.header)
+            }
+            row += 1
+            if ti == 0 {
+                // The first table's header stays in view and carries the filter.
+                worksheet_freeze_panes(ws, row, 0)
+            }
+            var lastRow = row
+            try table.rows { r in
+                guard row < 1_048_576 else {
+                    throw WriteError(message: "\(path): sheet \(sheet.name) would pass Excel's 1,048,576 rows")
+                }
+                let total = r.style == .total
+                for (i, cell) in r.cells.enumerated() {
+                    let col = lxw_col_t(i)
+                    switch cell {
+                    case .empty:
+                        if total { worksheet_write_blank(ws, row, col, f.totalText) }
+                    case .text(let s):
+                        worksheet_write_string(ws, row, col, s, total ? f.totalText : (r.style == .section ? f.section : f.text))
+                    case .integer(let v):
+                        worksheet_write_number(ws, row, col, cellNumber(v, decimals: 0), total ? f.totalInteger : f.integer)
+                    case let .money(minor, decimals):
+                        let d = min(max(decimals, 0), 3)
+                        worksheet_write_number(ws, row, col, cellNumber(minor, decimals: decimals), total ? f.totalMoney[d] : f.money[d])
+                    case .date(let day):
+                        // Excel's serial day: days since 1899-12-30.
+                        worksheet_write_number(ws, row, col, cellNumber(Int64(day.daysSinceEpoch + 25_569), decimals: 0), f.date)
+                    }
+                }
+                lastRow = row
+                row += 1
+            }
+            if ti == 0 && !table.columns.isEmpty {
+                worksheet_autofilter(ws, headerRow, 0, max(lastRow, headerRow), lxw_col_t(table.columns.count - 1))
+            }
+        }
+    }
+
+    /// The numeric value of a cell. XLSX stores every number as an IEEE double, so this is the
+    /// one place an amount leaves integer minor units: minor / 10^decimals, exact for any
+    /// amount below 2^53 minor units.
+    @inline(__always)
+    static func cellNumber(_ minor: Int64, decimals: Int) -> Double {
+        decimals == 0 ? Double(minor) : Double(minor) / pow10Double[decimals]
+    }
+    static let pow10Double: [Double] = [1, 10, 100, 1000, 10000, 100000, 1000000]
+}

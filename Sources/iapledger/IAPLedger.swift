@@ -1,0 +1,140 @@
+import ArgumentParser
+import Foundation
+import LedgerCore
+import LedgerRun
+import LedgerStore
+
+@main
+struct IAPLedger: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "iapledger",
+        abstract: "Nightly in-app-purchase books: verified store data in, double-entry ledger and XLSX workbooks out.",
+        version: NightlyRun.toolVersion,
+        subcommands: [Init.self, Run.self, Balance.self, Demo.self]
+    )
+}
+
+/// Options every command shares.
+struct WorkspaceOption: ParsableArguments {
+    @Option(name: .long, help: "The workspace folder (default: the current folder).")
+    var workspace: String = "."
+
+    var url: URL { URL(fileURLWithPath: workspace) }
+}
+
+/// Turns known failures into one clear line on stderr and a non-zero exit.
+func runReporting(_ body: () throws -> Void) throws {
+    do {
+        try body()
+    } catch let e as ExitCode {
+        throw e
+    } catch let e as CleanExit {
+        throw e
+    } catch let e as ValidationError {
+        throw e
+    } catch {
+        FileHandle.standardError.write(Data("iapledger: error: \(error)\n".utf8))
+        throw ExitCode.failure
+    }
+}
+
+func parseDay(_ text: String?) throws -> Day {
+    guard let text else { return Day(epochMilliseconds: Int64(Date().timeIntervalSince1970) * 1000) }
+    guard let d = Day(iso: text) else { throw ValidationError("--as-of must be a date YYYY-MM-DD, got \(text)") }
+    return d
+}
+
+struct Init: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Create a workspace with a commented example config and example rules.")
+
+    @Argument(help: "The folder to create (default: the current folder).")
+    var dir: String = "."
+
+    func run() throws {
+        try runReporting {
+            let ws = try Workspace.create(at: URL(fileURLWithPath: dir))
+            print("Created workspace \(ws.root.path)")
+            print("  edit \(ws.configURL.path) and the CSV files in \(ws.rulesURL.path)/")
+            print("  put receipt responses in inbox/receipts/, orders in inbox/orders/, signed data in inbox/signed/")
+            print("  then run: iapledger run --workspace \(ws.root.path)")
+        }
+    }
+}
+
+struct Run: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "The nightly job: read new inbox files, post, write the workbooks.")
+
+    @OptionGroup var ws: WorkspaceOption
+    @Option(name: .customLong("as-of"), help: "The books' date, YYYY-MM-DD (default: today, UTC).")
+    var asOf: String?
+
+    func run() throws {
+        try runReporting {
+            let day = try parseDay(asOf)
+            let result = try NightlyRun(workspace: Workspace(ws.url), asOf: day).run()
+            printSummary(result)
+        }
+    }
+}
+
+func printSummary(_ r: NightlyRun.Result) {
+    let c = r.counts
+    print("iapledger run \(r.runId) as of \(r.asOf)")
+    print("  files: \(r.filesRead) read, \(r.filesSkipped) unchanged (skipped)")
+    print("  records: \(c.read) new: \(c.verified) verified, \(c.pending) pending, \(c.rejected) rejected; \(c.skipped) already read")
+    print("  entries posted: \(c.entriesPosted)")
+    let t = r.totals
+    print("  ledger: \(t.transactionsPosted) transactions posted, \(t.transactionsPending) waiting for a rule, \(t.transactionsFree) free; \(t.entries) entries")
+    if !r.problems.isEmpty {
+        print("  records not posted this run (\(r.problems.count)); see Run Info in the workbook:")
+        for p in r.problems.prefix(10) { print("    \(p)") }
+        if r.problems.count > 10 { print("    ... and \(r.problems.count - 10) more") }
+    }
+    for w in r.workbooks { print("  wrote \(w.path)") }
+}
+
+struct Balance: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print the trial balance.")
+
+    enum BookChoice: String, ExpressibleByArgument, CaseIterable { case production, sandbox, all }
+    enum Format: String, ExpressibleByArgument, CaseIterable { case table, csv, json }
+
+    @OptionGroup var ws: WorkspaceOption
+    @Option(help: "Which book: production, sandbox or all.") var book: BookChoice = .all
+    @Option(help: "Output format: table, csv or json.") var format: Format = .table
+
+    func run() throws {
+        try runReporting {
+            let workspace = Workspace(ws.url)
+            let config = try workspace.loadConfig()
+            let ledgerURL = workspace.ledgerURL(config)
+            guard FileManager.default.fileExists(atPath: ledgerURL.path) else {
+                throw StoreError(message: "\(ledgerURL.path): no ledger yet; run `iapledger run` first")
+            }
+            let ledger = try Ledger(path: ledgerURL.path, readOnly: true)
+            let rows = try ledger.read { try $0.trialBalance(book: book == .all ? nil : Book(rawValue: book.rawValue)) }
+            print(BalanceOutput.render(rows, format: format.rawValue, reportingCurrency: config.reportingCurrency), terminator: "")
+        }
+    }
+}
+
+struct Demo: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Generate a realistic demo workspace and run the nightly job on it.")
+
+    @Option(help: "The folder to create the demo workspace in.") var dir: String = "demo"
+    @Option(help: "How many store transactions to generate.") var transactions: Int = 3000
+    @Option(help: "Random seed: the same seed gives the same data.") var seed: UInt64 = 42
+    @Option(name: .customLong("as-of"), help: "The books' date, YYYY-MM-DD (default: today, UTC).") var asOf: String?
+
+    func run() throws {
+        try runReporting {
+            let day = try parseDay(asOf)
+            let result = try DemoWorkspace.create(at: URL(fileURLWithPath: dir), transactions: transactions, seed: seed, asOf: day)
+            print(result.description)
+            let run = try NightlyRun(workspace: Workspace(URL(fileURLWithPath: dir)), asOf: day).run()
+            printSummary(run)
+            print("")
+            print("Workbooks are in \(Workspace(URL(fileURLWithPath: dir)).reportDirectory(asOf: day).path)/")
+        }
+    }
+}

@@ -1,0 +1,181 @@
+import XCTest
+@testable import LedgerCore
+@testable import LedgerRead
+@testable import LedgerVerify
+
+/// Every real verifyReceipt response in Fixtures/verifyreceipt lands as the status table of
+/// iap-formats.md says, with the right environment and transactions.
+final class LegacyReceiptTests: XCTestCase {
+    enum Expect { case verified(Book, [String]), pending(String), rejected(String) }
+
+    let table: [(String, Expect)] = [
+        ("aporat__inAppPurchaseInvalidReceiptResponse.json", .rejected("STATUS_21002")),
+        ("aporat__inAppPurchaseResponse.json", .verified(.sandbox, ["1000000156455961", "1000000156014803", "1000000104232856"])),
+        ("nov-itunes-receipt__array_of_latest_receipt_info.json", .verified(.sandbox, ["1000000131413602", "1000000131413546", "1000000131414118"])),
+        ("nov-itunes-receipt__autorenew_subscription.json", .verified(.production, ["1000000055076747", "1000000052076747"])),
+        ("nov-itunes-receipt__autorenew_subscription_expired.json", .verified(.production, ["1000000055076747", "1000000052076747"])),
+        ("nov-itunes-receipt__invalid.json", .rejected("STATUS_21002")),
+        ("nov-itunes-receipt__offline.json", .rejected("STATUS_21005")),
+        ("nov-itunes-receipt__sandboxed.json", .pending("SANDBOX_RECEIPT_SENT_TO_PRODUCTION")),
+        ("nov-itunes-receipt__valid.json", .verified(.production, ["1000000001479608"])),
+        ("nov-itunes-receipt__valid_application.json", .verified(.sandbox, ["1000000091176126", "1000000091221097"])),
+        ("youknowone-itunes-iap__itunes_autorenew_response2.json", .verified(.sandbox, ["1000000318012065", "1000000318014271", "1000000318015678"])),
+        ("youknowone-itunes-iap__itunes_autorenew_response3.json", .verified(.production, ["******************************"])),
+        ("youknowone-itunes-iap__itunes_autorenew_response_legacy.json", .verified(.production, ["1000000059630000"])),
+    ]
+    let counts: [String: Int] = [
+        "aporat__inAppPurchaseResponse.json": 4, "nov-itunes-receipt__array_of_latest_receipt_info.json": 5,
+        "youknowone-itunes-iap__itunes_autorenew_response2.json": 18,
+    ]
+
+    func outcome(_ text: String) throws -> ReceiptOutcome {
+        let response = try LegacyReceiptParser.parse(Substring(text))
+        return ReceiptVerifier(bundleIds: []).verify(response, location: SourceLocation(path: "f", line: 1))
+    }
+
+    func check(_ name: String, _ text: String, _ expect: Expect) throws {
+        let got = try outcome(text)
+        switch (expect, got) {
+        case let (.verified(book, ids), .verified(gotBook, transactions, findings)):
+            XCTAssertEqual(gotBook, book, name)
+            XCTAssertTrue(findings.isEmpty || name.contains("response3"), "\(name): \(findings)")
+            let gotIds = transactions.map(\.transactionId)
+            XCTAssertEqual(Array(gotIds.prefix(ids.count)), ids, name)
+            XCTAssertEqual(Set(gotIds).count, gotIds.count, "\(name): one transaction per id")
+            if let n = counts[name] { XCTAssertEqual(gotIds.count, n, name) }
+            for t in transactions {
+                XCTAssertGreaterThan(t.quantity, 0)
+                XCTAssertGreaterThan(t.purchaseMs, 1_199_145_600_000, "\(name) \(t.transactionId) purchase date")
+            }
+        case let (.pending(code), .pending(gotCode, _, _)):
+            XCTAssertEqual(gotCode, code, name)
+        case let (.rejected(code), .rejected(gotCode, reason)):
+            XCTAssertEqual(gotCode, code, name)
+            XCTAssertFalse(reason.isEmpty)
+        default:
+            XCTFail("\(name): expected \(expect), got \(got)")
+        }
+    }
+
+    func testEveryRealResponse() throws {
+        let dir = Fixtures.url("verifyreceipt")
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".json") }.sorted()
+        XCTAssertEqual(files, table.map(\.0).sorted(), "every copied fixture has an expectation")
+        for (name, expect) in table {
+            try check(name, try Fixtures.text("verifyreceipt/\(name)"), expect)
+        }
+    }
+
+    /// The isowords sample is not copied (licence unchecked); it is checked where ../shared exists.
+    func testIsowordsSampleWhenSharedFixturesArePresent() throws {
+        guard let shared = Fixtures.shared else { throw XCTSkip("../shared/fixtures not present") }
+        let text = try String(contentsOf: shared.appendingPathComponent("verifyreceipt/pointfreeco-isowords__AppleVerifyReceiptResponseTests.json"), encoding: .utf8)
+        try check("isowords", text, .verified(.sandbox, ["1000000715012272", "1000000714700290"]))
+    }
+
+    func testIOS6DetailsAndStringScalars() throws {
+        guard case let .verified(book, txs, _) = try outcome(try Fixtures.text("verifyreceipt/nov-itunes-receipt__autorenew_subscription.json")) else {
+            return XCTFail("not verified")
+        }
+        XCTAssertEqual(book, .production, "iOS 6 responses from the production service carry no environment")
+        let t = try XCTUnwrap(txs.first)
+        XCTAssertEqual(t.productId, "com.notkeepingitreal.fizzbuzz.subscription.autorenew1m")
+        XCTAssertEqual(t.purchaseMs, 1_350_157_208_197)
+        XCTAssertEqual(t.expiresMs, 1_350_157_508_197, "iOS 6 expires_date is milliseconds")
+        XCTAssertEqual(t.originalTransactionId, "1000000057005439")
+        XCTAssertEqual(t.bundleId, "com.notkeepingitreal.fizzbuzz")
+    }
+
+    func testNumbersInsteadOfStringsAreTolerated() throws {
+        // aporat's sample was hand-edited to use JSON numbers and booleans.
+        guard case let .verified(_, txs, _) = try outcome(try Fixtures.text("verifyreceipt/aporat__inAppPurchaseResponse.json")) else {
+            return XCTFail("not verified")
+        }
+        XCTAssertTrue(txs.allSatisfy { $0.quantity == 1 })
+    }
+
+    func testStatusTable() throws {
+        func status(_ s: String) throws -> ReceiptOutcome { try outcome(s) }
+        let cases: [(String, String)] = [
+            (#"{"status": 21005, "is-retryable": true}"#, "pending RETRYABLE"),
+            (#"{"status": 21002, "is_retryable": true}"#, "pending RETRYABLE"),
+            (#"{"status": 21009, "is-retryable": true}"#, "pending RETRYABLE"),
+            (#"{"status": 21150, "is-retryable": true}"#, "pending RETRYABLE"),
+            (#"{"status": 21150}"#, "rejected STATUS_21150"),
+            (#"{"status": 21007}"#, "pending SANDBOX_RECEIPT_SENT_TO_PRODUCTION"),
+            (#"{"status": 21008}"#, "pending PRODUCTION_RECEIPT_SENT_TO_SANDBOX"),
+            (#"{"status": 21000}"#, "rejected STATUS_21000"),
+            (#"{"status": 21001}"#, "rejected STATUS_21001"),
+            (#"{"status": 21003}"#, "rejected STATUS_21003"),
+            (#"{"status": 21004}"#, "rejected STATUS_21004"),
+            (#"{"status": 21010, "is-retryable": false}"#, "rejected STATUS_21010"),
+            (#"{"status": "0"}"#, "rejected NO_RECEIPT"),
+            (#"{"environment": "Production"}"#, "rejected NO_STATUS"),
+        ]
+        for (json, want) in cases {
+            let got: String
+            switch try status(json) {
+            case let .pending(code, _, _): got = "pending \(code)"
+            case let .rejected(code, _): got = "rejected \(code)"
+            case .verified: got = "verified"
+            }
+            XCTAssertEqual(got, want, json)
+        }
+    }
+
+    func testWrapperFieldsAndWrongBundle() throws {
+        let inner = Receipt.response([Receipt.item("1", purchased: "2026-10-01T10:00:00Z")], bundle: "com.other.game")
+        let wrapped = "{\"response\": \(inner), \"received_at\": \"2026-10-01T10:00:05Z\", \"account_id\": \"acct-1\", \"order_id\": \"ord-9\"}"
+        let r = try LegacyReceiptParser.parse(Substring(wrapped))
+        XCTAssertEqual(r.accountId, "acct-1")
+        XCTAssertEqual(r.orderId, "ord-9")
+        XCTAssertEqual(r.receivedAt, "2026-10-01T10:00:05Z")
+        guard case let .rejected(code, reason) = ReceiptVerifier(bundleIds: ["com.example.coins"]).verify(r, location: .init(path: "f", line: 3)) else {
+            return XCTFail("another app's receipt must be rejected")
+        }
+        XCTAssertEqual(code, "WRONG_BUNDLE_ID")
+        XCTAssertTrue(reason.contains("com.other.game"), reason)
+    }
+
+    func testBadItemsBecomeFindingsNotCrashes() throws {
+        let text = Receipt.response([
+            Receipt.item("ok", purchased: "2026-10-01T10:00:00Z"),
+            Receipt.item("zero", quantity: 0, purchased: "2026-10-01T10:00:00Z"),
+            Receipt.item("old", purchased: "1970-01-02T00:00:00Z"),
+            Receipt.item("future", purchased: "2100-06-01T00:00:00Z"),
+        ])
+        guard case let .verified(_, txs, findings) = try outcome(text) else { return XCTFail() }
+        XCTAssertEqual(txs.map(\.transactionId), ["ok"])
+        XCTAssertEqual(findings.count, 3)
+        XCTAssertTrue(findings.allSatisfy { $0.code == "INVALID_TRANSACTION" })
+    }
+}
+
+final class JSONParserTests: XCTestCase {
+    func testNumbersStayExactText() throws {
+        let v = try JSONParser.parse(#"{"a": 1000000156455961, "b": 9223372036854775808, "c": -1.5e3, "d": [true, null, "x\u00e9\ud83d\ude00"]}"#)
+        XCTAssertEqual(v["a"]?.int64, 1_000_000_156_455_961)
+        XCTAssertEqual(v["b"]?.scalarText, "9223372036854775808")
+        XCTAssertNil(v["b"]?.int64, "too big for Int64: no silent wrap")
+        XCTAssertEqual(v["c"]?.scalarText, "-1.5e3")
+        XCTAssertEqual(v["d"]?.arrayValue?[2].scalarText, "xé😀")
+    }
+
+    func testHostileInputGivesErrors() {
+        let deep = String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)
+        for bad in ["", "{", #"{"a": 1"#, #"{"a" 1}"#, "[1,]", "01", #""\ud800""#, deep, "{}x", #"{"a": tru}"#] {
+            XCTAssertThrowsError(try JSONParser.parse(bad), bad.prefix(20).description)
+        }
+    }
+
+    func testSplittingDocumentsKeepsLines() {
+        let doc = "[\n  {\"status\": 0},\n  {\"status\": 21007,\n   \"x\": \"a,]\"},\n  {\"status\": 1}\n]\n"
+        let recs = RecordSplitter.jsonDocument(Substring(doc))
+        XCTAssertEqual(recs.map(\.line), [2, 3, 5])
+        XCTAssertEqual(String(recs[1].text), "{\"status\": 21007,\n   \"x\": \"a,]\"}")
+        XCTAssertEqual(RecordSplitter.jsonDocument("{\"status\": 0}").count, 1)
+        let lines = RecordSplitter.jsonLines("{\"a\":1}\n\n{\"b\":2}\r\n")
+        XCTAssertEqual(lines.map(\.line), [1, 3])
+        XCTAssertEqual(String(lines[1].text), "{\"b\":2}")
+    }
+}

@@ -1,0 +1,53 @@
+import XCTest
+@testable import LedgerCore
+
+final class MoneyTests: XCTestCase {
+    func testRoundHalfEvenTable() {
+        // numerator, denominator, expected
+        let cases: [(Int128, Int128, Int64)] = [
+            (15, 10, 2), (25, 10, 2), (35, 10, 4), (45, 10, 4), (-15, 10, -2), (-25, 10, -2),
+            (14, 10, 1), (16, 10, 2), (-14, 10, -1), (-16, 10, -2), (0, 7, 0), (7, 7, 1), (1, 3, 0), (2, 3, 1),
+            (5, -10, 0), (15, -10, -2),
+        ]
+        for (n, d, want) in cases {
+            XCTAssertEqual(roundHalfEven(n, d), want, "\(n)/\(d)")
+        }
+    }
+
+    func testExactDecimalParsesWithoutFloatingPoint() {
+        XCTAssertEqual(ExactDecimal("0.19"), ExactDecimal(mantissa: 19, scale: 2))
+        XCTAssertEqual(ExactDecimal("1.990")?.description, "1.990")
+        XCTAssertEqual(ExactDecimal("-3")?.mantissa, -3)
+        XCTAssertEqual(ExactDecimal("0.10"), ExactDecimal("0.1"))
+        XCTAssertEqual(Set([ExactDecimal("0.10")!, ExactDecimal("0.1")!]).count, 1)
+        for bad in ["", "1e5", "1,000", "0.1.2", "abc", "-", "99999999999999999999"] {
+            XCTAssertNil(ExactDecimal(bad), bad)
+        }
+    }
+
+    func testMinorUnitsPerCurrencyExponent() {
+        XCTAssertEqual(Currency.minorUnits(ofMajor: ExactDecimal("0.99")!, currency: "USD"), 99)
+        XCTAssertEqual(Currency.minorUnits(ofMajor: ExactDecimal("160")!, currency: "JPY"), 160)
+        XCTAssertEqual(Currency.minorUnits(ofMajor: ExactDecimal("0.300")!, currency: "KWD"), 300)
+        XCTAssertEqual(Currency.minorUnits(ofMajor: ExactDecimal("1.5")!, currency: "BHD"), 1500)
+        XCTAssertNil(Currency.minorUnits(ofMajor: ExactDecimal("0.999")!, currency: "USD"), "more decimals than USD has")
+        XCTAssertNil(Currency.minorUnits(ofMajor: ExactDecimal("1.5")!, currency: "JPY"))
+        XCTAssertEqual(Currency.format(minor: -1230, currency: "USD"), "-12.30")
+        XCTAssertEqual(Currency.format(minor: 300, currency: "KWD"), "0.300")
+        XCTAssertEqual(Currency.format(minor: 1500, currency: "KRW"), "1500")
+    }
+
+    func testDaysAndMonths() {
+        XCTAssertEqual(Day(iso: "1970-01-01")?.daysSinceEpoch, 0)
+        XCTAssertEqual(Day(iso: "2026-11-21")?.description, "2026-11-21")
+        XCTAssertEqual(Day(epochMilliseconds: -1).description, "1969-12-31")
+        XCTAssertEqual(Day(epochMilliseconds: 1_599_185_002_000).description, "2020-09-04")
+        XCTAssertNil(Day(iso: "2026-02-29"))
+        XCTAssertNotNil(Day(iso: "2024-02-29"))
+        XCTAssertEqual(Month(iso: "2026-12")!.next.description, "2027-01")
+        XCTAssertEqual(Day(iso: "2026-09-30")!.month, Month(year: 2026, month: 9))
+        for s in ["2000-02-29", "2100-12-31", "1999-01-01"] {
+            XCTAssertEqual(Day(iso: s)!.description, s)
+        }
+    }
+}

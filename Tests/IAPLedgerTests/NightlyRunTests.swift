@@ -1,0 +1,240 @@
+import XCTest
+@testable import LedgerCore
+@testable import LedgerRun
+@testable import LedgerStore
+
+/// The nightly job end to end, on small hand-made workspaces.
+final class NightlyRunTests: XCTestCase {
+    var ws: TestWorkspace!
+
+    override func setUpWithError() throws { ws = try TestWorkspace() }
+    override func tearDown() { ws.remove() }
+
+    func ledger() throws -> Ledger { try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path) }
+
+    func balance(_ book: Book?) throws -> [TrialBalanceRow] { try ledger().read { try $0.trialBalance(book: book) } }
+
+    func entries(_ sql: String = "SELECT book, transaction_id, kind, date FROM entry ORDER BY id") throws -> [[String]] {
+        try ledger().read { r in try r.debugRows(sql) }
+    }
+
+    func assertTrialBalanceSumsToZero(file: StaticString = #filePath, line: UInt = #line) throws {
+        var sums: [String: Int64] = [:], reporting: [String: Int64] = [:]
+        for r in try balance(nil) {
+            sums["\(r.book) \(r.currency)", default: 0] += r.balanceMinor
+            reporting[r.book, default: 0] += r.reportingBalanceMinor
+            XCTAssertEqual(r.debitMinor - r.creditMinor, r.balanceMinor, file: file, line: line)
+        }
+        XCTAssertTrue(sums.values.allSatisfy { $0 == 0 }, "\(sums)", file: file, line: line)
+        XCTAssertTrue(reporting.values.allSatisfy { $0 == 0 }, "\(reporting)", file: file, line: line)
+    }
+
+    func testSalesRefundsAndIdempotentReruns() throws {
+        let day1 = [
+            Receipt.response([Receipt.item("1001", purchased: "2026-10-05T10:00:00Z"),
+                              Receipt.item("1002", product: "coins.550", quantity: 2, purchased: "2026-10-06T10:00:00Z")]),
+            // The same transaction again in a later app receipt: one transaction.
+            Receipt.response([Receipt.item("1001", purchased: "2026-10-05T10:00:00Z")]),
+        ]
+        try ws.write("inbox/receipts/2026-10-06.jsonl", day1.joined(separator: "\n") + "\n")
+        let r1 = try ws.run("2026-10-07")
+        XCTAssertEqual(r1.counts.read, 2)
+        XCTAssertEqual(r1.counts.verified, 2)
+        XCTAssertEqual(r1.counts.entriesPosted, 2)
+        XCTAssertEqual(try entries().map { $0[1] + " " + $0[2] }, ["1001 sale", "1002 sale"])
+        // 2 x 5.99 (the price from 2026-10-01) = 1198, commission round(359.4) = 359, proceeds 839.
+        let usd = try balance(.production).filter { $0.currency == "USD" }
+        XCTAssertEqual(usd.first { $0.account == LedgerAccount.sales }?.balanceMinor, -(99 + 1198))
+        XCTAssertEqual(usd.first { $0.account == LedgerAccount.receivable }?.balanceMinor, 69 + 839)
+        try assertTrialBalanceSumsToZero()
+
+        // Same night again: nothing new, nothing posted twice.
+        let r2 = try ws.run("2026-10-07")
+        XCTAssertEqual(r2.filesSkipped, 1)
+        XCTAssertEqual(r2.counts.read, 0)
+        XCTAssertEqual(r2.counts.entriesPosted, 0)
+        XCTAssertEqual(try entries().count, 2)
+
+        // The file grows: only the new line counts; it brings a refund of 1001.
+        try ws.append("inbox/receipts/2026-10-06.jsonl",
+                      Receipt.response([Receipt.item("1001", purchased: "2026-10-05T10:00:00Z", cancelled: "2026-10-09T08:00:00Z")]) + "\n")
+        let r3 = try ws.run("2026-10-10")
+        XCTAssertEqual(r3.counts.read, 1)
+        XCTAssertEqual(r3.counts.skipped, 2)
+        XCTAssertEqual(try entries().map { $0[1] + " " + $0[2] + " " + $0[3] },
+                       ["1001 sale 2026-10-05", "1002 sale 2026-10-06", "1001 refund 2026-10-09"])
+        let refunds = try balance(.production).first { $0.account == LedgerAccount.refunds }
+        XCTAssertEqual(refunds?.balanceMinor, 99)
+        try assertTrialBalanceSumsToZero()
+
+        // The refund arriving again (another receipt) posts nothing more.
+        try ws.write("inbox/receipts/2026-10-11.json",
+                     Receipt.response([Receipt.item("1001", purchased: "2026-10-05T10:00:00Z", cancelled: "2026-10-09T08:00:00Z")]))
+        XCTAssertEqual(try ws.run("2026-10-11").counts.entriesPosted, 0)
+        XCTAssertEqual(try entries().count, 3)
+    }
+
+    func testSandboxStaysOutOfProduction() throws {
+        try ws.write("inbox/receipts/a.json", "[" + [
+            Receipt.response([Receipt.item("p1", purchased: "2026-10-05T10:00:00Z")]),
+            Receipt.response([Receipt.item("s1", product: "coins.550", purchased: "2026-10-05T11:00:00Z")], environment: "Sandbox"),
+        ].joined(separator: ",\n") + "]")
+        let r = try ws.run("2026-10-07")
+        XCTAssertEqual(r.counts.entriesPosted, 2)
+        let production = try balance(.production), sandbox = try balance(.sandbox)
+        XCTAssertEqual(production.first { $0.account == LedgerAccount.sales }?.balanceMinor, -99)
+        XCTAssertEqual(sandbox.first { $0.account == LedgerAccount.sales }?.balanceMinor, -599)
+        XCTAssertTrue(production.allSatisfy { $0.book == "production" })
+        XCTAssertTrue(sandbox.allSatisfy { $0.book == "sandbox" })
+        try assertTrialBalanceSumsToZero()
+
+        // The finance workbook shows the production book only; the sandbox has its own.
+        let finance = try XLSXReader.sheets(r.workbooks[0])
+        let journal = finance["Journal"]!.dropFirst(4)
+        XCTAssertFalse(journal.isEmpty)
+        XCTAssertFalse(journal.contains { $0.contains("s1") }, "sandbox purchase in the production journal")
+        let sandboxBook = try XLSXReader.sheets(r.workbooks[1])
+        XCTAssertTrue(sandboxBook["Journal"]!.contains { $0.contains("s1") })
+    }
+
+    func testMissingRuleWaitsAndIsPostedByALaterRun() throws {
+        // The order names the storefront (DEU); there is no EUR rate for November yet.
+        try ws.write("inbox/orders/orders.csv", """
+            order_id,account_id,transaction_id,product_id,quantity,credited_units,credited_at,environment,storefront,app_account_token,reversed_at
+            ord-1,acct-1,2001,coins.100,1,100,2026-11-03T10:00:05Z,production,DEU,,
+
+            """)
+        try ws.write("inbox/receipts/n.jsonl", Receipt.response([Receipt.item("2001", purchased: "2026-11-03T10:00:00Z")]) + "\n")
+        let r1 = try ws.run("2026-11-04")
+        XCTAssertEqual(r1.counts.entriesPosted, 0)
+        XCTAssertEqual(r1.totals.transactionsPending, 1)
+        let open = try ledger().read { try $0.findings(openOnly: true) }
+        XCTAssertEqual(open.map(\.code), ["MISSING_RULE"])
+        XCTAssertTrue(open[0].message.contains("no FX rate for EUR in 2026-11"), open[0].message)
+        let runInfo = try XLSXReader.sheets(r1.workbooks[0])["Run Info"]!
+        XCTAssertTrue(runInfo.contains { $0.contains("MISSING_RULE") && $0.contains("2001") })
+
+        // Nothing changed: it still waits, still one finding.
+        XCTAssertEqual(try ws.run("2026-11-05").counts.entriesPosted, 0)
+        XCTAssertEqual(try ledger().read { try $0.findings(openOnly: false) }.count, 1)
+
+        // The rate arrives: the next run posts it, in DEU (from the order), at November's rate.
+        try ws.append("rules/fx.csv", "\n2026-11,EUR,1.20\n")
+        let r3 = try ws.run("2026-11-06")
+        XCTAssertEqual(r3.counts.entriesPosted, 1)
+        XCTAssertEqual(r3.totals.transactionsPending, 0)
+        XCTAssertTrue(try ledger().read { try $0.findings(openOnly: true) }.isEmpty)
+        let sales = try balance(.production).first { $0.account == LedgerAccount.sales }
+        XCTAssertEqual(sales?.currency, "EUR")
+        XCTAssertEqual(sales?.balanceMinor, -92)
+        XCTAssertEqual(sales?.reportingBalanceMinor, -110) // round(92 * 1.20) = 110.4 -> 110
+        XCTAssertEqual(try entries("SELECT date FROM entry").first?.first, "2026-11-03", "posted on its purchase date")
+    }
+
+    func testNothingIsLostRejectedRecordsNameFileAndLine() throws {
+        try ws.write("inbox/receipts/mixed.jsonl", [
+            Receipt.response([Receipt.item("3001", purchased: "2026-10-05T10:00:00Z")]),
+            #"{"status": 0, "environment": "Production", "receipt": {"#,                               // truncated
+            Receipt.response([Receipt.item("3002", purchased: "2026-10-05T10:00:00Z")], bundle: "com.other.game"),
+            #"{"status": 21005, "is-retryable": true, "receipt": {"in_app": [{"transaction_id": "3003"}]}}"#,
+            #"{"status": 21003}"#,
+            Receipt.response([Receipt.item("3003", purchased: "2026-10-06T10:00:00Z")]),
+        ].joined(separator: "\n"))
+        try ws.write("inbox/receipts/binary.json", "")
+        try Data([0x7B, 0xFF, 0xFE, 0x7D]).write(to: ws.root.appendingPathComponent("inbox/receipts/binary.json"))
+        let r = try ws.run("2026-10-07")
+        XCTAssertEqual(r.counts.read, 7)
+        XCTAssertEqual(r.counts.verified, 2)
+        XCTAssertEqual(r.counts.pending, 1)
+        XCTAssertEqual(r.counts.rejected, 4)
+        let problems = try ledger().read { try $0.recordProblems() }
+        let byLine = Dictionary(uniqueKeysWithValues: problems.map { ("\($0.path):\($0.line)", $0) })
+        XCTAssertEqual(byLine["inbox/receipts/mixed.jsonl:2"]?.code, "MALFORMED")
+        XCTAssertTrue(byLine["inbox/receipts/mixed.jsonl:2"]?.reason.contains("truncated") == true)
+        XCTAssertEqual(byLine["inbox/receipts/mixed.jsonl:3"]?.code, "WRONG_BUNDLE_ID")
+        XCTAssertEqual(byLine["inbox/receipts/mixed.jsonl:5"]?.code, "STATUS_21003")
+        XCTAssertEqual(byLine["inbox/receipts/binary.json:1"]?.code, "INVALID_UTF8")
+        // The retryable record was resolved by the verified record for 3003 that came after it.
+        let pending = try XCTUnwrap(byLine["inbox/receipts/mixed.jsonl:4"])
+        XCTAssertEqual(pending.outcome, "pending")
+        XCTAssertTrue(pending.resolved)
+        XCTAssertEqual(r.totals.recordsPending, 0)
+        XCTAssertEqual(try entries().map { $0[1] }, ["3001", "3003"])
+    }
+
+    func testRetryablePendingStaysOpenUntilVerified() throws {
+        try ws.write("inbox/receipts/a.jsonl", #"{"status": 21100, "is-retryable": true, "receipt": {"in_app": [{"transaction_id": "4001"}]}}"# + "\n")
+        XCTAssertEqual(try ws.run("2026-10-07").totals.recordsPending, 1)
+        try ws.write("inbox/receipts/b.jsonl", Receipt.response([Receipt.item("4001", purchased: "2026-10-06T10:00:00Z")]) + "\n")
+        let r = try ws.run("2026-10-08")
+        XCTAssertEqual(r.totals.recordsPending, 0)
+        XCTAssertEqual(r.counts.entriesPosted, 1)
+    }
+
+    func testWorkbookTrialBalanceTiesToLedgerAndIsNumeric() throws {
+        try ws.write("inbox/orders/o.csv", """
+            order_id,account_id,transaction_id,product_id,quantity,credited_units,credited_at,environment,storefront,app_account_token,reversed_at
+            o1,a1,5002,coins.100,1,100,2026-10-05T10:00:01Z,production,JPN,,
+            o2,a2,5003,coins.100,1,100,2026-10-05T10:00:01Z,production,KWT,,
+            o3,a3,5004,coins.100,1,100,2026-10-05T10:00:01Z,production,DEU,,
+            """)
+        try ws.write("inbox/receipts/r.jsonl", [
+            Receipt.response([Receipt.item("5001", purchased: "2026-10-05T10:00:00Z")]),
+            Receipt.response([Receipt.item("5002", purchased: "2026-10-05T10:00:00Z")]),
+            Receipt.response([Receipt.item("5003", purchased: "2026-10-05T10:00:00Z")]),
+            Receipt.response([Receipt.item("5004", purchased: "2026-10-05T10:00:00Z", cancelled: "2026-10-06T00:00:00Z")]),
+        ].joined(separator: "\n"))
+        let r = try ws.run("2026-10-07")
+        XCTAssertEqual(r.counts.entriesPosted, 5)
+        try assertTrialBalanceSumsToZero()
+        let sheets = try XLSXReader.sheets(r.workbooks[0])
+        XCTAssertEqual(Set(sheets.keys), ["Trial Balance", "Journal", "Run Info"])
+        let tb = sheets["Trial Balance"]!
+        XCTAssertEqual(tb[3], ["Book", "Account", "Currency", "Debit", "Credit", "Balance", "Balance (reporting)"])
+        let ledgerRows = try balance(.production)
+        let body = tb.dropFirst(4).filter { !$0[1].hasPrefix("Total") }
+        XCTAssertEqual(body.count, ledgerRows.count)
+        for row in ledgerRows {
+            let line = try XCTUnwrap(body.first { $0[1] == row.account && $0[2] == row.currency }, "\(row)")
+            let decimals = Currency.exponent(row.currency)!
+            XCTAssertEqual(XLSXReader.minor(line[5], decimals: decimals), row.balanceMinor, "\(row.account) \(row.currency)")
+            XCTAssertEqual(XLSXReader.minor(line[6], decimals: 2), row.reportingBalanceMinor)
+        }
+        let journal = sheets["Journal"]!
+        XCTAssertEqual(journal[3].count, 12)
+        XCTAssertEqual(journal.dropFirst(4).count, 15, "one row per posting")
+        let runInfo = sheets["Run Info"]!
+        XCTAssertTrue(runInfo.contains { $0.first == "inbox/receipts/r.jsonl" && $0[2].count == 64 }, "file with its sha256")
+    }
+
+
+    func testBrokenRulesStopTheRunNamingFileAndLine() throws {
+        try ws.write("rules/prices.csv", "product_id,storefront,price,effective_from\ncoins.100,USA,abc,2020-01-01\n")
+        XCTAssertThrowsError(try ws.run("2026-10-07")) { error in
+            XCTAssertTrue("\(error)".contains("prices.csv:2"), "\(error)")
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: ws.root.appendingPathComponent("ledger.sqlite").path))
+        try FileManager.default.removeItem(at: ws.root.appendingPathComponent("rules/fx.csv"))
+        XCTAssertThrowsError(try ws.run("2026-10-07")) { error in
+            XCTAssertTrue("\(error)".contains("fx.csv"), "\(error)")
+        }
+    }
+
+    func testInitCreatesAWorkspaceThatRuns() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("iapledger-init-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let created = try Workspace.create(at: dir)
+        XCTAssertTrue(try String(contentsOf: created.configURL, encoding: .utf8).contains("reporting_currency"))
+        XCTAssertThrowsError(try Workspace.create(at: dir), "a second init must not overwrite")
+        let r = try NightlyRun(workspace: created, asOf: Day(iso: "2026-11-21")!).run()
+        XCTAssertEqual(r.counts.read, 0)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: r.workbooks[0].path))
+    }
+}
+
+extension LedgerReader {
+    /// Rows of a query as text, for assertions.
+    func debugRows(_ sql: String) throws -> [[String]] {
+        try rawRows(sql)
+    }
+}

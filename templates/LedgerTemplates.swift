@@ -1,0 +1,9 @@
+import Foundation
+
+/// Access to the files in `templates/`, shipped with the tool as resources.
+public enum LedgerTemplates {
+    /// The example workspace (`iapledger.toml` and `rules/`) that `iapledger init` copies.
+    public static func workspaceDirectory() -> URL? {
+        Bundle.module.url(forResource: "workspace", withExtension: nil)
+    }
+}
