@@ -130,6 +130,17 @@ public struct Poster {
         return .post(entry)
     }
 
+    /// A `PRICE_MISMATCH` message when a signed price differs from the price rule in force and
+    /// the transaction carries no offer (the signed price is still what is posted).
+    public func priceMismatch(of t: TransactionObservation, entry: EntryDraft) -> String? {
+        guard let milli = t.priceMilliunits, !t.hasOffer, !t.isFreeTrial,
+              let rule = rules.price(product: t.productId, storefront: entry.storefront, on: t.purchaseDay),
+              let unit = Currency.minorUnits(ofMajor: rule.price, currency: entry.figures.currency) else { return nil }
+        let expected = unit * t.quantity
+        guard expected != entry.figures.grossMinor else { return nil }
+        return "signed price \(milli) milliunits (\(Currency.format(minor: entry.figures.grossMinor, currency: entry.figures.currency)) \(entry.figures.currency)) differs from rules/prices.csv \(rule.price) x \(t.quantity) = \(Currency.format(minor: expected, currency: entry.figures.currency)) for \(t.productId) in \(entry.storefront) on \(t.purchaseDay), with no offer"
+    }
+
     /// The commission rate and why (accounting.md step 3).
     public func commissionRate(product: ProductRule, day: Day, subscriptionPaidDays: Int) -> (ExactDecimal, String) {
         if product.type == .autoRenewable && subscriptionPaidDays >= config.subscriptionReducedAfterDays {

@@ -28,7 +28,7 @@ public enum BalanceOutput {
                               Currency.format(minor: r.balanceMinor, currency: r.currency),
                               Currency.format(minor: r.reportingBalanceMinor, currency: reportingCurrency)])
             }
-            if rows.isEmpty { return "The ledger has no postings yet.\n" }
+            if rows.isEmpty { return "No postings in this book yet.\n" }
             let widths = (0..<header.count).map { c in table.map { $0[c].count }.max() ?? 0 }
             return table.enumerated().map { i, row in
                 row.enumerated().map { c, cell in

@@ -48,15 +48,17 @@ public struct NightlyRun {
         let ledger = try Ledger(path: workspace.ledgerURL(config).path)
         let poster = Poster(config: config, rules: rules)
         let verifier = ReceiptVerifier(bundleIds: config.bundleIds)
+        let signedVerifier = try Self.signedDataVerifier(config: config, workspace: workspace)
 
         let orderFiles = try workspace.inboxFiles("orders", extensions: ["csv"])
         let receiptFiles = try workspace.inboxFiles("receipts", extensions: ["json", "jsonl"])
-        let inputs = try (orderFiles.map { ($0, "orders") } + receiptFiles.map { ($0, "receipts") }).map { url, kind in
+        let signedFiles = try workspace.inboxFiles("signed", extensions: ["jws", "txt", "json", "jsonl"])
+        let inputs = try (orderFiles.map { ($0, "orders") } + receiptFiles.map { ($0, "receipts") }
+                          + signedFiles.map { ($0, "signed") }).map { url, kind in
             try InputFile.load(url: url, kind: kind, workspace: workspace)
         }
 
         var filesRead = 0, filesSkipped = 0
-        var problems: [String] = []
         let (runId, counts) = try ledger.write { w -> (Int64, LedgerWriter.RunCounts) in
             let runId = try w.beginRun(asOf: asOf, toolVersion: Self.toolVersion, startedAt: Self.timestamp())
             var counts = LedgerWriter.RunCounts()
@@ -69,11 +71,11 @@ public struct NightlyRun {
                 filesRead += 1
                 switch input.kind {
                 case "orders": try ingest.orders(input)
+                case "signed": try ingest.signed(input, verifier: signedVerifier)
                 default: try ingest.receipts(input)
                 }
             }
             counts = ingest.counts
-            problems = ingest.problems
             counts.entriesPosted = try Self.post(writer: w, poster: poster, runId: runId)
             try w.finishRun(runId, counts: counts, finishedAt: Self.timestamp())
             return (runId, counts)
@@ -81,6 +83,12 @@ public struct NightlyRun {
 
         let workbooks = try ReportSet(ledger: ledger, config: config, asOf: asOf, runId: runId, workspace: workspace).writeAll()
         let totals = try ledger.read { try $0.totals() }
+        // What this run read and could not post, as it stands at the end of the run.
+        let notPosted = try ledger.read { try $0.recordProblems() }.filter { $0.runId == runId && !$0.resolved }
+            .map { "\($0.path):\($0.line): \($0.outcome): \($0.reason)" }
+        let newFindings = try ledger.read { try $0.findings(openOnly: true) }.filter { $0.firstRunId == runId }
+            .map { "\($0.code) \($0.transactionId): \($0.message)" }
+        let problems = notPosted + newFindings
         return Result(runId: runId, asOf: asOf, counts: counts, filesRead: filesRead, filesSkipped: filesSkipped,
                       totals: totals, workbooks: workbooks, problems: problems)
     }
@@ -95,6 +103,9 @@ public struct NightlyRun {
             switch poster.sale(of: obs, orderStorefront: hint) {
             case .post(let entry):
                 try w.insertEntry(entry, runId: runId)
+                if let mismatch = poster.priceMismatch(of: obs, entry: entry) {
+                    try w.openFinding(code: "PRICE_MISMATCH", transactionId: obs.transactionId, recordId: nil, message: mismatch, runId: runId)
+                }
                 try w.setSaleStatus(transactionId: obs.transactionId, status: "posted", pendingReason: nil)
                 try w.resolveFinding(code: "MISSING_RULE", transactionId: obs.transactionId, runId: runId)
                 posted += 1
@@ -114,7 +125,26 @@ public struct NightlyRun {
             try w.insertEntry(refund, runId: runId)
             posted += 1
         }
+        for r in try w.reversalsDue() {
+            guard let refund = try w.entry(book: r.book, transactionId: r.transactionId, kind: .refund) else { continue }
+            try w.insertEntry(poster.reversal(of: refund, on: r.date), runId: runId)
+            posted += 1
+        }
         return posted
+    }
+
+    /// The verifier of signed data: Apple Root CA - G3 plus the config's `trusted_roots`.
+    static func signedDataVerifier(config: WorkspaceConfig, workspace: Workspace) throws -> SignedDataVerifier {
+        var roots = [try SignedDataVerifier.appleRootCAG3()]
+        for path in config.trustedRoots {
+            let url = path.hasPrefix("/") ? URL(fileURLWithPath: path) : workspace.root.appendingPathComponent(path)
+            do {
+                roots.append(try SignedDataVerifier.loadCertificateFile(url))
+            } catch {
+                throw ReadError.file(url.path, "trusted_roots: \(error)")
+            }
+        }
+        return try SignedDataVerifier(trustedRootsDER: roots, bundleIds: config.bundleIds)
     }
 
     static func timestamp() -> String {
@@ -144,7 +174,6 @@ struct Ingest {
     let runId: Int64
     let verifier: ReceiptVerifier
     var counts: LedgerWriter.RunCounts
-    var problems: [String] = []
 
     init(writer: LedgerWriter, runId: Int64, verifier: ReceiptVerifier, counts: LedgerWriter.RunCounts) {
         self.writer = writer
@@ -162,7 +191,6 @@ struct Ingest {
                                        reasonCode: "INVALID_UTF8", reason: "the file is not valid UTF-8 text", raw: ""))
         counts.read += 1
         counts.rejected += 1
-        problems.append("\(input.path):1: rejected: the file is not valid UTF-8 text")
         return nil
     }
 
@@ -177,7 +205,6 @@ struct Ingest {
                                            reasonCode: e.code, reason: e.message, raw: String(text.prefix(4096))))
             counts.read += 1
             counts.rejected += 1
-            problems.append(e.description)
             return
         }
         let fresh = rows.filter { !seen.contains(Hashing.sha256Hex(Data($0.raw.utf8))) }
@@ -203,7 +230,6 @@ struct Ingest {
                 _ = try writer.addRecord(.init(fileId: fileId, line: row.line, sha256: sha, outcome: .rejected,
                                                reasonCode: f.code, reason: f.message, raw: String(row.raw)))
                 counts.rejected += 1
-                problems.append(f.description)
             }
         }
     }
@@ -252,7 +278,6 @@ struct Ingest {
             for id in ids where try writer.transaction(id) != nil {
                 try writer.resolvePendingRecords(transactionId: id, runId: runId, note: "transaction \(id) is already verified")
             }
-            problems.append("\(location): pending: \(reason)")
         case let .verified(book, transactions, findings):
             info.environment = book == .production ? "Production" : "Sandbox"
             let recordId = try writer.addRecord(info)
@@ -260,7 +285,6 @@ struct Ingest {
             for f in findings {
                 try writer.openFinding(code: f.code, transactionId: f.transactionId ?? "", recordId: recordId,
                                        message: "\(location): \(f.message)", runId: runId)
-                problems.append(f.description)
             }
             for t in transactions {
                 try observe(t, recordId: recordId, location: location)
@@ -276,7 +300,6 @@ struct Ingest {
         r.reason = reason
         _ = try writer.addRecord(r)
         counts.rejected += 1
-        problems.append("\(location): rejected: \(reason)")
     }
 
     /// One verified transaction: new ones are stored (their sale is posted below); one seen

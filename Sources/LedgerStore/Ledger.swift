@@ -315,6 +315,33 @@ public final class LedgerWriter: LedgerReader {
             """, arguments: [runId, code, transactionId])
     }
 
+    /// Records a notification; false when its UUID was seen before (a resend: a no-op).
+    public func addNotification(uuid: String, recordId: Int64, runId: Int64, type: String, subtype: String?,
+                                signedMs: Int64?, environment: String?, transactionId: String?) throws -> Bool {
+        try db.execute(sql: """
+            INSERT OR IGNORE INTO notification (uuid, record_id, run_id, notification_type, subtype, signed_ms, environment, transaction_id)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """, arguments: [uuid, recordId, runId, type, subtype, signedMs, environment, transactionId])
+        return db.changesCount > 0
+    }
+
+    /// Asks for a refund reversal (REFUND_REVERSED), dated `date`; the first request counts.
+    public func requestReversal(book: Book, transactionId: String, date: Day, notificationUUID: String) throws {
+        try db.execute(sql: """
+            INSERT OR IGNORE INTO reversal_request (book, transaction_id, date, notification_uuid) VALUES (?, ?, ?, ?)
+            """, arguments: [book.rawValue, transactionId, date.description, notificationUUID])
+    }
+
+    /// Reversal requests whose refund is posted and whose reversal is not.
+    public func reversalsDue() throws -> [(book: Book, transactionId: String, date: Day)] {
+        try Row.fetchAll(db, sql: """
+            SELECT q.book, q.transaction_id, q.date FROM reversal_request q
+            WHERE EXISTS (SELECT 1 FROM entry e WHERE e.book = q.book AND e.transaction_id = q.transaction_id AND e.kind = 'refund')
+              AND NOT EXISTS (SELECT 1 FROM entry e WHERE e.book = q.book AND e.transaction_id = q.transaction_id AND e.kind = 'refund_reversal')
+            ORDER BY q.date, q.transaction_id
+            """).map { (Book(rawValue: $0[0])!, $0[1], Day(iso: $0[2] as String)!) }
+    }
+
     public func insertOrderVersion(orderId: String, recordId: Int64, accountId: String, transactionId: String?,
                                    productId: String, quantity: Int64, creditedUnits: Int64, creditedAt: String,
                                    creditedMs: Int64, environment: String, storefront: String?,

@@ -54,6 +54,8 @@ public struct RecordProblem: Equatable {
     public var reason: String
     public var firstSeen: Day
     public var resolved: Bool
+    /// The run that read the record.
+    public var runId: Int64
 }
 
 /// An open or resolved finding (MISSING_RULE and others).
@@ -63,6 +65,7 @@ public struct FindingRow: Equatable {
     public var message: String
     public var firstSeen: Day
     public var resolvedOn: Day?
+    public var firstRunId: Int64
 }
 
 /// What one run did.
@@ -169,25 +172,25 @@ extension LedgerReader {
     /// Rejected records, and pending ones not yet resolved by a verified record.
     public func recordProblems() throws -> [RecordProblem] {
         try Row.fetchAll(db, sql: """
-            SELECT f.path, r.line, r.outcome, r.reason_code, r.reason, run.as_of, r.resolved_run_id IS NOT NULL
+            SELECT f.path, r.line, r.outcome, r.reason_code, r.reason, run.as_of, r.resolved_run_id IS NOT NULL, f.run_id
             FROM source_record r JOIN source_file f ON f.id = r.file_id JOIN run ON run.id = f.run_id
             WHERE r.outcome <> 'verified'
             ORDER BY r.outcome, f.path, r.line
             """).map {
             RecordProblem(path: $0[0], line: $0[1], outcome: $0[2], code: $0[3] ?? "", reason: $0[4] ?? "",
-                          firstSeen: Day(iso: $0[5] as String)!, resolved: $0[6])
+                          firstSeen: Day(iso: $0[5] as String)!, resolved: $0[6], runId: $0[7])
         }
     }
 
     public func findings(openOnly: Bool) throws -> [FindingRow] {
         try Row.fetchAll(db, sql: """
-            SELECT f.code, f.transaction_id, f.message, r1.as_of, r2.as_of
+            SELECT f.code, f.transaction_id, f.message, r1.as_of, r2.as_of, f.first_run_id
             FROM finding f JOIN run r1 ON r1.id = f.first_run_id LEFT JOIN run r2 ON r2.id = f.resolved_run_id
             \(openOnly ? "WHERE f.resolved_run_id IS NULL" : "")
             ORDER BY f.code, f.transaction_id, f.id
             """).map {
             FindingRow(code: $0[0], transactionId: $0[1], message: $0[2], firstSeen: Day(iso: $0[3] as String)!,
-                       resolvedOn: ($0[4] as String?).flatMap { Day(iso: $0) })
+                       resolvedOn: ($0[4] as String?).flatMap { Day(iso: $0) }, firstRunId: $0[5])
         }
     }
 

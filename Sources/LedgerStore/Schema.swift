@@ -161,6 +161,28 @@ enum Schema {
             -- A finding is about a transaction (record_id NULL) or about one record.
             CREATE UNIQUE INDEX finding_key ON finding(code, transaction_id, ifnull(record_id, 0));
 
+            -- Server Notifications V2: notificationUUID makes a resent notification a no-op.
+            CREATE TABLE notification (
+                uuid TEXT PRIMARY KEY,
+                record_id INTEGER NOT NULL REFERENCES source_record(id),
+                run_id INTEGER NOT NULL REFERENCES run(id),
+                notification_type TEXT NOT NULL,
+                subtype TEXT,
+                signed_ms INTEGER,
+                environment TEXT,
+                transaction_id TEXT
+            ) STRICT, WITHOUT ROWID;
+            CREATE INDEX notification_transaction ON notification(transaction_id);
+
+            -- REFUND_REVERSED asks for the refund's negation, posted once the refund exists.
+            CREATE TABLE reversal_request (
+                book TEXT NOT NULL CHECK (book IN ('production', 'sandbox')),
+                transaction_id TEXT NOT NULL,
+                date TEXT NOT NULL,
+                notification_uuid TEXT NOT NULL,
+                PRIMARY KEY (book, transaction_id)
+            ) STRICT, WITHOUT ROWID;
+
             CREATE TABLE order_version (
                 id INTEGER PRIMARY KEY,
                 order_id TEXT NOT NULL,

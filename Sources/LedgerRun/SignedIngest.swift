@@ -1,0 +1,128 @@
+import Foundation
+import LedgerCore
+import LedgerRead
+import LedgerStore
+import LedgerVerify
+
+/// Reading App Store Server API signed data from `inbox/signed/`: signed transactions and
+/// Server Notifications V2, each JWS verified to a trusted root before anything is posted.
+extension Ingest {
+    /// The compact JWS strings of one signed-data file, each with its line: `*.jws`/`*.txt`
+    /// hold one JWS a line; `*.json`/`*.jsonl` hold notification bodies `{"signedPayload": ...}`
+    /// (also `signedTransactionInfo`), one document or one a line.
+    static func signedRecords(_ text: Substring, fileExtension: String) -> [(RawRecord, String?)] {
+        let ext = fileExtension.lowercased()
+        if ext == "jws" || ext == "txt" {
+            return RecordSplitter.jsonLines(text).map { r in
+                let s = String(r.text).trimmingCharacters(in: .whitespaces)
+                return (r, s.hasPrefix("{") ? Self.jwsInBody(r.text) : s)
+            }
+        }
+        let records = ext == "jsonl" ? RecordSplitter.jsonLines(text) : RecordSplitter.jsonDocument(text)
+        return records.map { ($0, Self.jwsInBody($0.text)) }
+    }
+
+    /// The JWS inside a notification body, or nil when the body is not one.
+    static func jwsInBody(_ text: Substring) -> String? {
+        guard let v = try? JSONParser.parse(text) else { return nil }
+        return v["signedPayload"]?.scalarText ?? v["signedTransactionInfo"]?.scalarText
+    }
+
+    mutating func signed(_ input: InputFile, verifier: SignedDataVerifier) throws {
+        guard let text = try text(input) else { return }
+        let seen = try writer.recordHashes(path: input.path)
+        let records = Self.signedRecords(Substring(text), fileExtension: input.url.pathExtension)
+        let withHashes = records.map { ($0.0, $0.1, Hashing.sha256Hex(Data($0.0.text.utf8))) }
+        let fresh = withHashes.filter { !seen.contains($0.2) }
+        let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256,
+                                        sizeBytes: Int64(input.data.count), records: records.count, newRecords: fresh.count)
+        counts.skipped += records.count - fresh.count
+        for (record, jws, sha) in fresh {
+            counts.read += 1
+            let location = SourceLocation(path: input.path, line: record.line)
+            let raw = String(record.text)
+            guard let jws else {
+                try reject(fileId: fileId, location: location, sha: sha, code: "MALFORMED",
+                           reason: "not a notification body {\"signedPayload\": \"...\"} (or not valid JSON)", raw: raw)
+                continue
+            }
+            switch signedDataKind(ofCompactJWS: jws) {
+            case .transaction:
+                try signedTransaction(jws, verifier: verifier, fileId: fileId, location: location, sha: sha, raw: raw)
+            case .notification:
+                try notification(jws, verifier: verifier, fileId: fileId, location: location, sha: sha, raw: raw)
+            case .renewalInfo:
+                switch verifier.verifyRenewalInfo(jws) {
+                case .success:
+                    _ = try writer.addRecord(.init(fileId: fileId, line: location.line, sha256: sha, outcome: .verified,
+                                                   reasonCode: "RENEWAL_INFO", reason: "signed renewal info, verified; no money moves", raw: raw))
+                    counts.verified += 1
+                case .failure(let why):
+                    try reject(fileId: fileId, location: location, sha: sha, code: why.code, reason: why.description, raw: raw)
+                }
+            case .unknown:
+                try reject(fileId: fileId, location: location, sha: sha, code: "MALFORMED",
+                           reason: "not a compact JWS of a signed transaction or a notification", raw: raw)
+            }
+        }
+    }
+
+    static func verifiedNote(_ what: String, signedMs: Int64?) -> String {
+        "\(what): ES256 signature and x5c chain verified to a trusted root, Apple OIDs present, valid at signedDate \(signedMs.map { Day(epochMilliseconds: $0).description } ?? "(none)")"
+    }
+
+    mutating func signedTransaction(_ jws: String, verifier: SignedDataVerifier, fileId: Int64, location: SourceLocation,
+                                    sha: String, raw: String) throws {
+        switch verifier.verifyTransaction(jws) {
+        case .failure(let why):
+            try reject(fileId: fileId, location: location, sha: sha, code: why.code, reason: why.description, raw: raw)
+        case .success(let t):
+            let recordId = try writer.addRecord(.init(fileId: fileId, line: location.line, sha256: sha, outcome: .verified,
+                                                      reasonCode: "JWS_VERIFIED", reason: Self.verifiedNote("signed transaction", signedMs: t.signedDateMs),
+                                                      environment: t.environment, raw: raw))
+            counts.verified += 1
+            try observeSigned(t, recordId: recordId, location: location)
+        }
+    }
+
+    mutating func observeSigned(_ t: SignedTransaction, recordId: Int64, location: SourceLocation) throws {
+        switch t.observation() {
+        case .success(let obs):
+            try observe(obs, recordId: recordId, location: location)
+        case .failure(let why):
+            try writer.openFinding(code: "INVALID_TRANSACTION", transactionId: t.transactionId, recordId: recordId,
+                                   message: "\(location): \(why.message)", runId: runId)
+        }
+    }
+
+    mutating func notification(_ jws: String, verifier: SignedDataVerifier, fileId: Int64, location: SourceLocation,
+                               sha: String, raw: String) throws {
+        let n: SignedNotification
+        switch verifier.verifyNotification(jws) {
+        case .failure(let why):
+            try reject(fileId: fileId, location: location, sha: sha, code: why.code, reason: why.description, raw: raw)
+            return
+        case .success(let v): n = v
+        }
+        let type = n.notificationType + (n.subtype.map { "/\($0)" } ?? "")
+        let recordId = try writer.addRecord(.init(fileId: fileId, line: location.line, sha256: sha, outcome: .verified,
+                                                  reasonCode: "JWS_VERIFIED",
+                                                  reason: Self.verifiedNote("notification \(type) \(n.notificationUUID)", signedMs: n.signedDateMs),
+                                                  environment: n.environment, raw: raw))
+        counts.verified += 1
+        let fresh = try writer.addNotification(uuid: n.notificationUUID, recordId: recordId, runId: runId,
+                                               type: n.notificationType, subtype: n.subtype, signedMs: n.signedDateMs,
+                                               environment: n.environment, transactionId: n.transaction?.transactionId)
+        // notificationUUID: a resent notification changes nothing (it is only linked for the trace).
+        guard fresh else {
+            if let id = n.transaction?.transactionId { try writer.linkSource(transactionId: id, recordId: recordId) }
+            return
+        }
+        guard let t = n.transaction else { return }
+        try observeSigned(t, recordId: recordId, location: location)
+        if n.notificationType == "REFUND_REVERSED", let env = t.environment, let book = Book(storeEnvironment: env) {
+            let day = Day(epochMilliseconds: n.signedDateMs ?? t.signedDateMs ?? t.purchaseDateMs ?? 0)
+            try writer.requestReversal(book: book, transactionId: t.transactionId, date: day, notificationUUID: n.notificationUUID)
+        }
+    }
+}

@@ -1,0 +1,47 @@
+import LedgerCore
+
+extension SignedTransaction {
+    /// The verified signed transaction as a store transaction, or why it cannot be one.
+    public func observation() -> Result<TransactionObservation, SignedItemProblem> {
+        guard let product = productId, !product.isEmpty else { return .failure(.init("transaction \(transactionId) has no productId")) }
+        guard let purchase = purchaseDateMs else { return .failure(.init("transaction \(transactionId) has no purchaseDate")) }
+        let earliest: Int64 = 1_199_145_600_000, latest: Int64 = 4_102_444_800_000
+        guard purchase >= earliest && purchase < latest else {
+            return .failure(.init("transaction \(transactionId) has purchase date \(Day(epochMilliseconds: purchase)), outside 2008-2099"))
+        }
+        let q = quantity ?? 1
+        guard q > 0 && q <= 1_000_000 else { return .failure(.init("transaction \(transactionId) has quantity \(q): not from 1 to 1000000")) }
+        guard let env = environment, let book = Book(storeEnvironment: env) else {
+            return .failure(.init("transaction \(transactionId) has environment \(environment ?? "(none)"): not Production or Sandbox"))
+        }
+        if let p = priceMilliunits, p < 0 { return .failure(.init("transaction \(transactionId) has a negative price \(p)")) }
+        if let c = currency, !Currency.isKnown(c) { return .failure(.init("transaction \(transactionId) has unknown currency \(c)")) }
+        // A family-sharing revocation takes access away; nobody is refunded.
+        var cancellation: Int64? = nil
+        var percentage: Int64? = nil
+        if let r = revocationDateMs, revocationType != "FAMILY_REVOKE" {
+            guard r >= earliest && r < latest else {
+                return .failure(.init("transaction \(transactionId) has revocation date \(Day(epochMilliseconds: r)), outside 2008-2099"))
+            }
+            cancellation = r
+            if revocationType == "REFUND_PRORATED", let p = revocationPercentage {
+                guard p > 0 && p <= 100_000 else {
+                    return .failure(.init("transaction \(transactionId) has revocationPercentage \(p): not from 1 to 100000"))
+                }
+                percentage = p
+            }
+        }
+        return .success(TransactionObservation(
+            transactionId: transactionId, originalTransactionId: originalTransactionId, productId: product, quantity: q,
+            purchaseMs: purchase, expiresMs: expiresDateMs, cancellationMs: cancellation, revocationPercentage: percentage,
+            book: book, bundleId: bundleId, storefront: storefront, currency: currency, priceMilliunits: priceMilliunits,
+            appAccountToken: appAccountToken?.lowercased(), hasOffer: offerType != nil || offerIdentifier != nil))
+    }
+}
+
+/// Why a verified signed transaction cannot be posted.
+public struct SignedItemProblem: Error, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}

@@ -1,0 +1,174 @@
+import XCTest
+@testable import LedgerCore
+@testable import LedgerRun
+@testable import LedgerStore
+
+/// Signed transactions and Server Notifications V2 through the nightly run, signed with
+/// Apple's published test keys and trusted through `trusted_roots`.
+final class SignedIngestTests: XCTestCase {
+    var ws: TestWorkspace!
+    let signer = try! TestSigner.appleTest()
+    let t0: Int64 = 1_700_000_000_000 // 2023-11-14, inside the test certificates' validity
+
+    static func config(trusted: Bool) -> String {
+        """
+        reporting_currency = "USD"
+        bundle_ids = ["com.example"]
+        default_storefront = "USA"
+        \(trusted ? "trusted_roots = [\"certs/testCA.pem\"]" : "")
+        [commission]
+        standard = "0.30"
+        reduced = "0.15"
+        """
+    }
+
+    override func setUpWithError() throws {
+        ws = try makeWorkspace(trusted: true)
+    }
+
+    override func tearDown() { ws.remove() }
+
+    func makeWorkspace(trusted: Bool) throws -> TestWorkspace {
+        let w = try TestWorkspace(
+            config: Self.config(trusted: trusted),
+            storefronts: "storefront,currency,tax_rate,tax_included,effective_from\nUSA,USD,0,false,2020-01-01\nAUS,AUD,0.10,true,2020-01-01\n",
+            prices: "product_id,storefront,price,effective_from\ncom.example.product,USA,1.99,2020-01-01\ncom.example.cheap,USA,0.99,2020-01-01\n",
+            products: "product_id,type,units\ncom.example.product,consumable,100\ncom.example.cheap,consumable,50\n",
+            fx: "month,currency,rate\n2023-11,AUD,0.65\n")
+        try w.write("certs/testCA.pem", try TestSigner.appleFixtureText("java/certs/testCA.pem"))
+        return w
+    }
+
+    func ledger() throws -> Ledger { try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path) }
+    func rows(_ sql: String) throws -> [[String]] { try ledger().read { try $0.rawRows(sql) } }
+
+    func transaction(_ id: String, price: Int64 = 1990, product: String = "com.example.product", purchase: Int64? = nil,
+                     revocation: Int64? = nil, type: String? = nil, percentage: Int64? = nil, offer: Int64? = nil,
+                     environment: String = "Sandbox") throws -> String {
+        try signer.sign(payload: TestSigner.transactionPayload(
+            transactionId: id, productId: product, purchaseDateMs: purchase ?? t0 - 86_400_000, signedDateMs: t0,
+            revocationDateMs: revocation, revocationReason: revocation == nil ? nil : 0, revocationType: type,
+            revocationPercentage: percentage, offerType: offer, environment: environment, storefront: "USA",
+            priceMilliunits: price, currency: "USD"))
+    }
+
+    func notification(_ type: String, uuid: String = UUID().uuidString.lowercased(), signed: Int64? = nil, transaction: String?) throws -> String {
+        let jws = try signer.sign(payload: TestSigner.notificationPayload(
+            notificationType: type, notificationUUID: uuid, signedDateMs: signed ?? t0, signedTransactionInfo: transaction))
+        return "{\"signedPayload\": \"\(jws)\"}"
+    }
+
+    func balanceSumsToZero() throws {
+        for r in try rows("SELECT e.book, p.currency, sum(p.amount_minor), sum(p.reporting_amount_minor) FROM posting p JOIN entry e ON e.id = p.entry_id GROUP BY 1, 2") {
+            XCTAssertEqual(r[2], "0", "\(r)")
+            XCTAssertEqual(r[3], "0", "\(r)")
+        }
+    }
+
+    func testSignedTransactionAcceptedWithTestCARejectedUnderAppleRoot() throws {
+        try ws.write("inbox/signed/t.jws", try transaction("9001") + "\n")
+        let r = try ws.run("2023-11-20")
+        XCTAssertEqual(r.counts.verified, 1)
+        XCTAssertEqual(r.counts.entriesPosted, 1)
+        XCTAssertEqual(try rows("SELECT book, transaction_id, kind, gross_minor, net_minor, commission_minor FROM entry"),
+                       [["sandbox", "9001", "sale", "199", "199", "60"]])
+        let note = try rows("SELECT reason FROM source_record").first?.first ?? ""
+        XCTAssertTrue(note.contains("verified"), note)
+
+        let plain = try makeWorkspace(trusted: false)
+        defer { plain.remove() }
+        try plain.write("inbox/signed/t.jws", try transaction("9001") + "\n")
+        let r2 = try plain.run("2023-11-20")
+        XCTAssertEqual(r2.counts.rejected, 1)
+        XCTAssertEqual(r2.counts.entriesPosted, 0)
+        let why = try Ledger(path: plain.root.appendingPathComponent("ledger.sqlite").path).read { try $0.recordProblems() }
+        XCTAssertEqual(why.first?.code, "UNTRUSTED_CHAIN")
+    }
+
+    func testTamperedAndBrokenDataIsRejectedWithItsReason() throws {
+        let good = try transaction("9002")
+        let parts = good.split(separator: ".").map(String.init)
+        // One byte changed in the payload (base64url of the JSON) and one in the signature.
+        var payload = Array(parts[1])
+        payload[10] = payload[10] == "A" ? "B" : "A"
+        var signature = Array(parts[2])
+        signature[5] = signature[5] == "A" ? "B" : "A"
+        let lines = [
+            parts[0] + "." + String(payload) + "." + parts[2],
+            parts[0] + "." + parts[1] + "." + String(signature),
+            try TestSigner.appleFixtureText("swift/mock_signed_data/missingX5CHeaderClaim").trimmingCharacters(in: .whitespacesAndNewlines),
+            try TestSigner.appleFixtureText("swift/mock_signed_data/wrongBundleId").trimmingCharacters(in: .whitespacesAndNewlines),
+            try TestSigner.appleFixtureText("swift/xcode/xcode-signed-transaction").trimmingCharacters(in: .whitespacesAndNewlines),
+            "not a jws at all",
+        ]
+        try ws.write("inbox/signed/bad.txt", lines.joined(separator: "\n") + "\n")
+        let r = try ws.run("2023-11-20")
+        XCTAssertEqual(r.counts.rejected, 6)
+        XCTAssertEqual(r.counts.entriesPosted, 0)
+        let codes = try ledger().read { try $0.recordProblems() }.sorted { $0.line < $1.line }.map(\.code)
+        XCTAssertEqual(codes[1], "BAD_SIGNATURE")
+        XCTAssertTrue(["BAD_SIGNATURE", "MALFORMED"].contains(codes[0]), codes[0])
+        XCTAssertEqual(codes[2], "MISSING_CERTIFICATE_CHAIN")
+        XCTAssertEqual(codes[3], "WRONG_BUNDLE_ID")
+        XCTAssertEqual(codes[4], "XCODE_ENVIRONMENT")
+        XCTAssertEqual(codes[5], "MALFORMED")
+    }
+
+    func testProratedRefundAndReversal() throws {
+        // Sale: 1.99 USD, tax excluded: N = 199, C = round(59.7) = 60, P = 139.
+        try ws.write("inbox/signed/n1.json", try notification("ONE_TIME_CHARGE", transaction: try transaction("9003")))
+        try ws.run("2023-11-14")
+        // REFUND, 50% prorated: N' = round(99.5) = 100 (half to even), C' = 30, P' = 70.
+        let refundAt = t0 + 2 * 86_400_000
+        try ws.write("inbox/signed/n2.json", try notification("REFUND", signed: refundAt, transaction:
+            try transaction("9003", revocation: refundAt, type: "REFUND_PRORATED", percentage: 50_000)))
+        XCTAssertEqual(try ws.run("2023-11-17").counts.entriesPosted, 1)
+        XCTAssertEqual(try rows("SELECT a.name, p.amount_minor FROM posting p JOIN entry e ON e.id = p.entry_id JOIN account a ON a.id = p.account_id WHERE e.kind = 'refund' ORDER BY p.id"),
+                       [["Revenue:InApp:Refunds", "100"], ["Expenses:AppStore:Commission", "-30"], ["Assets:AppStore:Receivable", "-70"]])
+        try balanceSumsToZero()
+        // REFUND_REVERSED restores it, dated the notification's signedDate.
+        let reversedAt = t0 + 5 * 86_400_000
+        try ws.write("inbox/signed/n3.json", try notification("REFUND_REVERSED", signed: reversedAt, transaction: try transaction("9003")))
+        XCTAssertEqual(try ws.run("2023-11-20").counts.entriesPosted, 1)
+        XCTAssertEqual(try rows("SELECT kind, date FROM entry ORDER BY id").map { $0.joined(separator: " ") },
+                       ["sale 2023-11-13", "refund 2023-11-16", "refund_reversal 2023-11-19"])
+        XCTAssertEqual(try rows("SELECT a.name, sum(p.amount_minor) FROM posting p JOIN account a ON a.id = p.account_id GROUP BY 1 ORDER BY 1"),
+                       [["Assets:AppStore:Receivable", "139"], ["Expenses:AppStore:Commission", "60"],
+                        ["Revenue:InApp:Refunds", "0"], ["Revenue:InApp:Sales", "-199"]])
+        try balanceSumsToZero()
+    }
+
+    func testResentNotificationAndLegacyPlusSignedPostOnce() throws {
+        let uuid = "6f1b3c1e-0000-4000-8000-000000000001"
+        let body = try notification("ONE_TIME_CHARGE", uuid: uuid, transaction: try transaction("9004"))
+        try ws.write("inbox/signed/a.jsonl", body + "\n" + body + "\n")
+        try ws.write("inbox/signed/b.json", body)
+        // The same transaction from a legacy receipt (no price there): still one sale.
+        try ws.write("inbox/receipts/r.json", Receipt.response([Receipt.item("9004", product: "com.example.product", purchased: "2023-11-13T22:13:20Z")],
+                                                                environment: "Sandbox", bundle: "com.example"))
+        let r = try ws.run("2023-11-20")
+        XCTAssertEqual(r.counts.entriesPosted, 1)
+        XCTAssertEqual(try rows("SELECT count(*) FROM notification"), [["1"]])
+        XCTAssertEqual(try rows("SELECT count(*) FROM entry"), [["1"]])
+        XCTAssertEqual(try rows("SELECT count(*) FROM transaction_source WHERE transaction_id = '9004'"), [["4"]],
+                       "every source that brought it is kept for the trace")
+        XCTAssertEqual(try ws.run("2023-11-21").counts.entriesPosted, 0)
+    }
+
+    func testNoMoneyNotificationsAreRecordedAndPriceMismatchFlagged() throws {
+        try ws.write("inbox/signed/n.jsonl", [
+            try notification("CONSUMPTION_REQUEST", transaction: try transaction("9005", product: "com.example.cheap")),
+            try notification("REFUND_DECLINED", transaction: try transaction("9005", product: "com.example.cheap")),
+            try notification("SOMETHING_NEW_FROM_APPLE", transaction: nil),
+        ].joined(separator: "\n"))
+        let r = try ws.run("2023-11-20")
+        XCTAssertEqual(r.counts.verified, 3)
+        XCTAssertEqual(try rows("SELECT notification_type FROM notification ORDER BY notification_type").map { $0[0] },
+                       ["CONSUMPTION_REQUEST", "REFUND_DECLINED", "SOMETHING_NEW_FROM_APPLE"])
+        XCTAssertEqual(try rows("SELECT kind FROM entry"), [["sale"]], "the transaction's sale only; no refund")
+        // 1.99 signed against a 0.99 price rule, no offer: PRICE_MISMATCH (the signed price is posted).
+        let findings = try ledger().read { try $0.findings(openOnly: true) }
+        XCTAssertEqual(findings.map(\.code), ["PRICE_MISMATCH"])
+        XCTAssertEqual(try rows("SELECT gross_minor FROM entry"), [["199"]])
+    }
+}
