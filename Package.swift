@@ -43,13 +43,15 @@ let package = Package(
         ], resources: [.copy("Roots")]),
         // Post: the accounting contract as pure functions (transaction + rules -> entries).
         .target(name: "LedgerPost", dependencies: ["LedgerCore"]),
+        // Reconcile: store transactions against the backend's credits (pure functions).
+        .target(name: "LedgerReconcile", dependencies: ["LedgerCore"]),
         // Store: the only target that talks to SQLite (through GRDB).
         .target(name: "LedgerStore", dependencies: [
-            "LedgerCore",
+            "LedgerCore", "LedgerReconcile",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         // Report: plain-data report models (trial balance, journal, run info).
-        .target(name: "LedgerReport", dependencies: ["LedgerCore", "LedgerStore"]),
+        .target(name: "LedgerReport", dependencies: ["LedgerCore", "LedgerStore", "LedgerReconcile"]),
         // Write: the only target that talks to libxlsxwriter.
         .target(name: "LedgerWrite", dependencies: ["LedgerCore", "LedgerReport", "CXlsxWriter"]),
         // Demo: a seeded generator of realistic workspaces.
@@ -62,7 +64,7 @@ let package = Package(
                 resources: [.copy("workspace")]),
         // Run: the nightly pipeline and the workspace commands.
         .target(name: "LedgerRun", dependencies: [
-            "LedgerCore", "LedgerRead", "LedgerVerify", "LedgerPost", "LedgerStore",
+            "LedgerCore", "LedgerRead", "LedgerVerify", "LedgerPost", "LedgerStore", "LedgerReconcile",
             "LedgerReport", "LedgerWrite", "LedgerDemo", "LedgerTemplates",
         ]),
         .executableTarget(name: "iapledger", dependencies: [
@@ -70,7 +72,7 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .testTarget(name: "IAPLedgerTests", dependencies: [
-            "LedgerCore", "LedgerRead", "LedgerVerify", "LedgerPost", "LedgerStore",
+            "LedgerCore", "LedgerRead", "LedgerVerify", "LedgerPost", "LedgerStore", "LedgerReconcile",
             "LedgerReport", "LedgerWrite", "LedgerDemo", "LedgerRun",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "ZIPFoundation", package: "ZIPFoundation"),

@@ -2,6 +2,7 @@ import Foundation
 import LedgerCore
 import LedgerPost
 import LedgerRead
+import LedgerReconcile
 import LedgerReport
 import LedgerStore
 import LedgerVerify
@@ -12,9 +13,10 @@ import LedgerWrite
 /// 1. read     the config, the rules and every new file under `inbox/`
 /// 2. verify   each record (status, bundle id, environment) and normalise its transactions
 /// 3. post     pending sales and due refunds by the rules in force on their dates
-/// 4. store    all of it in one database transaction (a run lands whole or not at all)
-/// 5. report   build the report models from the ledger
-/// 6. write    the workbooks under `reports/<as-of>/`
+/// 4. reconcile store transactions against the backend's credits (exceptions and their age)
+/// 5. store    all of it in one database transaction (a run lands whole or not at all)
+/// 6. report   build the report models from the ledger
+/// 7. write    the workbooks under `reports/<as-of>/`
 public struct NightlyRun {
     public static let toolVersion = "0.1.0"
 
@@ -77,6 +79,10 @@ public struct NightlyRun {
             }
             counts = ingest.counts
             counts.entriesPosted = try Self.post(writer: w, poster: poster, runId: runId)
+            let inputs = try w.reconciliationInputs()
+            let reconciled = Reconciler(products: rules.products)
+                .reconcile(transactions: inputs.transactions, orders: inputs.orders, unverifiedIds: inputs.unverifiedIds)
+            try w.applyReconciliation(reconciled, runId: runId, asOf: asOf)
             try w.finishRun(runId, counts: counts, finishedAt: Self.timestamp())
             return (runId, counts)
         }
@@ -266,13 +272,15 @@ struct Ingest {
                                            receivedAt: response.receivedAt, raw: raw)
         switch verifier.verify(response, location: location) {
         case let .rejected(code, reason):
-            try reject(fileId: fileId, location: location, sha: sha, code: code, reason: reason, raw: raw, info: info)
+            let named = response.items.compactMap(\.transactionId) + (response.wrapperTransactionId.map { [$0] } ?? [])
+            try reject(fileId: fileId, location: location, sha: sha, code: code, reason: reason, raw: raw, info: info,
+                       transactionIds: named)
         case let .pending(code, reason, ids):
             info.outcome = .pending
             info.reasonCode = code
             info.reason = reason
             let recordId = try writer.addRecord(info)
-            try writer.notePendingRecord(recordId, transactionIds: ids)
+            try writer.noteUnverifiedRecord(recordId, transactionIds: ids)
             counts.pending += 1
             // A record for a transaction that is already verified has nothing left to wait for.
             for id in ids where try writer.transaction(id) != nil {
@@ -293,12 +301,13 @@ struct Ingest {
     }
 
     mutating func reject(fileId: Int64, location: SourceLocation, sha: String, code: String, reason: String, raw: String,
-                         info: LedgerWriter.RecordInfo? = nil) throws {
+                         info: LedgerWriter.RecordInfo? = nil, transactionIds: [String] = []) throws {
         var r = info ?? LedgerWriter.RecordInfo(fileId: fileId, line: location.line, sha256: sha, outcome: .rejected, raw: raw)
         r.outcome = .rejected
         r.reasonCode = code
         r.reason = reason
-        _ = try writer.addRecord(r)
+        let recordId = try writer.addRecord(r)
+        if !transactionIds.isEmpty { try writer.noteUnverifiedRecord(recordId, transactionIds: transactionIds) }
         counts.rejected += 1
     }
 

@@ -24,6 +24,12 @@ struct ReportSet {
             }
             written.append(url)
         }
+        let url = dir.appendingPathComponent("reconciliation-\(asOf).xlsx")
+        try ledger.read { reader in
+            let report = ReconciliationReport(reader: reader, asOf: asOf, reportingCurrency: config.reportingCurrency, runId: runId)
+            try XLSXWriter.write(try report.workbook(), to: url)
+        }
+        written.append(url)
         return written
     }
 }

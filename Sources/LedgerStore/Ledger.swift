@@ -213,10 +213,11 @@ public final class LedgerWriter: LedgerReader {
         return db.lastInsertedRowID
     }
 
-    /// Remembers which transactions a pending record names, so a later verified record resolves it.
-    public func notePendingRecord(_ recordId: Int64, transactionIds: [String]) throws {
+    /// Remembers which transactions a pending or rejected record names: a later verified
+    /// record resolves a pending one, and reconciliation knows credits for them were unverified.
+    public func noteUnverifiedRecord(_ recordId: Int64, transactionIds: [String]) throws {
         for id in Set(transactionIds) {
-            try db.execute(sql: "INSERT OR IGNORE INTO pending_record_transaction (record_id, transaction_id) VALUES (?, ?)",
+            try db.execute(sql: "INSERT OR IGNORE INTO unverified_record_transaction (record_id, transaction_id) VALUES (?, ?)",
                            arguments: [recordId, id])
         }
     }
@@ -227,7 +228,7 @@ public final class LedgerWriter: LedgerReader {
         try db.execute(sql: """
             UPDATE source_record SET resolved_run_id = ?, resolved_note = ?
             WHERE outcome = 'pending' AND resolved_run_id IS NULL
-              AND id IN (SELECT record_id FROM pending_record_transaction WHERE transaction_id = ?)
+              AND id IN (SELECT record_id FROM unverified_record_transaction WHERE transaction_id = ?)
             """, arguments: [runId, note, transactionId])
         return db.changesCount
     }

@@ -21,7 +21,8 @@ enum Schema {
                 records_pending INTEGER NOT NULL DEFAULT 0,
                 records_rejected INTEGER NOT NULL DEFAULT 0,
                 records_skipped INTEGER NOT NULL DEFAULT 0,
-                entries_posted INTEGER NOT NULL DEFAULT 0
+                entries_posted INTEGER NOT NULL DEFAULT 0,
+                orders_matched INTEGER NOT NULL DEFAULT 0
             ) STRICT;
 
             CREATE TABLE source_file (
@@ -57,7 +58,9 @@ enum Schema {
             CREATE INDEX source_record_file ON source_record(file_id);
             CREATE INDEX source_record_open ON source_record(outcome) WHERE outcome <> 'verified';
 
-            CREATE TABLE pending_record_transaction (
+            -- Transactions named by records that did not verify (pending or rejected): a later
+            -- verified record resolves a pending one; reconciliation tells credits for them apart.
+            CREATE TABLE unverified_record_transaction (
                 record_id INTEGER NOT NULL REFERENCES source_record(id),
                 transaction_id TEXT NOT NULL,
                 PRIMARY KEY (transaction_id, record_id)
@@ -201,6 +204,30 @@ enum Schema {
             ) STRICT;
             CREATE INDEX order_version_order ON order_version(order_id, id);
             CREATE INDEX order_version_transaction ON order_version(transaction_id);
+
+            -- Reconciliation exceptions, identified by (category, transaction, order); open from
+            -- the first run that detects one until a run no longer does.
+            CREATE TABLE exception (
+                id INTEGER PRIMARY KEY,
+                category TEXT NOT NULL CHECK (category IN ('DUPLICATE_CREDIT', 'SANDBOX_CREDITED_IN_PRODUCTION', 'REFUNDED_STILL_CREDITED', 'NOT_CREDITED', 'CREDITED_WITHOUT_TRANSACTION', 'CREDITED_UNVERIFIED', 'ACCOUNT_MISMATCH', 'PRODUCT_MISMATCH', 'QUANTITY_MISMATCH', 'UNITS_MISMATCH')),
+                transaction_id TEXT NOT NULL,
+                order_id TEXT NOT NULL,
+                account_id TEXT,
+                product_id TEXT,
+                gross_minor INTEGER,
+                currency TEXT,
+                net_reporting_minor INTEGER,
+                detail TEXT NOT NULL,
+                first_seen TEXT NOT NULL,
+                first_run_id INTEGER NOT NULL REFERENCES run(id),
+                last_seen TEXT NOT NULL,
+                last_run_id INTEGER NOT NULL REFERENCES run(id),
+                resolved_on TEXT,
+                resolved_run_id INTEGER REFERENCES run(id),
+                UNIQUE (category, transaction_id, order_id)
+            ) STRICT;
+            CREATE INDEX exception_transaction ON exception(transaction_id);
+            CREATE INDEX exception_order ON exception(order_id);
             """)
         }
         return m

@@ -3,6 +3,7 @@ import Foundation
 import LedgerCore
 import LedgerRun
 import LedgerStore
+import LedgerReconcile
 
 @main
 struct IAPLedger: ParsableCommand {
@@ -10,7 +11,7 @@ struct IAPLedger: ParsableCommand {
         commandName: "iapledger",
         abstract: "Nightly in-app-purchase books: verified store data in, double-entry ledger and XLSX workbooks out.",
         version: NightlyRun.toolVersion,
-        subcommands: [Init.self, Run.self, Balance.self, Demo.self]
+        subcommands: [Init.self, Run.self, Balance.self, Exceptions.self, Demo.self]
     )
 }
 
@@ -135,6 +136,38 @@ struct Demo: ParsableCommand {
             printSummary(run)
             print("")
             print("Workbooks are in \(Workspace(URL(fileURLWithPath: dir)).reportDirectory(asOf: day).path)/")
+        }
+    }
+}
+
+struct Exceptions: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List reconciliation exceptions (store against the backend's credits).")
+
+    enum Status: String, ExpressibleByArgument, CaseIterable { case open, resolved, all }
+    enum Format: String, ExpressibleByArgument, CaseIterable { case table, csv, json }
+
+    @OptionGroup var ws: WorkspaceOption
+    @Option(help: "open, resolved or all.") var status: Status = .open
+    @Option(help: "Only this category (e.g. NOT_CREDITED).") var category: String?
+    @Option(help: "Output format: table, csv or json.") var format: Format = .table
+
+    func run() throws {
+        try runReporting {
+            let workspace = Workspace(ws.url)
+            let config = try workspace.loadConfig()
+            let ledgerURL = workspace.ledgerURL(config)
+            guard FileManager.default.fileExists(atPath: ledgerURL.path) else {
+                throw StoreError(message: "\(ledgerURL.path): no ledger yet; run `iapledger run` first")
+            }
+            if let c = category, !ExceptionsOutput.categories.contains(c) {
+                throw ValidationError("unknown category \(c); one of \(ExceptionsOutput.categories.joined(separator: ", "))")
+            }
+            let ledger = try Ledger(path: ledgerURL.path, readOnly: true)
+            let (rows, asOf) = try ledger.read { r in
+                (try r.exceptions(status: status.rawValue, category: category), try r.lastAsOf())
+            }
+            let day = try asOf ?? parseDay(nil)
+            print(ExceptionsOutput.render(rows, asOf: day, format: format.rawValue), terminator: "")
         }
     }
 }

@@ -1,0 +1,60 @@
+import Foundation
+import LedgerCore
+import LedgerReconcile
+import LedgerStore
+import LedgerRead
+
+/// Renders reconciliation exceptions for the terminal, CSV or JSON.
+public enum ExceptionsOutput {
+    public static let categories = ExceptionCategory.allCases.map(\.rawValue)
+
+    struct JSONRow: Encodable {
+        var category: String
+        var transaction_id: String
+        var order_id: String?
+        var status: String
+        var first_seen: String
+        var age_days: Int
+        var detail: String
+
+        func encode(to encoder: Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(category, forKey: .category)
+            try c.encode(transaction_id, forKey: .transaction_id)
+            try c.encode(order_id, forKey: .order_id)   // null when the exception names no order
+            try c.encode(status, forKey: .status)
+            try c.encode(first_seen, forKey: .first_seen)
+            try c.encode(age_days, forKey: .age_days)
+            try c.encode(detail, forKey: .detail)
+        }
+        enum CodingKeys: String, CodingKey { case category, transaction_id, order_id, status, first_seen, age_days, detail }
+    }
+
+    public static func render(_ rows: [ExceptionRow], asOf: Day, format: String) -> String {
+        let json = rows.map {
+            JSONRow(category: $0.category, transaction_id: $0.transactionId, order_id: $0.orderId,
+                    status: $0.isOpen ? "open" : "resolved", first_seen: $0.firstSeen.description,
+                    age_days: $0.ageDays(asOf: asOf), detail: $0.detail)
+        }
+        switch format {
+        case "json":
+            let enc = JSONEncoder()
+            enc.outputFormatting = [.prettyPrinted, .sortedKeys]
+            return String(decoding: (try? enc.encode(json)) ?? Data("[]".utf8), as: UTF8.self) + "\n"
+        case "csv":
+            var out = "category,transaction_id,order_id,status,first_seen,age_days,detail\n"
+            for r in json {
+                out += [r.category, r.transaction_id, r.order_id ?? "", r.status, r.first_seen, String(r.age_days), r.detail]
+                    .map(CSV.escape).joined(separator: ",") + "\n"
+            }
+            return out
+        default:
+            if rows.isEmpty { return "No exceptions.\n" }
+            var out = ""
+            for r in json {
+                out += "\(r.status.padding(toLength: 9, withPad: " ", startingAt: 0)) \(r.category.padding(toLength: 31, withPad: " ", startingAt: 0)) tx \(r.transaction_id) order \(r.order_id ?? "-") first seen \(r.first_seen) age \(r.age_days)d\n    \(r.detail)\n"
+            }
+            return out + "\(rows.count) exception(s) as of \(asOf)\n"
+        }
+    }
+}

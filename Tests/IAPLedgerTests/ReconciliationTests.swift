@@ -1,0 +1,185 @@
+import XCTest
+@testable import LedgerCore
+@testable import LedgerReconcile
+@testable import LedgerRun
+@testable import LedgerStore
+
+/// Reconciliation (reconciliation.md): one scenario per category, a clean match, and the
+/// lifecycle of an exception over three nights.
+final class ReconciliationTests: XCTestCase {
+    let products: [String: ProductRule] = [
+        "coins.100": ProductRule(productId: "coins.100", type: .consumable, units: 100),
+        "coins.550": ProductRule(productId: "coins.550", type: .consumable, units: 550),
+        "vip.monthly": ProductRule(productId: "vip.monthly", type: .autoRenewable, units: 0),
+    ]
+
+    func tx(_ id: String, book: Book = .production, product: String = "coins.100", quantity: Int64 = 1, token: String? = "tok-a",
+            refundedInFull: Bool = false, refunded: Bool = false) -> ReconTransaction {
+        ReconTransaction(transactionId: id, book: book, productId: product, quantity: quantity, appAccountToken: token,
+                         refundedInFull: refundedInFull, refunded: refunded || refundedInFull, grossMinor: 99, currency: "USD",
+                         netReportingMinor: 99)
+    }
+
+    func order(_ id: String, tx: String?, product: String = "coins.100", quantity: Int64 = 1, units: Int64 = 100,
+               at: Int64 = 1000, env: String = "production", token: String? = "tok-a", active: Bool = true) -> ReconOrder {
+        ReconOrder(orderId: id, accountId: "acct-1", transactionId: tx, productId: product, quantity: quantity,
+                   creditedUnits: units, creditedMs: at, environment: env, appAccountToken: token, active: active)
+    }
+
+    func run(_ txs: [ReconTransaction], _ orders: [ReconOrder], unverified: Set<String> = []) -> ReconciliationResult {
+        Reconciler(products: products).reconcile(transactions: txs, orders: orders, unverifiedIds: unverified)
+    }
+
+    func keys(_ r: ReconciliationResult) -> [String] {
+        r.exceptions.map { "\($0.category.rawValue) \($0.transactionId) \($0.orderId)" }
+    }
+
+    /// Each row: the store's transactions and the backend's orders in, the exceptions out.
+    func testOneScenarioPerCategoryAndACleanMatch() {
+        let cases: [(String, [ReconTransaction], [ReconOrder], Set<String>, [String], Int)] = [
+            ("clean match", [tx("t1")], [order("o1", tx: "t1")], [], [], 1),
+            ("duplicate credit", [tx("t1")], [order("o1", tx: "t1", at: 1), order("o2", tx: "t1", at: 2)], [],
+             ["DUPLICATE_CREDIT t1 o2"], 1),
+            ("sandbox credited in production", [tx("t1", book: .sandbox)], [order("o1", tx: "t1")], [],
+             ["SANDBOX_CREDITED_IN_PRODUCTION t1 o1"], 0),
+            ("sandbox credited in sandbox is fine", [tx("t1", book: .sandbox)], [order("o1", tx: "t1", env: "sandbox")], [], [], 1),
+            ("refunded still credited", [tx("t1", refundedInFull: true)], [order("o1", tx: "t1")], [],
+             ["REFUNDED_STILL_CREDITED t1 o1"], 0),
+            ("refunded and reversed credit is fine", [tx("t1", refundedInFull: true)], [order("o1", tx: "t1", active: false)], [], [], 0),
+            ("not credited (lost order)", [tx("t1")], [], [], ["NOT_CREDITED t1 "], 0),
+            ("not credited ignores subscriptions", [tx("t1", product: "vip.monthly")], [], [], [], 0),
+            ("not credited ignores refunded", [tx("t1", refunded: true)], [], [], [], 0),
+            ("credited without transaction id", [], [order("o1", tx: nil)], [], ["CREDITED_WITHOUT_TRANSACTION  o1"], 0),
+            ("credited with an unknown id", [], [order("o1", tx: "ghost")], [], ["CREDITED_WITHOUT_TRANSACTION ghost o1"], 0),
+            ("credited unverified", [], [order("o1", tx: "t9")], ["t9"], ["CREDITED_UNVERIFIED t9 o1"], 0),
+            ("account mismatch", [tx("t1", token: "tok-a")], [order("o1", tx: "t1", token: "tok-b")], [], ["ACCOUNT_MISMATCH t1 o1"], 0),
+            ("account token case-insensitive", [tx("t1", token: "ABC")], [order("o1", tx: "t1", token: "abc")], [], [], 1),
+            ("product mismatch", [tx("t1")], [order("o1", tx: "t1", product: "coins.550")], [], ["PRODUCT_MISMATCH t1 o1"], 0),
+            ("quantity mismatch", [tx("t1", quantity: 2)], [order("o1", tx: "t1", quantity: 1, units: 200)], [], ["QUANTITY_MISMATCH t1 o1"], 0),
+            ("units mismatch", [tx("t1")], [order("o1", tx: "t1", units: 1000)], [], ["UNITS_MISMATCH t1 o1"], 0),
+        ]
+        for (name, txs, orders, unverified, want, matched) in cases {
+            let r = run(txs, orders, unverified: unverified)
+            XCTAssertEqual(keys(r), want, name)
+            XCTAssertEqual(r.matched, matched, name)
+        }
+    }
+
+    func testOneOrderCanRaiseSeveralInCheckOrder() {
+        let r = run([tx("t1", book: .sandbox, quantity: 2)], [order("o1", tx: "t1", quantity: 1, units: 100)])
+        XCTAssertEqual(keys(r), ["SANDBOX_CREDITED_IN_PRODUCTION t1 o1", "QUANTITY_MISMATCH t1 o1", "UNITS_MISMATCH t1 o1"])
+    }
+
+    // MARK: End to end
+
+    var ws: TestWorkspace!
+    override func setUpWithError() throws { ws = try TestWorkspace() }
+    override func tearDown() { ws.remove() }
+
+    static let header = "order_id,account_id,transaction_id,product_id,quantity,credited_units,credited_at,environment,storefront,app_account_token,reversed_at\n"
+
+    func exceptionsJSON() throws -> [[String: Any]] {
+        let rows = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path).read { r in
+            (try r.exceptions(status: "all"), try r.lastAsOf()!)
+        }
+        let text = ExceptionsOutput.render(rows.0, asOf: rows.1, format: "json")
+        return try JSONSerialization.jsonObject(with: Data(text.utf8)) as! [[String: Any]]
+    }
+
+    func testEveryCategoryThroughTheNightlyRun() throws {
+        try ws.write("inbox/receipts/r.jsonl", [
+            Receipt.response([Receipt.item("m1", purchased: "2026-10-05T10:00:00Z", token: "tok-1")]),     // matched
+            Receipt.response([Receipt.item("d1", purchased: "2026-10-05T10:00:00Z")]),                     // duplicate credit
+            Receipt.response([Receipt.item("s1", purchased: "2026-10-05T10:00:00Z")], environment: "Sandbox"),
+            Receipt.response([Receipt.item("r1", purchased: "2026-10-05T10:00:00Z", cancelled: "2026-10-06T10:00:00Z")]),
+            Receipt.response([Receipt.item("l1", purchased: "2026-10-05T10:00:00Z")]),                     // lost order
+            #"{"response": {"status": 21005, "is-retryable": true}, "transaction_id": "u1"}"#,
+            Receipt.response([Receipt.item("a1", purchased: "2026-10-05T10:00:00Z", token: "tok-1")]),
+            Receipt.response([Receipt.item("p1", purchased: "2026-10-05T10:00:00Z")]),
+            Receipt.response([Receipt.item("q1", quantity: 2, purchased: "2026-10-05T10:00:00Z")]),
+            Receipt.response([Receipt.item("n1", purchased: "2026-10-05T10:00:00Z")]),
+        ].joined(separator: "\n"))
+        try ws.write("inbox/orders/o.csv", Self.header + """
+            o-m1,acct-1,m1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,TOK-1,
+            o-d1a,acct-1,d1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,
+            o-d1b,acct-1,d1,coins.100,1,100,2026-10-05T10:02:00Z,production,USA,,
+            o-s1,acct-1,s1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,
+            o-r1,acct-1,r1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,
+            o-x1,acct-1,,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,
+            o-u1,acct-1,u1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,
+            o-a1,acct-1,a1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,tok-2,
+            o-p1,acct-1,p1,coins.550,1,100,2026-10-05T10:01:00Z,production,USA,,
+            o-q1,acct-1,q1,coins.100,1,200,2026-10-05T10:01:00Z,production,USA,,
+            o-n1,acct-1,n1,coins.100,1,90,2026-10-05T10:01:00Z,production,USA,,
+
+            """)
+        let r = try ws.run("2026-10-07")
+        let got = Set(try exceptionsJSON().map { "\($0["category"]!) \($0["transaction_id"]!) \($0["order_id"] as? String ?? "null")" })
+        XCTAssertEqual(got, [
+            "DUPLICATE_CREDIT d1 o-d1b", "SANDBOX_CREDITED_IN_PRODUCTION s1 o-s1", "REFUNDED_STILL_CREDITED r1 o-r1",
+            "NOT_CREDITED l1 null", "CREDITED_WITHOUT_TRANSACTION  o-x1", "CREDITED_UNVERIFIED u1 o-u1",
+            "ACCOUNT_MISMATCH a1 o-a1", "PRODUCT_MISMATCH p1 o-p1", "QUANTITY_MISMATCH q1 o-q1", "UNITS_MISMATCH n1 o-n1",
+        ])
+        let first = try exceptionsJSON().first!
+        XCTAssertEqual(Set(first.keys), ["category", "transaction_id", "order_id", "status", "first_seen", "age_days", "detail"])
+        let book = try XLSXReader.sheets(r.workbooks[2])
+        XCTAssertEqual(Set(book.keys), ["Summary", "Exceptions", "Resolved", "Pending"])
+        XCTAssertTrue(book["Summary"]!.contains { $0.first?.hasPrefix("Matched") == true || $0.contains("Matched order/transaction pairs") })
+        let summary = book["Summary"]!.first { $0.first == "NOT_CREDITED" }!
+        XCTAssertEqual(summary[2], "1")
+        XCTAssertEqual(book["Exceptions"]!.dropFirst(4).count, 10)
+        XCTAssertTrue(book["Pending"]!.contains { $0.contains { $0.contains("r.jsonl:6") } }, "the retryable record waits")
+    }
+
+    func testLostOrderLifecycleOverThreeNights() throws {
+        try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("L1", purchased: "2026-10-05T10:00:00Z")]) + "\n")
+        // Night 1: paid, never credited.
+        let n1 = try ws.run("2026-10-06")
+        var rows = try exceptionsJSON()
+        XCTAssertEqual(rows.count, 1)
+        XCTAssertEqual(rows[0]["category"] as? String, "NOT_CREDITED")
+        XCTAssertEqual(rows[0]["status"] as? String, "open")
+        XCTAssertEqual(rows[0]["age_days"] as? Int, 0)
+        XCTAssertTrue(rows[0]["order_id"] is NSNull)
+        XCTAssertEqual(try XLSXReader.sheets(n1.workbooks[2])["Exceptions"]!.dropFirst(4).map { $0[0] }, ["NOT_CREDITED"])
+
+        // Night 2: still open, age 1.
+        let n2 = try ws.run("2026-10-07")
+        rows = try exceptionsJSON()
+        XCTAssertEqual(rows.count, 1)
+        XCTAssertEqual(rows[0]["first_seen"] as? String, "2026-10-06")
+        XCTAssertEqual(rows[0]["age_days"] as? Int, 1)
+        let open2 = try XLSXReader.sheets(n2.workbooks[2])["Exceptions"]!.dropFirst(4)
+        XCTAssertEqual(open2.first?[8], "1", "Age (days) column on night 2")
+
+        // Running night 2 again gives the same exceptions.
+        try ws.run("2026-10-07")
+        let again = try exceptionsJSON()
+        XCTAssertEqual(again.count, 1)
+        XCTAssertEqual(again[0]["first_seen"] as? String, "2026-10-06")
+        XCTAssertEqual(again[0]["age_days"] as? Int, 1)
+
+        // Night 3: the order arrives; the exception is resolved.
+        try ws.write("inbox/orders/late.csv", Self.header + "o-L1,acct-9,L1,coins.100,1,100,2026-10-07T09:00:00Z,production,USA,,\n")
+        let n3 = try ws.run("2026-10-08")
+        rows = try exceptionsJSON()
+        XCTAssertEqual(rows.count, 1)
+        XCTAssertEqual(rows[0]["status"] as? String, "resolved")
+        let book3 = try XLSXReader.sheets(n3.workbooks[2])
+        XCTAssertTrue(book3["Exceptions"]!.dropFirst(4).isEmpty)
+        XCTAssertEqual(book3["Resolved"]!.dropFirst(4).map { $0[0] }, ["NOT_CREDITED"])
+        XCTAssertTrue(book3["Summary"]!.contains { $0.first == "Matched order/transaction pairs" && $0[1] == "1" })
+    }
+
+    func testRunningANightTwiceGivesTheSameExceptions() throws {
+        let dir = ws.root
+        _ = try DemoWorkspace.create(at: dir, transactions: 600, seed: 7, asOf: Day(iso: "2026-11-21")!)
+        try ws.run("2026-11-21")
+        let first = try exceptionsJSON().map { "\($0["category"]!) \($0["transaction_id"]!) \($0["order_id"] ?? "") \($0["first_seen"]!)" }
+        try ws.run("2026-11-21")
+        let second = try exceptionsJSON().map { "\($0["category"]!) \($0["transaction_id"]!) \($0["order_id"] ?? "") \($0["first_seen"]!)" }
+        XCTAssertEqual(first, second)
+        XCTAssertEqual(Set(try exceptionsJSON().map { $0["category"] as! String }), Set(ExceptionCategory.allCases.map(\.rawValue)),
+                       "the demo data raises every category")
+    }
+}
