@@ -11,7 +11,7 @@ struct IAPLedger: ParsableCommand {
         commandName: "iapledger",
         abstract: "Nightly in-app-purchase books: verified store data in, double-entry ledger and XLSX workbooks out.",
         version: NightlyRun.toolVersion,
-        subcommands: [Init.self, Run.self, Balance.self, Exceptions.self, Demo.self]
+        subcommands: [Init.self, Run.self, Balance.self, Exceptions.self, Trace.self, Demo.self]
     )
 }
 
@@ -168,6 +168,44 @@ struct Exceptions: ParsableCommand {
             }
             let day = try asOf ?? parseDay(nil)
             print(ExceptionsOutput.render(rows, asOf: day, format: format.rawValue), terminator: "")
+        }
+    }
+}
+
+struct Trace: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Trace a transaction or an order: sources, verification, rules, entries, orders, exceptions, report rows.")
+
+    enum Format: String, ExpressibleByArgument, CaseIterable { case text, json }
+
+    @OptionGroup var ws: WorkspaceOption
+    @Argument(help: "A store transaction id or a backend order id.") var id: String
+    @Option(help: "Output format: text or json.") var format: Format = .text
+
+    func run() throws {
+        try runReporting {
+            let workspace = Workspace(ws.url)
+            let config = try workspace.loadConfig()
+            let ledgerURL = workspace.ledgerURL(config)
+            guard FileManager.default.fileExists(atPath: ledgerURL.path) else {
+                throw StoreError(message: "\(ledgerURL.path): no ledger yet; run `iapledger run` first")
+            }
+            let ledger = try Ledger(path: ledgerURL.path, readOnly: true)
+            let found: String? = try ledger.read { r in
+                let asOf = try r.lastAsOf()
+                if let t = try r.traceTransaction(id, asOf: asOf) {
+                    return format == .json ? TraceOutput.json(t) : TraceOutput.text(t)
+                }
+                if let o = try r.traceOrder(id, asOf: asOf) {
+                    return format == .json ? TraceOutput.json(o) : TraceOutput.text(o)
+                }
+                return nil
+            }
+            guard let found else {
+                FileHandle.standardError.write(Data("iapledger: no transaction or order with id \(id) in this ledger\n".utf8))
+                throw ExitCode.failure
+            }
+            print(found, terminator: "")
         }
     }
 }

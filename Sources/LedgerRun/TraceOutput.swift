@@ -1,0 +1,77 @@
+import Foundation
+import LedgerCore
+import LedgerStore
+
+/// Renders a trace for people (text) or programs (JSON).
+public enum TraceOutput {
+    public static func json<T: Encodable>(_ value: T) -> String {
+        let enc = JSONEncoder()
+        enc.outputFormatting = [.prettyPrinted, .sortedKeys]
+        return String(decoding: (try? enc.encode(value)) ?? Data("{}".utf8), as: UTF8.self) + "\n"
+    }
+
+    public static func text(_ t: TransactionTrace, indent: String = "") -> String {
+        var out: [String] = []
+        func line(_ s: String) { out.append(indent + s) }
+        line("Transaction \(t.transaction_id): \(t.status)" + (t.book.map { " in the \($0) book" } ?? ""))
+        if let r = t.pending_reason { line("  waits: \(r)") }
+        if let p = t.product_id {
+            line("  product \(p) x \(t.quantity ?? 1), purchased \(t.purchase_date ?? "?")" + (t.original_transaction_id.map { ", original transaction \($0)" } ?? ""))
+        }
+        if let r = t.refund_date { line("  refunded on \(r)") }
+        line("Sources (\(t.sources.count)):")
+        for s in t.sources {
+            line("  \(s.path):\(s.line)  file sha256 \(s.sha256)  read \(s.read_on)")
+            line("    \(s.outcome)" + (s.environment.map { ", environment \($0)" } ?? "") + (s.verification.map { ": \($0)" } ?? ""))
+        }
+        if let r = t.rules {
+            line("Rules applied:")
+            line("  storefront \(r.storefront) (from \(r.storefrontSource), rule effective \(r.storefrontEffectiveFrom)); tax \(r.taxRate) \(r.taxIncluded ? "included in" : "added to") prices")
+            line("  price: \(r.priceSource)")
+            line("  commission \(r.commissionRate): \(r.commissionReason)")
+            line("  FX \(r.fxRate) for \(r.fxMonth)")
+        }
+        line("Entries (\(t.entries.count)):")
+        for e in t.entries {
+            line("  #\(e.entry_id) \(e.kind) on \(e.date)" + (e.late ? " (late; original date \(e.original_date))" : "")
+                 + (e.refund_percentage.map { $0 == 100_000 ? "" : " (\(ExactDecimal(mantissa: $0, scale: 3))% refunded)" } ?? ""))
+            for p in e.postings {
+                line("      \(p.account.padding(toLength: 30, withPad: " ", startingAt: 0)) \(Currency.format(minor: p.amount_minor, currency: p.currency)) \(p.currency)   reporting \(Currency.format(minor: p.reporting_amount_minor, currency: e.reporting_currency)) \(e.reporting_currency)")
+            }
+        }
+        if !t.notifications.isEmpty {
+            line("Notifications (\(t.notifications.count)):")
+            for n in t.notifications { line("  \(n.type)\(n.subtype.map { "/\($0)" } ?? "") \(n.uuid) signed \(n.signed_date ?? "?")") }
+        }
+        line("Orders (\(t.orders.count) versions):")
+        for o in t.orders {
+            line("  \(o.order_id) v\(o.version) \(o.path):\(o.line): account \(o.account_id), \(o.product_id) x \(o.quantity), \(o.credited_units) units, \(o.environment), credited \(o.credited_at)" + (o.reversed_at.map { ", reversed \($0)" } ?? ""))
+        }
+        line("Exceptions (\(t.exceptions.count)):")
+        for x in t.exceptions {
+            line("  \(x.category) \(x.status), first seen \(x.first_seen), last seen \(x.last_seen)" + (x.resolved_on.map { ", resolved \($0)" } ?? "") + (x.order_id.map { ", order \($0)" } ?? ""))
+            line("    \(x.detail)")
+        }
+        if !t.findings.isEmpty {
+            line("Findings:")
+            for f in t.findings { line("  \(f.code) first seen \(f.first_seen)\(f.resolved_on.map { ", resolved \($0)" } ?? ", open"): \(f.message)") }
+        }
+        if !t.reports.isEmpty {
+            line("In the reports:")
+            for p in t.reports { line("  \(p.workbook), sheet \(p.sheet), rows \(p.rows.map(String.init).joined(separator: ", "))") }
+        }
+        return out.joined(separator: "\n") + "\n"
+    }
+
+    public static func text(_ o: OrderTrace) -> String {
+        var out = "Order \(o.order_id): \(o.versions.count) version(s)\n"
+        for v in o.versions {
+            out += "  v\(v.version) \(v.path):\(v.line): account \(v.account_id), transaction \(v.transaction_id ?? "(none)"), \(v.product_id) x \(v.quantity), \(v.credited_units) units, \(v.environment), credited \(v.credited_at)\(v.reversed_at.map { ", reversed \($0)" } ?? "")\n"
+        }
+        out += "Exceptions (\(o.exceptions.count)):\n"
+        for x in o.exceptions { out += "  \(x.category) \(x.status), first seen \(x.first_seen)\(x.resolved_on.map { ", resolved \($0)" } ?? ""): \(x.detail)\n" }
+        if let t = o.transaction { out += "The transaction it names:\n" + text(t, indent: "  ") }
+        else { out += "It names no transaction the ledger knows.\n" }
+        return out
+    }
+}

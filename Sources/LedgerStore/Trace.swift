@@ -1,0 +1,205 @@
+import Foundation
+import GRDB
+import LedgerCore
+
+/// Everything the ledger knows about one transaction or one order, for auditors.
+public struct TransactionTrace: Encodable {
+    public struct Source: Encodable {
+        public var path: String
+        public var line: Int
+        public var sha256: String
+        public var record_sha256: String
+        public var outcome: String
+        public var verification: String?
+        public var environment: String?
+        public var read_on: String
+    }
+    public struct Posting: Encodable {
+        public var account: String
+        public var currency: String
+        public var amount_minor: Int64
+        public var reporting_amount_minor: Int64
+    }
+    public struct Entry: Encodable {
+        public var entry_id: Int64
+        public var kind: String
+        public var date: String
+        public var original_date: String
+        public var late: Bool
+        public var refund_percentage: Int64?
+        public var reporting_currency: String
+        public var postings: [Posting]
+    }
+    public struct Order: Encodable {
+        public var order_id: String
+        public var version: Int
+        public var path: String
+        public var line: Int
+        public var account_id: String
+        public var transaction_id: String?
+        public var product_id: String
+        public var quantity: Int64
+        public var credited_units: Int64
+        public var credited_at: String
+        public var environment: String
+        public var storefront: String?
+        public var app_account_token: String?
+        public var reversed_at: String?
+    }
+    public struct Exception: Encodable {
+        public var category: String
+        public var order_id: String?
+        public var status: String
+        public var first_seen: String
+        public var last_seen: String
+        public var resolved_on: String?
+        public var detail: String
+    }
+    public struct Finding: Encodable {
+        public var code: String
+        public var message: String
+        public var first_seen: String
+        public var resolved_on: String?
+    }
+    public struct Notification: Encodable {
+        public var uuid: String
+        public var type: String
+        public var subtype: String?
+        public var signed_date: String?
+    }
+    public struct Placement: Encodable {
+        public var workbook: String
+        public var sheet: String
+        public var rows: [Int]
+    }
+
+    public var transaction_id: String
+    public var book: String?
+    public var status: String
+    public var pending_reason: String?
+    public var product_id: String?
+    public var quantity: Int64?
+    public var purchase_date: String?
+    public var original_transaction_id: String?
+    public var storefront: String?
+    public var app_account_token: String?
+    public var refund_date: String?
+    public var sources: [Source]
+    public var rules: AppliedRules?
+    public var entries: [Entry]
+    public var orders: [Order]
+    public var exceptions: [Exception]
+    public var findings: [Finding]
+    public var notifications: [Notification]
+    public var reports: [Placement]
+}
+
+/// The versions of one backend order and the transaction it names.
+public struct OrderTrace: Encodable {
+    public var order_id: String
+    public var versions: [TransactionTrace.Order]
+    public var transaction: TransactionTrace?
+    public var exceptions: [TransactionTrace.Exception]
+}
+
+extension LedgerReader {
+    public func traceTransaction(_ id: String, asOf: Day?) throws -> TransactionTrace? {
+        let stored = try transaction(id)
+        let sources = try Row.fetchAll(db, sql: """
+            SELECT f.path, r.line, f.sha256, r.record_sha256, r.outcome, r.reason, r.environment, run.as_of
+            FROM source_record r JOIN source_file f ON f.id = r.file_id JOIN run ON run.id = f.run_id
+            WHERE r.id IN (SELECT record_id FROM transaction_source WHERE transaction_id = ?
+                           UNION SELECT record_id FROM unverified_record_transaction WHERE transaction_id = ?)
+            ORDER BY r.id
+            """, arguments: [id, id]).map {
+            TransactionTrace.Source(path: $0[0], line: $0[1], sha256: $0[2], record_sha256: $0[3], outcome: $0[4],
+                                    verification: $0[5] ?? ($0[4] == "verified" ? "Apple verifyReceipt status 0 (verified by Apple's service)" : nil),
+                                    environment: $0[6], read_on: $0[7])
+        }
+        let orders = try orderVersions(where: "v.transaction_id = ?", id)
+        if stored == nil && sources.isEmpty && orders.isEmpty { return nil }
+
+        var entries: [TransactionTrace.Entry] = []
+        var rules: AppliedRules?
+        for r in try Row.fetchAll(db, sql: "SELECT * FROM entry WHERE transaction_id = ? ORDER BY id", arguments: [id]) {
+            let d = try draft(r)
+            if d.kind == .sale { rules = d.rules }
+            entries.append(.init(entry_id: r["id"], kind: d.kind.rawValue, date: d.date.description,
+                                 original_date: d.originalDate.description, late: d.late, refund_percentage: d.refundPercentage,
+                                 reporting_currency: d.figures.reportingCurrency,
+                                 postings: d.postings.map { .init(account: $0.account, currency: $0.currency, amount_minor: $0.amountMinor,
+                                                                  reporting_amount_minor: $0.reportingAmountMinor) }))
+        }
+        let status: String
+        if let s = stored { status = s.saleStatus == "pending" ? "pending" : "posted" }
+        else if sources.contains(where: { $0.outcome == "pending" }) { status = "pending" }
+        else if !sources.isEmpty { status = "rejected" }
+        else { status = "unknown to the store" }
+        let obs = stored?.observation
+        return TransactionTrace(
+            transaction_id: id, book: obs?.book.rawValue, status: status,
+            pending_reason: stored?.saleStatus == "pending" ? stored?.pendingReason : (status == "pending" ? sources.first { $0.outcome == "pending" }?.verification : nil),
+            product_id: obs?.productId, quantity: obs?.quantity, purchase_date: obs.map { Day(epochMilliseconds: $0.purchaseMs).description },
+            original_transaction_id: obs?.originalTransactionId, storefront: rules?.storefront ?? obs?.storefront,
+            app_account_token: obs?.appAccountToken, refund_date: obs?.cancellationMs.map { Day(epochMilliseconds: $0).description },
+            sources: sources, rules: rules, entries: entries, orders: orders,
+            exceptions: try traceExceptions(where: "transaction_id = ?", id),
+            findings: try Row.fetchAll(db, sql: """
+                SELECT f.code, f.message, r1.as_of, r2.as_of FROM finding f JOIN run r1 ON r1.id = f.first_run_id
+                LEFT JOIN run r2 ON r2.id = f.resolved_run_id WHERE f.transaction_id = ? ORDER BY f.id
+                """, arguments: [id]).map { .init(code: $0[0], message: $0[1], first_seen: $0[2], resolved_on: $0[3]) },
+            notifications: try Row.fetchAll(db, sql: """
+                SELECT uuid, notification_type, subtype, signed_ms FROM notification WHERE transaction_id = ? ORDER BY signed_ms, uuid
+                """, arguments: [id]).map { .init(uuid: $0[0], type: $0[1], subtype: $0[2], signed_date: ($0[3] as Int64?).map { Day(epochMilliseconds: $0).description }) },
+            reports: try placements(id, book: obs?.book, asOf: asOf))
+    }
+
+    public func traceOrder(_ orderId: String, asOf: Day?) throws -> OrderTrace? {
+        let versions = try orderVersions(where: "v.order_id = ?", orderId)
+        guard let last = versions.last else { return nil }
+        return OrderTrace(order_id: orderId, versions: versions,
+                          transaction: try last.transaction_id.flatMap { try traceTransaction($0, asOf: asOf) },
+                          exceptions: try traceExceptions(where: "order_id = ?", orderId))
+    }
+
+    func orderVersions(where condition: String, _ value: String) throws -> [TransactionTrace.Order] {
+        var version: [String: Int] = [:]
+        return try Row.fetchAll(db, sql: """
+            SELECT v.order_id, f.path, r.line, v.account_id, v.transaction_id, v.product_id, v.quantity, v.credited_units,
+                   v.credited_at, v.environment, v.storefront, v.app_account_token, v.reversed_at
+            FROM order_version v JOIN source_record r ON r.id = v.record_id JOIN source_file f ON f.id = r.file_id
+            WHERE \(condition) ORDER BY v.id
+            """, arguments: [value]).map { row in
+            let id: String = row[0]
+            version[id, default: 0] += 1
+            return .init(order_id: id, version: version[id]!, path: row[1], line: row[2], account_id: row[3], transaction_id: row[4],
+                         product_id: row[5], quantity: row[6], credited_units: row[7], credited_at: row[8], environment: row[9],
+                         storefront: row[10], app_account_token: row[11], reversed_at: row[12])
+        }
+    }
+
+    func traceExceptions(where condition: String, _ value: String) throws -> [TransactionTrace.Exception] {
+        try Row.fetchAll(db, sql: """
+            SELECT category, order_id, first_seen, last_seen, resolved_on, detail FROM exception WHERE \(condition) ORDER BY id
+            """, arguments: [value]).map {
+            let order: String = $0[1]
+            return .init(category: $0[0], order_id: order.isEmpty ? nil : order, status: ($0[4] as String?) == nil ? "open" : "resolved",
+                         first_seen: $0[2], last_seen: $0[3], resolved_on: $0[4], detail: $0[5])
+        }
+    }
+
+    /// Where the transaction's postings sit in the last night's Journal sheet (1-based sheet
+    /// rows: title, subtitle and a blank row, then the header on row 4).
+    func placements(_ id: String, book: Book?, asOf: Day?) throws -> [TransactionTrace.Placement] {
+        guard let book, let asOf else { return [] }
+        let rows = try Int.fetchAll(db, sql: """
+            SELECT (SELECT count(*) FROM entry e2 JOIN posting p2 ON p2.entry_id = e2.id
+                    WHERE e2.book = e.book AND e2.date <= ? AND (e2.date < e.date OR (e2.date = e.date AND (e2.id < e.id OR (e2.id = e.id AND p2.id <= p.id)))))
+            FROM entry e JOIN posting p ON p.entry_id = e.id
+            WHERE e.transaction_id = ? AND e.book = ? AND e.date <= ? ORDER BY e.date, e.id, p.id
+            """, arguments: [asOf.description, id, book.rawValue, asOf.description])
+        guard !rows.isEmpty else { return [] }
+        let name = book == .production ? "finance" : "sandbox"
+        return [.init(workbook: "reports/\(asOf)/\(name)-\(asOf).xlsx", sheet: "Journal", rows: rows.map { $0 + 4 })]
+    }
+}

@@ -1,0 +1,110 @@
+import Foundation
+import XCTest
+@testable import LedgerCore
+@testable import LedgerRun
+@testable import LedgerStore
+
+/// `iapledger trace` and the command line as a user runs it.
+final class TraceAndCLITests: XCTestCase {
+    var ws: TestWorkspace!
+    override func setUpWithError() throws { ws = try TestWorkspace() }
+    override func tearDown() { ws.remove() }
+
+    /// The built `iapledger` executable beside the test bundle.
+    static var binary: URL {
+        var dir = Bundle.main.bundleURL
+        if !FileManager.default.fileExists(atPath: dir.appendingPathComponent("iapledger").path) {
+            dir = Bundle(for: TraceAndCLITests.self).bundleURL.deletingLastPathComponent()
+        }
+        return dir.appendingPathComponent("iapledger")
+    }
+
+    func cli(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
+        guard FileManager.default.fileExists(atPath: Self.binary.path) else { throw XCTSkip("iapledger binary not built at \(Self.binary.path)") }
+        let p = Process()
+        p.executableURL = Self.binary
+        p.arguments = args
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+    }
+
+    func refundedReconciledWorkspace() throws {
+        try ws.write("inbox/receipts/day1.jsonl", Receipt.response([Receipt.item("7001", purchased: "2026-10-05T10:00:00Z")]) + "\n")
+        try ws.write("inbox/orders/o.csv", ReconciliationTests.header + "ord-7,acct-7,7001,coins.100,1,100,2026-10-05T10:01:00Z,production,DEU,,\n")
+        try ws.run("2026-10-06")
+        try ws.write("inbox/receipts/day2.jsonl", Receipt.response([Receipt.item("7001", purchased: "2026-10-05T10:00:00Z", cancelled: "2026-10-07T09:00:00Z")]) + "\n")
+        try ws.run("2026-10-08")
+    }
+
+    func testTraceOfARefundedReconciledTransaction() throws {
+        try refundedReconciledWorkspace()
+        let (status, out, _) = try cli(["trace", "7001", "--format", "json", "--workspace", ws.root.path])
+        XCTAssertEqual(status, 0)
+        let t = try JSONSerialization.jsonObject(with: Data(out.utf8)) as! [String: Any]
+        XCTAssertEqual(t["transaction_id"] as? String, "7001")
+        XCTAssertEqual(t["book"] as? String, "production")
+        XCTAssertEqual(t["status"] as? String, "posted")
+        let sources = t["sources"] as! [[String: Any]]
+        XCTAssertEqual(sources.map { "\($0["path"]!):\($0["line"]!)" }, ["inbox/receipts/day1.jsonl:1", "inbox/receipts/day2.jsonl:1"])
+        XCTAssertTrue(sources.allSatisfy { ($0["sha256"] as? String)?.count == 64 })
+        let rules = t["rules"] as! [String: Any]
+        XCTAssertEqual(rules["storefront"] as? String, "DEU")
+        XCTAssertEqual(rules["storefrontSource"] as? String, "order ord-7")
+        XCTAssertEqual(rules["commissionRate"] as? String, "0.30")
+        XCTAssertEqual(rules["fxRate"] as? String, "1.10")
+        let entries = t["entries"] as! [[String: Any]]
+        XCTAssertEqual(entries.map { $0["kind"] as! String }, ["sale", "refund"])
+        XCTAssertEqual(entries.map { $0["date"] as! String }, ["2026-10-05", "2026-10-07"])
+        XCTAssertEqual(entries.map { $0["late"] as! Bool }, [false, false])
+        let salePostings = entries[0]["postings"] as! [[String: Any]]
+        XCTAssertEqual(salePostings.map { $0["amount_minor"] as! Int }, [64, 28, -92])
+        XCTAssertEqual(salePostings.map { $0["reporting_amount_minor"] as! Int }, [70, 31, -101])
+        XCTAssertEqual((t["orders"] as! [[String: Any]]).map { $0["order_id"] as! String }, ["ord-7"])
+        let exceptions = t["exceptions"] as! [[String: Any]]
+        XCTAssertEqual(exceptions.map { $0["category"] as! String }, ["REFUNDED_STILL_CREDITED"])
+        XCTAssertEqual(exceptions.first?["first_seen"] as? String, "2026-10-08")
+        let placement = (t["reports"] as! [[String: Any]]).first!
+        XCTAssertEqual(placement["sheet"] as? String, "Journal")
+        // The rows named are the rows of the workbook that hold this transaction.
+        let journal = try XLSXReader.sheets(ws.root.appendingPathComponent(placement["workbook"] as! String))["Journal"]!
+        for row in placement["rows"] as! [Int] { XCTAssertEqual(journal[row - 1][5], "7001", "row \(row)") }
+
+        let text = try cli(["trace", "7001", "--workspace", ws.root.path]).out
+        for needle in ["day1.jsonl:1", "storefront DEU (from order ord-7", "sale on 2026-10-05", "refund on 2026-10-07",
+                       "ord-7 v1", "REFUNDED_STILL_CREDITED open"] {
+            XCTAssertTrue(text.contains(needle), "text trace lacks \(needle):\n\(text)")
+        }
+        let order = try cli(["trace", "ord-7", "--workspace", ws.root.path])
+        XCTAssertEqual(order.status, 0)
+        XCTAssertTrue(order.out.contains("Order ord-7: 1 version(s)") && order.out.contains("Transaction 7001"), order.out)
+    }
+
+    func testTraceOfAnUnknownIdSaysSoAndFails() throws {
+        try refundedReconciledWorkspace()
+        let r = try cli(["trace", "no-such-id", "--workspace", ws.root.path])
+        XCTAssertNotEqual(r.status, 0)
+        XCTAssertTrue(r.err.contains("no transaction or order with id no-such-id"), r.err)
+    }
+
+    func testBalanceJSONAndExitCodes() throws {
+        try refundedReconciledWorkspace()
+        let (status, out, _) = try cli(["balance", "--format", "json", "--book", "production", "--workspace", ws.root.path])
+        XCTAssertEqual(status, 0)
+        let rows = try JSONSerialization.jsonObject(with: Data(out.utf8)) as! [[String: Any]]
+        XCTAssertEqual(Set(rows.first!.keys), ["book", "account", "currency", "debit_minor", "credit_minor", "balance_minor", "reporting_balance_minor"])
+        XCTAssertEqual(rows.map { $0["balance_minor"] as! Int }.reduce(0, +), 0)
+        XCTAssertEqual(rows.map { $0["reporting_balance_minor"] as! Int }.reduce(0, +), 0)
+        // A missing workspace is a real failure naming the path.
+        let missing = try cli(["run", "--workspace", ws.root.appendingPathComponent("nowhere").path])
+        XCTAssertNotEqual(missing.status, 0)
+        XCTAssertTrue(missing.err.contains("nowhere/iapledger.toml"), missing.err)
+        // Rejected records are not a failure.
+        try ws.write("inbox/receipts/bad.jsonl", "{not json\n")
+        XCTAssertEqual(try cli(["run", "--as-of", "2026-10-09", "--workspace", ws.root.path]).status, 0)
+    }
+}
