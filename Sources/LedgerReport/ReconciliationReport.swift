@@ -45,7 +45,7 @@ public struct ReconciliationReport {
         let resolved = try resolvedSinceLastNight().count
         return SheetModel(
             name: "Summary", title: "Reconciliation summary",
-            subtitle: ["As of \(asOf). Open exceptions per category (reconciliation.md), with the net sale amount in \(reportingCurrency) where a store transaction is involved.",
+            subtitle: ["As of \(asOf). Open exceptions per category (the Meaning column says what each is), with the net sale amount in \(reportingCurrency) where a store transaction is involved.",
                        "Matched order/transaction pairs: \(matched). Resolved since the previous night: \(resolved)."],
             tables: [
                 TableBlock(columns: [

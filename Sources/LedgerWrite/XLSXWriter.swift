@@ -118,6 +118,11 @@ public enum XLSXWriter {
         for (i, w) in widths.enumerated() {
             worksheet_set_column(ws, lxw_col_t(i), lxw_col_t(i), Double(w), nil)
         }
+        // Printing: landscape, one page wide, header row repeated, sheet name and page numbers.
+        worksheet_set_landscape(ws)
+        worksheet_set_paper(ws, 9) // A4
+        worksheet_fit_to_pages(ws, 1, 0)
+        worksheet_set_footer(ws, "&L&A&R&P / &N")
         var row: UInt32 = 0
         worksheet_write_string(ws, row, 0, sheet.title, f.title)
         row += 1
@@ -141,6 +146,7 @@ public enum XLSXWriter {
             if ti == 0 {
                 // The first table's header stays in view and carries the filter.
                 worksheet_freeze_panes(ws, row, 0)
+                worksheet_repeat_rows(ws, headerRow, headerRow)
             }
             var lastRow = row
             try table.rows { r in
