@@ -114,9 +114,12 @@ public struct AppliedRules: Sendable, Equatable, Codable {
     public var commissionReason: String      // "standard", "small_business 2026-01-01..2026-12-31", ...
     public var fxRate: String
     public var fxMonth: String
+    /// The price rule's unit price in major units (nil for a signed price or a free trial).
+    public var unitPrice: String?
     public init(storefront: String, storefrontSource: String, storefrontEffectiveFrom: String, taxRate: String,
                 taxIncluded: Bool, priceSource: String, commissionRate: String, commissionReason: String,
-                fxRate: String, fxMonth: String) {
+                fxRate: String, fxMonth: String, unitPrice: String? = nil) {
+        self.unitPrice = unitPrice
         self.storefront = storefront
         self.storefrontSource = storefrontSource
         self.storefrontEffectiveFrom = storefrontEffectiveFrom

@@ -54,13 +54,14 @@ public struct Poster {
         guard let exponent = Currency.exponent(currency) else {
             return .missingRule("unknown currency \(currency): no ISO 4217 minor-unit exponent")
         }
-        guard let reportingExponent = Currency.exponent(config.reportingCurrency) else {
+        guard Currency.exponent(config.reportingCurrency) != nil else {
             return .missingRule("unknown reporting currency \(config.reportingCurrency)")
         }
 
         // 1. Gross: the transaction's own price, else the price rule times the quantity.
         let grossMinor: Int64
         let priceSource: String
+        var unitPrice: String? = nil
         if t.isFreeTrial {
             grossMinor = 0
             priceSource = "free trial period"
@@ -75,6 +76,7 @@ public struct Poster {
                 return .missingRule("price \(price.price) for \(t.productId) in \(storefrontCode) has more decimals than \(currency) allows")
             }
             grossMinor = unitMinor * t.quantity
+            unitPrice = price.price.description
             priceSource = "rules/prices.csv \(price.price) \(currency) from \(price.effectiveFrom) x \(t.quantity)"
         }
 
@@ -84,48 +86,23 @@ public struct Poster {
             return .missingRule("no FX rate for \(currency) in \(month) in rules/fx.csv")
         }
 
-        // 2. Net of tax.
-        let netMinor: Int64
-        if sf.taxIncluded {
-            let rate = sf.taxRate
-            netMinor = roundHalfEven(Int128(grossMinor) * rate.denominator, rate.denominator + Int128(rate.mantissa))
-        } else {
-            netMinor = grossMinor
-        }
-        let taxMinor = grossMinor - netMinor
-
         // 3. Commission rate.
         let (rate, reason) = commissionRate(product: product, day: day, subscriptionPaidDays: subscriptionPaidDays)
-
-        // 4. Commission and proceeds.
-        let commissionMinor = roundHalfEven(Int128(netMinor) * Int128(rate.mantissa), rate.denominator)
-        let proceedsMinor = netMinor - commissionMinor
-
-        // 5. Reporting currency at the purchase month's rate.
-        let netR = toReporting(netMinor, fx: fx, exponent: exponent, reportingExponent: reportingExponent)
-        let commissionR = toReporting(commissionMinor, fx: fx, exponent: exponent, reportingExponent: reportingExponent)
-        let proceedsR = netR - commissionR
-
-        let figures = SaleFigures(currency: currency, grossMinor: grossMinor, taxMinor: taxMinor, netMinor: netMinor,
-                                  commissionMinor: commissionMinor, proceedsMinor: proceedsMinor,
-                                  reportingCurrency: config.reportingCurrency, netReportingMinor: netR,
-                                  commissionReportingMinor: commissionR, proceedsReportingMinor: proceedsR)
+        // 2, 4, 5. Net of tax, commission and proceeds, and the reporting amounts.
+        let figures = Self.figures(grossMinor: grossMinor, currency: currency, taxRate: sf.taxRate, taxIncluded: sf.taxIncluded,
+                                   commissionRate: rate, fx: fx, reportingCurrency: config.reportingCurrency)
         let applied = AppliedRules(storefront: storefrontCode, storefrontSource: storefrontSource,
                                    storefrontEffectiveFrom: sf.effectiveFrom.description,
                                    taxRate: sf.taxRate.description, taxIncluded: sf.taxIncluded,
                                    priceSource: priceSource, commissionRate: rate.description,
-                                   commissionReason: reason, fxRate: fx.description, fxMonth: month.description)
+                                   commissionReason: reason, fxRate: fx.description, fxMonth: month.description,
+                                   unitPrice: unitPrice)
         if grossMinor == 0 { return .free(applied, figures) }
 
         let (date, late) = postingDate(for: day)
-        let postings = [
-            PostingDraft(account: LedgerAccount.receivable, currency: currency, amountMinor: proceedsMinor, reportingAmountMinor: proceedsR),
-            PostingDraft(account: LedgerAccount.commission, currency: currency, amountMinor: commissionMinor, reportingAmountMinor: commissionR),
-            PostingDraft(account: LedgerAccount.sales, currency: currency, amountMinor: -netMinor, reportingAmountMinor: -netR),
-        ]
         let entry = EntryDraft(book: t.book, transactionId: t.transactionId, kind: .sale, date: date, originalDate: day,
                                late: late, productId: t.productId, storefront: storefrontCode, figures: figures,
-                               refundPercentage: nil, rules: applied, postings: postings)
+                               refundPercentage: nil, rules: applied, postings: Self.salePostings(figures))
         precondition(entry.isBalanced, "unbalanced sale entry for \(t.transactionId)")
         return .post(entry)
     }
@@ -155,8 +132,35 @@ public struct Poster {
         return (config.commissionStandard, "standard")
     }
 
+    /// Steps 2, 4 and 5 of a sale: net of tax, commission, proceeds, and their reporting
+    /// amounts, each rounded once, half to even. Shared by posting and `iapledger verify`.
+    public static func figures(grossMinor: Int64, currency: String, taxRate: ExactDecimal, taxIncluded: Bool,
+                               commissionRate rate: ExactDecimal, fx: ExactDecimal, reportingCurrency: String) -> SaleFigures {
+        let exponent = Currency.exponent(currency) ?? 2
+        let reportingExponent = Currency.exponent(reportingCurrency) ?? 2
+        let netMinor = taxIncluded
+            ? roundHalfEven(Int128(grossMinor) * taxRate.denominator, taxRate.denominator + Int128(taxRate.mantissa))
+            : grossMinor
+        let commissionMinor = roundHalfEven(Int128(netMinor) * Int128(rate.mantissa), rate.denominator)
+        let netR = toReporting(netMinor, fx: fx, exponent: exponent, reportingExponent: reportingExponent)
+        let commissionR = toReporting(commissionMinor, fx: fx, exponent: exponent, reportingExponent: reportingExponent)
+        return SaleFigures(currency: currency, grossMinor: grossMinor, taxMinor: grossMinor - netMinor, netMinor: netMinor,
+                           commissionMinor: commissionMinor, proceedsMinor: netMinor - commissionMinor,
+                           reportingCurrency: reportingCurrency, netReportingMinor: netR,
+                           commissionReportingMinor: commissionR, proceedsReportingMinor: netR - commissionR)
+    }
+
+    /// The three postings of a sale (accounting.md): receivable +P, commission +C, sales -N.
+    public static func salePostings(_ f: SaleFigures) -> [PostingDraft] {
+        [
+            PostingDraft(account: LedgerAccount.receivable, currency: f.currency, amountMinor: f.proceedsMinor, reportingAmountMinor: f.proceedsReportingMinor),
+            PostingDraft(account: LedgerAccount.commission, currency: f.currency, amountMinor: f.commissionMinor, reportingAmountMinor: f.commissionReportingMinor),
+            PostingDraft(account: LedgerAccount.sales, currency: f.currency, amountMinor: -f.netMinor, reportingAmountMinor: -f.netReportingMinor),
+        ]
+    }
+
     /// `round(amount * r * 10^(e_rep - e_cur))`, computed as one exact fraction.
-    func toReporting(_ minor: Int64, fx: ExactDecimal, exponent: Int, reportingExponent: Int) -> Int64 {
+    static func toReporting(_ minor: Int64, fx: ExactDecimal, exponent: Int, reportingExponent: Int) -> Int64 {
         roundHalfEven(Int128(minor) * Int128(fx.mantissa) * pow10(reportingExponent),
                       fx.denominator * pow10(exponent))
     }

@@ -152,6 +152,15 @@ public class LedgerReader {
 /// Writes of one run, all inside one database transaction.
 public final class LedgerWriter: LedgerReader {
     private var accountIds: [String: Int64] = [:]
+    private var chainHead: String?
+
+    /// The hash of the last entry (the genesis hash for an empty ledger).
+    func currentChainHead() throws -> String {
+        if let h = chainHead { return h }
+        let h = try String.fetchOne(db, sql: "SELECT hash FROM entry ORDER BY id DESC LIMIT 1") ?? EntryHash.genesis
+        chainHead = h
+        return h
+    }
 
     public func beginRun(asOf: Day, toolVersion: String, startedAt: String) throws -> Int64 {
         try db.execute(sql: "INSERT INTO run (as_of, started_at, tool_version) VALUES (?, ?, ?)",
@@ -167,9 +176,9 @@ public final class LedgerWriter: LedgerReader {
     public func finishRun(_ id: Int64, counts: RunCounts, finishedAt: String) throws {
         try db.execute(sql: """
             UPDATE run SET finished_at = ?, records_read = ?, records_verified = ?, records_pending = ?,
-                records_rejected = ?, records_skipped = ?, entries_posted = ? WHERE id = ?
+                records_rejected = ?, records_skipped = ?, entries_posted = ?, chain_head = ? WHERE id = ?
             """, arguments: [finishedAt, counts.read, counts.verified, counts.pending, counts.rejected,
-                             counts.skipped, counts.entriesPosted, id])
+                             counts.skipped, counts.entriesPosted, try currentChainHead(), id])
     }
 
     public func addFile(runId: Int64, path: String, kind: String, sha256: String, sizeBytes: Int64,
@@ -279,18 +288,20 @@ public final class LedgerWriter: LedgerReader {
         precondition(e.isBalanced, "refusing to write unbalanced entry \(e.kind.rawValue) of \(e.transactionId)")
         let rulesJSON = String(decoding: try JSONEncoder.sorted.encode(e.rules), as: UTF8.self)
         let f = e.figures
+        let entryId = (try Int64.fetchOne(db, sql: "SELECT ifnull(max(id), 0) + 1 FROM entry"))!
+        let hash = EntryHash.hash(previous: try currentChainHead(), entryId: entryId, entry: e, rulesJSON: rulesJSON)
         let stmt = try db.cachedStatement(sql: """
-            INSERT INTO entry (run_id, book, transaction_id, kind, date, original_date, late, product_id, storefront, currency,
+            INSERT INTO entry (id, run_id, book, transaction_id, kind, date, original_date, late, product_id, storefront, currency,
                 reporting_currency, gross_minor, tax_minor, net_minor, commission_minor, proceeds_minor, net_reporting_minor,
-                commission_reporting_minor, proceeds_reporting_minor, refund_percentage, rules_json)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                commission_reporting_minor, proceeds_reporting_minor, refund_percentage, rules_json, hash)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
-        try stmt.execute(arguments: [runId, e.book.rawValue, e.transactionId, e.kind.rawValue, e.date.description,
+        try stmt.execute(arguments: [entryId, runId, e.book.rawValue, e.transactionId, e.kind.rawValue, e.date.description,
                                      e.originalDate.description, e.late ? 1 : 0, e.productId, e.storefront, f.currency,
                                      f.reportingCurrency, f.grossMinor, f.taxMinor, f.netMinor, f.commissionMinor,
                                      f.proceedsMinor, f.netReportingMinor, f.commissionReportingMinor,
-                                     f.proceedsReportingMinor, e.refundPercentage, rulesJSON])
-        let entryId = db.lastInsertedRowID
+                                     f.proceedsReportingMinor, e.refundPercentage, rulesJSON, hash])
+        chainHead = hash
         let pstmt = try db.cachedStatement(sql: """
             INSERT INTO posting (entry_id, account_id, currency, amount_minor, reporting_amount_minor) VALUES (?, ?, ?, ?, ?)
             """)

@@ -22,7 +22,9 @@ enum Schema {
                 records_rejected INTEGER NOT NULL DEFAULT 0,
                 records_skipped INTEGER NOT NULL DEFAULT 0,
                 entries_posted INTEGER NOT NULL DEFAULT 0,
-                orders_matched INTEGER NOT NULL DEFAULT 0
+                orders_matched INTEGER NOT NULL DEFAULT 0,
+                -- The hash of the ledger's last entry when the run committed.
+                chain_head TEXT
             ) STRICT;
 
             CREATE TABLE source_file (
@@ -126,6 +128,9 @@ enum Schema {
                 proceeds_reporting_minor INTEGER NOT NULL,
                 refund_percentage INTEGER,
                 rules_json TEXT NOT NULL,
+                -- Tamper evidence: SHA-256 over this entry's content, its postings and the
+                -- previous entry's hash (a chain over the whole ledger, in id order).
+                hash TEXT NOT NULL CHECK (length(hash) = 64),
                 UNIQUE (book, transaction_id, kind),
                 CHECK (proceeds_minor = net_minor - commission_minor),
                 CHECK (proceeds_reporting_minor = net_reporting_minor - commission_reporting_minor)

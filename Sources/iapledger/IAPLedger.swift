@@ -11,7 +11,7 @@ struct IAPLedger: ParsableCommand {
         commandName: "iapledger",
         abstract: "Nightly in-app-purchase books: verified store data in, double-entry ledger and XLSX workbooks out.",
         version: NightlyRun.toolVersion,
-        subcommands: [Init.self, Run.self, Balance.self, Exceptions.self, Trace.self, Demo.self]
+        subcommands: [Init.self, Run.self, Balance.self, Exceptions.self, Trace.self, Verify.self, Demo.self]
     )
 }
 
@@ -206,6 +206,26 @@ struct Trace: ParsableCommand {
                 throw ExitCode.failure
             }
             print(found, terminator: "")
+        }
+    }
+}
+
+struct Verify: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check the ledger: every accounting invariant, the hash chain, and re-derivation of every entry from its source record.")
+
+    @OptionGroup var ws: WorkspaceOption
+
+    func run() throws {
+        try runReporting {
+            let report = try Audit(workspace: Workspace(ws.url)).run()
+            if report.ok {
+                print("verify: OK: \(report.entries) entries in an unbroken hash chain (head \(report.chainHead)), \(report.rederived) re-derived from their source records, \(report.runs) runs, every entry and every book balanced")
+                return
+            }
+            FileHandle.standardError.write(Data("verify: FAILED: \(report.problems.count) problem(s)\(report.firstFailingEntry.map { "; first failing entry #\($0)" } ?? "")\n".utf8))
+            for p in report.problems.prefix(50) { FileHandle.standardError.write(Data("  \(p)\n".utf8)) }
+            throw ExitCode.failure
         }
     }
 }

@@ -107,10 +107,9 @@ final class PostingScenarioTests: XCTestCase {
     }
 
     func testReportingRoundingHalfToEven() {
-        let poster = Poster(config: Self.config(), rules: Self.rules())
-        XCTAssertEqual(poster.toReporting(10, fx: ExactDecimal("1.05")!, exponent: 2, reportingExponent: 2), 10) // 10.5 -> 10
-        XCTAssertEqual(poster.toReporting(30, fx: ExactDecimal("1.05")!, exponent: 2, reportingExponent: 2), 32) // 31.5 -> 32
-        XCTAssertEqual(poster.toReporting(-30, fx: ExactDecimal("1.05")!, exponent: 2, reportingExponent: 2), -32)
+        XCTAssertEqual(Poster.toReporting(10, fx: ExactDecimal("1.05")!, exponent: 2, reportingExponent: 2), 10) // 10.5 -> 10
+        XCTAssertEqual(Poster.toReporting(30, fx: ExactDecimal("1.05")!, exponent: 2, reportingExponent: 2), 32) // 31.5 -> 32
+        XCTAssertEqual(Poster.toReporting(-30, fx: ExactDecimal("1.05")!, exponent: 2, reportingExponent: 2), -32)
     }
 
     func testSmallBusinessRangeEdges() {

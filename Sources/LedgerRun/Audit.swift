@@ -1,0 +1,167 @@
+import Foundation
+import LedgerCore
+import LedgerPost
+import LedgerRead
+import LedgerStore
+import LedgerVerify
+
+/// `iapledger verify`: checks every invariant of the accounting contract, the hash chain,
+/// and that re-deriving each entry from its stored source record gives the same entry.
+public struct Audit {
+    public struct Problem: CustomStringConvertible {
+        public var entryId: Int64?
+        public var message: String
+        public var description: String { (entryId.map { "entry #\($0): " } ?? "") + message }
+    }
+
+    public struct Report {
+        public var entries = 0
+        public var rederived = 0
+        public var runs = 0
+        public var chainHead = EntryHash.genesis
+        public var problems: [Problem] = []
+        public var ok: Bool { problems.isEmpty }
+        /// The first entry that fails (lowest id), if any entry does.
+        public var firstFailingEntry: Int64? { problems.compactMap(\.entryId).min() }
+    }
+
+    public let workspace: Workspace
+
+    public init(workspace: Workspace) { self.workspace = workspace }
+
+    public func run() throws -> Report {
+        let config = try workspace.loadConfig()
+        let url = workspace.ledgerURL(config)
+        guard FileManager.default.fileExists(atPath: url.path) else {
+            throw StoreError(message: "\(url.path): no ledger yet; run `iapledger run` first")
+        }
+        let ledger = try Ledger(path: url.path, readOnly: true)
+        let receiptVerifier = ReceiptVerifier(bundleIds: config.bundleIds)
+        let signedVerifier = try NightlyRun.signedDataVerifier(config: config, workspace: workspace)
+        var report = Report()
+        try ledger.read { r in
+            var previous = EntryHash.genesis
+            var sales: [String: EntryDraft] = [:]
+            var refunds: [String: EntryDraft] = [:]
+            try r.forEachStoredEntry { id, e, rulesJSON, hash in
+                report.entries += 1
+                func fail(_ m: String) { report.problems.append(Problem(entryId: id, message: "\(e.kind.rawValue) of transaction \(e.transactionId): \(m)")) }
+                // Each entry sums to zero per currency and in the reporting currency.
+                if !e.isBalanced { fail("postings do not sum to zero") }
+                // The hash chain.
+                if EntryHash.hash(previous: previous, entryId: id, entry: e, rulesJSON: rulesJSON) != hash {
+                    fail("its stored hash does not match its content, its postings and the previous hash: the entry or one of its postings was changed after it was written")
+                }
+                previous = hash
+                // Re-derivation.
+                let key = "\(e.book.rawValue)|\(e.transactionId)"
+                switch e.kind {
+                case .sale:
+                    sales[key] = e
+                    if let why = try rederiveSale(e, reader: r, receiptVerifier: receiptVerifier, signedVerifier: signedVerifier, config: config) {
+                        fail(why)
+                    } else {
+                        report.rederived += 1
+                    }
+                case .refund:
+                    refunds[key] = e
+                    guard let sale = sales[key] else { fail("a refund with no earlier sale entry"); break }
+                    let expected = Poster(config: WorkspaceConfig(), rules: Rules()).refund(of: sale, on: e.originalDate, percentage: e.refundPercentage)
+                    if expected.postings != e.postings { fail("re-derived from its sale and refund percentage, its postings differ: expected \(Self.describe(expected.postings)), stored \(Self.describe(e.postings))") }
+                    else { report.rederived += 1 }
+                case .refundReversal:
+                    guard let refund = refunds[key] else { fail("a refund reversal with no earlier refund entry"); break }
+                    let negated = refund.postings.map { PostingDraft(account: $0.account, currency: $0.currency, amountMinor: -$0.amountMinor, reportingAmountMinor: -$0.reportingAmountMinor) }
+                    if negated != e.postings { fail("is not the exact negation of its refund") } else { report.rederived += 1 }
+                }
+            }
+            report.chainHead = previous
+            for run in try r.runChainHeads() {
+                report.runs += 1
+                if let head = run.head, head != run.expected {
+                    report.problems.append(Problem(entryId: nil, message: "run \(run.runId) committed with chain head \(head), but the ledger's entries up to that run now hash to \(run.expected): entries were removed or rewritten"))
+                }
+            }
+            // Per book, the trial balance sums to zero in every currency and in the reporting currency.
+            var perCurrency: [String: Int64] = [:], reporting: [String: Int64] = [:]
+            for row in try r.trialBalance(book: nil) {
+                perCurrency["\(row.book) \(row.currency)", default: 0] += row.balanceMinor
+                reporting[row.book, default: 0] += row.reportingBalanceMinor
+            }
+            for (k, v) in perCurrency.sorted(by: { $0.key < $1.key }) where v != 0 {
+                report.problems.append(Problem(entryId: nil, message: "the trial balance of \(k) sums to \(v), not zero"))
+            }
+            for (k, v) in reporting.sorted(by: { $0.key < $1.key }) where v != 0 {
+                report.problems.append(Problem(entryId: nil, message: "the \(k) book's reporting-currency balance sums to \(v), not zero"))
+            }
+        }
+        report.problems.sort { ($0.entryId ?? Int64.max) < ($1.entryId ?? Int64.max) }
+        return report
+    }
+
+    static func describe(_ p: [PostingDraft]) -> String {
+        p.map { "\($0.account) \($0.amountMinor)/\($0.reportingAmountMinor)" }.joined(separator: ", ")
+    }
+
+    /// Re-reads the sale's first source record, re-verifies it, and recomputes the sale from
+    /// that transaction and the rules recorded with the entry. Nil when it agrees.
+    func rederiveSale(_ e: EntryDraft, reader: LedgerReader, receiptVerifier: ReceiptVerifier,
+                      signedVerifier: SignedDataVerifier, config: WorkspaceConfig) throws -> String? {
+        guard let source = try reader.firstSource(of: e.transactionId) else {
+            return "no stored source record brought this transaction"
+        }
+        let where_ = "\(source.path):\(source.line)"
+        guard let obs = Self.observation(of: e.transactionId, kind: source.kind, raw: source.raw, receiptVerifier: receiptVerifier,
+                                         signedVerifier: signedVerifier) else {
+            return "its source record \(where_) no longer verifies or no longer names the transaction"
+        }
+        guard let stored = try reader.transaction(e.transactionId)?.observation else { return "the transaction is not stored" }
+        var differences: [String] = []
+        if obs.productId != stored.productId || obs.productId != e.productId { differences.append("product") }
+        if obs.quantity != stored.quantity { differences.append("quantity") }
+        if obs.purchaseMs != stored.purchaseMs || Day(epochMilliseconds: obs.purchaseMs) != e.originalDate { differences.append("purchase date") }
+        if obs.book != e.book { differences.append("environment") }
+        if obs.priceMilliunits != stored.priceMilliunits { differences.append("price") }
+        if !differences.isEmpty { return "its source record \(where_) differs from the stored transaction in \(differences.joined(separator: ", "))" }
+
+        let r = e.rules
+        guard let taxRate = ExactDecimal(r.taxRate), let rate = ExactDecimal(r.commissionRate), let fx = ExactDecimal(r.fxRate),
+              let exponent = Currency.exponent(e.figures.currency) else { return "its recorded rules cannot be read" }
+        let gross: Int64
+        if obs.isFreeTrial { gross = 0 }
+        else if let milli = obs.priceMilliunits { gross = roundHalfEven(Int128(milli) * pow10(exponent), 1000) }
+        else if let unitText = r.unitPrice, let unit = ExactDecimal(unitText),
+                let unitMinor = Currency.minorUnits(ofMajor: unit, currency: e.figures.currency) { gross = unitMinor * obs.quantity }
+        else { return "its recorded rules name no unit price" }
+        let figures = Poster.figures(grossMinor: gross, currency: e.figures.currency, taxRate: taxRate, taxIncluded: r.taxIncluded,
+                                     commissionRate: rate, fx: fx, reportingCurrency: e.figures.reportingCurrency)
+        if figures != e.figures { return "re-derived from \(where_) and its recorded rules, the figures differ: expected net \(figures.netMinor) commission \(figures.commissionMinor), stored net \(e.figures.netMinor) commission \(e.figures.commissionMinor)" }
+        let postings = Poster.salePostings(figures)
+        if postings != e.postings { return "re-derived from \(where_) and its recorded rules, the postings differ: expected \(Self.describe(postings)), stored \(Self.describe(e.postings))" }
+        return nil
+    }
+
+    /// The transaction `id` as the stored raw record reports it, verified again.
+    static func observation(of id: String, kind: String, raw: String, receiptVerifier: ReceiptVerifier,
+                            signedVerifier: SignedDataVerifier) -> TransactionObservation? {
+        switch kind {
+        case "receipts":
+            guard let response = try? LegacyReceiptParser.parse(Substring(raw)),
+                  case let .verified(_, transactions, _) = receiptVerifier.verify(response, location: SourceLocation(path: "", line: 0)) else { return nil }
+            return transactions.first { $0.transactionId == id }
+        case "signed":
+            let trimmed = raw.trimmingCharacters(in: .whitespaces)
+            guard let jws = trimmed.hasPrefix("{") ? Ingest.jwsInBody(Substring(trimmed)) : trimmed else { return nil }
+            let transaction: SignedTransaction?
+            switch signedDataKind(ofCompactJWS: jws) {
+            case .transaction: transaction = try? signedVerifier.verifyTransaction(jws).get()
+            case .notification: transaction = (try? signedVerifier.verifyNotification(jws).get())?.transaction
+            default: transaction = nil
+            }
+            guard let t = transaction, t.transactionId == id else { return nil }
+            return try? t.observation().get()
+        default:
+            return nil
+        }
+    }
+}
