@@ -100,7 +100,8 @@ public struct NightlyRun {
         for t in try w.pendingSales() {
             let obs = t.observation
             let hint = try w.orderStorefront(transactionId: obs.transactionId)
-            switch poster.sale(of: obs, orderStorefront: hint) {
+            let paidDays = try subscriptionPaidDays(of: obs, writer: w, poster: poster)
+            switch poster.sale(of: obs, orderStorefront: hint, subscriptionPaidDays: paidDays) {
             case .post(let entry):
                 try w.insertEntry(entry, runId: runId)
                 if let mismatch = poster.priceMismatch(of: obs, entry: entry) {
@@ -131,6 +132,16 @@ public struct NightlyRun {
             posted += 1
         }
         return posted
+    }
+
+    /// Days of paid service an auto-renewable subscription has before this purchase (the chain
+    /// of its `original_transaction_id` in its book); 0 for every other product type.
+    static func subscriptionPaidDays(of t: TransactionObservation, writer w: LedgerWriter, poster: Poster) throws -> Int {
+        guard poster.rules.product(t.productId)?.type == .autoRenewable,
+              let original = t.originalTransactionId, !original.isEmpty else { return 0 }
+        let chain = try w.subscriptionChain(book: t.book, originalTransactionId: original)
+            .map { SubscriptionTenure.ChainItem($0.observation, refundReversed: $0.refundReversed) }
+        return SubscriptionTenure.paidDays(before: t.purchaseMs, chain: chain, graceDays: poster.config.subscriptionGraceDays)
     }
 
     /// The verifier of signed data: Apple Root CA - G3 plus the config's `trusted_roots`.
