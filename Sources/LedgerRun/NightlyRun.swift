@@ -11,7 +11,8 @@ import LedgerWrite
 ///
 /// 1. read     the config, the rules and every new file under `inbox/`
 /// 2. verify   each record (status, bundle id, environment) and normalise its transactions
-/// 3. post     pending sales and due refunds by the rules in force on their dates
+/// 3. post     pending sales and due refunds by the rules in force on their dates (an entry
+///             dated in a closed month posts on the first open day, marked late)
 /// 4. store    all of it in one database transaction (a run lands whole or not at all)
 /// 5. report   build the report models from the ledger
 /// 6. write    the workbooks under `reports/<as-of>/`
@@ -46,7 +47,6 @@ public struct NightlyRun {
         defer { lock.release() }
 
         let ledger = try Ledger(path: workspace.ledgerURL(config).path)
-        let poster = Poster(config: config, rules: rules)
         let verifier = ReceiptVerifier(bundleIds: config.bundleIds)
         let signedVerifier = try Self.signedDataVerifier(config: config, workspace: workspace)
 
@@ -61,6 +61,13 @@ public struct NightlyRun {
         var filesRead = 0, filesSkipped = 0
         let (runId, counts) = try ledger.write { w -> (Int64, LedgerWriter.RunCounts) in
             let runId = try w.beginRun(asOf: asOf, toolVersion: Self.toolVersion, startedAt: Self.timestamp())
+            // Closed periods first: a config that would reopen a month stops the run here, and the
+            // Poster dates entries by the effective closed-through month (the store checks it too).
+            var postingConfig = config
+            postingConfig.closedThrough = try ClosedPeriods.effective(
+                configMonth: config.closedThrough, configPath: workspace.configURL.path, writer: w,
+                closedAt: Self.timestamp(), closedBy: ClosedPeriods.currentUser())
+            let poster = Poster(config: postingConfig, rules: rules)
             var counts = LedgerWriter.RunCounts()
             var ingest = Ingest(writer: w, runId: runId, verifier: verifier, counts: counts)
             for input in inputs {
@@ -158,7 +165,8 @@ public struct NightlyRun {
         return try SignedDataVerifier(trustedRootsDER: roots, bundleIds: config.bundleIds)
     }
 
-    static func timestamp() -> String {
+    /// The current time as an ISO 8601 UTC timestamp (`2026-10-02T09:00:00Z`).
+    public static func timestamp() -> String {
         ISO8601DateFormatter().string(from: Date())
     }
 }

@@ -4,7 +4,8 @@ import XCTest
 @testable import LedgerRun
 @testable import LedgerStore
 
-/// Issue 4: the reduced commission after a subscriber's first paid year (accounting.md step 3).
+/// Issue 4: the reduced commission after a subscriber's first paid year (accounting.md step 3),
+/// closed periods and late entries (accounting.md "Closed periods").
 final class TenureAndPeriodsTests: XCTestCase {
     // MARK: - Tenure, pure
 
@@ -154,6 +155,38 @@ final class TenureAndPeriodsTests: XCTestCase {
         }
     }
 
+    // MARK: - Late entries, pure
+
+    /// Entry date in, closed-through month in: posting date and late mark out.
+    func testPostingDatesAroundClosedMonths() {
+        struct Row { var closed: String?; var day: String; var posted: String; var late: Bool }
+        let rows: [Row] = [
+            Row(closed: nil, day: "2026-09-25", posted: "2026-09-25", late: false),
+            Row(closed: "2026-09", day: "2026-09-25", posted: "2026-10-01", late: true),
+            Row(closed: "2026-09", day: "2026-09-30", posted: "2026-10-01", late: true),
+            Row(closed: "2026-09", day: "2026-10-01", posted: "2026-10-01", late: false),
+            Row(closed: "2026-10", day: "2026-09-25", posted: "2026-11-01", late: true),
+            Row(closed: "2026-10", day: "2026-10-20", posted: "2026-11-01", late: true),
+            Row(closed: "2026-10", day: "2026-11-03", posted: "2026-11-03", late: false),
+            Row(closed: "2026-12", day: "2026-12-31", posted: "2027-01-01", late: true),
+        ]
+        var config = WorkspaceConfig()
+        let poster0 = Poster(config: config, rules: Self.subscriptionRules())
+        guard case .post(let sale) = poster0.sale(of: sub(Self.ms("2026-09-10T10:00:00Z"), product: "coins.100")) else { return XCTFail() }
+        for r in rows {
+            config.closedThrough = r.closed.flatMap { Month(iso: $0) }
+            let poster = Poster(config: config, rules: Self.subscriptionRules())
+            let day = Day(iso: r.day)!
+            let refund = poster.refund(of: sale, on: day, percentage: nil)
+            let reversal = poster.reversal(of: refund, on: day)
+            for e in [refund, reversal] {
+                XCTAssertEqual(e.date.description, r.posted, "\(r)")
+                XCTAssertEqual(e.originalDate, day, "\(r)")
+                XCTAssertEqual(e.late, r.late, "\(r)")
+            }
+        }
+    }
+
     // MARK: - End to end
 
     var ws: TestWorkspace!
@@ -162,6 +195,13 @@ final class TenureAndPeriodsTests: XCTestCase {
 
     func ledger() throws -> Ledger { try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path) }
     func rows(_ sql: String) throws -> [[String]] { try ledger().read { try $0.rawRows(sql) } }
+    func septemberBalance() throws -> [TrialBalanceRow] {
+        try ledger().read { try $0.trialBalance(book: .production, through: Day(iso: "2026-09-30")!) }
+    }
+    func close(_ month: String, asOf: String, by user: String = "alice") throws -> ClosedPeriods.CloseResult {
+        try ClosedPeriods.close(month: Month(iso: month)!, workspace: ws.workspace, asOf: Day(iso: asOf)!,
+                                closedBy: user, closedAt: "\(asOf)T09:00:00Z")
+    }
 
     /// Legacy receipts of a monthly subscription renewed 13 times: one run posts 12 months at 30%
     /// and two at 15%; a fully refunded month delays the drop by its length.
@@ -190,5 +230,167 @@ final class TenureAndPeriodsTests: XCTestCase {
         XCTAssertEqual((0..<14).map { commission["B-\($0)"] }, Array(repeating: 300, count: 13) + [150])
         let reason = try rows("SELECT rules_json FROM entry WHERE transaction_id = 'B-12' AND kind = 'sale'")[0][0]
         XCTAssertTrue(reason.contains("337 paid days"), reason)
+    }
+
+    /// Must-show 2: a refund of a September sale arriving in November, with the books closed
+    /// through October, posts on November 1st marked late; September's balances do not move.
+    func testLateRefundPostsInTheFirstOpenMonthAndLeavesSeptemberUnchanged() throws {
+        let sale1001 = Receipt.item("1001", purchased: "2026-09-10T10:00:00Z")
+        let sale1002 = Receipt.item("1002", purchased: "2026-09-12T10:00:00Z")
+        try ws.write("inbox/receipts/2026-09.jsonl", Receipt.response([sale1001, sale1002]) + "\n")
+        try ws.run("2026-09-30")
+        let septemberBefore = try septemberBalance()
+        XCTAssertFalse(septemberBefore.isEmpty)
+
+        _ = try close("2026-09", asOf: "2026-10-02")
+        try ws.write("inbox/receipts/2026-10.jsonl", Receipt.response([Receipt.item("1003", purchased: "2026-10-05T10:00:00Z")]) + "\n")
+        try ws.run("2026-10-31")
+        let octoberBefore = try ledger().read { try $0.trialBalance(book: .production, through: Day(iso: "2026-10-31")!) }
+        _ = try close("2026-10", asOf: "2026-11-01")
+
+        // November: the refunds arrive. 1001 was refunded in October, 1002 already in September.
+        try ws.write("inbox/receipts/2026-11.jsonl", Receipt.response([
+            Receipt.item("1001", purchased: "2026-09-10T10:00:00Z", cancelled: "2026-10-20T08:00:00Z"),
+            Receipt.item("1002", purchased: "2026-09-12T10:00:00Z", cancelled: "2026-09-28T08:00:00Z"),
+        ]) + "\n")
+        let r = try ws.run("2026-11-05")
+        XCTAssertEqual(r.counts.entriesPosted, 2)
+        XCTAssertEqual(try rows("SELECT transaction_id, kind, date, original_date, late FROM entry WHERE kind = 'refund' ORDER BY transaction_id"),
+                       [["1001", "refund", "2026-11-01", "2026-10-20", "1"], ["1002", "refund", "2026-11-01", "2026-09-28", "1"]])
+        XCTAssertEqual(try septemberBalance(), septemberBefore, "September's balances are unchanged to the cent")
+        XCTAssertEqual(try ledger().read { try $0.trialBalance(book: .production, through: Day(iso: "2026-10-31")!) }, octoberBefore)
+        let refunds = try ledger().read { try $0.trialBalance(book: .production) }.first { $0.account == LedgerAccount.refunds }
+        XCTAssertEqual(refunds?.balanceMinor, 99 + 99)
+
+        // The workbook shows the late entries as such: posted date, original date, "late".
+        let sheets = try XLSXReader.sheets(r.workbooks[0])
+        let journal = try XCTUnwrap(sheets["Journal"])
+        let header = try XCTUnwrap(journal.firstIndex { $0.contains("Original date") })
+        let cols = journal[header]
+        let (date, original, late, kind, tx) = (cols.firstIndex(of: "Date")!, cols.firstIndex(of: "Original date")!,
+                                                cols.firstIndex(of: "Late")!, cols.firstIndex(of: "Kind")!, cols.firstIndex(of: "Transaction")!)
+        func serial(_ iso: String) -> String { String(Day(iso: iso)!.daysSinceEpoch + 25_569) }
+        let refundRows = journal[(header + 1)...].filter { $0.count > kind && $0[kind] == "refund" }
+        XCTAssertEqual(refundRows.count, 6)
+        for row in refundRows {
+            XCTAssertEqual(row[late], "late")
+            XCTAssertEqual(row[date], serial("2026-11-01"))
+            XCTAssertEqual(row[original], serial(row[tx] == "1001" ? "2026-10-20" : "2026-09-28"))
+        }
+        let saleRows = journal[(header + 1)...].filter { $0.count > kind && $0[kind] == "sale" }
+        XCTAssertTrue(saleRows.allSatisfy { $0.count <= late || $0[late] == "" })
+        let info = try XCTUnwrap(sheets["Run Info"])
+        XCTAssertTrue(info.contains { $0.count >= 2 && $0[0] == "Closed through" && $0[1] == "2026-10" }, "\(info.prefix(12))")
+        XCTAssertTrue(info.contains { $0.count >= 2 && $0[1].hasPrefix("alice on 2026-11-01") })
+    }
+
+    /// `[periods] closed_through` in the config: recorded in the ledger by the run, late entries
+    /// moved; an earlier month later is refused (no silent reopening) and nothing is written.
+    func testConfigClosedThroughIsRecordedAndNeverReopened() throws {
+        try ws.write("iapledger.toml", TestWorkspace.defaultConfig + "\n[periods]\nclosed_through = \"2026-09\"\n")
+        try ws.write("inbox/receipts/a.json", Receipt.response([Receipt.item("2001", purchased: "2026-09-20T10:00:00Z"),
+                                                                 Receipt.item("2002", purchased: "2026-10-03T10:00:00Z")]))
+        try ws.run("2026-10-10")
+        XCTAssertEqual(try rows("SELECT transaction_id, date, original_date, late FROM entry ORDER BY transaction_id"),
+                       [["2001", "2026-10-01", "2026-09-20", "1"], ["2002", "2026-10-03", "2026-10-03", "0"]])
+        XCTAssertEqual(try rows("SELECT month, source FROM period_close"), [["2026-09", "config"]])
+
+        // Reopening by editing the config is refused, before anything is written.
+        let runsBefore = try rows("SELECT count(*) FROM run")
+        try ws.write("iapledger.toml", TestWorkspace.defaultConfig + "\n[periods]\nclosed_through = \"2026-08\"\n")
+        XCTAssertThrowsError(try ws.run("2026-10-11")) { error in
+            XCTAssertTrue("\(error)".contains("closed_through = \"2026-08\" is earlier than 2026-09"), "\(error)")
+        }
+        XCTAssertEqual(try rows("SELECT count(*) FROM run"), runsBefore)
+
+        // Removing the setting does not reopen either: the ledger's close stands.
+        try ws.write("iapledger.toml", TestWorkspace.defaultConfig)
+        try ws.write("inbox/receipts/b.json", Receipt.response([Receipt.item("2003", purchased: "2026-09-29T10:00:00Z")]))
+        try ws.run("2026-10-12")
+        XCTAssertEqual(try rows("SELECT date, late FROM entry WHERE transaction_id = '2003'"), [["2026-10-01", "1"]])
+
+        // The same month again in the config changes nothing; a later one is recorded.
+        try ws.write("iapledger.toml", TestWorkspace.defaultConfig + "\n[periods]\nclosed_through = \"2026-10\"\n")
+        try ws.run("2026-11-02")
+        XCTAssertEqual(try rows("SELECT month, source FROM period_close ORDER BY month"), [["2026-09", "config"], ["2026-10", "config"]])
+    }
+
+    /// `iapledger close`: who and when recorded; a month already closed or not yet ended refused.
+    func testCloseCommandRecordsAndRefuses() throws {
+        XCTAssertThrowsError(try close("2026-10", asOf: "2026-10-31")) { XCTAssertTrue("\($0)".contains("has not ended yet"), "\($0)") }
+        let first = try close("2026-10", asOf: "2026-11-01", by: "alice")
+        XCTAssertNil(first.previous)
+        XCTAssertTrue(first.description.contains("Closed 2026-10"))
+        XCTAssertTrue(first.description.contains("now post on 2026-11-01"))
+        XCTAssertThrowsError(try close("2026-10", asOf: "2026-12-01")) { XCTAssertTrue("\($0)".contains("already closed"), "\($0)") }
+        XCTAssertThrowsError(try close("2026-09", asOf: "2026-12-01")) { XCTAssertTrue("\($0)".contains("already closed"), "\($0)") }
+        let second = try close("2026-11", asOf: "2026-12-01", by: "bob")
+        XCTAssertEqual(second.previous?.month.description, "2026-10")
+        XCTAssertEqual(try rows("SELECT month, closed_at, closed_by, source FROM period_close ORDER BY month"),
+                       [["2026-10", "2026-11-01T09:00:00Z", "alice", "close command"],
+                        ["2026-11", "2026-12-01T09:00:00Z", "bob", "close command"]])
+
+        // A config naming an earlier month is now behind the ledger: the close warns, the run refuses.
+        try ws.write("iapledger.toml", TestWorkspace.defaultConfig + "\n[periods]\nclosed_through = \"2026-09\"\n")
+        XCTAssertTrue(try close("2026-12", asOf: "2027-01-02").configWarning?.contains("runs refuse") == true)
+        XCTAssertThrowsError(try ws.run("2027-01-03"))
+        XCTAssertThrowsError(try close("2026-08", asOf: "2027-01-02"))
+
+        XCTAssertEqual(ClosedPeriods.currentUser(environment: ["USER": "carol", "LOGNAME": "x"]), "carol")
+        XCTAssertEqual(ClosedPeriods.currentUser(environment: ["USER": "", "LOGNAME": "dave"]), "dave")
+        XCTAssertEqual(ClosedPeriods.currentUser(environment: [:]), "unknown")
+    }
+
+    /// Must-show 3: the store itself refuses any write into a closed month, whoever writes.
+    func testStoreRefusesWritesIntoAClosedMonth() throws {
+        try ws.write("inbox/receipts/a.json", Receipt.response([Receipt.item("3001", purchased: "2026-09-10T10:00:00Z")]))
+        try ws.run("2026-09-30")
+        _ = try close("2026-09", asOf: "2026-10-01")
+        let ledger = try ledger()
+        let septemberBefore = try septemberBalance()
+
+        // Through the store's API, bypassing the Poster: an entry dated in September.
+        XCTAssertThrowsError(try ledger.write { w in
+            var e = try XCTUnwrap(try w.entry(book: .production, transactionId: "3001", kind: .sale))
+            e.transactionId = "direct-1"
+            try w.insertEntry(e, runId: 1)
+        }) { XCTAssertTrue("\($0)".contains("closed period"), "\($0)") }
+
+        // Plain SQL through GRDB: the triggers refuse it too.
+        func insert(_ date: String, _ original: String) -> String {
+            """
+            INSERT INTO entry (run_id, book, transaction_id, kind, date, original_date, late, product_id, storefront, currency,
+                reporting_currency, gross_minor, tax_minor, net_minor, commission_minor, proceeds_minor, net_reporting_minor,
+                commission_reporting_minor, proceeds_reporting_minor, refund_percentage, rules_json)
+            VALUES (1, 'production', 'direct-2', 'sale', '\(date)', '\(original)', 0, 'coins.100', 'USA', 'USD', 'USD',
+                    100, 0, 100, 30, 70, 100, 30, 70, NULL, '{}')
+            """
+        }
+        for date in ["2026-09-30", "2026-01-01", "2025-12-31"] {
+            XCTAssertThrowsError(try ledger.queue.write { db in
+                try db.execute(sql: insert(date, date))
+            }, date) { XCTAssertTrue("\($0)".contains("closed period"), "\($0)") }
+        }
+        XCTAssertThrowsError(try ledger.queue.write { db in
+            try db.execute(sql: "INSERT INTO posting (entry_id, account_id, currency, amount_minor, reporting_amount_minor) VALUES (1, 1, 'USD', 5, 5)")
+        }) { XCTAssertTrue("\($0)".contains("closed period"), "\($0)") }
+        for sql in ["DELETE FROM period_close", "UPDATE period_close SET month = '2026-08'",
+                    "INSERT INTO period_close (month, closed_at, closed_by, source) VALUES ('2026-08', 'now', 'mallory', 'close command')"] {
+            XCTAssertThrowsError(try ledger.queue.write { db in try db.execute(sql: sql) }, sql)
+        }
+        // An entry marked late must have been moved forward, and one moved forward must be late.
+        XCTAssertThrowsError(try ledger.queue.write { db in
+            try db.execute(sql: insert("2026-10-02", "2026-10-01"))
+        }) { XCTAssertTrue("\($0)".contains("late"), "\($0)") }
+
+        // The first open month is writable (checked inside a transaction that is rolled back).
+        try ledger.queue.inDatabase { db in
+            try db.inTransaction {
+                try db.execute(sql: insert("2026-10-01", "2026-10-01"))
+                return .rollback
+            }
+        }
+        XCTAssertEqual(try septemberBalance(), septemberBefore)
+        XCTAssertEqual(try rows("SELECT count(*) FROM entry"), [["1"]])
     }
 }
