@@ -106,6 +106,15 @@ public struct FinanceReport {
             SheetRow([.text("Reporting currency"), .text(reportingCurrency)]),
             SheetRow([.text("Tool version"), .text("iapledger \(toolVersion)")]),
         ]
+        // Closed periods: entries dated in them are posted on the first open day, marked late.
+        if let close = try reader.latestClose() {
+            info += [
+                SheetRow([.text("Closed through"), .text(close.month.description)]),
+                SheetRow([.text("  closed by"), .text("\(close.closedBy) on \(close.closedAt) (\(close.source.rawValue))")]),
+            ]
+        } else {
+            info.append(SheetRow([.text("Closed through"), .text("no month closed")]))
+        }
         if let s = summary {
             info += [
                 SheetRow([.text("Run number"), .integer(s.id)]),

@@ -12,7 +12,8 @@ import LedgerWrite
 ///
 /// 1. read     the config, the rules and every new file under `inbox/`
 /// 2. verify   each record (status, bundle id, environment) and normalise its transactions
-/// 3. post     pending sales and due refunds by the rules in force on their dates
+/// 3. post     pending sales and due refunds by the rules in force on their dates (an entry
+///             dated in a closed month posts on the first open day, marked late)
 /// 4. reconcile store transactions against the backend's credits (exceptions and their age)
 /// 5. store    all of it in one database transaction (a run lands whole or not at all)
 /// 6. report   build the report models from the ledger
@@ -48,7 +49,6 @@ public struct NightlyRun {
         defer { lock.release() }
 
         let ledger = try Ledger(path: workspace.ledgerURL(config).path)
-        let poster = Poster(config: config, rules: rules)
         let verifier = ReceiptVerifier(bundleIds: config.bundleIds)
         let signedVerifier = try Self.signedDataVerifier(config: config, workspace: workspace)
 
@@ -63,6 +63,13 @@ public struct NightlyRun {
         var filesRead = 0, filesSkipped = 0
         let (runId, counts) = try ledger.write { w -> (Int64, LedgerWriter.RunCounts) in
             let runId = try w.beginRun(asOf: asOf, toolVersion: Self.toolVersion, startedAt: Self.timestamp())
+            // Closed periods first: a config that would reopen a month stops the run here, and the
+            // Poster dates entries by the effective closed-through month (the store checks it too).
+            var postingConfig = config
+            postingConfig.closedThrough = try ClosedPeriods.effective(
+                configMonth: config.closedThrough, configPath: workspace.configURL.path, writer: w,
+                closedAt: Self.timestamp(), closedBy: ClosedPeriods.currentUser())
+            let poster = Poster(config: postingConfig, rules: rules)
             var counts = LedgerWriter.RunCounts()
             var ingest = Ingest(writer: w, runId: runId, verifier: verifier, counts: counts)
             for input in inputs {
@@ -106,7 +113,8 @@ public struct NightlyRun {
         for t in try w.pendingSales() {
             let obs = t.observation
             let hint = try w.orderStorefront(transactionId: obs.transactionId)
-            switch poster.sale(of: obs, orderStorefront: hint) {
+            let paidDays = try subscriptionPaidDays(of: obs, writer: w, poster: poster)
+            switch poster.sale(of: obs, orderStorefront: hint, subscriptionPaidDays: paidDays) {
             case .post(let entry):
                 try w.insertEntry(entry, runId: runId)
                 if let mismatch = poster.priceMismatch(of: obs, entry: entry) {
@@ -139,6 +147,16 @@ public struct NightlyRun {
         return posted
     }
 
+    /// Days of paid service an auto-renewable subscription has before this purchase (the chain
+    /// of its `original_transaction_id` in its book); 0 for every other product type.
+    static func subscriptionPaidDays(of t: TransactionObservation, writer w: LedgerWriter, poster: Poster) throws -> Int {
+        guard poster.rules.product(t.productId)?.type == .autoRenewable,
+              let original = t.originalTransactionId, !original.isEmpty else { return 0 }
+        let chain = try w.subscriptionChain(book: t.book, originalTransactionId: original)
+            .map { SubscriptionTenure.ChainItem($0.observation, refundReversed: $0.refundReversed) }
+        return SubscriptionTenure.paidDays(before: t.purchaseMs, chain: chain, graceDays: poster.config.subscriptionGraceDays)
+    }
+
     /// The verifier of signed data: Apple Root CA - G3 plus the config's `trusted_roots`.
     static func signedDataVerifier(config: WorkspaceConfig, workspace: Workspace) throws -> SignedDataVerifier {
         var roots = [try SignedDataVerifier.appleRootCAG3()]
@@ -153,7 +171,8 @@ public struct NightlyRun {
         return try SignedDataVerifier(trustedRootsDER: roots, bundleIds: config.bundleIds)
     }
 
-    static func timestamp() -> String {
+    /// The current time as an ISO 8601 UTC timestamp (`2026-10-02T09:00:00Z`).
+    public static func timestamp() -> String {
         ISO8601DateFormatter().string(from: Date())
     }
 }

@@ -235,6 +235,41 @@ enum Schema {
             CREATE INDEX exception_order ON exception(order_id);
             """)
         }
+        // v2: closed periods. Finance closes each month and files it; from then on nothing may
+        // be written into it (a late entry posts on the first open day instead, see Poster).
+        // The Poster moves the dates; these triggers are the paired check in the store, so a
+        // bug or a hand-written INSERT cannot restate a filed month either. Closes are
+        // append-only and move forward only: reopening a month is not something to do silently.
+        m.registerMigration("v2-closed-periods") { db in
+            try db.execute(sql: """
+            CREATE TABLE period_close (
+                id INTEGER PRIMARY KEY,
+                month TEXT NOT NULL UNIQUE CHECK (month GLOB '[0-9][0-9][0-9][0-9]-[01][0-9]'),
+                closed_at TEXT NOT NULL,
+                closed_by TEXT NOT NULL,
+                source TEXT NOT NULL CHECK (source IN ('close command', 'config'))
+            ) STRICT;
+
+            CREATE TRIGGER period_close_forward_only BEFORE INSERT ON period_close
+                WHEN NEW.month <= (SELECT max(month) FROM period_close)
+                BEGIN SELECT RAISE(ABORT, 'period already closed: periods close forward only and are never reopened'); END;
+            CREATE TRIGGER period_close_no_update BEFORE UPDATE ON period_close
+                BEGIN SELECT RAISE(ABORT, 'period closes are append-only: a closed month is never reopened'); END;
+            CREATE TRIGGER period_close_no_delete BEFORE DELETE ON period_close
+                BEGIN SELECT RAISE(ABORT, 'period closes are append-only: a closed month is never reopened'); END;
+
+            CREATE TRIGGER entry_not_in_closed_period BEFORE INSERT ON entry
+                WHEN substr(NEW.date, 1, 7) <= (SELECT max(month) FROM period_close)
+                BEGIN SELECT RAISE(ABORT, 'entry dated in a closed period: post it on the first day of the first open month, marked late'); END;
+            CREATE TRIGGER posting_not_in_closed_period BEFORE INSERT ON posting
+                WHEN (SELECT substr(date, 1, 7) FROM entry WHERE id = NEW.entry_id) <= (SELECT max(month) FROM period_close)
+                BEGIN SELECT RAISE(ABORT, 'posting into an entry of a closed period: closed months are never restated'); END;
+            -- A late entry was moved forward from its original date; an entry on its own date is not late.
+            CREATE TRIGGER entry_late_is_moved_forward BEFORE INSERT ON entry
+                WHEN (NEW.late = 1) <> (NEW.date > NEW.original_date)
+                BEGIN SELECT RAISE(ABORT, 'an entry is late exactly when it is posted after its original date'); END;
+            """)
+        }
         return m
     }
 }

@@ -11,7 +11,7 @@ struct IAPLedger: ParsableCommand {
         commandName: "iapledger",
         abstract: "Nightly in-app-purchase books: verified store data in, double-entry ledger and XLSX workbooks out.",
         version: NightlyRun.toolVersion,
-        subcommands: [Init.self, Run.self, Balance.self, Exceptions.self, Trace.self, Verify.self, Demo.self]
+        subcommands: [Init.self, Run.self, Balance.self, Exceptions.self, Trace.self, Verify.self, Close.self, Demo.self]
     )
 }
 
@@ -115,6 +115,27 @@ struct Balance: ParsableCommand {
             let ledger = try Ledger(path: ledgerURL.path, readOnly: true)
             let rows = try ledger.read { try $0.trialBalance(book: book == .all ? nil : Book(rawValue: book.rawValue)) }
             print(BalanceOutput.render(rows, format: format.rawValue, reportingCurrency: config.reportingCurrency), terminator: "")
+        }
+    }
+}
+
+struct Close: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Close the books through a month: entries dated in it that arrive later post on the first open day, marked late.",
+        discussion: "Records in the ledger who closed it and when. A month already closed is refused (closed months are never reopened), and so is a month that has not ended yet.")
+
+    @Argument(help: "The last month to close, YYYY-MM.") var month: String
+    @OptionGroup var ws: WorkspaceOption
+    @Option(name: .customLong("as-of"), help: "Today's date, YYYY-MM-DD (default: today, UTC); the month must have ended before it.")
+    var asOf: String?
+
+    func run() throws {
+        try runReporting {
+            guard let m = Month(iso: month) else { throw ValidationError("the month must be YYYY-MM, got \(month)") }
+            let day = try parseDay(asOf)
+            let result = try ClosedPeriods.close(month: m, workspace: Workspace(ws.url), asOf: day,
+                                                 closedBy: ClosedPeriods.currentUser(), closedAt: NightlyRun.timestamp())
+            print(result.description)
         }
     }
 }

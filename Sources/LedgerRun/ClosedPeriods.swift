@@ -1,0 +1,94 @@
+import Foundation
+import LedgerCore
+import LedgerStore
+
+/// A refusal about closed periods the user can act on (a month already closed, a month not
+/// ended yet, a config that would reopen a month). One line, non-zero exit.
+public struct PeriodError: Error, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// Closed periods (accounting.md "Closed periods"): the months through the effective
+/// closed-through month are closed; an entry dated in them posts on the first day of the first
+/// open month, marked late. The effective month is the latest of the config's
+/// `[periods] closed_through` and the closes recorded in the ledger, and it only moves forward.
+public enum ClosedPeriods {
+    /// Who closes: `$USER`, else `$LOGNAME`, else "unknown".
+    public static func currentUser(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        for key in ["USER", "LOGNAME"] {
+            if let v = environment[key], !v.isEmpty { return v }
+        }
+        return "unknown"
+    }
+
+    /// Reconciles the config with the ledger at the start of a run and returns the effective
+    /// closed-through month. A config month later than the ledger's is recorded as closed by
+    /// config; an earlier one is refused (a month is never reopened silently).
+    static func effective(configMonth: Month?, configPath: String, writer: LedgerWriter,
+                          closedAt: String, closedBy: String) throws -> Month? {
+        let latest = try writer.latestClose()
+        guard let configMonth else { return latest?.month }
+        if let latest, configMonth < latest.month {
+            throw PeriodError("\(configPath): [periods] closed_through = \"\(configMonth)\" is earlier than \(latest.month), which the ledger has closed (\(describe(latest))); closed months are never reopened: set closed_through = \"\(latest.month)\" or later, or remove it")
+        }
+        if latest == nil || configMonth > latest!.month {
+            try writer.recordClose(PeriodClose(month: configMonth, closedAt: closedAt, closedBy: closedBy, source: .config))
+        }
+        return configMonth
+    }
+
+    /// "by alice on 2026-10-02T09:00:00Z with the close command"
+    public static func describe(_ c: PeriodClose) -> String {
+        "by \(c.closedBy) on \(c.closedAt) " + (c.source == .config ? "through [periods] closed_through" : "with the close command")
+    }
+
+    /// What `iapledger close` did.
+    public struct CloseResult {
+        public var close: PeriodClose
+        public var previous: PeriodClose?
+        public var ledgerPath: String
+        /// Set when the config names an earlier month: the next run would refuse until it is updated.
+        public var configWarning: String?
+
+        public var description: String {
+            var lines = ["Closed \(close.month): months through \(close.month) are closed in \(ledgerPath)",
+                         "  by \(close.closedBy) at \(close.closedAt)",
+                         "  previously closed through: \(previous.map { "\($0.month) (\(describe($0)))" } ?? "nothing")",
+                         "  entries dated \(close.month.lastDay) or earlier now post on \(close.month.next.firstDay), marked late"]
+            if let w = configWarning { lines.append("  warning: \(w)") }
+            return lines.joined(separator: "\n")
+        }
+    }
+
+    /// `iapledger close YYYY-MM`: records in the ledger that months through `month` are closed.
+    /// Refuses a month already closed (by the ledger or the config) and a month that has not
+    /// ended by `asOf`.
+    public static func close(month: Month, workspace: Workspace, asOf: Day, closedBy: String,
+                             closedAt: String) throws -> CloseResult {
+        let config = try workspace.loadConfig()
+        guard asOf > month.lastDay else {
+            throw PeriodError("\(month) has not ended yet (as of \(asOf)): a month can be closed from \(month.next.firstDay) on")
+        }
+        let lock = try RunLock(url: workspace.lockURL)
+        defer { lock.release() }
+        let ledger = try Ledger(path: workspace.ledgerURL(config).path)
+        return try ledger.write { w in
+            let previous = try w.latestClose()
+            if let previous, month <= previous.month {
+                throw PeriodError("\(month) is already closed: the ledger is closed through \(previous.month) (\(describe(previous))); closed months are never reopened")
+            }
+            if let c = config.closedThrough, month <= c {
+                throw PeriodError("\(month) is already closed: \(workspace.configURL.path) has [periods] closed_through = \"\(c)\" (recorded in the ledger by the next run)")
+            }
+            let close = PeriodClose(month: month, closedAt: closedAt, closedBy: closedBy, source: .closeCommand)
+            try w.recordClose(close)
+            var warning: String? = nil
+            if let c = config.closedThrough, c < month {
+                warning = "\(workspace.configURL.path) has [periods] closed_through = \"\(c)\", now earlier than the ledger: runs refuse until it says \"\(month)\" or later, or is removed"
+            }
+            return CloseResult(close: close, previous: previous, ledgerPath: ledger.path, configWarning: warning)
+        }
+    }
+}

@@ -1,0 +1,396 @@
+import XCTest
+@testable import LedgerCore
+@testable import LedgerPost
+@testable import LedgerRun
+@testable import LedgerStore
+
+/// Issue 4: the reduced commission after a subscriber's first paid year (accounting.md step 3),
+/// closed periods and late entries (accounting.md "Closed periods").
+final class TenureAndPeriodsTests: XCTestCase {
+    // MARK: - Tenure, pure
+
+    typealias Item = SubscriptionTenure.ChainItem
+    static let dayMs: Int64 = 86_400_000
+
+    static func ms(_ iso: String) -> Int64 { Receipt.ms(iso) }
+
+    /// `count` consecutive monthly periods from `start` (YYYY-MM-DD, 12:00 UTC), each expiring
+    /// when the next one is bought: calendar months, as the App Store renews them.
+    static func monthly(from start: String, count: Int) -> [Item] {
+        let d = Day(iso: start)!.civil
+        return (0..<count).map { i in
+            func at(_ k: Int) -> Int64 {
+                let m = d.month - 1 + k
+                return Day(year: d.year + m / 12, month: m % 12 + 1, day: d.day).epochMilliseconds + 12 * 3_600_000
+            }
+            return Item(purchaseMs: at(i), expiresMs: at(i + 1))
+        }
+    }
+
+    /// A monthly subscription renewed 13 times (14 purchases): the paid days before each.
+    func testPaidDaysOfAMonthlySubscriptionRenewed13Times() {
+        let chain = Self.monthly(from: "2025-01-15", count: 14)
+        let paid = chain.map { SubscriptionTenure.paidDays(before: $0.purchaseMs, chain: chain, graceDays: 60) }
+        // Jan 31, Feb 28 (2025), Mar 31, Apr 30, May 31, Jun 30, Jul 31, Aug 31, Sep 30, Oct 31, Nov 30, Dec 31, Jan 31.
+        XCTAssertEqual(paid, [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334, 365, 396])
+    }
+
+    /// Lapses, refunds and free trials: chain in, paid days before the last purchase out.
+    func testLapsesRefundsAndTrialsTable() {
+        let year = Self.monthly(from: "2025-01-15", count: 12)      // 365 paid days, last expiry 2026-01-15 12:00
+        let yearEndMs = year.last!.expiresMs!
+        func renewal(afterGapDays gap: Int64, extraMs: Int64 = 0) -> Item {
+            let p = yearEndMs + gap * Self.dayMs + extraMs
+            return Item(purchaseMs: p, expiresMs: p + 30 * Self.dayMs)
+        }
+        func refunded(_ chain: [Item], _ index: Int, atMs: Int64? = nil) -> [Item] {
+            var c = chain
+            c[index].fullyRefundedMs = atMs ?? c[index].purchaseMs + 2 * Self.dayMs
+            return c
+        }
+        struct Row { var name: String; var chain: [Item]; var this: Item; var want: Int }
+        let rows: [Row] = [
+            Row(name: "no gap", chain: year, this: renewal(afterGapDays: 0), want: 365),
+            Row(name: "lapse of 59 days keeps the count", chain: year, this: renewal(afterGapDays: 59), want: 365),
+            Row(name: "lapse of exactly 60 days (the grace) keeps the count", chain: year, this: renewal(afterGapDays: 60), want: 365),
+            Row(name: "60 days and 23 hours is 60 whole days", chain: year, this: renewal(afterGapDays: 60, extraMs: 23 * 3_600_000), want: 365),
+            Row(name: "lapse of 61 days restarts the count", chain: year, this: renewal(afterGapDays: 61), want: 0),
+            Row(name: "a lapse of 61 days earlier restarts, later periods count",
+                chain: year + [renewal(afterGapDays: 61)], this: renewal(afterGapDays: 61 + 30), want: 30),
+            Row(name: "a lapse of 59 days earlier does not restart",
+                chain: year + [renewal(afterGapDays: 59)], this: renewal(afterGapDays: 59 + 30), want: 395),
+            Row(name: "a fully refunded month does not count (Feb 2025, 28 days)",
+                chain: refunded(year, 1), this: renewal(afterGapDays: 0), want: 365 - 28),
+            Row(name: "a refund dated after this purchase did not exist yet",
+                chain: refunded(year, 1, atMs: yearEndMs + Self.dayMs), this: renewal(afterGapDays: 0), want: 365),
+            Row(name: "free trial first: not paid, and no lapse",
+                chain: [Item(purchaseMs: year[0].purchaseMs - 7 * Self.dayMs, expiresMs: year[0].purchaseMs, freeTrial: true)] + year,
+                this: renewal(afterGapDays: 0), want: 365),
+            Row(name: "a free trial bridges what would be a lapse",
+                chain: year + [Item(purchaseMs: yearEndMs + 50 * Self.dayMs, expiresMs: yearEndMs + 80 * Self.dayMs, freeTrial: true)],
+                this: renewal(afterGapDays: 80 + 50), want: 365),
+            Row(name: "no expiry contributes nothing",
+                chain: [Item(purchaseMs: year[0].purchaseMs, expiresMs: nil)], this: renewal(afterGapDays: 0), want: 0),
+            Row(name: "later purchases do not count", chain: year + [renewal(afterGapDays: 0)], this: year[6], want: 181),
+        ]
+        for r in rows {
+            XCTAssertEqual(SubscriptionTenure.paidDays(before: r.this.purchaseMs, chain: r.chain + [r.this], graceDays: 60), r.want, r.name)
+        }
+    }
+
+    /// "Fully refunded" from a stored transaction: a cancellation with no percentage or 100000,
+    /// not reversed; trials and zero-price offers are not paid.
+    func testChainItemFromTransaction() {
+        func t(cancel: Int64? = 5, pct: Int64? = nil, trial: Bool = false, price: Int64? = nil) -> TransactionObservation {
+            TransactionObservation(transactionId: "x", originalTransactionId: "o", productId: "vip.monthly", purchaseMs: 1,
+                                   expiresMs: 2, cancellationMs: cancel, revocationPercentage: pct, book: .production,
+                                   priceMilliunits: price, isFreeTrial: trial)
+        }
+        XCTAssertEqual(Item(t(), refundReversed: false).fullyRefundedMs, 5)
+        XCTAssertEqual(Item(t(pct: 100_000), refundReversed: false).fullyRefundedMs, 5)
+        XCTAssertNil(Item(t(pct: 50_000), refundReversed: false).fullyRefundedMs)
+        XCTAssertNil(Item(t(), refundReversed: true).fullyRefundedMs)
+        XCTAssertNil(Item(t(cancel: nil), refundReversed: false).fullyRefundedMs)
+        XCTAssertTrue(Item(t(trial: true), refundReversed: false).freeTrial)
+        XCTAssertTrue(Item(t(price: 0), refundReversed: false).freeTrial)
+        XCTAssertFalse(Item(t(price: 9990), refundReversed: false).freeTrial)
+    }
+
+    // MARK: - Commission by tenure and small business, pure
+
+    static func subscriptionRules() -> Rules {
+        Rules(storefronts: [StorefrontRule(storefront: "USA", currency: "USD", taxRate: ExactDecimal("0")!, taxIncluded: false,
+                                           effectiveFrom: Day(iso: "2020-01-01")!)],
+              prices: [PriceRule(productId: "vip.monthly", storefront: "USA", price: ExactDecimal("9.99")!, effectiveFrom: Day(iso: "2020-01-01")!),
+                       PriceRule(productId: "coins.100", storefront: "USA", price: ExactDecimal("0.99")!, effectiveFrom: Day(iso: "2020-01-01")!)],
+              products: [ProductRule(productId: "vip.monthly", type: .autoRenewable, units: 0),
+                         ProductRule(productId: "coins.100", type: .consumable, units: 100)])
+    }
+
+    func sub(_ at: Int64, product: String = "vip.monthly") -> TransactionObservation {
+        TransactionObservation(transactionId: "s\(at)", originalTransactionId: "s", productId: product, purchaseMs: at,
+                               book: .production, storefront: "USA")
+    }
+
+    /// 9.99 USD: 30% is round(299.7) = 300, 15% is round(149.85) = 150.
+    func testMonthlySubscriptionGets30PercentUntil365PaidDaysThen15() {
+        var config = WorkspaceConfig()
+        config.smallBusiness = []
+        let poster = Poster(config: config, rules: Self.subscriptionRules())
+        let chain = Self.monthly(from: "2025-01-15", count: 14)
+        var commissions: [Int64] = []
+        for item in chain {
+            let days = SubscriptionTenure.paidDays(before: item.purchaseMs, chain: chain, graceDays: config.subscriptionGraceDays)
+            guard case .post(let e) = poster.sale(of: sub(item.purchaseMs), subscriptionPaidDays: days) else { return XCTFail() }
+            commissions.append(e.figures.commissionMinor)
+            XCTAssertTrue(e.rules.commissionReason.contains("\(days) paid days"), e.rules.commissionReason)
+        }
+        XCTAssertEqual(commissions, Array(repeating: 300, count: 12) + [150, 150])
+    }
+
+    /// Small-business range 2026-01-01..2026-06-30 and the tenure rule together.
+    func testSmallBusinessRangeAndTenureTogether() {
+        var config = WorkspaceConfig()
+        config.smallBusiness = [.init(from: Day(iso: "2026-01-01")!, to: Day(iso: "2026-06-30")!)]
+        let poster = Poster(config: config, rules: Self.subscriptionRules())
+        struct Row { var at: String; var product = "vip.monthly"; var paidDays: Int; var rate: String; var reason: String }
+        let rows: [Row] = [
+            Row(at: "2025-12-31T23:59:59Z", paidDays: 364, rate: "0.30", reason: "standard: subscription has 364 paid days"),
+            Row(at: "2025-12-31T23:59:59Z", paidDays: 365, rate: "0.15", reason: "reduced: subscription has 365 paid days"),
+            Row(at: "2026-01-01T00:00:00Z", paidDays: 0, rate: "0.15", reason: "reduced: small business program"),
+            Row(at: "2026-03-01T00:00:00Z", paidDays: 400, rate: "0.15", reason: "reduced: subscription has 400 paid days"),
+            Row(at: "2026-06-30T23:59:59Z", paidDays: 10, rate: "0.15", reason: "reduced: small business program"),
+            Row(at: "2026-07-01T00:00:00Z", paidDays: 10, rate: "0.30", reason: "standard: subscription has 10 paid days"),
+            Row(at: "2026-07-01T00:00:00Z", paidDays: 365, rate: "0.15", reason: "reduced: subscription has 365 paid days"),
+            // Tenure is for auto-renewables only.
+            Row(at: "2026-07-01T00:00:00Z", product: "coins.100", paidDays: 999, rate: "0.30", reason: "standard"),
+            Row(at: "2026-02-01T00:00:00Z", product: "coins.100", paidDays: 999, rate: "0.15", reason: "reduced: small business program"),
+        ]
+        for r in rows {
+            guard case .post(let e) = poster.sale(of: sub(Self.ms(r.at), product: r.product), subscriptionPaidDays: r.paidDays) else {
+                XCTFail(r.at); continue
+            }
+            XCTAssertEqual(e.rules.commissionRate, r.rate, "\(r.at) \(r.product) \(r.paidDays)")
+            XCTAssertTrue(e.rules.commissionReason.hasPrefix(r.reason), "\(r.at): \(e.rules.commissionReason)")
+        }
+    }
+
+    // MARK: - Late entries, pure
+
+    /// Entry date in, closed-through month in: posting date and late mark out.
+    func testPostingDatesAroundClosedMonths() {
+        struct Row { var closed: String?; var day: String; var posted: String; var late: Bool }
+        let rows: [Row] = [
+            Row(closed: nil, day: "2026-09-25", posted: "2026-09-25", late: false),
+            Row(closed: "2026-09", day: "2026-09-25", posted: "2026-10-01", late: true),
+            Row(closed: "2026-09", day: "2026-09-30", posted: "2026-10-01", late: true),
+            Row(closed: "2026-09", day: "2026-10-01", posted: "2026-10-01", late: false),
+            Row(closed: "2026-10", day: "2026-09-25", posted: "2026-11-01", late: true),
+            Row(closed: "2026-10", day: "2026-10-20", posted: "2026-11-01", late: true),
+            Row(closed: "2026-10", day: "2026-11-03", posted: "2026-11-03", late: false),
+            Row(closed: "2026-12", day: "2026-12-31", posted: "2027-01-01", late: true),
+        ]
+        var config = WorkspaceConfig()
+        let poster0 = Poster(config: config, rules: Self.subscriptionRules())
+        guard case .post(let sale) = poster0.sale(of: sub(Self.ms("2026-09-10T10:00:00Z"), product: "coins.100")) else { return XCTFail() }
+        for r in rows {
+            config.closedThrough = r.closed.flatMap { Month(iso: $0) }
+            let poster = Poster(config: config, rules: Self.subscriptionRules())
+            let day = Day(iso: r.day)!
+            let refund = poster.refund(of: sale, on: day, percentage: nil)
+            let reversal = poster.reversal(of: refund, on: day)
+            for e in [refund, reversal] {
+                XCTAssertEqual(e.date.description, r.posted, "\(r)")
+                XCTAssertEqual(e.originalDate, day, "\(r)")
+                XCTAssertEqual(e.late, r.late, "\(r)")
+            }
+        }
+    }
+
+    // MARK: - End to end
+
+    var ws: TestWorkspace!
+    override func setUpWithError() throws { ws = try TestWorkspace() }
+    override func tearDown() { ws.remove() }
+
+    func ledger() throws -> Ledger { try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path) }
+    func rows(_ sql: String) throws -> [[String]] { try ledger().read { try $0.rawRows(sql) } }
+    func septemberBalance() throws -> [TrialBalanceRow] {
+        try ledger().read { try $0.trialBalance(book: .production, through: Day(iso: "2026-09-30")!) }
+    }
+    func close(_ month: String, asOf: String, by user: String = "alice") throws -> ClosedPeriods.CloseResult {
+        try ClosedPeriods.close(month: Month(iso: month)!, workspace: ws.workspace, asOf: Day(iso: asOf)!,
+                                closedBy: user, closedAt: "\(asOf)T09:00:00Z")
+    }
+
+    /// Legacy receipts of a monthly subscription renewed 13 times: one run posts 12 months at 30%
+    /// and two at 15%; a fully refunded month delays the drop by its length.
+    func testNightlyRunAppliesTenureFromTheStoredChain() throws {
+        func chain(_ original: String, refundIndex: Int? = nil) -> [String] {
+            Self.monthly(from: "2025-09-15", count: 14).enumerated().map { i, it in
+                func iso(_ ms: Int64) -> String {
+                    let d = Day(epochMilliseconds: ms)
+                    return "\(d)T12:00:00Z"
+                }
+                return Receipt.item("\(original)-\(i)", product: "vip.monthly", purchased: iso(it.purchaseMs),
+                                    cancelled: i == refundIndex ? iso(it.purchaseMs + 3 * Self.dayMs) : nil,
+                                    original: original, expires: iso(it.expiresMs!))
+            }
+        }
+        try ws.write("inbox/receipts/subs.json", "[" + [
+            Receipt.response(chain("A")),
+            Receipt.response(chain("B", refundIndex: 5)),      // 2026-02-15..2026-03-15: 28 days refunded
+        ].joined(separator: ",") + "]")
+        try ws.run("2026-11-20")
+        let sales = try rows("SELECT transaction_id, commission_minor FROM entry WHERE kind = 'sale' ORDER BY transaction_id")
+        let commission = Dictionary(uniqueKeysWithValues: sales.map { ($0[0], Int64($0[1])!) })
+        // A: 2025-09-15 .. 2026-09-15 is 365 days, so A-12 (2026-09-15) and A-13 have the reduced rate.
+        XCTAssertEqual((0..<14).map { commission["A-\($0)"] }, Array(repeating: 300, count: 12) + [150, 150])
+        // B: its refunded month (28 days) does not count: 337 days before B-12, 395 - 28 = 367 before B-13.
+        XCTAssertEqual((0..<14).map { commission["B-\($0)"] }, Array(repeating: 300, count: 13) + [150])
+        let reason = try rows("SELECT rules_json FROM entry WHERE transaction_id = 'B-12' AND kind = 'sale'")[0][0]
+        XCTAssertTrue(reason.contains("337 paid days"), reason)
+    }
+
+    /// Must-show 2: a refund of a September sale arriving in November, with the books closed
+    /// through October, posts on November 1st marked late; September's balances do not move.
+    func testLateRefundPostsInTheFirstOpenMonthAndLeavesSeptemberUnchanged() throws {
+        let sale1001 = Receipt.item("1001", purchased: "2026-09-10T10:00:00Z")
+        let sale1002 = Receipt.item("1002", purchased: "2026-09-12T10:00:00Z")
+        try ws.write("inbox/receipts/2026-09.jsonl", Receipt.response([sale1001, sale1002]) + "\n")
+        try ws.run("2026-09-30")
+        let septemberBefore = try septemberBalance()
+        XCTAssertFalse(septemberBefore.isEmpty)
+
+        _ = try close("2026-09", asOf: "2026-10-02")
+        try ws.write("inbox/receipts/2026-10.jsonl", Receipt.response([Receipt.item("1003", purchased: "2026-10-05T10:00:00Z")]) + "\n")
+        try ws.run("2026-10-31")
+        let octoberBefore = try ledger().read { try $0.trialBalance(book: .production, through: Day(iso: "2026-10-31")!) }
+        _ = try close("2026-10", asOf: "2026-11-01")
+
+        // November: the refunds arrive. 1001 was refunded in October, 1002 already in September.
+        try ws.write("inbox/receipts/2026-11.jsonl", Receipt.response([
+            Receipt.item("1001", purchased: "2026-09-10T10:00:00Z", cancelled: "2026-10-20T08:00:00Z"),
+            Receipt.item("1002", purchased: "2026-09-12T10:00:00Z", cancelled: "2026-09-28T08:00:00Z"),
+        ]) + "\n")
+        let r = try ws.run("2026-11-05")
+        XCTAssertEqual(r.counts.entriesPosted, 2)
+        XCTAssertEqual(try rows("SELECT transaction_id, kind, date, original_date, late FROM entry WHERE kind = 'refund' ORDER BY transaction_id"),
+                       [["1001", "refund", "2026-11-01", "2026-10-20", "1"], ["1002", "refund", "2026-11-01", "2026-09-28", "1"]])
+        XCTAssertEqual(try septemberBalance(), septemberBefore, "September's balances are unchanged to the cent")
+        XCTAssertEqual(try ledger().read { try $0.trialBalance(book: .production, through: Day(iso: "2026-10-31")!) }, octoberBefore)
+        let refunds = try ledger().read { try $0.trialBalance(book: .production) }.first { $0.account == LedgerAccount.refunds }
+        XCTAssertEqual(refunds?.balanceMinor, 99 + 99)
+
+        // The workbook shows the late entries as such: posted date, original date, "late".
+        let sheets = try XLSXReader.sheets(r.workbooks[0])
+        let journal = try XCTUnwrap(sheets["Journal"])
+        let header = try XCTUnwrap(journal.firstIndex { $0.contains("Original date") })
+        let cols = journal[header]
+        let (date, original, late, kind, tx) = (cols.firstIndex(of: "Date")!, cols.firstIndex(of: "Original date")!,
+                                                cols.firstIndex(of: "Late")!, cols.firstIndex(of: "Kind")!, cols.firstIndex(of: "Transaction")!)
+        func serial(_ iso: String) -> String { String(Day(iso: iso)!.daysSinceEpoch + 25_569) }
+        let refundRows = journal[(header + 1)...].filter { $0.count > kind && $0[kind] == "refund" }
+        XCTAssertEqual(refundRows.count, 6)
+        for row in refundRows {
+            XCTAssertEqual(row[late], "late")
+            XCTAssertEqual(row[date], serial("2026-11-01"))
+            XCTAssertEqual(row[original], serial(row[tx] == "1001" ? "2026-10-20" : "2026-09-28"))
+        }
+        let saleRows = journal[(header + 1)...].filter { $0.count > kind && $0[kind] == "sale" }
+        XCTAssertTrue(saleRows.allSatisfy { $0.count <= late || $0[late] == "" })
+        let info = try XCTUnwrap(sheets["Run Info"])
+        XCTAssertTrue(info.contains { $0.count >= 2 && $0[0] == "Closed through" && $0[1] == "2026-10" }, "\(info.prefix(12))")
+        XCTAssertTrue(info.contains { $0.count >= 2 && $0[1].hasPrefix("alice on 2026-11-01") })
+    }
+
+    /// `[periods] closed_through` in the config: recorded in the ledger by the run, late entries
+    /// moved; an earlier month later is refused (no silent reopening) and nothing is written.
+    func testConfigClosedThroughIsRecordedAndNeverReopened() throws {
+        try ws.write("iapledger.toml", TestWorkspace.defaultConfig + "\n[periods]\nclosed_through = \"2026-09\"\n")
+        try ws.write("inbox/receipts/a.json", Receipt.response([Receipt.item("2001", purchased: "2026-09-20T10:00:00Z"),
+                                                                 Receipt.item("2002", purchased: "2026-10-03T10:00:00Z")]))
+        try ws.run("2026-10-10")
+        XCTAssertEqual(try rows("SELECT transaction_id, date, original_date, late FROM entry ORDER BY transaction_id"),
+                       [["2001", "2026-10-01", "2026-09-20", "1"], ["2002", "2026-10-03", "2026-10-03", "0"]])
+        XCTAssertEqual(try rows("SELECT month, source FROM period_close"), [["2026-09", "config"]])
+
+        // Reopening by editing the config is refused, before anything is written.
+        let runsBefore = try rows("SELECT count(*) FROM run")
+        try ws.write("iapledger.toml", TestWorkspace.defaultConfig + "\n[periods]\nclosed_through = \"2026-08\"\n")
+        XCTAssertThrowsError(try ws.run("2026-10-11")) { error in
+            XCTAssertTrue("\(error)".contains("closed_through = \"2026-08\" is earlier than 2026-09"), "\(error)")
+        }
+        XCTAssertEqual(try rows("SELECT count(*) FROM run"), runsBefore)
+
+        // Removing the setting does not reopen either: the ledger's close stands.
+        try ws.write("iapledger.toml", TestWorkspace.defaultConfig)
+        try ws.write("inbox/receipts/b.json", Receipt.response([Receipt.item("2003", purchased: "2026-09-29T10:00:00Z")]))
+        try ws.run("2026-10-12")
+        XCTAssertEqual(try rows("SELECT date, late FROM entry WHERE transaction_id = '2003'"), [["2026-10-01", "1"]])
+
+        // The same month again in the config changes nothing; a later one is recorded.
+        try ws.write("iapledger.toml", TestWorkspace.defaultConfig + "\n[periods]\nclosed_through = \"2026-10\"\n")
+        try ws.run("2026-11-02")
+        XCTAssertEqual(try rows("SELECT month, source FROM period_close ORDER BY month"), [["2026-09", "config"], ["2026-10", "config"]])
+    }
+
+    /// `iapledger close`: who and when recorded; a month already closed or not yet ended refused.
+    func testCloseCommandRecordsAndRefuses() throws {
+        XCTAssertThrowsError(try close("2026-10", asOf: "2026-10-31")) { XCTAssertTrue("\($0)".contains("has not ended yet"), "\($0)") }
+        let first = try close("2026-10", asOf: "2026-11-01", by: "alice")
+        XCTAssertNil(first.previous)
+        XCTAssertTrue(first.description.contains("Closed 2026-10"))
+        XCTAssertTrue(first.description.contains("now post on 2026-11-01"))
+        XCTAssertThrowsError(try close("2026-10", asOf: "2026-12-01")) { XCTAssertTrue("\($0)".contains("already closed"), "\($0)") }
+        XCTAssertThrowsError(try close("2026-09", asOf: "2026-12-01")) { XCTAssertTrue("\($0)".contains("already closed"), "\($0)") }
+        let second = try close("2026-11", asOf: "2026-12-01", by: "bob")
+        XCTAssertEqual(second.previous?.month.description, "2026-10")
+        XCTAssertEqual(try rows("SELECT month, closed_at, closed_by, source FROM period_close ORDER BY month"),
+                       [["2026-10", "2026-11-01T09:00:00Z", "alice", "close command"],
+                        ["2026-11", "2026-12-01T09:00:00Z", "bob", "close command"]])
+
+        // A config naming an earlier month is now behind the ledger: the close warns, the run refuses.
+        try ws.write("iapledger.toml", TestWorkspace.defaultConfig + "\n[periods]\nclosed_through = \"2026-09\"\n")
+        XCTAssertTrue(try close("2026-12", asOf: "2027-01-02").configWarning?.contains("runs refuse") == true)
+        XCTAssertThrowsError(try ws.run("2027-01-03"))
+        XCTAssertThrowsError(try close("2026-08", asOf: "2027-01-02"))
+
+        XCTAssertEqual(ClosedPeriods.currentUser(environment: ["USER": "carol", "LOGNAME": "x"]), "carol")
+        XCTAssertEqual(ClosedPeriods.currentUser(environment: ["USER": "", "LOGNAME": "dave"]), "dave")
+        XCTAssertEqual(ClosedPeriods.currentUser(environment: [:]), "unknown")
+    }
+
+    /// Must-show 3: the store itself refuses any write into a closed month, whoever writes.
+    func testStoreRefusesWritesIntoAClosedMonth() throws {
+        try ws.write("inbox/receipts/a.json", Receipt.response([Receipt.item("3001", purchased: "2026-09-10T10:00:00Z")]))
+        try ws.run("2026-09-30")
+        _ = try close("2026-09", asOf: "2026-10-01")
+        let ledger = try ledger()
+        let septemberBefore = try septemberBalance()
+
+        // Through the store's API, bypassing the Poster: an entry dated in September.
+        XCTAssertThrowsError(try ledger.write { w in
+            var e = try XCTUnwrap(try w.entry(book: .production, transactionId: "3001", kind: .sale))
+            e.transactionId = "direct-1"
+            try w.insertEntry(e, runId: 1)
+        }) { XCTAssertTrue("\($0)".contains("closed period"), "\($0)") }
+
+        // Plain SQL through GRDB: the triggers refuse it too.
+        func insert(_ date: String, _ original: String) -> String {
+            """
+            INSERT INTO entry (run_id, book, transaction_id, kind, date, original_date, late, product_id, storefront, currency,
+                reporting_currency, gross_minor, tax_minor, net_minor, commission_minor, proceeds_minor, net_reporting_minor,
+                commission_reporting_minor, proceeds_reporting_minor, refund_percentage, rules_json, hash)
+            VALUES (1, 'production', 'direct-2', 'sale', '\(date)', '\(original)', 0, 'coins.100', 'USA', 'USD', 'USD',
+                    100, 0, 100, 30, 70, 100, 30, 70, NULL, '{}', '\(String(repeating: "ab", count: 32))')
+            """
+        }
+        for date in ["2026-09-30", "2026-01-01", "2025-12-31"] {
+            XCTAssertThrowsError(try ledger.queue.write { db in
+                try db.execute(sql: insert(date, date))
+            }, date) { XCTAssertTrue("\($0)".contains("closed period"), "\($0)") }
+        }
+        XCTAssertThrowsError(try ledger.queue.write { db in
+            try db.execute(sql: "INSERT INTO posting (entry_id, account_id, currency, amount_minor, reporting_amount_minor) VALUES (1, 1, 'USD', 5, 5)")
+        }) { XCTAssertTrue("\($0)".contains("closed period"), "\($0)") }
+        for sql in ["DELETE FROM period_close", "UPDATE period_close SET month = '2026-08'",
+                    "INSERT INTO period_close (month, closed_at, closed_by, source) VALUES ('2026-08', 'now', 'mallory', 'close command')"] {
+            XCTAssertThrowsError(try ledger.queue.write { db in try db.execute(sql: sql) }, sql)
+        }
+        // An entry marked late must have been moved forward, and one moved forward must be late.
+        XCTAssertThrowsError(try ledger.queue.write { db in
+            try db.execute(sql: insert("2026-10-02", "2026-10-01"))
+        }) { XCTAssertTrue("\($0)".contains("late"), "\($0)") }
+
+        // The first open month is writable (checked inside a transaction that is rolled back).
+        try ledger.queue.inDatabase { db in
+            try db.inTransaction {
+                try db.execute(sql: insert("2026-10-01", "2026-10-01"))
+                return .rollback
+            }
+        }
+        XCTAssertEqual(try septemberBalance(), septemberBefore)
+        XCTAssertEqual(try rows("SELECT count(*) FROM entry"), [["1"]])
+    }
+}
