@@ -30,12 +30,7 @@ public struct Audit {
     public init(workspace: Workspace) { self.workspace = workspace }
 
     public func run() throws -> Report {
-        let config = try workspace.loadConfig()
-        let url = workspace.ledgerURL(config)
-        guard FileManager.default.fileExists(atPath: url.path) else {
-            throw StoreError(message: "\(url.path): no ledger yet; run `iapledger run` first")
-        }
-        let ledger = try Ledger(path: url.path, readOnly: true)
+        let (config, ledger) = try workspace.openExistingLedger()
         let receiptVerifier = ReceiptVerifier(bundleIds: config.bundleIds)
         let signedVerifier = try NightlyRun.signedDataVerifier(config: config, workspace: workspace)
         var report = Report()

@@ -1,6 +1,7 @@
 import Foundation
 import LedgerCore
 import LedgerRead
+import LedgerStore
 import LedgerTemplates
 
 /// The folder that holds one app's books:
@@ -25,6 +26,17 @@ public struct Workspace {
 
     public func ledgerURL(_ config: WorkspaceConfig) -> URL {
         config.databasePath.hasPrefix("/") ? URL(fileURLWithPath: config.databasePath) : root.appendingPathComponent(config.databasePath)
+    }
+
+    /// The config and the ledger opened read-only, for commands that only look (balance,
+    /// exceptions, trace); an error naming the path when no run has created the ledger yet.
+    public func openExistingLedger() throws -> (WorkspaceConfig, Ledger) {
+        let config = try loadConfig()
+        let url = ledgerURL(config)
+        guard FileManager.default.fileExists(atPath: url.path) else {
+            throw StoreError(message: "\(url.path): no ledger yet; run `iapledger run` first")
+        }
+        return (config, try Ledger(path: url.path, readOnly: true))
     }
 
     public func reportDirectory(asOf: Day) -> URL { reportsURL.appendingPathComponent(asOf.description) }

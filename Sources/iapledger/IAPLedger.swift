@@ -106,13 +106,7 @@ struct Balance: ParsableCommand {
 
     func run() throws {
         try runReporting {
-            let workspace = Workspace(ws.url)
-            let config = try workspace.loadConfig()
-            let ledgerURL = workspace.ledgerURL(config)
-            guard FileManager.default.fileExists(atPath: ledgerURL.path) else {
-                throw StoreError(message: "\(ledgerURL.path): no ledger yet; run `iapledger run` first")
-            }
-            let ledger = try Ledger(path: ledgerURL.path, readOnly: true)
+            let (config, ledger) = try Workspace(ws.url).openExistingLedger()
             let rows = try ledger.read { try $0.trialBalance(book: book == .all ? nil : Book(rawValue: book.rawValue)) }
             print(BalanceOutput.render(rows, format: format.rawValue, reportingCurrency: config.reportingCurrency), terminator: "")
         }
@@ -174,16 +168,10 @@ struct Exceptions: ParsableCommand {
 
     func run() throws {
         try runReporting {
-            let workspace = Workspace(ws.url)
-            let config = try workspace.loadConfig()
-            let ledgerURL = workspace.ledgerURL(config)
-            guard FileManager.default.fileExists(atPath: ledgerURL.path) else {
-                throw StoreError(message: "\(ledgerURL.path): no ledger yet; run `iapledger run` first")
-            }
+            let (_, ledger) = try Workspace(ws.url).openExistingLedger()
             if let c = category, !ExceptionsOutput.categories.contains(c) {
                 throw ValidationError("unknown category \(c); one of \(ExceptionsOutput.categories.joined(separator: ", "))")
             }
-            let ledger = try Ledger(path: ledgerURL.path, readOnly: true)
             let (rows, asOf) = try ledger.read { r in
                 (try r.exceptions(status: status.rawValue, category: category), try r.lastAsOf())
             }
@@ -205,13 +193,7 @@ struct Trace: ParsableCommand {
 
     func run() throws {
         try runReporting {
-            let workspace = Workspace(ws.url)
-            let config = try workspace.loadConfig()
-            let ledgerURL = workspace.ledgerURL(config)
-            guard FileManager.default.fileExists(atPath: ledgerURL.path) else {
-                throw StoreError(message: "\(ledgerURL.path): no ledger yet; run `iapledger run` first")
-            }
-            let ledger = try Ledger(path: ledgerURL.path, readOnly: true)
+            let (_, ledger) = try Workspace(ws.url).openExistingLedger()
             let found: String? = try ledger.read { r in
                 let asOf = try r.lastAsOf()
                 if let t = try r.traceTransaction(id, asOf: asOf) {
