@@ -2,10 +2,11 @@ import Foundation
 
 /// An exclusive lock on the workspace for the length of a run, so two runs never interleave.
 /// Held with `flock`, which the kernel releases if the process dies.
-final class RunLock {
+public final class RunLock {
     private let fd: Int32
+    private var released = false
 
-    init(url: URL) throws {
+    public init(url: URL) throws {
         fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
             throw RunLockError(message: "\(url.path): cannot create the run lock: \(String(cString: strerror(errno)))")
@@ -16,7 +17,10 @@ final class RunLock {
         }
     }
 
-    func release() {
+    /// Releases the lock (once; later calls do nothing).
+    public func release() {
+        guard !released else { return }
+        released = true
         flock(fd, LOCK_UN)
         close(fd)
     }
