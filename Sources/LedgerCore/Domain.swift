@@ -142,12 +142,15 @@ public struct SaleFigures: Sendable, Equatable, Codable {
     public var commissionMinor: Int64
     public var proceedsMinor: Int64
     public var reportingCurrency: String
+    /// Gross in the reporting currency, `round(G * r * k)`; tax in it is gross minus net.
+    public var grossReportingMinor: Int64
     public var netReportingMinor: Int64
     public var commissionReportingMinor: Int64
     public var proceedsReportingMinor: Int64
     public init(currency: String, grossMinor: Int64, taxMinor: Int64, netMinor: Int64, commissionMinor: Int64,
-                proceedsMinor: Int64, reportingCurrency: String, netReportingMinor: Int64,
+                proceedsMinor: Int64, reportingCurrency: String, grossReportingMinor: Int64, netReportingMinor: Int64,
                 commissionReportingMinor: Int64, proceedsReportingMinor: Int64) {
+        self.grossReportingMinor = grossReportingMinor
         self.currency = currency
         self.grossMinor = grossMinor
         self.taxMinor = taxMinor

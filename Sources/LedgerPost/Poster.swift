@@ -142,11 +142,12 @@ public struct Poster {
             ? roundHalfEven(Int128(grossMinor) * taxRate.denominator, taxRate.denominator + Int128(taxRate.mantissa))
             : grossMinor
         let commissionMinor = roundHalfEven(Int128(netMinor) * Int128(rate.mantissa), rate.denominator)
+        let grossR = toReporting(grossMinor, fx: fx, exponent: exponent, reportingExponent: reportingExponent)
         let netR = toReporting(netMinor, fx: fx, exponent: exponent, reportingExponent: reportingExponent)
         let commissionR = toReporting(commissionMinor, fx: fx, exponent: exponent, reportingExponent: reportingExponent)
         return SaleFigures(currency: currency, grossMinor: grossMinor, taxMinor: grossMinor - netMinor, netMinor: netMinor,
                            commissionMinor: commissionMinor, proceedsMinor: netMinor - commissionMinor,
-                           reportingCurrency: reportingCurrency, netReportingMinor: netR,
+                           reportingCurrency: reportingCurrency, grossReportingMinor: grossR, netReportingMinor: netR,
                            commissionReportingMinor: commissionR, proceedsReportingMinor: netR - commissionR)
     }
 
@@ -176,7 +177,8 @@ public struct Poster {
         let nr = part(s.netReportingMinor), cr = part(s.commissionReportingMinor)
         let figures = SaleFigures(currency: s.currency, grossMinor: part(s.grossMinor), taxMinor: part(s.grossMinor) - n,
                                   netMinor: n, commissionMinor: c, proceedsMinor: n - c,
-                                  reportingCurrency: s.reportingCurrency, netReportingMinor: nr,
+                                  reportingCurrency: s.reportingCurrency, grossReportingMinor: part(s.grossReportingMinor),
+                                  netReportingMinor: nr,
                                   commissionReportingMinor: cr, proceedsReportingMinor: nr - cr)
         let (date, late) = postingDate(for: day)
         let postings = [

@@ -13,7 +13,7 @@ public enum EntryHash {
         let f = e.figures
         var s = "entry \(entryId)|\(e.book.rawValue)|\(e.transactionId)|\(e.kind.rawValue)|\(e.date)|\(e.originalDate)|\(e.late ? 1 : 0)|"
         s += "\(e.productId)|\(e.storefront)|\(f.currency)|\(f.reportingCurrency)|\(f.grossMinor)|\(f.taxMinor)|\(f.netMinor)|"
-        s += "\(f.commissionMinor)|\(f.proceedsMinor)|\(f.netReportingMinor)|\(f.commissionReportingMinor)|\(f.proceedsReportingMinor)|"
+        s += "\(f.commissionMinor)|\(f.proceedsMinor)|\(f.grossReportingMinor)|\(f.netReportingMinor)|\(f.commissionReportingMinor)|\(f.proceedsReportingMinor)|"
         s += "\(e.refundPercentage.map(String.init) ?? "-")|\(rulesJSON)\n"
         for p in e.postings {
             s += "posting \(p.account)|\(p.currency)|\(p.amountMinor)|\(p.reportingAmountMinor)\n"

@@ -111,7 +111,7 @@ public class LedgerReader {
         let figures = SaleFigures(currency: r["currency"], grossMinor: r["gross_minor"], taxMinor: r["tax_minor"],
                                   netMinor: r["net_minor"], commissionMinor: r["commission_minor"],
                                   proceedsMinor: r["proceeds_minor"], reportingCurrency: r["reporting_currency"],
-                                  netReportingMinor: r["net_reporting_minor"],
+                                  grossReportingMinor: r["gross_reporting_minor"], netReportingMinor: r["net_reporting_minor"],
                                   commissionReportingMinor: r["commission_reporting_minor"],
                                   proceedsReportingMinor: r["proceeds_reporting_minor"])
         return EntryDraft(book: Book(rawValue: r["book"])!, transactionId: r["transaction_id"],
@@ -292,14 +292,14 @@ public final class LedgerWriter: LedgerReader {
         let hash = EntryHash.hash(previous: try currentChainHead(), entryId: entryId, entry: e, rulesJSON: rulesJSON)
         let stmt = try db.cachedStatement(sql: """
             INSERT INTO entry (id, run_id, book, transaction_id, kind, date, original_date, late, product_id, storefront, currency,
-                reporting_currency, gross_minor, tax_minor, net_minor, commission_minor, proceeds_minor, net_reporting_minor,
-                commission_reporting_minor, proceeds_reporting_minor, refund_percentage, rules_json, hash)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                reporting_currency, gross_minor, tax_minor, net_minor, commission_minor, proceeds_minor, gross_reporting_minor,
+                net_reporting_minor, commission_reporting_minor, proceeds_reporting_minor, refund_percentage, rules_json, hash)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
         try stmt.execute(arguments: [entryId, runId, e.book.rawValue, e.transactionId, e.kind.rawValue, e.date.description,
                                      e.originalDate.description, e.late ? 1 : 0, e.productId, e.storefront, f.currency,
                                      f.reportingCurrency, f.grossMinor, f.taxMinor, f.netMinor, f.commissionMinor,
-                                     f.proceedsMinor, f.netReportingMinor, f.commissionReportingMinor,
+                                     f.proceedsMinor, f.grossReportingMinor, f.netReportingMinor, f.commissionReportingMinor,
                                      f.proceedsReportingMinor, e.refundPercentage, rulesJSON, hash])
         chainHead = hash
         let pstmt = try db.cachedStatement(sql: """

@@ -123,6 +123,7 @@ enum Schema {
                 net_minor INTEGER NOT NULL,
                 commission_minor INTEGER NOT NULL,
                 proceeds_minor INTEGER NOT NULL,
+                gross_reporting_minor INTEGER NOT NULL,
                 net_reporting_minor INTEGER NOT NULL,
                 commission_reporting_minor INTEGER NOT NULL,
                 proceeds_reporting_minor INTEGER NOT NULL,

@@ -106,6 +106,18 @@ final class PostingScenarioTests: XCTestCase {
         }
     }
 
+    /// Gross in the reporting currency, for the tax and gross columns of the reports:
+    /// EUR 109 x 1.10 = 119.9 -> 120; JPY 160 x 0.6712 = 107.392 -> 107; KWD 600 x 0.32541 = 195.246 -> 195.
+    func testGrossInReportingCurrency() {
+        let poster = Poster(config: Self.config(), rules: Self.rules())
+        for (storefront, quantity, want) in [("DEU", Int64(1), Int64(120)), ("JPN", 1, 107), ("KWT", 2, 195), ("USA", 1, 99)] {
+            guard case .post(let e) = poster.sale(of: tx(storefront: storefront, quantity: quantity, at: "2026-10-05T12:00:00Z")) else {
+                XCTFail(storefront); continue
+            }
+            XCTAssertEqual(e.figures.grossReportingMinor, want, storefront)
+        }
+    }
+
     func testReportingRoundingHalfToEven() {
         XCTAssertEqual(Poster.toReporting(10, fx: ExactDecimal("1.05")!, exponent: 2, reportingExponent: 2), 10) // 10.5 -> 10
         XCTAssertEqual(Poster.toReporting(30, fx: ExactDecimal("1.05")!, exponent: 2, reportingExponent: 2), 32) // 31.5 -> 32

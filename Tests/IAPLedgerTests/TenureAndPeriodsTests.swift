@@ -360,10 +360,10 @@ final class TenureAndPeriodsTests: XCTestCase {
         func insert(_ date: String, _ original: String) -> String {
             """
             INSERT INTO entry (run_id, book, transaction_id, kind, date, original_date, late, product_id, storefront, currency,
-                reporting_currency, gross_minor, tax_minor, net_minor, commission_minor, proceeds_minor, net_reporting_minor,
-                commission_reporting_minor, proceeds_reporting_minor, refund_percentage, rules_json, hash)
+                reporting_currency, gross_minor, tax_minor, net_minor, commission_minor, proceeds_minor, gross_reporting_minor,
+                net_reporting_minor, commission_reporting_minor, proceeds_reporting_minor, refund_percentage, rules_json, hash)
             VALUES (1, 'production', 'direct-2', 'sale', '\(date)', '\(original)', 0, 'coins.100', 'USA', 'USD', 'USD',
-                    100, 0, 100, 30, 70, 100, 30, 70, NULL, '{}', '\(String(repeating: "ab", count: 32))')
+                    100, 0, 100, 30, 70, 100, 100, 30, 70, NULL, '{}', '\(String(repeating: "ab", count: 32))')
             """
         }
         for date in ["2026-09-30", "2026-01-01", "2025-12-31"] {
