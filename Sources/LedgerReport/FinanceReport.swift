@@ -28,8 +28,27 @@ public struct FinanceReport {
             title: book == .production ? "iapledger finance report \(asOf)" : "iapledger sandbox book \(asOf)",
             subject: "In-app purchase ledger, \(book.rawValue) book, as of \(asOf)",
             company: "", created: asOf,
-            sheets: [try trialBalanceSheet(), try journalSheet(), try runInfoSheet()]
+            sheets: [try summarySheet(), try trialBalanceSheet(), try journalSheet(), try revenueByRegionSheet(),
+                     try revenueByProductSheet(), try refundsSheet()] + (book == .sandbox ? [try creditedInProductionSheet()] : [])
+                + [try runInfoSheet()]
         )
+    }
+
+    /// Sandbox purchases that the backend credited as production (SANDBOX_CREDITED_IN_PRODUCTION).
+    public func creditedInProductionSheet() throws -> SheetModel {
+        let rows = try reader.exceptions(status: "all", category: "SANDBOX_CREDITED_IN_PRODUCTION").map { e -> SheetRow in
+            let amount: Cell = e.grossMinor.map { .money(minor: $0, decimals: decimals(e.currency ?? reportingCurrency)) } ?? .empty
+            return SheetRow([.text(e.transactionId), .text(e.orderId ?? ""), .text(e.accountId ?? ""), .text(e.productId ?? ""), amount,
+                             .text(e.currency ?? ""), .date(e.firstSeen), .text(e.isOpen ? "open" : "resolved \(e.resolvedOn!)"), .text(e.detail)])
+        }
+        return SheetModel(
+            name: "Credited in Production", title: "Sandbox purchases credited in production",
+            subtitle: ["Test purchases (sandbox: test top-ups, App Review, TestFlight) that the backend credited to production accounts: real credits for purchases nobody paid for."],
+            tables: [TableBlock(columns: [
+                Column("Transaction", width: 19), Column("Order", width: 16), Column("Account", width: 16), Column("Product", width: 30),
+                Column("Amount", width: 11, kind: .money), Column("Currency", width: 9), Column("First seen", width: 12, kind: .date),
+                Column("Status", width: 22), Column("Detail", width: 80),
+            ], rows: rows)])
     }
 
     /// Trial balance rows as of the report date (entries posted on or before it).

@@ -70,17 +70,40 @@ public struct TableBlock {
     }
 }
 
+/// A native Excel chart over one table of the same sheet: categories from one column,
+/// one series per value column, over the table's body rows (totals excluded).
+public struct ChartSpec: Equatable {
+    public enum Kind: Equatable { case column, bar, line }
+    public var title: String
+    public var kind: Kind
+    public var table: Int
+    public var categoryColumn: Int
+    public var valueColumns: [Int]
+    public var yAxisTitle: String
+    public init(title: String, kind: Kind, table: Int, categoryColumn: Int, valueColumns: [Int], yAxisTitle: String) {
+        self.title = title
+        self.kind = kind
+        self.table = table
+        self.categoryColumn = categoryColumn
+        self.valueColumns = valueColumns
+        self.yAxisTitle = yAxisTitle
+    }
+}
+
 /// One worksheet: a title block, then tables. The first table's header is frozen and filtered.
 public struct SheetModel {
     public var name: String
     public var title: String
     public var subtitle: [String]
     public var tables: [TableBlock]
-    public init(name: String, title: String, subtitle: [String] = [], tables: [TableBlock]) {
+    /// Charts, placed to the right of the first table, one under the other.
+    public var charts: [ChartSpec]
+    public init(name: String, title: String, subtitle: [String] = [], tables: [TableBlock], charts: [ChartSpec] = []) {
         self.name = name
         self.title = title
         self.subtitle = subtitle
         self.tables = tables
+        self.charts = charts
     }
 }
 

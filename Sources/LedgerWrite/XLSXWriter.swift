@@ -50,7 +50,7 @@ public enum XLSXWriter {
             guard let ws = workbook_add_worksheet(wb, sheet.name) else {
                 throw WriteError(message: "\(path): cannot add sheet \(sheet.name)")
             }
-            try writeSheet(sheet, ws, f, path)
+            try writeSheet(sheet, ws, wb, f, path)
         }
         closed = true
         try check(workbook_close(wb), "closing", path)
@@ -107,7 +107,8 @@ public enum XLSXWriter {
         }
     }
 
-    static func writeSheet(_ sheet: SheetModel, _ ws: UnsafeMutablePointer<lxw_worksheet>, _ f: Formats, _ path: String) throws {
+    static func writeSheet(_ sheet: SheetModel, _ ws: UnsafeMutablePointer<lxw_worksheet>, _ wb: UnsafeMutablePointer<lxw_workbook>,
+                           _ f: Formats, _ path: String) throws {
         // Column widths: the widest column spec of any table at that position.
         var widths: [Int] = []
         for t in sheet.tables {
@@ -131,6 +132,8 @@ public enum XLSXWriter {
             row += 1
         }
         row += 1
+        var bodies: [(first: UInt32, last: UInt32)] = []   // body rows of each table (0-based)
+        var totalsSeen: [Bool] = []
         for (ti, table) in sheet.tables.enumerated() {
             if ti > 0 { row += 1 }
             if let heading = table.heading {
@@ -138,6 +141,8 @@ public enum XLSXWriter {
                 row += 1
             }
             let headerRow = row
+            // Two lines high, so wrapped column titles stay readable.
+            worksheet_set_row(ws, row, 30, nil)
             for (i, c) in table.columns.enumerated() {
                 let right = c.kind == .money || c.kind == .integer
                 worksheet_write_string(ws, row, lxw_col_t(i), c.title, right ? f.headerRight : f.header)
@@ -149,7 +154,10 @@ public enum XLSXWriter {
                 worksheet_repeat_rows(ws, headerRow, headerRow)
             }
             var lastRow = row
+            let firstBody = row
+            var lastBody: UInt32? = nil
             try table.rows { r in
+                if r.style == .body { lastBody = row }
                 guard row < 1_048_576 else {
                     throw WriteError(message: "\(path): sheet \(sheet.name) would pass Excel's 1,048,576 rows")
                 }
@@ -177,6 +185,33 @@ public enum XLSXWriter {
             if ti == 0 && !table.columns.isEmpty {
                 worksheet_autofilter(ws, headerRow, 0, max(lastRow, headerRow), lxw_col_t(table.columns.count - 1))
             }
+            bodies.append((firstBody, lastBody ?? firstBody))
+            totalsSeen.append(lastBody != nil)
+        }
+        // Charts to the right of the first table, one under the other.
+        let anchorColumn = lxw_col_t((sheet.tables.first?.columns.count ?? 0) + 1)
+        for (ci, c) in sheet.charts.enumerated() where c.table < bodies.count && totalsSeen[c.table] {
+            let type: UInt8
+            switch c.kind {
+            case .column: type = UInt8(LXW_CHART_COLUMN.rawValue)
+            case .bar: type = UInt8(LXW_CHART_BAR.rawValue)
+            case .line: type = UInt8(LXW_CHART_LINE.rawValue)
+            }
+            guard let chart = workbook_add_chart(wb, type) else { continue }
+            let (first, last) = bodies[c.table]
+            for v in c.valueColumns {
+                let series = chart_add_series(chart, nil, nil)
+                chart_series_set_categories(series, sheet.name, first, lxw_col_t(c.categoryColumn), last, lxw_col_t(c.categoryColumn))
+                chart_series_set_values(series, sheet.name, first, lxw_col_t(v), last, lxw_col_t(v))
+                chart_series_set_name_range(series, sheet.name, bodies[c.table].first - 1, lxw_col_t(v))
+            }
+            chart_title_set_name(chart, c.title)
+            chart_axis_set_name(c.kind == .bar ? chart.pointee.x_axis : chart.pointee.y_axis, c.yAxisTitle)
+            chart_legend_set_position(chart, UInt8(LXW_CHART_LEGEND_BOTTOM.rawValue))
+            var options = lxw_chart_options()
+            options.x_scale = 1.3
+            options.y_scale = 1.2
+            worksheet_insert_chart_opt(ws, bodies[0].first - 1 + UInt32(ci * 20), anchorColumn, chart, &options)
         }
     }
 

@@ -188,7 +188,7 @@ final class NightlyRunTests: XCTestCase {
         XCTAssertEqual(r.counts.entriesPosted, 5)
         try assertTrialBalanceSumsToZero()
         let sheets = try XLSXReader.sheets(r.workbooks[0])
-        XCTAssertEqual(Set(sheets.keys), ["Trial Balance", "Journal", "Run Info"])
+        XCTAssertEqual(Set(sheets.keys), ["Summary", "Trial Balance", "Journal", "Revenue by Region", "Revenue by Product", "Refunds", "Run Info"])
         let tb = sheets["Trial Balance"]!
         XCTAssertEqual(tb[3], ["Book", "Account", "Currency", "Debit", "Credit", "Balance", "Balance (reporting)"])
         let ledgerRows = try balance(.production)

@@ -1,0 +1,163 @@
+import LedgerCore
+import LedgerStore
+
+/// The finance sheets built from entry sums: Summary (by month, with charts), Revenue by
+/// Region, Revenue by Product, and Refunds. Every figure is a sum of stored entries, so the
+/// sheets tie out to the Journal and the Trial Balance.
+extension FinanceReport {
+    /// Reporting-currency sums of one group: sales, and refunds net of reversals.
+    struct Sums {
+        var units: Int64 = 0
+        var sales: Int64 = 0
+        var gross: Int64 = 0, tax: Int64 = 0, net: Int64 = 0, commission: Int64 = 0, proceeds: Int64 = 0
+        var refunds: Int64 = 0, refundProceeds: Int64 = 0, refundCount: Int64 = 0
+        // Transaction-currency figures (meaningful within one currency only).
+        var grossTx: Int64 = 0, taxTx: Int64 = 0, netTx: Int64 = 0, commissionTx: Int64 = 0, proceedsTx: Int64 = 0, refundsTx: Int64 = 0
+
+        mutating func add(_ r: ActivityRow) {
+            switch r.kind {
+            case .sale:
+                units += r.units; sales += r.entries
+                gross += r.grossReportingMinor; tax += r.grossReportingMinor - r.netReportingMinor; net += r.netReportingMinor
+                commission += r.commissionReportingMinor; proceeds += r.proceedsReportingMinor
+                grossTx += r.grossMinor; taxTx += r.taxMinor; netTx += r.netMinor; commissionTx += r.commissionMinor; proceedsTx += r.proceedsMinor
+            case .refund:
+                refunds += r.netReportingMinor; refundProceeds += r.proceedsReportingMinor; refundCount += r.entries; refundsTx += r.netMinor
+            case .refundReversal:
+                refunds -= r.netReportingMinor; refundProceeds -= r.proceedsReportingMinor; refundCount -= r.entries; refundsTx -= r.netMinor
+            }
+        }
+        /// Net revenue after refunds: what the revenue accounts hold.
+        var netAfterRefunds: Int64 { net - refunds }
+        var proceedsAfterRefunds: Int64 { proceeds - refundProceeds }
+    }
+
+    func activity() throws -> [ActivityRow] { try reader.activity(book: book, through: asOf) }
+
+    public func summarySheet() throws -> SheetModel {
+        let rows = try activity()
+        var byMonth: [Month: Sums] = [:], byStorefront: [String: Sums] = [:], total = Sums()
+        for r in rows { byMonth[r.month, default: Sums()].add(r); byStorefront[r.storefront, default: Sums()].add(r); total.add(r) }
+        func money(_ v: Int64) -> Cell { .money(minor: v, decimals: reportingDecimals) }
+        func line(_ label: Cell, _ s: Sums, style: RowStyle = .body) -> SheetRow {
+            SheetRow([label, .integer(s.units), money(s.gross), money(s.tax), money(s.net), money(s.commission), money(s.proceeds),
+                      money(s.refunds), money(s.netAfterRefunds), money(s.proceedsAfterRefunds)], style: style)
+        }
+        var monthRows = byMonth.keys.sorted().map { line(.text($0.description), byMonth[$0]!) }
+        monthRows.append(line(.text("Total"), total, style: .total))
+        var regionRows = byStorefront.keys.sorted { (byStorefront[$0]!.proceedsAfterRefunds, $1) > (byStorefront[$1]!.proceedsAfterRefunds, $0) }.map {
+            SheetRow([.text($0), .integer(byStorefront[$0]!.units), money(byStorefront[$0]!.netAfterRefunds), money(byStorefront[$0]!.proceedsAfterRefunds)])
+        }
+        regionRows.append(SheetRow([.text("Total"), .integer(total.units), money(total.netAfterRefunds), money(total.proceedsAfterRefunds)], style: .total))
+        let r = reportingCurrency
+        return SheetModel(
+            name: "Summary", title: book == .production ? "Summary: in-app purchase revenue" : "Summary: sandbox book (test purchases, not revenue)",
+            subtitle: ["All figures in \(r), at each purchase month's rate, for entries posted on or before \(asOf). Gross is what customers paid; tax is kept by the store; net is revenue; proceeds are what the store pays out after commission.",
+                       "Refunds are the net revenue refunded (reversed refunds deducted); net after refunds is what the revenue accounts hold."],
+            tables: [
+                TableBlock(columns: [
+                    Column("Month", width: 10), Column("Units", width: 9, kind: .integer), Column("Gross (\(r))", width: 14, kind: .money),
+                    Column("Tax (\(r))", width: 13, kind: .money), Column("Net sales (\(r))", width: 15, kind: .money),
+                    Column("Commission (\(r))", width: 16, kind: .money), Column("Proceeds (\(r))", width: 15, kind: .money),
+                    Column("Refunds (\(r))", width: 14, kind: .money), Column("Net after refunds (\(r))", width: 20, kind: .money),
+                    Column("Proceeds after refunds (\(r))", width: 22, kind: .money),
+                ], rows: monthRows),
+                TableBlock(heading: "Proceeds by region (storefront)", columns: [
+                    Column("Storefront", width: 10), Column("Units", width: 9, kind: .integer),
+                    Column("Net after refunds (\(r))", width: 14, kind: .money), Column("Proceeds after refunds (\(r))", width: 13, kind: .money),
+                ], rows: regionRows),
+            ],
+            charts: [
+                ChartSpec(title: "Net sales and refunds by month (\(r))", kind: .column, table: 0, categoryColumn: 0, valueColumns: [4, 7], yAxisTitle: r),
+                ChartSpec(title: "Proceeds after refunds by region (\(r))", kind: .bar, table: 1, categoryColumn: 0, valueColumns: [3], yAxisTitle: r),
+            ])
+    }
+
+    public func revenueByRegionSheet() throws -> SheetModel {
+        var groups: [String: (storefront: String, month: Month, currency: String, sums: Sums)] = [:]
+        var total = Sums()
+        for r in try activity() {
+            let key = "\(r.storefront)|\(r.month)|\(r.currency)"
+            groups[key, default: (r.storefront, r.month, r.currency, Sums())].sums.add(r)
+            total.add(r)
+        }
+        func money(_ v: Int64, _ d: Int) -> Cell { .money(minor: v, decimals: d) }
+        var rows = groups.values.sorted { ($0.storefront, $0.month, $0.currency) < ($1.storefront, $1.month, $1.currency) }.map { g -> SheetRow in
+            let d = decimals(g.currency), s = g.sums, rd = reportingDecimals
+            return SheetRow([.text(g.storefront), .text(g.month.description), .text(g.currency), .integer(s.units),
+                             money(s.grossTx, d), money(s.taxTx, d), money(s.netTx, d), money(s.commissionTx, d), money(s.proceedsTx, d),
+                             money(s.refundsTx, d),
+                             money(s.gross, rd), money(s.tax, rd), money(s.net, rd), money(s.commission, rd), money(s.proceeds, rd),
+                             money(s.refunds, rd)])
+        }
+        let rd = reportingDecimals
+        rows.append(SheetRow([.text("Total"), .empty, .text(reportingCurrency), .integer(total.units), .empty, .empty, .empty, .empty, .empty, .empty,
+                              money(total.gross, rd), money(total.tax, rd), money(total.net, rd), money(total.commission, rd),
+                              money(total.proceeds, rd), money(total.refunds, rd)], style: .total))
+        let r = reportingCurrency
+        return SheetModel(
+            name: "Revenue by Region", title: "Revenue by region (storefront) and month",
+            subtitle: ["Sales posted on or before \(asOf), in the transaction currency and in \(r). Refunds are net revenue refunded, reversals deducted. The total is in \(r) only (currencies do not add up)."],
+            tables: [TableBlock(columns: [
+                Column("Storefront", width: 10), Column("Month", width: 9), Column("Currency", width: 9), Column("Units", width: 8, kind: .integer),
+                Column("Gross", width: 13, kind: .money), Column("Tax", width: 12, kind: .money), Column("Net", width: 13, kind: .money),
+                Column("Commission", width: 12, kind: .money), Column("Proceeds", width: 13, kind: .money), Column("Refunds", width: 12, kind: .money),
+                Column("Gross (\(r))", width: 13, kind: .money), Column("Tax (\(r))", width: 12, kind: .money), Column("Net (\(r))", width: 13, kind: .money),
+                Column("Commission (\(r))", width: 15, kind: .money), Column("Proceeds (\(r))", width: 14, kind: .money),
+                Column("Refunds (\(r))", width: 13, kind: .money),
+            ], rows: rows)])
+    }
+
+    public func revenueByProductSheet() throws -> SheetModel {
+        var groups: [String: Sums] = [:]
+        var total = Sums()
+        for r in try activity() { groups[r.productId, default: Sums()].add(r); total.add(r) }
+        func money(_ v: Int64) -> Cell { .money(minor: v, decimals: reportingDecimals) }
+        func line(_ label: String, _ s: Sums, style: RowStyle = .body) -> SheetRow {
+            SheetRow([.text(label), .integer(s.sales), .integer(s.units), money(s.gross), money(s.tax), money(s.net), money(s.commission),
+                      money(s.proceeds), .integer(s.refundCount), money(s.refunds), money(s.netAfterRefunds)], style: style)
+        }
+        var rows = groups.keys.sorted().map { line($0, groups[$0]!) }
+        rows.append(line("Total", total, style: .total))
+        let r = reportingCurrency
+        return SheetModel(
+            name: "Revenue by Product", title: "Revenue by product",
+            subtitle: ["Sales and refunds posted on or before \(asOf), in \(r) at each purchase month's rate."],
+            tables: [TableBlock(columns: [
+                Column("Product", width: 34), Column("Sales", width: 8, kind: .integer), Column("Units", width: 8, kind: .integer),
+                Column("Gross (\(r))", width: 13, kind: .money), Column("Tax (\(r))", width: 12, kind: .money),
+                Column("Net sales (\(r))", width: 14, kind: .money), Column("Commission (\(r))", width: 15, kind: .money),
+                Column("Proceeds (\(r))", width: 14, kind: .money), Column("Refunds", width: 9, kind: .integer),
+                Column("Refunds (\(r))", width: 13, kind: .money), Column("Net after refunds (\(r))", width: 20, kind: .money),
+            ], rows: rows)])
+    }
+
+    public func refundsSheet() throws -> SheetModel {
+        let list = try reader.refundEntries(book: book, through: asOf)
+        var total: Int64 = 0
+        var rows = list.map { e -> SheetRow in
+            let sign: Int64 = e.kind == "refund" ? 1 : -1
+            total += sign * e.netReportingMinor
+            let d = decimals(e.currency)
+            return SheetRow([.integer(e.entryId), .date(e.date), .date(e.originalDate), .text(e.late ? "late" : ""),
+                             .text(e.kind == "refund" ? "refund" : "refund reversed"), .text(e.transactionId), .text(e.productId),
+                             .text(e.storefront), .text(e.currency),
+                             e.refundPercentage.map { .money(minor: $0, decimals: 3) } ?? .empty,
+                             .money(minor: sign * e.netMinor, decimals: d), .money(minor: sign * e.commissionMinor, decimals: d),
+                             .money(minor: sign * e.proceedsMinor, decimals: d),
+                             .money(minor: sign * e.netReportingMinor, decimals: reportingDecimals)])
+        }
+        rows.append(SheetRow([.text("Total"), .empty, .empty, .text("\(list.filter(\.late).count) late"), .empty, .empty, .empty, .empty,
+                              .empty, .empty, .empty, .empty, .empty, .money(minor: total, decimals: reportingDecimals)], style: .total))
+        return SheetModel(
+            name: "Refunds", title: "Refunds and reversed refunds",
+            subtitle: ["Each refund entry posted on or before \(asOf): revenue refunded, commission returned by the store, proceeds clawed back. A reversal (REFUND_REVERSED) shows negative. 'late' marks an entry posted in the first open month because its own month was closed; its original date is kept."],
+            tables: [TableBlock(columns: [
+                Column("Entry", width: 8, kind: .integer), Column("Posted", width: 11, kind: .date), Column("Original date", width: 13, kind: .date),
+                Column("Late", width: 6), Column("Kind", width: 15), Column("Transaction", width: 19), Column("Product", width: 30),
+                Column("Storefront", width: 10), Column("Currency", width: 9), Column("Refunded %", width: 11, kind: .money),
+                Column("Net", width: 12, kind: .money), Column("Commission", width: 12, kind: .money), Column("Proceeds", width: 12, kind: .money),
+                Column("Net (\(reportingCurrency))", width: 13, kind: .money),
+            ], rows: rows)])
+    }
+}
