@@ -26,6 +26,8 @@ let package = Package(
             pkgConfig: "xlsxwriter",
             providers: [.apt(["libxlsxwriter-dev"])]
         ),
+        // zlib from Debian's zlib1g-dev, for the gzip journal export.
+        .systemLibrary(name: "CGzip", providers: [.apt(["zlib1g-dev"])]),
         // Money, exact decimals, currencies, days, and the domain types every stage shares.
         .target(name: "LedgerCore", dependencies: [
             .product(name: "Crypto", package: "swift-crypto"),
@@ -53,7 +55,7 @@ let package = Package(
         // Report: plain-data report models (trial balance, journal, run info).
         .target(name: "LedgerReport", dependencies: ["LedgerCore", "LedgerStore", "LedgerReconcile"]),
         // Write: the only target that talks to libxlsxwriter.
-        .target(name: "LedgerWrite", dependencies: ["LedgerCore", "LedgerReport", "CXlsxWriter"]),
+        .target(name: "LedgerWrite", dependencies: ["LedgerCore", "LedgerReport", "CXlsxWriter", "CGzip"]),
         // Demo: a seeded generator of realistic workspaces.
         .target(name: "LedgerDemo", dependencies: ["LedgerCore"]),
         // Templates: the example workspace (config, rules) and report layouts, kept in the

@@ -10,6 +10,10 @@ public struct FinanceReport {
     public let reportingCurrency: String
     public let toolVersion: String
     public let runId: Int64?
+    /// The Journal sheet lists every posting up to this many rows (`journal_row_cap`).
+    public var journalRowCap: Int = 250_000
+    /// The full journal written beside the workbook when the period passes the cap.
+    public var journalExport: JournalExport?
 
     public init(reader: LedgerReader, book: Book, asOf: Day, reportingCurrency: String, toolVersion: String, runId: Int64?) {
         self.reader = reader
@@ -93,27 +97,43 @@ public struct FinanceReport {
             ], rows: out)])
     }
 
-    public func journalSheet() throws -> SheetModel {
-        let count = try reader.journalCount(book: book, through: asOf)
+    /// Postings the Journal covers (entries of the book posted on or before the as-of date).
+    public func journalCount() throws -> Int { try reader.journalCount(book: book, through: asOf) }
+
+    /// Whether the journal passes the row cap and goes to a gzip CSV beside the workbook.
+    public func journalOverCap() throws -> Bool { try journalCount() > journalRowCap }
+
+    /// The journal as a streamed table: one row per posting.
+    public func journalTable() throws -> TableBlock {
         let reader = self.reader, book = self.book, asOf = self.asOf, rd = reportingDecimals
-        return SheetModel(
-            name: "Journal", title: "Journal: \(book.rawValue) book",
-            subtitle: ["Every posting on or before \(asOf), one row each. Amounts in the transaction currency and in \(reportingCurrency) at the purchase month's rate."],
-            tables: [TableBlock(columns: [
-                Column("Entry", width: 9, kind: .integer), Column("Date", width: 12, kind: .date),
-                Column("Original date", width: 13, kind: .date), Column("Late", width: 6),
-                Column("Kind", width: 16), Column("Transaction", width: 20), Column("Product", width: 32),
-                Column("Storefront", width: 11), Column("Account", width: 30), Column("Currency", width: 10),
-                Column("Amount", width: 14, kind: .money), Column("Amount (reporting)", width: 18, kind: .money),
-            ], rowCount: count) { emit in
-                try reader.journal(book: book, through: asOf) { j in
-                    let d = Currency.exponent(j.currency) ?? 2
-                    try emit(SheetRow([.integer(j.entryId), .date(j.date), .date(j.originalDate), .text(j.late ? "late" : ""),
-                                       .text(j.kind), .text(j.transactionId), .text(j.productId), .text(j.storefront),
-                                       .text(j.account), .text(j.currency), .money(minor: j.amountMinor, decimals: d),
-                                       .money(minor: j.reportingAmountMinor, decimals: rd)]))
-                }
-            }])
+        return TableBlock(columns: [
+            Column("Entry", width: 9, kind: .integer), Column("Date", width: 12, kind: .date),
+            Column("Original date", width: 13, kind: .date), Column("Late", width: 6),
+            Column("Kind", width: 16), Column("Transaction", width: 20), Column("Product", width: 32),
+            Column("Storefront", width: 11), Column("Account", width: 30), Column("Currency", width: 10),
+            Column("Amount", width: 14, kind: .money), Column("Amount (reporting)", width: 18, kind: .money),
+        ], rowCount: try journalCount()) { emit in
+            try reader.journal(book: book, through: asOf) { j in
+                let d = Currency.exponent(j.currency) ?? 2
+                try emit(SheetRow([.integer(j.entryId), .date(j.date), .date(j.originalDate), .text(j.late ? "late" : ""),
+                                   .text(j.kind), .text(j.transactionId), .text(j.productId), .text(j.storefront),
+                                   .text(j.account), .text(j.currency), .money(minor: j.amountMinor, decimals: d),
+                                   .money(minor: j.reportingAmountMinor, decimals: rd)]))
+            }
+        }
+    }
+
+    public func journalSheet() throws -> SheetModel {
+        let table = try journalTable()
+        var subtitle = ["Every posting on or before \(asOf), one row each. Amounts in the transaction currency and in \(reportingCurrency) at the purchase month's rate."]
+        if table.rowCount > journalRowCap {
+            let where_ = journalExport.map { "\($0.fileName) beside this workbook (\($0.rows) rows, SHA-256 \($0.sha256))" } ?? "a CSV export beside this workbook"
+            subtitle = ["This period has \(table.rowCount) postings, more than the Journal sheet's cap of \(journalRowCap) (journal_row_cap in iapledger.toml).",
+                        "The full journal is in \(where_). Every other sheet is complete."]
+            return SheetModel(name: "Journal", title: "Journal: \(book.rawValue) book", subtitle: subtitle,
+                              tables: [TableBlock(columns: table.columns, rows: [])])
+        }
+        return SheetModel(name: "Journal", title: "Journal: \(book.rawValue) book", subtitle: subtitle, tables: [table])
     }
 
     public func runInfoSheet() throws -> SheetModel {
@@ -153,6 +173,13 @@ public struct FinanceReport {
             SheetRow([.text("Records pending (ledger)"), .integer(Int64(totals.recordsPending))]),
             SheetRow([.text("Records rejected (ledger)"), .integer(Int64(totals.recordsRejected))]),
         ]
+        if let x = journalExport {
+            info += [
+                SheetRow([.text("Full journal (over the sheet's cap)"), .text(x.fileName)]),
+                SheetRow([.text("  rows"), .integer(Int64(x.rows))]),
+                SheetRow([.text("  SHA-256"), .text(x.sha256)]),
+            ]
+        }
         let files = (summary?.files ?? []).map {
             SheetRow([.text($0.path), .text($0.kind), .text($0.sha256), .integer($0.sizeBytes),
                       .integer(Int64($0.records)), .integer(Int64($0.newRecords))])
@@ -185,5 +212,17 @@ public struct FinanceReport {
                     Column("First seen", width: 12, kind: .date), Column("Age (days)", width: 11, kind: .integer),
                 ], rows: findings),
             ])
+    }
+}
+
+/// The full journal written as gzip CSV beside a workbook when it passes the row cap.
+public struct JournalExport: Equatable {
+    public var fileName: String
+    public var rows: Int
+    public var sha256: String
+    public init(fileName: String, rows: Int, sha256: String) {
+        self.fileName = fileName
+        self.rows = rows
+        self.sha256 = sha256
     }
 }

@@ -15,11 +15,19 @@ struct ReportSet {
     func writeAll() throws -> [URL] {
         let dir = workspace.reportDirectory(asOf: asOf)
         var written: [URL] = []
+        var exports: [URL] = []
         for (book, name) in [(Book.production, "finance"), (Book.sandbox, "sandbox")] {
             let url = dir.appendingPathComponent("\(name)-\(asOf).xlsx")
             try ledger.read { reader in
-                let report = FinanceReport(reader: reader, book: book, asOf: asOf, reportingCurrency: config.reportingCurrency,
+                var report = FinanceReport(reader: reader, book: book, asOf: asOf, reportingCurrency: config.reportingCurrency,
                                            toolVersion: NightlyRun.toolVersion, runId: runId)
+                report.journalRowCap = config.journalRowCap
+                if try report.journalOverCap() {
+                    let name = (book == .production ? "journal-" : "sandbox-journal-") + "\(asOf).csv.gz"
+                    let csv = try GzipCSVWriter.write(try report.journalTable(), to: dir.appendingPathComponent(name))
+                    report.journalExport = JournalExport(fileName: name, rows: csv.rows, sha256: csv.sha256)
+                    exports.append(csv.url)
+                }
                 try XLSXWriter.write(try report.workbook(), to: url)
             }
             written.append(url)
@@ -30,6 +38,6 @@ struct ReportSet {
             try XLSXWriter.write(try report.workbook(), to: url)
         }
         written.append(url)
-        return written
+        return written + exports
     }
 }

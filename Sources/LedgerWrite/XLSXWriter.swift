@@ -12,13 +12,14 @@ public struct WriteError: Error, CustomStringConvertible {
 /// (rows stream to disk in order). The file is written beside its final name and renamed
 /// into place, so a half-written workbook is never visible.
 public enum XLSXWriter {
-    public static func write(_ model: WorkbookModel, to url: URL) throws {
+    /// - Parameter rowsPerSheetMax: Excel's 1,048,576 rows; a smaller number only in tests.
+    public static func write(_ model: WorkbookModel, to url: URL, rowsPerSheetMax: UInt32 = 1_048_576) throws {
         let dir = url.deletingLastPathComponent()
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let temp = dir.appendingPathComponent(".\(url.lastPathComponent).\(getpid()).partial")
         try? FileManager.default.removeItem(at: temp)
         do {
-            try writeFile(model, path: temp.path)
+            try writeFile(model, path: temp.path, rowsPerSheetMax: rowsPerSheetMax)
             if rename(temp.path, url.path) != 0 {
                 throw WriteError(message: "\(url.path): cannot move the finished workbook into place: \(String(cString: strerror(errno)))")
             }
@@ -34,7 +35,7 @@ public enum XLSXWriter {
         }
     }
 
-    static func writeFile(_ model: WorkbookModel, path: String) throws {
+    static func writeFile(_ model: WorkbookModel, path: String, rowsPerSheetMax: UInt32) throws {
         var options = lxw_workbook_options(constant_memory: 1, tmpdir: nil, use_zip64: 1)
         guard let wb = workbook_new_opt(path, &options) else {
             throw WriteError(message: "\(path): cannot create workbook (is the folder writable?)")
@@ -50,7 +51,7 @@ public enum XLSXWriter {
             guard let ws = workbook_add_worksheet(wb, sheet.name) else {
                 throw WriteError(message: "\(path): cannot add sheet \(sheet.name)")
             }
-            try writeSheet(sheet, ws, wb, f, path)
+            try writeSheet(sheet, ws, wb, f, path, lastRow: rowsPerSheetMax - 1)
         }
         closed = true
         try check(workbook_close(wb), "closing", path)
@@ -107,8 +108,8 @@ public enum XLSXWriter {
         }
     }
 
-    static func writeSheet(_ sheet: SheetModel, _ ws: UnsafeMutablePointer<lxw_worksheet>, _ wb: UnsafeMutablePointer<lxw_workbook>,
-                           _ f: Formats, _ path: String) throws {
+    /// Column widths and print setup of a sheet.
+    static func setUp(_ ws: UnsafeMutablePointer<lxw_worksheet>, _ sheet: SheetModel) {
         // Column widths: the widest column spec of any table at that position.
         var widths: [Int] = []
         for t in sheet.tables {
@@ -124,6 +125,13 @@ public enum XLSXWriter {
         worksheet_set_paper(ws, 9) // A4
         worksheet_fit_to_pages(ws, 1, 0)
         worksheet_set_footer(ws, "&L&A&R&P / &N")
+    }
+
+    static func writeSheet(_ sheet: SheetModel, _ firstSheet: UnsafeMutablePointer<lxw_worksheet>, _ wb: UnsafeMutablePointer<lxw_workbook>,
+                           _ f: Formats, _ path: String, lastRow maxRow: UInt32) throws {
+        var ws = firstSheet
+        setUp(ws, sheet)
+        var part = 1
         var row: UInt32 = 0
         worksheet_write_string(ws, row, 0, sheet.title, f.title)
         row += 1
@@ -140,7 +148,7 @@ public enum XLSXWriter {
                 worksheet_write_string(ws, row, 0, heading, f.section)
                 row += 1
             }
-            let headerRow = row
+            var headerRow = row
             // Two lines high, so wrapped column titles stay readable.
             worksheet_set_row(ws, row, 30, nil)
             for (i, c) in table.columns.enumerated() {
@@ -157,10 +165,30 @@ public enum XLSXWriter {
             let firstBody = row
             var lastBody: UInt32? = nil
             try table.rows { r in
-                if r.style == .body { lastBody = row }
-                guard row < 1_048_576 else {
-                    throw WriteError(message: "\(path): sheet \(sheet.name) would pass Excel's 1,048,576 rows")
+                if row > maxRow {
+                    // Past Excel's last row: the first table continues on "<name> (2)", "(3)", ...
+                    guard ti == 0 && sheet.tables.count == 1 else {
+                        throw WriteError(message: "\(path): sheet \(sheet.name) would pass the \(maxRow + 1) rows a sheet can hold")
+                    }
+                    worksheet_autofilter(ws, headerRow, 0, lastRow, lxw_col_t(table.columns.count - 1))
+                    part += 1
+                    guard let next = workbook_add_worksheet(wb, "\(sheet.name) (\(part))") else {
+                        throw WriteError(message: "\(path): cannot add sheet \(sheet.name) (\(part))")
+                    }
+                    ws = next
+                    setUp(ws, sheet)
+                    worksheet_write_string(ws, 0, 0, "\(sheet.title) (continued, part \(part))", f.title)
+                    worksheet_set_row(ws, 2, 30, nil)
+                    for (i, c) in table.columns.enumerated() {
+                        let right = c.kind == .money || c.kind == .integer
+                        worksheet_write_string(ws, 2, lxw_col_t(i), c.title, right ? f.headerRight : f.header)
+                    }
+                    worksheet_freeze_panes(ws, 3, 0)
+                    worksheet_repeat_rows(ws, 2, 2)
+                    headerRow = 2
+                    row = 3
                 }
+                if r.style == .body { lastBody = row }
                 let total = r.style == .total
                 for (i, cell) in r.cells.enumerated() {
                     let col = lxw_col_t(i)

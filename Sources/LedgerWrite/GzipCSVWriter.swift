@@ -1,0 +1,60 @@
+import CGzip
+import Foundation
+import LedgerCore
+import LedgerReport
+
+/// Writes a table as gzip-compressed CSV (the full journal of a period too big for Excel),
+/// beside its final name and renamed into place. The gzip header carries no timestamp, so
+/// the same rows give the same bytes.
+public enum GzipCSVWriter {
+    public struct Written: Equatable {
+        public var url: URL
+        public var rows: Int
+        public var sha256: String
+    }
+
+    public static func write(_ table: TableBlock, to url: URL) throws -> Written {
+        let dir = url.deletingLastPathComponent()
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let temp = dir.appendingPathComponent(".\(url.lastPathComponent).\(getpid()).partial")
+        guard let gz = gzopen(temp.path, "wb6") else {
+            throw WriteError(message: "\(temp.path): cannot create the journal export")
+        }
+        var closed = false
+        defer { if !closed { gzclose(gz); try? FileManager.default.removeItem(at: temp) } }
+        var buffer = [UInt8]()
+        buffer.reserveCapacity(1 << 16)
+        func flush() throws {
+            guard !buffer.isEmpty else { return }
+            let n = buffer.withUnsafeBytes { gzwrite(gz, $0.baseAddress, UInt32($0.count)) }
+            guard n == Int32(buffer.count) else { throw WriteError(message: "\(temp.path): cannot write the journal export (disk full?)") }
+            buffer.removeAll(keepingCapacity: true)
+        }
+        func line(_ fields: [String]) throws {
+            buffer.append(contentsOf: fields.map(csvField).joined(separator: ",").utf8)
+            buffer.append(0x0A)
+            if buffer.count > 60_000 { try flush() }
+        }
+        try line(table.columns.map(\.title))
+        var rows = 0
+        try table.rows { r in
+            guard r.style == .body else { return }
+            rows += 1
+            try line(r.cells.map(\.plain))
+        }
+        try flush()
+        closed = true
+        guard gzclose(gz) == Z_OK else { throw WriteError(message: "\(temp.path): cannot finish the journal export") }
+        var sha = StreamingSHA256()
+        sha.update(try Data(contentsOf: temp))
+        guard rename(temp.path, url.path) == 0 else {
+            throw WriteError(message: "\(url.path): cannot move the journal export into place: \(String(cString: strerror(errno)))")
+        }
+        return Written(url: url, rows: rows, sha256: sha.finalizeHex())
+    }
+
+    static func csvField(_ s: String) -> String {
+        s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" })
+            ? "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : s
+    }
+}
