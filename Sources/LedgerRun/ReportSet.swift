@@ -41,3 +41,20 @@ struct ReportSet {
         return written + exports
     }
 }
+
+/// `iapledger report --period YYYY-MM`: writes a month's workbooks again, closed months
+/// included: the books as of the month's last day (or the last night's date, for the month
+/// still running), into `reports/<that date>/`.
+public enum PeriodReport {
+    public static func write(workspace: Workspace, period: Month) throws -> (asOf: Day, files: [URL]) {
+        let (config, ledger) = try workspace.openExistingLedger()
+        let lastNight = try ledger.read { try $0.lastAsOf() }
+        var asOf = period.lastDay
+        if let last = lastNight, last < asOf { asOf = last }
+        guard asOf >= period.firstDay else {
+            throw StoreError(message: "\(period) is after the last night (\(lastNight.map(\.description) ?? "none")): nothing to report yet")
+        }
+        let files = try ReportSet(ledger: ledger, config: config, asOf: asOf, runId: nil, workspace: workspace).writeAll()
+        return (asOf, files)
+    }
+}

@@ -11,7 +11,7 @@ struct IAPLedger: ParsableCommand {
         commandName: "iapledger",
         abstract: "Nightly in-app-purchase books: verified store data in, double-entry ledger and XLSX workbooks out.",
         version: NightlyRun.toolVersion,
-        subcommands: [Init.self, Run.self, Balance.self, Exceptions.self, Trace.self, Verify.self, Close.self, Demo.self]
+        subcommands: [Init.self, Run.self, Balance.self, Exceptions.self, Trace.self, Verify.self, Close.self, Report.self, Demo.self]
     )
 }
 
@@ -229,6 +229,23 @@ struct Verify: ParsableCommand {
             FileHandle.standardError.write(Data("verify: FAILED: \(report.problems.count) problem(s)\(report.firstFailingEntry.map { "; first failing entry #\($0)" } ?? "")\n".utf8))
             for p in report.problems.prefix(50) { FileHandle.standardError.write(Data("  \(p)\n".utf8)) }
             throw ExitCode.failure
+        }
+    }
+}
+
+struct Report: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write a month's workbooks again (closed months included): the books as of the month's last day.")
+
+    @OptionGroup var ws: WorkspaceOption
+    @Option(help: "The month, YYYY-MM.") var period: String
+
+    func run() throws {
+        try runReporting {
+            guard let month = Month(iso: period) else { throw ValidationError("--period must be a month YYYY-MM, got \(period)") }
+            let (asOf, files) = try PeriodReport.write(workspace: Workspace(ws.url), period: month)
+            print("iapledger report \(month): the books as of \(asOf)")
+            for f in files { print("  wrote \(f.path)") }
         }
     }
 }
