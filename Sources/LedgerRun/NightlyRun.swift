@@ -61,6 +61,7 @@ public struct NightlyRun {
         }
 
         var filesRead = 0, filesSkipped = 0
+        var closedThrough: Month? = nil
         let (runId, counts) = try ledger.write { w -> (Int64, LedgerWriter.RunCounts) in
             let runId = try w.beginRun(asOf: asOf, toolVersion: Self.toolVersion, startedAt: Self.timestamp())
             // Closed periods first: a config that would reopen a month stops the run here, and the
@@ -69,6 +70,7 @@ public struct NightlyRun {
             postingConfig.closedThrough = try ClosedPeriods.effective(
                 configMonth: config.closedThrough, configPath: workspace.configURL.path, writer: w,
                 closedAt: Self.timestamp(), closedBy: ClosedPeriods.currentUser())
+            closedThrough = postingConfig.closedThrough
             let poster = Poster(config: postingConfig, rules: rules)
             var counts = LedgerWriter.RunCounts()
             var ingest = Ingest(writer: w, runId: runId, verifier: verifier, counts: counts)
@@ -94,7 +96,13 @@ public struct NightlyRun {
             return (runId, counts)
         }
 
-        let workbooks = try ReportSet(ledger: ledger, config: config, asOf: asOf, runId: runId, workspace: workspace).writeAll()
+        var workbooks = try ReportSet(ledger: ledger, config: config, asOf: asOf, runId: runId, workspace: workspace).writeAll()
+        // The month before, while it is still open, is written again as of its last day: late
+        // data for it changes its books until it is closed.
+        let previous = asOf.month.previous
+        if closedThrough.map({ previous > $0 }) ?? true, try ledger.read({ try $0.hasEntries(through: previous.lastDay) }) {
+            workbooks += try ReportSet(ledger: ledger, config: config, asOf: previous.lastDay, runId: nil, workspace: workspace).writeAll()
+        }
         let totals = try ledger.read { try $0.totals() }
         // What this run read and could not post, as it stands at the end of the run.
         let notPosted = try ledger.read { try $0.recordProblems() }.filter { $0.runId == runId && !$0.resolved }

@@ -73,3 +73,10 @@ extension LedgerReader {
         }
     }
 }
+
+extension LedgerReader {
+    /// Whether any entry is posted on or before `day`.
+    public func hasEntries(through day: Day) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT 1 FROM entry WHERE date <= ? LIMIT 1", arguments: [day.description]) ?? false
+    }
+}

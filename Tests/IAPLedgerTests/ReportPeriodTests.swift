@@ -23,4 +23,16 @@ final class ReportPeriodTests: XCTestCase {
         XCTAssertEqual(try PeriodReport.write(workspace: ws.workspace, period: Month(iso: "2026-10")!).asOf.description, "2026-10-03")
         XCTAssertThrowsError(try PeriodReport.write(workspace: ws.workspace, period: Month(iso: "2026-12")!))
     }
+
+    func testTheNightlyRunAlsoWritesTheOpenMonthBefore() throws {
+        let ws = try TestWorkspace()
+        defer { ws.remove() }
+        try ws.write("inbox/receipts/a.jsonl", Receipt.response([Receipt.item("m1", purchased: "2026-10-30T10:00:00Z")]) + "\n")
+        let open = try ws.run("2026-11-02")
+        XCTAssertTrue(open.workbooks.contains { $0.path.hasSuffix("reports/2026-11-02/finance-2026-11-02.xlsx") })
+        XCTAssertTrue(open.workbooks.contains { $0.path.hasSuffix("reports/2026-10-31/finance-2026-10-31.xlsx") }, "October is open")
+        try ws.write("iapledger.toml", TestWorkspace.defaultConfig + "\n[periods]\nclosed_through = \"2026-10\"\n")
+        let closed = try ws.run("2026-11-03")
+        XCTAssertFalse(closed.workbooks.contains { $0.path.contains("2026-10-31") }, "October is closed: written no more")
+    }
 }
