@@ -67,23 +67,6 @@ extension Ingest {
         }
     }
 
-    /// The transaction id a JWS claims, read WITHOUT verification: only so that a credit for a
-    /// rejected transaction is reported as unverified rather than unknown.
-    static func unverifiedTransactionIds(_ jws: String) -> [String] {
-        func payload(_ compact: String) -> JSONValue? {
-            let parts = compact.split(separator: ".", omittingEmptySubsequences: false)
-            guard parts.count == 3 else { return nil }
-            var b64 = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-            while b64.count % 4 != 0 { b64 += "=" }
-            guard let data = Data(base64Encoded: b64), let text = String(data: data, encoding: .utf8) else { return nil }
-            return try? JSONParser.parse(text)
-        }
-        guard let p = payload(jws) else { return [] }
-        if let id = p["transactionId"]?.scalarText { return [id] }
-        if let inner = p["data"]?["signedTransactionInfo"]?.scalarText, let id = payload(inner)?["transactionId"]?.scalarText { return [id] }
-        return []
-    }
-
     static func verifiedNote(_ what: String, signedMs: Int64?) -> String {
         "\(what): ES256 signature and x5c chain verified to a trusted root, Apple OIDs present, valid at signedDate \(signedMs.map { Day(epochMilliseconds: $0).description } ?? "(none)")"
     }
@@ -93,7 +76,7 @@ extension Ingest {
         switch verifier.verifyTransaction(jws) {
         case .failure(let why):
             try reject(fileId: fileId, location: location, sha: sha, code: why.code, reason: why.description, raw: raw,
-                       transactionIds: Self.unverifiedTransactionIds(jws))
+                       transactionIds: unverifiedTransactionIds(ofCompactJWS: jws))
         case .success(let t):
             let recordId = try writer.addRecord(.init(fileId: fileId, line: location.line, sha256: sha, outcome: .verified,
                                                       reasonCode: "JWS_VERIFIED", reason: Self.verifiedNote("signed transaction", signedMs: t.signedDateMs),
@@ -119,7 +102,7 @@ extension Ingest {
         switch verifier.verifyNotification(jws) {
         case .failure(let why):
             try reject(fileId: fileId, location: location, sha: sha, code: why.code, reason: why.description, raw: raw,
-                       transactionIds: Self.unverifiedTransactionIds(jws))
+                       transactionIds: unverifiedTransactionIds(ofCompactJWS: jws))
             return
         case .success(let v): n = v
         }

@@ -332,3 +332,16 @@ extension SignedDataKind {
         }
     }
 }
+
+/// The transaction id a JWS claims (its own `transactionId`, or a notification's nested
+/// `signedTransactionInfo`'s), read WITHOUT verification: only so that a credit for a
+/// rejected transaction is reported as unverified rather than unknown.
+public func unverifiedTransactionIds(ofCompactJWS compactJWS: String) -> [String] {
+    guard let outer = try? SignedDataCompactJWS(compactJWS) else { return [] }
+    if case .string(let id)? = outer.payload["transactionId"] { return [id] }
+    if case .object(let data)? = outer.payload["data"], case .string(let inner)? = data["signedTransactionInfo"],
+       let nested = try? SignedDataCompactJWS(inner), case .string(let id)? = nested.payload["transactionId"] {
+        return [id]
+    }
+    return []
+}
