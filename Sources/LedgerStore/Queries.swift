@@ -97,14 +97,19 @@ public struct LedgerTotals: Equatable {
 }
 
 extension LedgerReader {
-    /// The trial balance per book, account and currency, of entries posted on or before `through`.
-    public func trialBalance(book: Book?, through: Day? = nil) throws -> [TrialBalanceRow] {
+    /// The WHERE clause (on `entry e`) for a book and a range of posting dates, with its arguments.
+    static func entryFilter(book: Book?, from: Day?, through: Day?) -> (sql: String, arguments: StatementArguments) {
         var conditions: [String] = []
         var values: [(any DatabaseValueConvertible)?] = []
         if let book { conditions.append("e.book = ?"); values.append(book.rawValue) }
+        if let from { conditions.append("e.date >= ?"); values.append(from.description) }
         if let through { conditions.append("e.date <= ?"); values.append(through.description) }
-        let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
-        let args = StatementArguments(values)
+        return (conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND "), StatementArguments(values))
+    }
+
+    /// The trial balance per book, account and currency, of entries posted on or before `through`.
+    public func trialBalance(book: Book?, through: Day? = nil) throws -> [TrialBalanceRow] {
+        let (filter, args) = Self.entryFilter(book: book, from: nil, through: through)
         return try Row.fetchAll(db, sql: """
             SELECT e.book, a.name, p.currency,
                    sum(CASE WHEN p.amount_minor > 0 THEN p.amount_minor ELSE 0 END),
@@ -123,19 +128,14 @@ extension LedgerReader {
     /// Streams the journal (one row per posting) in entry order, optionally for one book
     /// and a date range of posting dates.
     public func journal(book: Book?, from: Day? = nil, through: Day? = nil, _ each: (JournalRow) throws -> Void) throws {
-        var conditions: [String] = []
-        var args: [(any DatabaseValueConvertible)?] = []
-        if let book { conditions.append("e.book = ?"); args.append(book.rawValue) }
-        if let from { conditions.append("e.date >= ?"); args.append(from.description) }
-        if let through { conditions.append("e.date <= ?"); args.append(through.description) }
-        let whereSQL = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        let (whereSQL, args) = Self.entryFilter(book: book, from: from, through: through)
         let cursor = try Row.fetchCursor(db, sql: """
             SELECT e.id, e.book, e.date, e.original_date, e.late, e.kind, e.transaction_id, e.product_id, e.storefront,
                    a.name, p.currency, p.amount_minor, p.reporting_amount_minor
             FROM entry e JOIN posting p ON p.entry_id = e.id JOIN account a ON a.id = p.account_id
             \(whereSQL)
             ORDER BY e.date, e.id, p.id
-            """, arguments: StatementArguments(args))
+            """, arguments: args)
         while let r = try cursor.next() {
             try each(JournalRow(entryId: r[0], book: r[1], date: Day(iso: r[2] as String)!,
                                 originalDate: Day(iso: r[3] as String)!, late: (r[4] as Int64) != 0, kind: r[5],
@@ -145,14 +145,9 @@ extension LedgerReader {
     }
 
     public func journalCount(book: Book?, from: Day? = nil, through: Day? = nil) throws -> Int {
-        var conditions: [String] = []
-        var args: [(any DatabaseValueConvertible)?] = []
-        if let book { conditions.append("e.book = ?"); args.append(book.rawValue) }
-        if let from { conditions.append("e.date >= ?"); args.append(from.description) }
-        if let through { conditions.append("e.date <= ?"); args.append(through.description) }
-        let whereSQL = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        let (whereSQL, args) = Self.entryFilter(book: book, from: from, through: through)
         return try Int.fetchOne(db, sql: "SELECT count(*) FROM entry e JOIN posting p ON p.entry_id = e.id \(whereSQL)",
-                                arguments: StatementArguments(args)) ?? 0
+                                arguments: args) ?? 0
     }
 
     public func runSummary(_ id: Int64) throws -> RunSummary? {
