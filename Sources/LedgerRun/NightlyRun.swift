@@ -240,13 +240,9 @@ struct Ingest {
             counts.rejected += 1
             return
         }
-        let fresh = rows.filter { !seen.contains(Hashing.sha256Hex(Data($0.raw.utf8))) }
-        let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256,
-                                        sizeBytes: Int64(input.data.count), records: rows.count, newRecords: fresh.count)
-        counts.skipped += rows.count - fresh.count
-        for row in fresh {
+        let (fileId, fresh) = try addFile(input, rows, seen: seen) { $0.raw }
+        for (row, sha) in fresh {
             counts.read += 1
-            let sha = Hashing.sha256Hex(Data(row.raw.utf8))
             switch row.result {
             case .success(let o):
                 let recordId = try writer.addRecord(.init(fileId: fileId, line: row.line, sha256: sha, outcome: .verified,
@@ -272,15 +268,22 @@ struct Ingest {
         let seen = try writer.recordHashes(path: input.path)
         let sub = Substring(text)
         let records = input.url.pathExtension.lowercased() == "jsonl" ? RecordSplitter.jsonLines(sub) : RecordSplitter.jsonDocument(sub)
-        let withHashes = records.map { ($0, Hashing.sha256Hex(Data($0.text.utf8))) }
-        let fresh = withHashes.filter { !seen.contains($0.1) }
-        let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256,
-                                        sizeBytes: Int64(input.data.count), records: records.count, newRecords: fresh.count)
-        counts.skipped += records.count - fresh.count
+        let (fileId, fresh) = try addFile(input, records, seen: seen) { $0.text }
         for (record, sha) in fresh {
             counts.read += 1
             try receipt(record, sha: sha, fileId: fileId, path: input.path)
         }
+    }
+
+    /// Records an input file and returns its records not read from an earlier version of the
+    /// same path, each with its SHA-256; the others count as skipped.
+    mutating func addFile<R>(_ input: InputFile, _ records: [R], seen: Set<String>,
+                             text: (R) -> Substring) throws -> (fileId: Int64, fresh: [(R, String)]) {
+        let fresh = records.map { ($0, Hashing.sha256Hex(Data(text($0).utf8))) }.filter { !seen.contains($0.1) }
+        let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256,
+                                        sizeBytes: Int64(input.data.count), records: records.count, newRecords: fresh.count)
+        counts.skipped += records.count - fresh.count
+        return (fileId, fresh)
     }
 
     mutating func receipt(_ record: RawRecord, sha: String, fileId: Int64, path: String) throws {

@@ -32,12 +32,8 @@ extension Ingest {
         guard let text = try text(input) else { return }
         let seen = try writer.recordHashes(path: input.path)
         let records = Self.signedRecords(Substring(text), fileExtension: input.url.pathExtension)
-        let withHashes = records.map { ($0.0, $0.1, Hashing.sha256Hex(Data($0.0.text.utf8))) }
-        let fresh = withHashes.filter { !seen.contains($0.2) }
-        let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256,
-                                        sizeBytes: Int64(input.data.count), records: records.count, newRecords: fresh.count)
-        counts.skipped += records.count - fresh.count
-        for (record, jws, sha) in fresh {
+        let (fileId, fresh) = try addFile(input, records, seen: seen) { $0.0.text }
+        for ((record, jws), sha) in fresh {
             counts.read += 1
             let location = SourceLocation(path: input.path, line: record.line)
             let raw = String(record.text)
