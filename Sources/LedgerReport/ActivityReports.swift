@@ -34,8 +34,9 @@ extension FinanceReport {
 
     func activity() throws -> [ActivityRow] { try reader.activity(book: book, through: asOf) }
 
-    public func summarySheet() throws -> SheetModel {
-        let rows = try activity()
+    /// `activity`: the entry sums, queried once per workbook and shared by the sheets below.
+    public func summarySheet(activity rows: [ActivityRow]? = nil) throws -> SheetModel {
+        let rows = try rows ?? activity()
         var byMonth: [Month: Sums] = [:], byStorefront: [String: Sums] = [:], total = Sums()
         for r in rows { byMonth[r.month, default: Sums()].add(r); byStorefront[r.storefront, default: Sums()].add(r); total.add(r) }
         func money(_ v: Int64) -> Cell { .money(minor: v, decimals: reportingDecimals) }
@@ -73,10 +74,10 @@ extension FinanceReport {
             ])
     }
 
-    public func revenueByRegionSheet() throws -> SheetModel {
+    public func revenueByRegionSheet(activity rows: [ActivityRow]? = nil) throws -> SheetModel {
         var groups: [String: (storefront: String, month: Month, currency: String, sums: Sums)] = [:]
         var total = Sums()
-        for r in try activity() {
+        for r in try rows ?? activity() {
             let key = "\(r.storefront)|\(r.month)|\(r.currency)"
             groups[key, default: (r.storefront, r.month, r.currency, Sums())].sums.add(r)
             total.add(r)
@@ -108,10 +109,10 @@ extension FinanceReport {
             ], rows: rows)])
     }
 
-    public func revenueByProductSheet() throws -> SheetModel {
+    public func revenueByProductSheet(activity rows: [ActivityRow]? = nil) throws -> SheetModel {
         var groups: [String: Sums] = [:]
         var total = Sums()
-        for r in try activity() { groups[r.productId, default: Sums()].add(r); total.add(r) }
+        for r in try rows ?? activity() { groups[r.productId, default: Sums()].add(r); total.add(r) }
         func money(_ v: Int64) -> Cell { .money(minor: v, decimals: reportingDecimals) }
         func line(_ label: String, _ s: Sums, style: RowStyle = .body) -> SheetRow {
             SheetRow([.text(label), .integer(s.sales), .integer(s.units), money(s.gross), money(s.tax), money(s.net), money(s.commission),

@@ -28,12 +28,13 @@ public struct FinanceReport {
     func decimals(_ currency: String) -> Int { Currency.exponent(currency) ?? 2 }
 
     public func workbook() throws -> WorkbookModel {
+        let activity = try activity()
         return WorkbookModel(
             title: book == .production ? "iapledger finance report \(asOf)" : "iapledger sandbox book \(asOf)",
             subject: "In-app purchase ledger, \(book.rawValue) book, as of \(asOf)",
             company: "", created: asOf,
-            sheets: [try summarySheet(), try trialBalanceSheet(), try journalSheet(), try revenueByRegionSheet(),
-                     try revenueByProductSheet(), try refundsSheet()] + (book == .sandbox ? [try creditedInProductionSheet()] : [])
+            sheets: [try summarySheet(activity: activity), try trialBalanceSheet(), try journalSheet(),
+                     try revenueByRegionSheet(activity: activity), try revenueByProductSheet(activity: activity), try refundsSheet()] + (book == .sandbox ? [try creditedInProductionSheet()] : [])
                 + [try runInfoSheet()]
         )
     }

@@ -152,15 +152,20 @@ public class LedgerReader {
 /// Writes of one run, all inside one database transaction.
 public final class LedgerWriter: LedgerReader {
     private var accountIds: [String: Int64] = [:]
-    private var chainHead: String?
+    /// The last entry's id and hash (0 and the genesis hash for an empty ledger), read once
+    /// per run and then kept up to date by `insertEntry`.
+    private var chainTip: (id: Int64, hash: String)?
+
+    func currentChainTip() throws -> (id: Int64, hash: String) {
+        if let tip = chainTip { return tip }
+        let row = try Row.fetchOne(db, sql: "SELECT id, hash FROM entry ORDER BY id DESC LIMIT 1")
+        let tip = row.map { (id: $0[0] as Int64, hash: $0[1] as String) } ?? (0, EntryHash.genesis)
+        chainTip = tip
+        return tip
+    }
 
     /// The hash of the last entry (the genesis hash for an empty ledger).
-    func currentChainHead() throws -> String {
-        if let h = chainHead { return h }
-        let h = try String.fetchOne(db, sql: "SELECT hash FROM entry ORDER BY id DESC LIMIT 1") ?? EntryHash.genesis
-        chainHead = h
-        return h
-    }
+    func currentChainHead() throws -> String { try currentChainTip().hash }
 
     public func beginRun(asOf: Day, toolVersion: String, startedAt: String) throws -> Int64 {
         try db.execute(sql: "INSERT INTO run (as_of, started_at, tool_version) VALUES (?, ?, ?)",
@@ -288,8 +293,9 @@ public final class LedgerWriter: LedgerReader {
         precondition(e.isBalanced, "refusing to write unbalanced entry \(e.kind.rawValue) of \(e.transactionId)")
         let rulesJSON = String(decoding: try JSONEncoder.sorted.encode(e.rules), as: UTF8.self)
         let f = e.figures
-        let entryId = (try Int64.fetchOne(db, sql: "SELECT ifnull(max(id), 0) + 1 FROM entry"))!
-        let hash = EntryHash.hash(previous: try currentChainHead(), entryId: entryId, entry: e, rulesJSON: rulesJSON)
+        let tip = try currentChainTip()
+        let entryId = tip.id + 1
+        let hash = EntryHash.hash(previous: tip.hash, entryId: entryId, entry: e, rulesJSON: rulesJSON)
         let stmt = try db.cachedStatement(sql: """
             INSERT INTO entry (id, run_id, book, transaction_id, kind, date, original_date, late, product_id, storefront, currency,
                 reporting_currency, gross_minor, tax_minor, net_minor, commission_minor, proceeds_minor, gross_reporting_minor,
@@ -301,7 +307,7 @@ public final class LedgerWriter: LedgerReader {
                                      f.reportingCurrency, f.grossMinor, f.taxMinor, f.netMinor, f.commissionMinor,
                                      f.proceedsMinor, f.grossReportingMinor, f.netReportingMinor, f.commissionReportingMinor,
                                      f.proceedsReportingMinor, e.refundPercentage, rulesJSON, hash])
-        chainHead = hash
+        chainTip = (entryId, hash)
         let pstmt = try db.cachedStatement(sql: """
             INSERT INTO posting (entry_id, account_id, currency, amount_minor, reporting_amount_minor) VALUES (?, ?, ?, ?, ?)
             """)
