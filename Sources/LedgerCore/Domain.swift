@@ -250,3 +250,52 @@ public enum Hashing {
         return String(decoding: out, as: UTF8.self)
     }
 }
+
+extension AppliedRules {
+    /// The rules as stored with an entry and covered by its hash: a JSON object with sorted
+    /// keys and no spaces, `unitPrice` left out when nil. The same bytes Foundation's
+    /// `JSONEncoder` with `.sortedKeys` writes (a test holds them together), made without
+    /// it: posting a million entries should not pay for a general encoder a million times.
+    public var canonicalJSON: String {
+        var s = "{"
+        func key(_ k: String, _ first: Bool = false) { if !first { s += "," }; s += "\"\(k)\":" }
+        key("commissionRate", true); Self.appendString(commissionRate, to: &s)
+        key("commissionReason"); Self.appendString(commissionReason, to: &s)
+        key("fxMonth"); Self.appendString(fxMonth, to: &s)
+        key("fxRate"); Self.appendString(fxRate, to: &s)
+        key("priceSource"); Self.appendString(priceSource, to: &s)
+        key("storefront"); Self.appendString(storefront, to: &s)
+        key("storefrontEffectiveFrom"); Self.appendString(storefrontEffectiveFrom, to: &s)
+        key("storefrontSource"); Self.appendString(storefrontSource, to: &s)
+        key("taxIncluded"); s += taxIncluded ? "true" : "false"
+        key("taxRate"); Self.appendString(taxRate, to: &s)
+        if let unitPrice { key("unitPrice"); Self.appendString(unitPrice, to: &s) }
+        s += "}"
+        return s
+    }
+
+    /// A JSON string literal, escaped as Foundation's JSONEncoder escapes it (`/` as `\/`).
+    static func appendString(_ v: String, to s: inout String) {
+        s += "\""
+        for u in v.unicodeScalars {
+            switch u {
+            case "\"": s += "\\\""
+            case "\\": s += "\\\\"
+            case "/": s += "\\/"
+            case "\n": s += "\\n"
+            case "\r": s += "\\r"
+            case "\t": s += "\\t"
+            case "\u{08}": s += "\\b"
+            case "\u{0C}": s += "\\f"
+            default:
+                if u.value < 0x20 {
+                    let hex = String(u.value, radix: 16)
+                    s += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                } else {
+                    s.unicodeScalars.append(u)
+                }
+            }
+        }
+        s += "\""
+    }
+}

@@ -35,10 +35,13 @@ public struct NightlyRun {
     public let workspace: Workspace
     public let asOf: Day
     public var log: (String) -> Void
+    /// Stage timings, and progress lines on a terminal.
+    public var progress: RunProgress
 
-    public init(workspace: Workspace, asOf: Day, log: @escaping (String) -> Void = { _ in }) {
+    public init(workspace: Workspace, asOf: Day, progress: RunProgress = .silent, log: @escaping (String) -> Void = { _ in }) {
         self.workspace = workspace
         self.asOf = asOf
+        self.progress = progress
         self.log = log
     }
 
@@ -55,10 +58,15 @@ public struct NightlyRun {
         let orderFiles = try workspace.inboxFiles("orders", extensions: ["csv"])
         let receiptFiles = try workspace.inboxFiles("receipts", extensions: ["json", "jsonl"])
         let signedFiles = try workspace.inboxFiles("signed", extensions: ["jws", "txt", "json", "jsonl"])
-        let inputs = try (orderFiles.map { ($0, "orders") } + receiptFiles.map { ($0, "receipts") }
-                          + signedFiles.map { ($0, "signed") }).map { url, kind in
-            try InputFile.load(url: url, kind: kind, workspace: workspace)
+        let inputs = try progress.stage("read and hash files", unit: "files") { tick in
+            try (orderFiles.map { ($0, "orders") } + receiptFiles.map { ($0, "receipts") }
+                 + signedFiles.map { ($0, "signed") }).map { url, kind in
+                tick.advance()
+                return try InputFile.load(url: url, kind: kind, workspace: workspace)
+            }
         }
+        let progress = self.progress
+        var commitStart: UInt64 = 0
 
         var filesRead = 0, filesSkipped = 0
         var closedThrough: Month? = nil
@@ -74,34 +82,51 @@ public struct NightlyRun {
             let poster = Poster(config: postingConfig, rules: rules)
             var counts = LedgerWriter.RunCounts()
             var ingest = Ingest(writer: w, runId: runId, verifier: verifier, counts: counts)
-            for input in inputs {
-                if try w.fileAlreadyRead(path: input.path, sha256: input.sha256) {
-                    filesSkipped += 1
-                    continue
-                }
-                filesRead += 1
-                switch input.kind {
-                case "orders": try ingest.orders(input)
-                case "signed": try ingest.signed(input, verifier: signedVerifier)
-                default: try ingest.receipts(input)
+            try progress.stage("verify and store records", total: inputs.reduce(0) { $0 + $1.data.count }) { tick in
+                var bytes = 0
+                for input in inputs {
+                    bytes += input.data.count
+                    if try w.fileAlreadyRead(path: input.path, sha256: input.sha256) {
+                        filesSkipped += 1
+                        continue
+                    }
+                    filesRead += 1
+                    let before = ingest.counts.read
+                    switch input.kind {
+                    case "orders": try ingest.orders(input)
+                    case "signed": try ingest.signed(input, verifier: signedVerifier)
+                    default: try ingest.receipts(input)
+                    }
+                    tick.done = bytes
+                    tick.advance(by: ingest.counts.read - before)
                 }
             }
             counts = ingest.counts
-            counts.entriesPosted = try Self.post(writer: w, poster: poster, runId: runId)
-            let inputs = try w.reconciliationInputs()
-            let reconciled = Reconciler(products: rules.products)
-                .reconcile(transactions: inputs.transactions, orders: inputs.orders, unverifiedIds: inputs.unverifiedIds)
-            try w.applyReconciliation(reconciled, runId: runId, asOf: asOf)
+            counts.entriesPosted = try progress.stage("post entries", unit: "transactions") { tick in
+                try Self.post(writer: w, poster: poster, runId: runId, tick: tick)
+            }
+            try progress.stage("reconcile", unit: "transactions") { tick in
+                let inputs = try w.reconciliationInputs()
+                tick.advance(by: inputs.transactions.count)
+                let reconciled = Reconciler(products: rules.products)
+                    .reconcile(transactions: inputs.transactions, orders: inputs.orders, unverifiedIds: inputs.unverifiedIds)
+                try w.applyReconciliation(reconciled, runId: runId, asOf: asOf)
+            }
             try w.finishRun(runId, counts: counts, finishedAt: Self.timestamp())
+            commitStart = DispatchTime.now().uptimeNanoseconds
             return (runId, counts)
         }
+        progress.record(.init(name: "commit", seconds: Double(DispatchTime.now().uptimeNanoseconds - commitStart) / 1e9,
+                              count: 0, unit: "", peakBytes: RunProgress.peakResidentBytes()))
 
-        var workbooks = try ReportSet(ledger: ledger, config: config, asOf: asOf, runId: runId, workspace: workspace).writeAll()
+        var workbooks = try ReportSet(ledger: ledger, config: config, asOf: asOf, runId: runId, workspace: workspace,
+                                      progress: progress).writeAll()
         // The month before, while it is still open, is written again as of its last day: late
         // data for it changes its books until it is closed.
         let previous = asOf.month.previous
         if closedThrough.map({ previous > $0 }) ?? true, try ledger.read({ try $0.hasEntries(through: previous.lastDay) }) {
-            workbooks += try ReportSet(ledger: ledger, config: config, asOf: previous.lastDay, runId: nil, workspace: workspace).writeAll()
+            workbooks += try ReportSet(ledger: ledger, config: config, asOf: previous.lastDay, runId: nil, workspace: workspace,
+                                       progress: progress).writeAll()
         }
         let totals = try ledger.read { try $0.totals() }
         // What this run read and could not post, as it stands at the end of the run.
@@ -116,9 +141,10 @@ public struct NightlyRun {
 
     /// Posts every sale still waiting (new ones and those that waited for a rule) and every
     /// refund that is due. Returns the number of entries written.
-    static func post(writer w: LedgerWriter, poster: Poster, runId: Int64) throws -> Int {
+    static func post(writer w: LedgerWriter, poster: Poster, runId: Int64, tick: RunProgress.Ticker? = nil) throws -> Int {
         var posted = 0
         for t in try w.pendingSales() {
+            tick?.advance()
             let obs = t.observation
             let hint = try w.orderStorefront(transactionId: obs.transactionId)
             let paidDays = try subscriptionPaidDays(of: obs, writer: w, poster: poster)

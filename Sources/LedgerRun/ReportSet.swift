@@ -11,6 +11,7 @@ struct ReportSet {
     let asOf: Day
     let runId: Int64?
     let workspace: Workspace
+    var progress: RunProgress = .silent
 
     func writeAll() throws -> [URL] {
         let dir = workspace.reportDirectory(asOf: asOf)
@@ -24,18 +25,26 @@ struct ReportSet {
                 report.journalRowCap = config.journalRowCap
                 if try report.journalOverCap() {
                     let name = (book == .production ? "journal-" : "sandbox-journal-") + "\(asOf).csv.gz"
-                    let csv = try GzipCSVWriter.write(try report.journalTable(), to: dir.appendingPathComponent(name))
+                    let csv = try progress.stage("\(name)", unit: "rows") { tick in
+                        let csv = try GzipCSVWriter.write(try report.journalTable(), to: dir.appendingPathComponent(name))
+                        tick.advance(by: csv.rows)
+                        return csv
+                    }
                     report.journalExport = JournalExport(fileName: name, rows: csv.rows, sha256: csv.sha256)
                     exports.append(csv.url)
                 }
-                try XLSXWriter.write(try report.workbook(), to: url)
+                try progress.stage("\(name)-\(asOf).xlsx", unit: "") { _ in
+                    try XLSXWriter.write(try report.workbook(), to: url)
+                }
             }
             written.append(url)
         }
         let url = dir.appendingPathComponent("reconciliation-\(asOf).xlsx")
-        try ledger.read { reader in
-            let report = ReconciliationReport(reader: reader, asOf: asOf, reportingCurrency: config.reportingCurrency, runId: runId)
-            try XLSXWriter.write(try report.workbook(), to: url)
+        try progress.stage("reconciliation-\(asOf).xlsx", unit: "") { _ in
+            try ledger.read { reader in
+                let report = ReconciliationReport(reader: reader, asOf: asOf, reportingCurrency: config.reportingCurrency, runId: runId)
+                try XLSXWriter.write(try report.workbook(), to: url)
+            }
         }
         written.append(url)
         return written + exports

@@ -62,22 +62,22 @@ public class LedgerReader {
     init(db: Database) { self.db = db }
 
     public func transaction(_ id: String) throws -> StoredTransaction? {
-        try Row.fetchOne(db, sql: "SELECT * FROM store_transaction WHERE transaction_id = ?", arguments: [id]).map(Self.stored)
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM store_transaction WHERE transaction_id = ?"), arguments: [id]).map(Self.stored)
     }
 
     /// Transactions whose sale waits for a rule.
     public func pendingSales() throws -> [StoredTransaction] {
-        try Row.fetchAll(db, sql: "SELECT * FROM store_transaction WHERE sale_status = 'pending' ORDER BY purchase_ms, transaction_id").map(Self.stored)
+        try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM store_transaction WHERE sale_status = 'pending' ORDER BY purchase_ms, transaction_id")).map(Self.stored)
     }
 
     /// Posted sales that carry a cancellation and have no refund entry yet.
     public func refundsDue() throws -> [StoredTransaction] {
-        try Row.fetchAll(db, sql: """
+        try Row.fetchAll(db.cachedStatement(sql: """
             SELECT t.* FROM store_transaction t
             WHERE t.cancellation_ms IS NOT NULL AND t.sale_status = 'posted'
               AND NOT EXISTS (SELECT 1 FROM entry e WHERE e.book = t.book AND e.transaction_id = t.transaction_id AND e.kind = 'refund')
             ORDER BY t.cancellation_ms, t.transaction_id
-            """).map(Self.stored)
+            """)).map(Self.stored)
     }
 
     static func stored(_ r: Row) -> StoredTransaction {
@@ -94,17 +94,17 @@ public class LedgerReader {
 
     /// The stored entry of `kind` for a transaction, rebuilt as a draft.
     public func entry(book: Book, transactionId: String, kind: EntryKind) throws -> EntryDraft? {
-        guard let r = try Row.fetchOne(db, sql: "SELECT * FROM entry WHERE book = ? AND transaction_id = ? AND kind = ?",
+        guard let r = try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM entry WHERE book = ? AND transaction_id = ? AND kind = ?"),
                                        arguments: [book.rawValue, transactionId, kind.rawValue]) else { return nil }
         return try draft(r)
     }
 
     func draft(_ r: Row) throws -> EntryDraft {
         let id: Int64 = r["id"]
-        let postings = try Row.fetchAll(db, sql: """
+        let postings = try Row.fetchAll(db.cachedStatement(sql: """
             SELECT a.name, p.currency, p.amount_minor, p.reporting_amount_minor
             FROM posting p JOIN account a ON a.id = p.account_id WHERE p.entry_id = ? ORDER BY p.id
-            """, arguments: [id]).map {
+            """), arguments: [id]).map {
             PostingDraft(account: $0[0], currency: $0[1], amountMinor: $0[2], reportingAmountMinor: $0[3])
         }
         let rules = try JSONDecoder().decode(AppliedRules.self, from: Data((r["rules_json"] as String).utf8))
@@ -123,29 +123,29 @@ public class LedgerReader {
 
     /// The storefront of the earliest-credited order naming `transactionId` (latest version of each order).
     public func orderStorefront(transactionId: String) throws -> (code: String, orderId: String)? {
-        guard let r = try Row.fetchOne(db, sql: """
+        guard let r = try Row.fetchOne(db.cachedStatement(sql: """
             SELECT v.storefront, v.order_id FROM order_version v
             WHERE v.transaction_id = ? AND v.storefront IS NOT NULL
               AND v.id = (SELECT max(id) FROM order_version w WHERE w.order_id = v.order_id)
             ORDER BY v.credited_ms, v.order_id LIMIT 1
-            """, arguments: [transactionId]) else { return nil }
+            """), arguments: [transactionId]) else { return nil }
         return (r[0], r[1])
     }
 
     /// The hashes of records already read from earlier versions of the file at `path`.
     public func recordHashes(path: String) throws -> Set<String> {
-        Set(try String.fetchAll(db, sql: """
+        Set(try String.fetchAll(db.cachedStatement(sql: """
             SELECT r.record_sha256 FROM source_record r JOIN source_file f ON f.id = r.file_id WHERE f.path = ?
-            """, arguments: [path]))
+            """), arguments: [path]))
     }
 
     public func fileAlreadyRead(path: String, sha256: String) throws -> Bool {
-        try Bool.fetchOne(db, sql: "SELECT 1 FROM source_file WHERE path = ? AND sha256 = ?", arguments: [path, sha256]) ?? false
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM source_file WHERE path = ? AND sha256 = ?"), arguments: [path, sha256]) ?? false
     }
 
     /// The last finished run, if any.
     public func lastRunId() throws -> Int64? {
-        try Int64.fetchOne(db, sql: "SELECT max(id) FROM run WHERE finished_at IS NOT NULL")
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT max(id) FROM run WHERE finished_at IS NOT NULL"))
     }
 }
 
@@ -158,7 +158,7 @@ public final class LedgerWriter: LedgerReader {
 
     func currentChainTip() throws -> (id: Int64, hash: String) {
         if let tip = chainTip { return tip }
-        let row = try Row.fetchOne(db, sql: "SELECT id, hash FROM entry ORDER BY id DESC LIMIT 1")
+        let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT id, hash FROM entry ORDER BY id DESC LIMIT 1"))
         let tip = row.map { (id: $0[0] as Int64, hash: $0[1] as String) } ?? (0, EntryHash.genesis)
         chainTip = tip
         return tip
@@ -168,7 +168,7 @@ public final class LedgerWriter: LedgerReader {
     func currentChainHead() throws -> String { try currentChainTip().hash }
 
     public func beginRun(asOf: Day, toolVersion: String, startedAt: String) throws -> Int64 {
-        try db.execute(sql: "INSERT INTO run (as_of, started_at, tool_version) VALUES (?, ?, ?)",
+        try db.cachedStatement(sql: "INSERT INTO run (as_of, started_at, tool_version) VALUES (?, ?, ?)").execute(
                        arguments: [asOf.description, startedAt, toolVersion])
         return db.lastInsertedRowID
     }
@@ -179,18 +179,18 @@ public final class LedgerWriter: LedgerReader {
     }
 
     public func finishRun(_ id: Int64, counts: RunCounts, finishedAt: String) throws {
-        try db.execute(sql: """
+        try db.cachedStatement(sql: """
             UPDATE run SET finished_at = ?, records_read = ?, records_verified = ?, records_pending = ?,
                 records_rejected = ?, records_skipped = ?, entries_posted = ?, chain_head = ? WHERE id = ?
-            """, arguments: [finishedAt, counts.read, counts.verified, counts.pending, counts.rejected,
+            """).execute( arguments: [finishedAt, counts.read, counts.verified, counts.pending, counts.rejected,
                              counts.skipped, counts.entriesPosted, try currentChainHead(), id])
     }
 
     public func addFile(runId: Int64, path: String, kind: String, sha256: String, sizeBytes: Int64,
                         records: Int, newRecords: Int) throws -> Int64 {
-        try db.execute(sql: """
+        try db.cachedStatement(sql: """
             INSERT INTO source_file (run_id, path, kind, sha256, size_bytes, records, new_records) VALUES (?, ?, ?, ?, ?, ?, ?)
-            """, arguments: [runId, path, kind, sha256, sizeBytes, records, newRecords])
+            """).execute( arguments: [runId, path, kind, sha256, sizeBytes, records, newRecords])
         return db.lastInsertedRowID
     }
 
@@ -231,7 +231,7 @@ public final class LedgerWriter: LedgerReader {
     /// record resolves a pending one, and reconciliation knows credits for them were unverified.
     public func noteUnverifiedRecord(_ recordId: Int64, transactionIds: [String]) throws {
         for id in Set(transactionIds) {
-            try db.execute(sql: "INSERT OR IGNORE INTO unverified_record_transaction (record_id, transaction_id) VALUES (?, ?)",
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO unverified_record_transaction (record_id, transaction_id) VALUES (?, ?)").execute(
                            arguments: [recordId, id])
         }
     }
@@ -239,11 +239,11 @@ public final class LedgerWriter: LedgerReader {
     /// Marks pending records naming `transactionId` as resolved by a verified record.
     @discardableResult
     public func resolvePendingRecords(transactionId: String, runId: Int64, note: String) throws -> Int {
-        try db.execute(sql: """
+        try db.cachedStatement(sql: """
             UPDATE source_record SET resolved_run_id = ?, resolved_note = ?
             WHERE outcome = 'pending' AND resolved_run_id IS NULL
               AND id IN (SELECT record_id FROM unverified_record_transaction WHERE transaction_id = ?)
-            """, arguments: [runId, note, transactionId])
+            """).execute( arguments: [runId, note, transactionId])
         return db.changesCount
     }
 
@@ -268,10 +268,10 @@ public final class LedgerWriter: LedgerReader {
 
     /// Records a refund (cancellation or revocation) that a transaction did not have before.
     public func setCancellation(transactionId: String, cancellationMs: Int64, percentage: Int64?) throws {
-        try db.execute(sql: """
+        try db.cachedStatement(sql: """
             UPDATE store_transaction SET cancellation_ms = ?, revocation_percentage = ?
             WHERE transaction_id = ? AND cancellation_ms IS NULL
-            """, arguments: [cancellationMs, percentage, transactionId])
+            """).execute( arguments: [cancellationMs, percentage, transactionId])
     }
 
     public func setSaleStatus(transactionId: String, status: String, pendingReason: String?) throws {
@@ -281,8 +281,8 @@ public final class LedgerWriter: LedgerReader {
 
     func accountId(_ name: String) throws -> Int64 {
         if let id = accountIds[name] { return id }
-        try db.execute(sql: "INSERT OR IGNORE INTO account (name) VALUES (?)", arguments: [name])
-        let id = try Int64.fetchOne(db, sql: "SELECT id FROM account WHERE name = ?", arguments: [name])!
+        try db.cachedStatement(sql: "INSERT OR IGNORE INTO account (name) VALUES (?)").execute( arguments: [name])
+        let id = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM account WHERE name = ?"), arguments: [name])!
         accountIds[name] = id
         return id
     }
@@ -291,7 +291,7 @@ public final class LedgerWriter: LedgerReader {
     @discardableResult
     public func insertEntry(_ e: EntryDraft, runId: Int64) throws -> Int64 {
         precondition(e.isBalanced, "refusing to write unbalanced entry \(e.kind.rawValue) of \(e.transactionId)")
-        let rulesJSON = String(decoding: try JSONEncoder.sorted.encode(e.rules), as: UTF8.self)
+        let rulesJSON = e.rules.canonicalJSON
         let f = e.figures
         let tip = try currentChainTip()
         let entryId = tip.id + 1
@@ -319,45 +319,45 @@ public final class LedgerWriter: LedgerReader {
 
     /// Opens (or refreshes) a finding; it stays open until `resolveFinding` is called.
     public func openFinding(code: String, transactionId: String, recordId: Int64?, message: String, runId: Int64) throws {
-        try db.execute(sql: """
+        try db.cachedStatement(sql: """
             INSERT INTO finding (code, transaction_id, record_id, message, first_run_id, last_run_id)
             VALUES (?, ?, ?, ?, ?, ?)
             ON CONFLICT (code, transaction_id, ifnull(record_id, 0))
             DO UPDATE SET message = excluded.message, last_run_id = excluded.last_run_id, resolved_run_id = NULL
-            """, arguments: [code, transactionId, recordId, message, runId, runId])
+            """).execute( arguments: [code, transactionId, recordId, message, runId, runId])
     }
 
     public func resolveFinding(code: String, transactionId: String, runId: Int64) throws {
-        try db.execute(sql: """
+        try db.cachedStatement(sql: """
             UPDATE finding SET resolved_run_id = ? WHERE code = ? AND transaction_id = ? AND resolved_run_id IS NULL
-            """, arguments: [runId, code, transactionId])
+            """).execute( arguments: [runId, code, transactionId])
     }
 
     /// Records a notification; false when its UUID was seen before (a resend: a no-op).
     public func addNotification(uuid: String, recordId: Int64, runId: Int64, type: String, subtype: String?,
                                 signedMs: Int64?, environment: String?, transactionId: String?) throws -> Bool {
-        try db.execute(sql: """
+        try db.cachedStatement(sql: """
             INSERT OR IGNORE INTO notification (uuid, record_id, run_id, notification_type, subtype, signed_ms, environment, transaction_id)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            """, arguments: [uuid, recordId, runId, type, subtype, signedMs, environment, transactionId])
+            """).execute( arguments: [uuid, recordId, runId, type, subtype, signedMs, environment, transactionId])
         return db.changesCount > 0
     }
 
     /// Asks for a refund reversal (REFUND_REVERSED), dated `date`; the first request counts.
     public func requestReversal(book: Book, transactionId: String, date: Day, notificationUUID: String) throws {
-        try db.execute(sql: """
+        try db.cachedStatement(sql: """
             INSERT OR IGNORE INTO reversal_request (book, transaction_id, date, notification_uuid) VALUES (?, ?, ?, ?)
-            """, arguments: [book.rawValue, transactionId, date.description, notificationUUID])
+            """).execute( arguments: [book.rawValue, transactionId, date.description, notificationUUID])
     }
 
     /// Reversal requests whose refund is posted and whose reversal is not.
     public func reversalsDue() throws -> [(book: Book, transactionId: String, date: Day)] {
-        try Row.fetchAll(db, sql: """
+        try Row.fetchAll(db.cachedStatement(sql: """
             SELECT q.book, q.transaction_id, q.date FROM reversal_request q
             WHERE EXISTS (SELECT 1 FROM entry e WHERE e.book = q.book AND e.transaction_id = q.transaction_id AND e.kind = 'refund')
               AND NOT EXISTS (SELECT 1 FROM entry e WHERE e.book = q.book AND e.transaction_id = q.transaction_id AND e.kind = 'refund_reversal')
             ORDER BY q.date, q.transaction_id
-            """).map { (Book(rawValue: $0[0])!, $0[1], Day(iso: $0[2] as String)!) }
+            """)).map { (Book(rawValue: $0[0])!, $0[1], Day(iso: $0[2] as String)!) }
     }
 
     public func insertOrderVersion(orderId: String, recordId: Int64, accountId: String, transactionId: String?,

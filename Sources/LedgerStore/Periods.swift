@@ -23,7 +23,7 @@ public struct PeriodClose: Equatable {
 extension LedgerReader {
     /// Every close recorded in the ledger, oldest first.
     public func periodCloses() throws -> [PeriodClose] {
-        try Row.fetchAll(db, sql: "SELECT month, closed_at, closed_by, source FROM period_close ORDER BY month").map {
+        try Row.fetchAll(db.cachedStatement(sql: "SELECT month, closed_at, closed_by, source FROM period_close ORDER BY month")).map {
             PeriodClose(month: Month(iso: $0[0] as String)!, closedAt: $0[1], closedBy: $0[2],
                         source: PeriodClose.Source(rawValue: $0[3])!)
         }
@@ -39,7 +39,7 @@ extension LedgerWriter {
     /// Records that months through `close.month` are closed. The database refuses a month
     /// earlier than or equal to one already closed (periods close forward only).
     public func recordClose(_ close: PeriodClose) throws {
-        try db.execute(sql: "INSERT INTO period_close (month, closed_at, closed_by, source) VALUES (?, ?, ?, ?)",
+        try db.cachedStatement(sql: "INSERT INTO period_close (month, closed_at, closed_by, source) VALUES (?, ?, ?, ?)").execute(
                        arguments: [close.month.description, close.closedAt, close.closedBy, close.source.rawValue])
     }
 }

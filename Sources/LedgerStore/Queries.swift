@@ -110,7 +110,7 @@ extension LedgerReader {
     /// The trial balance per book, account and currency, of entries posted on or before `through`.
     public func trialBalance(book: Book?, through: Day? = nil) throws -> [TrialBalanceRow] {
         let (filter, args) = Self.entryFilter(book: book, from: nil, through: through)
-        return try Row.fetchAll(db, sql: """
+        return try Row.fetchAll(db.cachedStatement(sql: """
             SELECT e.book, a.name, p.currency,
                    sum(CASE WHEN p.amount_minor > 0 THEN p.amount_minor ELSE 0 END),
                    sum(CASE WHEN p.amount_minor < 0 THEN -p.amount_minor ELSE 0 END),
@@ -119,7 +119,7 @@ extension LedgerReader {
             \(filter)
             GROUP BY e.book, a.name, p.currency
             ORDER BY e.book, a.name, p.currency
-            """, arguments: args).map {
+            """), arguments: args).map {
             TrialBalanceRow(book: $0[0], account: $0[1], currency: $0[2], debitMinor: $0[3], creditMinor: $0[4],
                             balanceMinor: $0[5], reportingBalanceMinor: $0[6])
         }
@@ -146,15 +146,15 @@ extension LedgerReader {
 
     public func journalCount(book: Book?, from: Day? = nil, through: Day? = nil) throws -> Int {
         let (whereSQL, args) = Self.entryFilter(book: book, from: from, through: through)
-        return try Int.fetchOne(db, sql: "SELECT count(*) FROM entry e JOIN posting p ON p.entry_id = e.id \(whereSQL)",
+        return try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM entry e JOIN posting p ON p.entry_id = e.id \(whereSQL)"),
                                 arguments: args) ?? 0
     }
 
     public func runSummary(_ id: Int64) throws -> RunSummary? {
-        guard let r = try Row.fetchOne(db, sql: "SELECT * FROM run WHERE id = ?", arguments: [id]) else { return nil }
-        let files = try Row.fetchAll(db, sql: """
+        guard let r = try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM run WHERE id = ?"), arguments: [id]) else { return nil }
+        let files = try Row.fetchAll(db.cachedStatement(sql: """
             SELECT path, kind, sha256, size_bytes, records, new_records FROM source_file WHERE run_id = ? ORDER BY path
-            """, arguments: [id]).map {
+            """), arguments: [id]).map {
             FileRead(path: $0[0], kind: $0[1], sha256: $0[2], sizeBytes: $0[3], records: $0[4], newRecords: $0[5])
         }
         return RunSummary(id: id, asOf: Day(iso: r["as_of"] as String)!, startedAt: r["started_at"],
@@ -166,24 +166,24 @@ extension LedgerReader {
 
     /// Rejected records, and pending ones not yet resolved by a verified record.
     public func recordProblems() throws -> [RecordProblem] {
-        try Row.fetchAll(db, sql: """
+        try Row.fetchAll(db.cachedStatement(sql: """
             SELECT f.path, r.line, r.outcome, r.reason_code, r.reason, run.as_of, r.resolved_run_id IS NOT NULL, f.run_id
             FROM source_record r JOIN source_file f ON f.id = r.file_id JOIN run ON run.id = f.run_id
             WHERE r.outcome <> 'verified'
             ORDER BY r.outcome, f.path, r.line
-            """).map {
+            """)).map {
             RecordProblem(path: $0[0], line: $0[1], outcome: $0[2], code: $0[3] ?? "", reason: $0[4] ?? "",
                           firstSeen: Day(iso: $0[5] as String)!, resolved: $0[6], runId: $0[7])
         }
     }
 
     public func findings(openOnly: Bool) throws -> [FindingRow] {
-        try Row.fetchAll(db, sql: """
+        try Row.fetchAll(db.cachedStatement(sql: """
             SELECT f.code, f.transaction_id, f.message, r1.as_of, r2.as_of, f.first_run_id
             FROM finding f JOIN run r1 ON r1.id = f.first_run_id LEFT JOIN run r2 ON r2.id = f.resolved_run_id
             \(openOnly ? "WHERE f.resolved_run_id IS NULL" : "")
             ORDER BY f.code, f.transaction_id, f.id
-            """).map {
+            """)).map {
             FindingRow(code: $0[0], transactionId: $0[1], message: $0[2], firstSeen: Day(iso: $0[3] as String)!,
                        resolvedOn: ($0[4] as String?).flatMap { Day(iso: $0) }, firstRunId: $0[5])
         }
@@ -191,24 +191,24 @@ extension LedgerReader {
 
     public func totals() throws -> LedgerTotals {
         var t = LedgerTotals()
-        for r in try Row.fetchAll(db, sql: "SELECT sale_status, count(*) FROM store_transaction GROUP BY sale_status") {
+        for r in try Row.fetchAll(db.cachedStatement(sql: "SELECT sale_status, count(*) FROM store_transaction GROUP BY sale_status")) {
             switch r[0] as String {
             case "posted": t.transactionsPosted = r[1]
             case "pending": t.transactionsPending = r[1]
             default: t.transactionsFree = r[1]
             }
         }
-        for r in try Row.fetchAll(db, sql: """
+        for r in try Row.fetchAll(db.cachedStatement(sql: """
             SELECT outcome, count(*) FROM source_record WHERE outcome = 'verified' OR resolved_run_id IS NULL GROUP BY outcome
-            """) {
+            """)) {
             switch r[0] as String {
             case "verified": t.recordsVerified = r[1]
             case "pending": t.recordsPending = r[1]
             default: t.recordsRejected = r[1]
             }
         }
-        t.entries = try Int.fetchOne(db, sql: "SELECT count(*) FROM entry") ?? 0
-        t.postings = try Int.fetchOne(db, sql: "SELECT count(*) FROM posting") ?? 0
+        t.entries = try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM entry")) ?? 0
+        t.postings = try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM posting")) ?? 0
         return t
     }
 }

@@ -27,7 +27,7 @@ extension LedgerReader {
     /// What reconciliation needs: transactions with their refund state and sale amounts,
     /// the latest version of every order, and the ids named only by unverified records.
     public func reconciliationInputs() throws -> (transactions: [ReconTransaction], orders: [ReconOrder], unverifiedIds: Set<String>) {
-        let transactions = try Row.fetchAll(db, sql: """
+        let transactions = try Row.fetchAll(db.cachedStatement(sql: """
             SELECT t.transaction_id, t.book, t.product_id, t.quantity, t.app_account_token, t.cancellation_ms,
                    t.revocation_percentage,
                    EXISTS (SELECT 1 FROM reversal_request q WHERE q.book = t.book AND q.transaction_id = t.transaction_id),
@@ -35,7 +35,7 @@ extension LedgerReader {
             FROM store_transaction t
             LEFT JOIN entry e ON e.book = t.book AND e.transaction_id = t.transaction_id AND e.kind = 'sale'
             ORDER BY t.transaction_id
-            """).map { r -> ReconTransaction in
+            """)).map { r -> ReconTransaction in
             let cancelled = (r[5] as Int64?) != nil
             let percentage: Int64? = r[6]
             let reversed: Bool = r[7]
@@ -44,17 +44,17 @@ extension LedgerReader {
                                     appAccountToken: r[4], refundedInFull: refunded && (percentage == nil || percentage == 100_000),
                                     refunded: refunded, grossMinor: r[8], currency: r[9], netReportingMinor: r[10])
         }
-        let orders = try Row.fetchAll(db, sql: """
+        let orders = try Row.fetchAll(db.cachedStatement(sql: """
             SELECT v.order_id, v.account_id, v.transaction_id, v.product_id, v.quantity, v.credited_units, v.credited_ms,
                    v.environment, v.app_account_token, v.reversed_at
             FROM order_version v JOIN (SELECT order_id, max(id) AS id FROM order_version GROUP BY order_id) m ON m.id = v.id
             ORDER BY v.order_id
-            """).map { r in
+            """)).map { r in
             ReconOrder(orderId: r[0], accountId: r[1], transactionId: r[2], productId: r[3], quantity: r[4],
                        creditedUnits: r[5], creditedMs: r[6], environment: r[7], appAccountToken: r[8],
                        active: (r[9] as String?) == nil)
         }
-        let unverified = Set(try String.fetchAll(db, sql: "SELECT DISTINCT transaction_id FROM unverified_record_transaction"))
+        let unverified = Set(try String.fetchAll(db.cachedStatement(sql: "SELECT DISTINCT transaction_id FROM unverified_record_transaction")))
         return (transactions, orders, unverified)
     }
 
@@ -67,21 +67,21 @@ extension LedgerReader {
         if let category { conditions.append("category = ?"); args.append(category) }
         let whereSQL = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
         let order = ExceptionCategory.allCases.enumerated().map { "WHEN '\($1.rawValue)' THEN \($0)" }.joined(separator: " ")
-        return try Row.fetchAll(db, sql: """
+        return try Row.fetchAll(db.cachedStatement(sql: """
             SELECT category, transaction_id, order_id, account_id, product_id, gross_minor, currency, net_reporting_minor,
                    detail, first_seen, last_seen, resolved_on
             FROM exception \(whereSQL)
             ORDER BY CASE category \(order) END, first_seen, transaction_id, order_id
-            """, arguments: StatementArguments(args)).map(Self.exceptionRow)
+            """), arguments: StatementArguments(args)).map(Self.exceptionRow)
     }
 
     /// Exceptions about one transaction or one order (for the trace).
     public func exceptions(transactionId: String?, orderId: String?) throws -> [ExceptionRow] {
-        try Row.fetchAll(db, sql: """
+        try Row.fetchAll(db.cachedStatement(sql: """
             SELECT category, transaction_id, order_id, account_id, product_id, gross_minor, currency, net_reporting_minor,
                    detail, first_seen, last_seen, resolved_on
             FROM exception WHERE transaction_id = ? OR order_id = ? ORDER BY id
-            """, arguments: [transactionId ?? "\u{0}", orderId ?? "\u{0}"]).map(Self.exceptionRow)
+            """), arguments: [transactionId ?? "\u{0}", orderId ?? "\u{0}"]).map(Self.exceptionRow)
     }
 
     static func exceptionRow(_ r: Row) -> ExceptionRow {
@@ -94,20 +94,20 @@ extension LedgerReader {
 
     /// The as-of date of the latest run before `asOf` (a different, earlier night).
     public func previousAsOf(before asOf: Day) throws -> Day? {
-        try String.fetchOne(db, sql: "SELECT max(as_of) FROM run WHERE as_of < ?", arguments: [asOf.description]).flatMap { Day(iso: $0) }
+        try String.fetchOne(db.cachedStatement(sql: "SELECT max(as_of) FROM run WHERE as_of < ?"), arguments: [asOf.description]).flatMap { Day(iso: $0) }
     }
 
     /// Matched order/transaction pairs found by the latest run.
     public func matchedCount(runId: Int64) throws -> Int {
-        try Int.fetchOne(db, sql: "SELECT orders_matched FROM run WHERE id = ?", arguments: [runId]) ?? 0
+        try Int.fetchOne(db.cachedStatement(sql: "SELECT orders_matched FROM run WHERE id = ?"), arguments: [runId]) ?? 0
     }
 
     /// Transactions whose sale waits for a rule, with the day they were first read.
     public func pendingTransactions() throws -> [(transactionId: String, book: String, productId: String, reason: String, firstSeen: Day)] {
-        try Row.fetchAll(db, sql: """
+        try Row.fetchAll(db.cachedStatement(sql: """
             SELECT t.transaction_id, t.book, t.product_id, t.pending_reason, r.as_of FROM store_transaction t JOIN run r ON r.id = t.first_run_id
             WHERE t.sale_status = 'pending' ORDER BY r.as_of, t.transaction_id
-            """).map { ($0[0], $0[1], $0[2], $0[3] ?? "", Day(iso: $0[4] as String)!) }
+            """)).map { ($0[0], $0[1], $0[2], $0[3] ?? "", Day(iso: $0[4] as String)!) }
     }
 }
 
@@ -117,7 +117,7 @@ extension LedgerWriter {
     /// Running a night again changes nothing but the last-seen run.
     public func applyReconciliation(_ result: ReconciliationResult, runId: Int64, asOf: Day) throws {
         var existing: [String: (id: Int64, open: Bool)] = [:]
-        for r in try Row.fetchAll(db, sql: "SELECT id, category, transaction_id, order_id, resolved_on IS NULL FROM exception") {
+        for r in try Row.fetchAll(db.cachedStatement(sql: "SELECT id, category, transaction_id, order_id, resolved_on IS NULL FROM exception")) {
             existing["\(r[1] as String)|\(r[2] as String)|\(r[3] as String)"] = (r[0], r[4])
         }
         var seen = Set<Int64>()
@@ -127,36 +127,36 @@ extension LedgerWriter {
             if let (id, open) = existing[key] {
                 seen.insert(id)
                 if open {
-                    try db.execute(sql: """
+                    try db.cachedStatement(sql: """
                         UPDATE exception SET last_seen = ?, last_run_id = ?, detail = ?, account_id = ?, product_id = ?,
                             gross_minor = ?, currency = ?, net_reporting_minor = ? WHERE id = ?
-                        """, arguments: [day, runId, e.detail, e.accountId, e.productId, e.grossMinor, e.currency, e.netReportingMinor, id])
+                        """).execute( arguments: [day, runId, e.detail, e.accountId, e.productId, e.grossMinor, e.currency, e.netReportingMinor, id])
                 } else {
                     // Detected again after it was resolved: a new episode.
-                    try db.execute(sql: """
+                    try db.cachedStatement(sql: """
                         UPDATE exception SET first_seen = ?, first_run_id = ?, last_seen = ?, last_run_id = ?, resolved_on = NULL,
                             resolved_run_id = NULL, detail = ? WHERE id = ?
-                        """, arguments: [day, runId, day, runId, e.detail, id])
+                        """).execute( arguments: [day, runId, day, runId, e.detail, id])
                 }
             } else {
-                try db.execute(sql: """
+                try db.cachedStatement(sql: """
                     INSERT INTO exception (category, transaction_id, order_id, account_id, product_id, gross_minor, currency,
                         net_reporting_minor, detail, first_seen, first_run_id, last_seen, last_run_id)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """, arguments: [e.category.rawValue, e.transactionId, e.orderId, e.accountId, e.productId, e.grossMinor,
+                    """).execute( arguments: [e.category.rawValue, e.transactionId, e.orderId, e.accountId, e.productId, e.grossMinor,
                                      e.currency, e.netReportingMinor, e.detail, day, runId, day, runId])
             }
         }
         for (_, value) in existing where value.open && !seen.contains(value.id) {
-            try db.execute(sql: "UPDATE exception SET resolved_on = ?, resolved_run_id = ? WHERE id = ?", arguments: [day, runId, value.id])
+            try db.cachedStatement(sql: "UPDATE exception SET resolved_on = ?, resolved_run_id = ? WHERE id = ?").execute( arguments: [day, runId, value.id])
         }
-        try db.execute(sql: "UPDATE run SET orders_matched = ? WHERE id = ?", arguments: [result.matched, runId])
+        try db.cachedStatement(sql: "UPDATE run SET orders_matched = ? WHERE id = ?").execute( arguments: [result.matched, runId])
     }
 }
 
 extension LedgerReader {
     /// The as-of date of the latest run.
     public func lastAsOf() throws -> Day? {
-        try String.fetchOne(db, sql: "SELECT as_of FROM run ORDER BY id DESC LIMIT 1").flatMap { Day(iso: $0) }
+        try String.fetchOne(db.cachedStatement(sql: "SELECT as_of FROM run ORDER BY id DESC LIMIT 1")).flatMap { Day(iso: $0) }
     }
 }

@@ -43,7 +43,7 @@ extension LedgerReader {
     /// Entry sums by posting month, storefront, product, currency and kind, for a book,
     /// of entries posted on or before `through`.
     public func activity(book: Book, through: Day) throws -> [ActivityRow] {
-        try Row.fetchAll(db, sql: """
+        try Row.fetchAll(db.cachedStatement(sql: """
             SELECT substr(e.date, 1, 7), e.storefront, e.product_id, e.currency, e.kind, count(*), sum(t.quantity),
                    sum(e.gross_minor), sum(e.tax_minor), sum(e.net_minor), sum(e.commission_minor), sum(e.proceeds_minor),
                    sum(e.gross_reporting_minor), sum(e.net_reporting_minor), sum(e.commission_reporting_minor),
@@ -51,7 +51,7 @@ extension LedgerReader {
             FROM entry e JOIN store_transaction t ON t.transaction_id = e.transaction_id
             WHERE e.book = ? AND e.date <= ?
             GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
-            """, arguments: [book.rawValue, through.description]).map {
+            """), arguments: [book.rawValue, through.description]).map {
             ActivityRow(month: Month(iso: $0[0] as String)!, storefront: $0[1], productId: $0[2], currency: $0[3],
                         kind: EntryKind(rawValue: $0[4])!, entries: $0[5], units: $0[6], grossMinor: $0[7], taxMinor: $0[8],
                         netMinor: $0[9], commissionMinor: $0[10], proceedsMinor: $0[11], grossReportingMinor: $0[12],
@@ -61,11 +61,11 @@ extension LedgerReader {
 
     /// Refund and reversal entries of a book posted on or before `through`.
     public func refundEntries(book: Book, through: Day) throws -> [RefundRow] {
-        try Row.fetchAll(db, sql: """
+        try Row.fetchAll(db.cachedStatement(sql: """
             SELECT id, date, original_date, late, kind, transaction_id, product_id, storefront, currency, refund_percentage,
                    net_minor, commission_minor, proceeds_minor, net_reporting_minor
             FROM entry WHERE book = ? AND kind <> 'sale' AND date <= ? ORDER BY date, id
-            """, arguments: [book.rawValue, through.description]).map {
+            """), arguments: [book.rawValue, through.description]).map {
             RefundRow(entryId: $0[0], date: Day(iso: $0[1] as String)!, originalDate: Day(iso: $0[2] as String)!, late: $0[3],
                       kind: $0[4], transactionId: $0[5], productId: $0[6], storefront: $0[7], currency: $0[8],
                       refundPercentage: $0[9], netMinor: $0[10], commissionMinor: $0[11], proceedsMinor: $0[12],
@@ -77,6 +77,6 @@ extension LedgerReader {
 extension LedgerReader {
     /// Whether any entry is posted on or before `day`.
     public func hasEntries(through day: Day) throws -> Bool {
-        try Bool.fetchOne(db, sql: "SELECT 1 FROM entry WHERE date <= ? LIMIT 1", arguments: [day.description]) ?? false
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM entry WHERE date <= ? LIMIT 1"), arguments: [day.description]) ?? false
     }
 }

@@ -12,13 +12,13 @@ extension LedgerReader {
     /// Every stored transaction of `book` with this `original_transaction_id` (whatever its sale
     /// status: a period waiting for a rule was still paid for), oldest purchase first.
     public func subscriptionChain(book: Book, originalTransactionId: String) throws -> [ChainTransaction] {
-        try Row.fetchAll(db, sql: """
+        try Row.fetchAll(db.cachedStatement(sql: """
             SELECT t.*, EXISTS (SELECT 1 FROM reversal_request q
                                 WHERE q.book = t.book AND q.transaction_id = t.transaction_id) AS refund_reversed
             FROM store_transaction t
             WHERE t.book = ? AND t.original_transaction_id = ?
             ORDER BY t.purchase_ms, t.transaction_id
-            """, arguments: [book.rawValue, originalTransactionId]).map {
+            """), arguments: [book.rawValue, originalTransactionId]).map {
             ChainTransaction(observation: Self.stored($0).observation, refundReversed: $0["refund_reversed"])
         }
     }

@@ -105,13 +105,13 @@ public struct OrderTrace: Encodable {
 extension LedgerReader {
     public func traceTransaction(_ id: String, asOf: Day?) throws -> TransactionTrace? {
         let stored = try transaction(id)
-        let sources = try Row.fetchAll(db, sql: """
+        let sources = try Row.fetchAll(db.cachedStatement(sql: """
             SELECT f.path, r.line, f.sha256, r.record_sha256, r.outcome, r.reason, r.environment, run.as_of
             FROM source_record r JOIN source_file f ON f.id = r.file_id JOIN run ON run.id = f.run_id
             WHERE r.id IN (SELECT record_id FROM transaction_source WHERE transaction_id = ?
                            UNION SELECT record_id FROM unverified_record_transaction WHERE transaction_id = ?)
             ORDER BY r.id
-            """, arguments: [id, id]).map {
+            """), arguments: [id, id]).map {
             TransactionTrace.Source(path: $0[0], line: $0[1], sha256: $0[2], record_sha256: $0[3], outcome: $0[4],
                                     verification: $0[5] ?? ($0[4] == "verified" ? "Apple verifyReceipt status 0 (verified by Apple's service)" : nil),
                                     environment: $0[6], read_on: $0[7])
@@ -121,7 +121,7 @@ extension LedgerReader {
 
         var entries: [TransactionTrace.Entry] = []
         var rules: AppliedRules?
-        for r in try Row.fetchAll(db, sql: "SELECT * FROM entry WHERE transaction_id = ? ORDER BY id", arguments: [id]) {
+        for r in try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM entry WHERE transaction_id = ? ORDER BY id"), arguments: [id]) {
             let d = try draft(r)
             if d.kind == .sale { rules = d.rules }
             entries.append(.init(entry_id: r["id"], kind: d.kind.rawValue, date: d.date.description,
@@ -144,13 +144,13 @@ extension LedgerReader {
             app_account_token: obs?.appAccountToken, refund_date: obs?.cancellationMs.map { Day(epochMilliseconds: $0).description },
             sources: sources, rules: rules, entries: entries, orders: orders,
             exceptions: try traceExceptions(where: "transaction_id = ?", id),
-            findings: try Row.fetchAll(db, sql: """
+            findings: try Row.fetchAll(db.cachedStatement(sql: """
                 SELECT f.code, f.message, r1.as_of, r2.as_of FROM finding f JOIN run r1 ON r1.id = f.first_run_id
                 LEFT JOIN run r2 ON r2.id = f.resolved_run_id WHERE f.transaction_id = ? ORDER BY f.id
-                """, arguments: [id]).map { .init(code: $0[0], message: $0[1], first_seen: $0[2], resolved_on: $0[3]) },
-            notifications: try Row.fetchAll(db, sql: """
+                """), arguments: [id]).map { .init(code: $0[0], message: $0[1], first_seen: $0[2], resolved_on: $0[3]) },
+            notifications: try Row.fetchAll(db.cachedStatement(sql: """
                 SELECT uuid, notification_type, subtype, signed_ms FROM notification WHERE transaction_id = ? ORDER BY signed_ms, uuid
-                """, arguments: [id]).map { .init(uuid: $0[0], type: $0[1], subtype: $0[2], signed_date: ($0[3] as Int64?).map { Day(epochMilliseconds: $0).description }) },
+                """), arguments: [id]).map { .init(uuid: $0[0], type: $0[1], subtype: $0[2], signed_date: ($0[3] as Int64?).map { Day(epochMilliseconds: $0).description }) },
             reports: try placements(id, book: obs?.book, asOf: asOf))
     }
 
@@ -164,12 +164,12 @@ extension LedgerReader {
 
     func orderVersions(where condition: String, _ value: String) throws -> [TransactionTrace.Order] {
         var version: [String: Int] = [:]
-        return try Row.fetchAll(db, sql: """
+        return try Row.fetchAll(db.cachedStatement(sql: """
             SELECT v.order_id, f.path, r.line, v.account_id, v.transaction_id, v.product_id, v.quantity, v.credited_units,
                    v.credited_at, v.environment, v.storefront, v.app_account_token, v.reversed_at
             FROM order_version v JOIN source_record r ON r.id = v.record_id JOIN source_file f ON f.id = r.file_id
             WHERE \(condition) ORDER BY v.id
-            """, arguments: [value]).map { row in
+            """), arguments: [value]).map { row in
             let id: String = row[0]
             version[id, default: 0] += 1
             return .init(order_id: id, version: version[id]!, path: row[1], line: row[2], account_id: row[3], transaction_id: row[4],
@@ -179,9 +179,9 @@ extension LedgerReader {
     }
 
     func traceExceptions(where condition: String, _ value: String) throws -> [TransactionTrace.Exception] {
-        try Row.fetchAll(db, sql: """
+        try Row.fetchAll(db.cachedStatement(sql: """
             SELECT category, order_id, first_seen, last_seen, resolved_on, detail FROM exception WHERE \(condition) ORDER BY id
-            """, arguments: [value]).map {
+            """), arguments: [value]).map {
             let order: String = $0[1]
             return .init(category: $0[0], order_id: order.isEmpty ? nil : order, status: ($0[4] as String?) == nil ? "open" : "resolved",
                          first_seen: $0[2], last_seen: $0[3], resolved_on: $0[4], detail: $0[5])
@@ -192,12 +192,12 @@ extension LedgerReader {
     /// rows: title, subtitle and a blank row, then the header on row 4).
     func placements(_ id: String, book: Book?, asOf: Day?) throws -> [TransactionTrace.Placement] {
         guard let book, let asOf else { return [] }
-        let rows = try Int.fetchAll(db, sql: """
+        let rows = try Int.fetchAll(db.cachedStatement(sql: """
             SELECT (SELECT count(*) FROM entry e2 JOIN posting p2 ON p2.entry_id = e2.id
                     WHERE e2.book = e.book AND e2.date <= ? AND (e2.date < e.date OR (e2.date = e.date AND (e2.id < e.id OR (e2.id = e.id AND p2.id <= p.id)))))
             FROM entry e JOIN posting p ON p.entry_id = e.id
             WHERE e.transaction_id = ? AND e.book = ? AND e.date <= ? ORDER BY e.date, e.id, p.id
-            """, arguments: [asOf.description, id, book.rawValue, asOf.description])
+            """), arguments: [asOf.description, id, book.rawValue, asOf.description])
         guard !rows.isEmpty else { return [] }
         let name = book == .production ? "finance" : "sandbox"
         return [.init(workbook: "reports/\(asOf)/\(name)-\(asOf).xlsx", sheet: "Journal", rows: rows.map { $0 + 4 })]

@@ -68,12 +68,21 @@ struct Run: ParsableCommand {
     @OptionGroup var ws: WorkspaceOption
     @Option(name: .customLong("as-of"), help: "The books' date, YYYY-MM-DD (default: today, UTC).")
     var asOf: String?
+    @Flag(help: "Print each stage's wall time, count, throughput and the peak memory after the summary.")
+    var timings = false
+    @Flag(name: .customLong("no-progress"), help: "No progress line, even on a terminal (there is none under cron).")
+    var noProgress = false
 
     func run() throws {
         try runReporting {
             let day = try parseDay(asOf)
-            let result = try NightlyRun(workspace: Workspace(ws.url), asOf: day).run()
+            let progress = RunProgress(showProgress: noProgress ? false : nil)
+            let result = try NightlyRun(workspace: Workspace(ws.url), asOf: day, progress: progress).run()
             printSummary(result)
+            if timings {
+                print("  timings:")
+                print(progress.table(), terminator: "")
+            }
         }
     }
 }
