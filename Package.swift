@@ -73,6 +73,11 @@ let package = Package(
             "LedgerRun", "LedgerCore", "LedgerStore", "LedgerReport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
+        // The benchmark `make bench` runs: generates a workspace, times a night and an
+        // incremental night, and compares workbook writing with libxlsxwriter's C API.
+        .executableTarget(name: "iapledger-bench", dependencies: [
+            "LedgerRun", "LedgerCore", "LedgerStore", "LedgerReport", "LedgerWrite", "CXlsxWriter",
+        ], path: "Benchmarks/IAPLedgerBench"),
         .testTarget(name: "IAPLedgerTests", dependencies: [
             "LedgerCore", "LedgerRead", "LedgerVerify", "LedgerPost", "LedgerStore", "LedgerReconcile",
             "LedgerReport", "LedgerWrite", "LedgerDemo", "LedgerRun",

@@ -58,16 +58,10 @@ public struct NightlyRun {
         let orderFiles = try workspace.inboxFiles("orders", extensions: ["csv"])
         let receiptFiles = try workspace.inboxFiles("receipts", extensions: ["json", "jsonl"])
         let signedFiles = try workspace.inboxFiles("signed", extensions: ["jws", "txt", "json", "jsonl"])
-        let inputs = try progress.stage("read and hash files", unit: "files") { tick in
-            try (orderFiles.map { ($0, "orders") } + receiptFiles.map { ($0, "receipts") }
-                 + signedFiles.map { ($0, "signed") }).map { url, kind in
-                tick.advance()
-                return try InputFile.load(url: url, kind: kind, workspace: workspace)
-            }
-        }
+        let inputFiles = orderFiles.map { ($0, "orders") } + receiptFiles.map { ($0, "receipts") } + signedFiles.map { ($0, "signed") }
+        let totalBytes = inputFiles.reduce(0) { $0 + Self.fileSize($1.0) }
         let progress = self.progress
         var commitStart: UInt64 = 0
-
         var filesRead = 0, filesSkipped = 0
         var closedThrough: Month? = nil
         let (runId, counts) = try ledger.write { w -> (Int64, LedgerWriter.RunCounts) in
@@ -82,21 +76,23 @@ public struct NightlyRun {
             let poster = Poster(config: postingConfig, rules: rules)
             var counts = LedgerWriter.RunCounts()
             var ingest = Ingest(writer: w, runId: runId, verifier: verifier, counts: counts)
-            try progress.stage("verify and store records", total: inputs.reduce(0) { $0 + $1.data.count }) { tick in
+            // Files are read, hashed, split, parsed and verified on a second thread, a few
+            // files ahead; this thread only writes to the ledger, in input order.
+            let prepared = PreparedFiles(inputs: inputFiles, workspace: workspace, verifier: verifier)
+            defer { prepared.cancel() }
+            try progress.stage("read, verify and store", total: totalBytes) { tick in
                 var bytes = 0
-                for input in inputs {
-                    bytes += input.data.count
+                while let next = prepared.next() {
+                    let file = try next.get()
+                    let input = file.input
+                    bytes += input.sizeBytes
                     if try w.fileAlreadyRead(path: input.path, sha256: input.sha256) {
                         filesSkipped += 1
                         continue
                     }
                     filesRead += 1
                     let before = ingest.counts.read
-                    switch input.kind {
-                    case "orders": try ingest.orders(input)
-                    case "signed": try ingest.signed(input, verifier: signedVerifier)
-                    default: try ingest.receipts(input)
-                    }
+                    try ingest.store(file, signedVerifier: signedVerifier)
                     tick.done = bytes
                     tick.advance(by: ingest.counts.read - before)
                 }
@@ -191,6 +187,10 @@ public struct NightlyRun {
         return SubscriptionTenure.paidDays(before: t.purchaseMs, chain: chain, graceDays: poster.config.subscriptionGraceDays)
     }
 
+    static func fileSize(_ url: URL) -> Int {
+        ((try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? NSNumber)?.intValue ?? 0
+    }
+
     /// The verifier of signed data: Apple Root CA - G3 plus the config's `trusted_roots`.
     static func signedDataVerifier(config: WorkspaceConfig, workspace: Workspace) throws -> SignedDataVerifier {
         var roots = [try SignedDataVerifier.appleRootCAG3()]
@@ -216,14 +216,112 @@ struct InputFile {
     var url: URL
     var path: String
     var kind: String
-    var data: Data
+    var sizeBytes: Int
     var sha256: String
 
-    static func load(url: URL, kind: String, workspace: Workspace) throws -> InputFile {
+    static func load(url: URL, kind: String, workspace: Workspace) throws -> (InputFile, Data) {
         guard let data = FileManager.default.contents(atPath: url.path) else {
             throw ReadError.file(url.path, "cannot be read (permissions?)")
         }
-        return InputFile(url: url, path: workspace.relative(url), kind: kind, data: data, sha256: Hashing.sha256Hex(data))
+        return (InputFile(url: url, path: workspace.relative(url), kind: kind, sizeBytes: data.count,
+                          sha256: Hashing.sha256Hex(data)), data)
+    }
+}
+
+/// A file's records, split, hashed, parsed and (receipts) verified: everything that needs
+/// no ledger, done off the writer's thread.
+struct PreparedFile {
+    enum Body {
+        /// Not UTF-8 text.
+        case notText
+        case orders(rows: [OrderRow], hashes: [String], fileError: Finding?, text: String)
+        case receipts([PreparedReceipt])
+        case signed(text: String)
+    }
+    struct PreparedReceipt {
+        var record: RawRecord
+        var sha256: String
+        var parsed: Result<(LegacyResponse, ReceiptOutcome), LegacyParseError>
+    }
+    var input: InputFile
+    var body: Body
+
+    static func prepare(url: URL, kind: String, workspace: Workspace, verifier: ReceiptVerifier) throws -> PreparedFile {
+        let (input, data) = try InputFile.load(url: url, kind: kind, workspace: workspace)
+        guard let text = String(validatingUTF8Data: data) else { return PreparedFile(input: input, body: .notText) }
+        switch kind {
+        case "orders":
+            let (rows, fileError) = OrderReader.read(path: input.path, text: Substring(text))
+            return PreparedFile(input: input, body: .orders(rows: rows, hashes: rows.map { Hashing.sha256Hex(Data($0.raw.utf8)) },
+                                                           fileError: fileError, text: text))
+        case "receipts":
+            let sub = Substring(text)
+            let records = url.pathExtension.lowercased() == "jsonl" ? RecordSplitter.jsonLines(sub) : RecordSplitter.jsonDocument(sub)
+            return PreparedFile(input: input, body: .receipts(records.map { record in
+                let parsed: Result<(LegacyResponse, ReceiptOutcome), LegacyParseError>
+                do {
+                    let response = try LegacyReceiptParser.parse(record.text)
+                    parsed = .success((response, verifier.verify(response, location: SourceLocation(path: input.path, line: record.line))))
+                } catch let e as LegacyParseError {
+                    parsed = .failure(e)
+                } catch {
+                    parsed = .failure(.invalidJSON("\(error)"))
+                }
+                return PreparedReceipt(record: record, sha256: Hashing.sha256Hex(Data(record.text.utf8)), parsed: parsed)
+            }))
+        default:
+            return PreparedFile(input: input, body: .signed(text: text))
+        }
+    }
+}
+
+/// The input files prepared on a second thread, handed over in order, at most `ahead`
+/// files waiting (so memory holds a few files, not the whole inbox).
+final class PreparedFiles: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var ready: [Result<PreparedFile, Error>] = []
+    private var finished = false
+    private var cancelled = false
+    private let ahead = 3
+
+    init(inputs: [(URL, String)], workspace: Workspace, verifier: ReceiptVerifier) {
+        let thread = Thread { [self] in
+            for (url, kind) in inputs {
+                let item = Result { try PreparedFile.prepare(url: url, kind: kind, workspace: workspace, verifier: verifier) }
+                condition.lock()
+                while ready.count >= ahead && !cancelled { condition.wait() }
+                if cancelled { condition.unlock(); return }
+                ready.append(item)
+                condition.broadcast()
+                condition.unlock()
+            }
+            condition.lock()
+            finished = true
+            condition.broadcast()
+            condition.unlock()
+        }
+        thread.stackSize = 8 << 20
+        thread.start()
+    }
+
+    /// The next file in input order, or nil when every file has been handed over.
+    func next() -> Result<PreparedFile, Error>? {
+        condition.lock()
+        defer { condition.unlock() }
+        while ready.isEmpty && !finished { condition.wait() }
+        guard !ready.isEmpty else { return nil }
+        let item = ready.removeFirst()
+        condition.broadcast()
+        return item
+    }
+
+    /// Stops the preparing thread (the run failed or finished early).
+    func cancel() {
+        condition.lock()
+        cancelled = true
+        ready.removeAll()
+        condition.broadcast()
+        condition.unlock()
     }
 }
 
@@ -241,32 +339,38 @@ struct Ingest {
         self.counts = counts
     }
 
-    /// The text of a file, or nil (and a rejected record naming the file) when it is not UTF-8.
-    mutating func text(_ input: InputFile) throws -> String? {
-        if let s = String(validatingUTF8Data: input.data) { return s }
+    /// Stores the records of one prepared file.
+    mutating func store(_ file: PreparedFile, signedVerifier: SignedDataVerifier) throws {
+        switch file.body {
+        case .notText: try notText(file.input)
+        case let .orders(rows, hashes, fileError, text): try orders(file.input, rows: rows, hashes: hashes, fileError: fileError, text: text)
+        case .receipts(let records): try receipts(file.input, records)
+        case .signed(let text): try signed(file.input, text: text, verifier: signedVerifier)
+        }
+    }
+
+    /// A file that is not UTF-8 text: one rejected record naming the file.
+    mutating func notText(_ input: InputFile) throws {
         let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256,
-                                        sizeBytes: Int64(input.data.count), records: 1, newRecords: 1)
+                                        sizeBytes: Int64(input.sizeBytes), records: 1, newRecords: 1)
         _ = try writer.addRecord(.init(fileId: fileId, line: 1, sha256: input.sha256, outcome: .rejected,
                                        reasonCode: "INVALID_UTF8", reason: "the file is not valid UTF-8 text", raw: ""))
         counts.read += 1
         counts.rejected += 1
-        return nil
     }
 
-    mutating func orders(_ input: InputFile) throws {
-        guard let text = try text(input) else { return }
+    mutating func orders(_ input: InputFile, rows: [OrderRow], hashes: [String], fileError: Finding?, text: String) throws {
         let seen = try writer.recordHashes(path: input.path)
-        let (rows, fileError) = OrderReader.read(path: input.path, text: Substring(text))
         if let e = fileError {
             let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256,
-                                            sizeBytes: Int64(input.data.count), records: 1, newRecords: 1)
+                                            sizeBytes: Int64(input.sizeBytes), records: 1, newRecords: 1)
             _ = try writer.addRecord(.init(fileId: fileId, line: e.location?.line ?? 1, sha256: input.sha256, outcome: .rejected,
                                            reasonCode: e.code, reason: e.message, raw: String(text.prefix(4096))))
             counts.read += 1
             counts.rejected += 1
             return
         }
-        let (fileId, fresh) = try addFile(input, rows, seen: seen) { $0.raw }
+        let (fileId, fresh) = try addFile(input, Array(zip(rows, hashes)), seen: seen)
         for (row, sha) in fresh {
             counts.read += 1
             switch row.result {
@@ -289,44 +393,42 @@ struct Ingest {
         }
     }
 
-    mutating func receipts(_ input: InputFile) throws {
-        guard let text = try text(input) else { return }
+    mutating func receipts(_ input: InputFile, _ records: [PreparedFile.PreparedReceipt]) throws {
         let seen = try writer.recordHashes(path: input.path)
-        let sub = Substring(text)
-        let records = input.url.pathExtension.lowercased() == "jsonl" ? RecordSplitter.jsonLines(sub) : RecordSplitter.jsonDocument(sub)
-        let (fileId, fresh) = try addFile(input, records, seen: seen) { $0.text }
+        let (fileId, fresh) = try addFile(input, records.map { ($0, $0.sha256) }, seen: seen)
         for (record, sha) in fresh {
             counts.read += 1
             try receipt(record, sha: sha, fileId: fileId, path: input.path)
         }
     }
 
-    /// Records an input file and returns its records not read from an earlier version of the
-    /// same path, each with its SHA-256; the others count as skipped.
-    mutating func addFile<R>(_ input: InputFile, _ records: [R], seen: Set<String>,
-                             text: (R) -> Substring) throws -> (fileId: Int64, fresh: [(R, String)]) {
-        let fresh = records.map { ($0, Hashing.sha256Hex(Data(text($0).utf8))) }.filter { !seen.contains($0.1) }
+    /// Records an input file and returns its records (each with its SHA-256) not read from an
+    /// earlier version of the same path; the others count as skipped.
+    mutating func addFile<R>(_ input: InputFile, _ records: [(R, String)], seen: Set<String>) throws -> (fileId: Int64, fresh: [(R, String)]) {
+        let fresh = seen.isEmpty ? records : records.filter { !seen.contains($0.1) }
         let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256,
-                                        sizeBytes: Int64(input.data.count), records: records.count, newRecords: fresh.count)
+                                        sizeBytes: Int64(input.sizeBytes), records: records.count, newRecords: fresh.count)
         counts.skipped += records.count - fresh.count
         return (fileId, fresh)
     }
 
-    mutating func receipt(_ record: RawRecord, sha: String, fileId: Int64, path: String) throws {
+    mutating func receipt(_ prepared: PreparedFile.PreparedReceipt, sha: String, fileId: Int64, path: String) throws {
+        let record = prepared.record
         let location = SourceLocation(path: path, line: record.line)
         let raw = String(record.text)
-        let response: LegacyResponse
-        do {
-            response = try LegacyReceiptParser.parse(record.text)
-        } catch let e as LegacyParseError {
+        let response: LegacyResponse, outcome: ReceiptOutcome
+        switch prepared.parsed {
+        case .failure(let e):
             try reject(fileId: fileId, location: location, sha: sha, code: "MALFORMED", reason: e.description, raw: raw)
             return
+        case .success(let parsed):
+            (response, outcome) = parsed
         }
         var info = LedgerWriter.RecordInfo(fileId: fileId, line: record.line, sha256: sha, outcome: .verified,
                                            statusCode: response.status, environment: response.environment,
                                            accountId: response.accountId, orderId: response.orderId,
                                            receivedAt: response.receivedAt, raw: raw)
-        switch verifier.verify(response, location: location) {
+        switch outcome {
         case let .rejected(code, reason):
             let named = response.items.compactMap(\.transactionId) + (response.wrapperTransactionId.map { [$0] } ?? [])
             try reject(fileId: fileId, location: location, sha: sha, code: code, reason: reason, raw: raw, info: info,

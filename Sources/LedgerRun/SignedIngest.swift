@@ -28,11 +28,10 @@ extension Ingest {
         return v["signedPayload"]?.scalarText ?? v["signedTransactionInfo"]?.scalarText
     }
 
-    mutating func signed(_ input: InputFile, verifier: SignedDataVerifier) throws {
-        guard let text = try text(input) else { return }
+    mutating func signed(_ input: InputFile, text: String, verifier: SignedDataVerifier) throws {
         let seen = try writer.recordHashes(path: input.path)
         let records = Self.signedRecords(Substring(text), fileExtension: input.url.pathExtension)
-        let (fileId, fresh) = try addFile(input, records, seen: seen) { $0.0.text }
+        let (fileId, fresh) = try addFile(input, records.map { ($0, Hashing.sha256Hex(Data($0.0.text.utf8))) }, seen: seen)
         for ((record, jws), sha) in fresh {
             counts.read += 1
             let location = SourceLocation(path: input.path, line: record.line)

@@ -80,16 +80,17 @@ public class LedgerReader {
             """)).map(Self.stored)
     }
 
+    /// A `store_transaction` row read by position (`SELECT *` or `SELECT t.*` first, in the
+    /// schema's column order): looking columns up by name costs more than the rest of the read.
     static func stored(_ r: Row) -> StoredTransaction {
         let obs = TransactionObservation(
-            transactionId: r["transaction_id"], originalTransactionId: r["original_transaction_id"],
-            productId: r["product_id"], quantity: r["quantity"], purchaseMs: r["purchase_ms"], expiresMs: r["expires_ms"],
-            cancellationMs: r["cancellation_ms"], revocationPercentage: r["revocation_percentage"],
-            book: Book(rawValue: r["book"])!, bundleId: r["bundle_id"], storefront: r["storefront"],
-            currency: r["currency"], priceMilliunits: r["price_milliunits"], appAccountToken: r["app_account_token"],
-            hasOffer: (r["has_offer"] as Int64) != 0, isFreeTrial: (r["is_free_trial"] as Int64) != 0)
-        return StoredTransaction(observation: obs, saleStatus: r["sale_status"], pendingReason: r["pending_reason"],
-                                 firstRecordId: r["first_record_id"])
+            transactionId: r[0], originalTransactionId: r[2],
+            productId: r[3], quantity: r[4], purchaseMs: r[5], expiresMs: r[6],
+            cancellationMs: r[7], revocationPercentage: r[8],
+            book: Book(rawValue: r[1])!, bundleId: r[13], storefront: r[9],
+            currency: r[10], priceMilliunits: r[11], appAccountToken: r[12],
+            hasOffer: (r[14] as Int64) != 0, isFreeTrial: (r[15] as Int64) != 0)
+        return StoredTransaction(observation: obs, saleStatus: r[18], pendingReason: r[19], firstRecordId: r[16])
     }
 
     /// The stored entry of `kind` for a transaction, rebuilt as a draft.
@@ -152,6 +153,25 @@ public class LedgerReader {
 /// Writes of one run, all inside one database transaction.
 public final class LedgerWriter: LedgerReader {
     private var accountIds: [String: Int64] = [:]
+    /// Transactions named by a pending or rejected record (read once per run, kept up to
+    /// date): most verified transactions have none, and skip the update that resolves them.
+    private var unverifiedIds: Set<String>?
+    /// Open findings as "code transaction-id" (read once per run, kept up to date).
+    private var openFindingKeys: Set<String>?
+
+    private func loadUnverifiedIds() throws -> Set<String> {
+        if let s = unverifiedIds { return s }
+        let s = Set(try String.fetchAll(db, sql: "SELECT DISTINCT transaction_id FROM unverified_record_transaction"))
+        unverifiedIds = s
+        return s
+    }
+
+    private func loadOpenFindingKeys() throws -> Set<String> {
+        if let s = openFindingKeys { return s }
+        let s = Set(try String.fetchAll(db, sql: "SELECT code || ' ' || transaction_id FROM finding WHERE resolved_run_id IS NULL"))
+        openFindingKeys = s
+        return s
+    }
     /// The last entry's id and hash (0 and the genesis hash for an empty ledger), read once
     /// per run and then kept up to date by `insertEntry`.
     private var chainTip: (id: Int64, hash: String)?
@@ -230,7 +250,9 @@ public final class LedgerWriter: LedgerReader {
     /// Remembers which transactions a pending or rejected record names: a later verified
     /// record resolves a pending one, and reconciliation knows credits for them were unverified.
     public func noteUnverifiedRecord(_ recordId: Int64, transactionIds: [String]) throws {
+        _ = try loadUnverifiedIds()
         for id in Set(transactionIds) {
+            unverifiedIds?.insert(id)
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO unverified_record_transaction (record_id, transaction_id) VALUES (?, ?)").execute(
                            arguments: [recordId, id])
         }
@@ -239,6 +261,7 @@ public final class LedgerWriter: LedgerReader {
     /// Marks pending records naming `transactionId` as resolved by a verified record.
     @discardableResult
     public func resolvePendingRecords(transactionId: String, runId: Int64, note: String) throws -> Int {
+        guard try loadUnverifiedIds().contains(transactionId) else { return 0 }
         try db.cachedStatement(sql: """
             UPDATE source_record SET resolved_run_id = ?, resolved_note = ?
             WHERE outcome = 'pending' AND resolved_run_id IS NULL
@@ -319,6 +342,8 @@ public final class LedgerWriter: LedgerReader {
 
     /// Opens (or refreshes) a finding; it stays open until `resolveFinding` is called.
     public func openFinding(code: String, transactionId: String, recordId: Int64?, message: String, runId: Int64) throws {
+        _ = try loadOpenFindingKeys()
+        openFindingKeys?.insert("\(code) \(transactionId)")
         try db.cachedStatement(sql: """
             INSERT INTO finding (code, transaction_id, record_id, message, first_run_id, last_run_id)
             VALUES (?, ?, ?, ?, ?, ?)
@@ -328,6 +353,8 @@ public final class LedgerWriter: LedgerReader {
     }
 
     public func resolveFinding(code: String, transactionId: String, runId: Int64) throws {
+        guard try loadOpenFindingKeys().contains("\(code) \(transactionId)") else { return }
+        openFindingKeys?.remove("\(code) \(transactionId)")
         try db.cachedStatement(sql: """
             UPDATE finding SET resolved_run_id = ? WHERE code = ? AND transaction_id = ? AND resolved_run_id IS NULL
             """).execute( arguments: [runId, code, transactionId])

@@ -1,0 +1,247 @@
+// iapledger-bench: the benchmark `make bench` runs (README, "Benchmark").
+//
+// 1. Generates a demo workspace of N transactions plus 10% (the demo generator, seeded).
+// 2. Holds back the newest days' files (about a tenth of the records) and times night 1:
+//    `iapledger run --timings` on the rest, as a child process: wall time, peak memory
+//    (the child's maximum resident set), and the run's own stage table.
+// 3. Puts the held-back files into the inbox and times night 2, the incremental night.
+// 4. Times workbook writing against libxlsxwriter itself: the production Journal (every
+//    posting, the row cap lifted) written through iapledger's writer, and the same number
+//    of cells of the same kinds written straight through the C API in constant-memory mode.
+// Prints plain text a person can read and paste, with the targets beside the figures.
+import CXlsxWriter
+import Foundation
+import LedgerCore
+import LedgerReport
+import LedgerRun
+import LedgerStore
+import LedgerWrite
+
+struct Options {
+    var transactions = 1_000_000
+    var seed: UInt64 = 42
+    var dir = ".build/bench/workspace"
+    var asOf = "2026-11-21"
+    var iapledger = ""
+    var skipWriterComparison = false
+
+    static func parse(_ args: [String]) -> Options {
+        var o = Options()
+        var i = 1
+        func value() -> String {
+            i += 1
+            guard i < args.count else { fail("\(args[i - 1]) needs a value") }
+            return args[i]
+        }
+        while i < args.count {
+            switch args[i] {
+            case "--transactions": o.transactions = Int(value()) ?? o.transactions
+            case "--seed": o.seed = UInt64(value()) ?? o.seed
+            case "--dir": o.dir = value()
+            case "--as-of": o.asOf = value()
+            case "--iapledger": o.iapledger = value()
+            case "--skip-writer-comparison": o.skipWriterComparison = true
+            case "-h", "--help":
+                print("usage: iapledger-bench [--transactions N] [--seed S] [--dir DIR] [--as-of YYYY-MM-DD] [--iapledger PATH] [--skip-writer-comparison]")
+                exit(0)
+            default: fail("unknown option \(args[i])")
+            }
+            i += 1
+        }
+        if o.iapledger.isEmpty {
+            o.iapledger = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("iapledger").path
+        }
+        return o
+    }
+}
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("iapledger-bench: \(message)\n".utf8))
+    exit(1)
+}
+
+func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
+func mib(_ bytes: Int) -> String { "\(bytes / (1024 * 1024)) MiB" }
+func secs(_ s: Double) -> String { String(format: "%.2f s", s) }
+
+/// Runs a command as a child process; its stdout goes to `output`. Wall time and the child's peak RSS.
+func spawn(_ argv: [String], output: String) -> (status: Int32, seconds: Double, peakBytes: Int) {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    let cArgs = argv.map { strdup($0) } + [nil]
+    defer { cArgs.forEach { free($0) } }
+    var pid: pid_t = 0
+    let start = now()
+    let rc = posix_spawn(&pid, argv[0], &actions, nil, cArgs, environ)
+    guard rc == 0 else { fail("cannot start \(argv[0]): \(String(cString: strerror(rc)))") }
+    var status: Int32 = 0
+    var usage = rusage()
+    while wait4(pid, &status, 0, &usage) == -1 && errno == EINTR {}
+    let seconds = now() - start
+    let exited = (status & 0x7f) == 0
+    return (exited ? (status >> 8) & 0xff : 128 + (status & 0x7f), seconds, Int(usage.ru_maxrss) * 1024)
+}
+
+/// The first YYYY-MM-DD in a file name, for ordering the inbox by day.
+func day(inName name: String) -> String {
+    guard let r = name.range(of: #"\d{4}-\d{2}-\d{2}"#, options: .regularExpression) else { return "" }
+    return String(name[r])
+}
+
+func lineCount(_ url: URL) -> Int {
+    guard let h = try? FileHandle(forReadingFrom: url) else { return 0 }
+    defer { try? h.close() }
+    var n = 0
+    while let chunk = try? h.read(upToCount: 1 << 20), !chunk.isEmpty {
+        n += chunk.reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) }
+    }
+    return n
+}
+
+struct Night {
+    var title: String
+    var seconds: Double
+    var peakBytes: Int
+    var output: String
+}
+
+func runNight(_ title: String, options o: Options, asOf: String, log: String) -> Night {
+    print("\n== \(title): iapledger run --as-of \(asOf)")
+    let r = spawn([o.iapledger, "run", "--workspace", o.dir, "--as-of", asOf, "--timings", "--no-progress"], output: log)
+    let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+    guard r.status == 0 else { fail("\(title) failed (exit \(r.status)); output in \(log)") }
+    for line in text.split(separator: "\n", omittingEmptySubsequences: false)
+    where line.hasPrefix("  files") || line.hasPrefix("  records:") || line.hasPrefix("  entries") || line.hasPrefix("  ledger")
+        || line.hasPrefix("  timings") || line.hasPrefix("  stage") || line.hasPrefix("    ") == false && line.hasPrefix("  ") && line.contains(" MiB") {
+        print(line)
+    }
+    print("  wall \(secs(r.seconds)), peak memory \(mib(r.peakBytes)) (the whole process, measured by wait4)")
+    return Night(title: title, seconds: r.seconds, peakBytes: r.peakBytes, output: text)
+}
+
+/// The same cells as the Journal (12 columns: numbers, dates, text) straight through the C API.
+func baselineWrite(rows: Int, path: String) -> Double {
+    let start = now()
+    var options = lxw_workbook_options(constant_memory: 1, tmpdir: nil, use_zip64: 1)
+    guard let wb = workbook_new_opt(path, &options) else { fail("cannot create \(path)") }
+    let money = workbook_add_format(wb)!
+    format_set_num_format(money, "#,##0.00;[Red]-#,##0.00")
+    let date = workbook_add_format(wb)!
+    format_set_num_format(date, "yyyy-mm-dd")
+    let integer = workbook_add_format(wb)!
+    format_set_num_format(integer, "#,##0")
+    let texts = ["sale", "2000000123456789", "com.example.coins.pack100", "USA", "revenue:gross", "USD"]
+    let perSheet = 1_048_575
+    var written = 0, part = 0
+    while written < rows {
+        part += 1
+        let ws = workbook_add_worksheet(wb, part == 1 ? "Journal" : "Journal (\(part))")!
+        for c in 0..<12 { worksheet_write_string(ws, 0, lxw_col_t(c), "Column \(c)", nil) }
+        var r: UInt32 = 1
+        while r <= UInt32(perSheet) && written < rows {
+            worksheet_write_number(ws, r, 0, Double(written / 3 + 1), integer)
+            worksheet_write_number(ws, r, 1, Double(46_000 + written % 120), date)
+            worksheet_write_number(ws, r, 2, Double(46_000 + written % 120), date)
+            worksheet_write_string(ws, r, 3, "", nil)
+            worksheet_write_string(ws, r, 4, texts[0], nil)
+            worksheet_write_string(ws, r, 5, texts[1], nil)
+            worksheet_write_string(ws, r, 6, texts[2], nil)
+            worksheet_write_string(ws, r, 7, texts[3], nil)
+            worksheet_write_string(ws, r, 8, texts[4], nil)
+            worksheet_write_string(ws, r, 9, texts[5], nil)
+            worksheet_write_number(ws, r, 10, Double(written % 10_000) / 100, money)
+            worksheet_write_number(ws, r, 11, Double(written % 10_000) / 100, money)
+            r += 1
+            written += 1
+        }
+    }
+    workbook_close(wb)
+    return now() - start
+}
+
+let o = Options.parse(CommandLine.arguments)
+guard FileManager.default.isExecutableFile(atPath: o.iapledger) else { fail("no iapledger binary at \(o.iapledger) (build it: swift build -c release)") }
+guard let finalDay = Day(iso: o.asOf) else { fail("--as-of must be YYYY-MM-DD") }
+let root = URL(fileURLWithPath: o.dir)
+let logs = root.deletingLastPathComponent()
+try? FileManager.default.removeItem(at: root)
+try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
+
+var cpuCount = sysconf(Int32(_SC_NPROCESSORS_ONLN))
+print("iapledger benchmark: \(RunProgress.grouped(o.transactions)) transactions (+10% on the incremental night), seed \(o.seed), \(cpuCount) cores")
+print("workspace \(root.path)")
+
+// 1. Generate N + 10% transactions.
+var t0 = now()
+let total = o.transactions + o.transactions / 10
+let created = try DemoWorkspace.create(at: root, transactions: total, seed: o.seed, asOf: finalDay)
+print("\n== generate: \(secs(now() - t0))")
+print(created.description.split(separator: "\n").prefix(3).joined(separator: "\n"))
+
+// 2. Hold back the newest days until about a tenth of the records (lines) is held back.
+let fm = FileManager.default
+var files: [(url: URL, sub: String, day: String, lines: Int)] = []
+for sub in ["receipts", "orders", "signed"] {
+    let dir = root.appendingPathComponent("inbox/\(sub)")
+    for name in (try? fm.contentsOfDirectory(atPath: dir.path)) ?? [] {
+        let url = dir.appendingPathComponent(name)
+        files.append((url, sub, day(inName: name), lineCount(url)))
+    }
+}
+let allLines = files.reduce(0) { $0 + $1.lines }
+let days = Set(files.map(\.day)).sorted(by: >)
+var heldDays: Set<String> = []
+var heldLines = 0
+for d in days where heldLines * 11 < allLines {
+    heldDays.insert(d)
+    heldLines += files.filter { $0.day == d }.reduce(0) { $0 + $1.lines }
+}
+let holdRoot = root.appendingPathComponent("held-back")
+var held: [(from: URL, to: URL)] = []
+for f in files where heldDays.contains(f.day) {
+    let to = holdRoot.appendingPathComponent("\(f.sub)/\(f.url.lastPathComponent)")
+    try fm.createDirectory(at: to.deletingLastPathComponent(), withIntermediateDirectories: true)
+    try fm.moveItem(at: f.url, to: to)
+    held.append((f.url, to))
+}
+let firstHeld = heldDays.min() ?? o.asOf
+print("held back for the incremental night: \(heldDays.count) days from \(firstHeld) (\(RunProgress.grouped(heldLines)) of \(RunProgress.grouped(allLines)) input lines)")
+
+// 3. Night 1, then night 2 with the held-back days.
+let night1 = runNight("night 1", options: o, asOf: firstHeld, log: logs.appendingPathComponent("night1.txt").path)
+for h in held { try fm.moveItem(at: h.to, to: h.from) }
+let night2 = runNight("night 2 (incremental)", options: o, asOf: o.asOf, log: logs.appendingPathComponent("night2.txt").path)
+
+// 4. Workbook writing against libxlsxwriter itself.
+var writer: (rows: Int, ours: Double, baseline: Double)? = nil
+if !o.skipWriterComparison {
+    print("\n== workbook writing: the production Journal with the row cap lifted, against the C API")
+    let ledger = try Ledger(path: root.appendingPathComponent("ledger.sqlite").path, readOnly: true)
+    let ours = logs.appendingPathComponent("journal-iapledger.xlsx")
+    let base = logs.appendingPathComponent("journal-baseline.xlsx")
+    var rows = 0
+    t0 = now()
+    try ledger.read { reader in
+        var report = FinanceReport(reader: reader, book: .production, asOf: finalDay, reportingCurrency: "USD",
+                                   toolVersion: NightlyRun.toolVersion, runId: nil)
+        report.journalRowCap = Int.max
+        let sheet = try report.journalSheet()
+        rows = sheet.tables.first?.rowCount ?? 0
+        try XLSXWriter.write(WorkbookModel(title: "Journal", subject: "benchmark", created: finalDay, sheets: [sheet]), to: ours)
+    }
+    let oursSeconds = now() - t0
+    let baseSeconds = baselineWrite(rows: rows, path: base.path)
+    writer = (rows, oursSeconds, baseSeconds)
+    print("  \(RunProgress.grouped(rows)) rows x 12 columns: iapledger \(secs(oursSeconds)) (ledger query included), libxlsxwriter C API \(secs(baseSeconds)), ratio \(String(format: "%.2f", oursSeconds / baseSeconds))")
+}
+
+print("\n== summary (paste into the README)")
+print("| measure | result | target |")
+print("|---|---|---|")
+print("| night 1, \(RunProgress.grouped(o.transactions)) transactions, workbooks included | \(secs(night1.seconds)), \(mib(night1.peakBytes)) peak | 15 s, 400 MiB |")
+print("| night 2, +10% | \(secs(night2.seconds)), \(mib(night2.peakBytes)) peak | 3 s |")
+if let w = writer {
+    print("| Journal sheet, \(RunProgress.grouped(w.rows)) rows, against libxlsxwriter | \(String(format: "%.2f", w.ours / w.baseline))x (\(secs(w.ours)) vs \(secs(w.baseline))) | 1.3x |")
+}
