@@ -45,6 +45,7 @@ public struct NightlyRun {
     public func run() throws -> Result {
         let config = try workspace.loadConfig()
         let rules = try workspace.loadRules()
+        let layouts = try workspace.loadLayouts()
         let lock = try RunLock(url: workspace.lockURL)
         defer { lock.release() }
 
@@ -96,12 +97,12 @@ public struct NightlyRun {
             return (runId, counts)
         }
 
-        var workbooks = try ReportSet(ledger: ledger, config: config, asOf: asOf, runId: runId, workspace: workspace).writeAll()
+        var workbooks = try ReportSet(ledger: ledger, config: config, asOf: asOf, runId: runId, workspace: workspace, layouts: layouts).writeAll()
         // The month before, while it is still open, is written again as of its last day: late
         // data for it changes its books until it is closed.
         let previous = asOf.month.previous
         if closedThrough.map({ previous > $0 }) ?? true, try ledger.read({ try $0.hasEntries(through: previous.lastDay) }) {
-            workbooks += try ReportSet(ledger: ledger, config: config, asOf: previous.lastDay, runId: nil, workspace: workspace).writeAll()
+            workbooks += try ReportSet(ledger: ledger, config: config, asOf: previous.lastDay, runId: nil, workspace: workspace, layouts: layouts).writeAll()
         }
         let totals = try ledger.read { try $0.totals() }
         // What this run read and could not post, as it stands at the end of the run.

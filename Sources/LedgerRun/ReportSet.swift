@@ -4,27 +4,31 @@ import LedgerReport
 import LedgerStore
 import LedgerWrite
 
-/// The workbooks of one as-of date under `reports/<as-of>/`.
+/// The workbooks of one as-of date under `reports/<as-of>/`, laid out by the workspace's layouts
+/// (loaded and checked before the run touches anything).
 struct ReportSet {
     let ledger: Ledger
     let config: WorkspaceConfig
     let asOf: Day
     let runId: Int64?
     let workspace: Workspace
+    let layouts: ReportLayouts
 
     func writeAll() throws -> [URL] {
         let dir = workspace.reportDirectory(asOf: asOf)
         var written: [URL] = []
         var exports: [URL] = []
-        for (book, name) in [(Book.production, "finance"), (Book.sandbox, "sandbox")] {
-            let url = dir.appendingPathComponent("\(name)-\(asOf).xlsx")
+        for (book, workbook) in [(Book.production, ReportWorkbook.finance), (Book.sandbox, ReportWorkbook.sandbox)] {
+            let url = dir.appendingPathComponent("\(workbook.rawValue)-\(asOf).xlsx")
             try ledger.read { reader in
                 var report = FinanceReport(reader: reader, book: book, asOf: asOf, reportingCurrency: config.reportingCurrency,
-                                           toolVersion: NightlyRun.toolVersion, runId: runId)
+                                           toolVersion: NightlyRun.toolVersion, runId: runId, layout: layouts[workbook])
                 report.journalRowCap = config.journalRowCap
-                if try report.journalOverCap() {
+                // Past the cap, the full journal goes beside the workbook with the Journal sheet's
+                // columns; a layout without the Journal sheet has no journal to export.
+                if try report.journalOverCap(), let journal = try report.laidOutJournalTable() {
                     let name = (book == .production ? "journal-" : "sandbox-journal-") + "\(asOf).csv.gz"
-                    let csv = try GzipCSVWriter.write(try report.journalTable(), to: dir.appendingPathComponent(name))
+                    let csv = try GzipCSVWriter.write(journal, to: dir.appendingPathComponent(name))
                     report.journalExport = JournalExport(fileName: name, rows: csv.rows, sha256: csv.sha256)
                     exports.append(csv.url)
                 }
@@ -34,7 +38,8 @@ struct ReportSet {
         }
         let url = dir.appendingPathComponent("reconciliation-\(asOf).xlsx")
         try ledger.read { reader in
-            let report = ReconciliationReport(reader: reader, asOf: asOf, reportingCurrency: config.reportingCurrency, runId: runId)
+            let report = ReconciliationReport(reader: reader, asOf: asOf, reportingCurrency: config.reportingCurrency, runId: runId,
+                                              layout: layouts.reconciliation)
             try XLSXWriter.write(try report.workbook(), to: url)
         }
         written.append(url)
@@ -47,6 +52,7 @@ struct ReportSet {
 /// still running), into `reports/<that date>/`.
 public enum PeriodReport {
     public static func write(workspace: Workspace, period: Month) throws -> (asOf: Day, files: [URL]) {
+        let layouts = try workspace.loadLayouts()
         let (config, ledger) = try workspace.openExistingLedger()
         let lastNight = try ledger.read { try $0.lastAsOf() }
         var asOf = period.lastDay
@@ -54,7 +60,7 @@ public enum PeriodReport {
         guard asOf >= period.firstDay else {
             throw StoreError(message: "\(period) is after the last night (\(lastNight.map(\.description) ?? "none")): nothing to report yet")
         }
-        let files = try ReportSet(ledger: ledger, config: config, asOf: asOf, runId: nil, workspace: workspace).writeAll()
+        let files = try ReportSet(ledger: ledger, config: config, asOf: asOf, runId: nil, workspace: workspace, layouts: layouts).writeAll()
         return (asOf, files)
     }
 }
