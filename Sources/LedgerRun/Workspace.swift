@@ -86,7 +86,7 @@ public struct Workspace {
         if fm.fileExists(atPath: ws.configURL.path) {
             throw ReadError.file(ws.configURL.path, "already exists: \(root.path) is already a workspace")
         }
-        for sub in ["rules", "inbox/receipts", "inbox/orders", "inbox/signed", "reports", "layouts"] {
+        for sub in ["rules", "inbox/receipts", "inbox/orders", "inbox/signed", "reports"] {
             try fm.createDirectory(at: root.appendingPathComponent(sub), withIntermediateDirectories: true)
         }
         let templates = try Templates.directory()
@@ -94,11 +94,19 @@ public struct Workspace {
         for name in RulesReader.files {
             try fm.copyItem(at: templates.appendingPathComponent("rules/\(name)"), to: ws.rulesURL.appendingPathComponent(name))
         }
+        try ws.copyShippedLayouts()
+        return ws
+    }
+
+    /// Copies the shipped workbook layouts into `layouts/`, to be edited there.
+    func copyShippedLayouts() throws {
+        let fm = FileManager.default
+        let templates = try Templates.directory()
+        try fm.createDirectory(at: layoutsURL, withIntermediateDirectories: true)
         for w in ReportWorkbook.allCases {
             try fm.copyItem(at: templates.appendingPathComponent("layouts/\(w.layoutFileName)"),
-                            to: ws.layoutsURL.appendingPathComponent(w.layoutFileName))
+                            to: layoutsURL.appendingPathComponent(w.layoutFileName))
         }
-        return ws
     }
 }
 
