@@ -52,8 +52,12 @@ let package = Package(
             "LedgerCore", "LedgerReconcile",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
-        // Report: plain-data report models (trial balance, journal, run info).
-        .target(name: "LedgerReport", dependencies: ["LedgerCore", "LedgerStore", "LedgerReconcile"]),
+        // Report: plain-data report models (trial balance, journal, run info), laid out by the
+        // layout files (TOML) shipped in `templates/` or kept in the workspace.
+        .target(name: "LedgerReport", dependencies: [
+            "LedgerCore", "LedgerStore", "LedgerReconcile", "LedgerTemplates",
+            .product(name: "TOMLKit", package: "TOMLKit"),
+        ]),
         // Write: the only target that talks to libxlsxwriter.
         .target(name: "LedgerWrite", dependencies: ["LedgerCore", "LedgerReport", "CXlsxWriter", "CGzip"]),
         // Demo: a seeded generator of realistic workspaces.

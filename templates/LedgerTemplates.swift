@@ -6,4 +6,10 @@ public enum LedgerTemplates {
     public static func workspaceDirectory() -> URL? {
         Bundle.module.url(forResource: "workspace", withExtension: nil)
     }
+
+    /// A shipped workbook layout (`workspace/layouts/finance.toml`, ...): the default when a
+    /// workspace has no `layouts/<name>` of its own.
+    public static func layoutURL(_ fileName: String) -> URL? {
+        workspaceDirectory()?.appendingPathComponent("layouts").appendingPathComponent(fileName)
+    }
 }

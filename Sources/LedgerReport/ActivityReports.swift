@@ -35,7 +35,7 @@ extension FinanceReport {
     func activity() throws -> [ActivityRow] { try reader.activity(book: book, through: asOf) }
 
     /// `activity`: the entry sums, queried once per workbook and shared by the sheets below.
-    public func summarySheet(activity rows: [ActivityRow]? = nil) throws -> SheetModel {
+    public func summarySheet(activity rows: [ActivityRow]? = nil) throws -> SheetContent {
         let rows = try rows ?? activity()
         var byMonth: [Month: Sums] = [:], byStorefront: [String: Sums] = [:], total = Sums()
         for r in rows { byMonth[r.month, default: Sums()].add(r); byStorefront[r.storefront, default: Sums()].add(r); total.add(r) }
@@ -51,30 +51,21 @@ extension FinanceReport {
         }
         regionRows.append(SheetRow([.text("Total"), .integer(total.units), money(total.netAfterRefunds), money(total.proceedsAfterRefunds)], style: .total))
         let r = reportingCurrency
-        return SheetModel(
-            name: "Summary", title: book == .production ? "Summary: in-app purchase revenue" : "Summary: sandbox book (test purchases, not revenue)",
-            subtitle: ["All figures in \(r), at each purchase month's rate, for entries posted on or before \(asOf). Gross is what customers paid; tax is kept by the store; net is revenue; proceeds are what the store pays out after commission.",
-                       "Refunds are the net revenue refunded (reversed refunds deducted); net after refunds is what the revenue accounts hold."],
+        return SheetContent(
+            key: "summary",
             tables: [
-                TableBlock(columns: [
-                    Column("Month", width: 10), Column("Units", width: 9, kind: .integer), Column("Gross (\(r))", width: 14, kind: .money),
-                    Column("Tax (\(r))", width: 13, kind: .money), Column("Net sales (\(r))", width: 15, kind: .money),
-                    Column("Commission (\(r))", width: 16, kind: .money), Column("Proceeds (\(r))", width: 15, kind: .money),
-                    Column("Refunds (\(r))", width: 14, kind: .money), Column("Net after refunds (\(r))", width: 20, kind: .money),
-                    Column("Proceeds after refunds (\(r))", width: 22, kind: .money),
-                ], rows: monthRows),
-                TableBlock(heading: "Proceeds by region (storefront)", columns: [
-                    Column("Storefront", width: 10), Column("Units", width: 9, kind: .integer),
-                    Column("Net after refunds (\(r))", width: 14, kind: .money), Column("Proceeds after refunds (\(r))", width: 13, kind: .money),
-                ], rows: regionRows),
+                TableBlock(key: "by_month", columns: ReportSchema.summaryByMonth, rows: monthRows),
+                TableBlock(key: "by_region", columns: ReportSchema.summaryByRegion, rows: regionRows),
             ],
             charts: [
-                ChartSpec(title: "Net sales and refunds by month (\(r))", kind: .column, table: 0, categoryColumn: 0, valueColumns: [4, 7], yAxisTitle: r),
-                ChartSpec(title: "Proceeds after refunds by region (\(r))", kind: .bar, table: 1, categoryColumn: 0, valueColumns: [3], yAxisTitle: r),
+                ChartSpec(title: "Net sales and refunds by month (\(r))", kind: .column, table: "by_month", categoryColumn: "month",
+                          valueColumns: ["net_reporting", "refunds_reporting"], yAxisTitle: r),
+                ChartSpec(title: "Proceeds after refunds by region (\(r))", kind: .bar, table: "by_region", categoryColumn: "storefront",
+                          valueColumns: ["proceeds_after_refunds_reporting"], yAxisTitle: r),
             ])
     }
 
-    public func revenueByRegionSheet(activity rows: [ActivityRow]? = nil) throws -> SheetModel {
+    public func revenueByRegionSheet(activity rows: [ActivityRow]? = nil) throws -> SheetContent {
         var groups: [String: (storefront: String, month: Month, currency: String, sums: Sums)] = [:]
         var total = Sums()
         for r in try rows ?? activity() {
@@ -95,21 +86,10 @@ extension FinanceReport {
         rows.append(SheetRow([.text("Total"), .empty, .text(reportingCurrency), .integer(total.units), .empty, .empty, .empty, .empty, .empty, .empty,
                               money(total.gross, rd), money(total.tax, rd), money(total.net, rd), money(total.commission, rd),
                               money(total.proceeds, rd), money(total.refunds, rd)], style: .total))
-        let r = reportingCurrency
-        return SheetModel(
-            name: "Revenue by Region", title: "Revenue by region (storefront) and month",
-            subtitle: ["Sales posted on or before \(asOf), in the transaction currency and in \(r). Refunds are net revenue refunded, reversals deducted. The total is in \(r) only (currencies do not add up)."],
-            tables: [TableBlock(columns: [
-                Column("Storefront", width: 10), Column("Month", width: 9), Column("Currency", width: 9), Column("Units", width: 8, kind: .integer),
-                Column("Gross", width: 13, kind: .money), Column("Tax", width: 12, kind: .money), Column("Net", width: 13, kind: .money),
-                Column("Commission", width: 12, kind: .money), Column("Proceeds", width: 13, kind: .money), Column("Refunds", width: 12, kind: .money),
-                Column("Gross (\(r))", width: 13, kind: .money), Column("Tax (\(r))", width: 12, kind: .money), Column("Net (\(r))", width: 13, kind: .money),
-                Column("Commission (\(r))", width: 15, kind: .money), Column("Proceeds (\(r))", width: 14, kind: .money),
-                Column("Refunds (\(r))", width: 13, kind: .money),
-            ], rows: rows)])
+        return SheetContent(key: "revenue_by_region", tables: [TableBlock(key: "by_region", columns: ReportSchema.revenueByRegion, rows: rows)])
     }
 
-    public func revenueByProductSheet(activity rows: [ActivityRow]? = nil) throws -> SheetModel {
+    public func revenueByProductSheet(activity rows: [ActivityRow]? = nil) throws -> SheetContent {
         var groups: [String: Sums] = [:]
         var total = Sums()
         for r in try rows ?? activity() { groups[r.productId, default: Sums()].add(r); total.add(r) }
@@ -120,20 +100,10 @@ extension FinanceReport {
         }
         var rows = groups.keys.sorted().map { line($0, groups[$0]!) }
         rows.append(line("Total", total, style: .total))
-        let r = reportingCurrency
-        return SheetModel(
-            name: "Revenue by Product", title: "Revenue by product",
-            subtitle: ["Sales and refunds posted on or before \(asOf), in \(r) at each purchase month's rate."],
-            tables: [TableBlock(columns: [
-                Column("Product", width: 34), Column("Sales", width: 8, kind: .integer), Column("Units", width: 8, kind: .integer),
-                Column("Gross (\(r))", width: 13, kind: .money), Column("Tax (\(r))", width: 12, kind: .money),
-                Column("Net sales (\(r))", width: 14, kind: .money), Column("Commission (\(r))", width: 15, kind: .money),
-                Column("Proceeds (\(r))", width: 14, kind: .money), Column("Refunds", width: 9, kind: .integer),
-                Column("Refunds (\(r))", width: 13, kind: .money), Column("Net after refunds (\(r))", width: 20, kind: .money),
-            ], rows: rows)])
+        return SheetContent(key: "revenue_by_product", tables: [TableBlock(key: "by_product", columns: ReportSchema.revenueByProduct, rows: rows)])
     }
 
-    public func refundsSheet() throws -> SheetModel {
+    public func refundsSheet() throws -> SheetContent {
         let list = try reader.refundEntries(book: book, through: asOf)
         var total: Int64 = 0
         var rows = list.map { e -> SheetRow in
@@ -150,15 +120,6 @@ extension FinanceReport {
         }
         rows.append(SheetRow([.text("Total"), .empty, .empty, .text("\(list.filter(\.late).count) late"), .empty, .empty, .empty, .empty,
                               .empty, .empty, .empty, .empty, .empty, .money(minor: total, decimals: reportingDecimals)], style: .total))
-        return SheetModel(
-            name: "Refunds", title: "Refunds and reversed refunds",
-            subtitle: ["Each refund entry posted on or before \(asOf): revenue refunded, commission returned by the store, proceeds clawed back. A reversal (REFUND_REVERSED) shows negative. 'late' marks an entry posted in the first open month because its own month was closed; its original date is kept."],
-            tables: [TableBlock(columns: [
-                Column("Entry", width: 8, kind: .integer), Column("Posted", width: 11, kind: .date), Column("Original date", width: 13, kind: .date),
-                Column("Late", width: 6), Column("Kind", width: 15), Column("Transaction", width: 19), Column("Product", width: 30),
-                Column("Storefront", width: 10), Column("Currency", width: 9), Column("Refunded %", width: 11, kind: .money),
-                Column("Net", width: 12, kind: .money), Column("Commission", width: 12, kind: .money), Column("Proceeds", width: 12, kind: .money),
-                Column("Net (\(reportingCurrency))", width: 13, kind: .money),
-            ], rows: rows)])
+        return SheetContent(key: "refunds", tables: [TableBlock(key: "refunds", columns: ReportSchema.refunds, rows: rows)])
     }
 }

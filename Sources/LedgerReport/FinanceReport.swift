@@ -1,8 +1,8 @@
 import LedgerCore
 import LedgerStore
 
-/// Builds the report models of a book as of a date, from the ledger. Plain data only:
-/// the writer turns them into XLSX.
+/// Builds the report models of a book as of a date, from the ledger, laid out by the book's
+/// layout (`finance.toml` or `sandbox.toml`). Plain data only: the writer turns them into XLSX.
 public struct FinanceReport {
     public let reader: LedgerReader
     public let book: Book
@@ -10,50 +10,73 @@ public struct FinanceReport {
     public let reportingCurrency: String
     public let toolVersion: String
     public let runId: Int64?
+    /// Which sheets, tables and columns the workbook shows, and how.
+    public let layout: ReportLayout
     /// The Journal sheet lists every posting up to this many rows (`journal_row_cap`).
     public var journalRowCap: Int = 250_000
     /// The full journal written beside the workbook when the period passes the cap.
     public var journalExport: JournalExport?
 
-    public init(reader: LedgerReader, book: Book, asOf: Day, reportingCurrency: String, toolVersion: String, runId: Int64?) {
+    public init(reader: LedgerReader, book: Book, asOf: Day, reportingCurrency: String, toolVersion: String, runId: Int64?,
+                layout: ReportLayout) {
         self.reader = reader
         self.book = book
         self.asOf = asOf
         self.reportingCurrency = reportingCurrency
         self.toolVersion = toolVersion
         self.runId = runId
+        self.layout = layout
     }
 
     var reportingDecimals: Int { Currency.exponent(reportingCurrency) ?? 2 }
     func decimals(_ currency: String) -> Int { Currency.exponent(currency) ?? 2 }
 
+    /// The values of the layout's `{placeholders}`.
+    public var values: [String: String] {
+        ["as_of": asOf.description, "book": book.rawValue, "reporting_currency": reportingCurrency]
+    }
+
+    /// The workbook: the layout's sheets, in its order; only the sheets it lists are queried.
     public func workbook() throws -> WorkbookModel {
-        let activity = try activity()
+        var activityRows: [ActivityRow]? = nil
+        func activity() throws -> [ActivityRow] {
+            if let rows = activityRows { return rows }
+            let rows = try self.activity()
+            activityRows = rows
+            return rows
+        }
+        let sheets = try layout.sheets.map { sheet -> SheetModel in
+            let content: SheetContent
+            switch sheet.key {
+            case "summary": content = try summarySheet(activity: activity())
+            case "trial_balance": content = try trialBalanceSheet()
+            case "journal": content = try journalSheet()
+            case "revenue_by_region": content = try revenueByRegionSheet(activity: activity())
+            case "revenue_by_product": content = try revenueByProductSheet(activity: activity())
+            case "refunds": content = try refundsSheet()
+            case "credited_in_production" where book == .sandbox: content = try creditedInProductionSheet()
+            case "run_info": content = try runInfoSheet()
+            default:
+                throw LayoutError(path: layout.source, key: "sheet \"\(sheet.key)\"", message: "the \(book.rawValue) book's workbook has no such sheet")
+            }
+            return layout.apply(sheet, to: content, values: values)
+        }
         return WorkbookModel(
             title: book == .production ? "iapledger finance report \(asOf)" : "iapledger sandbox book \(asOf)",
             subject: "In-app purchase ledger, \(book.rawValue) book, as of \(asOf)",
-            company: "", created: asOf,
-            sheets: [try summarySheet(activity: activity), try trialBalanceSheet(), try journalSheet(),
-                     try revenueByRegionSheet(activity: activity), try revenueByProductSheet(activity: activity), try refundsSheet()] + (book == .sandbox ? [try creditedInProductionSheet()] : [])
-                + [try runInfoSheet()]
+            company: "", created: asOf, sheets: sheets, numberFormats: layout.formats
         )
     }
 
     /// Sandbox purchases that the backend credited as production (SANDBOX_CREDITED_IN_PRODUCTION).
-    public func creditedInProductionSheet() throws -> SheetModel {
+    public func creditedInProductionSheet() throws -> SheetContent {
         let rows = try reader.exceptions(status: "all", category: "SANDBOX_CREDITED_IN_PRODUCTION").map { e -> SheetRow in
             let amount: Cell = e.grossMinor.map { .money(minor: $0, decimals: decimals(e.currency ?? reportingCurrency)) } ?? .empty
             return SheetRow([.text(e.transactionId), .text(e.orderId ?? ""), .text(e.accountId ?? ""), .text(e.productId ?? ""), amount,
                              .text(e.currency ?? ""), .date(e.firstSeen), .text(e.isOpen ? "open" : "resolved \(e.resolvedOn!)"), .text(e.detail)])
         }
-        return SheetModel(
-            name: "Credited in Production", title: "Sandbox purchases credited in production",
-            subtitle: ["Test purchases (sandbox: test top-ups, App Review, TestFlight) that the backend credited to production accounts: real credits for purchases nobody paid for."],
-            tables: [TableBlock(columns: [
-                Column("Transaction", width: 19), Column("Order", width: 16), Column("Account", width: 16), Column("Product", width: 30),
-                Column("Amount", width: 11, kind: .money), Column("Currency", width: 9), Column("First seen", width: 12, kind: .date),
-                Column("Status", width: 22), Column("Detail", width: 80),
-            ], rows: rows)])
+        return SheetContent(key: "credited_in_production",
+                            tables: [TableBlock(key: "credits", columns: ReportSchema.creditedInProduction, rows: rows)])
     }
 
     /// Trial balance rows as of the report date (entries posted on or before it).
@@ -61,7 +84,7 @@ public struct FinanceReport {
         try reader.trialBalance(book: book, through: asOf)
     }
 
-    public func trialBalanceSheet() throws -> SheetModel {
+    public func trialBalanceSheet() throws -> SheetContent {
         let rows = try trialBalanceRows().sorted { ($0.currency, $0.account) < ($1.currency, $1.account) }
         var out: [SheetRow] = []
         var i = 0
@@ -88,33 +111,24 @@ public struct FinanceReport {
         }
         out.append(SheetRow([.text(book.rawValue), .text("Total all currencies (\(reportingCurrency))"), .text(reportingCurrency),
                              .empty, .empty, .empty, .money(minor: reportingTotal, decimals: reportingDecimals)], style: .total))
-        return SheetModel(
-            name: "Trial Balance", title: "Trial balance: \(book.rawValue) book",
-            subtitle: ["As of \(asOf) (entries posted on or before this date). Debits positive, credits negative; each currency and the reporting currency (\(reportingCurrency)) sum to zero."],
-            tables: [TableBlock(columns: [
-                Column("Book", width: 12), Column("Account", width: 34), Column("Currency", width: 10),
-                Column("Debit", width: 16, kind: .money), Column("Credit", width: 16, kind: .money),
-                Column("Balance", width: 16, kind: .money), Column("Balance (reporting)", width: 20, kind: .money),
-            ], rows: out)])
+        return SheetContent(key: "trial_balance", tables: [TableBlock(key: "balances", columns: ReportSchema.trialBalance, rows: out)])
     }
 
     /// Postings the Journal covers (entries of the book posted on or before the as-of date).
-    public func journalCount() throws -> Int { try reader.journalCount(book: book, through: asOf) }
+    /// The Journal covers the as-of date's month: postings dated from its 1st to the as-of
+    /// date. Earlier months are in their own sets (`reports/<month's last day>/`).
+    public var journalFrom: Day { asOf.month.firstDay }
+
+    public func journalCount() throws -> Int { try reader.journalCount(book: book, from: journalFrom, through: asOf) }
 
     /// Whether the journal passes the row cap and goes to a gzip CSV beside the workbook.
     public func journalOverCap() throws -> Bool { try journalCount() > journalRowCap }
 
-    /// The journal as a streamed table: one row per posting.
+    /// The journal as a streamed table: one row per posting, every column.
     public func journalTable() throws -> TableBlock {
         let reader = self.reader, book = self.book, asOf = self.asOf, rd = reportingDecimals
-        return TableBlock(columns: [
-            Column("Entry", width: 9, kind: .integer), Column("Date", width: 12, kind: .date),
-            Column("Original date", width: 13, kind: .date), Column("Late", width: 6),
-            Column("Kind", width: 16), Column("Transaction", width: 20), Column("Product", width: 32),
-            Column("Storefront", width: 11), Column("Account", width: 30), Column("Currency", width: 10),
-            Column("Amount", width: 14, kind: .money), Column("Amount (reporting)", width: 18, kind: .money),
-        ], rowCount: try journalCount()) { emit in
-            try reader.journal(book: book, through: asOf) { j in
+        return TableBlock(key: "postings", columns: ReportSchema.journal, rowCount: try journalCount()) { emit in
+            try reader.journal(book: book, from: journalFrom, through: asOf) { j in
                 let d = Currency.exponent(j.currency) ?? 2
                 try emit(SheetRow([.integer(j.entryId), .date(j.date), .date(j.originalDate), .text(j.late ? "late" : ""),
                                    .text(j.kind), .text(j.transactionId), .text(j.productId), .text(j.storefront),
@@ -124,20 +138,26 @@ public struct FinanceReport {
         }
     }
 
-    public func journalSheet() throws -> SheetModel {
-        let table = try journalTable()
-        var subtitle = ["Every posting on or before \(asOf), one row each. Amounts in the transaction currency and in \(reportingCurrency) at the purchase month's rate."]
-        if table.rowCount > journalRowCap {
-            let where_ = journalExport.map { "\($0.fileName) beside this workbook (\($0.rows) rows, SHA-256 \($0.sha256))" } ?? "a CSV export beside this workbook"
-            subtitle = ["This period has \(table.rowCount) postings, more than the Journal sheet's cap of \(journalRowCap) (journal_row_cap in iapledger.toml).",
-                        "The full journal is in \(where_). Every other sheet is complete."]
-            return SheetModel(name: "Journal", title: "Journal: \(book.rawValue) book", subtitle: subtitle,
-                              tables: [TableBlock(columns: table.columns, rows: [])])
-        }
-        return SheetModel(name: "Journal", title: "Journal: \(book.rawValue) book", subtitle: subtitle, tables: [table])
+    /// The journal as the layout shows it (the columns of the gzip CSV export past the cap);
+    /// nil when the layout leaves the Journal sheet or its table out.
+    public func laidOutJournalTable() throws -> TableBlock? {
+        guard let table = layout.sheet("journal")?.tables.first(where: { $0.key == "postings" }) else { return nil }
+        let values = self.values
+        return try journalTable().laidOut(table) { ReportLayout.fill($0, values) }
     }
 
-    public func runInfoSheet() throws -> SheetModel {
+    public func journalSheet() throws -> SheetContent {
+        let table = try journalTable()
+        if table.rowCount > journalRowCap {
+            let where_ = journalExport.map { "\($0.fileName) beside this workbook (\($0.rows) rows, SHA-256 \($0.sha256))" } ?? "a CSV export beside this workbook"
+            let notice = ["This month (\(journalFrom) to \(asOf)) has \(table.rowCount) postings, more than the Journal sheet's cap of \(journalRowCap) (journal_row_cap in iapledger.toml).",
+                          "The full journal is in \(where_). Every other sheet is complete."]
+            return SheetContent(key: "journal", tables: [TableBlock(key: "postings", columns: table.columns, rows: [])], notice: notice)
+        }
+        return SheetContent(key: "journal", tables: [table])
+    }
+
+    public func runInfoSheet() throws -> SheetContent {
         let totals = try reader.totals()
         let summary = try runId.flatMap { try reader.runSummary($0) }
         var info: [SheetRow] = [
@@ -193,26 +213,12 @@ public struct FinanceReport {
             SheetRow([.text($0.code), .text($0.transactionId), .text($0.message), .date($0.firstSeen),
                       .integer(Int64(asOf - $0.firstSeen))])
         }
-        return SheetModel(
-            name: "Run Info", title: "Run information",
-            subtitle: ["What the nightly run read and decided. Every input record is posted, pending (with the reason it waits) or rejected (with its reason)."],
-            tables: [
-                TableBlock(columns: [Column("Item", width: 38), Column("Value", width: 24)], rows: info),
-                TableBlock(heading: "Input files read by this run", columns: [
-                    Column("File", width: 44), Column("Kind", width: 10), Column("SHA-256", width: 66),
-                    Column("Size (bytes)", width: 13, kind: .integer), Column("Records", width: 10, kind: .integer),
-                    Column("New records", width: 12, kind: .integer),
-                ], rows: files),
-                TableBlock(heading: "Records not posted (rejected, or pending verification)", columns: [
-                    Column("File", width: 44), Column("Line", width: 8, kind: .integer), Column("Outcome", width: 10),
-                    Column("Code", width: 34), Column("Reason", width: 90), Column("First seen", width: 12, kind: .date),
-                    Column("Age (days)", width: 11, kind: .integer),
-                ], rows: problems),
-                TableBlock(heading: "Open findings (transactions waiting, data conflicts)", columns: [
-                    Column("Code", width: 22), Column("Transaction", width: 20), Column("Detail", width: 90),
-                    Column("First seen", width: 12, kind: .date), Column("Age (days)", width: 11, kind: .integer),
-                ], rows: findings),
-            ])
+        return SheetContent(key: "run_info", tables: [
+            TableBlock(key: "info", columns: ReportSchema.runInfo, rows: info),
+            TableBlock(key: "files", columns: ReportSchema.runInfoFiles, rows: files),
+            TableBlock(key: "not_posted", columns: ReportSchema.runInfoNotPosted, rows: problems),
+            TableBlock(key: "findings", columns: ReportSchema.runInfoFindings, rows: findings),
+        ])
     }
 }
 

@@ -2,30 +2,44 @@ import LedgerCore
 import LedgerReconcile
 import LedgerStore
 
-/// The reconciliation workbook: the store against the backend's credits, as of a date.
+/// The reconciliation workbook: the store against the backend's credits, as of a date, laid
+/// out by `reconciliation.toml`.
 public struct ReconciliationReport {
     public let reader: LedgerReader
     public let asOf: Day
     public let reportingCurrency: String
     public let runId: Int64?
+    public let layout: ReportLayout
 
-    public init(reader: LedgerReader, asOf: Day, reportingCurrency: String, runId: Int64?) {
+    public init(reader: LedgerReader, asOf: Day, reportingCurrency: String, runId: Int64?, layout: ReportLayout) {
         self.reader = reader
         self.asOf = asOf
         self.reportingCurrency = reportingCurrency
         self.runId = runId
+        self.layout = layout
     }
 
     var rd: Int { Currency.exponent(reportingCurrency) ?? 2 }
 
     public func workbook() throws -> WorkbookModel {
-        WorkbookModel(title: "iapledger reconciliation \(asOf)",
-                      subject: "Store transactions against the backend's credits, as of \(asOf)",
-                      created: asOf,
-                      sheets: [try summarySheet(), try exceptionsSheet(), try resolvedSheet(), try pendingSheet()])
+        let values = ["as_of": asOf.description, "reporting_currency": reportingCurrency]
+        let sheets = try layout.sheets.map { sheet -> SheetModel in
+            let content: SheetContent
+            switch sheet.key {
+            case "summary": content = try summarySheet()
+            case "exceptions": content = try exceptionsSheet()
+            case "resolved": content = try resolvedSheet()
+            case "pending": content = try pendingSheet()
+            default: throw LayoutError(path: layout.source, key: "sheet \"\(sheet.key)\"", message: "the reconciliation workbook has no such sheet")
+            }
+            return layout.apply(sheet, to: content, values: values)
+        }
+        return WorkbookModel(title: "iapledger reconciliation \(asOf)",
+                             subject: "Store transactions against the backend's credits, as of \(asOf)",
+                             created: asOf, sheets: sheets, numberFormats: layout.formats)
     }
 
-    public func summarySheet() throws -> SheetModel {
+    public func summarySheet() throws -> SheetContent {
         let open = try reader.exceptions(status: "open")
         var rows: [SheetRow] = []
         var totalCount: Int64 = 0, totalAmount: Int64 = 0
@@ -43,27 +57,17 @@ public struct ReconciliationReport {
                              style: .total))
         let matched = try runId.map { try reader.matchedCount(runId: $0) } ?? 0
         let resolved = try resolvedSinceLastNight().count
-        return SheetModel(
-            name: "Summary", title: "Reconciliation summary",
-            subtitle: ["As of \(asOf). Open exceptions per category (the Meaning column says what each is), with the net sale amount in \(reportingCurrency) where a store transaction is involved.",
-                       "Matched order/transaction pairs: \(matched). Resolved since the previous night: \(resolved)."],
+        return SheetContent(
+            key: "summary",
             tables: [
-                TableBlock(columns: [
-                    Column("Category", width: 32), Column("Meaning", width: 70), Column("Open", width: 8, kind: .integer),
-                    Column("New today", width: 10, kind: .integer), Column("Amount (\(reportingCurrency), net)", width: 18, kind: .money),
-                ], rows: rows),
-                TableBlock(heading: "Matching", columns: [Column("Measure", width: 32), Column("Value", width: 70)], rows: [
+                TableBlock(key: "by_category", columns: ReportSchema.reconciliationByCategory, rows: rows),
+                TableBlock(key: "matching", columns: ReportSchema.reconciliationMatching, rows: [
                     SheetRow([.text("Matched order/transaction pairs"), .integer(Int64(matched))]),
                     SheetRow([.text("Resolved since the previous night"), .integer(Int64(resolved))]),
                 ]),
-            ])
+            ],
+            values: ["matched": String(matched), "resolved": String(resolved)])
     }
-
-    static let exceptionColumns = [
-        Column("Category", width: 32), Column("Transaction", width: 20), Column("Order", width: 16), Column("Account", width: 16),
-        Column("Product", width: 32), Column("Amount", width: 12, kind: .money), Column("Currency", width: 9),
-        Column("First seen", width: 12, kind: .date),
-    ]
 
     func cells(_ e: ExceptionRow) -> [Cell] {
         [.text(e.category), .text(e.transactionId), .text(e.orderId ?? ""), .text(e.accountId ?? ""), .text(e.productId ?? ""),
@@ -71,14 +75,11 @@ public struct ReconciliationReport {
          .text(e.currency ?? ""), .date(e.firstSeen)]
     }
 
-    public func exceptionsSheet() throws -> SheetModel {
+    public func exceptionsSheet() throws -> SheetContent {
         let rows = try reader.exceptions(status: "open").map {
             SheetRow(cells($0) + [.integer(Int64($0.ageDays(asOf: asOf))), .text($0.detail)])
         }
-        return SheetModel(
-            name: "Exceptions", title: "Open exceptions",
-            subtitle: ["Every difference between the store and the backend still open on \(asOf), oldest first within each category. Age in days = as-of date minus first seen."],
-            tables: [TableBlock(columns: Self.exceptionColumns + [Column("Age (days)", width: 10, kind: .integer), Column("Detail", width: 90)], rows: rows)])
+        return SheetContent(key: "exceptions", tables: [TableBlock(key: "exceptions", columns: ReportSchema.exceptions, rows: rows)])
     }
 
     /// Exceptions resolved after the previous night's as-of date, up to this one.
@@ -90,19 +91,14 @@ public struct ReconciliationReport {
         }
     }
 
-    public func resolvedSheet() throws -> SheetModel {
+    public func resolvedSheet() throws -> SheetContent {
         let rows = try resolvedSinceLastNight().map {
             SheetRow(cells($0) + [.date($0.resolvedOn!), .integer(Int64($0.ageDays(asOf: asOf))), .text($0.detail)])
         }
-        return SheetModel(
-            name: "Resolved", title: "Resolved since the previous night",
-            subtitle: ["Exceptions a run no longer detects (the order arrived, the credit was reversed, ...), resolved after the previous night and on or before \(asOf)."],
-            tables: [TableBlock(columns: Self.exceptionColumns + [Column("Resolved", width: 12, kind: .date),
-                                                               Column("Days open", width: 10, kind: .integer), Column("Detail", width: 90)],
-                                rows: rows)])
+        return SheetContent(key: "resolved", tables: [TableBlock(key: "resolved", columns: ReportSchema.resolved, rows: rows)])
     }
 
-    public func pendingSheet() throws -> SheetModel {
+    public func pendingSheet() throws -> SheetContent {
         var rows: [SheetRow] = []
         for p in try reader.recordProblems() where p.outcome == "pending" && !p.resolved {
             rows.append(SheetRow([.text("record waits for verification"), .text("\(p.path):\(p.line)"), .text(p.code), .text(p.reason),
@@ -112,12 +108,6 @@ public struct ReconciliationReport {
             rows.append(SheetRow([.text("\(t.book) transaction waits for a rule"), .text(t.transactionId), .text(t.productId),
                                   .text(t.reason), .date(t.firstSeen), .integer(Int64(asOf - t.firstSeen))]))
         }
-        return SheetModel(
-            name: "Pending", title: "Pending: waiting for verification or a rule",
-            subtitle: ["Records kept until a verified record for their transaction arrives, and verified transactions waiting for a missing rule (posted by the first run that has it)."],
-            tables: [TableBlock(columns: [
-                Column("What waits", width: 34), Column("Record / transaction", width: 44), Column("Code / product", width: 34),
-                Column("Reason", width: 90), Column("First seen", width: 12, kind: .date), Column("Age (days)", width: 10, kind: .integer),
-            ], rows: rows)])
+        return SheetContent(key: "pending", tables: [TableBlock(key: "pending", columns: ReportSchema.pending, rows: rows)])
     }
 }

@@ -28,6 +28,8 @@ public enum DemoWorkspace {
             try fm.createDirectory(at: root.appendingPathComponent(sub), withIntermediateDirectories: true)
         }
         let summary = try DemoGenerator.generate(into: root, options: DemoOptions(seed: seed, transactions: transactions, asOf: asOf.description))
+        // The shipped workbook layouts, to try a layout change on the demo's books.
+        try Workspace(root).copyShippedLayouts()
         return Created(root: root.standardizedFileURL, summary: summary)
     }
 }

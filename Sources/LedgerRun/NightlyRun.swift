@@ -48,6 +48,7 @@ public struct NightlyRun {
     public func run() throws -> Result {
         let config = try workspace.loadConfig()
         let rules = try workspace.loadRules()
+        let layouts = try workspace.loadLayouts()
         let lock = try RunLock(url: workspace.lockURL)
         defer { lock.release() }
 
@@ -115,15 +116,15 @@ public struct NightlyRun {
         progress.record(.init(name: "commit", seconds: Double(DispatchTime.now().uptimeNanoseconds - commitStart) / 1e9,
                               count: 0, unit: "", peakBytes: RunProgress.peakResidentBytes()))
 
-        var workbooks = try ReportSet(ledger: ledger, config: config, asOf: asOf, runId: runId, workspace: workspace,
-                                      progress: progress).writeAll()
         // The month before, while it is still open, is written again as of its last day: late
-        // data for it changes its books until it is closed.
+        // data for it changes its books until it is closed. Both sets are written together,
+        // independent workbooks in parallel.
+        var sets = [ReportSet(ledger: ledger, config: config, asOf: asOf, runId: runId, workspace: workspace, layouts: layouts)]
         let previous = asOf.month.previous
         if closedThrough.map({ previous > $0 }) ?? true, try ledger.read({ try $0.hasEntries(through: previous.lastDay) }) {
-            workbooks += try ReportSet(ledger: ledger, config: config, asOf: previous.lastDay, runId: nil, workspace: workspace,
-                                       progress: progress).writeAll()
+            sets.append(ReportSet(ledger: ledger, config: config, asOf: previous.lastDay, runId: nil, workspace: workspace, layouts: layouts))
         }
+        let workbooks = try ReportSet.write(sets, progress: progress)
         let totals = try ledger.read { try $0.totals() }
         // What this run read and could not post, as it stands at the end of the run.
         let notPosted = try ledger.read { try $0.recordProblems() }.filter { $0.runId == runId && !$0.resolved }

@@ -4,50 +4,136 @@ import LedgerReport
 import LedgerStore
 import LedgerWrite
 
-/// The workbooks of one as-of date under `reports/<as-of>/`.
+/// The workbooks of one as-of date under `reports/<as-of>/`, laid out by the workspace's layouts
+/// (loaded and checked before the run touches anything).
 struct ReportSet {
     let ledger: Ledger
     let config: WorkspaceConfig
     let asOf: Day
     let runId: Int64?
     let workspace: Workspace
-    var progress: RunProgress = .silent
+    let layouts: ReportLayouts
 
-    func writeAll() throws -> [URL] {
+    /// One workbook (with its journal export, if any) to write.
+    struct Job {
+        var name: String
+        var write: (LedgerReader) throws -> [URL]
+    }
+
+    /// The set's workbooks as independent jobs: finance (and its journal export), sandbox,
+    /// reconciliation. Each reads the ledger through the reader it is given.
+    func jobs() -> [Job] {
         let dir = workspace.reportDirectory(asOf: asOf)
-        var written: [URL] = []
-        var exports: [URL] = []
-        for (book, name) in [(Book.production, "finance"), (Book.sandbox, "sandbox")] {
-            let url = dir.appendingPathComponent("\(name)-\(asOf).xlsx")
-            try ledger.read { reader in
+        var jobs: [Job] = []
+        for (book, workbook) in [(Book.production, ReportWorkbook.finance), (Book.sandbox, ReportWorkbook.sandbox)] {
+            let url = dir.appendingPathComponent("\(workbook.rawValue)-\(asOf).xlsx")
+            jobs.append(Job(name: url.lastPathComponent) { [self] reader in
                 var report = FinanceReport(reader: reader, book: book, asOf: asOf, reportingCurrency: config.reportingCurrency,
-                                           toolVersion: NightlyRun.toolVersion, runId: runId)
+                                           toolVersion: NightlyRun.toolVersion, runId: runId, layout: layouts[workbook])
                 report.journalRowCap = config.journalRowCap
-                if try report.journalOverCap() {
+                var exports: [URL] = []
+                // Past the cap, the full journal goes beside the workbook with the Journal sheet's
+                // columns; a layout without the Journal sheet has no journal to export.
+                if try report.journalOverCap(), let journal = try report.laidOutJournalTable() {
                     let name = (book == .production ? "journal-" : "sandbox-journal-") + "\(asOf).csv.gz"
-                    let csv = try progress.stage("\(name)", unit: "rows") { tick in
-                        let csv = try GzipCSVWriter.write(try report.journalTable(), to: dir.appendingPathComponent(name))
-                        tick.advance(by: csv.rows)
-                        return csv
-                    }
+                    let csv = try GzipCSVWriter.write(journal, to: dir.appendingPathComponent(name))
                     report.journalExport = JournalExport(fileName: name, rows: csv.rows, sha256: csv.sha256)
                     exports.append(csv.url)
                 }
-                try progress.stage("\(name)-\(asOf).xlsx", unit: "") { _ in
-                    try XLSXWriter.write(try report.workbook(), to: url)
-                }
-            }
-            written.append(url)
+                try XLSXWriter.write(try report.workbook(), to: url)
+                return [url] + exports
+            })
         }
         let url = dir.appendingPathComponent("reconciliation-\(asOf).xlsx")
-        try progress.stage("reconciliation-\(asOf).xlsx", unit: "") { _ in
-            try ledger.read { reader in
-                let report = ReconciliationReport(reader: reader, asOf: asOf, reportingCurrency: config.reportingCurrency, runId: runId)
-                try XLSXWriter.write(try report.workbook(), to: url)
+        jobs.append(Job(name: url.lastPathComponent) { [self] reader in
+            let report = ReconciliationReport(reader: reader, asOf: asOf, reportingCurrency: config.reportingCurrency, runId: runId,
+                                              layout: layouts.reconciliation)
+            try XLSXWriter.write(try report.workbook(), to: url)
+            return [url]
+        })
+        return jobs
+    }
+
+    /// Writes the workbooks of one set, one after the other (`report --period`).
+    func writeAll() throws -> [URL] {
+        try Self.write([self], progress: .silent, threads: 1)
+    }
+
+    /// Writes the workbooks of several sets on up to `threads` threads, each thread with its
+    /// own read-only connection to the ledger (nothing writes to it now: the run has
+    /// committed and holds the run lock). The list of files written comes back in job order
+    /// (workbooks first, journal exports last), whatever order the threads finish in.
+    static func write(_ sets: [ReportSet], progress: RunProgress, threads: Int = min(2, ProcessInfo.processInfo.activeProcessorCount)) throws -> [URL] {
+        guard let first = sets.first else { return [] }
+        let jobs = sets.flatMap { $0.jobs() }
+        // The finance workbooks (the big Journals) start first, so the small ones fill in.
+        let order = jobs.indices.filter { jobs[$0].name.hasPrefix("finance-") } + jobs.indices.filter { !jobs[$0].name.hasPrefix("finance-") }
+        let results = JobResults(count: jobs.count)
+        let start = DispatchTime.now().uptimeNanoseconds
+        let workers = max(1, min(threads, jobs.count))
+        DispatchQueue.concurrentPerform(iterations: workers) { _ in
+            let ledger: Ledger
+            do {
+                ledger = workers == 1 ? first.ledger : try Ledger(path: first.ledger.path, readOnly: true)
+            } catch {
+                results.fail(error)
+                return
+            }
+            while let claimed = results.claim() {
+                let i = order[claimed]
+                let t0 = DispatchTime.now().uptimeNanoseconds
+                do {
+                    let urls = try ledger.read { try jobs[i].write($0) }
+                    results.finish(i, urls: urls, seconds: Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e9)
+                } catch {
+                    results.fail(error)
+                }
             }
         }
-        written.append(url)
-        return written + exports
+        if let error = results.error { throw error }
+        for (i, job) in jobs.enumerated() {
+            progress.record(.init(name: "  " + job.name, seconds: results.seconds[i], count: 0, unit: "",
+                                  peakBytes: 0, inTotal: false))
+        }
+        progress.record(.init(name: "write workbooks (\(workers) threads)", seconds: Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9,
+                              count: jobs.count, unit: "files", peakBytes: RunProgress.peakResidentBytes()))
+        let urls = results.urls.flatMap { $0 }
+        return urls.filter { $0.pathExtension == "xlsx" } + urls.filter { $0.pathExtension != "xlsx" }
+    }
+}
+
+/// Job results shared by the writing threads.
+final class JobResults: @unchecked Sendable {
+    private let lock = NSLock()
+    private var nextJob = 0
+    private let count: Int
+    private(set) var urls: [[URL]]
+    private(set) var seconds: [Double]
+    private(set) var error: Error?
+
+    init(count: Int) {
+        self.count = count
+        urls = Array(repeating: [], count: count)
+        seconds = Array(repeating: 0, count: count)
+    }
+
+    /// The next job to do, or nil when all are taken or one failed.
+    func claim() -> Int? {
+        lock.lock(); defer { lock.unlock() }
+        guard error == nil, nextJob < count else { return nil }
+        nextJob += 1
+        return nextJob - 1
+    }
+
+    func finish(_ i: Int, urls: [URL], seconds: Double) {
+        lock.lock(); defer { lock.unlock() }
+        self.urls[i] = urls
+        self.seconds[i] = seconds
+    }
+
+    func fail(_ e: Error) {
+        lock.lock(); defer { lock.unlock() }
+        if error == nil { error = e }
     }
 }
 
@@ -56,6 +142,7 @@ struct ReportSet {
 /// still running), into `reports/<that date>/`.
 public enum PeriodReport {
     public static func write(workspace: Workspace, period: Month) throws -> (asOf: Day, files: [URL]) {
+        let layouts = try workspace.loadLayouts()
         let (config, ledger) = try workspace.openExistingLedger()
         let lastNight = try ledger.read { try $0.lastAsOf() }
         var asOf = period.lastDay
@@ -63,7 +150,7 @@ public enum PeriodReport {
         guard asOf >= period.firstDay else {
             throw StoreError(message: "\(period) is after the last night (\(lastNight.map(\.description) ?? "none")): nothing to report yet")
         }
-        let files = try ReportSet(ledger: ledger, config: config, asOf: asOf, runId: nil, workspace: workspace).writeAll()
+        let files = try ReportSet(ledger: ledger, config: config, asOf: asOf, runId: nil, workspace: workspace, layouts: layouts).writeAll()
         return (asOf, files)
     }
 }

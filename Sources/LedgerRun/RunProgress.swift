@@ -14,6 +14,9 @@ public final class RunProgress {
         public var unit: String
         /// The process's peak resident memory at the end of the stage, in bytes.
         public var peakBytes: Int
+        /// False for a part of a stage shown on its own line (one workbook of several written
+        /// in parallel): the total counts the whole stage once.
+        public var inTotal: Bool = true
     }
 
     public private(set) var stages: [Stage] = []
@@ -53,7 +56,11 @@ public final class RunProgress {
     }
 
     /// Adds a stage measured elsewhere (for example by another thread).
-    public func record(_ stage: Stage) { stages.append(stage) }
+    public func record(_ stage: Stage) {
+        lock.lock(); defer { lock.unlock() }
+        stages.append(stage)
+    }
+    private let lock = NSLock()
 
     /// Counts the work of one stage and redraws the progress line now and then.
     public final class Ticker {
@@ -120,17 +127,18 @@ public final class RunProgress {
 
     /// The stage table `iapledger run --timings` prints: one line a stage, plain text.
     public func table() -> String {
-        var lines = ["  stage                       seconds      count  per second   peak memory"]
+        var lines = ["  stage                           seconds      count  per second   peak memory"]
         for s in stages {
-            let rate = s.count > 0 && s.seconds > 0 ? RunProgress.grouped(Int(Double(s.count) / s.seconds)) + "/s" : ""
-            lines.append("  " + s.name.padding(toLength: 26, withPad: " ", startingAt: 0)
+            let perSecond = s.seconds > 0 ? Int(Double(s.count) / s.seconds) : 0
+            let rate = perSecond > 0 ? RunProgress.grouped(perSecond) + "/s" : ""
+            lines.append("  " + s.name.padding(toLength: 30, withPad: " ", startingAt: 0)
                          + String(format: "%9.2f", s.seconds)
                          + (s.count > 0 ? RunProgress.grouped(s.count) : "").leftPadded(11)
                          + rate.leftPadded(12)
-                         + "\(s.peakBytes / (1024 * 1024)) MiB".leftPadded(14))
+                         + (s.peakBytes > 0 ? "\(s.peakBytes / (1024 * 1024)) MiB" : "").leftPadded(14))
         }
-        let total = stages.reduce(0) { $0 + $1.seconds }
-        lines.append("  " + "total".padding(toLength: 26, withPad: " ", startingAt: 0) + String(format: "%9.2f", total)
+        let total = stages.filter(\.inTotal).reduce(0) { $0 + $1.seconds }
+        lines.append("  " + "total".padding(toLength: 30, withPad: " ", startingAt: 0) + String(format: "%9.2f", total)
                      + "".leftPadded(23) + "\(RunProgress.peakResidentBytes() / (1024 * 1024)) MiB".leftPadded(14))
         return lines.joined(separator: "\n") + "\n"
     }

@@ -1,9 +1,46 @@
 import Foundation
 import LedgerCore
+import LedgerReport
 import LedgerStore
 
 /// Renders a trace for people (text) or programs (JSON).
 public enum TraceOutput {
+    /// A trace's Journal rows as the workspace's layouts place them: the sheet's name, and the
+    /// rows below its title, subtitle lines and heading (the store counts them for the shipped
+    /// layout: one subtitle line, no heading). None when the layout leaves the Journal out.
+    /// - Parameter journalRowCap: a month past the cap has its journal in `journal-<date>.csv.gz`
+    ///   beside the workbook (row 1 the header), not in the sheet.
+    public static func placed(_ t: TransactionTrace, layouts: ReportLayouts, journalRowCap: Int = .max) -> TransactionTrace {
+        var t = t
+        let layout = t.book == Book.sandbox.rawValue ? layouts.sandbox : layouts.finance
+        guard let sheet = layout.sheet("journal"), let table = sheet.tables.first, table.key == "postings" else {
+            t.reports = []
+            return t
+        }
+        let shift = sheet.subtitle.count - 1 + (table.heading == nil ? 0 : 1)
+        t.reports = t.reports.map { p in
+            var p = p
+            if p.journalRows > journalRowCap {
+                let dir = (p.workbook as NSString).deletingLastPathComponent
+                let day = (dir as NSString).lastPathComponent
+                p.workbook = "\(dir)/\(t.book == Book.sandbox.rawValue ? "sandbox-journal" : "journal")-\(day).csv.gz"
+                p.sheet = "(CSV, line 1 the header)"
+                p.rows = p.rows.map { $0 - 4 + 1 }
+            } else {
+                p.sheet = sheet.name
+                p.rows = p.rows.map { $0 + shift }
+            }
+            return p
+        }
+        return t
+    }
+
+    public static func placed(_ o: OrderTrace, layouts: ReportLayouts, journalRowCap: Int = .max) -> OrderTrace {
+        var o = o
+        o.transaction = o.transaction.map { placed($0, layouts: layouts, journalRowCap: journalRowCap) }
+        return o
+    }
+
     public static func json<T: Encodable>(_ value: T) -> String {
         let enc = JSONEncoder()
         enc.outputFormatting = [.prettyPrinted, .sortedKeys]

@@ -1,6 +1,7 @@
 import Foundation
 import LedgerCore
 import LedgerRead
+import LedgerReport
 import LedgerStore
 import LedgerTemplates
 
@@ -11,6 +12,7 @@ import LedgerTemplates
 ///     inbox/receipts/           legacy verifyReceipt responses (*.json, *.jsonl)
 ///     inbox/orders/             the backend's order/credit records (*.csv)
 ///     inbox/signed/             App Store signed transactions and notifications
+///     layouts/                  the workbooks' sheet layouts (optional: the shipped ones otherwise)
 ///     ledger.sqlite             the ledger (by default)
 ///     reports/<as-of>/          the workbooks
 public struct Workspace {
@@ -23,6 +25,7 @@ public struct Workspace {
     public var inboxURL: URL { root.appendingPathComponent("inbox") }
     public var reportsURL: URL { root.appendingPathComponent("reports") }
     public var lockURL: URL { root.appendingPathComponent(".iapledger.lock") }
+    public var layoutsURL: URL { root.appendingPathComponent("layouts") }
 
     public func ledgerURL(_ config: WorkspaceConfig) -> URL {
         config.databasePath.hasPrefix("/") ? URL(fileURLWithPath: config.databasePath) : root.appendingPathComponent(config.databasePath)
@@ -53,6 +56,12 @@ public struct Workspace {
         try RulesReader.read(rulesDirectory: rulesURL, displayPrefix: rulesURL.path + "/")
     }
 
+    /// The workbook layouts: `layouts/<workbook>.toml` where the workspace has one, else the
+    /// shipped default. A broken layout stops the run before anything is written.
+    public func loadLayouts() throws -> ReportLayouts {
+        try ReportLayouts.load(directory: layoutsURL)
+    }
+
     /// A workspace-relative path, as stored in the ledger and shown to people.
     public func relative(_ url: URL) -> String {
         let p = url.standardizedFileURL.path, r = root.path.hasSuffix("/") ? root.path : root.path + "/"
@@ -69,7 +78,8 @@ public struct Workspace {
             .map { dir.appendingPathComponent($0) }
     }
 
-    /// Creates a workspace with the commented example config and example rules from `templates/`.
+    /// Creates a workspace with the commented example config, example rules and the workbook
+    /// layouts from `templates/`.
     public static func create(at root: URL) throws -> Workspace {
         let fm = FileManager.default
         let ws = Workspace(root)
@@ -84,7 +94,19 @@ public struct Workspace {
         for name in RulesReader.files {
             try fm.copyItem(at: templates.appendingPathComponent("rules/\(name)"), to: ws.rulesURL.appendingPathComponent(name))
         }
+        try ws.copyShippedLayouts()
         return ws
+    }
+
+    /// Copies the shipped workbook layouts into `layouts/`, to be edited there.
+    func copyShippedLayouts() throws {
+        let fm = FileManager.default
+        let templates = try Templates.directory()
+        try fm.createDirectory(at: layoutsURL, withIntermediateDirectories: true)
+        for w in ReportWorkbook.allCases {
+            try fm.copyItem(at: templates.appendingPathComponent("layouts/\(w.layoutFileName)"),
+                            to: layoutsURL.appendingPathComponent(w.layoutFileName))
+        }
     }
 }
 

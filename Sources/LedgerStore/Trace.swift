@@ -71,6 +71,9 @@ public struct TransactionTrace: Encodable {
         public var workbook: String
         public var sheet: String
         public var rows: [Int]
+        /// Postings in that Journal's month (not shown in the JSON).
+        public var journalRows: Int = 0
+        enum CodingKeys: String, CodingKey { case workbook, sheet, rows }
     }
 
     public var transaction_id: String
@@ -188,18 +191,33 @@ extension LedgerReader {
         }
     }
 
-    /// Where the transaction's postings sit in the last night's Journal sheet (1-based sheet
-    /// rows: title, subtitle and a blank row, then the header on row 4).
+    /// Where the transaction's postings sit in the Journal sheets: each workbook set's
+    /// Journal lists the postings of its month (from the 1st to the set's date), so a posting
+    /// dated in the last night's month is in that night's set, one dated in an earlier month
+    /// in the set as of that month's last day (`reports/<last day>/`, written while the month
+    /// was open and by `report --period`). Rows are 1-based sheet rows (title, subtitle, a
+    /// blank row, then the header on row 4); `journalRows` is the month's posting count, so a
+    /// reader can tell when the month passed the sheet's row cap.
     func placements(_ id: String, book: Book?, asOf: Day?) throws -> [TransactionTrace.Placement] {
         guard let book, let asOf else { return [] }
-        let rows = try Int.fetchAll(db.cachedStatement(sql: """
-            SELECT (SELECT count(*) FROM entry e2 JOIN posting p2 ON p2.entry_id = e2.id
-                    WHERE e2.book = e.book AND e2.date <= ? AND (e2.date < e.date OR (e2.date = e.date AND (e2.id < e.id OR (e2.id = e.id AND p2.id <= p.id)))))
-            FROM entry e JOIN posting p ON p.entry_id = e.id
-            WHERE e.transaction_id = ? AND e.book = ? AND e.date <= ? ORDER BY e.date, e.id, p.id
-            """), arguments: [asOf.description, id, book.rawValue, asOf.description])
-        guard !rows.isEmpty else { return [] }
+        let dates = try String.fetchAll(db.cachedStatement(sql: """
+            SELECT DISTINCT date FROM entry WHERE transaction_id = ? AND book = ? AND date <= ? ORDER BY date
+            """), arguments: [id, book.rawValue, asOf.description]).compactMap { Day(iso: $0) }
+        let months = dates.reduce(into: [Month]()) { if $0.last != $1.month { $0.append($1.month) } }
         let name = book == .production ? "finance" : "sandbox"
-        return [.init(workbook: "reports/\(asOf)/\(name)-\(asOf).xlsx", sheet: "Journal", rows: rows.map { $0 + 4 })]
+        return try months.map { month in
+            let setDay = month == asOf.month ? asOf : month.lastDay
+            let (first, last) = (month.firstDay.description, setDay.description)
+            let rows = try Int.fetchAll(db.cachedStatement(sql: """
+                SELECT (SELECT count(*) FROM entry e2 JOIN posting p2 ON p2.entry_id = e2.id
+                        WHERE e2.book = e.book AND e2.date >= ? AND e2.date <= ?
+                          AND (e2.date < e.date OR (e2.date = e.date AND (e2.id < e.id OR (e2.id = e.id AND p2.id <= p.id)))))
+                FROM entry e JOIN posting p ON p.entry_id = e.id
+                WHERE e.transaction_id = ? AND e.book = ? AND e.date >= ? AND e.date <= ? ORDER BY e.date, e.id, p.id
+                """), arguments: [first, last, id, book.rawValue, first, last])
+            let count = try journalCount(book: book, from: month.firstDay, through: setDay)
+            return .init(workbook: "reports/\(setDay)/\(name)-\(setDay).xlsx", sheet: "Journal", rows: rows.map { $0 + 4 },
+                         journalRows: count)
+        }
     }
 }

@@ -43,7 +43,7 @@ public enum XLSXWriter {
         var closed = false
         defer { if !closed { workbook_close(wb) } }
 
-        let f = Formats(wb)
+        let f = Formats(wb, numberFormats: model.numberFormats)
         try withDocumentProperties(model) { props in
             try check(workbook_set_properties(wb, props), "document properties", path)
         }
@@ -74,14 +74,21 @@ public enum XLSXWriter {
         try withUnsafeMutablePointer(to: &props) { try body($0) }
     }
 
-    /// The cell formats, made once per workbook.
+    /// The cell formats, made once per workbook; a number format a layout asks for is made the
+    /// first time a cell needs it.
     final class Formats {
         let title, subtitle, header, headerRight, section, text, integer, date: UnsafeMutablePointer<lxw_format>
         let money: [UnsafeMutablePointer<lxw_format>]       // by decimals 0...3
         let totalText, totalInteger: UnsafeMutablePointer<lxw_format>
         let totalMoney: [UnsafeMutablePointer<lxw_format>]
+        let numberFormats: NumberFormats
+        private let wb: UnsafeMutablePointer<lxw_workbook>
+        /// Number formats by role and format string (the standard ones above included).
+        private var byFormat: [String: UnsafeMutablePointer<lxw_format>] = [:]
 
-        init(_ wb: UnsafeMutablePointer<lxw_workbook>) {
+        init(_ wb: UnsafeMutablePointer<lxw_workbook>, numberFormats: NumberFormats = .standard) {
+            self.wb = wb
+            self.numberFormats = numberFormats
             func make(_ setup: (UnsafeMutablePointer<lxw_format>) -> Void) -> UnsafeMutablePointer<lxw_format> {
                 let f = workbook_add_format(wb)!
                 setup(f)
@@ -99,6 +106,29 @@ public enum XLSXWriter {
             totalText = make { format_set_bold($0); format_set_top($0, UInt8(LXW_BORDER_THIN.rawValue)) }
             totalInteger = make { format_set_bold($0); format_set_top($0, UInt8(LXW_BORDER_THIN.rawValue)); format_set_num_format($0, "#,##0") }
             totalMoney = (0...3).map { d in make { format_set_bold($0); format_set_top($0, UInt8(LXW_BORDER_THIN.rawValue)); format_set_num_format($0, Formats.moneyFormat(d)) } }
+            byFormat["integer|#,##0"] = integer
+            byFormat["integerTotal|#,##0"] = totalInteger
+            byFormat["date|yyyy-mm-dd"] = date
+            for d in 0...3 {
+                byFormat["money|\(Formats.moneyFormat(d))"] = money[d]
+                byFormat["moneyTotal|\(Formats.moneyFormat(d))"] = totalMoney[d]
+            }
+        }
+
+        /// The format of a number or date cell with this number format: plain, bold with a top
+        /// border in a totals row, or left-aligned for a date.
+        func number(_ role: ColumnFormats.Role, _ numFormat: String) -> UnsafeMutablePointer<lxw_format> {
+            let key = "\(role)|\(numFormat)"
+            if let f = byFormat[key] { return f }
+            let f = workbook_add_format(wb)!
+            switch role {
+            case .integerTotal, .moneyTotal: format_set_bold(f); format_set_top(f, UInt8(LXW_BORDER_THIN.rawValue))
+            case .date: format_set_align(f, UInt8(LXW_ALIGN_LEFT.rawValue))
+            case .integer, .money: break
+            }
+            format_set_num_format(f, numFormat)
+            byFormat[key] = f
+            return f
         }
 
         /// Thousands separators, the currency's decimals, negatives in red with a minus sign.
@@ -106,6 +136,49 @@ public enum XLSXWriter {
             let body = decimals == 0 ? "#,##0" : "#,##0." + String(repeating: "0", count: decimals)
             return "\(body);[Red]-\(body)"
         }
+    }
+
+    /// The formats of one column's number and date cells: the column's own number format for
+    /// cells of its kind, else the workbook's. Made on first use, so a workbook carries only
+    /// the formats its cells use.
+    final class ColumnFormats {
+        enum Role { case integer, integerTotal, date, money, moneyTotal }
+        let formats: Formats
+        let integerFormat, dateFormat, moneyFormat: String
+        private var slots = [UnsafeMutablePointer<lxw_format>?](repeating: nil, count: 11)
+
+        init(_ column: Column?, _ f: Formats) {
+            formats = f
+            let own = column?.numberFormat
+            let kind = column?.kind
+            integerFormat = (kind == .integer ? own : nil) ?? f.numberFormats.integer
+            dateFormat = (kind == .date ? own : nil) ?? f.numberFormats.date
+            moneyFormat = (kind == .money ? own : nil) ?? f.numberFormats.money
+        }
+
+        @inline(__always)
+        private func slot(_ i: Int, _ make: () -> UnsafeMutablePointer<lxw_format>) -> UnsafeMutablePointer<lxw_format> {
+            if let f = slots[i] { return f }
+            let f = make()
+            slots[i] = f
+            return f
+        }
+        func integer(total: Bool) -> UnsafeMutablePointer<lxw_format> {
+            slot(total ? 1 : 0) { formats.number(total ? .integerTotal : .integer, integerFormat) }
+        }
+        func date() -> UnsafeMutablePointer<lxw_format> { slot(2) { formats.number(.date, dateFormat) } }
+        /// `decimals` 0...3.
+        func money(decimals d: Int, total: Bool) -> UnsafeMutablePointer<lxw_format> {
+            slot((total ? 7 : 3) + d) { formats.number(total ? .moneyTotal : .money, NumberFormats.money(moneyFormat, decimals: d)) }
+        }
+    }
+
+    /// A continuation sheet's name, `Journal (2)`, within Excel's 31 characters.
+    static func continuationName(_ name: String, part: Int) -> String {
+        let suffix = " (\(part))"
+        var base = name
+        while base.unicodeScalars.count + suffix.count > 31 { base.removeLast() }
+        return base + suffix
     }
 
     /// Column widths and print setup of a sheet.
@@ -164,6 +237,8 @@ public enum XLSXWriter {
             var lastRow = row
             let firstBody = row
             var lastBody: UInt32? = nil
+            let columnFormats = table.columns.map { ColumnFormats($0, f) }
+            let otherFormats = ColumnFormats(nil, f)
             try table.rows { r in
                 if row > maxRow {
                     // Past Excel's last row: the first table continues on "<name> (2)", "(3)", ...
@@ -172,8 +247,9 @@ public enum XLSXWriter {
                     }
                     worksheet_autofilter(ws, headerRow, 0, lastRow, lxw_col_t(table.columns.count - 1))
                     part += 1
-                    guard let next = workbook_add_worksheet(wb, "\(sheet.name) (\(part))") else {
-                        throw WriteError(message: "\(path): cannot add sheet \(sheet.name) (\(part))")
+                    let name = continuationName(sheet.name, part: part)
+                    guard let next = workbook_add_worksheet(wb, name) else {
+                        throw WriteError(message: "\(path): cannot add sheet \(name)")
                     }
                     ws = next
                     setUp(ws, sheet)
@@ -192,19 +268,20 @@ public enum XLSXWriter {
                 let total = r.style == .total
                 for (i, cell) in r.cells.enumerated() {
                     let col = lxw_col_t(i)
+                    let cf = i < columnFormats.count ? columnFormats[i] : otherFormats
                     switch cell {
                     case .empty:
                         if total { worksheet_write_blank(ws, row, col, f.totalText) }
                     case .text(let s):
                         worksheet_write_string(ws, row, col, s, total ? f.totalText : (r.style == .section ? f.section : f.text))
                     case .integer(let v):
-                        worksheet_write_number(ws, row, col, cellNumber(v, decimals: 0), total ? f.totalInteger : f.integer)
+                        worksheet_write_number(ws, row, col, cellNumber(v, decimals: 0), cf.integer(total: total))
                     case let .money(minor, decimals):
                         let d = min(max(decimals, 0), 3)
-                        worksheet_write_number(ws, row, col, cellNumber(minor, decimals: decimals), total ? f.totalMoney[d] : f.money[d])
+                        worksheet_write_number(ws, row, col, cellNumber(minor, decimals: decimals), cf.money(decimals: d, total: total))
                     case .date(let day):
                         // Excel's serial day: days since 1899-12-30.
-                        worksheet_write_number(ws, row, col, cellNumber(Int64(day.daysSinceEpoch + 25_569), decimals: 0), f.date)
+                        worksheet_write_number(ws, row, col, cellNumber(Int64(day.daysSinceEpoch + 25_569), decimals: 0), cf.date())
                     }
                 }
                 lastRow = row
@@ -216,9 +293,17 @@ public enum XLSXWriter {
             bodies.append((firstBody, lastBody ?? firstBody))
             totalsSeen.append(lastBody != nil)
         }
-        // Charts to the right of the first table, one under the other.
+        // Charts to the right of the first table, one under the other. A chart finds its table
+        // and columns by key wherever the layout put them; a series whose column the layout
+        // left out is not drawn, nor a chart without its table, category column or any series.
         let anchorColumn = lxw_col_t((sheet.tables.first?.columns.count ?? 0) + 1)
-        for (ci, c) in sheet.charts.enumerated() where c.table < bodies.count && totalsSeen[c.table] {
+        var drawn = 0
+        for c in sheet.charts {
+            guard let ti = sheet.tables.firstIndex(where: { $0.key == c.table }), totalsSeen[ti] else { continue }
+            let columns = sheet.tables[ti].columns
+            guard let category = columns.firstIndex(where: { $0.key == c.categoryColumn }) else { continue }
+            let values = c.valueColumns.compactMap { v in columns.firstIndex { $0.key == v } }
+            guard !values.isEmpty else { continue }
             let type: UInt8
             switch c.kind {
             case .column: type = UInt8(LXW_CHART_COLUMN.rawValue)
@@ -226,12 +311,12 @@ public enum XLSXWriter {
             case .line: type = UInt8(LXW_CHART_LINE.rawValue)
             }
             guard let chart = workbook_add_chart(wb, type) else { continue }
-            let (first, last) = bodies[c.table]
-            for v in c.valueColumns {
+            let (first, last) = bodies[ti]
+            for v in values {
                 let series = chart_add_series(chart, nil, nil)
-                chart_series_set_categories(series, sheet.name, first, lxw_col_t(c.categoryColumn), last, lxw_col_t(c.categoryColumn))
+                chart_series_set_categories(series, sheet.name, first, lxw_col_t(category), last, lxw_col_t(category))
                 chart_series_set_values(series, sheet.name, first, lxw_col_t(v), last, lxw_col_t(v))
-                chart_series_set_name_range(series, sheet.name, bodies[c.table].first - 1, lxw_col_t(v))
+                chart_series_set_name_range(series, sheet.name, first - 1, lxw_col_t(v))
             }
             chart_title_set_name(chart, c.title)
             chart_axis_set_name(c.kind == .bar ? chart.pointee.x_axis : chart.pointee.y_axis, c.yAxisTitle)
@@ -239,7 +324,8 @@ public enum XLSXWriter {
             var options = lxw_chart_options()
             options.x_scale = 1.3
             options.y_scale = 1.2
-            worksheet_insert_chart_opt(ws, bodies[0].first - 1 + UInt32(ci * 20), anchorColumn, chart, &options)
+            worksheet_insert_chart_opt(ws, bodies[0].first - 1 + UInt32(drawn * 20), anchorColumn, chart, &options)
+            drawn += 1
         }
     }
 

@@ -57,6 +57,7 @@ struct Init: ParsableCommand {
             print("Created workspace \(ws.root.path)")
             print("  edit \(ws.configURL.path) and the CSV files in \(ws.rulesURL.path)/")
             print("  put receipt responses in inbox/receipts/, orders in inbox/orders/, signed data in inbox/signed/")
+            print("  the workbooks' sheets, columns and formats are in \(ws.layoutsURL.path)/ (optional)")
             print("  then run: iapledger run --workspace \(ws.root.path)")
         }
     }
@@ -202,13 +203,18 @@ struct Trace: ParsableCommand {
 
     func run() throws {
         try runReporting {
-            let (_, ledger) = try Workspace(ws.url).openExistingLedger()
+            let workspace = Workspace(ws.url)
+            let (config, ledger) = try workspace.openExistingLedger()
+            // The Journal rows as the layouts place them (a broken layout is the run's to report).
+            let layouts = try? workspace.loadLayouts()
             let found: String? = try ledger.read { r in
                 let asOf = try r.lastAsOf()
-                if let t = try r.traceTransaction(id, asOf: asOf) {
+                if var t = try r.traceTransaction(id, asOf: asOf) {
+                    if let layouts { t = TraceOutput.placed(t, layouts: layouts, journalRowCap: config.journalRowCap) }
                     return format == .json ? TraceOutput.json(t) : TraceOutput.text(t)
                 }
-                if let o = try r.traceOrder(id, asOf: asOf) {
+                if var o = try r.traceOrder(id, asOf: asOf) {
+                    if let layouts { o = TraceOutput.placed(o, layouts: layouts, journalRowCap: config.journalRowCap) }
                     return format == .json ? TraceOutput.json(o) : TraceOutput.text(o)
                 }
                 return nil

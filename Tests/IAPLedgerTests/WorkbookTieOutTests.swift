@@ -38,31 +38,24 @@ final class WorkbookTieOutTests: XCTestCase {
             XCTAssertEqual(minor(line[6]), Int64(j["reporting_balance_minor"] as! Int))
         }
 
-        // Journal sums (reporting): revenue accounts hold -(net sales) + refunds.
-        var journalSales: Int64 = 0, journalRefunds: Int64 = 0, journalCommission: Int64 = 0, journalReceivable: Int64 = 0
-        for row in book["Journal"]!.dropFirst(4) where row.count >= 12 {
-            let v = minor(row[11])
-            switch row[8] {
-            case LedgerAccount.sales: journalSales += v
-            case LedgerAccount.refunds: journalRefunds += v
-            case LedgerAccount.commission: journalCommission += v
-            case LedgerAccount.receivable: journalReceivable += v
-            default: XCTFail("unexpected account \(row[8])")
-            }
-        }
+        // The Journal lists the as-of month's postings; its sums (reporting) equal the
+        // Summary's row for that month. Revenue accounts hold -(net sales) + refunds.
+        try assertJournalTiesToSummaryMonth(book, month: "2026-11")
+        // The October set (written again while October is open) ties out the same way.
+        let october = try XCTUnwrap(result.workbooks.first { $0.lastPathComponent == "finance-2026-10-31.xlsx" })
+        try assertJournalTiesToSummaryMonth(try XLSXReader.sheets(october), month: "2026-10")
+
         // Summary totals row.
         let summary = book["Summary"]!
         let total = try XCTUnwrap(summary.first { $0.first == "Total" })
-        let (net, commission, proceeds, refunds, netAfter, proceedsAfter) =
-            (minor(total[4]), minor(total[5]), minor(total[6]), minor(total[7]), minor(total[8]), minor(total[9]))
-        XCTAssertEqual(net, -journalSales)
-        XCTAssertEqual(refunds, journalRefunds)
-        XCTAssertEqual(netAfter, -(journalSales + journalRefunds))
-        XCTAssertEqual(proceedsAfter, journalReceivable)
-        // Commission returned on refunds = refunded net - refunded proceeds.
-        XCTAssertEqual(journalCommission, commission - (refunds - (proceeds - proceedsAfter)))
-        XCTAssertEqual(net - commission, proceeds)
+        let (net, proceeds, refunds, netAfter) = (minor(total[4]), minor(total[6]), minor(total[7]), minor(total[8]))
         XCTAssertTrue(refunds > 0, "the demo has refunds")
+        // The month rows add up to the Total row.
+        let monthRows = summary.filter { $0.first.map { $0.count == 7 && $0.hasPrefix("20") } ?? false }
+        XCTAssertGreaterThan(monthRows.count, 1)
+        for col in 1...9 {
+            XCTAssertEqual(monthRows.map { minor($0[col]) }.reduce(0, +), minor(total[col]), "Summary column \(col)")
+        }
 
         // Revenue by Region: the sum of its rows equals the Summary, and its Total row.
         let region = book["Revenue by Region"]!.dropFirst(4)
@@ -79,6 +72,34 @@ final class WorkbookTieOutTests: XCTestCase {
         // Refunds sheet total equals the refunds of the Summary.
         let refundTotal = try XCTUnwrap(book["Refunds"]!.first { $0.first == "Total" })
         XCTAssertEqual(minor(refundTotal[13]), refunds)
+    }
+
+    /// The Journal's postings (reporting currency) against the Summary's row for `month`.
+    func assertJournalTiesToSummaryMonth(_ book: [String: [[String]]], month: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        var journalSales: Int64 = 0, journalRefunds: Int64 = 0, journalCommission: Int64 = 0, journalReceivable: Int64 = 0
+        var rows = 0
+        for row in book["Journal"]!.dropFirst(4) where row.count >= 12 {
+            let v = minor(row[11])
+            rows += 1
+            switch row[8] {
+            case LedgerAccount.sales: journalSales += v
+            case LedgerAccount.refunds: journalRefunds += v
+            case LedgerAccount.commission: journalCommission += v
+            case LedgerAccount.receivable: journalReceivable += v
+            default: XCTFail("unexpected account \(row[8])", file: file, line: line)
+            }
+        }
+        XCTAssertGreaterThan(rows, 0, "the \(month) Journal lists postings", file: file, line: line)
+        let m = try XCTUnwrap(book["Summary"]!.first { $0.first == month }, "Summary row \(month)", file: file, line: line)
+        let (net, commission, proceeds, refunds, netAfter, proceedsAfter) =
+            (minor(m[4]), minor(m[5]), minor(m[6]), minor(m[7]), minor(m[8]), minor(m[9]))
+        XCTAssertEqual(net, -journalSales, file: file, line: line)
+        XCTAssertEqual(refunds, journalRefunds, file: file, line: line)
+        XCTAssertEqual(netAfter, -(journalSales + journalRefunds), file: file, line: line)
+        XCTAssertEqual(proceedsAfter, journalReceivable, file: file, line: line)
+        // Commission returned on refunds = refunded net - refunded proceeds.
+        XCTAssertEqual(journalCommission, commission - (refunds - (proceeds - proceedsAfter)), file: file, line: line)
+        XCTAssertEqual(net - commission, proceeds, file: file, line: line)
     }
 
     func testIdenticalInputsGiveByteIdenticalWorkbooks() throws {
