@@ -1,0 +1,108 @@
+import XCTest
+@testable import LedgerCore
+@testable import LedgerReport
+@testable import LedgerRun
+@testable import LedgerStore
+
+/// What the night's speed work must not change: the rules JSON every entry's hash covers,
+/// workbooks written in parallel, the month-scoped Journal and where trace places a posting;
+/// and the progress line, which only a terminal sees.
+final class RunScaleTests: XCTestCase {
+    func testRulesJSONIsWhatJSONEncoderWrites() throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let samples = [
+            AppliedRules(storefront: "USA", storefrontSource: "transaction", storefrontEffectiveFrom: "2026-01-01", taxRate: "0",
+                         taxIncluded: false, priceSource: "prices.csv 0.99 from 2026-01-01", commissionRate: "0.30",
+                         commissionReason: "standard", fxRate: "1", fxMonth: "2026-10", unitPrice: "0.99"),
+            AppliedRules(storefront: "DEU", storefrontSource: "order ORD-1/2 \"quoted\" \\ back", storefrontEffectiveFrom: "2026-01-01",
+                         taxRate: "0.19", taxIncluded: true, priceSource: "signed price\nline\ttab \u{01} é 日本",
+                         commissionRate: "0.15", commissionReason: "small_business 2026-01-01..2026-12-31",
+                         fxRate: "1.0712", fxMonth: "2026-11", unitPrice: nil),
+        ]
+        for r in samples {
+            XCTAssertEqual(r.canonicalJSON, String(decoding: try encoder.encode(r), as: UTF8.self))
+            XCTAssertEqual(try JSONDecoder().decode(AppliedRules.self, from: Data(r.canonicalJSON.utf8)), r)
+        }
+    }
+
+    func testProgressPrintsOnlyOnATerminalAndTimesEveryStage() throws {
+        var quiet = ""
+        let silent = RunProgress(showProgress: false) { quiet += $0 }
+        silent.stage("read", total: 10_000) { tick in for _ in 0..<5000 { tick.advance() } }
+        XCTAssertEqual(quiet, "", "no TTY: no progress lines")
+        XCTAssertEqual(silent.stages.map(\.name), ["read"])
+        XCTAssertEqual(silent.stages[0].count, 5000)
+
+        var shown = ""
+        let tty = RunProgress(showProgress: true) { shown += $0 }
+        tty.stage("post entries", total: 4096, unit: "transactions") { tick in tick.advance(by: 2048) }
+        XCTAssertTrue(shown.contains("post entries: 2,048 transactions (50%)"), shown)
+        XCTAssertTrue(tty.table().contains("post entries"))
+        XCTAssertEqual(RunProgress.grouped(1_234_567), "1,234,567")
+    }
+
+    func testWorkbooksWrittenInParallelAreTheSequentialOnesByteForByte() throws {
+        let asOf = Day(iso: "2026-11-21")!
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("iapledger-parallel-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        _ = try DemoWorkspace.create(at: dir, transactions: 600, seed: 5, asOf: asOf)
+        let ws = Workspace(dir)
+        let night = try NightlyRun(workspace: ws, asOf: asOf).run()
+        let parallel = try night.workbooks.map { try Data(contentsOf: $0) }
+        XCTAssertEqual(night.workbooks.map(\.lastPathComponent), [
+            "finance-2026-11-21.xlsx", "sandbox-2026-11-21.xlsx", "reconciliation-2026-11-21.xlsx",
+            "finance-2026-10-31.xlsx", "sandbox-2026-10-31.xlsx", "reconciliation-2026-10-31.xlsx",
+        ])
+        let (config, ledger) = try ws.openExistingLedger()
+        let layouts = try ws.loadLayouts()
+        let sets = [asOf, Day(iso: "2026-10-31")!].map {
+            ReportSet(ledger: ledger, config: config, asOf: $0, runId: $0 == asOf ? night.runId : nil, workspace: ws, layouts: layouts)
+        }
+        let sequential = try ReportSet.write(sets, progress: .silent, threads: 1)
+        XCTAssertEqual(sequential, night.workbooks)
+        XCTAssertEqual(try sequential.map { try Data(contentsOf: $0) }, parallel)
+    }
+
+    /// A sale in October refunded in November: the Journal of each month's set lists its
+    /// posting of that month, and trace names the workbook and the rows.
+    func testJournalCoversItsMonthAndTracePlacesEachPosting() throws {
+        let asOf = Day(iso: "2026-11-21")!
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("iapledger-placement-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        _ = try DemoWorkspace.create(at: dir, transactions: 800, seed: 11, asOf: asOf)
+        let ws = Workspace(dir)
+        _ = try NightlyRun(workspace: ws, asOf: asOf).run()
+        let (_, ledger) = try ws.openExistingLedger()
+        let id = try XCTUnwrap(try ledger.read { r in
+            try String.fetchOne(r.db, sql: """
+                SELECT s.transaction_id FROM entry s JOIN entry f ON f.transaction_id = s.transaction_id AND f.book = s.book
+                WHERE s.book = 'production' AND s.kind = 'sale' AND f.kind = 'refund'
+                  AND s.date LIKE '2026-10-%' AND f.date LIKE '2026-11-%' ORDER BY s.transaction_id LIMIT 1
+                """)
+        }, "the demo refunds in November a sale of October")
+        let trace = try XCTUnwrap(try ledger.read { try $0.traceTransaction(id, asOf: asOf) })
+        let placed = TraceOutput.placed(trace, layouts: try ws.loadLayouts())
+        XCTAssertEqual(placed.reports.map(\.workbook), ["reports/2026-10-31/finance-2026-10-31.xlsx", "reports/2026-11-21/finance-2026-11-21.xlsx"])
+        for (p, kind) in zip(placed.reports, ["sale", "refund"]) {
+            let journal = try XCTUnwrap(try XLSXReader.sheets(dir.appendingPathComponent(p.workbook))[p.sheet])
+            XCTAssertFalse(p.rows.isEmpty)
+            for row in p.rows {
+                let cells = journal[row - 1]
+                XCTAssertEqual(cells[5], id, "\(p.workbook) row \(row)")
+                XCTAssertEqual(cells[4], kind)
+            }
+            // Every Journal row is dated in the set's month.
+            let month = kind == "sale" ? "2026-10" : "2026-11"
+            let dates = journal.dropFirst(4).filter { $0.count >= 12 }.map { $0[1] }
+            XCTAssertFalse(dates.isEmpty)
+            let serials = dates.compactMap { Int($0) }
+            let first = Day(iso: month + "-01")!.daysSinceEpoch + 25_569
+            XCTAssertTrue(serials.allSatisfy { $0 >= first && $0 < first + 31 }, "\(p.workbook): rows outside \(month)")
+        }
+        // Past the row cap, trace points into the journal CSV instead (line 1 the header).
+        let capped = TraceOutput.placed(trace, layouts: try ws.loadLayouts(), journalRowCap: 1)
+        XCTAssertEqual(capped.reports.map(\.workbook), ["reports/2026-10-31/journal-2026-10-31.csv.gz", "reports/2026-11-21/journal-2026-11-21.csv.gz"])
+        XCTAssertEqual(capped.reports[1].rows, placed.reports[1].rows.map { $0 - 3 })
+    }
+}
