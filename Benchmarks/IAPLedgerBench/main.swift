@@ -161,6 +161,7 @@ func baselineWrite(rows: Int, path: String) -> Double {
     return now() - start
 }
 
+setvbuf(stdout, nil, _IOLBF, 0)  // line by line, also into a pipe or a file
 let o = Options.parse(CommandLine.arguments)
 guard FileManager.default.isExecutableFile(atPath: o.iapledger) else { fail("no iapledger binary at \(o.iapledger) (build it: swift build -c release)") }
 guard let finalDay = Day(iso: o.asOf) else { fail("--as-of must be YYYY-MM-DD") }

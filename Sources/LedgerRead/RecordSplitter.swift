@@ -4,6 +4,14 @@ import Foundation
 public struct RawRecord {
     public var line: Int
     public var text: Substring
+    /// Set when the record could not be read as text (not UTF-8, longer than the limit): the
+    /// record is rejected with this code and reason, and `text` holds a short description.
+    public var problem: (code: String, reason: String)?
+    public init(line: Int, text: Substring, problem: (code: String, reason: String)? = nil) {
+        self.line = line
+        self.text = text
+        self.problem = problem
+    }
 }
 
 /// Splits input files into records: JSON Lines (one record a line) or a JSON document that

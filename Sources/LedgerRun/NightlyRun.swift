@@ -140,7 +140,7 @@ public struct NightlyRun {
     /// refund that is due. Returns the number of entries written.
     static func post(writer w: LedgerWriter, poster: Poster, runId: Int64, tick: RunProgress.Ticker? = nil) throws -> Int {
         var posted = 0
-        for t in try w.pendingSales() {
+        try w.forEachPendingSale { t in
             tick?.advance()
             let obs = t.observation
             let hint = try w.orderStorefront(transactionId: obs.transactionId)
@@ -235,6 +235,10 @@ struct PreparedFile {
     enum Body {
         /// Not UTF-8 text.
         case notText
+        /// A whole-file format (JSON document, CSV) past `maxWholeFileBytes`.
+        case tooLarge
+        /// One JWS (or notification body) a line, read a line at a time.
+        case signedRecords([RawRecord])
         case orders(rows: [OrderRow], hashes: [String], fileError: Finding?, text: String)
         case receipts([PreparedReceipt])
         case signed(text: String)
@@ -242,12 +246,29 @@ struct PreparedFile {
     struct PreparedReceipt {
         var record: RawRecord
         var sha256: String
-        var parsed: Result<(LegacyResponse, ReceiptOutcome), LegacyParseError>
+        var parsed: Result<(LegacyResponse, ReceiptOutcome), RecordProblem>
     }
     var input: InputFile
     var body: Body
 
+    /// A JSON document or an orders CSV is read whole (a file past this size is one rejected
+    /// record); JSON Lines and one-JWS-a-line files are read a chunk at a time, any size.
+    static let maxWholeFileBytes = 512 << 20
+
     static func prepare(url: URL, kind: String, workspace: Workspace, verifier: ReceiptVerifier) throws -> PreparedFile {
+        let ext = url.pathExtension.lowercased()
+        let path = workspace.relative(url)
+        if kind == "receipts" && ext == "jsonl" || kind == "signed" && ["jsonl", "jws", "txt"].contains(ext) {
+            let read = try LineReader.read(url.path)
+            let input = InputFile(url: url, path: path, kind: kind, sizeBytes: read.sizeBytes, sha256: read.sha256)
+            if kind == "signed" { return PreparedFile(input: input, body: .signedRecords(read.records)) }
+            return PreparedFile(input: input, body: .receipts(read.records.map { prepareReceipt($0, path: path, verifier: verifier) }))
+        }
+        let size = NightlyRun.fileSize(url)
+        if size > maxWholeFileBytes {
+            let (sha, size) = try LineReader.hash(url.path)
+            return PreparedFile(input: InputFile(url: url, path: path, kind: kind, sizeBytes: size, sha256: sha), body: .tooLarge)
+        }
         let (input, data) = try InputFile.load(url: url, kind: kind, workspace: workspace)
         guard let text = String(validatingUTF8Data: data) else { return PreparedFile(input: input, body: .notText) }
         switch kind {
@@ -256,24 +277,36 @@ struct PreparedFile {
             return PreparedFile(input: input, body: .orders(rows: rows, hashes: rows.map { Hashing.sha256Hex(Data($0.raw.utf8)) },
                                                            fileError: fileError, text: text))
         case "receipts":
-            let sub = Substring(text)
-            let records = url.pathExtension.lowercased() == "jsonl" ? RecordSplitter.jsonLines(sub) : RecordSplitter.jsonDocument(sub)
-            return PreparedFile(input: input, body: .receipts(records.map { record in
-                let parsed: Result<(LegacyResponse, ReceiptOutcome), LegacyParseError>
-                do {
-                    let response = try LegacyReceiptParser.parse(record.text)
-                    parsed = .success((response, verifier.verify(response, location: SourceLocation(path: input.path, line: record.line))))
-                } catch let e as LegacyParseError {
-                    parsed = .failure(e)
-                } catch {
-                    parsed = .failure(.invalidJSON("\(error)"))
-                }
-                return PreparedReceipt(record: record, sha256: Hashing.sha256Hex(Data(record.text.utf8)), parsed: parsed)
+            return PreparedFile(input: input, body: .receipts(RecordSplitter.jsonDocument(Substring(text)).map {
+                prepareReceipt($0, path: path, verifier: verifier)
             }))
         default:
             return PreparedFile(input: input, body: .signed(text: text))
         }
     }
+
+    static func prepareReceipt(_ record: RawRecord, path: String, verifier: ReceiptVerifier) -> PreparedReceipt {
+        let parsed: Result<(LegacyResponse, ReceiptOutcome), RecordProblem>
+        if let problem = record.problem {
+            parsed = .failure(RecordProblem(code: problem.code, reason: problem.reason))
+        } else {
+            do {
+                let response = try LegacyReceiptParser.parse(record.text)
+                parsed = .success((response, verifier.verify(response, location: SourceLocation(path: path, line: record.line))))
+            } catch let e as LegacyParseError {
+                parsed = .failure(RecordProblem(code: "MALFORMED", reason: e.description))
+            } catch {
+                parsed = .failure(RecordProblem(code: "MALFORMED", reason: "\(error)"))
+            }
+        }
+        return PreparedReceipt(record: record, sha256: Hashing.sha256Hex(Data(record.text.utf8)), parsed: parsed)
+    }
+}
+
+/// Why a record could not be read (rejected with this code and reason).
+struct RecordProblem: Error {
+    var code: String
+    var reason: String
 }
 
 /// The input files prepared on a second thread, handed over in order, at most `ahead`
@@ -344,6 +377,8 @@ struct Ingest {
     mutating func store(_ file: PreparedFile, signedVerifier: SignedDataVerifier) throws {
         switch file.body {
         case .notText: try notText(file.input)
+        case .tooLarge: try tooLarge(file.input)
+        case .signedRecords(let records): try signed(file.input, records: records, verifier: signedVerifier)
         case let .orders(rows, hashes, fileError, text): try orders(file.input, rows: rows, hashes: hashes, fileError: fileError, text: text)
         case .receipts(let records): try receipts(file.input, records)
         case .signed(let text): try signed(file.input, text: text, verifier: signedVerifier)
@@ -356,6 +391,17 @@ struct Ingest {
                                         sizeBytes: Int64(input.sizeBytes), records: 1, newRecords: 1)
         _ = try writer.addRecord(.init(fileId: fileId, line: 1, sha256: input.sha256, outcome: .rejected,
                                        reasonCode: "INVALID_UTF8", reason: "the file is not valid UTF-8 text", raw: ""))
+        counts.read += 1
+        counts.rejected += 1
+    }
+
+    /// A whole-file format too large to read: one rejected record naming the file.
+    mutating func tooLarge(_ input: InputFile) throws {
+        let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256,
+                                        sizeBytes: Int64(input.sizeBytes), records: 1, newRecords: 1)
+        _ = try writer.addRecord(.init(fileId: fileId, line: 1, sha256: input.sha256, outcome: .rejected, reasonCode: "FILE_TOO_LARGE",
+                                       reason: "the file is \(input.sizeBytes) bytes, over the \(PreparedFile.maxWholeFileBytes)-byte limit for a JSON document or CSV file (split it, or send JSON Lines)",
+                                       raw: ""))
         counts.read += 1
         counts.rejected += 1
     }
@@ -420,7 +466,7 @@ struct Ingest {
         let response: LegacyResponse, outcome: ReceiptOutcome
         switch prepared.parsed {
         case .failure(let e):
-            try reject(fileId: fileId, location: location, sha: sha, code: "MALFORMED", reason: e.description, raw: raw)
+            try reject(fileId: fileId, location: location, sha: sha, code: e.code, reason: e.reason, raw: raw)
             return
         case .success(let parsed):
             (response, outcome) = parsed

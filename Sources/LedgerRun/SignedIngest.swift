@@ -29,13 +29,30 @@ extension Ingest {
     }
 
     mutating func signed(_ input: InputFile, text: String, verifier: SignedDataVerifier) throws {
+        try signed(input, records: Self.signedRecords(Substring(text), fileExtension: input.url.pathExtension), verifier: verifier)
+    }
+
+    /// Records read a line at a time (`*.jws`, `*.txt`, `*.jsonl`).
+    mutating func signed(_ input: InputFile, records: [RawRecord], verifier: SignedDataVerifier) throws {
+        let ext = input.url.pathExtension.lowercased()
+        try signed(input, records: records.map { r -> (RawRecord, String?) in
+            if r.problem != nil || ext == "jsonl" { return (r, r.problem == nil ? Self.jwsInBody(r.text) : nil) }
+            let s = String(r.text).trimmingCharacters(in: .whitespaces)
+            return (r, s.hasPrefix("{") ? Self.jwsInBody(r.text) : s)
+        }, verifier: verifier)
+    }
+
+    mutating func signed(_ input: InputFile, records: [(RawRecord, String?)], verifier: SignedDataVerifier) throws {
         let seen = try writer.recordHashes(path: input.path)
-        let records = Self.signedRecords(Substring(text), fileExtension: input.url.pathExtension)
         let (fileId, fresh) = try addFile(input, records.map { ($0, Hashing.sha256Hex(Data($0.0.text.utf8))) }, seen: seen)
         for ((record, jws), sha) in fresh {
             counts.read += 1
             let location = SourceLocation(path: input.path, line: record.line)
             let raw = String(record.text)
+            if let problem = record.problem {
+                try reject(fileId: fileId, location: location, sha: sha, code: problem.code, reason: problem.reason, raw: raw)
+                continue
+            }
             guard let jws else {
                 try reject(fileId: fileId, location: location, sha: sha, code: "MALFORMED",
                            reason: "not a notification body {\"signedPayload\": \"...\"} (or not valid JSON)", raw: raw)

@@ -65,6 +65,30 @@ public class LedgerReader {
         try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM store_transaction WHERE transaction_id = ?"), arguments: [id]).map(Self.stored)
     }
 
+    /// Transactions whose sale waits, in posting order (purchase time, then id), a batch at a
+    /// time: each batch is read whole before `body` sees it, so `body` may update the rows.
+    public func forEachPendingSale(batchSize: Int = 10_000, _ body: (StoredTransaction) throws -> Void) throws {
+        var after: (ms: Int64, id: String)? = nil
+        while true {
+            let batch: [StoredTransaction]
+            if let after {
+                batch = try Row.fetchAll(db.cachedStatement(sql: """
+                    SELECT * FROM store_transaction INDEXED BY store_transaction_pending_order
+                    WHERE sale_status = 'pending' AND (purchase_ms > ? OR (purchase_ms = ? AND transaction_id > ?))
+                    ORDER BY purchase_ms, transaction_id LIMIT ?
+                    """), arguments: [after.ms, after.ms, after.id, batchSize]).map(Self.stored)
+            } else {
+                batch = try Row.fetchAll(db.cachedStatement(sql: """
+                    SELECT * FROM store_transaction INDEXED BY store_transaction_pending_order
+                    WHERE sale_status = 'pending' ORDER BY purchase_ms, transaction_id LIMIT ?
+                    """), arguments: [batchSize]).map(Self.stored)
+            }
+            for t in batch { try body(t) }
+            guard batch.count == batchSize, let last = batch.last else { return }
+            after = (last.observation.purchaseMs, last.observation.transactionId)
+        }
+    }
+
     /// Transactions whose sale waits for a rule.
     public func pendingSales() throws -> [StoredTransaction] {
         try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM store_transaction WHERE sale_status = 'pending' ORDER BY purchase_ms, transaction_id")).map(Self.stored)

@@ -271,6 +271,14 @@ enum Schema {
                 BEGIN SELECT RAISE(ABORT, 'an entry is late exactly when it is posted after its original date'); END;
             """)
         }
+        // The sales still to post, in posting order: the night walks them a batch at a time
+        // (memory holds one batch, not every new transaction of a million-transaction night).
+        m.registerMigration("v3-pending-order") { db in
+            try db.execute(sql: """
+            CREATE INDEX store_transaction_pending_order ON store_transaction(purchase_ms, transaction_id)
+                WHERE sale_status = 'pending';
+            """)
+        }
         return m
     }
 }

@@ -1,0 +1,111 @@
+import Foundation
+import LedgerCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Reads a line-based input file (JSON Lines, one JWS a line) a chunk at a time: memory
+/// holds one chunk and one line, never the file, and a file of any size is hashed on the
+/// way. Blank lines are skipped; `\n` or `\r\n` end a line. A line that is not UTF-8, or
+/// longer than `maxRecordBytes` (its bytes are skipped, not kept), comes back as a record
+/// with a problem, so it is rejected with its line number and the rest of the file is read.
+public enum LineReader {
+    /// 16 MiB: a real receipt response or JWS is a few kilobytes.
+    public static let maxRecordBytes = 16 << 20
+    static let chunkBytes = 4 << 20
+
+    public struct Result {
+        public var records: [RawRecord]
+        public var sha256: String
+        public var sizeBytes: Int
+    }
+
+    public static func read(_ path: String, maxRecordBytes: Int = maxRecordBytes) throws -> Result {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { throw ReadError.file(path, "cannot be read: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var hasher = StreamingSHA256()
+        var records: [RawRecord] = []
+        var line: [UInt8] = []
+        var lineLength = 0          // bytes of the current line so far (also past the limit)
+        var lineNo = 0
+        var size = 0
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkBytes, alignment: 16)
+        defer { chunk.deallocate() }
+
+        func finishLine() {
+            lineNo += 1
+            defer { line.removeAll(keepingCapacity: line.capacity <= 1 << 20); lineLength = 0 }
+            if lineLength > maxRecordBytes {
+                records.append(RawRecord(line: lineNo, text: "<\(lineLength) bytes>", problem: (
+                    "RECORD_TOO_LONG", "line \(lineNo) is \(lineLength) bytes, over the \(maxRecordBytes)-byte limit for one record; its bytes were skipped")))
+                return
+            }
+            if line.last == 0x0D { line.removeLast() }
+            if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return }
+            if let text = String(validating: line, as: UTF8.self) {
+                records.append(RawRecord(line: lineNo, text: Substring(text)))
+            } else {
+                let digest = Hashing.sha256Hex(line)
+                records.append(RawRecord(line: lineNo, text: Substring("<\(line.count) bytes, not UTF-8, sha256 \(digest)>"), problem: (
+                    "INVALID_UTF8", "line \(lineNo) is not valid UTF-8 text")))
+            }
+        }
+
+        while true {
+            let n = Glibc.read(fd, chunk.baseAddress, chunkBytes)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw ReadError.file(path, "read failed: \(String(cString: strerror(errno)))")
+            }
+            if n == 0 { break }
+            let bytes = UnsafeRawBufferPointer(rebasing: chunk[0..<n])
+            hasher.update(bytes: bytes)
+            size += n
+            var start = 0
+            while start < n {
+                let rest = n - start
+                let base = UnsafeRawPointer(bytes.baseAddress!)
+                let found: UnsafeMutableRawPointer? = memchr(base + start, 0x0A, rest)
+                let end: Int = found.map { UnsafeRawPointer($0) - base } ?? n
+                let piece = end - start
+                if lineLength + piece <= maxRecordBytes {
+                    line.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start..<end]))
+                } else if lineLength <= maxRecordBytes {
+                    line.removeAll()   // over the limit: stop keeping it
+                }
+                lineLength += piece
+                if found != nil {
+                    finishLine()
+                    start = end + 1
+                } else {
+                    start = n
+                }
+            }
+        }
+        if lineLength > 0 { finishLine() }
+        return Result(records: records, sha256: hasher.finalizeHex(), sizeBytes: size)
+    }
+
+    /// The SHA-256 and size of a file, read a chunk at a time.
+    public static func hash(_ path: String) throws -> (sha256: String, sizeBytes: Int) {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { throw ReadError.file(path, "cannot be read: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var hasher = StreamingSHA256()
+        var size = 0
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkBytes, alignment: 16)
+        defer { chunk.deallocate() }
+        while true {
+            let n = Glibc.read(fd, chunk.baseAddress, chunkBytes)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw ReadError.file(path, "read failed: \(String(cString: strerror(errno)))")
+            }
+            if n == 0 { break }
+            hasher.update(bytes: UnsafeRawBufferPointer(rebasing: chunk[0..<n]))
+            size += n
+        }
+        return (hasher.finalizeHex(), size)
+    }
+}
