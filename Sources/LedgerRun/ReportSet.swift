@@ -19,23 +19,26 @@ struct ReportSet {
         for (book, name) in [(Book.production, "finance"), (Book.sandbox, "sandbox")] {
             let url = dir.appendingPathComponent("\(name)-\(asOf).xlsx")
             try ledger.read { reader in
+                CrashPoint.hit("report:\(url.lastPathComponent)")
                 var report = FinanceReport(reader: reader, book: book, asOf: asOf, reportingCurrency: config.reportingCurrency,
                                            toolVersion: NightlyRun.toolVersion, runId: runId)
                 report.journalRowCap = config.journalRowCap
                 if try report.journalOverCap() {
                     let name = (book == .production ? "journal-" : "sandbox-journal-") + "\(asOf).csv.gz"
-                    let csv = try GzipCSVWriter.write(try report.journalTable(), to: dir.appendingPathComponent(name))
+                    let csv = try GzipCSVWriter.write(try report.journalTable(), to: dir.appendingPathComponent(name),
+                                                      tempDirectory: workspace.tempURL)
                     report.journalExport = JournalExport(fileName: name, rows: csv.rows, sha256: csv.sha256)
                     exports.append(csv.url)
                 }
-                try XLSXWriter.write(try report.workbook(), to: url)
+                try XLSXWriter.write(try report.workbook(), to: url, tempDirectory: workspace.tempURL)
             }
             written.append(url)
         }
         let url = dir.appendingPathComponent("reconciliation-\(asOf).xlsx")
         try ledger.read { reader in
+            CrashPoint.hit("report:\(url.lastPathComponent)")
             let report = ReconciliationReport(reader: reader, asOf: asOf, reportingCurrency: config.reportingCurrency, runId: runId)
-            try XLSXWriter.write(try report.workbook(), to: url)
+            try XLSXWriter.write(try report.workbook(), to: url, tempDirectory: workspace.tempURL)
         }
         written.append(url)
         return written + exports
@@ -54,6 +57,7 @@ public enum PeriodReport {
         guard asOf >= period.firstDay else {
             throw StoreError(message: "\(period) is after the last night (\(lastNight.map(\.description) ?? "none")): nothing to report yet")
         }
+        workspace.removeStaleTempFiles()
         let files = try ReportSet(ledger: ledger, config: config, asOf: asOf, runId: nil, workspace: workspace).writeAll()
         return (asOf, files)
     }

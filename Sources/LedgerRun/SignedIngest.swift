@@ -35,6 +35,7 @@ extension Ingest {
         let (fileId, fresh) = try addFile(input, records, seen: seen) { $0.0.text }
         for ((record, jws), sha) in fresh {
             counts.read += 1
+            CrashPoint.tick("verify:signed", every: 10)
             let location = SourceLocation(path: input.path, line: record.line)
             let raw = String(record.text)
             guard let jws else {
