@@ -30,6 +30,9 @@ public struct NightlyRun {
         public var totals: LedgerTotals
         public var workbooks: [URL]
         public var problems: [String]
+        /// Set when this run was a re-run of the last night that changed nothing: it recorded
+        /// nothing and wrote the workbooks of that run (`runId`) again.
+        public var nothingNewSinceRun: Int64? = nil
     }
 
     public let workspace: Workspace
@@ -43,10 +46,13 @@ public struct NightlyRun {
     }
 
     public func run() throws -> Result {
+        CrashPoint.hit("start:run")
         let config = try workspace.loadConfig()
         let rules = try workspace.loadRules()
         let lock = try RunLock(url: workspace.lockURL)
         defer { lock.release() }
+        CrashPoint.hit("start:locked")
+        workspace.removeStaleTempFiles()
 
         let ledger = try Ledger(path: workspace.ledgerURL(config).path)
         let verifier = ReceiptVerifier(bundleIds: config.bundleIds)
@@ -62,7 +68,9 @@ public struct NightlyRun {
 
         var filesRead = 0, filesSkipped = 0
         var closedThrough: Month? = nil
-        let (runId, counts) = try ledger.write { w -> (Int64, LedgerWriter.RunCounts) in
+        var nothingNewSince: Int64? = nil
+        let (runId, counts) = try NothingNew.catching(&nothingNewSince) { try ledger.write { w -> (Int64, LedgerWriter.RunCounts) in
+            let sameNight = try w.sameNight(asOf: asOf)
             let runId = try w.beginRun(asOf: asOf, toolVersion: Self.toolVersion, startedAt: Self.timestamp())
             // Closed periods first: a config that would reopen a month stops the run here, and the
             // Poster dates entries by the effective closed-through month (the store checks it too).
@@ -75,6 +83,7 @@ public struct NightlyRun {
             var counts = LedgerWriter.RunCounts()
             var ingest = Ingest(writer: w, runId: runId, verifier: verifier, counts: counts)
             for input in inputs {
+                CrashPoint.hit("read:\(input.path)")
                 if try w.fileAlreadyRead(path: input.path, sha256: input.sha256) {
                     filesSkipped += 1
                     continue
@@ -87,20 +96,29 @@ public struct NightlyRun {
                 }
             }
             counts = ingest.counts
+            CrashPoint.hit("post:start")
             counts.entriesPosted = try Self.post(writer: w, poster: poster, runId: runId)
+            CrashPoint.hit("reconcile:start")
             let inputs = try w.reconciliationInputs()
             let reconciled = Reconciler(products: rules.products)
                 .reconcile(transactions: inputs.transactions, orders: inputs.orders, unverifiedIds: inputs.unverifiedIds)
+            CrashPoint.hit("reconcile:apply")
             try w.applyReconciliation(reconciled, runId: runId, asOf: asOf)
+            // A re-run of the last night that changed nothing records nothing (rolled back, run row included).
+            if let same = sameNight, filesRead == 0, counts.entriesPosted == 0,
+               try w.changedNothing(since: same, matched: reconciled.matched) { throw NothingNew(lastRunId: same.lastRunId) }
             try w.finishRun(runId, counts: counts, finishedAt: Self.timestamp())
+            CrashPoint.hit("commit:before")
             return (runId, counts)
-        }
+        } }
+        CrashPoint.hit("commit:after")
 
         var workbooks = try ReportSet(ledger: ledger, config: config, asOf: asOf, runId: runId, workspace: workspace).writeAll()
         // The month before, while it is still open, is written again as of its last day: late
         // data for it changes its books until it is closed.
         let previous = asOf.month.previous
         if closedThrough.map({ previous > $0 }) ?? true, try ledger.read({ try $0.hasEntries(through: previous.lastDay) }) {
+            CrashPoint.hit("report:previous month \(previous)")
             workbooks += try ReportSet(ledger: ledger, config: config, asOf: previous.lastDay, runId: nil, workspace: workspace).writeAll()
         }
         let totals = try ledger.read { try $0.totals() }
@@ -109,9 +127,10 @@ public struct NightlyRun {
             .map { "\($0.path):\($0.line): \($0.outcome): \($0.reason)" }
         let newFindings = try ledger.read { try $0.findings(openOnly: true) }.filter { $0.firstRunId == runId }
             .map { "\($0.code) \($0.transactionId): \($0.message)" }
-        let problems = notPosted + newFindings
+        let problems = nothingNewSince == nil ? notPosted + newFindings : []
+        CrashPoint.hit("report:done")
         return Result(runId: runId, asOf: asOf, counts: counts, filesRead: filesRead, filesSkipped: filesSkipped,
-                      totals: totals, workbooks: workbooks, problems: problems)
+                      totals: totals, workbooks: workbooks, problems: problems, nothingNewSinceRun: nothingNewSince)
     }
 
     /// Posts every sale still waiting (new ones and those that waited for a rule) and every
@@ -131,6 +150,7 @@ public struct NightlyRun {
                 try w.setSaleStatus(transactionId: obs.transactionId, status: "posted", pendingReason: nil)
                 try w.resolveFinding(code: "MISSING_RULE", transactionId: obs.transactionId, runId: runId)
                 posted += 1
+                CrashPoint.tick("post:sales", every: 10)
             case .free:
                 try w.setSaleStatus(transactionId: obs.transactionId, status: "free", pendingReason: nil)
                 try w.resolveFinding(code: "MISSING_RULE", transactionId: obs.transactionId, runId: runId)
@@ -146,6 +166,7 @@ public struct NightlyRun {
             let refund = poster.refund(of: sale, on: Day(epochMilliseconds: ms), percentage: obs.revocationPercentage)
             try w.insertEntry(refund, runId: runId)
             posted += 1
+            CrashPoint.tick("post:refunds", every: 2)
         }
         for r in try w.reversalsDue() {
             guard let refund = try w.entry(book: r.book, transactionId: r.transactionId, kind: .refund) else { continue }
@@ -243,6 +264,7 @@ struct Ingest {
         let (fileId, fresh) = try addFile(input, rows, seen: seen) { $0.raw }
         for (row, sha) in fresh {
             counts.read += 1
+            CrashPoint.tick("read:orders", every: 10)
             switch row.result {
             case .success(let o):
                 let recordId = try writer.addRecord(.init(fileId: fileId, line: row.line, sha256: sha, outcome: .verified,
@@ -272,6 +294,7 @@ struct Ingest {
         for (record, sha) in fresh {
             counts.read += 1
             try receipt(record, sha: sha, fileId: fileId, path: input.path)
+            CrashPoint.tick("verify:receipts", every: 10)
         }
     }
 
@@ -364,5 +387,21 @@ struct Ingest {
             try writer.insertTransaction(t, recordId: recordId, runId: runId)
         }
         try writer.resolvePendingRecords(transactionId: t.transactionId, runId: runId, note: "verified by \(location)")
+    }
+}
+
+/// Thrown inside the run's database transaction when a re-run of the last night changed
+/// nothing: the transaction rolls back and the run carries on as that last run.
+struct NothingNew: Error {
+    var lastRunId: Int64
+
+    /// `body`'s result, or the last run's id and no counts when it threw `NothingNew`.
+    static func catching(_ since: inout Int64?, _ body: () throws -> (Int64, LedgerWriter.RunCounts)) throws -> (Int64, LedgerWriter.RunCounts) {
+        do {
+            return try body()
+        } catch let same as NothingNew {
+            since = same.lastRunId
+            return (same.lastRunId, LedgerWriter.RunCounts())
+        }
     }
 }
