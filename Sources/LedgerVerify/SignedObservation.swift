@@ -5,8 +5,7 @@ extension SignedTransaction {
     public func observation() -> Result<TransactionObservation, SignedItemProblem> {
         guard let product = productId, !product.isEmpty else { return .failure(.init("transaction \(transactionId) has no productId")) }
         guard let purchase = purchaseDateMs else { return .failure(.init("transaction \(transactionId) has no purchaseDate")) }
-        let earliest: Int64 = 1_199_145_600_000, latest: Int64 = 4_102_444_800_000
-        guard purchase >= earliest && purchase < latest else {
+        guard StoreDates.plausible(purchase) else {
             return .failure(.init("transaction \(transactionId) has purchase date \(Day(epochMilliseconds: purchase)), outside 2008-2099"))
         }
         let q = quantity ?? 1
@@ -15,12 +14,18 @@ extension SignedTransaction {
             return .failure(.init("transaction \(transactionId) has environment \(environment ?? "(none)"): not Production or Sandbox"))
         }
         if let p = priceMilliunits, p < 0 { return .failure(.init("transaction \(transactionId) has a negative price \(p)")) }
+        if let p = priceMilliunits, p > StoreDates.maxPriceMilliunits {
+            return .failure(.init("transaction \(transactionId) has price \(p) milliunits, more than \(StoreDates.maxPriceMilliunits)"))
+        }
+        if let e = expiresDateMs, !StoreDates.plausible(e) {
+            return .failure(.init("transaction \(transactionId) has expires date \(Day(epochMilliseconds: e)), outside 2008-2099"))
+        }
         if let c = currency, !Currency.isKnown(c) { return .failure(.init("transaction \(transactionId) has unknown currency \(c)")) }
         // A family-sharing revocation takes access away; nobody is refunded.
         var cancellation: Int64? = nil
         var percentage: Int64? = nil
         if let r = revocationDateMs, revocationType != "FAMILY_REVOKE" {
-            guard r >= earliest && r < latest else {
+            guard StoreDates.plausible(r) else {
                 return .failure(.init("transaction \(transactionId) has revocation date \(Day(epochMilliseconds: r)), outside 2008-2099"))
             }
             cancellation = r
