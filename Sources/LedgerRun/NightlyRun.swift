@@ -238,6 +238,16 @@ struct Ingest {
 
     /// The text of a file, or nil (and a rejected record naming the file) when it is not UTF-8.
     mutating func text(_ input: InputFile) throws -> String? {
+        // An empty or blank file (a transfer that failed?) is one rejected record, not silence.
+        if input.data.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
+            let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256,
+                                            sizeBytes: Int64(input.data.count), records: 1, newRecords: 1)
+            _ = try writer.addRecord(.init(fileId: fileId, line: 1, sha256: input.sha256, outcome: .rejected, reasonCode: "EMPTY_FILE",
+                                           reason: "the file is empty or blank: no records (an incomplete transfer?)", raw: ""))
+            counts.read += 1
+            counts.rejected += 1
+            return nil
+        }
         if let s = String(validatingUTF8Data: input.data) { return s }
         let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256,
                                         sizeBytes: Int64(input.data.count), records: 1, newRecords: 1)
