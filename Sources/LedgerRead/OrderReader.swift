@@ -60,13 +60,17 @@ public enum OrderReader {
         guard !orderId.isEmpty else { return bad("order_id is empty") }
         guard !account.isEmpty else { return bad("account_id is empty (order \(orderId))") }
         guard !product.isEmpty else { return bad("product_id is empty (order \(orderId))") }
+        for (name, id) in [("order_id", orderId), ("account_id", account), ("product_id", product), ("transaction_id", t.value(row, "transaction_id"))]
+            where !id.isEmpty && !StoreBounds.plausibleIdentifier(id) {
+            return bad("\(name) \(String(reflecting: String(id.prefix(64)))) holds control characters or is over 256 bytes")
+        }
         let qText = t.value(row, "quantity")
         guard let q = qText.isEmpty ? 1 : Int64(qText), q > 0 else { return bad("quantity \"\(qText)\" is not a whole number >= 1 (order \(orderId))") }
         let uText = t.value(row, "credited_units")
         guard let units = uText.isEmpty ? 0 : Int64(uText), units >= 0 else { return bad("credited_units \"\(uText)\" is not a whole number >= 0 (order \(orderId))") }
         let at = t.value(row, "credited_at")
         guard let ms = ISOTimestamp.milliseconds(at) else { return bad("credited_at \"\(at)\" is not an ISO 8601 timestamp (order \(orderId))") }
-        guard StoreDates.plausible(ms) else { return bad("credited_at \(at) is outside 2008-2099 (order \(orderId))") }
+        guard StoreBounds.plausibleDate(ms) else { return bad("credited_at \(at) is outside 2008-2099 (order \(orderId))") }
         let env = t.value(row, "environment").lowercased()
         guard env == "production" || env == "sandbox" else { return bad("environment \"\(t.value(row, "environment"))\" is not production or sandbox (order \(orderId))") }
         let reversed = t.value(row, "reversed_at")

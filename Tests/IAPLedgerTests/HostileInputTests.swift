@@ -192,7 +192,7 @@ final class HostileInputTests: XCTestCase {
             ("o12,a12,G12,coi\"ns,1,100,2026-10-05T10:01:00Z,production,USA,,", false, "a quote inside an unquoted field"),
             ("o13,a13,G13,\"coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,", false, "a quoted field is never properly closed: line 16 has text after a closing quote"),
             ("o14,a14,G14,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,", true, ""),
-            ("o15,a15,G15,\"coins\n.100\",1,100,2026-10-05T10:01:00Z,production,USA,,", true, ""),
+            ("o15,a15,G15,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,\"a token\nover two lines\",", true, ""),
             ("o16,a16,G16,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,", true, ""),
         ]
         try ws.write("inbox/orders/o.csv", ReconciliationTests.header + rows.map(\.row).joined(separator: "\n") + "\n")
@@ -280,5 +280,45 @@ final class HostileInputTests: XCTestCase {
         // 9990 KWD, tax included at 0: N = 9,990,000 fils; at 3.25 USD per KWD, 32,467.50 USD.
         XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT net_minor, net_reporting_minor FROM entry WHERE transaction_id = 'GOOD-1'") },
                        [["9990000", "3246750"]])
+    }
+
+    /// An unsigned JWS carrying Apple's real (public) certificate chain and a signedDate of
+    /// Int64.min crashed the certificate library before the signature was ever checked.
+    func testAnUnsignedJWSWithAnAbsurdSignedDateIsRejected() throws {
+        let chain = try ["real-apple-certs/real-apple-signing-certificate.der.b64", "real-apple-certs/real-apple-intermediate.der.b64",
+                         "real-apple-certs/real-apple-root.der.b64"].map { try TestSigner.appleFixtureDERFromBase64($0).base64EncodedString() }
+        let header = try JSONSerialization.data(withJSONObject: ["alg": "ES256", "x5c": chain], options: [.sortedKeys])
+        func jws(_ signedDate: String) -> String {
+            let payload = #"{"transactionId":"U1","bundleId":"com.example.coins","productId":"coins.100","purchaseDate":1791194400000,"environment":"Production","signedDate":"# + signedDate + "}"
+            return TestSigner.base64URL(header) + "." + TestSigner.base64URL(Data(payload.utf8)) + "." + TestSigner.base64URL(Data(count: 64))
+        }
+        try ws.write("inbox/signed/forged.jws", [jws("-9223372036854775808"), jws("9223372036854775807"), jws("1791194400000")].joined(separator: "\n") + "\n")
+        try ws.run("2026-11-03")
+        let r = try records("inbox/signed/forged.jws")
+        XCTAssertEqual(r.map(\.outcome), ["rejected", "rejected", "rejected"])
+        XCTAssertEqual(r.map(\.code), ["MALFORMED", "MALFORMED", "BAD_SIGNATURE"], "\(r)")
+        XCTAssertTrue(r[0].reason.contains("signedDate -9223372036854775808 is outside 2008-2099"), r[0].reason)
+    }
+
+    /// SQLite text ends at a NUL: an id holding control characters would not read back as
+    /// itself (the fuzz test found a posted sale whose transaction id came back empty).
+    func testIdentifiersWithControlCharactersAreRefused() throws {
+        try ws.write("inbox/receipts/ids.jsonl", [
+            Self.response(items: Self.item("").replacingOccurrences(of: "\"X\"", with: #""\u0000N1""#)),
+            Self.response(items: Self.item("").replacingOccurrences(of: "\"X\"", with: "\"" + String(repeating: "7", count: 300) + "\"")),
+            Self.response(items: Self.item("").replacingOccurrences(of: #""coins.100""#, with: #""coins\u0007""#).replacingOccurrences(of: "\"X\"", with: "\"N3\"")),
+            good("N4"),
+        ].joined(separator: "\n") + "\n")
+        try ws.write("inbox/orders/ids.csv", ReconciliationTests.header + "ord\u{0}-1,a1,N4,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n"
+            + "ord-2,a2,N4,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n")
+        try ws.run("2026-11-03")
+        XCTAssertEqual(try saleEntries(), ["N4"])
+        let messages = try findings()
+        XCTAssertTrue(messages.contains { $0.contains(":1: ") && $0.contains("holds control characters") }, "\(messages)")
+        XCTAssertTrue(messages.contains { $0.contains(":2: ") && $0.contains("over 256 bytes") }, "\(messages)")
+        XCTAssertTrue(messages.contains { $0.contains(":3: ") && $0.contains("has product_id") }, "\(messages)")
+        let orders = try records("inbox/orders/ids.csv")
+        XCTAssertEqual(orders.map(\.outcome), ["rejected", "verified"])
+        XCTAssertTrue(orders[0].reason.contains("order_id \"ord\\0-1\" holds control characters"), orders[0].reason)
     }
 }
