@@ -10,13 +10,23 @@ public struct CSVRow {
 public struct CSVError: Error, CustomStringConvertible {
     public var line: Int
     public var message: String
+    /// The text of the row's first line (for a row refused on its own).
+    public var raw: Substring = ""
     public var description: String { "line \(line): \(message)" }
 }
 
 public enum CSV {
-    /// Parses `text` into rows. Blank lines are skipped. A leading UTF-8 BOM is ignored.
+    /// Parses `text` into rows. Blank lines are skipped. A leading UTF-8 BOM is ignored. The
+    /// first row that breaks the quoting rules stops the parse (rules files must be whole).
     public static func parse(_ text: Substring) throws -> [CSVRow] {
-        var rows: [CSVRow] = []
+        try parseRows(text).map { try $0.get() }
+    }
+
+    /// Parses `text` row by row: a row that breaks the quoting rules (a stray or unclosed
+    /// quote) is an error of its own, and reading goes on at the line after that row's first
+    /// line, so one bad row of an input file leaves the others readable.
+    public static func parseRows(_ text: Substring) -> [Result<CSVRow, CSVError>] {
+        var rows: [Result<CSVRow, CSVError>] = []
         var s = text
         if s.hasPrefix("\u{FEFF}") { s = s.dropFirst() }
         let u = s.utf8
@@ -30,7 +40,8 @@ public enum CSV {
             var inQuotes = false
             var quotedField = false
             var rowDone = false
-            while i < u.endIndex && !rowDone {
+            var broken: String? = nil
+            scan: while i < u.endIndex && !rowDone {
                 let c = u[i]
                 if inQuotes {
                     if c == UInt8(ascii: "\"") {
@@ -49,7 +60,7 @@ public enum CSV {
                 switch c {
                 case UInt8(ascii: "\""):
                     if field.isEmpty && !quotedField { inQuotes = true; quotedField = true }
-                    else { throw CSVError(line: line, message: "a quote inside an unquoted field") }
+                    else { broken = "a quote inside an unquoted field"; break scan }
                 case UInt8(ascii: ","):
                     fields.append(String(decoding: field, as: UTF8.self)); field = []; quotedField = false
                 case UInt8(ascii: "\r"):
@@ -57,12 +68,28 @@ public enum CSV {
                 case UInt8(ascii: "\n"):
                     line += 1; rowDone = true
                 default:
-                    if quotedField { throw CSVError(line: line, message: "text after a closing quote") }
+                    if quotedField { broken = "text after a closing quote"; break scan }
                     field.append(c)
                 }
                 i = u.index(after: i)
             }
-            if inQuotes { throw CSVError(line: rowLine, message: "a quoted field is never closed") }
+            if inQuotes || broken != nil {
+                // Refuse this row alone and go on at the line after its first line.
+                var firstLineEnd = rowStart
+                while firstLineEnd < u.endIndex && u[firstLineEnd] != UInt8(ascii: "\n") { firstLineEnd = u.index(after: firstLineEnd) }
+                var rawEnd = firstLineEnd
+                if rawEnd > rowStart && u[u.index(before: rawEnd)] == UInt8(ascii: "\r") { rawEnd = u.index(before: rawEnd) }
+                let message: String
+                if let why = broken {
+                    message = line > rowLine ? "a quoted field is never properly closed: line \(line) has \(why)" : why
+                } else {
+                    message = "a quoted field is never closed"
+                }
+                rows.append(.failure(CSVError(line: rowLine, message: message, raw: s[rowStart..<rawEnd])))
+                i = firstLineEnd < u.endIndex ? u.index(after: firstLineEnd) : firstLineEnd
+                line = rowLine + 1
+                continue
+            }
             fields.append(String(decoding: field, as: UTF8.self))
             var rawEnd = i
             while rawEnd > rowStart {
@@ -71,7 +98,7 @@ public enum CSV {
             }
             let raw = s[rowStart..<rawEnd]
             if fields.count == 1 && fields[0].isEmpty && !quotedField { continue } // blank line
-            rows.append(CSVRow(line: rowLine, fields: fields, raw: raw))
+            rows.append(.success(CSVRow(line: rowLine, fields: fields, raw: raw)))
         }
         return rows
     }
@@ -92,9 +119,25 @@ public struct CSVTable {
     public let rows: [CSVRow]
     private let index: [String: Int]
 
-    public init(path: String, text: Substring, required: [String]) throws {
+    /// Rows refused on their own (only when read with `rowByRow`).
+    public let badRows: [CSVError]
+
+    /// - Parameter rowByRow: a row that breaks the quoting rules goes to `badRows` instead of
+    ///   stopping the read (input files; rules files stop at the first bad row).
+    public init(path: String, text: Substring, required: [String], rowByRow: Bool = false) throws {
         self.path = path
-        var rows = try CSV.parse(text)
+        var rows: [CSVRow] = []
+        var bad: [CSVError] = []
+        for r in CSV.parseRows(text) {
+            switch r {
+            case .success(let row): rows.append(row)
+            case .failure(let e):
+                // The header must be whole, and so must every row of a file read strictly.
+                if !rowByRow || rows.isEmpty { throw e }
+                bad.append(e)
+            }
+        }
+        badRows = bad
         guard !rows.isEmpty else { throw ReadError.file(path, "is empty: a header row is required (\(required.joined(separator: ",")))") }
         let header = rows.removeFirst().fields.map { String($0.trimmingCharacters(in: .whitespaces)) }
         self.header = header

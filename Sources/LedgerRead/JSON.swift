@@ -53,6 +53,16 @@ public indirect enum JSONValue: Equatable {
         }
     }
 
+    /// A scalar as text; a list or object as `[...]` / `{...}` (so a wrong type is named, not
+    /// taken for a missing field); nil for null.
+    public var scalarOrShape: String? {
+        switch self {
+        case .array: return "[...]"
+        case .object: return "{...}"
+        default: return scalarText
+        }
+    }
+
     public var bool: Bool? {
         switch self {
         case .bool(let b): return b
@@ -109,6 +119,8 @@ public struct JSONParser {
         if b.count >= 3, b[0] == 0xEF, b[1] == 0xBB, b[2] == 0xBF { i = 3 }
         skipSpace()
         guard i < b.count else { throw fail("empty input") }
+        // What a JSON array cut off after a comma leaves for its next record.
+        if b[i] == UInt8(ascii: ",") { throw fail("a ',' with no value after it: the array is cut off (truncated JSON)") }
         let v = try parseValue()
         skipSpace()
         guard i == b.count else { throw fail("unexpected text after the JSON value") }

@@ -71,7 +71,7 @@ public enum LegacyReceiptParser {
             wrapperTransactionId = obj["transaction_id"]?.scalarText
             obj = inner
         }
-        var r = LegacyResponse(status: nil, statusText: obj["status"]?.scalarText, environment: obj["environment"]?.scalarText,
+        var r = LegacyResponse(status: nil, statusText: obj["status"]?.scalarOrShape, environment: obj["environment"]?.scalarText,
                                isRetryable: obj["is-retryable"]?.bool ?? obj["is_retryable"]?.bool ?? false,
                                bundleId: nil, receiptType: nil, style: .none, items: [],
                                exception: obj["exception"]?.scalarText, receivedAt: receivedAt,
@@ -84,7 +84,7 @@ public enum LegacyReceiptParser {
                 r.style = .ios7
                 r.bundleId = receipt["bundle_id"]?.scalarText
                 r.receiptType = receipt["receipt_type"]?.scalarText
-                for x in receipt["in_app"]?.arrayValue ?? [] where x.isObject { items.append(item(x)) }
+                items += try objects(receipt["in_app"] ?? .array([]), "receipt.in_app", allowObject: false)
             } else {
                 r.style = .ios6
                 r.bundleId = receipt["bid"]?.scalarText
@@ -93,15 +93,23 @@ public enum LegacyReceiptParser {
         }
         for key in ["latest_receipt_info", "latest_expired_receipt_info"] {
             guard let v = obj[key] else { continue }
-            if let arr = v.arrayValue {
-                for x in arr where x.isObject { items.append(item(x)) }
-            } else if v.isObject {
-                items.append(item(v))
-                if r.style == .none { r.style = .ios6 }
-            }
+            items += try objects(v, key, allowObject: true)
+            if v.isObject && r.style == .none { r.style = .ios6 }
         }
         r.items = merge(items)
         return r
+    }
+
+    /// The items of a list of transaction objects (or of one object, where Apple sends one); a
+    /// list that is something else, or holds something else, is refused by name.
+    static func objects(_ v: JSONValue, _ name: String, allowObject: Bool) throws -> [LegacyItem] {
+        if v == .null { return [] }
+        if allowObject && v.isObject { return [item(v)] }
+        guard let list = v.arrayValue else { throw LegacyParseError.badField("\(name) is not a list") }
+        return try list.enumerated().map { i, x in
+            guard x.isObject else { throw LegacyParseError.badField("\(name)[\(i)] is not an object") }
+            return item(x)
+        }
     }
 
     /// The same transaction appears in `in_app` and `latest_receipt_info`: keep one item
@@ -133,7 +141,7 @@ public enum LegacyReceiptParser {
         it.transactionId = d["transaction_id"]?.scalarText
         it.originalTransactionId = d["original_transaction_id"]?.scalarText
         it.productId = d["product_id"]?.scalarText
-        it.quantity = d["quantity"]?.scalarText
+        it.quantity = d["quantity"]?.scalarOrShape
         it.purchaseMs = millis(d, "purchase_date")
         // iOS 6 `expires_date` holds milliseconds; iOS 7 has `expires_date_ms`.
         it.expiresMs = millis(d, "expires_date")
@@ -163,7 +171,7 @@ public enum LegacyReceiptParser {
         guard parts.count == 2 else { return nil }
         let dateParts = parts[0].split(separator: "-"), timeParts = parts[1].split(separator: ":")
         guard dateParts.count == 3, timeParts.count == 3,
-              let y = Int(dateParts[0]), let mo = Int(dateParts[1]), let da = Int(dateParts[2]),
+              dateParts[0].count == 4, let y = Int(dateParts[0]), let mo = Int(dateParts[1]), let da = Int(dateParts[2]),
               let h = Int(timeParts[0]), let mi = Int(timeParts[1]), (1...12).contains(mo), (1...31).contains(da),
               (0...23).contains(h), (0...59).contains(mi) else { return nil }
         let secText = timeParts[2].split(separator: ".")

@@ -33,7 +33,7 @@ public enum OrderReader {
     public static func read(path: String, text: Substring) -> (rows: [OrderRow], fileError: Finding?) {
         let table: CSVTable
         do {
-            table = try CSVTable(path: path, text: text, required: requiredColumns)
+            table = try CSVTable(path: path, text: text, required: requiredColumns, rowByRow: true)
         } catch let e as CSVError {
             return ([], Finding(code: "BAD_CSV", message: e.message, location: SourceLocation(path: path, line: e.line)))
         } catch let e as ReadError {
@@ -41,9 +41,13 @@ public enum OrderReader {
         } catch {
             return ([], Finding(code: "BAD_CSV", message: "\(error)", location: SourceLocation(path: path, line: 1)))
         }
-        return (table.rows.map { row in
+        let bad = table.badRows.map { e in
+            OrderRow(line: e.line, raw: e.raw, result: .failure(Finding(code: "BAD_CSV", message: e.message,
+                                                                        location: SourceLocation(path: path, line: e.line))))
+        }
+        return ((table.rows.map { row in
             OrderRow(line: row.line, raw: row.raw, result: parse(row, table))
-        }, nil)
+        } + bad).sorted { $0.line < $1.line }, nil)
     }
 
     static func parse(_ row: CSVRow, _ t: CSVTable) -> Result<OrderRecord, Finding> {
@@ -56,12 +60,17 @@ public enum OrderReader {
         guard !orderId.isEmpty else { return bad("order_id is empty") }
         guard !account.isEmpty else { return bad("account_id is empty (order \(orderId))") }
         guard !product.isEmpty else { return bad("product_id is empty (order \(orderId))") }
+        for (name, id) in [("order_id", orderId), ("account_id", account), ("product_id", product), ("transaction_id", t.value(row, "transaction_id"))]
+            where !id.isEmpty && !StoreBounds.plausibleIdentifier(id) {
+            return bad("\(name) \(String(reflecting: String(id.prefix(64)))) holds control characters or is over 256 bytes")
+        }
         let qText = t.value(row, "quantity")
         guard let q = qText.isEmpty ? 1 : Int64(qText), q > 0 else { return bad("quantity \"\(qText)\" is not a whole number >= 1 (order \(orderId))") }
         let uText = t.value(row, "credited_units")
         guard let units = uText.isEmpty ? 0 : Int64(uText), units >= 0 else { return bad("credited_units \"\(uText)\" is not a whole number >= 0 (order \(orderId))") }
         let at = t.value(row, "credited_at")
         guard let ms = ISOTimestamp.milliseconds(at) else { return bad("credited_at \"\(at)\" is not an ISO 8601 timestamp (order \(orderId))") }
+        guard StoreBounds.plausibleDate(ms) else { return bad("credited_at \(at) is outside 2008-2099 (order \(orderId))") }
         let env = t.value(row, "environment").lowercased()
         guard env == "production" || env == "sandbox" else { return bad("environment \"\(t.value(row, "environment"))\" is not production or sandbox (order \(orderId))") }
         let reversed = t.value(row, "reversed_at")
@@ -99,7 +108,7 @@ public enum ISOTimestamp {
                 digits += 1; i += 1
             }
             guard digits > 0 else { return nil }
-            for _ in digits..<3 where digits < 3 { millis *= 10 }
+            for _ in min(digits, 3)..<3 { millis *= 10 }
         }
         var offsetMinutes = 0
         if i < u.count {

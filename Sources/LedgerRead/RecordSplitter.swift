@@ -41,7 +41,9 @@ public enum RecordSplitter {
     }
 
     /// A `.json` document: the elements of a top-level array, or the whole document.
-    /// A document that does not split cleanly is returned whole, so the parser names its error.
+    /// A document that does not split cleanly is returned whole, so the parser names its error;
+    /// an array cut off part-way keeps its complete elements, the rest is one record (which
+    /// the parser then names as truncated).
     public static func jsonDocument(_ text: Substring) -> [RawRecord] {
         let u = Array(text.utf8)
         var i = 0
@@ -61,9 +63,14 @@ public enum RecordSplitter {
         }
         i += 1
         var records: [RawRecord] = []
+        // The text from `offset` to the end, as the last record of a cut-off array.
+        func rest(_ offset: Int, line: Int) -> [RawRecord] {
+            records + [RawRecord(line: line, text: text[text.utf8.index(text.startIndex, offsetBy: offset)...])]
+        }
+        var commaAt = 0, commaLine = startLine
         while true {
             skipSpace()
-            guard i < u.count else { return [RawRecord(line: startLine, text: text)] }
+            guard i < u.count else { return records.isEmpty ? [RawRecord(line: startLine, text: text)] : rest(commaAt, line: commaLine) }
             if u[i] == UInt8(ascii: "]") && records.isEmpty { return [] }
             let elementStart = i, elementLine = line
             var depth = 0
@@ -85,13 +92,15 @@ public enum RecordSplitter {
                 }
                 i += 1
             }
-            guard i < u.count else { return [RawRecord(line: startLine, text: text)] }
+            guard i < u.count else { return records.isEmpty ? [RawRecord(line: startLine, text: text)] : rest(elementStart, line: elementLine) }
             var end = i
             while end > elementStart, [0x20, 0x09, 0x0A, 0x0D].contains(u[end - 1]) { end -= 1 }
             let startIdx = text.utf8.index(text.startIndex, offsetBy: elementStart)
             let endIdx = text.utf8.index(text.startIndex, offsetBy: end)
             records.append(RawRecord(line: elementLine, text: text[startIdx..<endIdx]))
             if u[i] == UInt8(ascii: "]") { return records }
+            commaAt = i
+            commaLine = line
             i += 1 // the comma
         }
     }

@@ -30,6 +30,9 @@ public struct NightlyRun {
         public var totals: LedgerTotals
         public var workbooks: [URL]
         public var problems: [String]
+        /// Set when this run was a re-run of the last night that changed nothing: it recorded
+        /// nothing and wrote the workbooks of that run (`runId`) again.
+        public var nothingNewSinceRun: Int64? = nil
     }
 
     public let workspace: Workspace
@@ -46,11 +49,14 @@ public struct NightlyRun {
     }
 
     public func run() throws -> Result {
+        CrashPoint.hit("start:run")
         let config = try workspace.loadConfig()
         let rules = try workspace.loadRules()
         let layouts = try workspace.loadLayouts()
         let lock = try RunLock(url: workspace.lockURL)
         defer { lock.release() }
+        CrashPoint.hit("start:locked")
+        workspace.removeStaleTempFiles()
 
         let ledger = try Ledger(path: workspace.ledgerURL(config).path)
         let verifier = ReceiptVerifier(bundleIds: config.bundleIds)
@@ -65,7 +71,9 @@ public struct NightlyRun {
         var commitStart: UInt64 = 0
         var filesRead = 0, filesSkipped = 0
         var closedThrough: Month? = nil
-        let (runId, counts) = try ledger.write { w -> (Int64, LedgerWriter.RunCounts) in
+        var nothingNewSince: Int64? = nil
+        let (runId, counts) = try NothingNew.catching(&nothingNewSince) { try ledger.write { w -> (Int64, LedgerWriter.RunCounts) in
+            let sameNight = try w.sameNight(asOf: asOf)
             let runId = try w.beginRun(asOf: asOf, toolVersion: Self.toolVersion, startedAt: Self.timestamp())
             // Closed periods first: a config that would reopen a month stops the run here, and the
             // Poster dates entries by the effective closed-through month (the store checks it too).
@@ -86,6 +94,7 @@ public struct NightlyRun {
                 while let next = prepared.next() {
                     let file = try next.get()
                     let input = file.input
+                    CrashPoint.hit("read:\(input.path)")
                     bytes += input.sizeBytes
                     if try w.fileAlreadyRead(path: input.path, sha256: input.sha256) {
                         filesSkipped += 1
@@ -99,22 +108,33 @@ public struct NightlyRun {
                 }
             }
             counts = ingest.counts
+            CrashPoint.hit("post:start")
             counts.entriesPosted = try progress.stage("post entries", unit: "transactions") { tick in
                 try Self.post(writer: w, poster: poster, runId: runId, tick: tick)
             }
-            try progress.stage("reconcile", unit: "transactions") { tick in
+            CrashPoint.hit("reconcile:start")
+            let matched = try progress.stage("reconcile", unit: "transactions") { tick -> Int in
                 let inputs = try w.reconciliationInputs()
                 tick.advance(by: inputs.transactions.count)
                 let reconciled = Reconciler(products: rules.products)
                     .reconcile(transactions: inputs.transactions, orders: inputs.orders, unverifiedIds: inputs.unverifiedIds)
+                CrashPoint.hit("reconcile:apply")
                 try w.applyReconciliation(reconciled, runId: runId, asOf: asOf)
+                return reconciled.matched
             }
+            // A re-run of the last night that changed nothing records nothing (rolled back, run row included).
+            if let same = sameNight, filesRead == 0, counts.entriesPosted == 0,
+               try w.changedNothing(since: same, matched: matched) { throw NothingNew(lastRunId: same.lastRunId) }
             try w.finishRun(runId, counts: counts, finishedAt: Self.timestamp())
+            CrashPoint.hit("commit:before")
             commitStart = DispatchTime.now().uptimeNanoseconds
             return (runId, counts)
+        } }
+        CrashPoint.hit("commit:after")
+        if commitStart > 0 {
+            progress.record(.init(name: "commit", seconds: Double(DispatchTime.now().uptimeNanoseconds - commitStart) / 1e9,
+                                  count: 0, unit: "", peakBytes: RunProgress.peakResidentBytes()))
         }
-        progress.record(.init(name: "commit", seconds: Double(DispatchTime.now().uptimeNanoseconds - commitStart) / 1e9,
-                              count: 0, unit: "", peakBytes: RunProgress.peakResidentBytes()))
 
         // The month before, while it is still open, is written again as of its last day: late
         // data for it changes its books until it is closed. Both sets are written together,
@@ -122,6 +142,7 @@ public struct NightlyRun {
         var sets = [ReportSet(ledger: ledger, config: config, asOf: asOf, runId: runId, workspace: workspace, layouts: layouts)]
         let previous = asOf.month.previous
         if closedThrough.map({ previous > $0 }) ?? true, try ledger.read({ try $0.hasEntries(through: previous.lastDay) }) {
+            CrashPoint.hit("report:previous month \(previous)")
             sets.append(ReportSet(ledger: ledger, config: config, asOf: previous.lastDay, runId: nil, workspace: workspace, layouts: layouts))
         }
         let workbooks = try ReportSet.write(sets, progress: progress)
@@ -131,9 +152,10 @@ public struct NightlyRun {
             .map { "\($0.path):\($0.line): \($0.outcome): \($0.reason)" }
         let newFindings = try ledger.read { try $0.findings(openOnly: true) }.filter { $0.firstRunId == runId }
             .map { "\($0.code) \($0.transactionId): \($0.message)" }
-        let problems = notPosted + newFindings
+        let problems = nothingNewSince == nil ? notPosted + newFindings : []
+        CrashPoint.hit("report:done")
         return Result(runId: runId, asOf: asOf, counts: counts, filesRead: filesRead, filesSkipped: filesSkipped,
-                      totals: totals, workbooks: workbooks, problems: problems)
+                      totals: totals, workbooks: workbooks, problems: problems, nothingNewSinceRun: nothingNewSince)
     }
 
     /// Posts every sale still waiting (new ones and those that waited for a rule) and every
@@ -154,6 +176,7 @@ public struct NightlyRun {
                 try w.setSaleStatus(transactionId: obs.transactionId, status: "posted", pendingReason: nil)
                 try w.resolveFinding(code: "MISSING_RULE", transactionId: obs.transactionId, runId: runId)
                 posted += 1
+                CrashPoint.tick("post:sales", every: 10)
             case .free:
                 try w.setSaleStatus(transactionId: obs.transactionId, status: "free", pendingReason: nil)
                 try w.resolveFinding(code: "MISSING_RULE", transactionId: obs.transactionId, runId: runId)
@@ -169,6 +192,7 @@ public struct NightlyRun {
             let refund = poster.refund(of: sale, on: Day(epochMilliseconds: ms), percentage: obs.revocationPercentage)
             try w.insertEntry(refund, runId: runId)
             posted += 1
+            CrashPoint.tick("post:refunds", every: 2)
         }
         for r in try w.reversalsDue() {
             guard let refund = try w.entry(book: r.book, transactionId: r.transactionId, kind: .refund) else { continue }
@@ -235,6 +259,8 @@ struct PreparedFile {
     enum Body {
         /// Not UTF-8 text.
         case notText
+        /// Empty, or nothing but blanks.
+        case empty
         /// A whole-file format (JSON document, CSV) past `maxWholeFileBytes`.
         case tooLarge
         /// One JWS (or notification body) a line, read a line at a time.
@@ -261,6 +287,7 @@ struct PreparedFile {
         if kind == "receipts" && ext == "jsonl" || kind == "signed" && ["jsonl", "jws", "txt"].contains(ext) {
             let read = try LineReader.read(url.path)
             let input = InputFile(url: url, path: path, kind: kind, sizeBytes: read.sizeBytes, sha256: read.sha256)
+            if read.records.isEmpty { return PreparedFile(input: input, body: .empty) }
             if kind == "signed" { return PreparedFile(input: input, body: .signedRecords(read.records)) }
             return PreparedFile(input: input, body: .receipts(read.records.map { prepareReceipt($0, path: path, verifier: verifier) }))
         }
@@ -270,6 +297,7 @@ struct PreparedFile {
             return PreparedFile(input: InputFile(url: url, path: path, kind: kind, sizeBytes: size, sha256: sha), body: .tooLarge)
         }
         let (input, data) = try InputFile.load(url: url, kind: kind, workspace: workspace)
+        if data.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return PreparedFile(input: input, body: .empty) }
         guard let text = String(validatingUTF8Data: data) else { return PreparedFile(input: input, body: .notText) }
         switch kind {
         case "orders":
@@ -377,12 +405,23 @@ struct Ingest {
     mutating func store(_ file: PreparedFile, signedVerifier: SignedDataVerifier) throws {
         switch file.body {
         case .notText: try notText(file.input)
+        case .empty: try empty(file.input)
         case .tooLarge: try tooLarge(file.input)
         case .signedRecords(let records): try signed(file.input, records: records, verifier: signedVerifier)
         case let .orders(rows, hashes, fileError, text): try orders(file.input, rows: rows, hashes: hashes, fileError: fileError, text: text)
         case .receipts(let records): try receipts(file.input, records)
         case .signed(let text): try signed(file.input, text: text, verifier: signedVerifier)
         }
+    }
+
+    /// An empty or blank file (a transfer that failed?): one rejected record, not silence.
+    mutating func empty(_ input: InputFile) throws {
+        let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256,
+                                        sizeBytes: Int64(input.sizeBytes), records: 1, newRecords: 1)
+        _ = try writer.addRecord(.init(fileId: fileId, line: 1, sha256: input.sha256, outcome: .rejected, reasonCode: "EMPTY_FILE",
+                                       reason: "the file is empty or blank: no records (an incomplete transfer?)", raw: ""))
+        counts.read += 1
+        counts.rejected += 1
     }
 
     /// A file that is not UTF-8 text: one rejected record naming the file.
@@ -420,6 +459,7 @@ struct Ingest {
         let (fileId, fresh) = try addFile(input, Array(zip(rows, hashes)), seen: seen)
         for (row, sha) in fresh {
             counts.read += 1
+            CrashPoint.tick("read:orders", every: 10)
             switch row.result {
             case .success(let o):
                 let recordId = try writer.addRecord(.init(fileId: fileId, line: row.line, sha256: sha, outcome: .verified,
@@ -446,6 +486,7 @@ struct Ingest {
         for (record, sha) in fresh {
             counts.read += 1
             try receipt(record, sha: sha, fileId: fileId, path: input.path)
+            CrashPoint.tick("verify:receipts", every: 10)
         }
     }
 
@@ -539,5 +580,21 @@ struct Ingest {
             try writer.insertTransaction(t, recordId: recordId, runId: runId)
         }
         try writer.resolvePendingRecords(transactionId: t.transactionId, runId: runId, note: "verified by \(location)")
+    }
+}
+
+/// Thrown inside the run's database transaction when a re-run of the last night changed
+/// nothing: the transaction rolls back and the run carries on as that last run.
+struct NothingNew: Error {
+    var lastRunId: Int64
+
+    /// `body`'s result, or the last run's id and no counts when it threw `NothingNew`.
+    static func catching(_ since: inout Int64?, _ body: () throws -> (Int64, LedgerWriter.RunCounts)) throws -> (Int64, LedgerWriter.RunCounts) {
+        do {
+            return try body()
+        } catch let same as NothingNew {
+            since = same.lastRunId
+            return (same.lastRunId, LedgerWriter.RunCounts())
+        }
     }
 }

@@ -28,6 +28,7 @@ struct ReportSet {
         for (book, workbook) in [(Book.production, ReportWorkbook.finance), (Book.sandbox, ReportWorkbook.sandbox)] {
             let url = dir.appendingPathComponent("\(workbook.rawValue)-\(asOf).xlsx")
             jobs.append(Job(name: url.lastPathComponent) { [self] reader in
+                CrashPoint.hit("report:\(url.lastPathComponent)")
                 var report = FinanceReport(reader: reader, book: book, asOf: asOf, reportingCurrency: config.reportingCurrency,
                                            toolVersion: NightlyRun.toolVersion, runId: runId, layout: layouts[workbook])
                 report.journalRowCap = config.journalRowCap
@@ -36,19 +37,20 @@ struct ReportSet {
                 // columns; a layout without the Journal sheet has no journal to export.
                 if try report.journalOverCap(), let journal = try report.laidOutJournalTable() {
                     let name = (book == .production ? "journal-" : "sandbox-journal-") + "\(asOf).csv.gz"
-                    let csv = try GzipCSVWriter.write(journal, to: dir.appendingPathComponent(name))
+                    let csv = try GzipCSVWriter.write(journal, to: dir.appendingPathComponent(name), tempDirectory: workspace.tempURL)
                     report.journalExport = JournalExport(fileName: name, rows: csv.rows, sha256: csv.sha256)
                     exports.append(csv.url)
                 }
-                try XLSXWriter.write(try report.workbook(), to: url)
+                try XLSXWriter.write(try report.workbook(), to: url, tempDirectory: workspace.tempURL)
                 return [url] + exports
             })
         }
         let url = dir.appendingPathComponent("reconciliation-\(asOf).xlsx")
         jobs.append(Job(name: url.lastPathComponent) { [self] reader in
+            CrashPoint.hit("report:\(url.lastPathComponent)")
             let report = ReconciliationReport(reader: reader, asOf: asOf, reportingCurrency: config.reportingCurrency, runId: runId,
                                               layout: layouts.reconciliation)
-            try XLSXWriter.write(try report.workbook(), to: url)
+            try XLSXWriter.write(try report.workbook(), to: url, tempDirectory: workspace.tempURL)
             return [url]
         })
         return jobs
@@ -150,6 +152,7 @@ public enum PeriodReport {
         guard asOf >= period.firstDay else {
             throw StoreError(message: "\(period) is after the last night (\(lastNight.map(\.description) ?? "none")): nothing to report yet")
         }
+        workspace.removeStaleTempFiles()
         let files = try ReportSet(ledger: ledger, config: config, asOf: asOf, runId: nil, workspace: workspace, layouts: layouts).writeAll()
         return (asOf, files)
     }

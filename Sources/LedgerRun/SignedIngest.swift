@@ -47,6 +47,7 @@ extension Ingest {
         let (fileId, fresh) = try addFile(input, records.map { ($0, Hashing.sha256Hex(Data($0.0.text.utf8))) }, seen: seen)
         for ((record, jws), sha) in fresh {
             counts.read += 1
+            CrashPoint.tick("verify:signed", every: 10)
             let location = SourceLocation(path: input.path, line: record.line)
             let raw = String(record.text)
             if let problem = record.problem {

@@ -4,6 +4,7 @@ import LedgerRead
 import LedgerReport
 import LedgerStore
 import LedgerTemplates
+import LedgerWrite
 
 /// The folder that holds one app's books:
 ///
@@ -26,6 +27,10 @@ public struct Workspace {
     public var reportsURL: URL { root.appendingPathComponent("reports") }
     public var lockURL: URL { root.appendingPathComponent(".iapledger.lock") }
     public var layoutsURL: URL { root.appendingPathComponent("layouts") }
+    /// Where workbooks and exports are written before they are renamed into `reports/`: inside
+    /// the workspace (the same filesystem, so the rename is atomic) and outside `reports/`, so a
+    /// killed run leaves no partial file there.
+    public var tempURL: URL { root.appendingPathComponent(".iapledger-tmp") }
 
     public func ledgerURL(_ config: WorkspaceConfig) -> URL {
         config.databasePath.hasPrefix("/") ? URL(fileURLWithPath: config.databasePath) : root.appendingPathComponent(config.databasePath)
@@ -43,6 +48,17 @@ public struct Workspace {
     }
 
     public func reportDirectory(asOf: Day) -> URL { reportsURL.appendingPathComponent(asOf.description) }
+
+    /// Deletes the partial files of processes that died while writing (a killed run); files of
+    /// a process still alive (a `report` command running beside) are left alone.
+    public func removeStaleTempFiles() {
+        let fm = FileManager.default
+        guard let names = try? fm.contentsOfDirectory(atPath: tempURL.path) else { return }
+        for name in names {
+            if let pid = WriteAside.pid(ofTempName: name), pid != getpid(), kill(pid, 0) == 0 || errno == EPERM { continue }
+            try? fm.removeItem(at: tempURL.appendingPathComponent(name))
+        }
+    }
 
     /// Reads the configuration and the rules; a problem here stops the run before anything is written.
     public func loadConfig() throws -> WorkspaceConfig {

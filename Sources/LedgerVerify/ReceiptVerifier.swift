@@ -94,17 +94,25 @@ public struct ReceiptVerifier {
 
     func observation(_ it: LegacyItem, book: Book, bundleId: String?) -> Result<TransactionObservation, ItemProblem> {
         guard let id = it.transactionId, !id.isEmpty else { return .failure(ItemProblem("an item without transaction_id")) }
+        guard StoreBounds.plausibleIdentifier(id) else {
+            return .failure(ItemProblem("transaction_id \(String(reflecting: String(id.prefix(64)))) holds control characters or is over 256 bytes"))
+        }
         guard let product = it.productId, !product.isEmpty else { return .failure(ItemProblem("transaction \(id) has no product_id")) }
+        guard StoreBounds.plausibleIdentifier(product) else {
+            return .failure(ItemProblem("transaction \(id) has product_id \(String(reflecting: String(product.prefix(64)))): control characters or over 256 bytes"))
+        }
         let qText = it.quantity ?? "1"
         guard let q = Int64(qText), q > 0, q <= 1_000_000 else { return .failure(ItemProblem("transaction \(id) has quantity \"\(qText)\": not a whole number from 1 to 1000000")) }
         guard let purchase = it.purchaseMs else { return .failure(ItemProblem("transaction \(id) has no readable purchase_date")) }
         // Dates outside 2008 (the App Store's opening) ... 2100 are not real store dates.
-        let earliest: Int64 = 1_199_145_600_000, latest: Int64 = 4_102_444_800_000
-        guard purchase >= earliest && purchase < latest else {
+        guard StoreBounds.plausibleDate(purchase) else {
             return .failure(ItemProblem("transaction \(id) has purchase date \(Day(epochMilliseconds: purchase)), outside 2008-2099"))
         }
-        if let c = it.cancellationMs, c < earliest || c >= latest {
+        if let c = it.cancellationMs, !StoreBounds.plausibleDate(c) {
             return .failure(ItemProblem("transaction \(id) has cancellation date \(Day(epochMilliseconds: c)), outside 2008-2099"))
+        }
+        if let e = it.expiresMs, !StoreBounds.plausibleDate(e) {
+            return .failure(ItemProblem("transaction \(id) has expires date \(Day(epochMilliseconds: e)), outside 2008-2099"))
         }
         return .success(TransactionObservation(
             transactionId: id, originalTransactionId: it.originalTransactionId, productId: product, quantity: q,

@@ -20,6 +20,7 @@
 
 import Foundation
 import Crypto
+import LedgerCore
 @_spi(FixedExpiryValidationTime) @_spi(DisableValidityCheck) import X509
 
 public struct SignedDataVerifier: Sendable {
@@ -317,6 +318,11 @@ public struct SignedDataVerifier: Sendable {
             signedDateMs = try payloadFields.int64("signedDate")
         } catch {
             throw .malformed(Self.message(error))
+        }
+        // Checked before the chain: a date far outside any certificate's life (year -292 million)
+        // is not a time the certificate library can represent.
+        if let ms = signedDateMs, !StoreBounds.plausibleDate(ms) {
+            throw .malformed("signedDate \(ms) is outside 2008-2099")
         }
         let validationTime = signedDateMs.map { Date(timeIntervalSince1970: TimeInterval($0) / 1000) } ?? currentTime()
 

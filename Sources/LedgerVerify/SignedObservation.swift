@@ -3,10 +3,15 @@ import LedgerCore
 extension SignedTransaction {
     /// The verified signed transaction as a store transaction, or why it cannot be one.
     public func observation() -> Result<TransactionObservation, SignedItemProblem> {
+        guard StoreBounds.plausibleIdentifier(transactionId) else {
+            return .failure(.init("transactionId \(String(reflecting: String(transactionId.prefix(64)))) holds control characters or is over 256 bytes"))
+        }
         guard let product = productId, !product.isEmpty else { return .failure(.init("transaction \(transactionId) has no productId")) }
+        guard StoreBounds.plausibleIdentifier(product) else {
+            return .failure(.init("transaction \(transactionId) has productId \(String(reflecting: String(product.prefix(64)))): control characters or over 256 bytes"))
+        }
         guard let purchase = purchaseDateMs else { return .failure(.init("transaction \(transactionId) has no purchaseDate")) }
-        let earliest: Int64 = 1_199_145_600_000, latest: Int64 = 4_102_444_800_000
-        guard purchase >= earliest && purchase < latest else {
+        guard StoreBounds.plausibleDate(purchase) else {
             return .failure(.init("transaction \(transactionId) has purchase date \(Day(epochMilliseconds: purchase)), outside 2008-2099"))
         }
         let q = quantity ?? 1
@@ -15,12 +20,18 @@ extension SignedTransaction {
             return .failure(.init("transaction \(transactionId) has environment \(environment ?? "(none)"): not Production or Sandbox"))
         }
         if let p = priceMilliunits, p < 0 { return .failure(.init("transaction \(transactionId) has a negative price \(p)")) }
+        if let p = priceMilliunits, p > StoreBounds.maxPriceMilliunits {
+            return .failure(.init("transaction \(transactionId) has price \(p) milliunits, more than \(StoreBounds.maxPriceMilliunits)"))
+        }
+        if let e = expiresDateMs, !StoreBounds.plausibleDate(e) {
+            return .failure(.init("transaction \(transactionId) has expires date \(Day(epochMilliseconds: e)), outside 2008-2099"))
+        }
         if let c = currency, !Currency.isKnown(c) { return .failure(.init("transaction \(transactionId) has unknown currency \(c)")) }
         // A family-sharing revocation takes access away; nobody is refunded.
         var cancellation: Int64? = nil
         var percentage: Int64? = nil
         if let r = revocationDateMs, revocationType != "FAMILY_REVOKE" {
-            guard r >= earliest && r < latest else {
+            guard StoreBounds.plausibleDate(r) else {
                 return .failure(.init("transaction \(transactionId) has revocation date \(Day(epochMilliseconds: r)), outside 2008-2099"))
             }
             cancellation = r

@@ -4,8 +4,8 @@ import LedgerCore
 import LedgerReport
 
 /// Writes a table as gzip-compressed CSV (the full journal of a period too big for Excel),
-/// beside its final name and renamed into place. The gzip header carries no timestamp, so
-/// the same rows give the same bytes.
+/// aside (in `tempDirectory`, else beside its final name) and renamed into place. The gzip
+/// header carries no timestamp, so the same rows give the same bytes.
 public enum GzipCSVWriter {
     public struct Written: Equatable {
         public var url: URL
@@ -13,10 +13,9 @@ public enum GzipCSVWriter {
         public var sha256: String
     }
 
-    public static func write(_ table: TableBlock, to url: URL) throws -> Written {
-        let dir = url.deletingLastPathComponent()
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        let temp = dir.appendingPathComponent(".\(url.lastPathComponent).\(getpid()).partial")
+    public static func write(_ table: TableBlock, to url: URL, tempDirectory: URL? = nil) throws -> Written {
+        CrashPoint.hit("write:start \(url.lastPathComponent)")
+        let temp = try WriteAside.tempURL(for: url, in: tempDirectory)
         guard let gz = gzopen(temp.path, "wb6") else {
             throw WriteError(message: "\(temp.path): cannot create the journal export")
         }
@@ -41,14 +40,18 @@ public enum GzipCSVWriter {
             guard r.style == .body else { return }
             rows += 1
             try line(r.cells.map(\.plain))
+            CrashPoint.tick("write:csv-rows", every: 500)
         }
         try flush()
         closed = true
         guard gzclose(gz) == Z_OK else { throw WriteError(message: "\(temp.path): cannot finish the journal export") }
         var sha = StreamingSHA256()
-        sha.update(try Data(contentsOf: temp))
-        guard rename(temp.path, url.path) == 0 else {
-            throw WriteError(message: "\(url.path): cannot move the journal export into place: \(String(cString: strerror(errno)))")
+        do {
+            sha.update(try Data(contentsOf: temp))
+            try WriteAside.moveIntoPlace(temp, to: url)
+        } catch {
+            try? FileManager.default.removeItem(at: temp)
+            throw error
         }
         return Written(url: url, rows: rows, sha256: sha.finalizeHex())
     }

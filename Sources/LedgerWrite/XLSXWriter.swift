@@ -9,20 +9,19 @@ public struct WriteError: Error, CustomStringConvertible {
 }
 
 /// Writes a `WorkbookModel` as an XLSX file through libxlsxwriter, in constant-memory mode
-/// (rows stream to disk in order). The file is written beside its final name and renamed
-/// into place, so a half-written workbook is never visible.
+/// (rows stream to disk in order). The file is written aside (in `tempDirectory`, else beside
+/// its final name) and renamed into place, so a half-written workbook is never visible.
 public enum XLSXWriter {
     /// - Parameter rowsPerSheetMax: Excel's 1,048,576 rows; a smaller number only in tests.
-    public static func write(_ model: WorkbookModel, to url: URL, rowsPerSheetMax: UInt32 = 1_048_576) throws {
-        let dir = url.deletingLastPathComponent()
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        let temp = dir.appendingPathComponent(".\(url.lastPathComponent).\(getpid()).partial")
+    /// - Parameter tempDirectory: where the file is written before the rename (see `WriteAside`).
+    public static func write(_ model: WorkbookModel, to url: URL, rowsPerSheetMax: UInt32 = 1_048_576,
+                             tempDirectory: URL? = nil) throws {
+        CrashPoint.hit("write:start \(url.lastPathComponent)")
+        let temp = try WriteAside.tempURL(for: url, in: tempDirectory)
         try? FileManager.default.removeItem(at: temp)
         do {
             try writeFile(model, path: temp.path, rowsPerSheetMax: rowsPerSheetMax)
-            if rename(temp.path, url.path) != 0 {
-                throw WriteError(message: "\(url.path): cannot move the finished workbook into place: \(String(cString: strerror(errno)))")
-            }
+            try WriteAside.moveIntoPlace(temp, to: url)
         } catch {
             try? FileManager.default.removeItem(at: temp)
             throw error
@@ -286,6 +285,7 @@ public enum XLSXWriter {
                 }
                 lastRow = row
                 row += 1
+                CrashPoint.tick("write:rows", every: 200)
             }
             if ti == 0 && !table.columns.isEmpty {
                 worksheet_autofilter(ws, headerRow, 0, max(lastRow, headerRow), lxw_col_t(table.columns.count - 1))

@@ -90,10 +90,15 @@ struct Run: ParsableCommand {
 
 func printSummary(_ r: NightlyRun.Result) {
     let c = r.counts
-    print("iapledger run \(r.runId) as of \(r.asOf)")
-    print("  files: \(r.filesRead) read, \(r.filesSkipped) unchanged (skipped)")
-    print("  records: \(c.read) new: \(c.verified) verified, \(c.pending) pending, \(c.rejected) rejected; \(c.skipped) already read")
-    print("  entries posted: \(c.entriesPosted)")
+    if let last = r.nothingNewSinceRun {
+        // A re-run of the same night with nothing new: nothing recorded, run `last`'s workbooks again.
+        print("iapledger run as of \(r.asOf): nothing new since run \(last) (same as-of date, \(r.filesSkipped) files unchanged, nothing to post); workbooks written again")
+    } else {
+        print("iapledger run \(r.runId) as of \(r.asOf)")
+        print("  files: \(r.filesRead) read, \(r.filesSkipped) unchanged (skipped)")
+        print("  records: \(c.read) new: \(c.verified) verified, \(c.pending) pending, \(c.rejected) rejected; \(c.skipped) already read")
+        print("  entries posted: \(c.entriesPosted)")
+    }
     let t = r.totals
     print("  ledger: \(t.transactionsPosted) transactions posted, \(t.transactionsPending) waiting for a rule, \(t.transactionsFree) free; \(t.entries) entries")
     if !r.problems.isEmpty {

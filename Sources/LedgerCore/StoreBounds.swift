@@ -1,0 +1,24 @@
+/// Bounds on what store data can plausibly hold. A value outside them is a broken record
+/// (kept as a finding or rejected, with the reason), never posted, and never let near
+/// arithmetic that could overflow.
+public enum StoreBounds {
+    /// 2008-01-01T00:00:00Z (the App Store opened in July 2008).
+    public static let earliestMs: Int64 = 1_199_145_600_000
+    /// 2100-01-01T00:00:00Z, exclusive.
+    public static let endMs: Int64 = 4_102_444_800_000
+
+    /// Inside 2008-2099.
+    public static func plausibleDate(_ ms: Int64) -> Bool { ms >= earliestMs && ms < endMs }
+
+    /// An identifier (transaction, product, order, account) as stores and backends write them:
+    /// 1 to 256 bytes, no control characters (SQLite text ends at a NUL, so an id holding one
+    /// would not read back as itself).
+    public static func plausibleIdentifier(_ s: String) -> Bool {
+        !s.isEmpty && s.utf8.count <= 256 && !s.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }
+    }
+
+    /// The largest signed price accepted, in milliunits: 10 billion units of any currency, far
+    /// above any App Store price, and small enough that no figure or sum of figures derived from
+    /// it can overflow 64-bit minor units.
+    public static let maxPriceMilliunits: Int64 = 10_000_000_000_000
+}

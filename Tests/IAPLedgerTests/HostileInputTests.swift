@@ -1,0 +1,324 @@
+import Foundation
+import XCTest
+@testable import LedgerCore
+@testable import LedgerRead
+@testable import LedgerRun
+@testable import LedgerStore
+
+/// Hostile input (issue 7): truncated and too-deep JSON, wrong types, huge numbers, negative
+/// and zero quantities, dates in 1970 and 2100, empty and blank files, broken CSV. Each record
+/// is posted, pending or rejected with a reason naming file and line; never a crash; the good
+/// records around a bad one are unaffected.
+final class HostileInputTests: XCTestCase {
+    var ws: TestWorkspace!
+    override func setUpWithError() throws { ws = try TestWorkspace() }
+    override func tearDown() { ws.remove() }
+
+    func ledger() throws -> Ledger { try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path) }
+
+    /// (line, outcome, reason code, reason) of every record of `path`, by line.
+    func records(_ path: String) throws -> [(line: Int, outcome: String, code: String, reason: String)] {
+        try ledger().read { try $0.rawRows("""
+            SELECT r.line, r.outcome, ifnull(r.reason_code, ''), ifnull(r.reason, '') FROM source_record r
+            JOIN source_file f ON f.id = r.file_id WHERE f.path = '\(path)' ORDER BY r.line, r.id
+            """) }.map { (Int($0[0])!, $0[1], $0[2], $0[3]) }
+    }
+
+    func findings(_ code: String = "INVALID_TRANSACTION") throws -> [String] {
+        try ledger().read { try $0.rawRows("SELECT message FROM finding WHERE code = '\(code)' ORDER BY id") }.map { $0[0] }
+    }
+
+    func saleEntries() throws -> Set<String> {
+        Set(try ledger().read { try $0.rawRows("SELECT transaction_id FROM entry WHERE kind = 'sale'") }.map { $0[0] })
+    }
+
+    func good(_ id: String, product: String = "coins.100", original: String? = nil, expires: String? = nil,
+              purchased: String = "2026-10-05T10:00:00Z") -> String {
+        Receipt.response([Receipt.item(id, product: product, purchased: purchased, original: original, expires: expires)])
+    }
+
+    static let okResponse = #"{"status": 0, "environment": "Production", "receipt": {"bundle_id": "com.example.coins", "in_app": [%@]}}"#
+    static func response(items: String) -> String { okResponse.replacingOccurrences(of: "%@", with: items) }
+    static func item(_ fields: String) -> String {
+        #"{"transaction_id": "X", "product_id": "coins.100", "quantity": "1", "purchase_date_ms": "1791194400000"}"#
+            .replacingOccurrences(of: "}", with: fields.isEmpty ? "}" : ", " + fields + "}")
+    }
+
+    /// Each hostile receipt line between two good ones, in a file of its own.
+    func testHostileReceiptLines() throws {
+        let deep65 = #"{"status": 0, "x": "# + String(repeating: "[", count: 64) + String(repeating: "]", count: 64) + "}"
+        // Response, receipt, in_app and the item are 4 levels: 60 more make exactly 64.
+        let deep64 = Self.response(items: Self.item(#""deep": "# + String(repeating: "[", count: 60) + String(repeating: "]", count: 60)))
+        let cases: [(name: String, line: String, outcome: String, reason: String)] = [
+            ("truncated", #"{"status": 0, "environment": "Production", "receipt": {"bundle_id": "com.example.coins", "in_app": [{"transaction_id": "T1""#,
+             "rejected", "truncated JSON"),
+            ("truncated-string", #"{"status": 0, "environment": "Produc"#, "rejected", "unterminated string"),
+            ("deep65", deep65, "rejected", "nested deeper than 64 levels"),
+            ("deep100k", String(repeating: "[", count: 100_000), "rejected", "nested deeper than 64 levels"),
+            ("deep64-ok", deep64.replacingOccurrences(of: "\"X\"", with: "\"D64\""), "verified", ""),
+            ("status-text", #"{"status": "zero"}"#, "rejected", "status \"zero\" is not a number"),
+            ("status-list", #"{"status": [0]}"#, "rejected", "status \"[...]\" is not a number"),
+            ("status-huge", #"{"status": 1e400}"#, "rejected", "status \"1e400\" is not a number"),
+            ("status-overflow", #"{"status": 99999999999999999999999}"#, "rejected", "is not a number"),
+            ("receipt-text", #"{"status": 0, "receipt": "abc"}"#, "rejected", "no receipt"),
+            ("in-app-object", #"{"status": 0, "environment": "Production", "receipt": {"bundle_id": "com.example.coins", "in_app": {"transaction_id": "T2"}}}"#,
+             "rejected", "receipt.in_app is not a list"),
+            ("in-app-scalar-item", Self.response(items: "42"), "rejected", "receipt.in_app[0] is not an object"),
+            ("number-too-long", #"{"status": "# + String(repeating: "9", count: 500) + "}", "rejected", "number longer than 400"),
+            ("not-an-object", "[1, 2]", "rejected", "not a JSON object"),
+            ("bundle-wrong-type", #"{"status": 0, "environment": "Production", "receipt": {"bundle_id": {"a": 1}, "in_app": []}}"#,
+             "rejected", "names no bundle id"),
+        ]
+        for (i, c) in cases.enumerated() {
+            try ws.write("inbox/receipts/h\(i)-\(c.name).jsonl", [good("A\(i)"), c.line, good("B\(i)")].joined(separator: "\n") + "\n")
+        }
+        try ws.run("2026-11-03")
+        let posted = try saleEntries()
+        for (i, c) in cases.enumerated() {
+            let r = try records("inbox/receipts/h\(i)-\(c.name).jsonl")
+            XCTAssertEqual(r.map(\.line), [1, 2, 3], c.name)
+            XCTAssertEqual(r.map(\.outcome), ["verified", c.outcome, "verified"], c.name)
+            XCTAssertTrue(c.reason.isEmpty || r[1].reason.contains(c.reason), "\(c.name): \(r[1].code) \(r[1].reason)")
+            XCTAssertTrue(posted.contains("A\(i)") && posted.contains("B\(i)"), "\(c.name): the good records around it are posted")
+        }
+        XCTAssertTrue(posted.contains("D64"), "64 levels is within the limit")
+    }
+
+    /// Items with wrong types, huge numbers, zero and negative quantities, dates in 1970 and
+    /// 2100: the record verifies, the item is kept as an INVALID_TRANSACTION finding naming
+    /// file, line and why, and nothing is posted for it.
+    func testHostileReceiptItems() throws {
+        let cases: [(id: String, fields: String, message: String)] = [
+            ("Q0", #""quantity": "0""#, "quantity \"0\""),
+            ("QNEG", #""quantity": -3"#, "quantity \"-3\""),
+            ("QHUGE", #""quantity": 1e400"#, "quantity \"1e400\""),
+            ("QBIG", #""quantity": "99999999999999999999""#, "quantity \"99999999999999999999\""),
+            ("QOBJ", #""quantity": {"n": 1}"#, "quantity \"{...}\""),
+            ("QFRAC", #""quantity": 1.5"#, "quantity \"1.5\""),
+            ("D1970", #""purchase_date_ms": "0""#, "purchase date 1970-01-01, outside 2008-2099"),
+            ("D2100", #""purchase_date_ms": "4102444800000""#, "purchase date 2100-01-01, outside 2008-2099"),
+            ("DNEG", #""purchase_date_ms": "-9223372036854775808""#, "outside 2008-2099"),
+            ("DTEXT", #""purchase_date_ms": null, "purchase_date": "1000000000-01-01 00:00:00 Etc/GMT""#, "no readable purchase_date"),
+            ("DLIST", #""purchase_date_ms": [1]"#, "no readable purchase_date"),
+            ("C1970", #""cancellation_date_ms": "1000""#, "cancellation date 1970-01-01"),
+            ("E1970", #""expires_date_ms": "-9223372036854775808""#, "expires date"),
+            ("E2100", #""expires_date_ms": "9223372036854775807""#, "expires date"),
+        ]
+        let lines = cases.map { c in
+            Self.response(items: Self.item(c.fields).replacingOccurrences(of: "\"X\"", with: "\"\(c.id)\"")
+                .replacingOccurrences(of: #""quantity": "1", "#, with: c.fields.contains("quantity") ? "" : #""quantity": "1", "#)
+                .replacingOccurrences(of: #""purchase_date_ms": "1791194400000", "#, with: c.fields.contains("purchase_date") ? "" : #""purchase_date_ms": "1791194400000", "#))
+        }
+        try ws.write("inbox/receipts/items.jsonl", ([good("GOOD1")] + lines + [good("GOOD2")]).joined(separator: "\n") + "\n")
+        try ws.run("2026-11-03")
+        let r = try records("inbox/receipts/items.jsonl")
+        XCTAssertEqual(r.count, cases.count + 2)
+        XCTAssertTrue(r.allSatisfy { $0.outcome == "verified" }, "\(r)")
+        let messages = try findings()
+        for (i, c) in cases.enumerated() {
+            let m = messages.filter { $0.hasPrefix("inbox/receipts/items.jsonl:\(i + 2): ") }
+            XCTAssertEqual(m.count, 1, "\(c.id): \(messages)")
+            XCTAssertTrue(m.first?.contains(c.message) ?? false, "\(c.id): \(m)")
+        }
+        XCTAssertEqual(try saleEntries(), ["GOOD1", "GOOD2"])
+    }
+
+    /// An expiry of Int64.min on a subscription whose later renewal counts paid days crashed the
+    /// tenure arithmetic; it is now an invalid item and the renewal posts.
+    func testAbsurdExpiryInASubscriptionChainIsRefused() throws {
+        try ws.write("inbox/receipts/sub.jsonl", [
+            good("S1", product: "vip.monthly", original: "S1", purchased: "2026-09-01T10:00:00Z")
+                .replacingOccurrences(of: #""is_trial_period": "false""#, with: #""is_trial_period": "false", "expires_date_ms": "-9223372036854775808""#),
+            good("S2", product: "vip.monthly", original: "S1", expires: "2026-11-01T10:00:00Z", purchased: "2026-10-01T10:00:00Z"),
+        ].joined(separator: "\n") + "\n")
+        try ws.run("2026-11-03")
+        XCTAssertEqual(try saleEntries(), ["S2"])
+        let messages = try findings()
+        XCTAssertTrue(messages.contains { $0.contains("S1") && $0.contains("expires date") }, "\(messages)")
+    }
+
+    func testEmptyAndBlankFilesAreRejectedAsSuch() throws {
+        try ws.write("inbox/receipts/empty.jsonl", "")
+        try ws.write("inbox/receipts/blank.json", " \n\t\n  ")
+        try ws.write("inbox/orders/empty.csv", "")
+        try ws.write("inbox/signed/blank.jws", "\n\n")
+        try ws.write("inbox/receipts/empty-array.json", "[]")
+        try ws.run("2026-11-03")
+        for path in ["inbox/receipts/empty.jsonl", "inbox/receipts/blank.json", "inbox/orders/empty.csv", "inbox/signed/blank.jws"] {
+            let r = try records(path)
+            XCTAssertEqual(r.map(\.outcome), ["rejected"], path)
+            XCTAssertEqual(r.first?.code, "EMPTY_FILE", path)
+            XCTAssertEqual(r.first?.line, 1, path)
+        }
+        XCTAssertEqual(try records("inbox/receipts/empty-array.json").count, 0, "an empty array is a file with no records")
+        // A file that later gets content is read again, its records counted.
+        try ws.write("inbox/receipts/empty.jsonl", good("LATE") + "\n")
+        try ws.run("2026-11-04")
+        XCTAssertTrue(try saleEntries().contains("LATE"))
+    }
+
+    /// A `.json` array cut off mid-way: the complete records are read, the cut one is rejected.
+    func testATruncatedJSONArrayKeepsItsCompleteRecords() throws {
+        let full = "[\n" + [good("J1"), good("J2"), good("J3")].joined(separator: ",\n") + "\n]\n"
+        let cut = String(full.prefix(full.count - 40))
+        try ws.write("inbox/receipts/cut.json", cut)
+        try ws.write("inbox/receipts/cut-after-comma.json", "[\n" + good("J4") + ",\n")
+        try ws.run("2026-11-03")
+        XCTAssertEqual(try saleEntries(), ["J1", "J2", "J4"])
+        let r = try records("inbox/receipts/cut.json")
+        XCTAssertEqual(r.map(\.outcome), ["verified", "verified", "rejected"])
+        XCTAssertEqual(r.map(\.line), [2, 3, 4])
+        XCTAssertTrue(r[2].reason.contains("unexpected end of input"), r[2].reason)
+        let r2 = try records("inbox/receipts/cut-after-comma.json")
+        XCTAssertEqual(r2.map(\.outcome), ["verified", "rejected"])
+        XCTAssertTrue(r2[1].reason.contains("truncated"), r2[1].reason)
+    }
+
+    /// Orders: wrong column counts, unterminated and stray quotes, zero/negative/huge
+    /// quantities, dates in 1970 and 2100, fractions of a second: each row on its own.
+    func testHostileOrderRows() throws {
+        let rows: [(row: String, ok: Bool, reason: String)] = [
+            ("o1,a1,G1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,", true, ""),
+            ("o2,a2,G2,coins.100,1,100,2026-10-05T10:01:00Z,production", false, "has 8 fields, the header has 11"),
+            ("o3,a3,G3,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,,extra", false, "has 12 fields"),
+            ("o4,a4,G4,coins.100,0,100,2026-10-05T10:01:00Z,production,USA,,", false, "quantity \"0\""),
+            ("o5,a5,G5,coins.100,-2,100,2026-10-05T10:01:00Z,production,USA,,", false, "quantity \"-2\""),
+            ("o6,a6,G6,coins.100,99999999999999999999,100,2026-10-05T10:01:00Z,production,USA,,", false, "quantity \"99999999999999999999\""),
+            ("o7,a7,G7,coins.100,1,1e400,2026-10-05T10:01:00Z,production,USA,,", false, "credited_units \"1e400\""),
+            ("o8,a8,G8,coins.100,1,100,1970-01-01T00:00:00Z,production,USA,,", false, "outside 2008-2099"),
+            ("o9,a9,G9,coins.100,1,100,2100-01-01T00:00:00Z,production,USA,,", false, "outside 2008-2099"),
+            ("o10,a10,G10,coins.100,1,100,2026-10-05T10:01:00.123456789Z,production,USA,,", true, ""),
+            ("o11,a11,G11,\"coins.100\"x,1,100,2026-10-05T10:01:00Z,production,USA,,", false, "text after a closing quote"),
+            ("o12,a12,G12,coi\"ns,1,100,2026-10-05T10:01:00Z,production,USA,,", false, "a quote inside an unquoted field"),
+            ("o13,a13,G13,\"coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,", false, "a quoted field is never properly closed: line 16 has text after a closing quote"),
+            ("o14,a14,G14,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,", true, ""),
+            ("o15,a15,G15,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,\"a token\nover two lines\",", true, ""),
+            ("o16,a16,G16,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,", true, ""),
+        ]
+        try ws.write("inbox/orders/o.csv", ReconciliationTests.header + rows.map(\.row).joined(separator: "\n") + "\n")
+        try ws.run("2026-11-03")
+        let r = try records("inbox/orders/o.csv")
+        XCTAssertEqual(r.map(\.line), [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18], "\(r)")
+        for (i, (row, ok, reason)) in rows.enumerated() where i < r.count {
+            XCTAssertEqual(r[i].outcome, ok ? "verified" : "rejected", "\(row): \(r[i].reason)")
+            if !ok { XCTAssertTrue(r[i].reason.contains(reason), "\(row): \(r[i].reason)") }
+        }
+        let orders = try ledger().read { try $0.rawRows("SELECT order_id, credited_ms FROM order_version ORDER BY id") }
+        XCTAssertEqual(orders.map { $0[0] }, ["o1", "o10", "o14", "o15", "o16"])
+        guard orders.count == 5 else { return }
+        XCTAssertEqual(orders[1][1], "\(Receipt.ms("2026-10-05T10:01:00Z") + 123)")
+        // A header-less or headless file is one rejected record naming the file.
+        try ws.write("inbox/orders/noheader.csv", "o1,a1,G1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n")
+        try ws.run("2026-11-04")
+        XCTAssertEqual(try records("inbox/orders/noheader.csv").map(\.code), ["BAD_CSV"])
+    }
+
+    func testFractionsOfASecondOfAnyLength() {
+        XCTAssertEqual(ISOTimestamp.milliseconds("2026-10-05T10:01:00.1Z"), Receipt.ms("2026-10-05T10:01:00Z") + 100)
+        XCTAssertEqual(ISOTimestamp.milliseconds("2026-10-05T10:01:00.123456Z"), Receipt.ms("2026-10-05T10:01:00Z") + 123)
+        XCTAssertEqual(ISOTimestamp.milliseconds("2026-10-05T10:01:00.1234567890123+01:00"), Receipt.ms("2026-10-05T09:01:00Z") + 123)
+        XCTAssertNil(LegacyReceiptParser.parseAppleDate("99999999999999-01-01 00:00:00 Etc/GMT"))
+        XCTAssertNil(LegacyReceiptParser.parseAppleDate("9223372036854775807-01-01 00:00:00 Etc/GMT"))
+        XCTAssertEqual(LegacyReceiptParser.parseAppleDate("2026-10-05 10:01:00 Etc/GMT"), Receipt.ms("2026-10-05T10:01:00Z"))
+    }
+
+    /// The rule CSVs are the operator's own files: a broken quote there still stops the run,
+    /// naming file and line (only inputs are read row by row).
+    func testABrokenRulesFileStillStopsTheRun() throws {
+        try ws.write("rules/prices.csv", TestWorkspace.defaultPrices + "\n\"coins.1,USA,1.00,2020-01-01\n")
+        XCTAssertThrowsError(try ws.run("2026-11-03")) { XCTAssertTrue("\($0)".contains("prices.csv"), "\($0)") }
+    }
+
+    /// Signed data with absurd values (signed with Apple's test keys, trusted via trusted_roots):
+    /// a price of Int64.max in KWD overflowed the reporting amount; now each is a finding.
+    func testHostileSignedTransactions() throws {
+        ws.remove()
+        ws = try TestWorkspace(
+            config: SignedIngestTests.config(trusted: true),
+            storefronts: "storefront,currency,tax_rate,tax_included,effective_from\nUSA,USD,0,false,2020-01-01\nKWT,KWD,0,true,2020-01-01\n",
+            prices: "product_id,storefront,price,effective_from\ncom.example.product,USA,1.99,2020-01-01\n",
+            products: "product_id,type,units\ncom.example.product,consumable,100\ncom.example.sub,auto_renewable,0\n",
+            fx: "month,currency,rate\n2023-11,KWD,3.25\n2023-10,KWD,3.25\n")
+        try ws.write("certs/testCA.pem", try TestSigner.appleFixtureText("java/certs/testCA.pem"))
+        let signer = try TestSigner.appleTest()
+        let t0 = TestSigner.defaultSignedDateMs
+        func tx(_ id: String, price: Int64? = 1990, currency: String = "USD", storefront: String = "USA", quantity: Int64? = 1,
+                purchase: Int64? = nil, expires: Int64? = nil, product: String = "com.example.product", original: String? = nil,
+                extra: [String: Any] = [:]) throws -> String {
+            try signer.sign(payload: TestSigner.transactionPayload(
+                transactionId: id, originalTransactionId: original, productId: product, purchaseDateMs: purchase ?? t0 - 86_400_000,
+                expiresDateMs: expires, quantity: quantity, storefront: storefront, priceMilliunits: price, currency: currency, extra: extra))
+        }
+        let cases: [(jws: String, id: String, message: String)] = [
+            (try tx("P-MAX", price: Int64.max, currency: "KWD", storefront: "KWT"), "P-MAX", "more than 10000000000000"),
+            (try tx("P-NEG", price: -1), "P-NEG", "negative price"),
+            (try tx("Q-0", quantity: 0), "Q-0", "quantity 0"),
+            (try tx("Q-NEG", quantity: -5), "Q-NEG", "quantity -5"),
+            (try tx("D-1970", purchase: 0), "D-1970", "outside 2008-2099"),
+            (try tx("D-2100", purchase: 4_102_444_800_000), "D-2100", "outside 2008-2099"),
+            (try tx("E-MIN", expires: Int64.min, product: "com.example.sub", original: "E-MIN"), "E-MIN", "expires date"),
+        ]
+        // A payload nested far too deep, and one nested 500 levels (both unsigned garbage).
+        let header = TestSigner.base64URL(Data(#"{"alg":"ES256"}"#.utf8))
+        let deep = header + "." + TestSigner.base64URL(Data(String(repeating: "[", count: 100_000).utf8)) + ".c2ln"
+        let deep500 = header + "." + TestSigner.base64URL(Data((#"{"transactionId":"N","x":"# + String(repeating: "[", count: 500)
+            + String(repeating: "]", count: 500) + "}").utf8)) + ".c2ln"
+        let lines = [try tx("GOOD-1", price: 9_990_000, currency: "KWD", storefront: "KWT")] + cases.map(\.jws)
+            + [deep, deep500, try tx("WRONG-TYPE", extra: ["price": "lots"]), try tx("GOOD-2")]
+        try ws.write("inbox/signed/hostile.jws", lines.joined(separator: "\n") + "\n")
+        try ws.run("2023-11-20")
+        let r = try records("inbox/signed/hostile.jws")
+        XCTAssertEqual(r.map(\.line), Array(1...lines.count))
+        XCTAssertEqual(r.map(\.outcome), Array(repeating: "verified", count: 1 + cases.count) + ["rejected", "rejected", "rejected", "verified"])
+        XCTAssertEqual(r[cases.count + 1].code, "MALFORMED")
+        XCTAssertTrue(r[cases.count + 3].reason.contains("field price should be a whole number"), r[cases.count + 3].reason)
+        let messages = try findings()
+        for (i, c) in cases.enumerated() {
+            XCTAssertTrue(messages.contains { $0.hasPrefix("inbox/signed/hostile.jws:\(i + 2): ") && $0.contains(c.message) }, "\(c.id): \(messages)")
+        }
+        XCTAssertEqual(try saleEntries(), ["GOOD-1", "GOOD-2"])
+        // 9990 KWD, tax included at 0: N = 9,990,000 fils; at 3.25 USD per KWD, 32,467.50 USD.
+        XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT net_minor, net_reporting_minor FROM entry WHERE transaction_id = 'GOOD-1'") },
+                       [["9990000", "3246750"]])
+    }
+
+    /// An unsigned JWS carrying Apple's real (public) certificate chain and a signedDate of
+    /// Int64.min crashed the certificate library before the signature was ever checked.
+    func testAnUnsignedJWSWithAnAbsurdSignedDateIsRejected() throws {
+        let chain = try ["real-apple-certs/real-apple-signing-certificate.der.b64", "real-apple-certs/real-apple-intermediate.der.b64",
+                         "real-apple-certs/real-apple-root.der.b64"].map { try TestSigner.appleFixtureDERFromBase64($0).base64EncodedString() }
+        let header = try JSONSerialization.data(withJSONObject: ["alg": "ES256", "x5c": chain], options: [.sortedKeys])
+        func jws(_ signedDate: String) -> String {
+            let payload = #"{"transactionId":"U1","bundleId":"com.example.coins","productId":"coins.100","purchaseDate":1791194400000,"environment":"Production","signedDate":"# + signedDate + "}"
+            return TestSigner.base64URL(header) + "." + TestSigner.base64URL(Data(payload.utf8)) + "." + TestSigner.base64URL(Data(count: 64))
+        }
+        try ws.write("inbox/signed/forged.jws", [jws("-9223372036854775808"), jws("9223372036854775807"), jws("1791194400000")].joined(separator: "\n") + "\n")
+        try ws.run("2026-11-03")
+        let r = try records("inbox/signed/forged.jws")
+        XCTAssertEqual(r.map(\.outcome), ["rejected", "rejected", "rejected"])
+        XCTAssertEqual(r.map(\.code), ["MALFORMED", "MALFORMED", "BAD_SIGNATURE"], "\(r)")
+        XCTAssertTrue(r[0].reason.contains("signedDate -9223372036854775808 is outside 2008-2099"), r[0].reason)
+    }
+
+    /// SQLite text ends at a NUL: an id holding control characters would not read back as
+    /// itself (the fuzz test found a posted sale whose transaction id came back empty).
+    func testIdentifiersWithControlCharactersAreRefused() throws {
+        try ws.write("inbox/receipts/ids.jsonl", [
+            Self.response(items: Self.item("").replacingOccurrences(of: "\"X\"", with: #""\u0000N1""#)),
+            Self.response(items: Self.item("").replacingOccurrences(of: "\"X\"", with: "\"" + String(repeating: "7", count: 300) + "\"")),
+            Self.response(items: Self.item("").replacingOccurrences(of: #""coins.100""#, with: #""coins\u0007""#).replacingOccurrences(of: "\"X\"", with: "\"N3\"")),
+            good("N4"),
+        ].joined(separator: "\n") + "\n")
+        try ws.write("inbox/orders/ids.csv", ReconciliationTests.header + "ord\u{0}-1,a1,N4,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n"
+            + "ord-2,a2,N4,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n")
+        try ws.run("2026-11-03")
+        XCTAssertEqual(try saleEntries(), ["N4"])
+        let messages = try findings()
+        XCTAssertTrue(messages.contains { $0.contains(":1: ") && $0.contains("holds control characters") }, "\(messages)")
+        XCTAssertTrue(messages.contains { $0.contains(":2: ") && $0.contains("over 256 bytes") }, "\(messages)")
+        XCTAssertTrue(messages.contains { $0.contains(":3: ") && $0.contains("has product_id") }, "\(messages)")
+        let orders = try records("inbox/orders/ids.csv")
+        XCTAssertEqual(orders.map(\.outcome), ["rejected", "verified"])
+        XCTAssertTrue(orders[0].reason.contains("order_id \"ord\\0-1\" holds control characters"), orders[0].reason)
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+import XCTest
+@testable import LedgerCore
+@testable import LedgerRun
+@testable import LedgerStore
+@testable import LedgerReport
+@testable import LedgerWrite
+
+/// Re-running a night that brings nothing new records nothing and writes the same workbooks
+/// to the byte; workbooks are written in `.iapledger-tmp/`, never as partial files in `reports/`.
+final class RerunAndTempFileTests: XCTestCase {
+    var ws: TestWorkspace!
+    override func setUpWithError() throws {
+        ws = try TestWorkspace()
+        try ws.write("inbox/receipts/r.jsonl", [
+            Receipt.response([Receipt.item("8001", purchased: "2026-10-05T10:00:00Z")]),
+            Receipt.response([Receipt.item("8002", product: "coins.550", purchased: "2026-10-06T10:00:00Z")]),
+            // No FX rate for EUR in 2026-11 yet: waits with MISSING_RULE.
+            Receipt.response([Receipt.item("8003", purchased: "2026-11-02T10:00:00Z")]),
+        ].joined(separator: "\n") + "\n")
+        try ws.write("inbox/orders/o.csv", ReconciliationTests.header
+            + "ord-1,acct-1,8001,coins.100,1,100,2026-10-05T10:01:00Z,production,DEU,,\n"
+            + "ord-3,acct-3,8003,coins.100,1,100,2026-11-02T10:01:00Z,production,DEU,,\n")
+    }
+    override func tearDown() { ws.remove() }
+
+    func runCount() throws -> Int {
+        let rows = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path).read { try $0.rawRows("SELECT count(*) FROM run") }
+        return Int(rows[0][0])!
+    }
+
+    func reports() throws -> [String: Data] { try Resilience.files(under: ws.root.appendingPathComponent("reports")) }
+
+    func testReRunningANightWithNothingNewRecordsNothingAndWritesTheSameWorkbooks() throws {
+        let first = try ws.run("2026-11-03")
+        XCTAssertNil(first.nothingNewSinceRun)
+        XCTAssertEqual(first.runId, 1)
+        XCTAssertFalse(first.problems.isEmpty, "the MISSING_RULE finding is reported")
+        let written = try reports()
+        let dump = try Resilience.ledgerDump(ws.root)
+        XCTAssertEqual(written.count, 6, "this night's set and October's")
+
+        // Workbooks lost (a run killed after its commit): the re-run writes the same bytes.
+        try FileManager.default.removeItem(at: ws.root.appendingPathComponent("reports"))
+        let again = try ws.run("2026-11-03")
+        XCTAssertEqual(again.nothingNewSinceRun, 1)
+        XCTAssertEqual(again.runId, 1)
+        XCTAssertEqual(again.counts.read, 0)
+        XCTAssertEqual(again.problems, [])
+        XCTAssertEqual(try runCount(), 1, "a run that changed nothing records no run")
+        XCTAssertTrue(try Resilience.ledgerDump(ws.root) == dump)
+        XCTAssertEqual(try reports(), written)
+        // Run Info names run 1 and what it read.
+        let info = try XLSXReader.sheets(ws.root.appendingPathComponent("reports/2026-11-03/finance-2026-11-03.xlsx"))["Run Info"]!
+        XCTAssertTrue(info.contains { $0.first == "Run number" && $0.dropFirst().first == "1" })
+        XCTAssertTrue(info.contains { $0.first == "Records read this run" && $0.dropFirst().first == "5" }, "\(info)")
+    }
+
+    func testAnotherNightOrAChangeIsAlwaysRecorded() throws {
+        try ws.run("2026-11-03")
+        // A rule arrives: the same night posts the waiting sale, so it is a run of its own.
+        try ws.append("rules/fx.csv", "\n2026-11,EUR,1.08\n")
+        let withRule = try ws.run("2026-11-03")
+        XCTAssertNil(withRule.nothingNewSinceRun)
+        XCTAssertEqual(withRule.runId, 2)
+        XCTAssertEqual(withRule.counts.entriesPosted, 1)
+        // The products' units change: no file, no entry, but reconciliation finds UNITS_MISMATCH.
+        try ws.write("rules/products.csv", TestWorkspace.defaultProducts.replacingOccurrences(of: "coins.100,consumable,100", with: "coins.100,consumable,90"))
+        let changed = try ws.run("2026-11-03")
+        XCTAssertNil(changed.nothingNewSinceRun)
+        XCTAssertEqual(changed.runId, 3)
+        XCTAssertEqual(try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path).read {
+            try $0.exceptions(status: "open", category: "UNITS_MISMATCH").count }, 2)
+        // Nothing new, same night: not recorded.
+        XCTAssertEqual(try ws.run("2026-11-03").nothingNewSinceRun, 3)
+        // Nothing new on a new night: recorded (ages move, Run Info says 0 new records).
+        let nextNight = try ws.run("2026-11-04")
+        XCTAssertNil(nextNight.nothingNewSinceRun)
+        XCTAssertEqual(nextNight.runId, 4)
+        XCTAssertEqual(try runCount(), 4)
+    }
+
+    func testWorkbooksAreWrittenInTheTempFolderAndStaleTempFilesAreRemoved() throws {
+        // A partial file of a process that died, one of a live process, and a stray file.
+        let dead = Process()
+        dead.executableURL = URL(fileURLWithPath: "/bin/true")
+        try dead.run()
+        dead.waitUntilExit()
+        try ws.write(".iapledger-tmp/finance-2026-11-03.xlsx.\(dead.processIdentifier).partial", "half a workbook")
+        try ws.write(".iapledger-tmp/finance-2026-11-03.xlsx.1.partial", "a live process's file")
+        try ws.write(".iapledger-tmp/stray", "junk")
+        try ws.run("2026-11-03")
+        XCTAssertEqual(Set(try Resilience.files(under: ws.workspace.tempURL).keys), ["finance-2026-11-03.xlsx.1.partial"])
+        for path in try reports().keys {
+            XCTAssertFalse(path.contains("partial") || path.split(separator: "/").last!.hasPrefix("."), path)
+        }
+        // A workbook written aside is renamed into place and replaces the older one.
+        let url = ws.root.appendingPathComponent("reports/x/book.xlsx")
+        try ws.write("reports/x/book.xlsx", "old")
+        try XLSXWriter.write(WorkbookModel(title: "t", subject: "s", company: "", created: Day(iso: "2026-11-03")!, sheets: []),
+                             to: url, tempDirectory: ws.workspace.tempURL)
+        XCTAssertNotEqual(try Data(contentsOf: url), Data("old".utf8))
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: url.deletingLastPathComponent().path), ["book.xlsx"])
+    }
+}

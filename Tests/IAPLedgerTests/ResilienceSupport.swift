@@ -1,0 +1,72 @@
+import Foundation
+import XCTest
+@testable import LedgerCore
+@testable import LedgerRun
+@testable import LedgerStore
+
+/// Helpers of the crash-safety, hostile-input and fuzz tests.
+enum Resilience {
+    /// Columns that hold the wall clock (when a run started or finished, when a month was
+    /// closed): the only ones two runs of the same inputs may differ in.
+    static let wallClockColumns: Set<String> = ["run.started_at", "run.finished_at", "period_close.closed_at"]
+
+    /// Every table of the ledger as text, rows in a canonical order, wall-clock columns left
+    /// out. Opening the ledger rolls back what a killed run left in its journal, as the next
+    /// run would.
+    static func ledgerDump(_ workspace: URL) throws -> [String: [String]] {
+        let path = workspace.appendingPathComponent("ledger.sqlite").path
+        guard FileManager.default.fileExists(atPath: path) else { return [:] }
+        let ledger = try Ledger(path: path)
+        return try ledger.read { r in
+            var out: [String: [String]] = [:]
+            let tables = try r.rawRows("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").map { $0[0] }
+            for table in tables {
+                let columns = try r.rawRows("SELECT name FROM pragma_table_info('\(table)') ORDER BY cid").map { $0[0] }
+                let kept = columns.filter { !wallClockColumns.contains("\(table).\($0)") }
+                let list = kept.map { "\"\($0)\"" }.joined(separator: ", ")
+                out[table] = try r.rawRows("SELECT \(list) FROM \"\(table)\" ORDER BY \(list)").map { $0.joined(separator: "\u{1F}") }
+            }
+            return out
+        }
+    }
+
+    /// The files under `dir` (recursively) by relative path, with their bytes.
+    static func files(under dir: URL) throws -> [String: Data] {
+        var out: [String: Data] = [:]
+        guard let e = FileManager.default.enumerator(at: dir, includingPropertiesForKeys: [.isRegularFileKey]) else { return out }
+        let base = dir.standardizedFileURL.path + "/"
+        for case let url as URL in e where (try url.resourceValues(forKeys: [.isRegularFileKey])).isRegularFile == true {
+            out[String(url.standardizedFileURL.path.dropFirst(base.count))] = try Data(contentsOf: url)
+        }
+        return out
+    }
+
+    static func copy(_ from: URL, to: URL) throws {
+        try? FileManager.default.removeItem(at: to)
+        try FileManager.default.copyItem(at: from, to: to)
+    }
+
+    static func scratch(_ name: String) -> URL {
+        FileManager.default.temporaryDirectory.appendingPathComponent("iapledger-\(name)-\(UUID().uuidString)")
+    }
+
+    /// Runs the built `iapledger` with extra environment variables; output read to the end.
+    static func cli(_ args: [String], environment extra: [String: String] = [:]) throws
+        -> (status: Int32, reason: Process.TerminationReason, out: String, err: String) {
+        let binary = TraceAndCLITests.binary
+        guard FileManager.default.fileExists(atPath: binary.path) else { throw XCTSkip("iapledger binary not built at \(binary.path)") }
+        let p = Process()
+        p.executableURL = binary
+        p.arguments = args
+        var env = ProcessInfo.processInfo.environment
+        for (k, v) in extra { env[k] = v }
+        p.environment = env
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return (p.terminationStatus, p.terminationReason, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+    }
+}
