@@ -40,7 +40,7 @@ public enum GzipCSVWriter {
             guard r.style == .body else { return }
             rows += 1
             try line(r.cells.map(\.plain))
-            CrashPoint.tick("write:csv-rows", every: 500)
+            CrashPoint.tick("write:csv-rows", every: 100)
         }
         try flush()
         closed = true

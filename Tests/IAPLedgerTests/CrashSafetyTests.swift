@@ -34,7 +34,7 @@ final class CrashSafetyTests: XCTestCase {
     func baseWorkspace() throws -> URL {
         let base = newScratch("crash-base")
         _ = try DemoWorkspace.create(at: base, transactions: 300, seed: 11, asOf: Day(iso: Self.nightTwo)!)
-        try TestWorkspace.appendText(base.appendingPathComponent("iapledger.toml"), "\n[reports]\njournal_row_cap = 300\n")
+        try TestWorkspace.appendText(base.appendingPathComponent("iapledger.toml"), "\n[reports]\njournal_row_cap = 10\n")
         let later = base.appendingPathComponent("night2")
         for folder in ["receipts", "orders"] {
             let dir = base.appendingPathComponent("inbox/\(folder)")

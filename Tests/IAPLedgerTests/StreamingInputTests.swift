@@ -1,0 +1,107 @@
+import Foundation
+import XCTest
+@testable import LedgerCore
+@testable import LedgerRead
+@testable import LedgerRun
+@testable import LedgerStore
+
+/// Line-based inputs are read a chunk at a time: a line that is not UTF-8 or is longer than
+/// the record limit is one rejected record, the lines around it post, and a 2 GB line costs
+/// no memory.
+final class StreamingInputTests: XCTestCase {
+    var ws: TestWorkspace!
+    override func setUpWithError() throws { ws = try TestWorkspace() }
+    override func tearDown() { ws.remove() }
+
+    func record(_ id: String) -> String { Receipt.response([Receipt.item(id, purchased: "2026-10-05T10:00:00Z")]) }
+
+    func outcomes(_ path: String) throws -> [Int: (outcome: String, code: String?)] {
+        let ledger = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path)
+        return try ledger.read { r in
+            var out: [Int: (String, String?)] = [:]
+            for row in try r.rawRows("""
+                SELECT r.line, r.outcome, ifnull(r.reason_code, '') FROM source_record r JOIN source_file f ON f.id = r.file_id
+                WHERE f.path = '\(path)'
+                """) {
+                out[Int(row[0])!] = (row[1], row[2].isEmpty ? nil : row[2])
+            }
+            return out
+        }
+    }
+
+    func testALineThatIsNotUTF8IsOneRejectedRecord() throws {
+        var bytes = Data((record("8101") + "\n").utf8)
+        bytes.append(contentsOf: [0x7B, 0x22, 0xC3, 0x28, 0xFF, 0x22, 0x7D, 0x0A])  // {"\xC3(\xFF"}
+        bytes.append(Data((record("8102") + "\r\n\n   \n").utf8))
+        try FileManager.default.createDirectory(at: ws.root.appendingPathComponent("inbox/receipts"), withIntermediateDirectories: true)
+        try bytes.write(to: ws.root.appendingPathComponent("inbox/receipts/mixed.jsonl"))
+        let r = try ws.run("2026-10-06")
+        XCTAssertEqual(r.counts.read, 3)
+        XCTAssertEqual(r.counts.verified, 2)
+        XCTAssertEqual(r.counts.rejected, 1)
+        let seen = try outcomes("inbox/receipts/mixed.jsonl")
+        XCTAssertEqual(seen[1]?.outcome, "verified")
+        XCTAssertEqual(seen[2]?.outcome, "rejected")
+        XCTAssertEqual(seen[2]?.code, "INVALID_UTF8")
+        XCTAssertEqual(seen[3]?.outcome, "verified")
+        XCTAssertTrue(r.problems.contains { $0.hasPrefix("inbox/receipts/mixed.jsonl:2: rejected: line 2 is not valid UTF-8") }, "\(r.problems)")
+        // Read again: nothing new, nothing twice.
+        let again = try ws.run("2026-10-06")
+        XCTAssertEqual(again.counts.read, 0)
+    }
+
+    func testReaderKeepsLinesAcrossChunksAndSkipsOverlongOnes() throws {
+        let path = ws.root.appendingPathComponent("lines.jsonl").path
+        // Lines longer than a 4 MiB chunk, one over a small limit, a last line without "\n".
+        let long = String(repeating: "a", count: (4 << 20) + 123)
+        let text = "first\n\(long)\n\n" + String(repeating: "b", count: 70) + "\nlast"
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        let read = try LineReader.read(path, maxRecordBytes: 64)
+        XCTAssertEqual(read.records.map(\.line), [1, 2, 4, 5])
+        XCTAssertEqual(read.records[0].text, "first")
+        XCTAssertEqual(read.records[1].problem?.code, "RECORD_TOO_LONG")
+        XCTAssertEqual(read.records[2].problem?.code, "RECORD_TOO_LONG")
+        XCTAssertEqual(read.records[3].text, "last")
+        XCTAssertEqual(read.sha256, Hashing.sha256Hex(Data(text.utf8)))
+        XCTAssertEqual(read.sizeBytes, text.utf8.count)
+        let big = try LineReader.read(path)
+        XCTAssertEqual(big.records[1].text.count, long.count, "under the real limit the long line is a record")
+    }
+
+    /// A 2 GiB line (a sparse file: no disk) between two good records, read by the real
+    /// binary: the run succeeds, the line is rejected, and the process stays small.
+    func testATwoGigabyteLineIsRejectedWithoutUsingMemory() throws {
+        let binary = TraceAndCLITests.binary
+        guard FileManager.default.fileExists(atPath: binary.path) else { throw XCTSkip("iapledger binary not built at \(binary.path)") }
+        let url = ws.root.appendingPathComponent("inbox/receipts/huge.jsonl")
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data((record("8201") + "\n").utf8).write(to: url)
+        let h = try FileHandle(forWritingTo: url)
+        let start = try h.seekToEnd()
+        try h.truncate(atOffset: start + (2 << 30))
+        try h.seekToEnd()
+        try h.write(contentsOf: Data(("\n" + record("8202") + "\n").utf8))
+        try h.close()
+
+        var pid: pid_t = 0
+        let args = [binary.path, "run", "--workspace", ws.root.path, "--as-of", "2026-10-06", "--no-progress"]
+        let cArgs = args.map { strdup($0) } + [nil]
+        defer { cArgs.forEach { free($0) } }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        XCTAssertEqual(posix_spawn(&pid, binary.path, &actions, nil, cArgs, environ), 0)
+        var status: Int32 = 0
+        var usage = rusage()
+        while wait4(pid, &status, 0, &usage) == -1 && errno == EINTR {}
+        XCTAssertEqual(status, 0, "the run exits 0: a bad record is data, not a failure")
+        XCTAssertLessThan(Int(usage.ru_maxrss) * 1024, 300 << 20, "peak memory stays far below the line's 2 GiB")
+
+        let seen = try outcomes("inbox/receipts/huge.jsonl")
+        XCTAssertEqual(seen[1]?.outcome, "verified")
+        XCTAssertEqual(seen[2]?.outcome, "rejected")
+        XCTAssertEqual(seen[2]?.code, "RECORD_TOO_LONG")
+        XCTAssertEqual(seen[3]?.outcome, "verified")
+    }
+}
