@@ -90,14 +90,18 @@ func day(inName name: String) -> String {
     return String(name[r])
 }
 
-func lineCount(_ url: URL) -> Int {
-    guard let h = try? FileHandle(forReadingFrom: url) else { return 0 }
-    defer { try? h.close() }
-    var n = 0
-    while let chunk = try? h.read(upToCount: 1 << 20), !chunk.isEmpty {
-        n += chunk.reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) }
+/// About how many records a file holds: its non-blank lines (JSON Lines, CSV rows, one JWS a
+/// line); for a `.json` document (pretty-printed, many lines a record), its responses.
+func recordCount(_ url: URL) -> Int {
+    guard let data = FileManager.default.contents(atPath: url.path) else { return 0 }
+    if url.pathExtension == "json" {
+        return (String(data: data, encoding: .utf8) ?? "").components(separatedBy: "\"environment\"").count - 1
     }
-    return n
+    var n = 0, blank = true
+    for b in data {
+        if b == 0x0A { if !blank { n += 1 }; blank = true } else if b != 0x20 && b != 0x0D { blank = false }
+    }
+    return n + (blank ? 0 : 1) - (url.pathExtension == "csv" ? 1 : 0)
 }
 
 struct Night {
@@ -188,16 +192,20 @@ for sub in ["receipts", "orders", "signed"] {
     let dir = root.appendingPathComponent("inbox/\(sub)")
     for name in (try? fm.contentsOfDirectory(atPath: dir.path)) ?? [] {
         let url = dir.appendingPathComponent(name)
-        files.append((url, sub, day(inName: name), lineCount(url)))
+        files.append((url, sub, day(inName: name), recordCount(url)))
     }
 }
 let allLines = files.reduce(0) { $0 + $1.lines }
 let days = Set(files.map(\.day)).sorted(by: >)
 var heldDays: Set<String> = []
 var heldLines = 0
-for d in days where heldLines * 11 < allLines {
+// The newest days, as close to a tenth of the first night's records as whole days allow.
+for d in days {
+    let dayLines = files.filter { $0.day == d }.reduce(0) { $0 + $1.lines }
+    let target = allLines / 11
+    guard heldLines < target, abs(heldLines + dayLines - target) <= abs(heldLines - target) || heldDays.isEmpty else { break }
     heldDays.insert(d)
-    heldLines += files.filter { $0.day == d }.reduce(0) { $0 + $1.lines }
+    heldLines += dayLines
 }
 let holdRoot = root.appendingPathComponent("held-back")
 var held: [(from: URL, to: URL)] = []
@@ -208,7 +216,7 @@ for f in files where heldDays.contains(f.day) {
     held.append((f.url, to))
 }
 let firstHeld = heldDays.min() ?? o.asOf
-print("held back for the incremental night: \(heldDays.count) days from \(firstHeld) (\(RunProgress.grouped(heldLines)) of \(RunProgress.grouped(allLines)) input lines)")
+print("held back for the incremental night: \(heldDays.count) days from \(firstHeld) (about \(RunProgress.grouped(heldLines)) of \(RunProgress.grouped(allLines)) input records)")
 
 // 3. Night 1, then night 2 with the held-back days.
 let night1 = runNight("night 1", options: o, asOf: firstHeld, log: logs.appendingPathComponent("night1.txt").path)

@@ -87,7 +87,8 @@ public struct NightlyRun {
             var ingest = Ingest(writer: w, runId: runId, verifier: verifier, counts: counts)
             // Files are read, hashed, split, parsed and verified on a second thread, a few
             // files ahead; this thread only writes to the ledger, in input order.
-            let prepared = PreparedFiles(inputs: inputFiles, workspace: workspace, verifier: verifier)
+            let prepared = PreparedFiles(inputs: inputFiles, workspace: workspace, verifier: verifier,
+                                         alreadyRead: try w.filesRead())
             defer { prepared.cancel() }
             try progress.stage("read, verify and store", total: totalBytes) { tick in
                 var bytes = 0
@@ -261,6 +262,8 @@ struct PreparedFile {
         case notText
         /// Empty, or nothing but blanks.
         case empty
+        /// Read by an earlier run (the same path and SHA-256): only hashed.
+        case alreadyRead
         /// A whole-file format (JSON document, CSV) past `maxWholeFileBytes`.
         case tooLarge
         /// One JWS (or notification body) a line, read a line at a time.
@@ -346,10 +349,19 @@ final class PreparedFiles: @unchecked Sendable {
     private var cancelled = false
     private let ahead = 3
 
-    init(inputs: [(URL, String)], workspace: Workspace, verifier: ReceiptVerifier) {
+    /// - Parameter alreadyRead: "path sha256" of every file read before: such a file is only
+    ///   hashed, not split or parsed again.
+    init(inputs: [(URL, String)], workspace: Workspace, verifier: ReceiptVerifier, alreadyRead: Set<String>) {
         let thread = Thread { [self] in
             for (url, kind) in inputs {
-                let item = Result { try PreparedFile.prepare(url: url, kind: kind, workspace: workspace, verifier: verifier) }
+                let item = Result { () throws -> PreparedFile in
+                    let (sha, size) = try LineReader.hash(url.path)
+                    let path = workspace.relative(url)
+                    if alreadyRead.contains("\(path) \(sha)") {
+                        return PreparedFile(input: InputFile(url: url, path: path, kind: kind, sizeBytes: size, sha256: sha), body: .alreadyRead)
+                    }
+                    return try PreparedFile.prepare(url: url, kind: kind, workspace: workspace, verifier: verifier)
+                }
                 condition.lock()
                 while ready.count >= ahead && !cancelled { condition.wait() }
                 if cancelled { condition.unlock(); return }
@@ -406,6 +418,7 @@ struct Ingest {
         switch file.body {
         case .notText: try notText(file.input)
         case .empty: try empty(file.input)
+        case .alreadyRead: break
         case .tooLarge: try tooLarge(file.input)
         case .signedRecords(let records): try signed(file.input, records: records, verifier: signedVerifier)
         case let .orders(rows, hashes, fileError, text): try orders(file.input, rows: rows, hashes: hashes, fileError: fileError, text: text)

@@ -164,6 +164,11 @@ public class LedgerReader {
             """), arguments: [path]))
     }
 
+    /// "path sha256" of every file read so far.
+    public func filesRead() throws -> Set<String> {
+        Set(try String.fetchAll(db, sql: "SELECT path || ' ' || sha256 FROM source_file"))
+    }
+
     public func fileAlreadyRead(path: String, sha256: String) throws -> Bool {
         try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM source_file WHERE path = ? AND sha256 = ?"), arguments: [path, sha256]) ?? false
     }

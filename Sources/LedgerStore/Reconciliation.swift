@@ -23,11 +23,22 @@ public struct ExceptionRow: Equatable {
     public func ageDays(asOf: Day) -> Int { (resolvedOn ?? asOf) - firstSeen }
 }
 
+extension Statement {
+    /// Each result row mapped as it is stepped: only the mapped values are kept, never an
+    /// array of every `Row` (a million rows of a million transactions).
+    func mapWithoutRows<T>(_ transform: (Row) throws -> T) throws -> [T] {
+        var out: [T] = []
+        let cursor = try Row.fetchCursor(self)
+        while let row = try cursor.next() { out.append(try transform(row)) }
+        return out
+    }
+}
+
 extension LedgerReader {
     /// What reconciliation needs: transactions with their refund state and sale amounts,
     /// the latest version of every order, and the ids named only by unverified records.
     public func reconciliationInputs() throws -> (transactions: [ReconTransaction], orders: [ReconOrder], unverifiedIds: Set<String>) {
-        let transactions = try Row.fetchAll(db.cachedStatement(sql: """
+        let transactions = try (db.cachedStatement(sql: """
             SELECT t.transaction_id, t.book, t.product_id, t.quantity, t.app_account_token, t.cancellation_ms,
                    t.revocation_percentage,
                    EXISTS (SELECT 1 FROM reversal_request q WHERE q.book = t.book AND q.transaction_id = t.transaction_id),
@@ -35,7 +46,7 @@ extension LedgerReader {
             FROM store_transaction t
             LEFT JOIN entry e ON e.book = t.book AND e.transaction_id = t.transaction_id AND e.kind = 'sale'
             ORDER BY t.transaction_id
-            """)).map { r -> ReconTransaction in
+            """)).mapWithoutRows { r -> ReconTransaction in
             let cancelled = (r[5] as Int64?) != nil
             let percentage: Int64? = r[6]
             let reversed: Bool = r[7]
@@ -44,12 +55,12 @@ extension LedgerReader {
                                     appAccountToken: r[4], refundedInFull: refunded && (percentage == nil || percentage == 100_000),
                                     refunded: refunded, grossMinor: r[8], currency: r[9], netReportingMinor: r[10])
         }
-        let orders = try Row.fetchAll(db.cachedStatement(sql: """
+        let orders = try (db.cachedStatement(sql: """
             SELECT v.order_id, v.account_id, v.transaction_id, v.product_id, v.quantity, v.credited_units, v.credited_ms,
                    v.environment, v.app_account_token, v.reversed_at
             FROM order_version v JOIN (SELECT order_id, max(id) AS id FROM order_version GROUP BY order_id) m ON m.id = v.id
             ORDER BY v.order_id
-            """)).map { r in
+            """)).mapWithoutRows { r in
             ReconOrder(orderId: r[0], accountId: r[1], transactionId: r[2], productId: r[3], quantity: r[4],
                        creditedUnits: r[5], creditedMs: r[6], environment: r[7], appAccountToken: r[8],
                        active: (r[9] as String?) == nil)
