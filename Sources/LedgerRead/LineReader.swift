@@ -20,18 +20,35 @@ public enum LineReader {
         public var sizeBytes: Int
     }
 
-    public static func read(_ path: String, maxRecordBytes: Int = maxRecordBytes) throws -> Result {
+    /// Calls `body` with each chunk of the file in order; returns its SHA-256 and size.
+    static func forEachChunk(_ path: String, _ body: (UnsafeRawBufferPointer) -> Void) throws -> (sha256: String, sizeBytes: Int) {
         let fd = open(path, O_RDONLY)
         guard fd >= 0 else { throw ReadError.file(path, "cannot be read: \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         var hasher = StreamingSHA256()
+        var size = 0
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkBytes, alignment: 16)
+        defer { chunk.deallocate() }
+        while true {
+            let n = Glibc.read(fd, chunk.baseAddress, chunkBytes)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw ReadError.file(path, "read failed: \(String(cString: strerror(errno)))")
+            }
+            if n == 0 { break }
+            let bytes = UnsafeRawBufferPointer(rebasing: chunk[0..<n])
+            hasher.update(bytes: bytes)
+            size += n
+            body(bytes)
+        }
+        return (hasher.finalizeHex(), size)
+    }
+
+    public static func read(_ path: String, maxRecordBytes: Int = maxRecordBytes) throws -> Result {
         var records: [RawRecord] = []
         var line: [UInt8] = []
         var lineLength = 0          // bytes of the current line so far (also past the limit)
         var lineNo = 0
-        var size = 0
-        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkBytes, alignment: 16)
-        defer { chunk.deallocate() }
 
         func finishLine() {
             lineNo += 1
@@ -52,16 +69,8 @@ public enum LineReader {
             }
         }
 
-        while true {
-            let n = Glibc.read(fd, chunk.baseAddress, chunkBytes)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw ReadError.file(path, "read failed: \(String(cString: strerror(errno)))")
-            }
-            if n == 0 { break }
-            let bytes = UnsafeRawBufferPointer(rebasing: chunk[0..<n])
-            hasher.update(bytes: bytes)
-            size += n
+        let (sha, size) = try forEachChunk(path) { bytes in
+            let n = bytes.count
             var start = 0
             while start < n {
                 let rest = n - start
@@ -84,28 +93,11 @@ public enum LineReader {
             }
         }
         if lineLength > 0 { finishLine() }
-        return Result(records: records, sha256: hasher.finalizeHex(), sizeBytes: size)
+        return Result(records: records, sha256: sha, sizeBytes: size)
     }
 
     /// The SHA-256 and size of a file, read a chunk at a time.
     public static func hash(_ path: String) throws -> (sha256: String, sizeBytes: Int) {
-        let fd = open(path, O_RDONLY)
-        guard fd >= 0 else { throw ReadError.file(path, "cannot be read: \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var hasher = StreamingSHA256()
-        var size = 0
-        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkBytes, alignment: 16)
-        defer { chunk.deallocate() }
-        while true {
-            let n = Glibc.read(fd, chunk.baseAddress, chunkBytes)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw ReadError.file(path, "read failed: \(String(cString: strerror(errno)))")
-            }
-            if n == 0 { break }
-            hasher.update(bytes: UnsafeRawBufferPointer(rebasing: chunk[0..<n]))
-            size += n
-        }
-        return (hasher.finalizeHex(), size)
+        try forEachChunk(path) { _ in }
     }
 }
