@@ -76,7 +76,11 @@ public enum XLSXWriter {
     /// The cell formats, made once per workbook; a number format a layout asks for is made the
     /// first time a cell needs it.
     final class Formats {
-        let title, subtitle, header, headerRight, section, text, integer, date: UnsafeMutablePointer<lxw_format>
+        let title, subtitle, header, headerRight, section, integer, date: UnsafeMutablePointer<lxw_format>
+        /// Plain text cells take the workbook's default format (nil). A format of our own with
+        /// no properties would equal the default, and libxlsxwriter then looks a duplicate
+        /// format up in its hash table on every cell instead of once.
+        let text: UnsafeMutablePointer<lxw_format>? = nil
         let money: [UnsafeMutablePointer<lxw_format>]       // by decimals 0...3
         let totalText, totalInteger: UnsafeMutablePointer<lxw_format>
         let totalMoney: [UnsafeMutablePointer<lxw_format>]
@@ -98,7 +102,6 @@ public enum XLSXWriter {
             header = make { format_set_bold($0); format_set_bg_color($0, 0xD9E1F2); format_set_bottom($0, UInt8(LXW_BORDER_THIN.rawValue)); format_set_text_wrap($0); format_set_align($0, UInt8(LXW_ALIGN_VERTICAL_TOP.rawValue)) }
             headerRight = make { format_set_bold($0); format_set_bg_color($0, 0xD9E1F2); format_set_bottom($0, UInt8(LXW_BORDER_THIN.rawValue)); format_set_text_wrap($0); format_set_align($0, UInt8(LXW_ALIGN_RIGHT.rawValue)); format_set_align($0, UInt8(LXW_ALIGN_VERTICAL_TOP.rawValue)) }
             section = make { format_set_bold($0); format_set_font_size($0, 12) }
-            text = make { _ in }
             integer = make { format_set_num_format($0, "#,##0") }
             date = make { format_set_num_format($0, "yyyy-mm-dd"); format_set_align($0, UInt8(LXW_ALIGN_LEFT.rawValue)) }
             money = (0...3).map { d in make { format_set_num_format($0, Formats.moneyFormat(d)) } }
