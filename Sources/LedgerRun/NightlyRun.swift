@@ -97,7 +97,7 @@ public struct NightlyRun {
                     let input = file.input
                     CrashPoint.hit("read:\(input.path)")
                     bytes += input.sizeBytes
-                    if try w.fileAlreadyRead(path: input.path, sha256: input.sha256) {
+                    if case .alreadyRead = file.body {
                         filesSkipped += 1
                         continue
                     }
@@ -266,11 +266,10 @@ struct PreparedFile {
         case alreadyRead
         /// A whole-file format (JSON document, CSV) past `maxWholeFileBytes`.
         case tooLarge
-        /// One JWS (or notification body) a line, read a line at a time.
+        /// Signed data: one JWS (or notification body) a line, or a `.json` document's elements.
         case signedRecords([RawRecord])
         case orders(rows: [OrderRow], hashes: [String], fileError: Finding?, text: String)
         case receipts([PreparedReceipt])
-        case signed(text: String)
     }
     struct PreparedReceipt {
         var record: RawRecord
@@ -312,7 +311,7 @@ struct PreparedFile {
                 prepareReceipt($0, path: path, verifier: verifier)
             }))
         default:
-            return PreparedFile(input: input, body: .signed(text: text))
+            return PreparedFile(input: input, body: .signedRecords(RecordSplitter.jsonDocument(Substring(text))))
         }
     }
 
@@ -349,16 +348,19 @@ final class PreparedFiles: @unchecked Sendable {
     private var cancelled = false
     private let ahead = 3
 
-    /// - Parameter alreadyRead: "path sha256" of every file read before: such a file is only
-    ///   hashed, not split or parsed again.
-    init(inputs: [(URL, String)], workspace: Workspace, verifier: ReceiptVerifier, alreadyRead: Set<String>) {
+    /// - Parameter alreadyRead: the SHA-256 of every version of each path read before: such a
+    ///   file is only hashed, not split or parsed again.
+    init(inputs: [(URL, String)], workspace: Workspace, verifier: ReceiptVerifier, alreadyRead: [String: Set<String>]) {
         let thread = Thread { [self] in
             for (url, kind) in inputs {
                 let item = Result { () throws -> PreparedFile in
-                    let (sha, size) = try LineReader.hash(url.path)
+                    // A path read before is hashed first: unchanged, it is skipped unparsed.
                     let path = workspace.relative(url)
-                    if alreadyRead.contains("\(path) \(sha)") {
-                        return PreparedFile(input: InputFile(url: url, path: path, kind: kind, sizeBytes: size, sha256: sha), body: .alreadyRead)
+                    if let versions = alreadyRead[path] {
+                        let (sha, size) = try LineReader.hash(url.path)
+                        if versions.contains(sha) {
+                            return PreparedFile(input: InputFile(url: url, path: path, kind: kind, sizeBytes: size, sha256: sha), body: .alreadyRead)
+                        }
                     }
                     return try PreparedFile.prepare(url: url, kind: kind, workspace: workspace, verifier: verifier)
                 }
@@ -423,7 +425,6 @@ struct Ingest {
         case .signedRecords(let records): try signed(file.input, records: records, verifier: signedVerifier)
         case let .orders(rows, hashes, fileError, text): try orders(file.input, rows: rows, hashes: hashes, fileError: fileError, text: text)
         case .receipts(let records): try receipts(file.input, records)
-        case .signed(let text): try signed(file.input, text: text, verifier: signedVerifier)
         }
     }
 

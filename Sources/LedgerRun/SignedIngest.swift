@@ -7,19 +7,16 @@ import LedgerVerify
 /// Reading App Store Server API signed data from `inbox/signed/`: signed transactions and
 /// Server Notifications V2, each JWS verified to a trusted root before anything is posted.
 extension Ingest {
-    /// The compact JWS strings of one signed-data file, each with its line: `*.jws`/`*.txt`
-    /// hold one JWS a line; `*.json`/`*.jsonl` hold notification bodies `{"signedPayload": ...}`
-    /// (also `signedTransactionInfo`), one document or one a line.
-    static func signedRecords(_ text: Substring, fileExtension: String) -> [(RawRecord, String?)] {
-        let ext = fileExtension.lowercased()
+    /// The compact JWS a record holds: a `*.jws`/`*.txt` line is one (or a notification body);
+    /// `*.json`/`*.jsonl` records are notification bodies `{"signedPayload": ...}` (also
+    /// `signedTransactionInfo`). Nil when it holds none.
+    static func jws(in record: RawRecord, fileExtension ext: String) -> String? {
+        guard record.problem == nil else { return nil }
         if ext == "jws" || ext == "txt" {
-            return RecordSplitter.jsonLines(text).map { r in
-                let s = String(r.text).trimmingCharacters(in: .whitespaces)
-                return (r, s.hasPrefix("{") ? Self.jwsInBody(r.text) : s)
-            }
+            let s = String(record.text).trimmingCharacters(in: .whitespaces)
+            return s.hasPrefix("{") ? jwsInBody(record.text) : s
         }
-        let records = ext == "jsonl" ? RecordSplitter.jsonLines(text) : RecordSplitter.jsonDocument(text)
-        return records.map { ($0, Self.jwsInBody($0.text)) }
+        return jwsInBody(record.text)
     }
 
     /// The JWS inside a notification body, or nil when the body is not one.
@@ -28,21 +25,10 @@ extension Ingest {
         return v["signedPayload"]?.scalarText ?? v["signedTransactionInfo"]?.scalarText
     }
 
-    mutating func signed(_ input: InputFile, text: String, verifier: SignedDataVerifier) throws {
-        try signed(input, records: Self.signedRecords(Substring(text), fileExtension: input.url.pathExtension), verifier: verifier)
-    }
-
-    /// Records read a line at a time (`*.jws`, `*.txt`, `*.jsonl`).
+    /// The records of a signed-data file (a line each, or the elements of a `.json` document).
     mutating func signed(_ input: InputFile, records: [RawRecord], verifier: SignedDataVerifier) throws {
         let ext = input.url.pathExtension.lowercased()
-        try signed(input, records: records.map { r -> (RawRecord, String?) in
-            if r.problem != nil || ext == "jsonl" { return (r, r.problem == nil ? Self.jwsInBody(r.text) : nil) }
-            let s = String(r.text).trimmingCharacters(in: .whitespaces)
-            return (r, s.hasPrefix("{") ? Self.jwsInBody(r.text) : s)
-        }, verifier: verifier)
-    }
-
-    mutating func signed(_ input: InputFile, records: [(RawRecord, String?)], verifier: SignedDataVerifier) throws {
+        let records = records.map { ($0, Self.jws(in: $0, fileExtension: ext)) }
         let seen = try writer.recordHashes(path: input.path)
         let (fileId, fresh) = try addFile(input, records.map { ($0, Hashing.sha256Hex(Data($0.0.text.utf8))) }, seen: seen)
         for ((record, jws), sha) in fresh {

@@ -89,11 +89,6 @@ public class LedgerReader {
         }
     }
 
-    /// Transactions whose sale waits for a rule.
-    public func pendingSales() throws -> [StoredTransaction] {
-        try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM store_transaction WHERE sale_status = 'pending' ORDER BY purchase_ms, transaction_id")).map(Self.stored)
-    }
-
     /// Posted sales that carry a cancellation and have no refund entry yet.
     public func refundsDue() throws -> [StoredTransaction] {
         try Row.fetchAll(db.cachedStatement(sql: """
@@ -164,13 +159,11 @@ public class LedgerReader {
             """), arguments: [path]))
     }
 
-    /// "path sha256" of every file read so far.
-    public func filesRead() throws -> Set<String> {
-        Set(try String.fetchAll(db, sql: "SELECT path || ' ' || sha256 FROM source_file"))
-    }
-
-    public func fileAlreadyRead(path: String, sha256: String) throws -> Bool {
-        try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM source_file WHERE path = ? AND sha256 = ?"), arguments: [path, sha256]) ?? false
+    /// The SHA-256 of every version of each file path read so far.
+    public func filesRead() throws -> [String: Set<String>] {
+        var out: [String: Set<String>] = [:]
+        for r in try Row.fetchAll(db, sql: "SELECT path, sha256 FROM source_file") { out[r[0], default: []].insert(r[1]) }
+        return out
     }
 
     /// The last finished run, if any.

@@ -20,17 +20,8 @@ final class TraceAndCLITests: XCTestCase {
     }
 
     func cli(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
-        guard FileManager.default.fileExists(atPath: Self.binary.path) else { throw XCTSkip("iapledger binary not built at \(Self.binary.path)") }
-        let p = Process()
-        p.executableURL = Self.binary
-        p.arguments = args
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+        let r = try Resilience.cli(args)
+        return (r.status, r.out, r.err)
     }
 
     func refundedReconciledWorkspace() throws {
