@@ -106,6 +106,30 @@ public struct ReconciliationResult: Sendable {
     public var matched: Int
 }
 
+/// Everything reconciliation looks at for one transaction id: the transaction (if the store
+/// reported it), every active order naming that id, and whether a record that did not verify
+/// named it. An order naming no transaction at all is a group of its own (`transactionId` nil).
+/// Groups are independent: no exception or match depends on two groups, so a night can
+/// reconcile only the groups its new data touched.
+public struct ReconGroup: Sendable {
+    public var transactionId: String?
+    public var transaction: ReconTransaction?
+    public var orders: [ReconOrder]
+    public var unverified: Bool
+    public init(transactionId: String?, transaction: ReconTransaction?, orders: [ReconOrder], unverified: Bool) {
+        self.transactionId = transactionId
+        self.transaction = transaction
+        self.orders = orders
+        self.unverified = unverified
+    }
+}
+
+/// What one group gives: its exceptions (in category order) and the orders matched cleanly.
+public struct GroupResult: Sendable {
+    public var exceptions: [DetectedException]
+    public var matchedOrderIds: [String]
+}
+
 /// Store transactions against the backend's credits (reconciliation.md), as a pure function.
 public struct Reconciler {
     public var products: [String: ProductRule]
@@ -123,50 +147,71 @@ public struct Reconciler {
         return scope.contains(p.type)
     }
 
-    public func reconcile(transactions: [ReconTransaction], orders: [ReconOrder], unverifiedIds: Set<String>) -> ReconciliationResult {
-        var byId: [String: ReconTransaction] = [:]
-        for t in transactions { byId[t.transactionId] = t }
-        let active = orders.filter(\.active).sorted { ($0.creditedMs, $0.orderId) < ($1.creditedMs, $1.orderId) }
+    /// A hash of the rules reconciliation depends on (each product's type and units, the scope):
+    /// when it changes, every group is reconciled again, not only the touched ones.
+    public var rulesFingerprint: String {
+        var text = "scope:" + scope.map(\.rawValue).sorted().joined(separator: ",") + "\n"
+        for id in products.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+            let p = products[id]!
+            text += "\(id.utf8.count):\(id) \(p.type.rawValue) \(p.units)\n"
+        }
+        return Hashing.sha256Hex(Array(text.utf8))
+    }
+
+    static let categoryOrder = Dictionary(uniqueKeysWithValues: ExceptionCategory.allCases.enumerated().map { ($1, $0) })
+
+    static func inReportOrder(_ a: DetectedException, _ b: DetectedException) -> Bool {
+        (categoryOrder[a.category]!, a.transactionId, a.orderId) < (categoryOrder[b.category]!, b.transactionId, b.orderId)
+    }
+
+    /// Reconciles one group (see `ReconGroup`).
+    public func reconcile(_ g: ReconGroup) -> GroupResult {
+        let active = g.orders.filter(\.active).sorted { ($0.creditedMs, $0.orderId) < ($1.creditedMs, $1.orderId) }
         var out: [DetectedException] = []
-        var pairs: [String: Bool] = [:]   // order id -> raised something
+        var raised = Set<String>()   // order ids that raised something
 
         func raise(_ c: ExceptionCategory, _ t: ReconTransaction?, _ o: ReconOrder?, transactionId: String? = nil, _ detail: String) {
             out.append(DetectedException(category: c, transactionId: t?.transactionId ?? transactionId ?? o?.transactionId ?? "",
                                          orderId: o?.orderId ?? "", accountId: o?.accountId, productId: t?.productId ?? o?.productId,
                                          grossMinor: t?.grossMinor, currency: t?.currency, netReportingMinor: t?.netReportingMinor,
                                          detail: detail))
-            if let o { pairs[o.orderId] = true }
+            if let o { raised.insert(o.orderId) }
         }
 
+        guard let id = g.transactionId else {
+            // Orders naming no transaction.
+            for o in active where o.environment == "production" {
+                raise(.creditedWithoutTransaction, nil, o, transactionId: "", "order \(o.orderId) credits \(o.productId) with no transaction id")
+            }
+            return GroupResult(exceptions: out.sorted(by: Self.inReportOrder), matchedOrderIds: [])
+        }
+        let t = g.transaction
         // DUPLICATE_CREDIT: every active order after the earliest for the same transaction.
-        var creditsByTransaction: [String: [ReconOrder]] = [:]
-        for o in active { if let id = o.transactionId { creditsByTransaction[id, default: []].append(o) } }
-        for (id, list) in creditsByTransaction where list.count > 1 {
-            for o in list.dropFirst() {
-                raise(.duplicateCredit, byId[id], o, transactionId: id,
-                      "order \(o.orderId) credits transaction \(id) again; first credited by order \(list[0].orderId) (\(list.count) active orders)")
+        if active.count > 1 {
+            for o in active.dropFirst() {
+                raise(.duplicateCredit, t, o, transactionId: id,
+                      "order \(o.orderId) credits transaction \(id) again; first credited by order \(active[0].orderId) (\(active.count) active orders)")
             }
         }
-        for o in active {
-            guard let id = o.transactionId, let t = byId[id] else { continue }
-            if o.environment == "production" && t.book == .sandbox {
-                raise(.sandboxCreditedInProduction, t, o, "production order \(o.orderId) credits sandbox transaction \(id)")
+        if let t {
+            for o in active {
+                if o.environment == "production" && t.book == .sandbox {
+                    raise(.sandboxCreditedInProduction, t, o, "production order \(o.orderId) credits sandbox transaction \(id)")
+                }
+                if t.refundedInFull {
+                    raise(.refundedStillCredited, t, o, "transaction \(id) was refunded in full; order \(o.orderId) is still active (no reversed_at)")
+                }
             }
-            if t.refundedInFull {
-                raise(.refundedStillCredited, t, o, "transaction \(id) was refunded in full; order \(o.orderId) is still active (no reversed_at)")
+            // NOT_CREDITED: a verified production purchase in scope, not refunded, that no active order names.
+            if active.isEmpty && t.book == .production && !t.refunded && inScope(t.productId) {
+                raise(.notCredited, t, nil, "paid production transaction \(t.transactionId) (\(t.productId) x \(t.quantity)) has no active order")
             }
-        }
-        // NOT_CREDITED: verified production purchases in scope, not refunded, that no active order names.
-        for t in transactions where t.book == .production && !t.refunded && inScope(t.productId) && creditsByTransaction[t.transactionId] == nil {
-            raise(.notCredited, t, nil, "paid production transaction \(t.transactionId) (\(t.productId) x \(t.quantity)) has no active order")
         }
         for o in active where o.environment == "production" {
-            guard let id = o.transactionId, !id.isEmpty else {
+            if id.isEmpty {
                 raise(.creditedWithoutTransaction, nil, o, transactionId: "", "order \(o.orderId) credits \(o.productId) with no transaction id")
-                continue
-            }
-            if byId[id] == nil {
-                if unverifiedIds.contains(id) {
+            } else if t == nil {
+                if g.unverified {
                     raise(.creditedUnverified, nil, o, "order \(o.orderId) credits transaction \(id), which is pending verification or was rejected")
                 } else {
                     raise(.creditedWithoutTransaction, nil, o, "order \(o.orderId) credits transaction \(id), which the store never reported")
@@ -174,27 +219,47 @@ public struct Reconciler {
             }
         }
         // Field checks on every active order naming a known, in-scope transaction.
-        for o in active {
-            guard let id = o.transactionId, let t = byId[id], inScope(t.productId) else { continue }
-            if let a = o.appAccountToken, let b = t.appAccountToken, a.lowercased() != b.lowercased() {
-                raise(.accountMismatch, t, o, "order \(o.orderId) (account \(o.accountId)) has app_account_token \(a); the transaction has \(b)")
-            }
-            if o.productId != t.productId {
-                raise(.productMismatch, t, o, "order \(o.orderId) credits \(o.productId); the transaction bought \(t.productId)")
-            }
-            if o.quantity != t.quantity {
-                raise(.quantityMismatch, t, o, "order \(o.orderId) credits quantity \(o.quantity); the transaction bought \(t.quantity)")
-            }
-            if let p = products[t.productId], o.creditedUnits != p.units * t.quantity {
-                raise(.unitsMismatch, t, o, "order \(o.orderId) credited \(o.creditedUnits) units; \(t.productId) x \(t.quantity) is \(p.units * t.quantity)")
+        if let t, inScope(t.productId) {
+            for o in active {
+                if let a = o.appAccountToken, let b = t.appAccountToken, a.lowercased() != b.lowercased() {
+                    raise(.accountMismatch, t, o, "order \(o.orderId) (account \(o.accountId)) has app_account_token \(a); the transaction has \(b)")
+                }
+                if o.productId != t.productId {
+                    raise(.productMismatch, t, o, "order \(o.orderId) credits \(o.productId); the transaction bought \(t.productId)")
+                }
+                if o.quantity != t.quantity {
+                    raise(.quantityMismatch, t, o, "order \(o.orderId) credits quantity \(o.quantity); the transaction bought \(t.quantity)")
+                }
+                if let p = products[t.productId], o.creditedUnits != p.units * t.quantity {
+                    raise(.unitsMismatch, t, o, "order \(o.orderId) credited \(o.creditedUnits) units; \(t.productId) x \(t.quantity) is \(p.units * t.quantity)")
+                }
             }
         }
-        let matched = active.filter { o in
-            guard let id = o.transactionId, byId[id] != nil else { return false }
-            return pairs[o.orderId] == nil
-        }.count
-        let order = Dictionary(uniqueKeysWithValues: ExceptionCategory.allCases.enumerated().map { ($1, $0) })
-        out.sort { (order[$0.category]!, $0.transactionId, $0.orderId) < (order[$1.category]!, $1.transactionId, $1.orderId) }
-        return ReconciliationResult(exceptions: out, matched: matched)
+        let matched = t == nil ? [] : active.map(\.orderId).filter { !raised.contains($0) }
+        return GroupResult(exceptions: out.sorted(by: Self.inReportOrder), matchedOrderIds: matched)
+    }
+
+    /// Reconciles everything given at once (the groups formed here), for callers that hold it
+    /// all in memory; the nightly run streams the groups from the ledger instead.
+    public func reconcile(transactions: [ReconTransaction], orders: [ReconOrder], unverifiedIds: Set<String>) -> ReconciliationResult {
+        var byId: [String: ReconTransaction] = [:]
+        for t in transactions { byId[t.transactionId] = t }
+        var ordersById: [String: [ReconOrder]] = [:]
+        var exceptions: [DetectedException] = []
+        var matched = 0
+        for o in orders where o.active {
+            guard let id = o.transactionId else {
+                exceptions += reconcile(ReconGroup(transactionId: nil, transaction: nil, orders: [o], unverified: false)).exceptions
+                continue
+            }
+            ordersById[id, default: []].append(o)
+        }
+        for id in Set(byId.keys).union(ordersById.keys) {
+            let r = reconcile(ReconGroup(transactionId: id, transaction: byId[id], orders: ordersById[id] ?? [],
+                                         unverified: unverifiedIds.contains(id)))
+            exceptions += r.exceptions
+            matched += r.matchedOrderIds.count
+        }
+        return ReconciliationResult(exceptions: exceptions.sorted(by: Self.inReportOrder), matched: matched)
     }
 }

@@ -185,6 +185,10 @@ public struct FinanceReport {
                 SheetRow([.text("  skipped (already read)"), .integer(Int64(s.recordsSkipped))]),
                 SheetRow([.text("Entries posted this run"), .integer(Int64(s.entriesPosted))]),
             ]
+            if let mode = s.reconciliation {
+                info.append(SheetRow([.text("Reconciliation this run"),
+                                      .text(mode == "full" ? "full: every transaction and order" : "incremental: the transactions and orders this run touched")]))
+            }
         }
         info += [
             SheetRow([.text("Transactions posted (ledger)"), .integer(Int64(totals.transactionsPosted))]),

@@ -114,14 +114,8 @@ public struct NightlyRun {
                 try Self.post(writer: w, poster: poster, runId: runId, tick: tick)
             }
             CrashPoint.hit("reconcile:start")
-            let matched = try progress.stage("reconcile", unit: "transactions") { tick -> Int in
-                let inputs = try w.reconciliationInputs()
-                tick.advance(by: inputs.transactions.count)
-                let reconciled = Reconciler(products: rules.products)
-                    .reconcile(transactions: inputs.transactions, orders: inputs.orders, unverifiedIds: inputs.unverifiedIds)
-                CrashPoint.hit("reconcile:apply")
-                try w.applyReconciliation(reconciled, runId: runId, asOf: asOf)
-                return reconciled.matched
+            let matched = try progress.stage("reconcile", unit: "groups") { tick -> Int in
+                try w.reconcile(Reconciler(products: rules.products), runId: runId, asOf: asOf) { tick.advance(by: $0) }.matched
             }
             // A re-run of the last night that changed nothing records nothing (rolled back, run row included).
             if let same = sameNight, filesRead == 0, counts.entriesPosted == 0,

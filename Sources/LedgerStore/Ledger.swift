@@ -175,6 +175,8 @@ public class LedgerReader {
 /// Writes of one run, all inside one database transaction.
 public final class LedgerWriter: LedgerReader {
     private var accountIds: [String: Int64] = [:]
+    /// What this run changed that reconciliation looks at (see `reconcile`).
+    var touched = TouchedKeys()
     /// Transactions named by a pending or rejected record (read once per run, kept up to
     /// date): most verified transactions have none, and skip the update that resolves them.
     private var unverifiedIds: Set<String>?
@@ -275,6 +277,7 @@ public final class LedgerWriter: LedgerReader {
         _ = try loadUnverifiedIds()
         for id in Set(transactionIds) {
             unverifiedIds?.insert(id)
+            touched.transaction(id)
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO unverified_record_transaction (record_id, transaction_id) VALUES (?, ?)").execute(
                            arguments: [recordId, id])
         }
@@ -303,6 +306,7 @@ public final class LedgerWriter: LedgerReader {
                                      t.purchaseMs, t.expiresMs, t.cancellationMs, t.revocationPercentage, t.storefront,
                                      t.currency, t.priceMilliunits, t.appAccountToken, t.bundleId, t.hasOffer ? 1 : 0,
                                      t.isFreeTrial ? 1 : 0, recordId, runId])
+        touched.transaction(t.transactionId)
         try linkSource(transactionId: t.transactionId, recordId: recordId)
     }
 
@@ -317,6 +321,7 @@ public final class LedgerWriter: LedgerReader {
             UPDATE store_transaction SET cancellation_ms = ?, revocation_percentage = ?
             WHERE transaction_id = ? AND cancellation_ms IS NULL
             """).execute( arguments: [cancellationMs, percentage, transactionId])
+        touched.transaction(transactionId)
     }
 
     public func setSaleStatus(transactionId: String, status: String, pendingReason: String?) throws {
@@ -353,6 +358,7 @@ public final class LedgerWriter: LedgerReader {
                                      f.proceedsMinor, f.grossReportingMinor, f.netReportingMinor, f.commissionReportingMinor,
                                      f.proceedsReportingMinor, e.refundPercentage, rulesJSON, hash])
         chainTip = (entryId, hash)
+        touched.transaction(e.transactionId)
         let pstmt = try db.cachedStatement(sql: """
             INSERT INTO posting (entry_id, account_id, currency, amount_minor, reporting_amount_minor) VALUES (?, ?, ?, ?, ?)
             """)
@@ -397,6 +403,7 @@ public final class LedgerWriter: LedgerReader {
         try db.cachedStatement(sql: """
             INSERT OR IGNORE INTO reversal_request (book, transaction_id, date, notification_uuid) VALUES (?, ?, ?, ?)
             """).execute( arguments: [book.rawValue, transactionId, date.description, notificationUUID])
+        touched.transaction(transactionId)
     }
 
     /// Reversal requests whose refund is posted and whose reversal is not.
@@ -420,6 +427,7 @@ public final class LedgerWriter: LedgerReader {
             """)
         try stmt.execute(arguments: [orderId, recordId, accountId, transactionId, productId, quantity, creditedUnits,
                                      creditedAt, creditedMs, environment, storefront, appAccountToken, reversedAt])
+        touched.order(orderId, transactionId: transactionId)
     }
 }
 

@@ -81,6 +81,8 @@ public struct RunSummary: Equatable {
     public var recordsRejected: Int
     public var recordsSkipped: Int
     public var entriesPosted: Int
+    /// "full" or "incremental" (nil before reconciliation was recorded per run).
+    public var reconciliation: String?
     public var files: [FileRead]
 }
 
@@ -161,7 +163,7 @@ extension LedgerReader {
                           finishedAt: r["finished_at"], toolVersion: r["tool_version"], recordsRead: r["records_read"],
                           recordsVerified: r["records_verified"], recordsPending: r["records_pending"],
                           recordsRejected: r["records_rejected"], recordsSkipped: r["records_skipped"],
-                          entriesPosted: r["entries_posted"], files: files)
+                          entriesPosted: r["entries_posted"], reconciliation: r["reconciliation"], files: files)
     }
 
     /// Rejected records, and pending ones not yet resolved by a verified record.

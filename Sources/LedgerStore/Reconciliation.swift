@@ -23,52 +23,7 @@ public struct ExceptionRow: Equatable {
     public func ageDays(asOf: Day) -> Int { (resolvedOn ?? asOf) - firstSeen }
 }
 
-extension Statement {
-    /// Each result row mapped as it is stepped: only the mapped values are kept, never an
-    /// array of every `Row` (a million rows of a million transactions).
-    func mapWithoutRows<T>(_ transform: (Row) throws -> T) throws -> [T] {
-        var out: [T] = []
-        let cursor = try Row.fetchCursor(self)
-        while let row = try cursor.next() { out.append(try transform(row)) }
-        return out
-    }
-}
-
 extension LedgerReader {
-    /// What reconciliation needs: transactions with their refund state and sale amounts,
-    /// the latest version of every order, and the ids named only by unverified records.
-    public func reconciliationInputs() throws -> (transactions: [ReconTransaction], orders: [ReconOrder], unverifiedIds: Set<String>) {
-        let transactions = try (db.cachedStatement(sql: """
-            SELECT t.transaction_id, t.book, t.product_id, t.quantity, t.app_account_token, t.cancellation_ms,
-                   t.revocation_percentage,
-                   EXISTS (SELECT 1 FROM reversal_request q WHERE q.book = t.book AND q.transaction_id = t.transaction_id),
-                   e.gross_minor, e.currency, e.net_reporting_minor
-            FROM store_transaction t
-            LEFT JOIN entry e ON e.book = t.book AND e.transaction_id = t.transaction_id AND e.kind = 'sale'
-            ORDER BY t.transaction_id
-            """)).mapWithoutRows { r -> ReconTransaction in
-            let cancelled = (r[5] as Int64?) != nil
-            let percentage: Int64? = r[6]
-            let reversed: Bool = r[7]
-            let refunded = cancelled && !reversed
-            return ReconTransaction(transactionId: r[0], book: Book(rawValue: r[1])!, productId: r[2], quantity: r[3],
-                                    appAccountToken: r[4], refundedInFull: refunded && (percentage == nil || percentage == 100_000),
-                                    refunded: refunded, grossMinor: r[8], currency: r[9], netReportingMinor: r[10])
-        }
-        let orders = try (db.cachedStatement(sql: """
-            SELECT v.order_id, v.account_id, v.transaction_id, v.product_id, v.quantity, v.credited_units, v.credited_ms,
-                   v.environment, v.app_account_token, v.reversed_at
-            FROM order_version v JOIN (SELECT order_id, max(id) AS id FROM order_version GROUP BY order_id) m ON m.id = v.id
-            ORDER BY v.order_id
-            """)).mapWithoutRows { r in
-            ReconOrder(orderId: r[0], accountId: r[1], transactionId: r[2], productId: r[3], quantity: r[4],
-                       creditedUnits: r[5], creditedMs: r[6], environment: r[7], appAccountToken: r[8],
-                       active: (r[9] as String?) == nil)
-        }
-        let unverified = Set(try String.fetchAll(db.cachedStatement(sql: "SELECT DISTINCT transaction_id FROM unverified_record_transaction")))
-        return (transactions, orders, unverified)
-    }
-
     /// Stored exceptions; `status` is "open", "resolved" or "all".
     public func exceptions(status: String = "all", category: String? = nil) throws -> [ExceptionRow] {
         var conditions: [String] = []
@@ -122,46 +77,233 @@ extension LedgerReader {
     }
 }
 
+/// The transactions and orders a run changed in ways reconciliation looks at: new
+/// transactions, refunds, entries, reversal requests, records that did not verify, new order
+/// versions. Past `limit` keys the run stops keeping them and reconciles every group.
+public struct TouchedKeys {
+    public static let limit = 500_000
+    public private(set) var transactions: Set<String> = []
+    public private(set) var orders: Set<String> = []
+    public private(set) var overflowed = false
+
+    mutating func transaction(_ id: String) {
+        guard !overflowed else { return }
+        transactions.insert(id)
+        checkLimit()
+    }
+
+    mutating func order(_ id: String, transactionId: String?) {
+        guard !overflowed else { return }
+        orders.insert(id)
+        if let transactionId { transactions.insert(transactionId) }
+        checkLimit()
+    }
+
+    private mutating func checkLimit() {
+        guard transactions.count + orders.count > Self.limit else { return }
+        overflowed = true
+        transactions = []
+        orders = []
+    }
+}
+
+/// How a run reconciled.
+public struct ReconciliationSummary: Equatable {
+    /// "full" (every group) or "incremental" (only the groups the run touched).
+    public var mode: String
+    /// Why every group was reconciled (nil for an incremental run).
+    public var fullBecause: String?
+    /// Groups reconciled (one per transaction id, one per order naming none).
+    public var groups: Int
+    /// Order/transaction pairs matched without an exception, in the whole ledger after the run.
+    public var matched: Int
+}
+
 extension LedgerWriter {
-    /// Applies one reconciliation to the stored exceptions: new ones open (first seen today),
-    /// open ones stay open (last seen today), open ones no longer detected are resolved today.
-    /// Running a night again changes nothing but the last-seen run.
-    public func applyReconciliation(_ result: ReconciliationResult, runId: Int64, asOf: Day) throws {
+    /// Reconciles the ledger (reconciliation.md) and keeps the stored exceptions up to date:
+    /// new ones open (first seen today), open ones stay open (last seen today), open ones no
+    /// longer detected are resolved today. Running a night again changes nothing but the
+    /// last-seen run.
+    ///
+    /// Reconciliation is a function of independent groups (`ReconGroup`): a run reconciles
+    /// only the groups its new data touched, unless it is the ledger's first reconciliation,
+    /// the product rules changed since the last one, it touched more than `TouchedKeys.limit`
+    /// keys, or `full` is set. Either way the groups are streamed from the ledger in
+    /// transaction-id order, one at a time: memory does not grow with the history.
+    public func reconcile(_ reconciler: Reconciler, runId: Int64, asOf: Day, full forceFull: Bool = false,
+                          progress: (Int) -> Void = { _ in }) throws -> ReconciliationSummary {
+        let fingerprint = reconciler.rulesFingerprint
+        let previous = try String.fetchOne(db, sql: "SELECT reconciliation_rules FROM run WHERE reconciliation_rules IS NOT NULL ORDER BY id DESC LIMIT 1")
+        let fullBecause: String?
+        if forceFull { fullBecause = "asked for" }
+        else if previous == nil { fullBecause = "the ledger's first reconciliation" }
+        else if previous != fingerprint { fullBecause = "the product rules changed" }
+        else if touched.overflowed { fullBecause = "the run touched more than \(TouchedKeys.limit) transactions and orders" }
+        else { fullBecause = nil }
+        let full = fullBecause != nil
+
+        let tColumns = """
+            SELECT t.transaction_id, t.book, t.product_id, t.quantity, t.app_account_token, t.cancellation_ms,
+                   t.revocation_percentage,
+                   EXISTS (SELECT 1 FROM reversal_request q WHERE q.book = t.book AND q.transaction_id = t.transaction_id),
+                   e.gross_minor, e.currency, e.net_reporting_minor
+            """
+        let saleJoin = "LEFT JOIN entry e ON e.book = t.book AND e.transaction_id = t.transaction_id AND e.kind = 'sale'"
+        let oColumns = """
+            SELECT v.order_id, v.account_id, NULLIF(v.transaction_id, ''), v.product_id, v.quantity, v.credited_units,
+                   v.credited_ms, v.environment, v.app_account_token
+            """
+        let latestActive = "v.reversed_at IS NULL AND v.id = (SELECT max(w.id) FROM order_version w WHERE w.order_id = v.order_id)"
+        let transactionsSQL, ordersSQL, exceptionsSQL: String
+        var loneOrdersSQL: String? = nil
+        if full {
+            transactionsSQL = "\(tColumns) FROM store_transaction t \(saleJoin) ORDER BY t.transaction_id"
+            ordersSQL = "\(oColumns) FROM order_version v INDEXED BY order_version_transaction WHERE \(latestActive) ORDER BY v.transaction_id"
+            exceptionsSQL = "SELECT id, category, transaction_id, order_id, resolved_on IS NULL FROM exception"
+            try db.execute(sql: "DELETE FROM reconciled_match")
+        } else {
+            try db.execute(sql: """
+                CREATE TEMP TABLE IF NOT EXISTS recon_touched (transaction_id TEXT PRIMARY KEY) WITHOUT ROWID;
+                CREATE TEMP TABLE IF NOT EXISTS recon_touched_order (order_id TEXT PRIMARY KEY) WITHOUT ROWID;
+                DELETE FROM temp.recon_touched;
+                DELETE FROM temp.recon_touched_order;
+                """)
+            let addT = try db.cachedStatement(sql: "INSERT OR IGNORE INTO temp.recon_touched (transaction_id) VALUES (?)")
+            for id in touched.transactions.sorted(by: Self.binaryOrder) where !id.isEmpty { try addT.execute(arguments: [id]) }
+            let addO = try db.cachedStatement(sql: "INSERT OR IGNORE INTO temp.recon_touched_order (order_id) VALUES (?)")
+            for id in touched.orders.sorted(by: Self.binaryOrder) { try addO.execute(arguments: [id]) }
+            // A touched order touches every transaction it ever named (a new version may name
+            // another one, or none: the one it named before is reconciled again).
+            try db.execute(sql: """
+                INSERT OR IGNORE INTO temp.recon_touched (transaction_id)
+                SELECT v.transaction_id FROM temp.recon_touched_order k JOIN order_version v ON v.order_id = k.order_id
+                WHERE v.transaction_id IS NOT NULL AND v.transaction_id <> '';
+                DELETE FROM reconciled_match WHERE transaction_id IN (SELECT transaction_id FROM temp.recon_touched);
+                """)
+            transactionsSQL = "\(tColumns) FROM temp.recon_touched k JOIN store_transaction t ON t.transaction_id = k.transaction_id \(saleJoin) ORDER BY t.transaction_id"
+            ordersSQL = "\(oColumns) FROM temp.recon_touched k JOIN order_version v ON v.transaction_id = k.transaction_id WHERE \(latestActive) ORDER BY v.transaction_id"
+            loneOrdersSQL = "\(oColumns) FROM temp.recon_touched_order k JOIN order_version v ON v.order_id = k.order_id WHERE (v.transaction_id IS NULL OR v.transaction_id = '') AND \(latestActive) ORDER BY v.order_id"
+            exceptionsSQL = """
+                SELECT id, category, transaction_id, order_id, resolved_on IS NULL FROM exception
+                WHERE transaction_id IN (SELECT transaction_id FROM temp.recon_touched)
+                   OR (transaction_id = '' AND order_id IN (SELECT order_id FROM temp.recon_touched_order))
+                """
+        }
+
+        // The stored exceptions of the groups about to be reconciled (a small share of the ledger).
         var existing: [String: (id: Int64, open: Bool)] = [:]
-        for r in try Row.fetchAll(db.cachedStatement(sql: "SELECT id, category, transaction_id, order_id, resolved_on IS NULL FROM exception")) {
+        for r in try Row.fetchAll(db, sql: exceptionsSQL) {
             existing["\(r[1] as String)|\(r[2] as String)|\(r[3] as String)"] = (r[0], r[4])
         }
         var seen = Set<Int64>()
         let day = asOf.description
-        for e in result.exceptions {
-            let key = "\(e.category.rawValue)|\(e.transactionId)|\(e.orderId)"
-            if let (id, open) = existing[key] {
-                seen.insert(id)
-                if open {
-                    try db.cachedStatement(sql: """
-                        UPDATE exception SET last_seen = ?, last_run_id = ?, detail = ?, account_id = ?, product_id = ?,
-                            gross_minor = ?, currency = ?, net_reporting_minor = ? WHERE id = ?
-                        """).execute( arguments: [day, runId, e.detail, e.accountId, e.productId, e.grossMinor, e.currency, e.netReportingMinor, id])
+        let addMatch = try db.cachedStatement(sql: "INSERT OR IGNORE INTO reconciled_match (transaction_id, order_id) VALUES (?, ?)")
+        var groups = 0
+
+        func apply(_ group: ReconGroup) throws {
+            let result = reconciler.reconcile(group)
+            for e in result.exceptions {
+                let key = "\(e.category.rawValue)|\(e.transactionId)|\(e.orderId)"
+                if let (id, open) = existing[key] {
+                    seen.insert(id)
+                    if open {
+                        try db.cachedStatement(sql: """
+                            UPDATE exception SET last_seen = ?, last_run_id = ?, detail = ?, account_id = ?, product_id = ?,
+                                gross_minor = ?, currency = ?, net_reporting_minor = ? WHERE id = ?
+                            """).execute(arguments: [day, runId, e.detail, e.accountId, e.productId, e.grossMinor, e.currency, e.netReportingMinor, id])
+                    } else {
+                        // Detected again after it was resolved: a new episode.
+                        try db.cachedStatement(sql: """
+                            UPDATE exception SET first_seen = ?, first_run_id = ?, last_seen = ?, last_run_id = ?, resolved_on = NULL,
+                                resolved_run_id = NULL, detail = ? WHERE id = ?
+                            """).execute(arguments: [day, runId, day, runId, e.detail, id])
+                    }
                 } else {
-                    // Detected again after it was resolved: a new episode.
                     try db.cachedStatement(sql: """
-                        UPDATE exception SET first_seen = ?, first_run_id = ?, last_seen = ?, last_run_id = ?, resolved_on = NULL,
-                            resolved_run_id = NULL, detail = ? WHERE id = ?
-                        """).execute( arguments: [day, runId, day, runId, e.detail, id])
+                        INSERT INTO exception (category, transaction_id, order_id, account_id, product_id, gross_minor, currency,
+                            net_reporting_minor, detail, first_seen, first_run_id, last_seen, last_run_id)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """).execute(arguments: [e.category.rawValue, e.transactionId, e.orderId, e.accountId, e.productId, e.grossMinor,
+                                                 e.currency, e.netReportingMinor, e.detail, day, runId, day, runId])
                 }
-            } else {
-                try db.cachedStatement(sql: """
-                    INSERT INTO exception (category, transaction_id, order_id, account_id, product_id, gross_minor, currency,
-                        net_reporting_minor, detail, first_seen, first_run_id, last_seen, last_run_id)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """).execute( arguments: [e.category.rawValue, e.transactionId, e.orderId, e.accountId, e.productId, e.grossMinor,
-                                     e.currency, e.netReportingMinor, e.detail, day, runId, day, runId])
+            }
+            if let id = group.transactionId {
+                for orderId in result.matchedOrderIds { try addMatch.execute(arguments: [id, orderId]) }
+            }
+            groups += 1
+            if groups % 1024 == 0 { progress(1024) }
+            CrashPoint.tick("reconcile:groups", every: 16)
+        }
+
+        let unverified = try db.cachedStatement(sql: "SELECT 1 FROM unverified_record_transaction WHERE transaction_id = ? LIMIT 1")
+        if let loneOrdersSQL {
+            let lone = try Row.fetchCursor(db, sql: loneOrdersSQL)
+            while let r = try lone.next() {
+                try apply(ReconGroup(transactionId: nil, transaction: nil, orders: [Self.reconOrder(r)], unverified: false))
             }
         }
-        for (_, value) in existing where value.open && !seen.contains(value.id) {
-            try db.cachedStatement(sql: "UPDATE exception SET resolved_on = ?, resolved_run_id = ? WHERE id = ?").execute( arguments: [day, runId, value.id])
+        // A merge of two streams in transaction-id order (SQLite's BINARY order: UTF-8 bytes).
+        let tCursor = try Row.fetchCursor(db, sql: transactionsSQL)
+        let oCursor = try Row.fetchCursor(db, sql: ordersSQL)
+        var nextT = try tCursor.next().map(Self.reconTransaction)
+        var nextO = try oCursor.next().map(Self.reconOrder)
+        while let o = nextO, o.transactionId == nil {
+            try apply(ReconGroup(transactionId: nil, transaction: nil, orders: [o], unverified: false))
+            nextO = try oCursor.next().map(Self.reconOrder)
         }
-        try db.cachedStatement(sql: "UPDATE run SET orders_matched = ? WHERE id = ?").execute( arguments: [result.matched, runId])
+        while nextT != nil || nextO != nil {
+            let id: String
+            switch (nextT?.transactionId, nextO?.transactionId) {
+            case let (a?, b?): id = Self.binaryOrder(a, b) ? a : b
+            case let (a?, nil): id = a
+            case let (nil, b?): id = b
+            case (nil, nil): preconditionFailure("an order without a transaction id after the first (NULL ids sort first)")
+            }
+            var transaction: ReconTransaction? = nil
+            if let t = nextT, t.transactionId == id {
+                transaction = t
+                nextT = try tCursor.next().map(Self.reconTransaction)
+            }
+            var orders: [ReconOrder] = []
+            while let o = nextO, o.transactionId == id {
+                orders.append(o)
+                nextO = try oCursor.next().map(Self.reconOrder)
+            }
+            var isUnverified = false
+            if transaction == nil && orders.contains(where: { $0.environment == "production" }) {
+                isUnverified = try Bool.fetchOne(unverified, arguments: [id]) ?? false
+            }
+            try apply(ReconGroup(transactionId: id, transaction: transaction, orders: orders, unverified: isUnverified))
+        }
+        progress(groups % 1024)
+
+        for (_, value) in existing where value.open && !seen.contains(value.id) {
+            try db.cachedStatement(sql: "UPDATE exception SET resolved_on = ?, resolved_run_id = ? WHERE id = ?").execute(arguments: [day, runId, value.id])
+        }
+        // Open exceptions of groups not reconciled again are still there: seen today too.
+        try db.cachedStatement(sql: "UPDATE exception SET last_seen = ?, last_run_id = ? WHERE resolved_on IS NULL AND last_run_id <> ?")
+            .execute(arguments: [day, runId, runId])
+        let matched = try Int.fetchOne(db, sql: "SELECT count(*) FROM reconciled_match") ?? 0
+        try db.cachedStatement(sql: "UPDATE run SET orders_matched = ?, reconciliation = ?, reconciliation_rules = ? WHERE id = ?")
+            .execute(arguments: [matched, full ? "full" : "incremental", fingerprint, runId])
+        return ReconciliationSummary(mode: full ? "full" : "incremental", fullBecause: fullBecause, groups: groups, matched: matched)
+    }
+
+    static func binaryOrder(_ a: String, _ b: String) -> Bool { a.utf8.lexicographicallyPrecedes(b.utf8) }
+
+    static func reconTransaction(_ r: Row) -> ReconTransaction {
+        let cancelled = (r[5] as Int64?) != nil
+        let percentage: Int64? = r[6]
+        let reversed: Bool = r[7]
+        let refunded = cancelled && !reversed
+        return ReconTransaction(transactionId: r[0], book: Book(rawValue: r[1])!, productId: r[2], quantity: r[3],
+                                appAccountToken: r[4], refundedInFull: refunded && (percentage == nil || percentage == 100_000),
+                                refunded: refunded, grossMinor: r[8], currency: r[9], netReportingMinor: r[10])
+    }
+
+    static func reconOrder(_ r: Row) -> ReconOrder {
+        ReconOrder(orderId: r[0], accountId: r[1], transactionId: r[2], productId: r[3], quantity: r[4],
+                   creditedUnits: r[5], creditedMs: r[6], environment: r[7], appAccountToken: r[8], active: true)
     }
 }
 

@@ -279,6 +279,21 @@ enum Schema {
                 WHERE sale_status = 'pending';
             """)
         }
+        // v4: reconciliation by groups. A night reconciles only the transactions and orders it
+        // touched; the matched pairs are kept so the ledger-wide count needs no full pass, and
+        // each run records how it reconciled and under which product rules (a change of those
+        // rules makes the next run reconcile everything again).
+        m.registerMigration("v4-incremental-reconciliation") { db in
+            try db.execute(sql: """
+            CREATE TABLE reconciled_match (
+                transaction_id TEXT NOT NULL,
+                order_id TEXT NOT NULL,
+                PRIMARY KEY (transaction_id, order_id)
+            ) STRICT, WITHOUT ROWID;
+            ALTER TABLE run ADD COLUMN reconciliation TEXT CHECK (reconciliation IN ('full', 'incremental'));
+            ALTER TABLE run ADD COLUMN reconciliation_rules TEXT;
+            """)
+        }
         return m
     }
 }

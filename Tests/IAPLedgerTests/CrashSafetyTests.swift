@@ -61,7 +61,7 @@ final class CrashSafetyTests: XCTestCase {
     /// Points inside a stage that are killed at too: while streaming records, entries and rows,
     /// right after a rename, on each side of the commit.
     static let inner = ["read:orders", "verify:receipts", "post:sales", "post:refunds", "commit:after",
-                        "write:rows", "write:csv-rows", "rename:after", "report:previous month"]
+                        "write:rows", "write:csv-rows", "rename:after", "report:previous month", "reconcile:groups"]
 
     /// The first, middle and last point of every stage, and the middle one of each `inner` kind.
     static func killPoints(_ log: [(n: Int, name: String)]) -> [Int] {
