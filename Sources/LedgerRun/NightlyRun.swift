@@ -97,7 +97,8 @@ public struct NightlyRun {
                     let input = file.input
                     CrashPoint.hit("read:\(input.path)")
                     bytes += input.sizeBytes
-                    if case .alreadyRead = file.body {
+                    if case .alreadyRead(let newStatKey) = file.body {
+                        if newStatKey, let key = input.statKey { try w.rememberStatKey(key, path: input.path, sha256: input.sha256) }
                         filesSkipped += 1
                         continue
                     }
@@ -238,6 +239,8 @@ struct InputFile {
     var kind: String
     var sizeBytes: Int
     var sha256: String
+    /// The file's identity on disk when it was read (`FileStat.key`), nil when it changed while being read.
+    var statKey: String? = nil
 
     static func load(url: URL, kind: String, workspace: Workspace) throws -> (InputFile, Data) {
         guard let data = FileManager.default.contents(atPath: url.path) else {
@@ -257,7 +260,8 @@ struct PreparedFile {
         /// Empty, or nothing but blanks.
         case empty
         /// Read by an earlier run (the same path and SHA-256): only hashed.
-        case alreadyRead
+        /// Read before, unchanged. `newStatKey`: found by its hash, its identity on disk is new.
+        case alreadyRead(newStatKey: Bool)
         /// A whole-file format (JSON document, CSV) past `maxWholeFileBytes`.
         case tooLarge
         /// Signed data: one JWS (or notification body) a line, or a `.json` document's elements.
@@ -342,21 +346,34 @@ final class PreparedFiles: @unchecked Sendable {
     private var cancelled = false
     private let ahead = 3
 
-    /// - Parameter alreadyRead: the SHA-256 of every version of each path read before: such a
-    ///   file is only hashed, not split or parsed again.
-    init(inputs: [(URL, String)], workspace: Workspace, verifier: ReceiptVerifier, alreadyRead: [String: Set<String>]) {
+    /// - Parameter alreadyRead: every version of each path read before. A file whose identity
+    ///   on disk (device, inode, size, modification and change times) is that of a version read
+    ///   before is skipped without reading it; any other file read before is hashed, and skipped
+    ///   unparsed when its SHA-256 is that of a version read before.
+    init(inputs: [(URL, String)], workspace: Workspace, verifier: ReceiptVerifier, alreadyRead: [String: FileVersions]) {
         let thread = Thread { [self] in
             for (url, kind) in inputs {
                 let item = Result { () throws -> PreparedFile in
-                    // A path read before is hashed first: unchanged, it is skipped unparsed.
                     let path = workspace.relative(url)
+                    let identity = FileStat.identity(url.path)
+                    // Remembered only when settled, and unchanged while it was read.
+                    let before = identity?.settled == true ? identity?.key : nil
                     if let versions = alreadyRead[path] {
+                        if let identity, let sha = versions.statKeys[identity.key] {
+                            return PreparedFile(input: InputFile(url: url, path: path, kind: kind, sizeBytes: identity.sizeBytes, sha256: sha,
+                                                                 statKey: identity.key),
+                                                body: .alreadyRead(newStatKey: false))
+                        }
                         let (sha, size) = try LineReader.hash(url.path)
-                        if versions.contains(sha) {
-                            return PreparedFile(input: InputFile(url: url, path: path, kind: kind, sizeBytes: size, sha256: sha), body: .alreadyRead)
+                        if versions.sha256s.contains(sha) {
+                            let same = before != nil && FileStat.key(url.path) == before
+                            return PreparedFile(input: InputFile(url: url, path: path, kind: kind, sizeBytes: size, sha256: sha,
+                                                                 statKey: same ? before : nil), body: .alreadyRead(newStatKey: same))
                         }
                     }
-                    return try PreparedFile.prepare(url: url, kind: kind, workspace: workspace, verifier: verifier)
+                    var file = try PreparedFile.prepare(url: url, kind: kind, workspace: workspace, verifier: verifier)
+                    file.input.statKey = before != nil && FileStat.key(url.path) == before ? before : nil
+                    return file
                 }
                 condition.lock()
                 while ready.count >= ahead && !cancelled { condition.wait() }
@@ -424,7 +441,7 @@ struct Ingest {
 
     /// An empty or blank file (a transfer that failed?): one rejected record, not silence.
     mutating func empty(_ input: InputFile) throws {
-        let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256,
+        let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256, statKey: input.statKey,
                                         sizeBytes: Int64(input.sizeBytes), records: 1, newRecords: 1)
         _ = try writer.addRecord(.init(fileId: fileId, line: 1, sha256: input.sha256, outcome: .rejected, reasonCode: "EMPTY_FILE",
                                        reason: "the file is empty or blank: no records (an incomplete transfer?)", raw: ""))
@@ -434,7 +451,7 @@ struct Ingest {
 
     /// A file that is not UTF-8 text: one rejected record naming the file.
     mutating func notText(_ input: InputFile) throws {
-        let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256,
+        let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256, statKey: input.statKey,
                                         sizeBytes: Int64(input.sizeBytes), records: 1, newRecords: 1)
         _ = try writer.addRecord(.init(fileId: fileId, line: 1, sha256: input.sha256, outcome: .rejected,
                                        reasonCode: "INVALID_UTF8", reason: "the file is not valid UTF-8 text", raw: ""))
@@ -444,7 +461,7 @@ struct Ingest {
 
     /// A whole-file format too large to read: one rejected record naming the file.
     mutating func tooLarge(_ input: InputFile) throws {
-        let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256,
+        let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256, statKey: input.statKey,
                                         sizeBytes: Int64(input.sizeBytes), records: 1, newRecords: 1)
         _ = try writer.addRecord(.init(fileId: fileId, line: 1, sha256: input.sha256, outcome: .rejected, reasonCode: "FILE_TOO_LARGE",
                                        reason: "the file is \(input.sizeBytes) bytes, over the \(PreparedFile.maxWholeFileBytes)-byte limit for a JSON document or CSV file (split it, or send JSON Lines)",
@@ -456,7 +473,7 @@ struct Ingest {
     mutating func orders(_ input: InputFile, rows: [OrderRow], hashes: [String], fileError: Finding?, text: String) throws {
         let seen = try writer.recordHashes(path: input.path)
         if let e = fileError {
-            let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256,
+            let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256, statKey: input.statKey,
                                             sizeBytes: Int64(input.sizeBytes), records: 1, newRecords: 1)
             _ = try writer.addRecord(.init(fileId: fileId, line: e.location?.line ?? 1, sha256: input.sha256, outcome: .rejected,
                                            reasonCode: e.code, reason: e.message, raw: String(text.prefix(4096))))
@@ -502,7 +519,7 @@ struct Ingest {
     /// earlier version of the same path; the others count as skipped.
     mutating func addFile<R>(_ input: InputFile, _ records: [(R, String)], seen: Set<String>) throws -> (fileId: Int64, fresh: [(R, String)]) {
         let fresh = seen.isEmpty ? records : records.filter { !seen.contains($0.1) }
-        let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256,
+        let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256, statKey: input.statKey,
                                         sizeBytes: Int64(input.sizeBytes), records: records.count, newRecords: fresh.count)
         counts.skipped += records.count - fresh.count
         return (fileId, fresh)

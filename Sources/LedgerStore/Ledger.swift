@@ -159,10 +159,13 @@ public class LedgerReader {
             """), arguments: [path]))
     }
 
-    /// The SHA-256 of every version of each file path read so far.
-    public func filesRead() throws -> [String: Set<String>] {
-        var out: [String: Set<String>] = [:]
-        for r in try Row.fetchAll(db, sql: "SELECT path, sha256 FROM source_file") { out[r[0], default: []].insert(r[1]) }
+    /// Every version of each file path read so far.
+    public func filesRead() throws -> [String: FileVersions] {
+        var out: [String: FileVersions] = [:]
+        for r in try Row.fetchAll(db, sql: "SELECT path, sha256, stat_key FROM source_file") {
+            out[r[0], default: FileVersions()].sha256s.insert(r[1])
+            if let key: String = r[2] { out[r[0], default: FileVersions()].statKeys[key] = r[1] }
+        }
         return out
     }
 
@@ -230,12 +233,18 @@ public final class LedgerWriter: LedgerReader {
                              counts.skipped, counts.entriesPosted, try currentChainHead(), id])
     }
 
-    public func addFile(runId: Int64, path: String, kind: String, sha256: String, sizeBytes: Int64,
+    public func addFile(runId: Int64, path: String, kind: String, sha256: String, statKey: String? = nil, sizeBytes: Int64,
                         records: Int, newRecords: Int) throws -> Int64 {
         try db.cachedStatement(sql: """
-            INSERT INTO source_file (run_id, path, kind, sha256, size_bytes, records, new_records) VALUES (?, ?, ?, ?, ?, ?, ?)
-            """).execute( arguments: [runId, path, kind, sha256, sizeBytes, records, newRecords])
+            INSERT INTO source_file (run_id, path, kind, sha256, size_bytes, records, new_records, stat_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """).execute( arguments: [runId, path, kind, sha256, sizeBytes, records, newRecords, statKey])
         return db.lastInsertedRowID
+    }
+
+    /// Remembers the identity on disk of a file version read before (found again by its hash).
+    public func rememberStatKey(_ key: String, path: String, sha256: String) throws {
+        try db.cachedStatement(sql: "UPDATE source_file SET stat_key = ? WHERE path = ? AND sha256 = ? AND stat_key IS NULL")
+            .execute(arguments: [key, path, sha256])
     }
 
     public struct RecordInfo {
@@ -438,4 +447,12 @@ extension JSONEncoder {
         e.outputFormatting = [.sortedKeys]
         return e
     }
+}
+
+/// The versions of one input path read so far: their SHA-256, and the identity on disk of
+/// each version when it was read (`stat_key`, mapped to its SHA-256).
+public struct FileVersions {
+    public var sha256s: Set<String> = []
+    public var statKeys: [String: String] = [:]
+    public init() {}
 }

@@ -133,7 +133,10 @@ extension LedgerWriter {
     public func reconcile(_ reconciler: Reconciler, runId: Int64, asOf: Day, full forceFull: Bool = false,
                           progress: (Int) -> Void = { _ in }) throws -> ReconciliationSummary {
         let fingerprint = reconciler.rulesFingerprint
-        let previous = try String.fetchOne(db, sql: "SELECT reconciliation_rules FROM run WHERE reconciliation_rules IS NOT NULL ORDER BY id DESC LIMIT 1")
+        let last = try Row.fetchOne(db, sql: """
+            SELECT reconciliation_rules, orders_matched FROM run WHERE reconciliation_rules IS NOT NULL ORDER BY id DESC LIMIT 1
+            """)
+        let previous: String? = last?[0]
         let fullBecause: String?
         if forceFull { fullBecause = "asked for" }
         else if previous == nil { fullBecause = "the ledger's first reconciliation" }
@@ -156,6 +159,9 @@ extension LedgerWriter {
         let latestActive = "v.reversed_at IS NULL AND v.id = (SELECT max(w.id) FROM order_version w WHERE w.order_id = v.order_id)"
         let transactionsSQL, ordersSQL, exceptionsSQL: String
         var loneOrdersSQL: String? = nil
+        // Matched pairs in the ledger: those kept from the last reconciliation, less the pairs of
+        // the groups reconciled again, plus what those groups match now.
+        var matched = 0
         if full {
             transactionsSQL = "\(tColumns) FROM store_transaction t \(saleJoin) ORDER BY t.transaction_id"
             ordersSQL = "\(oColumns) FROM order_version v INDEXED BY order_version_transaction WHERE \(latestActive) ORDER BY v.transaction_id"
@@ -178,8 +184,9 @@ extension LedgerWriter {
                 INSERT OR IGNORE INTO temp.recon_touched (transaction_id)
                 SELECT v.transaction_id FROM temp.recon_touched_order k JOIN order_version v ON v.order_id = k.order_id
                 WHERE v.transaction_id IS NOT NULL AND v.transaction_id <> '';
-                DELETE FROM reconciled_match WHERE transaction_id IN (SELECT transaction_id FROM temp.recon_touched);
                 """)
+            try db.execute(sql: "DELETE FROM reconciled_match WHERE transaction_id IN (SELECT transaction_id FROM temp.recon_touched)")
+            matched = (last?[1] as Int? ?? 0) - db.changesCount
             transactionsSQL = "\(tColumns) FROM temp.recon_touched k JOIN store_transaction t ON t.transaction_id = k.transaction_id \(saleJoin) ORDER BY t.transaction_id"
             ordersSQL = "\(oColumns) FROM temp.recon_touched k JOIN order_version v ON v.transaction_id = k.transaction_id WHERE \(latestActive) ORDER BY v.transaction_id"
             loneOrdersSQL = "\(oColumns) FROM temp.recon_touched_order k JOIN order_version v ON v.order_id = k.order_id WHERE (v.transaction_id IS NULL OR v.transaction_id = '') AND \(latestActive) ORDER BY v.order_id"
@@ -228,7 +235,10 @@ extension LedgerWriter {
                 }
             }
             if let id = group.transactionId {
-                for orderId in result.matchedOrderIds { try addMatch.execute(arguments: [id, orderId]) }
+                for orderId in result.matchedOrderIds {
+                    try addMatch.execute(arguments: [id, orderId])
+                    matched += db.changesCount
+                }
             }
             groups += 1
             if groups % 1024 == 0 { progress(1024) }
@@ -283,7 +293,6 @@ extension LedgerWriter {
         // Open exceptions of groups not reconciled again are still there: seen today too.
         try db.cachedStatement(sql: "UPDATE exception SET last_seen = ?, last_run_id = ? WHERE resolved_on IS NULL AND last_run_id <> ?")
             .execute(arguments: [day, runId, runId])
-        let matched = try Int.fetchOne(db, sql: "SELECT count(*) FROM reconciled_match") ?? 0
         try db.cachedStatement(sql: "UPDATE run SET orders_matched = ?, reconciliation = ?, reconciliation_rules = ? WHERE id = ?")
             .execute(arguments: [matched, full ? "full" : "incremental", fingerprint, runId])
         return ReconciliationSummary(mode: full ? "full" : "incremental", fullBecause: fullBecause, groups: groups, matched: matched)

@@ -294,6 +294,17 @@ enum Schema {
             ALTER TABLE run ADD COLUMN reconciliation_rules TEXT;
             """)
         }
+        // v5: a file's identity on disk when it was read (device, inode, size, modification and
+        // change times). A night skips a file read before without hashing it again when its
+        // identity is unchanged: any write to a file changes its change time, which no tool can
+        // set back. Older rows have none and are hashed as before.
+        m.registerMigration("v5-file-identity") { db in
+            try db.execute(sql: """
+                ALTER TABLE source_file ADD COLUMN stat_key TEXT;
+                -- The ledger's totals count free sales from this small index, not the whole table.
+                CREATE INDEX store_transaction_free ON store_transaction(sale_status) WHERE sale_status = 'free';
+                """)
+        }
         return m
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import LedgerCore
+@testable import LedgerRead
 @testable import LedgerRun
 @testable import LedgerStore
 @testable import LedgerReport
@@ -78,6 +79,50 @@ final class RerunAndTempFileTests: XCTestCase {
         XCTAssertNil(nextNight.nothingNewSinceRun)
         XCTAssertEqual(nextNight.runId, 4)
         XCTAssertEqual(try runCount(), 4)
+    }
+
+    /// A file read before is skipped without hashing when its identity on disk is unchanged;
+    /// a rewrite to the same size with the modification time set back is still read again
+    /// (its change time moved), and a ledger from before identities learns them by hash.
+    func testUnchangedFilesAreKnownByTheirIdentityAndAnyRewriteIsReadAgain() throws {
+        let path = ws.root.appendingPathComponent("inbox/receipts/r.jsonl").path
+        // Only a settled identity is remembered: one older than the kernel's clock tick.
+        Thread.sleep(forTimeInterval: 0.3)
+        let first = try ws.run("2026-11-03")
+        XCTAssertEqual(first.filesRead, 2)
+        let ledgerPath = ws.root.appendingPathComponent("ledger.sqlite").path
+        func statKeys() throws -> [String] {
+            try Ledger(path: ledgerPath).read { try $0.rawRows("SELECT path, ifnull(stat_key, '-') FROM source_file ORDER BY id") }
+                .map { $0.joined(separator: " ") }
+        }
+        XCTAssertEqual(try statKeys().filter { $0.hasSuffix(" -") }, [], "every file read has its identity")
+        XCTAssertTrue(try statKeys().contains("inbox/receipts/r.jsonl " + FileStat.key(path)!))
+
+        // Same size, another transaction id, the modification time set back to the nanosecond.
+        var before = stat()
+        XCTAssertEqual(stat(path, &before), 0)
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        try Data(text.replacingOccurrences(of: "8002", with: "8009").utf8).write(to: URL(fileURLWithPath: path))
+        var times = [before.st_atim, before.st_mtim]
+        XCTAssertEqual(utimensat(AT_FDCWD, path, &times, 0), 0)
+        var after = stat()
+        XCTAssertEqual(stat(path, &after), 0)
+        XCTAssertEqual(after.st_size, before.st_size)
+        XCTAssertEqual(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec)
+        let second = try ws.run("2026-11-04")
+        XCTAssertEqual(second.filesRead, 1, "the rewritten file is read again")
+        XCTAssertEqual(second.counts.read, 1, "only its new record (8009) is new")
+        XCTAssertNotNil(try Ledger(path: ledgerPath).read { try $0.transaction("8009") })
+
+        // A ledger whose rows have no identity yet: the file is hashed, found unchanged, and its
+        // identity remembered for the nights after.
+        let ledger = try Ledger(path: ledgerPath)
+        try ledger.write { w in try w.db.execute(sql: "UPDATE source_file SET stat_key = NULL") }
+        Thread.sleep(forTimeInterval: 0.3)
+        let third = try ws.run("2026-11-05")
+        XCTAssertEqual(third.filesRead, 0)
+        XCTAssertEqual(third.filesSkipped, 2)
+        XCTAssertTrue(try statKeys().contains("inbox/receipts/r.jsonl " + FileStat.key(path)!))
     }
 
     func testWorkbooksAreWrittenInTheTempFolderAndStaleTempFilesAreRemoved() throws {

@@ -8,7 +8,9 @@ import XCTest
 enum Resilience {
     /// Columns that hold the wall clock (when a run started or finished, when a month was
     /// closed): the only ones two runs of the same inputs may differ in.
-    static let wallClockColumns: Set<String> = ["run.started_at", "run.finished_at", "period_close.closed_at"]
+    /// Columns that differ between two copies of a workspace by nature: wall-clock times, and a
+    /// file's identity on disk (inode, change time), which a copied file never keeps.
+    static let wallClockColumns: Set<String> = ["run.started_at", "run.finished_at", "period_close.closed_at", "source_file.stat_key"]
 
     /// Every table of the ledger as text, rows in a canonical order, wall-clock columns left
     /// out. Opening the ledger rolls back what a killed run left in its journal, as the next
