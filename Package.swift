@@ -51,6 +51,7 @@ let package = Package(
         .target(name: "LedgerStore", dependencies: [
             "LedgerCore", "LedgerReconcile",
             .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ]),
         // Report: plain-data report models (trial balance, journal, run info), laid out by the
         // layout files (TOML) shipped in `templates/` or kept in the workspace.

@@ -275,27 +275,33 @@ extension AppliedRules {
     }
 
     /// A JSON string literal, escaped as Foundation's JSONEncoder escapes it (`/` as `\/`).
+    /// Runs of bytes that need no escape are appended whole (escapes are all ASCII, so a
+    /// UTF-8 byte at or above 0x80 is never one).
     static func appendString(_ v: String, to s: inout String) {
         s += "\""
-        for u in v.unicodeScalars {
-            switch u {
-            case "\"": s += "\\\""
-            case "\\": s += "\\\\"
-            case "/": s += "\\/"
-            case "\n": s += "\\n"
-            case "\r": s += "\\r"
-            case "\t": s += "\\t"
-            case "\u{08}": s += "\\b"
-            case "\u{0C}": s += "\\f"
+        let u = v.utf8
+        var start = u.startIndex, i = start
+        while i != u.endIndex {
+            let b = u[i]
+            guard b < 0x20 || b == 0x22 || b == 0x5C || b == 0x2F else { i = u.index(after: i); continue }
+            s += v[start..<i]
+            switch b {
+            case 0x22: s += "\\\""
+            case 0x5C: s += "\\\\"
+            case 0x2F: s += "\\/"
+            case 0x0A: s += "\\n"
+            case 0x0D: s += "\\r"
+            case 0x09: s += "\\t"
+            case 0x08: s += "\\b"
+            case 0x0C: s += "\\f"
             default:
-                if u.value < 0x20 {
-                    let hex = String(u.value, radix: 16)
-                    s += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    s.unicodeScalars.append(u)
-                }
+                let hex = String(b, radix: 16)
+                s += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
             }
+            i = u.index(after: i)
+            start = i
         }
+        s += v[start..<u.endIndex]
         s += "\""
     }
 }

@@ -158,10 +158,9 @@ public struct NightlyRun {
     /// refund that is due. Returns the number of entries written.
     static func post(writer w: LedgerWriter, poster: Poster, runId: Int64, tick: RunProgress.Ticker? = nil) throws -> Int {
         var posted = 0
-        try w.forEachPendingSale { t in
+        try w.forEachPendingSale { t, hint in
             tick?.advance()
             let obs = t.observation
-            let hint = try w.orderStorefront(transactionId: obs.transactionId)
             let paidDays = try subscriptionPaidDays(of: obs, writer: w, poster: poster)
             switch poster.sale(of: obs, orderStorefront: hint, subscriptionPaidDays: paidDays) {
             case .post(let entry):
@@ -585,7 +584,9 @@ struct Ingest {
     /// One verified transaction: new ones are stored (their sale is posted below); one seen
     /// before is the same transaction, and brings only what it did not have (a refund).
     mutating func observe(_ t: TransactionObservation, recordId: Int64, location: SourceLocation) throws {
-        if let existing = try writer.transaction(t.transactionId) {
+        if try writer.insertTransactionIfNew(t, recordId: recordId, runId: runId) {
+            // New: its sale is posted below.
+        } else if let existing = try writer.transaction(t.transactionId) {
             try writer.linkSource(transactionId: t.transactionId, recordId: recordId)
             let e = existing.observation
             var differences: [String] = []
@@ -601,8 +602,6 @@ struct Ingest {
             if e.cancellationMs == nil, let c = t.cancellationMs, e.book == t.book {
                 try writer.setCancellation(transactionId: t.transactionId, cancellationMs: c, percentage: t.revocationPercentage)
             }
-        } else {
-            try writer.insertTransaction(t, recordId: recordId, runId: runId)
         }
         try writer.resolvePendingRecords(transactionId: t.transactionId, runId: runId, note: "verified by \(location)")
     }

@@ -66,25 +66,45 @@ public class LedgerReader {
     }
 
     /// Transactions whose sale waits, in posting order (purchase time, then id), a batch at a
-    /// time: each batch is read whole before `body` sees it, so `body` may update the rows.
-    public func forEachPendingSale(batchSize: Int = 10_000, _ body: (StoredTransaction) throws -> Void) throws {
+    /// time, each with the storefront of its order (looked up in the same query): each batch
+    /// is read whole before `body` sees it, so `body` may update the rows.
+    public func forEachPendingSale(batchSize: Int = 10_000,
+                                   _ body: (StoredTransaction, _ orderStorefront: (code: String, orderId: String)?) throws -> Void) throws {
+        // The storefront and order id of the earliest-credited order naming the transaction
+        // (latest version of each order), as one text: storefront, unit separator, order id.
+        let storefront = """
+            (SELECT v.storefront || char(31) || v.order_id FROM order_version v
+             WHERE v.transaction_id = t.transaction_id AND v.storefront IS NOT NULL
+               AND v.id = (SELECT max(id) FROM order_version w WHERE w.order_id = v.order_id)
+             ORDER BY v.credited_ms, v.order_id LIMIT 1)
+            """
         var after: (ms: Int64, id: String)? = nil
         while true {
-            let batch: [StoredTransaction]
+            let statement: Statement
+            let arguments: StatementArguments
             if let after {
-                batch = try Row.fetchAll(db.cachedStatement(sql: """
-                    SELECT * FROM store_transaction INDEXED BY store_transaction_pending_order
+                statement = try db.cachedStatement(sql: """
+                    SELECT t.*, \(storefront) FROM store_transaction t INDEXED BY store_transaction_pending_order
                     WHERE sale_status = 'pending' AND (purchase_ms > ? OR (purchase_ms = ? AND transaction_id > ?))
                     ORDER BY purchase_ms, transaction_id LIMIT ?
-                    """), arguments: [after.ms, after.ms, after.id, batchSize]).map(Self.stored)
+                    """)
+                arguments = [after.ms, after.ms, after.id, batchSize]
             } else {
-                batch = try Row.fetchAll(db.cachedStatement(sql: """
-                    SELECT * FROM store_transaction INDEXED BY store_transaction_pending_order
+                statement = try db.cachedStatement(sql: """
+                    SELECT t.*, \(storefront) FROM store_transaction t INDEXED BY store_transaction_pending_order
                     WHERE sale_status = 'pending' ORDER BY purchase_ms, transaction_id LIMIT ?
-                    """), arguments: [batchSize]).map(Self.stored)
+                    """)
+                arguments = [batchSize]
             }
-            for t in batch { try body(t) }
-            guard batch.count == batchSize, let last = batch.last else { return }
+            let batch = try Row.fetchAll(statement, arguments: arguments).map { r -> (StoredTransaction, (code: String, orderId: String)?) in
+                let hint = (r[20] as String?).flatMap { text -> (code: String, orderId: String)? in
+                    guard let cut = text.firstIndex(of: "\u{1F}") else { return nil }
+                    return (String(text[..<cut]), String(text[text.index(after: cut)...]))
+                }
+                return (Self.stored(r), hint)
+            }
+            for (t, hint) in batch { try body(t, hint) }
+            guard batch.count == batchSize, let last = batch.last?.0 else { return }
             after = (last.observation.purchaseMs, last.observation.transactionId)
         }
     }
@@ -139,17 +159,6 @@ public class LedgerReader {
                           originalDate: Day(iso: r["original_date"] as String)!, late: (r["late"] as Int64) != 0,
                           productId: r["product_id"], storefront: r["storefront"], figures: figures,
                           refundPercentage: r["refund_percentage"], rules: rules, postings: postings)
-    }
-
-    /// The storefront of the earliest-credited order naming `transactionId` (latest version of each order).
-    public func orderStorefront(transactionId: String) throws -> (code: String, orderId: String)? {
-        guard let r = try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT v.storefront, v.order_id FROM order_version v
-            WHERE v.transaction_id = ? AND v.storefront IS NOT NULL
-              AND v.id = (SELECT max(id) FROM order_version w WHERE w.order_id = v.order_id)
-            ORDER BY v.credited_ms, v.order_id LIMIT 1
-            """), arguments: [transactionId]) else { return nil }
-        return (r[0], r[1])
     }
 
     /// The hashes of records already read from earlier versions of the file at `path`.
@@ -275,8 +284,10 @@ public final class LedgerWriter: LedgerReader {
             INSERT INTO source_record (file_id, line, record_sha256, outcome, reason_code, reason, status_code,
                 environment, account_id, order_id, received_at, raw) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
-        try stmt.execute(arguments: [r.fileId, r.line, r.sha256, r.outcome.rawValue, r.reasonCode, r.reason, r.statusCode,
-                                     r.environment, r.accountId, r.orderId, r.receivedAt, r.raw])
+        var f = FastStatement(stmt, in: db)
+        f.bind(r.fileId); f.bind(r.line); f.bind(r.sha256); f.bind(r.outcome.rawValue); f.bind(r.reasonCode); f.bind(r.reason)
+        f.bind(r.statusCode); f.bind(r.environment); f.bind(r.accountId); f.bind(r.orderId); f.bind(r.receivedAt); f.bind(r.raw)
+        try f.run()
         return db.lastInsertedRowID
     }
 
@@ -304,24 +315,33 @@ public final class LedgerWriter: LedgerReader {
         return db.changesCount
     }
 
-    public func insertTransaction(_ t: TransactionObservation, recordId: Int64, runId: Int64) throws {
+    /// Stores a transaction the ledger does not have yet (its sale waits to be posted) and
+    /// links its source record; false, writing nothing, when the ledger has it already.
+    public func insertTransactionIfNew(_ t: TransactionObservation, recordId: Int64, runId: Int64) throws -> Bool {
+        // Only the key's conflict is ignored: a CHECK or NOT NULL violation still fails.
         let stmt = try db.cachedStatement(sql: """
             INSERT INTO store_transaction (transaction_id, book, original_transaction_id, product_id, quantity, purchase_ms,
                 expires_ms, cancellation_ms, revocation_percentage, storefront, currency, price_milliunits, app_account_token,
                 bundle_id, has_offer, is_free_trial, first_record_id, first_run_id, sale_status, pending_reason)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 'not posted yet')
+            ON CONFLICT (transaction_id) DO NOTHING
             """)
-        try stmt.execute(arguments: [t.transactionId, t.book.rawValue, t.originalTransactionId, t.productId, t.quantity,
-                                     t.purchaseMs, t.expiresMs, t.cancellationMs, t.revocationPercentage, t.storefront,
-                                     t.currency, t.priceMilliunits, t.appAccountToken, t.bundleId, t.hasOffer ? 1 : 0,
-                                     t.isFreeTrial ? 1 : 0, recordId, runId])
+        var f = FastStatement(stmt, in: db)
+        f.bind(t.transactionId); f.bind(t.book.rawValue); f.bind(t.originalTransactionId); f.bind(t.productId); f.bind(t.quantity)
+        f.bind(t.purchaseMs); f.bind(t.expiresMs); f.bind(t.cancellationMs); f.bind(t.revocationPercentage); f.bind(t.storefront)
+        f.bind(t.currency); f.bind(t.priceMilliunits); f.bind(t.appAccountToken); f.bind(t.bundleId); f.bind(t.hasOffer)
+        f.bind(t.isFreeTrial); f.bind(recordId); f.bind(runId)
+        try f.run()
+        guard db.changesCount > 0 else { return false }
         touched.transaction(t.transactionId)
         try linkSource(transactionId: t.transactionId, recordId: recordId)
+        return true
     }
 
     public func linkSource(transactionId: String, recordId: Int64) throws {
-        let stmt = try db.cachedStatement(sql: "INSERT OR IGNORE INTO transaction_source (transaction_id, record_id) VALUES (?, ?)")
-        try stmt.execute(arguments: [transactionId, recordId])
+        var f = FastStatement(try db.cachedStatement(sql: "INSERT OR IGNORE INTO transaction_source (transaction_id, record_id) VALUES (?, ?)"), in: db)
+        f.bind(transactionId); f.bind(recordId)
+        try f.run()
     }
 
     /// Records a refund (cancellation or revocation) that a transaction did not have before.
@@ -334,8 +354,9 @@ public final class LedgerWriter: LedgerReader {
     }
 
     public func setSaleStatus(transactionId: String, status: String, pendingReason: String?) throws {
-        let stmt = try db.cachedStatement(sql: "UPDATE store_transaction SET sale_status = ?, pending_reason = ? WHERE transaction_id = ?")
-        try stmt.execute(arguments: [status, pendingReason, transactionId])
+        var f = FastStatement(try db.cachedStatement(sql: "UPDATE store_transaction SET sale_status = ?, pending_reason = ? WHERE transaction_id = ?"), in: db)
+        f.bind(status); f.bind(pendingReason); f.bind(transactionId)
+        try f.run()
     }
 
     func accountId(_ name: String) throws -> Int64 {
@@ -361,18 +382,23 @@ public final class LedgerWriter: LedgerReader {
                 net_reporting_minor, commission_reporting_minor, proceeds_reporting_minor, refund_percentage, rules_json, hash)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
-        try stmt.execute(arguments: [entryId, runId, e.book.rawValue, e.transactionId, e.kind.rawValue, e.date.description,
-                                     e.originalDate.description, e.late ? 1 : 0, e.productId, e.storefront, f.currency,
-                                     f.reportingCurrency, f.grossMinor, f.taxMinor, f.netMinor, f.commissionMinor,
-                                     f.proceedsMinor, f.grossReportingMinor, f.netReportingMinor, f.commissionReportingMinor,
-                                     f.proceedsReportingMinor, e.refundPercentage, rulesJSON, hash])
+        var x = FastStatement(stmt, in: db)
+        x.bind(entryId); x.bind(runId); x.bind(e.book.rawValue); x.bind(e.transactionId); x.bind(e.kind.rawValue)
+        x.bind(e.date.description); x.bind(e.originalDate.description); x.bind(e.late); x.bind(e.productId); x.bind(e.storefront)
+        x.bind(f.currency); x.bind(f.reportingCurrency); x.bind(f.grossMinor); x.bind(f.taxMinor); x.bind(f.netMinor)
+        x.bind(f.commissionMinor); x.bind(f.proceedsMinor); x.bind(f.grossReportingMinor); x.bind(f.netReportingMinor)
+        x.bind(f.commissionReportingMinor); x.bind(f.proceedsReportingMinor); x.bind(e.refundPercentage); x.bind(rulesJSON); x.bind(hash)
+        try x.run()
         chainTip = (entryId, hash)
         touched.transaction(e.transactionId)
         let pstmt = try db.cachedStatement(sql: """
             INSERT INTO posting (entry_id, account_id, currency, amount_minor, reporting_amount_minor) VALUES (?, ?, ?, ?, ?)
             """)
         for p in e.postings {
-            try pstmt.execute(arguments: [entryId, try accountId(p.account), p.currency, p.amountMinor, p.reportingAmountMinor])
+            let account = try accountId(p.account)
+            var y = FastStatement(pstmt, in: db)
+            y.bind(entryId); y.bind(account); y.bind(p.currency); y.bind(p.amountMinor); y.bind(p.reportingAmountMinor)
+            try y.run()
         }
         return entryId
     }
@@ -434,8 +460,11 @@ public final class LedgerWriter: LedgerReader {
                 credited_at, credited_ms, environment, storefront, app_account_token, reversed_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
-        try stmt.execute(arguments: [orderId, recordId, accountId, transactionId, productId, quantity, creditedUnits,
-                                     creditedAt, creditedMs, environment, storefront, appAccountToken, reversedAt])
+        var f = FastStatement(stmt, in: db)
+        f.bind(orderId); f.bind(recordId); f.bind(accountId); f.bind(transactionId); f.bind(productId); f.bind(quantity)
+        f.bind(creditedUnits); f.bind(creditedAt); f.bind(creditedMs); f.bind(environment); f.bind(storefront)
+        f.bind(appAccountToken); f.bind(reversedAt)
+        try f.run()
         touched.order(orderId, transactionId: transactionId)
     }
 }

@@ -1,0 +1,58 @@
+import GRDB
+import GRDBSQLite
+
+/// The nightly run's hot inserts and updates (a million-transaction night runs each a million
+/// times or more), bound and stepped through SQLite's C API on GRDB's prepared statement.
+/// GRDB's `execute(arguments:)` builds an array of `DatabaseValue`s for every call; here each
+/// value goes straight to `sqlite3_bind_*`. Errors (a constraint, a trigger's RAISE) come back
+/// as GRDB's `DatabaseError` with SQLite's message, as through GRDB.
+struct FastStatement {
+    private let statement: Statement
+    private let handle: SQLiteStatement
+    private let db: Database
+    private var index: Int32 = 0
+
+    init(_ statement: Statement, in db: Database) {
+        self.statement = statement
+        self.handle = statement.sqliteStatement
+        self.db = db
+    }
+
+    /// SQLite copies the bytes before `bind` returns.
+    private static let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
+
+    mutating func bind(_ value: Int64?) {
+        index += 1
+        if let value { sqlite3_bind_int64(handle, index, value) } else { sqlite3_bind_null(handle, index) }
+    }
+
+    mutating func bind(_ value: Int?) { bind(value.map(Int64.init)) }
+
+    mutating func bind(_ value: Bool) { bind(Int64(value ? 1 : 0)) }
+
+    mutating func bind(_ value: String?) {
+        index += 1
+        guard var value else { sqlite3_bind_null(handle, index); return }
+        value.withUTF8 { bytes in
+            // A zero-length string binds as '' (not NULL) from any non-nil pointer.
+            let empty: StaticString = ""
+            let base = UnsafeRawPointer(bytes.baseAddress ?? empty.utf8Start).assumingMemoryBound(to: CChar.self)
+            sqlite3_bind_text(handle, index, base, Int32(bytes.count), Self.transient)
+        }
+    }
+
+    /// Steps the statement to its end and resets it for the next call.
+    mutating func run() throws {
+        defer {
+            sqlite3_reset(handle)
+            sqlite3_clear_bindings(handle)
+            index = 0
+        }
+        precondition(index == sqlite3_bind_parameter_count(handle), "bound \(index) of \(sqlite3_bind_parameter_count(handle)) parameters: \(statement.sql)")
+        let code = sqlite3_step(handle)
+        guard code == SQLITE_DONE else {
+            let message = db.sqliteConnection.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) }
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: statement.sql)
+        }
+    }
+}
