@@ -158,10 +158,12 @@ public struct NightlyRun {
     /// refund that is due. Returns the number of entries written.
     static func post(writer w: LedgerWriter, poster: Poster, runId: Int64, tick: RunProgress.Ticker? = nil) throws -> Int {
         var posted = 0
+        // Subscription chains read once per stage: posting changes no transaction a chain holds.
+        var chains = SubscriptionChains()
         try w.forEachPendingSale { t, hint in
             tick?.advance()
             let obs = t.observation
-            let paidDays = try subscriptionPaidDays(of: obs, writer: w, poster: poster)
+            let paidDays = try subscriptionPaidDays(of: obs, writer: w, poster: poster, chains: &chains)
             switch poster.sale(of: obs, orderStorefront: hint, subscriptionPaidDays: paidDays) {
             case .post(let entry):
                 try w.insertEntry(entry, runId: runId)
@@ -199,12 +201,32 @@ public struct NightlyRun {
 
     /// Days of paid service an auto-renewable subscription has before this purchase (the chain
     /// of its `original_transaction_id` in its book); 0 for every other product type.
-    static func subscriptionPaidDays(of t: TransactionObservation, writer w: LedgerWriter, poster: Poster) throws -> Int {
+    static func subscriptionPaidDays(of t: TransactionObservation, writer w: LedgerWriter, poster: Poster,
+                                     chains: inout SubscriptionChains) throws -> Int {
         guard poster.rules.product(t.productId)?.type == .autoRenewable,
               let original = t.originalTransactionId, !original.isEmpty else { return 0 }
-        let chain = try w.subscriptionChain(book: t.book, originalTransactionId: original)
-            .map { SubscriptionTenure.ChainItem($0.observation, refundReversed: $0.refundReversed) }
+        let chain = try chains.chain(book: t.book, originalTransactionId: original) {
+            try w.subscriptionChain(book: t.book, originalTransactionId: original)
+                .map { SubscriptionTenure.ChainItem($0.observation, refundReversed: $0.refundReversed) }
+        }
         return SubscriptionTenure.paidDays(before: t.purchaseMs, chain: chain, graceDays: poster.config.subscriptionGraceDays)
+    }
+
+    /// Subscription chains read during one posting stage (its sales come in purchase order, a
+    /// chain's renewals months apart), at most `limit` of them: past it the cache starts over.
+    struct SubscriptionChains {
+        static let limit = 100_000
+        private var chains: [String: [SubscriptionTenure.ChainItem]] = [:]
+
+        mutating func chain(book: Book, originalTransactionId: String,
+                            read: () throws -> [SubscriptionTenure.ChainItem]) rethrows -> [SubscriptionTenure.ChainItem] {
+            let key = "\(book.rawValue) \(originalTransactionId)"
+            if let chain = chains[key] { return chain }
+            if chains.count >= Self.limit { chains.removeAll(keepingCapacity: true) }
+            let chain = try read()
+            chains[key] = chain
+            return chain
+        }
     }
 
     static func fileSize(_ url: URL) -> Int {

@@ -106,3 +106,38 @@ final class RunScaleTests: XCTestCase {
         XCTAssertEqual(capped.reports[1].rows, placed.reports[1].rows.map { $0 - 3 })
     }
 }
+
+/// Migration v6: the CHECK lists are rewritten as OR chains, with the same meaning and no
+/// temporary table built per inserted row.
+final class CheckListMigrationTests: XCTestCase {
+    func testCheckListsAreOrChainsThatStillRefuseBadValues() throws {
+        XCTAssertEqual(Schema.expandCheckLists("kind TEXT NOT NULL CHECK (kind IN ('receipts', 'orders', 'signed')),"),
+                       "kind TEXT NOT NULL CHECK ((kind = 'receipts' OR kind = 'orders' OR kind = 'signed')),")
+        XCTAssertEqual(Schema.expandCheckLists("book TEXT CHECK (book IN ('production', 'sandbox'))"),
+                       "book TEXT CHECK (book IN ('production', 'sandbox'))", "two values: SQLite needs no table for them")
+        let dir = Resilience.scratch("checks")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let ledger = try Ledger(path: dir.appendingPathComponent("ledger.sqlite").path)
+        try ledger.write { w in
+            for table in ["source_file", "source_record", "store_transaction", "entry", "exception"] {
+                let sql = try String.fetchOne(w.db, sql: "SELECT sql FROM sqlite_schema WHERE name = ?", arguments: [table]) ?? ""
+                XCTAssertTrue(sql.contains(" OR "), table)
+                XCTAssertEqual(Schema.expandCheckLists(sql), sql, "\(table) still has a CHECK list of three or more values")
+            }
+            let plan = try String.fetchAll(w.db, sql: """
+                EXPLAIN INSERT INTO source_record (file_id, line, record_sha256, outcome, raw) VALUES (1, 1, 'x', 'verified', '')
+                """)
+            XCTAssertFalse(plan.contains("OpenEphemeral"), "an IN list still builds a table per row")
+            try w.db.execute(sql: "INSERT INTO run (as_of, started_at, tool_version) VALUES ('2026-11-01', 'now', 'test')")
+            try w.db.execute(sql: "INSERT INTO source_file (run_id, path, kind, sha256, size_bytes, records, new_records) VALUES (1, 'a', 'orders', 'x', 1, 1, 1)")
+            XCTAssertThrowsError(try w.db.execute(sql: """
+                INSERT INTO source_file (run_id, path, kind, sha256, size_bytes, records, new_records) VALUES (1, 'b', 'invoices', 'x', 1, 1, 1)
+                """), "a kind outside the list is still refused")
+            XCTAssertThrowsError(try w.db.execute(sql: """
+                INSERT INTO source_record (file_id, line, record_sha256, outcome, reason, raw) VALUES (1, 1, 'x', 'maybe', 'r', '')
+                """), "an outcome outside the list is still refused")
+        }
+        XCTAssertEqual(try ledger.read { try $0.rawRows("PRAGMA integrity_check") }, [["ok"]])
+    }
+}
