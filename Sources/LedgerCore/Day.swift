@@ -27,11 +27,23 @@ public struct Day: Hashable, Comparable, Sendable, CustomStringConvertible, Coda
     }
 
     /// Parses `YYYY-MM-DD` (a real date: 2026-02-30 is refused).
+    /// `YYYY-MM-DD`, ASCII digits, a real date. Read byte by byte: reports parse a date per row.
     public init?(iso text: Substring) {
-        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
-              let y = Int(parts[0]), let m = Int(parts[1]), let d = Int(parts[2]),
-              (1...12).contains(m), d >= 1, d <= Day.daysIn(year: y, month: m) else { return nil }
+        var y = 0, m = 0, d = 0, i = 0
+        for c in text.utf8 {
+            switch i {
+            case 4, 7:
+                guard c == 0x2D else { return nil }
+            case 0..<10:
+                guard c >= 0x30 && c <= 0x39 else { return nil }
+                let v = Int(c &- 0x30)
+                if i < 4 { y = y * 10 + v } else if i < 7 { m = m * 10 + v } else { d = d * 10 + v }
+            default:
+                return nil
+            }
+            i += 1
+        }
+        guard i == 10, (1...12).contains(m), d >= 1, d <= Day.daysIn(year: y, month: m) else { return nil }
         self.init(year: y, month: m, day: d)
     }
 

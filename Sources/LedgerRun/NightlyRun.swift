@@ -178,7 +178,11 @@ public struct NightlyRun {
                 try w.setSaleStatus(transactionId: obs.transactionId, status: "free", pendingReason: nil)
                 try w.resolveFinding(code: "MISSING_RULE", transactionId: obs.transactionId, runId: runId)
             case .missingRule(let why):
-                try w.setSaleStatus(transactionId: obs.transactionId, status: "pending", pendingReason: "MISSING_RULE: \(why)")
+                // Still waiting for the same rule (most nights): the row stays as it is.
+                let reason = "MISSING_RULE: \(why)"
+                if t.pendingReason != reason {
+                    try w.setSaleStatus(transactionId: obs.transactionId, status: "pending", pendingReason: reason)
+                }
                 try w.openFinding(code: "MISSING_RULE", transactionId: obs.transactionId, recordId: nil, message: why, runId: runId)
             }
         }

@@ -112,7 +112,7 @@ public class LedgerReader {
     /// Posted sales that carry a cancellation and have no refund entry yet.
     public func refundsDue() throws -> [StoredTransaction] {
         try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT t.* FROM store_transaction t
+            SELECT t.* FROM store_transaction t INDEXED BY store_transaction_refunded
             WHERE t.cancellation_ms IS NOT NULL AND t.sale_status = 'posted'
               AND NOT EXISTS (SELECT 1 FROM entry e WHERE e.book = t.book AND e.transaction_id = t.transaction_id AND e.kind = 'refund')
             ORDER BY t.cancellation_ms, t.transaction_id

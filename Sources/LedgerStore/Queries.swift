@@ -138,9 +138,15 @@ extension LedgerReader {
             \(whereSQL)
             ORDER BY e.date, e.id, p.id
             """, arguments: args)
+        // Rows come in date order, most with the date of the row before: parse each date once.
+        var dates = (text: "", day: Day(daysSinceEpoch: 0)), originals = dates
+        func day(_ text: String, _ cache: inout (text: String, day: Day)) -> Day {
+            if text != cache.text { cache = (text, Day(iso: text)!) }
+            return cache.day
+        }
         while let r = try cursor.next() {
-            try each(JournalRow(entryId: r[0], book: r[1], date: Day(iso: r[2] as String)!,
-                                originalDate: Day(iso: r[3] as String)!, late: (r[4] as Int64) != 0, kind: r[5],
+            try each(JournalRow(entryId: r[0], book: r[1], date: day(r[2], &dates),
+                                originalDate: day(r[3], &originals), late: (r[4] as Int64) != 0, kind: r[5],
                                 transactionId: r[6], productId: r[7], storefront: r[8], account: r[9], currency: r[10],
                                 amountMinor: r[11], reportingAmountMinor: r[12]))
         }

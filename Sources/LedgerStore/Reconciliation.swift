@@ -174,10 +174,16 @@ extension LedgerWriter {
                 DELETE FROM temp.recon_touched;
                 DELETE FROM temp.recon_touched_order;
                 """)
-            let addT = try db.cachedStatement(sql: "INSERT OR IGNORE INTO temp.recon_touched (transaction_id) VALUES (?)")
-            for id in touched.transactions.sorted(by: Self.binaryOrder) where !id.isEmpty { try addT.execute(arguments: [id]) }
-            let addO = try db.cachedStatement(sql: "INSERT OR IGNORE INTO temp.recon_touched_order (order_id) VALUES (?)")
-            for id in touched.orders.sorted(by: Self.binaryOrder) { try addO.execute(arguments: [id]) }
+            var addT = FastStatement(try db.cachedStatement(sql: "INSERT OR IGNORE INTO temp.recon_touched (transaction_id) VALUES (?)"), in: db)
+            for id in touched.transactions.sorted(by: Self.binaryOrder) where !id.isEmpty {
+                addT.bind(id)
+                try addT.run()
+            }
+            var addO = FastStatement(try db.cachedStatement(sql: "INSERT OR IGNORE INTO temp.recon_touched_order (order_id) VALUES (?)"), in: db)
+            for id in touched.orders.sorted(by: Self.binaryOrder) {
+                addO.bind(id)
+                try addO.run()
+            }
             // A touched order touches every transaction it ever named (a new version may name
             // another one, or none: the one it named before is reconciled again).
             try db.execute(sql: """
@@ -187,9 +193,11 @@ extension LedgerWriter {
                 """)
             try db.execute(sql: "DELETE FROM reconciled_match WHERE transaction_id IN (SELECT transaction_id FROM temp.recon_touched)")
             matched = (last?[1] as Int? ?? 0) - db.changesCount
-            transactionsSQL = "\(tColumns) FROM temp.recon_touched k JOIN store_transaction t ON t.transaction_id = k.transaction_id \(saleJoin) ORDER BY t.transaction_id"
-            ordersSQL = "\(oColumns) FROM temp.recon_touched k JOIN order_version v ON v.transaction_id = k.transaction_id WHERE \(latestActive) ORDER BY v.transaction_id"
-            loneOrdersSQL = "\(oColumns) FROM temp.recon_touched_order k JOIN order_version v ON v.order_id = k.order_id WHERE (v.transaction_id IS NULL OR v.transaction_id = '') AND \(latestActive) ORDER BY v.order_id"
+            // CROSS JOIN keeps the touched keys the outer loop (SQLite has no statistics on a
+            // temporary table and could otherwise walk the whole ledger to probe them).
+            transactionsSQL = "\(tColumns) FROM temp.recon_touched k CROSS JOIN store_transaction t ON t.transaction_id = k.transaction_id \(saleJoin) ORDER BY k.transaction_id"
+            ordersSQL = "\(oColumns) FROM temp.recon_touched k CROSS JOIN order_version v ON v.transaction_id = k.transaction_id WHERE \(latestActive) ORDER BY k.transaction_id"
+            loneOrdersSQL = "\(oColumns) FROM temp.recon_touched_order k CROSS JOIN order_version v ON v.order_id = k.order_id WHERE (v.transaction_id IS NULL OR v.transaction_id = '') AND \(latestActive) ORDER BY k.order_id"
             exceptionsSQL = """
                 SELECT id, category, transaction_id, order_id, resolved_on IS NULL FROM exception
                 WHERE transaction_id IN (SELECT transaction_id FROM temp.recon_touched)
@@ -204,7 +212,7 @@ extension LedgerWriter {
         }
         var seen = Set<Int64>()
         let day = asOf.description
-        let addMatch = try db.cachedStatement(sql: "INSERT OR IGNORE INTO reconciled_match (transaction_id, order_id) VALUES (?, ?)")
+        var addMatch = FastStatement(try db.cachedStatement(sql: "INSERT OR IGNORE INTO reconciled_match (transaction_id, order_id) VALUES (?, ?)"), in: db)
         var groups = 0
 
         func apply(_ group: ReconGroup) throws {
@@ -236,7 +244,9 @@ extension LedgerWriter {
             }
             if let id = group.transactionId {
                 for orderId in result.matchedOrderIds {
-                    try addMatch.execute(arguments: [id, orderId])
+                    addMatch.bind(id)
+                    addMatch.bind(orderId)
+                    try addMatch.run()
                     matched += db.changesCount
                 }
             }

@@ -331,6 +331,14 @@ enum Schema {
             // The edited tables must parse (a malformed schema fails here, and the migration rolls back).
             for edit in edits { _ = try Row.fetchAll(db, sql: "SELECT * FROM \"\(edit.name)\" LIMIT 0") }
         }
+        // v7: the refunds still to post are found from the refunded transactions alone, not by
+        // reading every transaction of the ledger each night.
+        m.registerMigration("v7-refunds-due") { db in
+            try db.execute(sql: """
+                CREATE INDEX store_transaction_refunded ON store_transaction(cancellation_ms, transaction_id)
+                    WHERE cancellation_ms IS NOT NULL
+                """)
+        }
         return m
     }
 

@@ -30,7 +30,10 @@ public enum GzipCSVWriter {
             buffer.removeAll(keepingCapacity: true)
         }
         func line(_ fields: [String]) throws {
-            buffer.append(contentsOf: fields.map(csvField).joined(separator: ",").utf8)
+            for (i, field) in fields.enumerated() {
+                if i > 0 { buffer.append(0x2C) }
+                appendField(field, to: &buffer)
+            }
             buffer.append(0x0A)
             if buffer.count > 60_000 { try flush() }
         }
@@ -56,8 +59,19 @@ public enum GzipCSVWriter {
         return Written(url: url, rows: rows, sha256: sha.finalizeHex())
     }
 
-    static func csvField(_ s: String) -> String {
-        s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" })
-            ? "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : s
+    /// One CSV field (RFC 4180): quoted, with its quotes doubled, when it holds a comma, a
+    /// quote or a line break; as it is otherwise. Checked byte by byte (all four are ASCII).
+    static func appendField(_ s: String, to buffer: inout [UInt8]) {
+        let u = s.utf8
+        guard u.contains(where: { $0 == 0x2C || $0 == 0x22 || $0 == 0x0A || $0 == 0x0D }) else {
+            buffer.append(contentsOf: u)
+            return
+        }
+        buffer.append(0x22)
+        for b in u {
+            buffer.append(b)
+            if b == 0x22 { buffer.append(0x22) }
+        }
+        buffer.append(0x22)
     }
 }
