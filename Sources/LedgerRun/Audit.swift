@@ -79,7 +79,7 @@ public struct Audit {
             }
             // Per book, the trial balance sums to zero in every currency and in the reporting currency.
             var perCurrency: [String: Int64] = [:], reporting: [String: Int64] = [:]
-            for row in try r.trialBalance(book: nil) {
+            for row in try r.trialBalanceFromPostings(book: nil) {
                 perCurrency["\(row.book) \(row.currency)", default: 0] += row.balanceMinor
                 reporting[row.book, default: 0] += row.reportingBalanceMinor
             }
@@ -88,6 +88,13 @@ public struct Audit {
             }
             for (k, v) in reporting.sorted(by: { $0.key < $1.key }) where v != 0 {
                 report.problems.append(Problem(entryId: nil, message: "the \(k) book's reporting-currency balance sums to \(v), not zero"))
+            }
+            // The month totals the reports read equal the postings and entries they sum.
+            let stored = try r.monthTotals(recomputed: false), recomputed = try r.monthTotals(recomputed: true)
+            for (name, a, b) in [("balance_month", stored.balances, recomputed.balances), ("activity_month", stored.activity, recomputed.activity)] where a != b {
+                let first = zip(a, b).first { $0 != $1 }.map { "stored \($0.0), the entries give \($0.1)" }
+                    ?? "\(a.count) rows stored, the entries give \(b.count)"
+                report.problems.append(Problem(entryId: nil, message: "the month totals (\(name)) differ from the postings and entries they sum: \(first)"))
             }
         }
         report.problems.sort { ($0.entryId ?? Int64.max) < ($1.entryId ?? Int64.max) }

@@ -33,7 +33,12 @@ public final class Ledger {
     /// Runs `body` in one database transaction: everything it writes lands together or not at all.
     public func write<T>(_ body: (LedgerWriter) throws -> T) throws -> T {
         do {
-            return try queue.write { db in try body(LedgerWriter(db: db)) }
+            return try queue.write { db in
+                let writer = LedgerWriter(db: db)
+                let result = try body(writer)
+                try writer.addMonthTotals()
+                return result
+            }
         } catch let e as DatabaseError {
             throw StoreError(message: "\(path): \(e.message ?? e.description)")
         }
@@ -189,6 +194,9 @@ public final class LedgerWriter: LedgerReader {
     private var accountIds: [String: Int64] = [:]
     /// What this run changed that reconciliation looks at (see `reconcile`).
     var touched = TouchedKeys()
+    /// The last entry id before this transaction's first new entry (nil: no entry yet), for
+    /// the month totals added before it commits.
+    var firstEntryBefore: Int64?
     /// Transactions named by a pending or rejected record (read once per run, kept up to
     /// date): most verified transactions have none, and skip the update that resolves them.
     private var unverifiedIds: Set<String>?
@@ -375,6 +383,7 @@ public final class LedgerWriter: LedgerReader {
         let f = e.figures
         let tip = try currentChainTip()
         let entryId = tip.id + 1
+        if firstEntryBefore == nil { firstEntryBefore = tip.id }
         let hash = EntryHash.hash(previous: tip.hash, entryId: entryId, entry: e, rulesJSON: rulesJSON)
         let stmt = try db.cachedStatement(sql: """
             INSERT INTO entry (id, run_id, book, transaction_id, kind, date, original_date, late, product_id, storefront, currency,

@@ -109,8 +109,47 @@ extension LedgerReader {
         return (conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND "), StatementArguments(values))
     }
 
-    /// The trial balance per book, account and currency, of entries posted on or before `through`.
+    /// The trial balance per book, account and currency, of entries posted on or before
+    /// `through`: whole months from the month totals, the rest of `through`'s month from its
+    /// postings.
     public func trialBalance(book: Book?, through: Day? = nil) throws -> [TrialBalanceRow] {
+        var closed: [String] = [], live: [String] = []
+        var closedArgs: [(any DatabaseValueConvertible)?] = [], liveArgs: [(any DatabaseValueConvertible)?] = []
+        if let book {
+            closed.append("book = ?"); closedArgs.append(book.rawValue)
+            live.append("e.book = ?"); liveArgs.append(book.rawValue)
+        }
+        var withLive = false
+        if let through {
+            let month = through.month
+            if through == month.lastDay {
+                closed.append("month <= ?"); closedArgs.append(month.description)
+            } else {
+                closed.append("month < ?"); closedArgs.append(month.description)
+                live += ["e.date >= ?", "e.date <= ?"]; liveArgs += [month.firstDay.description, through.description]
+                withLive = true
+            }
+        }
+        let closedSQL = """
+            SELECT book, account_id, currency, debit_minor AS d, credit_minor AS c, balance_minor AS b, reporting_balance_minor AS r
+            FROM balance_month \(closed.isEmpty ? "" : "WHERE " + closed.joined(separator: " AND "))
+            """
+        let liveSQL = !withLive ? "" : """
+            UNION ALL
+            SELECT e.book, p.account_id, p.currency, CASE WHEN p.amount_minor > 0 THEN p.amount_minor ELSE 0 END,
+                   CASE WHEN p.amount_minor < 0 THEN -p.amount_minor ELSE 0 END, p.amount_minor, p.reporting_amount_minor
+            FROM entry e JOIN posting p ON p.entry_id = e.id WHERE \(live.joined(separator: " AND "))
+            """
+        return try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT x.book, a.name, x.currency, sum(x.d), sum(x.c), sum(x.b), sum(x.r)
+            FROM (\(closedSQL) \(liveSQL)) x JOIN account a ON a.id = x.account_id
+            GROUP BY x.book, a.name, x.currency
+            ORDER BY x.book, a.name, x.currency
+            """), arguments: StatementArguments(closedArgs + (withLive ? liveArgs : []))).map(Self.trialBalanceRow)
+    }
+
+    /// The trial balance added up from every posting (`verify`, and the tests of the month totals).
+    public func trialBalanceFromPostings(book: Book?, through: Day? = nil) throws -> [TrialBalanceRow] {
         let (filter, args) = Self.entryFilter(book: book, from: nil, through: through)
         return try Row.fetchAll(db.cachedStatement(sql: """
             SELECT e.book, a.name, p.currency,
@@ -121,10 +160,12 @@ extension LedgerReader {
             \(filter)
             GROUP BY e.book, a.name, p.currency
             ORDER BY e.book, a.name, p.currency
-            """), arguments: args).map {
-            TrialBalanceRow(book: $0[0], account: $0[1], currency: $0[2], debitMinor: $0[3], creditMinor: $0[4],
-                            balanceMinor: $0[5], reportingBalanceMinor: $0[6])
-        }
+            """), arguments: args).map(Self.trialBalanceRow)
+    }
+
+    static func trialBalanceRow(_ r: Row) -> TrialBalanceRow {
+        TrialBalanceRow(book: r[0], account: r[1], currency: r[2], debitMinor: r[3], creditMinor: r[4],
+                        balanceMinor: r[5], reportingBalanceMinor: r[6])
     }
 
     /// Streams the journal (one row per posting) in entry order, optionally for one book

@@ -41,8 +41,33 @@ public struct RefundRow: Equatable {
 
 extension LedgerReader {
     /// Entry sums by posting month, storefront, product, currency and kind, for a book,
-    /// of entries posted on or before `through`.
+    /// of entries posted on or before `through`: whole months from the month totals, the rest
+    /// of `through`'s month from its entries.
     public func activity(book: Book, through: Day) throws -> [ActivityRow] {
+        let month = through.month
+        let sums = MonthTotals.activitySums
+        let wholeMonth = through == month.lastDay
+        let liveSQL = wholeMonth ? "" : """
+            UNION ALL
+            SELECT substr(e.date, 1, 7), e.storefront, e.product_id, e.currency, e.kind, 1, t.quantity,
+                   \(sums.map { "e." + $0 }.joined(separator: ", "))
+            FROM entry e JOIN store_transaction t ON t.transaction_id = e.transaction_id
+            WHERE e.book = ? AND e.date >= ? AND e.date <= ?
+            """
+        var args: [(any DatabaseValueConvertible)?] = [book.rawValue, month.description]
+        if !wholeMonth { args += [book.rawValue, month.firstDay.description, through.description] }
+        return try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT month, storefront, product_id, currency, kind, sum(entries), sum(units),
+                   \(sums.map { "sum(\($0))" }.joined(separator: ", "))
+            FROM (SELECT month, storefront, product_id, currency, kind, entries, units, \(sums.joined(separator: ", "))
+                  FROM activity_month WHERE book = ? AND month \(wholeMonth ? "<=" : "<") ?
+                  \(liveSQL))
+            GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
+            """), arguments: StatementArguments(args)).map(Self.activityRow)
+    }
+
+    /// The entry sums added up from every entry (the tests of the month totals).
+    public func activityFromEntries(book: Book, through: Day) throws -> [ActivityRow] {
         try Row.fetchAll(db.cachedStatement(sql: """
             SELECT substr(e.date, 1, 7), e.storefront, e.product_id, e.currency, e.kind, count(*), sum(t.quantity),
                    sum(e.gross_minor), sum(e.tax_minor), sum(e.net_minor), sum(e.commission_minor), sum(e.proceeds_minor),
@@ -51,12 +76,14 @@ extension LedgerReader {
             FROM entry e JOIN store_transaction t ON t.transaction_id = e.transaction_id
             WHERE e.book = ? AND e.date <= ?
             GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
-            """), arguments: [book.rawValue, through.description]).map {
-            ActivityRow(month: Month(iso: $0[0] as String)!, storefront: $0[1], productId: $0[2], currency: $0[3],
-                        kind: EntryKind(rawValue: $0[4])!, entries: $0[5], units: $0[6], grossMinor: $0[7], taxMinor: $0[8],
-                        netMinor: $0[9], commissionMinor: $0[10], proceedsMinor: $0[11], grossReportingMinor: $0[12],
-                        netReportingMinor: $0[13], commissionReportingMinor: $0[14], proceedsReportingMinor: $0[15])
-        }
+            """), arguments: [book.rawValue, through.description]).map(Self.activityRow)
+    }
+
+    static func activityRow(_ r: Row) -> ActivityRow {
+        ActivityRow(month: Month(iso: r[0] as String)!, storefront: r[1], productId: r[2], currency: r[3],
+                    kind: EntryKind(rawValue: r[4])!, entries: r[5], units: r[6], grossMinor: r[7], taxMinor: r[8],
+                    netMinor: r[9], commissionMinor: r[10], proceedsMinor: r[11], grossReportingMinor: r[12],
+                    netReportingMinor: r[13], commissionReportingMinor: r[14], proceedsReportingMinor: r[15])
     }
 
     /// Refund and reversal entries of a book posted on or before `through`.

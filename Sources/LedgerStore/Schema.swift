@@ -339,6 +339,13 @@ enum Schema {
                     WHERE cancellation_ms IS NOT NULL
                 """)
         }
+        // v8: month totals (MonthTotals.swift): the trial balance and the entry sums per month,
+        // kept up to date by every write transaction, so a night's reports read history from a
+        // few rows per month instead of re-adding every posting since the ledger began.
+        m.registerMigration("v8-month-totals") { db in
+            try db.execute(sql: MonthTotals.createSQL)
+            try MonthTotals.add(afterEntryId: 0, db: db)
+        }
         return m
     }
 

@@ -1,0 +1,67 @@
+import Foundation
+import XCTest
+@testable import LedgerCore
+@testable import LedgerRun
+@testable import LedgerStore
+
+/// The month totals the reports read (migration v8) equal the sums of the postings and
+/// entries, night after night, for any as-of date (mid-month, a month's last day, all of it),
+/// and `verify` notices when they do not.
+final class MonthTotalsTests: XCTestCase {
+    var scratch: [URL] = []
+    override func tearDown() { for url in scratch { try? FileManager.default.removeItem(at: url) } }
+
+    func testMonthTotalsEqualThePostingsEveryNightAndVerifyChecksThem() throws {
+        let ws = Resilience.scratch("month-totals")
+        scratch.append(ws)
+        _ = try DemoWorkspace.create(at: ws, transactions: 500, seed: 5, asOf: Day(iso: "2026-11-21")!)
+        let held = ws.appendingPathComponent("held")
+        var waiting: [(date: String, from: URL, to: URL)] = []
+        for folder in ["receipts", "orders", "signed"] {
+            let dir = ws.appendingPathComponent("inbox/\(folder)")
+            try FileManager.default.createDirectory(at: held.appendingPathComponent(folder), withIntermediateDirectories: true)
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? [] {
+                let dates: [[String]] = XLSXReader.matches(name, #"(\d{4}-\d{2}-\d{2})"#)
+                let aside = held.appendingPathComponent("\(folder)/\(name)")
+                try FileManager.default.moveItem(at: dir.appendingPathComponent(name), to: aside)
+                waiting.append((dates.first?.first ?? "0000-00-00", aside, dir.appendingPathComponent(name)))
+            }
+        }
+        let ledgerPath = ws.appendingPathComponent("ledger.sqlite").path
+        for night in ["2026-09-12", "2026-10-31", "2026-11-21"] {
+            for file in waiting where file.date < night && !FileManager.default.fileExists(atPath: file.to.path) {
+                try FileManager.default.moveItem(at: file.from, to: file.to)
+            }
+            _ = try NightlyRun(workspace: Workspace(ws), asOf: Day(iso: night)!).run()
+            let ledger = try Ledger(path: ledgerPath, readOnly: true)
+            try ledger.read { r in
+                let totals = try r.monthTotals(recomputed: false)
+                XCTAssertFalse(totals.balances.isEmpty)
+                XCTAssertEqual(totals.balances, try r.monthTotals(recomputed: true).balances, night)
+                XCTAssertEqual(totals.activity, try r.monthTotals(recomputed: true).activity, night)
+                for day in ["2026-08-15", "2026-08-31", "2026-09-01", "2026-09-12", "2026-10-30", "2026-10-31", "2026-11-21", "2026-12-31"].compactMap(Day.init(iso:)) {
+                    for book in [Book.production, .sandbox] {
+                        XCTAssertEqual(try r.trialBalance(book: book, through: day), try r.trialBalanceFromPostings(book: book, through: day), "\(night) \(book) \(day)")
+                        XCTAssertEqual(try r.activity(book: book, through: day), try r.activityFromEntries(book: book, through: day), "\(night) \(book) \(day)")
+                    }
+                    XCTAssertEqual(try r.trialBalance(book: nil, through: day), try r.trialBalanceFromPostings(book: nil, through: day))
+                }
+                XCTAssertEqual(try r.trialBalance(book: nil), try r.trialBalanceFromPostings(book: nil))
+            }
+        }
+        let verified = try Resilience.cli(["verify", "--workspace", ws.path])
+        XCTAssertEqual(verified.status, 0, verified.out + verified.err)
+
+        // A month total changed by hand: the reports would lie, and verify says so.
+        let ledger = try Ledger(path: ledgerPath)
+        try ledger.write { w in
+            try w.db.execute(sql: """
+                UPDATE balance_month SET balance_minor = balance_minor + 1
+                WHERE (book, month, account_id, currency) = (SELECT book, month, account_id, currency FROM balance_month LIMIT 1)
+                """)
+        }
+        let tampered = try Resilience.cli(["verify", "--workspace", ws.path])
+        XCTAssertNotEqual(tampered.status, 0)
+        XCTAssertTrue((tampered.out + tampered.err).contains("balance_month"), tampered.out + tampered.err)
+    }
+}
