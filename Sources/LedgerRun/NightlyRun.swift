@@ -166,7 +166,7 @@ public struct NightlyRun {
             let paidDays = try subscriptionPaidDays(of: obs, writer: w, poster: poster, chains: &chains)
             switch poster.sale(of: obs, orderStorefront: hint, subscriptionPaidDays: paidDays) {
             case .post(let entry):
-                try w.insertEntry(entry, runId: runId)
+                try w.insertEntry(entry, runId: runId, quantity: obs.quantity)
                 if let mismatch = poster.priceMismatch(of: obs, entry: entry) {
                     try w.openFinding(code: "PRICE_MISMATCH", transactionId: obs.transactionId, recordId: nil, message: mismatch, runId: runId)
                 }
@@ -191,7 +191,7 @@ public struct NightlyRun {
             guard let ms = obs.cancellationMs,
                   let sale = try w.entry(book: obs.book, transactionId: obs.transactionId, kind: .sale) else { continue }
             let refund = poster.refund(of: sale, on: Day(epochMilliseconds: ms), percentage: obs.revocationPercentage)
-            try w.insertEntry(refund, runId: runId)
+            try w.insertEntry(refund, runId: runId, quantity: obs.quantity)
             posted += 1
             CrashPoint.tick("post:refunds", every: 2)
         }

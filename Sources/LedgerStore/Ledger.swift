@@ -194,9 +194,8 @@ public final class LedgerWriter: LedgerReader {
     private var accountIds: [String: Int64] = [:]
     /// What this run changed that reconciliation looks at (see `reconcile`).
     var touched = TouchedKeys()
-    /// The last entry id before this transaction's first new entry (nil: no entry yet), for
-    /// the month totals added before it commits.
-    var firstEntryBefore: Int64?
+    /// The month totals of the entries inserted so far, added to the tables before it commits.
+    var monthDelta = MonthTotalsDelta()
     /// Transactions named by a pending or rejected record (read once per run, kept up to
     /// date): most verified transactions have none, and skip the update that resolves them.
     private var unverifiedIds: Set<String>?
@@ -377,13 +376,15 @@ public final class LedgerWriter: LedgerReader {
 
     /// Appends an entry and its postings. An unbalanced entry is a bug: it never reaches the disk.
     @discardableResult
-    public func insertEntry(_ e: EntryDraft, runId: Int64) throws -> Int64 {
+    /// - Parameter quantity: the quantity of the entry's transaction, for the month totals
+    ///   (nil: read from the ledger).
+    public func insertEntry(_ e: EntryDraft, runId: Int64, quantity: Int64? = nil) throws -> Int64 {
         precondition(e.isBalanced, "refusing to write unbalanced entry \(e.kind.rawValue) of \(e.transactionId)")
         let rulesJSON = e.rules.canonicalJSON
         let f = e.figures
         let tip = try currentChainTip()
         let entryId = tip.id + 1
-        if firstEntryBefore == nil { firstEntryBefore = tip.id }
+
         let hash = EntryHash.hash(previous: tip.hash, entryId: entryId, entry: e, rulesJSON: rulesJSON)
         let stmt = try db.cachedStatement(sql: """
             INSERT INTO entry (id, run_id, book, transaction_id, kind, date, original_date, late, product_id, storefront, currency,
@@ -393,7 +394,8 @@ public final class LedgerWriter: LedgerReader {
             """)
         var x = FastStatement(stmt, in: db)
         x.bind(entryId); x.bind(runId); x.bind(e.book.rawValue); x.bind(e.transactionId); x.bind(e.kind.rawValue)
-        x.bind(e.date.description); x.bind(e.originalDate.description); x.bind(e.late); x.bind(e.productId); x.bind(e.storefront)
+        let date = e.date.description
+        x.bind(date); x.bind(e.originalDate.description); x.bind(e.late); x.bind(e.productId); x.bind(e.storefront)
         x.bind(f.currency); x.bind(f.reportingCurrency); x.bind(f.grossMinor); x.bind(f.taxMinor); x.bind(f.netMinor)
         x.bind(f.commissionMinor); x.bind(f.proceedsMinor); x.bind(f.grossReportingMinor); x.bind(f.netReportingMinor)
         x.bind(f.commissionReportingMinor); x.bind(f.proceedsReportingMinor); x.bind(e.refundPercentage); x.bind(rulesJSON); x.bind(hash)
@@ -403,12 +405,18 @@ public final class LedgerWriter: LedgerReader {
         let pstmt = try db.cachedStatement(sql: """
             INSERT INTO posting (entry_id, account_id, currency, amount_minor, reporting_amount_minor) VALUES (?, ?, ?, ?, ?)
             """)
+        var accounts: [Int64] = []
+        accounts.reserveCapacity(e.postings.count)
         for p in e.postings {
             let account = try accountId(p.account)
+            accounts.append(account)
             var y = FastStatement(pstmt, in: db)
             y.bind(entryId); y.bind(account); y.bind(p.currency); y.bind(p.amountMinor); y.bind(p.reportingAmountMinor)
             try y.run()
         }
+        let units = try quantity ?? Int64.fetchOne(db.cachedStatement(sql: "SELECT quantity FROM store_transaction WHERE transaction_id = ?"),
+                                                   arguments: [e.transactionId])
+        monthDelta.add(e, date: date, accountIds: accounts, quantity: units)
         return entryId
     }
 

@@ -82,13 +82,75 @@ enum MonthTotals {
     }
 }
 
+/// The month totals of the entries a write transaction inserts, added up in memory as they
+/// are inserted and added to the tables once, before the transaction commits.
+struct MonthTotalsDelta {
+    struct BalanceKey: Hashable { var book: String, month: Substring, accountId: Int64, currency: String }
+    struct ActivityKey: Hashable { var book: String, month: Substring, storefront: String, productId: String, currency: String, kind: String }
+    var balances: [BalanceKey: [Int64]] = [:]      // debit, credit, balance, reporting balance, postings
+    var activity: [ActivityKey: [Int64]] = [:]     // entries, units, then the sums of MonthTotals.activitySums
+
+    var isEmpty: Bool { balances.isEmpty && activity.isEmpty }
+
+    /// One entry, its postings' account ids, and its transaction's quantity (nil when the ledger
+    /// has no such transaction: the entry is then in no activity row, as in the join that
+    /// recomputes them).
+    mutating func add(_ e: EntryDraft, date: String, accountIds: [Int64], quantity: Int64?) {
+        let month = date.prefix(7)
+        for (p, account) in zip(e.postings, accountIds) {
+            let key = BalanceKey(book: e.book.rawValue, month: month, accountId: account, currency: p.currency)
+            var v = balances[key] ?? [0, 0, 0, 0, 0]
+            if p.amountMinor > 0 { v[0] += p.amountMinor } else if p.amountMinor < 0 { v[1] -= p.amountMinor }
+            v[2] += p.amountMinor
+            v[3] += p.reportingAmountMinor
+            v[4] += 1
+            balances[key] = v
+        }
+        guard let quantity else { return }
+        let f = e.figures
+        let key = ActivityKey(book: e.book.rawValue, month: month, storefront: e.storefront, productId: e.productId,
+                              currency: f.currency, kind: e.kind.rawValue)
+        let add = [1, quantity, f.grossMinor, f.taxMinor, f.netMinor, f.commissionMinor, f.proceedsMinor,
+                   f.grossReportingMinor, f.netReportingMinor, f.commissionReportingMinor, f.proceedsReportingMinor]
+        var v = activity[key] ?? Array(repeating: 0, count: add.count)
+        for i in add.indices { v[i] += add[i] }
+        activity[key] = v
+    }
+
+    /// Adds the sums to the tables (upserts, a few rows per month) and starts over.
+    mutating func flush(_ db: Database) throws {
+        guard !isEmpty else { return }
+        let balanceNames = MonthTotals.balanceColumns.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        var b = FastStatement(try db.cachedStatement(sql: """
+            INSERT INTO balance_month (book, month, account_id, currency, \(MonthTotals.balanceColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (book, month, account_id, currency) DO UPDATE SET
+                \(balanceNames.map { "\($0) = \($0) + excluded.\($0)" }.joined(separator: ", "))
+            """), in: db)
+        for (k, v) in balances {
+            b.bind(k.book); b.bind(String(k.month)); b.bind(k.accountId); b.bind(k.currency)
+            for x in v { b.bind(x) }
+            try b.run()
+        }
+        let activityNames = ["entries", "units"] + MonthTotals.activitySums
+        var a = FastStatement(try db.cachedStatement(sql: """
+            INSERT INTO activity_month (\(MonthTotals.activityColumns)) VALUES (\(Array(repeating: "?", count: 6 + activityNames.count).joined(separator: ", ")))
+            ON CONFLICT (book, month, storefront, product_id, currency, kind) DO UPDATE SET
+                \(activityNames.map { "\($0) = \($0) + excluded.\($0)" }.joined(separator: ", "))
+            """), in: db)
+        for (k, v) in activity {
+            a.bind(k.book); a.bind(String(k.month)); a.bind(k.storefront); a.bind(k.productId); a.bind(k.currency); a.bind(k.kind)
+            for x in v { a.bind(x) }
+            try a.run()
+        }
+        self = MonthTotalsDelta()
+    }
+}
+
 extension LedgerWriter {
     /// Adds this transaction's new entries to the month totals (called by `Ledger.write`
     /// before it commits, whoever inserted the entries).
     func addMonthTotals() throws {
-        guard let first = firstEntryBefore else { return }
-        try MonthTotals.add(afterEntryId: first, db: db)
-        firstEntryBefore = nil
+        try monthDelta.flush(db)
     }
 }
 

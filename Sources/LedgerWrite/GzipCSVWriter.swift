@@ -16,7 +16,9 @@ public enum GzipCSVWriter {
     public static func write(_ table: TableBlock, to url: URL, tempDirectory: URL? = nil) throws -> Written {
         CrashPoint.hit("write:start \(url.lastPathComponent)")
         let temp = try WriteAside.tempURL(for: url, in: tempDirectory)
-        guard let gz = gzopen(temp.path, "wb6") else {
+        // Level 3: a month's journal is rewritten each night; level 6 took twice the time for a
+        // file a fifth smaller (78 MB of CSV: 7.0 MB against 5.5 MB).
+        guard let gz = gzopen(temp.path, "wb3") else {
             throw WriteError(message: "\(temp.path): cannot create the journal export")
         }
         var closed = false
