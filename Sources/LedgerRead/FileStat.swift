@@ -7,11 +7,13 @@ import Darwin
 /// A file's identity on disk, as `make` and `git` use it to skip unchanged files: device,
 /// inode, size, modification time and change time (nanoseconds). Any write to the file
 /// changes its change time, which no tool can set back, so the same key means the same bytes,
-/// once the file is `settled`: the kernel stamps times with a coarse clock, so a write in
-/// the same tick as the last one could leave every time as it was (git's "racy clean" files).
-/// Only a key whose change time is at least `settleNanoseconds` old is worth remembering.
+/// once the file is `settled`: file times have a coarse resolution (a kernel clock tick on
+/// ext4, one or two seconds on FAT, HFS+ and many network mounts), so a write in the same tick
+/// as the last one could leave every time as it was (git's "racy clean" files). Only a key
+/// whose change time is at least `settleNanoseconds` older than this machine's clock is
+/// remembered; a change time in the future (a server clock ahead) is never settled.
 public enum FileStat {
-    public static let settleNanoseconds: Int64 = 100_000_000
+    public static let settleNanoseconds: Int64 = 2_000_000_000
 
     /// The key and size of the file at `path`, and whether it is settled; nil when it cannot be stat'ed.
     public static func identity(_ path: String) -> (key: String, sizeBytes: Int, settled: Bool)? {

@@ -11,6 +11,12 @@ struct FastStatement {
     private let handle: SQLiteStatement
     private let db: Database
     private var index: Int32 = 0
+    /// The first failed bind (SQLite's code), reported by `run`.
+    private var bindFailure: (code: Int32, index: Int32)?
+
+    private mutating func check(_ code: Int32) {
+        if code != SQLITE_OK && bindFailure == nil { bindFailure = (code, index) }
+    }
 
     init(_ statement: Statement, in db: Database) {
         self.statement = statement
@@ -23,7 +29,7 @@ struct FastStatement {
 
     mutating func bind(_ value: Int64?) {
         index += 1
-        if let value { sqlite3_bind_int64(handle, index, value) } else { sqlite3_bind_null(handle, index) }
+        check(value.map { sqlite3_bind_int64(handle, index, $0) } ?? sqlite3_bind_null(handle, index))
     }
 
     mutating func bind(_ value: Int?) { bind(value.map(Int64.init)) }
@@ -32,13 +38,15 @@ struct FastStatement {
 
     mutating func bind(_ value: String?) {
         index += 1
-        guard var value else { sqlite3_bind_null(handle, index); return }
-        value.withUTF8 { bytes in
+        guard var value else { check(sqlite3_bind_null(handle, index)); return }
+        let code = value.withUTF8 { bytes -> Int32 in
+            guard bytes.count <= Int(Int32.max) else { return SQLITE_TOOBIG }
             // A zero-length string binds as '' (not NULL) from any non-nil pointer.
             let empty: StaticString = ""
             let base = UnsafeRawPointer(bytes.baseAddress ?? empty.utf8Start).assumingMemoryBound(to: CChar.self)
-            sqlite3_bind_text(handle, index, base, Int32(bytes.count), Self.transient)
+            return sqlite3_bind_text(handle, index, base, Int32(bytes.count), Self.transient)
         }
+        check(code)
     }
 
     /// Steps the statement to its end and resets it for the next call.
@@ -47,6 +55,11 @@ struct FastStatement {
             sqlite3_reset(handle)
             sqlite3_clear_bindings(handle)
             index = 0
+            bindFailure = nil
+        }
+        if let failure = bindFailure {
+            throw DatabaseError(resultCode: ResultCode(rawValue: failure.code),
+                                message: "cannot bind parameter \(failure.index)", sql: statement.sql)
         }
         precondition(index == sqlite3_bind_parameter_count(handle), "bound \(index) of \(sqlite3_bind_parameter_count(handle)) parameters: \(statement.sql)")
         let code = sqlite3_step(handle)

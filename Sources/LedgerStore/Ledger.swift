@@ -103,7 +103,8 @@ public class LedgerReader {
             }
             let batch = try Row.fetchAll(statement, arguments: arguments).map { r -> (StoredTransaction, (code: String, orderId: String)?) in
                 let hint = (r[20] as String?).flatMap { text -> (code: String, orderId: String)? in
-                    guard let cut = text.firstIndex(of: "\u{1F}") else { return nil }
+                    // The order id holds no control character (checked when read); a storefront might.
+                    guard let cut = text.lastIndex(of: "\u{1F}") else { return nil }
                     return (String(text[..<cut]), String(text[text.index(after: cut)...]))
                 }
                 return (Self.stored(r), hint)
@@ -257,9 +258,10 @@ public final class LedgerWriter: LedgerReader {
         return db.lastInsertedRowID
     }
 
-    /// Remembers the identity on disk of a file version read before (found again by its hash).
+    /// Remembers the identity on disk of a file version read before (found again by its hash),
+    /// in place of the one it had when read (a file copied again with the same bytes).
     public func rememberStatKey(_ key: String, path: String, sha256: String) throws {
-        try db.cachedStatement(sql: "UPDATE source_file SET stat_key = ? WHERE path = ? AND sha256 = ? AND stat_key IS NULL")
+        try db.cachedStatement(sql: "UPDATE source_file SET stat_key = ? WHERE path = ? AND sha256 = ?")
             .execute(arguments: [key, path, sha256])
     }
 

@@ -82,28 +82,41 @@ extension LedgerReader {
 /// versions. Past `limit` keys the run stops keeping them and reconciles every group.
 public struct TouchedKeys {
     public static let limit = 500_000
-    public private(set) var transactions: Set<String> = []
-    public private(set) var orders: Set<String> = []
+    /// An id compared by its bytes, as SQLite compares it (Swift's `==` equates canonically
+    /// equivalent strings, which the ledger keeps apart).
+    struct Key: Hashable {
+        var text: String
+        static func == (a: Key, b: Key) -> Bool { a.text.utf8.elementsEqual(b.text.utf8) }
+        func hash(into hasher: inout Hasher) {
+            var copy = text
+            copy.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        }
+    }
+    private(set) var transactionKeys: Set<Key> = []
+    private(set) var orderKeys: Set<Key> = []
     public private(set) var overflowed = false
+
+    public var transactions: [String] { transactionKeys.map(\.text) }
+    public var orders: [String] { orderKeys.map(\.text) }
 
     mutating func transaction(_ id: String) {
         guard !overflowed else { return }
-        transactions.insert(id)
+        transactionKeys.insert(Key(text: id))
         checkLimit()
     }
 
     mutating func order(_ id: String, transactionId: String?) {
         guard !overflowed else { return }
-        orders.insert(id)
-        if let transactionId { transactions.insert(transactionId) }
+        orderKeys.insert(Key(text: id))
+        if let transactionId { transactionKeys.insert(Key(text: transactionId)) }
         checkLimit()
     }
 
     private mutating func checkLimit() {
-        guard transactions.count + orders.count > Self.limit else { return }
+        guard transactionKeys.count + orderKeys.count > Self.limit else { return }
         overflowed = true
-        transactions = []
-        orders = []
+        transactionKeys = []
+        orderKeys = []
     }
 }
 
@@ -133,13 +146,14 @@ extension LedgerWriter {
     public func reconcile(_ reconciler: Reconciler, runId: Int64, asOf: Day, full forceFull: Bool = false,
                           progress: (Int) -> Void = { _ in }) throws -> ReconciliationSummary {
         let fingerprint = reconciler.rulesFingerprint
-        let last = try Row.fetchOne(db, sql: """
-            SELECT reconciliation_rules, orders_matched FROM run WHERE reconciliation_rules IS NOT NULL ORDER BY id DESC LIMIT 1
-            """)
+        // The last committed run before this one: a run that recorded no reconciliation (one
+        // before migration v4) leaves nothing to go on, and everything is reconciled again.
+        let last = try Row.fetchOne(db, sql: "SELECT reconciliation_rules, orders_matched FROM run WHERE id < ? ORDER BY id DESC LIMIT 1",
+                                    arguments: [runId])
         let previous: String? = last?[0]
         let fullBecause: String?
         if forceFull { fullBecause = "asked for" }
-        else if previous == nil { fullBecause = "the ledger's first reconciliation" }
+        else if previous == nil { fullBecause = "the last run recorded no reconciliation (the ledger's first, or one from before reconciliation by groups)" }
         else if previous != fingerprint { fullBecause = "the product rules changed" }
         else if touched.overflowed { fullBecause = "the run touched more than \(TouchedKeys.limit) transactions and orders" }
         else { fullBecause = nil }
@@ -280,12 +294,12 @@ extension LedgerWriter {
             case (nil, nil): preconditionFailure("an order without a transaction id after the first (NULL ids sort first)")
             }
             var transaction: ReconTransaction? = nil
-            if let t = nextT, t.transactionId == id {
+            if let t = nextT, Self.sameId(t.transactionId, id) {
                 transaction = t
                 nextT = try tCursor.next().map(Self.reconTransaction)
             }
             var orders: [ReconOrder] = []
-            while let o = nextO, o.transactionId == id {
+            while let o = nextO, let oid = o.transactionId, Self.sameId(oid, id) {
                 orders.append(o)
                 nextO = try oCursor.next().map(Self.reconOrder)
             }
@@ -309,6 +323,9 @@ extension LedgerWriter {
     }
 
     static func binaryOrder(_ a: String, _ b: String) -> Bool { a.utf8.lexicographicallyPrecedes(b.utf8) }
+
+    /// Byte equality, as SQLite compares (Swift's `==` equates canonically equivalent strings).
+    static func sameId(_ a: String, _ b: String) -> Bool { a.utf8.elementsEqual(b.utf8) }
 
     static func reconTransaction(_ r: Row) -> ReconTransaction {
         let cancelled = (r[5] as Int64?) != nil

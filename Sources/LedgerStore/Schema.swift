@@ -351,7 +351,8 @@ enum Schema {
 
     /// `column IN ('a', 'b', 'c', ...)` (three or more quoted values) as `(column = 'a' OR ...)`.
     static func expandCheckLists(_ sql: String) -> String {
-        let pattern = #"(\w+) IN \(('[^']*'(?:, '[^']*'){2,})\)"#
+        // Not after NOT (a NOT IN list stays as it is); values without quotes or ", " inside.
+        let pattern = #"\b(?!(?i:NOT)\b)(\w+) IN \(('[^',]*'(?:, '[^',]*'){2,})\)"#
         guard let regex = try? NSRegularExpression(pattern: pattern) else { return sql }
         let text = sql as NSString
         let out = NSMutableString(string: sql)

@@ -243,7 +243,7 @@ struct Verify: ParsableCommand {
         try runReporting {
             let report = try Audit(workspace: Workspace(ws.url)).run()
             if report.ok {
-                print("verify: OK: \(report.entries) entries in an unbroken hash chain (head \(report.chainHead)), \(report.rederived) re-derived from their source records, \(report.runs) runs, every entry and every book balanced")
+                print("verify: OK: \(report.entries) entries in an unbroken hash chain (head \(report.chainHead)), \(report.rederived) re-derived from their source records, \(report.runs) runs, every entry and every book balanced, the month totals equal to the postings")
                 return
             }
             FileHandle.standardError.write(Data("verify: FAILED: \(report.problems.count) problem(s)\(report.firstFailingEntry.map { "; first failing entry #\($0)" } ?? "")\n".utf8))

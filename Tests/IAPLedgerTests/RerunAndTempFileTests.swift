@@ -86,8 +86,8 @@ final class RerunAndTempFileTests: XCTestCase {
     /// (its change time moved), and a ledger from before identities learns them by hash.
     func testUnchangedFilesAreKnownByTheirIdentityAndAnyRewriteIsReadAgain() throws {
         let path = ws.root.appendingPathComponent("inbox/receipts/r.jsonl").path
-        // Only a settled identity is remembered: one older than the kernel's clock tick.
-        Thread.sleep(forTimeInterval: 0.3)
+        // Only a settled identity is remembered: one older than the coarsest file time resolution.
+        Thread.sleep(forTimeInterval: 2.2)
         let first = try ws.run("2026-11-03")
         XCTAssertEqual(first.filesRead, 2)
         let ledgerPath = ws.root.appendingPathComponent("ledger.sqlite").path
@@ -118,7 +118,7 @@ final class RerunAndTempFileTests: XCTestCase {
         // identity remembered for the nights after.
         let ledger = try Ledger(path: ledgerPath)
         try ledger.write { w in try w.db.execute(sql: "UPDATE source_file SET stat_key = NULL") }
-        Thread.sleep(forTimeInterval: 0.3)
+        Thread.sleep(forTimeInterval: 2.2)
         let third = try ws.run("2026-11-05")
         XCTAssertEqual(third.filesRead, 0)
         XCTAssertEqual(third.filesSkipped, 2)

@@ -115,6 +115,8 @@ final class CheckListMigrationTests: XCTestCase {
                        "kind TEXT NOT NULL CHECK ((kind = 'receipts' OR kind = 'orders' OR kind = 'signed')),")
         XCTAssertEqual(Schema.expandCheckLists("book TEXT CHECK (book IN ('production', 'sandbox'))"),
                        "book TEXT CHECK (book IN ('production', 'sandbox'))", "two values: SQLite needs no table for them")
+        XCTAssertEqual(Schema.expandCheckLists("CHECK (kind NOT IN ('a', 'b', 'c'))"), "CHECK (kind NOT IN ('a', 'b', 'c'))", "NOT IN stays")
+        XCTAssertEqual(Schema.expandCheckLists("CHECK (kind IN ('a, b', 'c', 'd'))"), "CHECK (kind IN ('a, b', 'c', 'd'))", "a value with a comma stays")
         let dir = Resilience.scratch("checks")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
