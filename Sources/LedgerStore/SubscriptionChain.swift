@@ -19,7 +19,8 @@ extension LedgerReader {
             WHERE t.book = ? AND t.original_transaction_id = ?
             ORDER BY t.purchase_ms, t.transaction_id
             """), arguments: [book.rawValue, originalTransactionId]).map {
-            ChainTransaction(observation: Self.stored($0).observation, refundReversed: $0["refund_reversed"])
+            // By position: `refund_reversed` follows the table's 20 columns.
+            ChainTransaction(observation: Self.stored($0).observation, refundReversed: $0[20])
         }
     }
 }
