@@ -82,6 +82,8 @@ let package = Package(
         // incremental night, and compares workbook writing with libxlsxwriter's C API.
         .executableTarget(name: "iapledger-bench", dependencies: [
             "LedgerRun", "LedgerCore", "LedgerStore", "LedgerReport", "LedgerWrite", "CXlsxWriter",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "X509", package: "swift-certificates"),
         ], path: "Benchmarks/IAPLedgerBench"),
         .testTarget(name: "IAPLedgerTests", dependencies: [
             "LedgerCore", "LedgerRead", "LedgerVerify", "LedgerPost", "LedgerStore", "LedgerReconcile",

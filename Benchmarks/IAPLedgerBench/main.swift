@@ -195,6 +195,9 @@ let total = o.transactions + o.transactions / 10
 let created = try DemoWorkspace.create(at: root, transactions: total, seed: o.seed, asOf: finalDay)
 print("\n== generate: \(secs(now() - t0))")
 print(created.description.split(separator: "\n").prefix(3).joined(separator: "\n"))
+t0 = now()
+let signedCount = try addSignedTransactions(workspace: root, bundleId: "com.example.coins", every: 10)
+print("  \(RunProgress.grouped(signedCount)) of the production purchases also as App Store signed transactions (JWS, ES256), signed in \(secs(now() - t0))")
 
 // 2. Hold back the newest days until about a tenth of the records (lines) is held back.
 let fm = FileManager.default

@@ -231,7 +231,7 @@ public struct SignedDataVerifier: Sendable {
     // MARK: - Steps
 
     static func unwrapSignedPayloadBody(_ text: String) -> String {
-        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = trimmedText(text)
         guard trimmed.hasPrefix("{"),
               let object = try? SignedDataJSON.parseObject(Data(trimmed.utf8)),
               case .string(let jws)? = object["signedPayload"]
@@ -366,7 +366,7 @@ struct SignedDataCompactJWS {
     var signingInput: String { headerSegment + "." + payloadSegment }
 
     init(_ text: String) throws(SignedDataRejection) {
-        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = trimmedText(text)
         if trimmed.isEmpty { throw .malformed("the text is empty") }
         let parts = trimmed.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         guard parts.count == 3 else {
@@ -401,13 +401,35 @@ struct SignedDataCompactJWS {
     }
 
     /// base64url (RFC 4648 section 5), padding optional.
+    /// base64url (the standard alphabet's `+` and `/` accepted too), `=` padding optional and
+    /// only at the end; nil for anything else. Decoded byte by byte (a JWS carries three
+    /// certificates: a few kilobytes per record).
     static func base64URLDecode(_ text: String) -> Data? {
-        var s = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        guard !s.contains("=") || s.hasSuffix("=") else { return nil }
-        s = s.trimmingCharacters(in: CharacterSet(charactersIn: "="))
-        if s.count % 4 == 1 { return nil }
-        s += String(repeating: "=", count: (4 - s.count % 4) % 4)
-        return Data(base64Encoded: s)
+        let bytes = Array(text.utf8)
+        var end = bytes.count
+        while end > 0 && bytes[end - 1] == 0x3D { end -= 1 }
+        guard end % 4 != 1 else { return nil }
+        var out = [UInt8]()
+        out.reserveCapacity(end * 3 / 4)
+        var accumulator: UInt32 = 0, bits = 0
+        for c in bytes[..<end] {
+            let value: UInt32
+            switch c {
+            case 0x41...0x5A: value = UInt32(c - 0x41)          // A-Z
+            case 0x61...0x7A: value = UInt32(c - 0x61) + 26     // a-z
+            case 0x30...0x39: value = UInt32(c - 0x30) + 52     // 0-9
+            case 0x2D, 0x2B: value = 62                         // - or +
+            case 0x5F, 0x2F: value = 63                         // _ or /
+            default: return nil
+            }
+            accumulator = (accumulator << 6) | value
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                out.append(UInt8((accumulator >> UInt32(bits)) & 0xFF))
+            }
+        }
+        return Data(out)
     }
 
     static func base64URLEncode(_ data: Data) -> String {
@@ -597,4 +619,13 @@ enum SignedDataSync {
             }
         }
     }
+}
+
+/// `text` without surrounding whitespace and newlines. Printable ASCII at both ends (every JWS)
+/// has nothing to trim, and skips Foundation's pass over a few kilobytes of text per record.
+func trimmedText(_ text: String) -> String {
+    if let first = text.utf8.first, let last = text.utf8.last, (0x21...0x7E).contains(first), (0x21...0x7E).contains(last) {
+        return text
+    }
+    return text.trimmingCharacters(in: .whitespacesAndNewlines)
 }

@@ -3,6 +3,7 @@ import XCTest
 @testable import LedgerReport
 @testable import LedgerRun
 @testable import LedgerStore
+@testable import LedgerVerify
 
 /// What the night's speed work must not change: the rules JSON every entry's hash covers,
 /// workbooks written in parallel, the month-scoped Journal and where trace places a posting;
@@ -141,5 +142,25 @@ final class CheckListMigrationTests: XCTestCase {
                 """), "an outcome outside the list is still refused")
         }
         XCTAssertEqual(try ledger.read { try $0.rawRows("PRAGMA integrity_check") }, [["ok"]])
+    }
+}
+
+/// The byte-wise base64url decoder of signed data gives what Foundation's decoder gives.
+final class Base64URLTests: XCTestCase {
+    func testDecodingMatchesFoundationAndRefusesWhatItRefused() {
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func next() -> UInt8 { state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407; return UInt8(truncatingIfNeeded: state >> 33) }
+        for length in 0..<300 {
+            let bytes = Data((0..<length % 97).map { _ in next() })
+            let standard = bytes.base64EncodedString()
+            let url = standard.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            XCTAssertEqual(SignedDataCompactJWS.base64URLDecode(url), bytes)
+            XCTAssertEqual(SignedDataCompactJWS.base64URLDecode(url.replacingOccurrences(of: "=", with: "")), bytes, "unpadded")
+            XCTAssertEqual(SignedDataCompactJWS.base64URLDecode(standard), bytes, "the standard alphabet")
+        }
+        for bad in ["a", "abcde", "ab=c", "ab c", "abc!", "ab\ncd", "abc=d="] {
+            XCTAssertNil(SignedDataCompactJWS.base64URLDecode(bad), bad)
+        }
+        XCTAssertEqual(SignedDataCompactJWS.base64URLDecode(""), Data())
     }
 }
