@@ -15,6 +15,8 @@ struct BenchSigner {
     /// Standard base64 of the DER certificates, leaf first.
     let x5c: [String]
     let rootPEM: String
+    /// The base64url header, the same for every record.
+    let headerSegment: String
 
     init() throws {
         let rootKey = P256.Signing.PrivateKey(), intermediateKey = P256.Signing.PrivateKey()
@@ -53,6 +55,7 @@ struct BenchSigner {
             issuerPrivateKey: .init(intermediateKey))
         x5c = try [leaf, intermediate, root].map { Data(try $0.serializeAsPEM().derBytes).base64EncodedString() }
         rootPEM = try root.serializeAsPEM().pemString
+        headerSegment = Self.base64URL(try JSONSerialization.data(withJSONObject: ["alg": "ES256", "x5c": x5c], options: [.sortedKeys]))
     }
 
     static func base64URL(_ data: Data) -> String {
@@ -62,16 +65,16 @@ struct BenchSigner {
 
     /// A compact JWS of `payload` (ES256 over header.payload, the raw r||s signature).
     func sign(_ payload: [String: Any]) throws -> String {
-        let header = try JSONSerialization.data(withJSONObject: ["alg": "ES256", "x5c": x5c], options: [.sortedKeys])
         let body = try JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys])
-        let input = Self.base64URL(header) + "." + Self.base64URL(body)
+        let input = headerSegment + "." + Self.base64URL(body)
         let signature = try leafKey.signature(for: Data(input.utf8))
         return input + "." + Self.base64URL(signature.rawRepresentation)
     }
 }
 
-/// Signs every `every`-th production purchase of each day's JSON Lines receipts as a signed
-/// transaction, into `inbox/signed/signed-<day>.jws` (one JWS a line), and trusts the signer's root.
+/// Signs the purchases of every `every`-th response of each day's JSON Lines receipts (verified
+/// production ones) as signed transactions, into `inbox/signed/signed-<day>.jws` (one JWS a
+/// line), and trusts the signer's root.
 /// Returns how many were written.
 func addSignedTransactions(workspace root: URL, bundleId: String, every: Int) throws -> Int {
     let signer = try BenchSigner()
@@ -87,17 +90,17 @@ func addSignedTransactions(workspace root: URL, bundleId: String, every: Int) th
     let receipts = root.appendingPathComponent("inbox/receipts")
     let signedDir = root.appendingPathComponent("inbox/signed")
     try fm.createDirectory(at: signedDir, withIntermediateDirectories: true)
-    var written = 0, seen = 0
+    var written = 0, lineNumber = 0
     for name in try fm.contentsOfDirectory(atPath: receipts.path).sorted() where name.hasSuffix(".jsonl") {
         let text = try String(contentsOf: receipts.appendingPathComponent(name), encoding: .utf8)
         var out = ""
-        for line in text.split(separator: "\n") {
-            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+        for line in text.utf8.split(separator: 0x0A).map({ Substring($0) }) {
+            lineNumber += 1
+            guard lineNumber % every == 0, let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
                   (object["status"] as? Int) == 0, (object["environment"] as? String) == "Production",
                   let receipt = object["receipt"] as? [String: Any], let items = receipt["in_app"] as? [[String: Any]] else { continue }
             for item in items {
-                seen += 1
-                guard seen % every == 0, let id = item["transaction_id"] as? String, let product = item["product_id"] as? String,
+                guard let id = item["transaction_id"] as? String, let product = item["product_id"] as? String,
                       let purchased = (item["purchase_date_ms"] as? String).flatMap({ Int64($0) }),
                       let quantity = (item["quantity"] as? String).flatMap({ Int64($0) }) else { continue }
                 let payload: [String: Any] = [

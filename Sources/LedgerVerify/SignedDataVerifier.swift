@@ -296,7 +296,7 @@ public struct SignedDataVerifier: Sendable {
         var certificates: [Certificate] = []
         for (index, entry) in x5c.enumerated() {
             guard case .string(let base64) = entry,
-                  let der = Data(base64Encoded: base64.trimmingCharacters(in: .whitespacesAndNewlines))
+                  let der = Data(base64Encoded: trimmedText(base64))
             else {
                 throw .invalidCertificate("the \(roles[index]) (x5c[\(index)]) is not base64 text")
             }
@@ -368,7 +368,8 @@ struct SignedDataCompactJWS {
     init(_ text: String) throws(SignedDataRejection) {
         let trimmed = trimmedText(text)
         if trimmed.isEmpty { throw .malformed("the text is empty") }
-        let parts = trimmed.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        // Split on the dot byte (ASCII: always between characters), not by Character.
+        let parts = trimmed.utf8.split(separator: 0x2E, omittingEmptySubsequences: false).map { String(Substring($0)) }
         guard parts.count == 3 else {
             throw .malformed("a signed record has 3 parts separated by dots, this one has \(parts.count)")
         }
