@@ -40,7 +40,7 @@ public enum XLSXWriter {
             throw WriteError(message: "\(path): cannot create workbook (is the folder writable?)")
         }
         var closed = false
-        defer { if !closed { workbook_close(wb) } }
+        defer { if !closed { _ = close(wb) } }
 
         let f = Formats(wb, numberFormats: model.numberFormats)
         try withDocumentProperties(model) { props in
@@ -53,7 +53,20 @@ public enum XLSXWriter {
             try writeSheet(sheet, ws, wb, f, path, lastRow: rowsPerSheetMax - 1)
         }
         closed = true
-        try check(workbook_close(wb), "closing", path)
+        try check(close(wb), "closing", path)
+    }
+
+    /// libxlsxwriter writes the package's dates (`docProps/core.xml`) through `gmtime()`, whose
+    /// result is one static struct per process: two workbooks closed at the same moment on two
+    /// threads could swap their dates (seen: an October workbook dated 2026-10-03, the day of
+    /// the November set written beside it). Workbooks are therefore closed (packaged) one at a
+    /// time; their sheets are still written in parallel.
+    static let packaging = NSLock()
+
+    static func close(_ wb: UnsafeMutablePointer<lxw_workbook>) -> lxw_error {
+        packaging.lock()
+        defer { packaging.unlock() }
+        return workbook_close(wb)
     }
 
     static func withDocumentProperties(_ m: WorkbookModel, _ body: (UnsafeMutablePointer<lxw_doc_properties>) throws -> Void) throws {
