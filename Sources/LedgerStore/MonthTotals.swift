@@ -10,7 +10,8 @@ import LedgerCore
 /// itself, so a night's workbooks do not re-add the whole history. `verify` recomputes both
 /// tables from the postings and entries.
 enum MonthTotals {
-    static let balanceColumns = "debit_minor, credit_minor, balance_minor, reporting_balance_minor, postings"
+    static let balanceNames = ["debit_minor", "credit_minor", "balance_minor", "reporting_balance_minor", "postings"]
+    static let balanceColumns = balanceNames.joined(separator: ", ")
     static let activitySums = ["gross_minor", "tax_minor", "net_minor", "commission_minor", "proceeds_minor",
                                "gross_reporting_minor", "net_reporting_minor", "commission_reporting_minor", "proceeds_reporting_minor"]
 
@@ -63,7 +64,13 @@ enum MonthTotals {
         ) STRICT, WITHOUT ROWID;
         """
 
-    static let activityColumns = "book, month, storefront, product_id, currency, kind, entries, units, " + activitySums.joined(separator: ", ")
+    static let activityNames = ["entries", "units"] + activitySums
+    static let activityColumns = "book, month, storefront, product_id, currency, kind, " + activityNames.joined(separator: ", ")
+
+    /// `name = name + excluded.name, ...`: an upsert that adds the new sums to the stored ones.
+    static func addingExcluded(_ names: [String]) -> String {
+        names.map { "\($0) = \($0) + excluded.\($0)" }.joined(separator: ", ")
+    }
 
     /// Adds the sums of the entries after `entryId` to the month totals.
     static func add(afterEntryId entryId: Int64, db: Database) throws {
@@ -71,13 +78,13 @@ enum MonthTotals {
             INSERT INTO balance_month (book, month, account_id, currency, \(balanceColumns))
             \(balanceSelect("e.id > ?"))
             ON CONFLICT (book, month, account_id, currency) DO UPDATE SET
-                \(balanceColumns.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.map { "\($0) = \($0) + excluded.\($0)" }.joined(separator: ", "))
+                \(addingExcluded(balanceNames))
             """, arguments: [entryId])
         try db.execute(sql: """
             INSERT INTO activity_month (\(activityColumns))
             \(activitySelect("e.id > ?"))
             ON CONFLICT (book, month, storefront, product_id, currency, kind) DO UPDATE SET
-                \((["entries", "units"] + activitySums).map { "\($0) = \($0) + excluded.\($0)" }.joined(separator: ", "))
+                \(addingExcluded(activityNames))
             """, arguments: [entryId])
     }
 }
@@ -120,22 +127,20 @@ struct MonthTotalsDelta {
     /// Adds the sums to the tables (upserts, a few rows per month) and starts over.
     mutating func flush(_ db: Database) throws {
         guard !isEmpty else { return }
-        let balanceNames = MonthTotals.balanceColumns.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         var b = FastStatement(try db.cachedStatement(sql: """
             INSERT INTO balance_month (book, month, account_id, currency, \(MonthTotals.balanceColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (book, month, account_id, currency) DO UPDATE SET
-                \(balanceNames.map { "\($0) = \($0) + excluded.\($0)" }.joined(separator: ", "))
+                \(MonthTotals.addingExcluded(MonthTotals.balanceNames))
             """), in: db)
         for (k, v) in balances {
             b.bind(k.book); b.bind(String(k.month)); b.bind(k.accountId); b.bind(k.currency)
             for x in v { b.bind(x) }
             try b.run()
         }
-        let activityNames = ["entries", "units"] + MonthTotals.activitySums
         var a = FastStatement(try db.cachedStatement(sql: """
-            INSERT INTO activity_month (\(MonthTotals.activityColumns)) VALUES (\(Array(repeating: "?", count: 6 + activityNames.count).joined(separator: ", ")))
+            INSERT INTO activity_month (\(MonthTotals.activityColumns)) VALUES (\(Array(repeating: "?", count: 6 + MonthTotals.activityNames.count).joined(separator: ", ")))
             ON CONFLICT (book, month, storefront, product_id, currency, kind) DO UPDATE SET
-                \(activityNames.map { "\($0) = \($0) + excluded.\($0)" }.joined(separator: ", "))
+                \(MonthTotals.addingExcluded(MonthTotals.activityNames))
             """), in: db)
         for (k, v) in activity {
             a.bind(k.book); a.bind(String(k.month)); a.bind(k.storefront); a.bind(k.productId); a.bind(k.currency); a.bind(k.kind)

@@ -60,28 +60,14 @@ final class IncrementalReconciliationTests: XCTestCase {
         let ws = newScratch("incremental-recon")
         _ = try DemoWorkspace.create(at: ws, transactions: 600, seed: 7, asOf: Day(iso: "2026-11-21")!)
         // The demo's files wait aside and arrive night by night, by the date in their names.
-        let held = ws.appendingPathComponent("held")
-        var waiting: [(date: String, from: URL, to: URL)] = []
-        for folder in ["receipts", "orders", "signed"] {
-            let dir = ws.appendingPathComponent("inbox/\(folder)")
-            try FileManager.default.createDirectory(at: held.appendingPathComponent(folder), withIntermediateDirectories: true)
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? [] {
-                let dates: [[String]] = XLSXReader.matches(name, #"(\d{4}-\d{2}-\d{2})"#)
-                let date = dates.first?.first ?? "0000-00-00"
-                let aside = held.appendingPathComponent("\(folder)/\(name)")
-                try FileManager.default.moveItem(at: dir.appendingPathComponent(name), to: aside)
-                waiting.append((date, aside, dir.appendingPathComponent(name)))
-            }
-        }
+        let inbox = try Resilience.HeldInbox(ws)
         let workspace = Workspace(ws)
         let ledgerPath = ws.appendingPathComponent("ledger.sqlite").path
         let nights = ["2026-08-20", "2026-09-10", "2026-09-30", "2026-10-15", "2026-11-01", "2026-11-12", "2026-11-21"]
         var orderIds: [String] = []
         var header = "", firstMoved: [String] = []
         for (n, night) in nights.enumerated() {
-            for file in waiting where file.date < night && !FileManager.default.fileExists(atPath: file.to.path) {
-                try FileManager.default.moveItem(at: file.from, to: file.to)
-            }
+            try inbox.release(before: night)
             if n == 3 {
                 // An order moves to another transaction, another loses its transaction id, a
                 // third is reversed: each touches the transaction it named before.

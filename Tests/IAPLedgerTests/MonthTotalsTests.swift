@@ -15,23 +15,10 @@ final class MonthTotalsTests: XCTestCase {
         let ws = Resilience.scratch("month-totals")
         scratch.append(ws)
         _ = try DemoWorkspace.create(at: ws, transactions: 500, seed: 5, asOf: Day(iso: "2026-11-21")!)
-        let held = ws.appendingPathComponent("held")
-        var waiting: [(date: String, from: URL, to: URL)] = []
-        for folder in ["receipts", "orders", "signed"] {
-            let dir = ws.appendingPathComponent("inbox/\(folder)")
-            try FileManager.default.createDirectory(at: held.appendingPathComponent(folder), withIntermediateDirectories: true)
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? [] {
-                let dates: [[String]] = XLSXReader.matches(name, #"(\d{4}-\d{2}-\d{2})"#)
-                let aside = held.appendingPathComponent("\(folder)/\(name)")
-                try FileManager.default.moveItem(at: dir.appendingPathComponent(name), to: aside)
-                waiting.append((dates.first?.first ?? "0000-00-00", aside, dir.appendingPathComponent(name)))
-            }
-        }
+        let inbox = try Resilience.HeldInbox(ws)
         let ledgerPath = ws.appendingPathComponent("ledger.sqlite").path
         for night in ["2026-09-12", "2026-10-31", "2026-11-21"] {
-            for file in waiting where file.date < night && !FileManager.default.fileExists(atPath: file.to.path) {
-                try FileManager.default.moveItem(at: file.from, to: file.to)
-            }
+            try inbox.release(before: night)
             _ = try NightlyRun(workspace: Workspace(ws), asOf: Day(iso: night)!).run()
             let ledger = try Ledger(path: ledgerPath, readOnly: true)
             try ledger.read { r in

@@ -48,6 +48,34 @@ enum Resilience {
         try FileManager.default.copyItem(at: from, to: to)
     }
 
+    /// A demo workspace's inbox files moved aside (to `held/`), to arrive night by night by the
+    /// date in their names (`release(before:)`).
+    struct HeldInbox {
+        var files: [(date: String, from: URL, to: URL)] = []
+
+        init(_ ws: URL) throws {
+            let fm = FileManager.default
+            let held = ws.appendingPathComponent("held")
+            for folder in ["receipts", "orders", "signed"] {
+                let dir = ws.appendingPathComponent("inbox/\(folder)")
+                try fm.createDirectory(at: held.appendingPathComponent(folder), withIntermediateDirectories: true)
+                for name in (try? fm.contentsOfDirectory(atPath: dir.path)) ?? [] {
+                    let dates: [[String]] = XLSXReader.matches(name, #"(\d{4}-\d{2}-\d{2})"#)
+                    let aside = held.appendingPathComponent("\(folder)/\(name)")
+                    try fm.moveItem(at: dir.appendingPathComponent(name), to: aside)
+                    files.append((dates.first?.first ?? "0000-00-00", aside, dir.appendingPathComponent(name)))
+                }
+            }
+        }
+
+        /// Puts back the files dated before `night` (and not back yet).
+        func release(before night: String) throws {
+            for file in files where file.date < night && !FileManager.default.fileExists(atPath: file.to.path) {
+                try FileManager.default.moveItem(at: file.from, to: file.to)
+            }
+        }
+    }
+
     static func scratch(_ name: String) -> URL {
         FileManager.default.temporaryDirectory.appendingPathComponent("iapledger-\(name)-\(UUID().uuidString)")
     }
