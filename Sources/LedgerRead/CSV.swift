@@ -16,6 +16,20 @@ public struct CSVError: Error, CustomStringConvertible {
 }
 
 public enum CSV {
+    /// `field` without leading and trailing whitespace (`CharacterSet.whitespaces`: spaces,
+    /// tabs and the other Unicode space separators). Most fields have none: when the first and
+    /// last bytes are ASCII and neither a space nor a tab, the field is returned as it is,
+    /// without Foundation's trim (a quarter of the time spent reading an orders file).
+    public static func trimmed(_ field: String) -> String {
+        var field = field
+        let clean = field.withUTF8 { bytes -> Bool in
+            guard let first = bytes.first, let last = bytes.last else { return true }
+            func plain(_ b: UInt8) -> Bool { b < 0x80 && b != 0x20 && b != 0x09 }
+            return plain(first) && plain(last)
+        }
+        return clean ? field : field.trimmingCharacters(in: .whitespaces)
+    }
+
     /// Parses `text` into rows. Blank lines are skipped. A leading UTF-8 BOM is ignored. The
     /// first row that breaks the quoting rules stops the parse (rules files must be whole).
     public static func parse(_ text: Substring) throws -> [CSVRow] {
@@ -139,7 +153,7 @@ public struct CSVTable {
         }
         badRows = bad
         guard !rows.isEmpty else { throw ReadError.file(path, "is empty: a header row is required (\(required.joined(separator: ",")))") }
-        let header = rows.removeFirst().fields.map { String($0.trimmingCharacters(in: .whitespaces)) }
+        let header = rows.removeFirst().fields.map(CSV.trimmed)
         self.header = header
         var index: [String: Int] = [:]
         for (i, h) in header.enumerated() { index[h] = i }
@@ -156,7 +170,7 @@ public struct CSVTable {
     /// The trimmed value of `column` in `row`, or "" when the row is short or lacks the column.
     public func value(_ row: CSVRow, _ column: String) -> String {
         guard let i = index[column], i < row.fields.count else { return "" }
-        return row.fields[i].trimmingCharacters(in: .whitespaces)
+        return CSV.trimmed(row.fields[i])
     }
 }
 

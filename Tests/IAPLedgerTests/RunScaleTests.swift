@@ -1,5 +1,6 @@
 import XCTest
 @testable import LedgerCore
+@testable import LedgerRead
 @testable import LedgerReport
 @testable import LedgerRun
 @testable import LedgerStore
@@ -162,5 +163,22 @@ final class Base64URLTests: XCTestCase {
             XCTAssertNil(SignedDataCompactJWS.base64URLDecode(bad), bad)
         }
         XCTAssertEqual(SignedDataCompactJWS.base64URLDecode(""), Data())
+    }
+}
+
+/// A CSV field's trim gives what Foundation's `trimmingCharacters(in: .whitespaces)` gives,
+/// with or without the shortcut for fields that start and end on a plain ASCII byte.
+final class CSVTrimTests: XCTestCase {
+    func testTrimMatchesFoundation() {
+        let edges = ["", " ", "\t", "\u{A0}", "\u{3000}", "\u{2009}", "\n", "\r", "x", "é", "\u{1F600}", "\"", "  \t"]
+        let middles = ["", "ord-1", "a b", "12.50", "\u{A0}", "2026-11-21T09:00:00Z", "\n"]
+        for lead in edges {
+            for middle in middles {
+                for trail in edges {
+                    let field = lead + middle + trail
+                    XCTAssertEqual(CSV.trimmed(field), field.trimmingCharacters(in: .whitespaces), field.debugDescription)
+                }
+            }
+        }
     }
 }
