@@ -141,7 +141,17 @@ public struct NightlyRun {
             CrashPoint.hit("report:previous month \(previous)")
             sets.append(ReportSet(ledger: ledger, config: config, asOf: previous.lastDay, runId: nil, workspace: workspace, layouts: layouts))
         }
-        let workbooks = try ReportSet.write(sets, progress: progress)
+        let workbooks: [URL]
+        do {
+            workbooks = try ReportSet.write(sets, progress: progress)
+        } catch {
+            // The ledger is committed; only files under reports/ are missing (none half-written).
+            throw StoreError(message: """
+                \(error)
+                the night's ledger is committed (run \(runId)) but its workbooks were not all written; \
+                fix the cause and run `iapledger run` again: it writes them again
+                """)
+        }
         let totals = try ledger.read { try $0.totals() }
         // What this run read and could not post, as it stands at the end of the run.
         let notPosted = try ledger.read { try $0.recordProblems() }.filter { $0.runId == runId && !$0.resolved }

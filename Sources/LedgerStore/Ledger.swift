@@ -26,7 +26,7 @@ public final class Ledger {
             queue = try DatabaseQueue(path: path, configuration: config)
             if !readOnly { try Schema.migrator().migrate(queue) }
         } catch let e as DatabaseError {
-            throw StoreError(message: "\(path): cannot open the ledger database: \(e.message ?? e.description)")
+            throw StoreError(message: "\(path): cannot open the ledger database: \(e.message ?? e.description)\(Self.advice(e))")
         }
     }
 
@@ -40,7 +40,23 @@ public final class Ledger {
                 return result
             }
         } catch let e as DatabaseError {
-            throw StoreError(message: "\(path): \(e.message ?? e.description)")
+            throw StoreError(message: "\(path): \(e.message ?? e.description)\(Self.advice(e))")
+        }
+    }
+
+    /// What a write failure of the disk or the file's permissions means for the user: SQLite
+    /// rolled the transaction back (or does so from its journal when the ledger is next opened).
+    static func advice(_ e: DatabaseError) -> String {
+        let unchanged = "; nothing of this run was written (the ledger is as it was before it)"
+        switch e.resultCode {
+        case .SQLITE_FULL:
+            return unchanged + ": free space on the disk and run again"
+        case .SQLITE_IOERR:
+            return unchanged + ": the disk may be full or failing, or the process's file size limit (ulimit -f) too small; fix it and run again"
+        case .SQLITE_READONLY, .SQLITE_CANTOPEN, .SQLITE_PERM:
+            return unchanged + ": check that the ledger file and its folder are writable by this user (and the file system not mounted read-only)"
+        default:
+            return ""
         }
     }
 

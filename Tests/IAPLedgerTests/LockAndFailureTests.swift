@@ -56,4 +56,127 @@ final class LockAndFailureTests: XCTestCase {
         if access(file.path, R_OK) == 0 { throw XCTSkip("running as a user who can read unreadable files (root)") }
         XCTAssertThrowsError(try ws.run("2026-10-08")) { XCTAssertTrue("\($0)".contains("locked.jsonl"), "\($0)") }
     }
+
+    /// Sets or clears the immutable attribute (`chattr +i`): a file or folder that even root
+    /// cannot write, so the read-only cases run as root too. Nil when the file system or the
+    /// user's capabilities do not allow it.
+    static func immutable(_ url: URL, _ on: Bool) -> Bool {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/chattr")
+        p.arguments = [on ? "+i" : "-i", url.path]
+        p.standardError = FileHandle.nullDevice
+        guard (try? p.run()) != nil else { return false }
+        p.waitUntilExit()
+        return p.terminationStatus == 0
+    }
+
+    func testALedgerNobodyMayWriteFailsCleanlyAndStaysUnchanged() throws {
+        try ws.run("2026-10-07")
+        let db = ws.root.appendingPathComponent("ledger.sqlite")
+        let before = try Data(contentsOf: db)
+        try ws.write("inbox/receipts/s.jsonl", Receipt.response([Receipt.item("6002", purchased: "2026-10-06T10:00:00Z")]) + "\n")
+        guard Self.immutable(db, true) else { throw XCTSkip("chattr +i is not available here") }
+        defer { _ = Self.immutable(db, false) }
+        XCTAssertThrowsError(try ws.run("2026-10-08")) { error in
+            XCTAssertTrue("\(error)".contains(db.path), "names the ledger: \(error)")
+            XCTAssertTrue("\(error)".contains("readonly database"), "\(error)")
+            XCTAssertTrue("\(error)".contains("the ledger is as it was"), "\(error)")
+        }
+        XCTAssertEqual(try Data(contentsOf: db), before, "the ledger is unchanged")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: ws.root.appendingPathComponent("reports/2026-10-08").path), "no workbooks for a night that did not commit")
+        XCTAssertTrue(Self.immutable(db, false))
+        XCTAssertEqual(try ws.run("2026-10-08").counts.entriesPosted, 1, "once writable, the next night posts what waited")
+    }
+
+    /// A disk that fills up while the night writes (a file size limit on the real binary: the
+    /// write fails as on a full disk): exit 1, the ledger named and unchanged, no workbooks; the
+    /// next run, with room again, gives the ledger of a run that never failed.
+    func testAFullDiskStopsTheNightWithTheLedgerUnchanged() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit") else { throw XCTSkip("prlimit (util-linux) is not installed") }
+        let binary = TraceAndCLITests.binary
+        guard FileManager.default.fileExists(atPath: binary.path) else { throw XCTSkip("iapledger binary not built at \(binary.path)") }
+        try ws.run("2026-10-07")
+        let db = ws.root.appendingPathComponent("ledger.sqlite")
+        let before = try Data(contentsOf: db)
+        let items = (0..<400).map { Receipt.item("7\($0)", purchased: "2026-10-06T10:00:00Z") }
+        try ws.write("inbox/receipts/big.jsonl", items.map { Receipt.response([$0]) }.joined(separator: "\n") + "\n")
+        let twin = Resilience.scratch("full-disk-twin")
+        defer { try? FileManager.default.removeItem(at: twin) }
+        try Resilience.copy(ws.root, to: twin)
+
+        // Files may not grow past the ledger's size plus 16 KiB; SIGXFSZ ignored, so a write
+        // past it fails with EFBIG instead of killing the process.
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
+        p.arguments = ["--fsize=\(before.count + 16_384)", "--", "/bin/sh", "-c", "trap '' XFSZ; exec \"$0\" \"$@\"",
+                       binary.path, "run", "--as-of", "2026-10-08", "--workspace", ws.root.path]
+        let err = Pipe()
+        p.standardError = err
+        p.standardOutput = FileHandle.nullDevice
+        try p.run()
+        let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        XCTAssertEqual(p.terminationStatus, 1, message)
+        XCTAssertTrue(message.contains(db.path), "names the ledger: \(message)")
+        XCTAssertTrue(message.contains("disk may be full"), message)
+        XCTAssertEqual(try Data(contentsOf: db), before, "the ledger is unchanged")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: ws.root.appendingPathComponent("reports/2026-10-08").path))
+
+        XCTAssertEqual(try ws.run("2026-10-08").counts.entriesPosted, 400, "with room again the night completes")
+        try NightlyRun(workspace: Workspace(twin), asOf: Day(iso: "2026-10-08")!).run()
+        XCTAssertEqual(try Resilience.ledgerDump(ws.root), try Resilience.ledgerDump(twin), "the ledger of a night that never failed")
+    }
+
+    /// Workbooks that cannot be written after the ledger committed: the message names the file
+    /// and says the ledger is committed; nothing half-written is left under reports/, and the
+    /// next run writes the workbooks.
+    func testWorkbooksThatCannotBeWrittenAreWrittenByTheNextRun() throws {
+        try ws.run("2026-10-07")
+        let aside = ws.root.appendingPathComponent(".iapledger-tmp")
+        try FileManager.default.createDirectory(at: aside, withIntermediateDirectories: true)
+        guard Self.immutable(aside, true) else { throw XCTSkip("chattr +i is not available here") }
+        defer { _ = Self.immutable(aside, false) }
+        try ws.write("inbox/receipts/s.jsonl", Receipt.response([Receipt.item("6002", purchased: "2026-10-06T10:00:00Z")]) + "\n")
+        XCTAssertThrowsError(try ws.run("2026-10-08")) { error in
+            XCTAssertTrue("\(error)".contains(aside.path), "names the file: \(error)")
+            XCTAssertTrue("\(error)".contains("ledger is committed"), "\(error)")
+        }
+        let day = ws.root.appendingPathComponent("reports/2026-10-08")
+        XCTAssertEqual((try? FileManager.default.contentsOfDirectory(atPath: day.path)) ?? [], [], "no workbook, whole or half")
+        XCTAssertTrue(Self.immutable(aside, false))
+        let again = try ws.run("2026-10-08")
+        XCTAssertEqual(again.counts.entriesPosted, 0, "the night was committed once")
+        XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: day.path)),
+                       ["finance-2026-10-08.xlsx", "sandbox-2026-10-08.xlsx", "reconciliation-2026-10-08.xlsx"])
+    }
+
+    /// Inputs no user can read (root included): a link to a file that is gone, a folder named
+    /// like an input file. Each stops the night naming its path, with the ledger unchanged.
+    func testInputsThatCannotBeReadByAnyoneNameThePathAndChangeNothing() throws {
+        try ws.run("2026-10-07")
+        let db = ws.root.appendingPathComponent("ledger.sqlite")
+        let before = try Data(contentsOf: db)
+        let gone = ws.root.appendingPathComponent("inbox/receipts/gone.jsonl")
+        try FileManager.default.createSymbolicLink(atPath: gone.path, withDestinationPath: "/nonexistent/receipts.jsonl")
+        XCTAssertThrowsError(try ws.run("2026-10-08")) { XCTAssertTrue("\($0)".contains(gone.path), "\($0)") }
+        try FileManager.default.removeItem(at: gone)
+        let folder = ws.root.appendingPathComponent("inbox/orders/folder.csv")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        XCTAssertThrowsError(try ws.run("2026-10-08")) { XCTAssertTrue("\($0)".contains(folder.path), "\($0)") }
+        XCTAssertEqual(try Data(contentsOf: db), before, "the ledger is unchanged")
+    }
+
+    func testAMissingRulesFileNamesThePathAndChangesNothing() throws {
+        try ws.run("2026-10-07")
+        let db = ws.root.appendingPathComponent("ledger.sqlite")
+        let before = try Data(contentsOf: db)
+        try ws.write("inbox/receipts/s.jsonl", Receipt.response([Receipt.item("6002", purchased: "2026-10-06T10:00:00Z")]) + "\n")
+        let prices = ws.root.appendingPathComponent("rules/prices.csv")
+        try FileManager.default.removeItem(at: prices)
+        XCTAssertThrowsError(try ws.run("2026-10-08")) { error in
+            XCTAssertTrue("\(error)".contains(prices.path), "\(error)")
+            XCTAssertTrue("\(error)".contains("missing"), "\(error)")
+        }
+        XCTAssertEqual(try Data(contentsOf: db), before, "the ledger is unchanged")
+    }
 }
