@@ -190,6 +190,17 @@ public struct FinanceReport {
                                       .text(mode == "full" ? "full: every transaction and order" : "incremental: the transactions and orders this run touched")]))
             }
         }
+        if summary == nil {
+            // A set written for an earlier date than the latest run (the month before, or
+            // `report --period`): say whose state its lists are, and that the totals are today's.
+            let state = try reader.lastRun(onOrBefore: asOf)
+            info.append(SheetRow([.text("Records not posted and findings below"),
+                                  .text(state.map { "as they stood after run \($0.id), as of \($0.asOf) (the last run on or before \(asOf))" }
+                                        ?? "none: no run on or before \(asOf)")]))
+            if let latest = try reader.lastRun(onOrBefore: Day(year: 9999, month: 12, day: 31)), latest.asOf > asOf {
+                info.append(SheetRow([.text("Ledger totals below"), .text("the whole ledger after the latest run (run \(latest.id), as of \(latest.asOf))")]))
+            }
+        }
         info += [
             SheetRow([.text("Transactions posted (ledger)"), .integer(Int64(totals.transactionsPosted))]),
             SheetRow([.text("Transactions pending a rule (ledger)"), .integer(Int64(totals.transactionsPending))]),
@@ -209,11 +220,13 @@ public struct FinanceReport {
             SheetRow([.text($0.path), .text($0.kind), .text($0.sha256), .integer($0.sizeBytes),
                       .integer(Int64($0.records)), .integer(Int64($0.newRecords))])
         }
-        let problems = try reader.recordProblems().filter { !$0.resolved }.map {
+        // What was open on the as-of date (a month-end set written again later lists neither
+        // records read nor findings made after it).
+        let problems = try reader.recordProblems().filter { $0.isOpen(on: asOf) }.map {
             SheetRow([.text($0.path), .integer(Int64($0.line)), .text($0.outcome), .text($0.code), .text($0.reason),
                       .date($0.firstSeen), .integer(Int64(asOf - $0.firstSeen))])
         }
-        let findings = try reader.findings(openOnly: true).map {
+        let findings = try reader.findings(openOnly: false).filter { $0.isOpen(on: asOf) }.map {
             SheetRow([.text($0.code), .text($0.transactionId), .text($0.message), .date($0.firstSeen),
                       .integer(Int64(asOf - $0.firstSeen))])
         }

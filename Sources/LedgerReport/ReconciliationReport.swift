@@ -21,6 +21,16 @@ public struct ReconciliationReport {
 
     var rd: Int { Currency.exponent(reportingCurrency) ?? 2 }
 
+    /// The workbook shows the reconciliation as it stood on its as-of date: after the last run
+    /// on or before that date (a month-end set written again later, or `report --period`, does
+    /// not list what later runs found, and ages never come out negative).
+    func stateRun() throws -> (id: Int64, asOf: Day)? { try reader.lastRun(onOrBefore: asOf) }
+
+    /// Exceptions open on the as-of date.
+    func openExceptions() throws -> [ExceptionRow] {
+        try reader.exceptions(status: "all").filter { $0.isOpen(on: asOf) }
+    }
+
     public func workbook() throws -> WorkbookModel {
         let values = ["as_of": asOf.description, "reporting_currency": reportingCurrency]
         let sheets = try layout.sheets.map { sheet -> SheetModel in
@@ -40,7 +50,7 @@ public struct ReconciliationReport {
     }
 
     public func summarySheet() throws -> SheetContent {
-        let open = try reader.exceptions(status: "open")
+        let open = try openExceptions()
         var rows: [SheetRow] = []
         var totalCount: Int64 = 0, totalAmount: Int64 = 0
         for c in ExceptionCategory.allCases {
@@ -55,8 +65,11 @@ public struct ReconciliationReport {
         rows.append(SheetRow([.text("Total open exceptions"), .empty, .integer(totalCount),
                               .integer(Int64(open.filter { $0.firstSeen == asOf }.count)), .money(minor: totalAmount, decimals: rd)],
                              style: .total))
-        let matched = try runId.map { try reader.matchedCount(runId: $0) } ?? 0
+        let state = try stateRun()
+        let matched = try (runId ?? state?.id).map { try reader.matchedCount(runId: $0) } ?? 0
         let resolved = try resolvedSinceLastNight().count
+        let stateText = state.map { "run \($0.id), as of \($0.asOf) (the last run on or before \(asOf))" }
+            ?? "no run on or before \(asOf): nothing reconciled by then"
         return SheetContent(
             key: "summary",
             tables: [
@@ -64,6 +77,7 @@ public struct ReconciliationReport {
                 TableBlock(key: "matching", columns: ReportSchema.reconciliationMatching, rows: [
                     SheetRow([.text("Matched order/transaction pairs"), .integer(Int64(matched))]),
                     SheetRow([.text("Resolved since the previous night"), .integer(Int64(resolved))]),
+                    SheetRow([.text("Reconciliation state"), .text(stateText)]),
                 ]),
             ],
             values: ["matched": String(matched), "resolved": String(resolved)])
@@ -76,7 +90,7 @@ public struct ReconciliationReport {
     }
 
     public func exceptionsSheet() throws -> SheetContent {
-        let rows = try reader.exceptions(status: "open").map {
+        let rows = try openExceptions().map {
             SheetRow(cells($0) + [.integer(Int64($0.ageDays(asOf: asOf))), .text($0.detail)])
         }
         return SheetContent(key: "exceptions", tables: [TableBlock(key: "exceptions", columns: ReportSchema.exceptions, rows: rows)])
@@ -100,11 +114,13 @@ public struct ReconciliationReport {
 
     public func pendingSheet() throws -> SheetContent {
         var rows: [SheetRow] = []
-        for p in try reader.recordProblems() where p.outcome == "pending" && !p.resolved {
+        for p in try reader.recordProblems() where p.outcome == "pending" && p.isOpen(on: asOf) {
             rows.append(SheetRow([.text("record waits for verification"), .text("\(p.path):\(p.line)"), .text(p.code), .text(p.reason),
                                   .date(p.firstSeen), .integer(Int64(asOf - p.firstSeen))]))
         }
-        for t in try reader.pendingTransactions() {
+        // The current state, or (for a date before the last run) the sales that waited then.
+        let current = try reader.lastAsOf().map { $0 <= asOf } ?? true
+        for t in try current ? reader.pendingTransactions() : reader.pendingTransactions(openOn: asOf) {
             rows.append(SheetRow([.text("\(t.book) transaction waits for a rule"), .text(t.transactionId), .text(t.productId),
                                   .text(t.reason), .date(t.firstSeen), .integer(Int64(asOf - t.firstSeen))]))
         }

@@ -56,6 +56,11 @@ public struct RecordProblem: Equatable {
     public var resolved: Bool
     /// The run that read the record.
     public var runId: Int64
+    /// The as-of date of the run that resolved it (a verified record of the same transaction).
+    public var resolvedOn: Day? = nil
+
+    /// Read on or before `day` and not resolved by then: what a workbook as of `day` lists.
+    public func isOpen(on day: Day) -> Bool { firstSeen <= day && (resolvedOn.map { $0 > day } ?? true) }
 }
 
 /// An open or resolved finding (MISSING_RULE and others).
@@ -66,6 +71,9 @@ public struct FindingRow: Equatable {
     public var firstSeen: Day
     public var resolvedOn: Day?
     public var firstRunId: Int64
+
+    /// Found on or before `day` and not resolved by then.
+    public func isOpen(on day: Day) -> Bool { firstSeen <= day && (resolvedOn.map { $0 > day } ?? true) }
 }
 
 /// What one run did.
@@ -216,13 +224,15 @@ extension LedgerReader {
     /// Rejected records, and pending ones not yet resolved by a verified record.
     public func recordProblems() throws -> [RecordProblem] {
         try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT f.path, r.line, r.outcome, r.reason_code, r.reason, run.as_of, r.resolved_run_id IS NOT NULL, f.run_id
+            SELECT f.path, r.line, r.outcome, r.reason_code, r.reason, run.as_of, r.resolved_run_id IS NOT NULL, f.run_id, resolver.as_of
             FROM source_record r JOIN source_file f ON f.id = r.file_id JOIN run ON run.id = f.run_id
+            LEFT JOIN run resolver ON resolver.id = r.resolved_run_id
             WHERE r.outcome <> 'verified'
             ORDER BY r.outcome, f.path, r.line
             """)).map {
             RecordProblem(path: $0[0], line: $0[1], outcome: $0[2], code: $0[3] ?? "", reason: $0[4] ?? "",
-                          firstSeen: Day(iso: $0[5] as String)!, resolved: $0[6], runId: $0[7])
+                          firstSeen: Day(iso: $0[5] as String)!, resolved: $0[6], runId: $0[7],
+                          resolvedOn: ($0[8] as String?).flatMap { Day(iso: $0) })
         }
     }
 

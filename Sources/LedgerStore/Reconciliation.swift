@@ -19,6 +19,9 @@ public struct ExceptionRow: Equatable {
 
     public var isOpen: Bool { resolvedOn == nil }
 
+    /// Detected on or before `day` and not resolved by then: open in a workbook as of `day`.
+    public func isOpen(on day: Day) -> Bool { firstSeen <= day && (resolvedOn.map { $0 > day } ?? true) }
+
     /// Days open as of `asOf` (or until it was resolved).
     public func ageDays(asOf: Day) -> Int { (resolvedOn ?? asOf) - firstSeen }
 }
@@ -66,6 +69,26 @@ extension LedgerReader {
     /// Matched order/transaction pairs found by the latest run.
     public func matchedCount(runId: Int64) throws -> Int {
         try Int.fetchOne(db.cachedStatement(sql: "SELECT orders_matched FROM run WHERE id = ?"), arguments: [runId]) ?? 0
+    }
+
+    /// The last run whose as-of date is on or before `day`: the state a workbook as of `day`
+    /// reports (reconciliation, records and sales waiting), nil when no run had happened by then.
+    public func lastRun(onOrBefore day: Day) throws -> (id: Int64, asOf: Day)? {
+        guard let r = try Row.fetchOne(db.cachedStatement(sql: "SELECT id, as_of FROM run WHERE as_of <= ? ORDER BY as_of DESC, id DESC LIMIT 1"),
+                                       arguments: [day.description]) else { return nil }
+        return (r[0], Day(iso: r[1] as String)!)
+    }
+
+    /// Transactions whose sale waited for a rule on `day` (a past date), from the MISSING_RULE
+    /// findings open then: those still waiting and those posted by a later run.
+    public func pendingTransactions(openOn day: Day) throws -> [(transactionId: String, book: String, productId: String, reason: String, firstSeen: Day)] {
+        try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT f.transaction_id, t.book, t.product_id, 'MISSING_RULE: ' || f.message, found.as_of
+            FROM finding f JOIN run found ON found.id = f.first_run_id LEFT JOIN run resolver ON resolver.id = f.resolved_run_id
+            JOIN store_transaction t ON t.transaction_id = f.transaction_id
+            WHERE f.code = 'MISSING_RULE' AND found.as_of <= ?1 AND (resolver.as_of IS NULL OR resolver.as_of > ?1)
+            ORDER BY found.as_of, f.transaction_id
+            """), arguments: [day.description]).map { ($0[0], $0[1], $0[2], $0[3], Day(iso: $0[4] as String)!) }
     }
 
     /// Transactions whose sale waits for a rule, with the day they were first read.

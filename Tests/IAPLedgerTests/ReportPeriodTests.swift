@@ -35,4 +35,62 @@ final class ReportPeriodTests: XCTestCase {
         let closed = try ws.run("2026-11-03")
         XCTAssertFalse(closed.workbooks.contains { $0.path.contains("2026-10-31") }, "October is closed: written no more")
     }
+
+    /// A month-end set written again after its date (the month before, by a later night) shows
+    /// reconciliation, records waiting and findings as they stood on its as-of date: nothing a
+    /// later run found, a sale that waited then and was posted later, never a negative age.
+    func testAMonthEndSetWrittenLaterShowsTheStateOfItsDate() throws {
+        let noOctoberYen = TestWorkspace.defaultFX.split(separator: "\n").filter { !$0.contains("2026-10,JPY") }.joined(separator: "\n")
+        let ws = try TestWorkspace(fx: noOctoberYen)
+        defer { ws.remove() }
+        let header = ReconciliationTests.header
+        try ws.write("inbox/receipts/a.jsonl", [
+            Receipt.response([Receipt.item("a1", purchased: "2026-10-05T10:00:00Z")]),
+            Receipt.response([Receipt.item("w1", purchased: "2026-10-10T10:00:00Z")]),
+        ].joined(separator: "\n") + "\n")
+        try ws.write("inbox/orders/a.csv", header
+            + "o-a1,acc-1,a1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n"
+            + "o-w1,acc-2,w1,coins.100,1,100,2026-10-10T10:01:00Z,production,JPN,,\n")
+        try ws.run("2026-10-20")
+        XCTAssertEqual(try ws.workspace.openExistingLedger().1.read { try $0.pendingTransactions().map(\.transactionId) }, ["w1"],
+                       "w1 waits for October's yen rate")
+
+        // Night 2: the rate arrives (w1 is posted), a credit with no purchase and a retryable record.
+        try ws.write("rules/fx.csv", TestWorkspace.defaultFX)
+        try ws.write("inbox/receipts/b.jsonl", #"{"response": {"status": 21005, "is-retryable": true}, "transaction_id": "u9"}"# + "\n")
+        try ws.write("inbox/orders/b.csv", header + "o-zz,acc-3,zz,coins.100,1,100,2026-11-02T09:00:00Z,production,USA,,\n")
+        let night = try ws.run("2026-11-03")
+        XCTAssertTrue(night.workbooks.contains { $0.path.hasSuffix("2026-10-31/reconciliation-2026-10-31.xlsx") })
+
+        let now = try XLSXReader.sheets(ws.root.appendingPathComponent("reports/2026-11-03/reconciliation-2026-11-03.xlsx"))
+        let october = try XLSXReader.sheets(ws.root.appendingPathComponent("reports/2026-10-31/reconciliation-2026-10-31.xlsx"))
+        func column(_ sheet: [[String]], _ title: String) -> [String] {
+            guard let h = sheet.firstIndex(where: { $0.contains(title) }), let c = sheet[h].firstIndex(of: title) else { return [] }
+            return sheet[(h + 1)...].map { c < $0.count ? $0[c] : "" }.filter { !$0.isEmpty }
+        }
+        XCTAssertTrue(column(now["Exceptions"]!, "Order").contains("o-zz"), "the nightly set lists what night 2 found")
+        XCTAssertFalse(column(october["Exceptions"]!, "Order").contains("o-zz"), "found on 2026-11-03: not open on 2026-10-31")
+        for book in [now, october] {
+            for sheet in ["Exceptions", "Pending"] {
+                let ages = column(book[sheet]!, "Age (days)").compactMap { Int($0) }
+                XCTAssertTrue(ages.allSatisfy { $0 >= 0 }, "\(sheet): \(ages)")
+            }
+        }
+        let octoberPending = october["Pending"]!.flatMap { $0 }
+        XCTAssertTrue(octoberPending.contains("w1"), "w1 waited for a rule on 2026-10-31 (posted on 2026-11-03)")
+        XCTAssertFalse(octoberPending.contains { $0.hasPrefix("inbox/receipts/b.jsonl") }, "a record read on 2026-11-03")
+        let nowPending = now["Pending"]!.flatMap { $0 }
+        XCTAssertFalse(nowPending.contains("w1"), "posted")
+        XCTAssertTrue(nowPending.contains("inbox/receipts/b.jsonl:1"))
+        let state = october["Summary"]!.first { $0.first == "Reconciliation state" }
+        XCTAssertEqual(state?.dropFirst().first, "run 1, as of 2026-10-20 (the last run on or before 2026-10-31)")
+        XCTAssertEqual(october["Summary"]!.first { $0.first == "Matched order/transaction pairs" }?.dropFirst().first, "2",
+                       "run 1 matched a1 and w1 with their orders")
+
+        let info = try XLSXReader.sheets(ws.root.appendingPathComponent("reports/2026-10-31/finance-2026-10-31.xlsx"))["Run Info"]!
+        XCTAssertEqual(info.first { $0.first == "Records not posted and findings below" }?.dropFirst().first,
+                       "as they stood after run 1, as of 2026-10-20 (the last run on or before 2026-10-31)")
+        XCTAssertFalse(info.flatMap { $0 }.contains("inbox/receipts/b.jsonl"), "read after 2026-10-31")
+        XCTAssertTrue(info.flatMap { $0 }.contains("w1"), "the MISSING_RULE finding open on 2026-10-31")
+    }
 }
