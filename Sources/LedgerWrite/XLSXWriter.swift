@@ -249,9 +249,10 @@ public enum XLSXWriter {
                 worksheet_freeze_panes(ws, row, 0)
                 worksheet_repeat_rows(ws, headerRow, headerRow)
             }
-            var lastRow = row
             let firstBody = row
             var lastBody: UInt32? = nil
+            // The filter stops above the table's closing total rows: sorting must not move them.
+            var lastBeforeTotals = headerRow, previousWasTotal = false
             let columnFormats = table.columns.map { ColumnFormats($0, f) }
             let otherFormats = ColumnFormats(nil, f)
             try table.rows { r in
@@ -260,7 +261,7 @@ public enum XLSXWriter {
                     guard ti == 0 && sheet.tables.count == 1 else {
                         throw WriteError(message: "\(path): sheet \(sheet.name) would pass the \(maxRow + 1) rows a sheet can hold")
                     }
-                    worksheet_autofilter(ws, headerRow, 0, lastRow, lxw_col_t(table.columns.count - 1))
+                    worksheet_autofilter(ws, headerRow, 0, lastBeforeTotals, lxw_col_t(table.columns.count - 1))
                     part += 1
                     let name = continuationName(sheet.name, part: part)
                     guard let next = workbook_add_worksheet(wb, name) else {
@@ -278,9 +279,17 @@ public enum XLSXWriter {
                     worksheet_repeat_rows(ws, 2, 2)
                     headerRow = 2
                     row = 3
+                    lastBeforeTotals = headerRow
                 }
                 if r.style == .body { lastBody = row }
                 let total = r.style == .total
+                if total && !previousWasTotal && ti == 0 && !table.columns.isEmpty {
+                    // Set while the row above is still the one being written: in constant-memory
+                    // mode libxlsxwriter ignores a range that ends on a row already written out.
+                    worksheet_autofilter(ws, headerRow, 0, lastBeforeTotals, lxw_col_t(table.columns.count - 1))
+                }
+                previousWasTotal = total
+                if !total { lastBeforeTotals = row }
                 for (i, cell) in r.cells.enumerated() {
                     let col = lxw_col_t(i)
                     let cf = i < columnFormats.count ? columnFormats[i] : otherFormats
@@ -299,12 +308,11 @@ public enum XLSXWriter {
                         worksheet_write_number(ws, row, col, cellNumber(Int64(day.daysSinceEpoch + 25_569), decimals: 0), cf.date())
                     }
                 }
-                lastRow = row
                 row += 1
                 CrashPoint.tick("write:rows", every: 200)
             }
-            if ti == 0 && !table.columns.isEmpty {
-                worksheet_autofilter(ws, headerRow, 0, max(lastRow, headerRow), lxw_col_t(table.columns.count - 1))
+            if ti == 0 && !table.columns.isEmpty && !previousWasTotal {
+                worksheet_autofilter(ws, headerRow, 0, lastBeforeTotals, lxw_col_t(table.columns.count - 1))
             }
             bodies.append((firstBody, lastBody ?? firstBody))
             totalsSeen.append(lastBody != nil)

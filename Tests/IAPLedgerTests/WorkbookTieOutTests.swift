@@ -102,6 +102,26 @@ final class WorkbookTieOutTests: XCTestCase {
         XCTAssertEqual(net - commission, proceeds, file: file, line: line)
     }
 
+    /// Each sheet's filter covers its header and rows but not the table's closing total rows
+    /// (sorting a filtered column must not move a total into the figures).
+    func testFiltersStopAboveTheClosingTotals() throws {
+        var checked = 0
+        for url in result.workbooks {
+            let names = try XLSXParts.sheetNames(url)
+            let book = try XLSXReader.sheets(url)
+            for (i, name) in names.enumerated() {
+                let xml = try XLSXParts.read(url, "xl/worksheets/sheet\(i + 1).xml")
+                guard let ref = XLSXReader.matches(xml, #"<autoFilter ref="[A-Z]+(\d+):[A-Z]+(\d+)""#).first else { continue }
+                let (first, last) = (Int(ref[0])!, Int(ref[1])!)
+                let rows = book[name]!
+                XCTAssertGreaterThanOrEqual(last, first, "\(name)")
+                XCTAssertFalse(rows[last - 1].contains { $0.hasPrefix("Total") }, "\(url.lastPathComponent) \(name): row \(last) is a total")
+                if last < rows.count, rows[last].contains(where: { $0.hasPrefix("Total") }) { checked += 1 }
+            }
+        }
+        XCTAssertGreaterThanOrEqual(checked, 4, "sheets with a total row right under their filter (Summary, Revenue by Region, Trial Balance, ...)")
+    }
+
     func testIdenticalInputsGiveByteIdenticalWorkbooks() throws {
         let other = FileManager.default.temporaryDirectory.appendingPathComponent("iapledger-tieout-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: other) }
