@@ -59,6 +59,12 @@ public struct NightlyRun {
         workspace.removeStaleTempFiles()
 
         let ledger = try Ledger(path: workspace.ledgerURL(config).path)
+        // Nights go forward: a run dated before the last one would age exceptions backwards and
+        // could date entries after its own as-of date. The same date again is a re-run.
+        if let last = try ledger.read({ try $0.lastAsOf() }), asOf < last {
+            throw StoreError(message: "as-of date \(asOf) is before the last run's (\(last)): nights go forward; "
+                + "an earlier month's workbooks are written by `iapledger report --period YYYY-MM`")
+        }
         let verifier = ReceiptVerifier(bundleIds: config.bundleIds)
         let signedVerifier = try Self.signedDataVerifier(config: config, workspace: workspace)
 

@@ -89,9 +89,21 @@ public struct Workspace {
         let dir = inboxURL.appendingPathComponent(folder)
         guard FileManager.default.fileExists(atPath: dir.path) else { return [] }
         let names = try FileManager.default.contentsOfDirectory(atPath: dir.path)
-        return names.filter { !$0.hasPrefix(".") && extensions.contains(($0 as NSString).pathExtension.lowercased()) }
+        let files = names.filter { !$0.hasPrefix(".") && extensions.contains(($0 as NSString).pathExtension.lowercased()) }
             .sorted()
             .map { dir.appendingPathComponent($0) }
+        for url in files {
+            // A named pipe or a device (or a link to one) would block or never end: refused
+            // before anything is read. A missing link target is reported when the file is read.
+            var st = stat()
+            if stat(url.path, &st) == 0 {
+                let type = st.st_mode & S_IFMT
+                if type != S_IFREG && type != S_IFDIR {
+                    throw ReadError.file(url.path, "is not a regular file (a named pipe, a device or a socket, or a link to one): move it out of the inbox")
+                }
+            }
+        }
+        return files
     }
 
     /// Creates a workspace with the commented example config, example rules and the workbook

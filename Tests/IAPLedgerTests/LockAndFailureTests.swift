@@ -179,4 +179,34 @@ final class LockAndFailureTests: XCTestCase {
         }
         XCTAssertEqual(try Data(contentsOf: db), before, "the ledger is unchanged")
     }
+
+    /// A named pipe in the inbox (or a link to a device) would block the night for ever, holding
+    /// the lock: it is refused by name before anything is read.
+    func testAPipeOrADeviceInTheInboxIsRefusedAtOnce() throws {
+        try ws.run("2026-10-07")
+        let db = ws.root.appendingPathComponent("ledger.sqlite")
+        let before = try Data(contentsOf: db)
+        let pipe = ws.root.appendingPathComponent("inbox/receipts/pipe.jsonl")
+        XCTAssertEqual(mkfifo(pipe.path, 0o644), 0)
+        XCTAssertThrowsError(try ws.run("2026-10-08")) { error in
+            XCTAssertTrue("\(error)".contains(pipe.path) && "\(error)".contains("not a regular file"), "\(error)")
+        }
+        try FileManager.default.removeItem(at: pipe)
+        let device = ws.root.appendingPathComponent("inbox/orders/zero.csv")
+        try FileManager.default.createSymbolicLink(atPath: device.path, withDestinationPath: "/dev/zero")
+        XCTAssertThrowsError(try ws.run("2026-10-08")) { XCTAssertTrue("\($0)".contains(device.path), "\($0)") }
+        XCTAssertEqual(try Data(contentsOf: db), before, "the ledger is unchanged")
+    }
+
+    /// Nights go forward: a run dated before the last one is refused (the same date is a re-run).
+    func testARunDatedBeforeTheLastOneIsRefused() throws {
+        try ws.run("2026-10-07")
+        let db = ws.root.appendingPathComponent("ledger.sqlite")
+        let before = try Data(contentsOf: db)
+        XCTAssertThrowsError(try ws.run("2026-10-06")) { error in
+            XCTAssertTrue("\(error)".contains("before the last run's (2026-10-07)"), "\(error)")
+        }
+        XCTAssertEqual(try Data(contentsOf: db), before)
+        XCTAssertNoThrow(try ws.run("2026-10-07"), "the same night again")
+    }
 }
