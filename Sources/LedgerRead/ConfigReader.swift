@@ -48,6 +48,22 @@ public enum ConfigReader {
             throw fail(name, "must be a date YYYY-MM-DD")
         }
 
+        // A misspelt key or section would leave its setting at the default without a word (a
+        // `[comission]` table posting every sale at the standard rate): every key must be known.
+        func onlyKnown(_ t: TOMLTable, _ known: [String], in section: String?) throws {
+            for key in t.keys.sorted() where !known.contains(key) {
+                let name = section.map { "\($0).\(key)" } ?? key
+                throw fail(name, "unknown setting\(section.map { " in [\($0)]" } ?? ""); the known ones are \(known.joined(separator: ", "))")
+            }
+        }
+        try onlyKnown(table, ["reporting_currency", "bundle_ids", "default_storefront", "trusted_roots", "database",
+                              "commission", "periods", "reports"], in: nil)
+        if let t = table["commission"]?.table {
+            try onlyKnown(t, ["standard", "reduced", "subscription_reduced_after_days", "subscription_grace_days", "small_business"], in: "commission")
+        }
+        if let t = table["periods"]?.table { try onlyKnown(t, ["closed_through"], in: "periods") }
+        if let t = table["reports"]?.table { try onlyKnown(t, ["journal_row_cap"], in: "reports") }
+
         if let s = try string(table, "reporting_currency", "reporting_currency") {
             guard Currency.isKnown(s) else { throw fail("reporting_currency", "\(s) is not a known ISO 4217 currency") }
             c.reportingCurrency = s

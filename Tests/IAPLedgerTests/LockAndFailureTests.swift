@@ -1,5 +1,7 @@
 import XCTest
 @testable import LedgerCore
+@testable import LedgerRead
+import LedgerTemplates
 @testable import LedgerRun
 @testable import LedgerStore
 
@@ -208,5 +210,21 @@ final class LockAndFailureTests: XCTestCase {
         }
         XCTAssertEqual(try Data(contentsOf: db), before)
         XCTAssertNoThrow(try ws.run("2026-10-07"), "the same night again")
+    }
+
+    /// A misspelt setting or section stops the run naming it, instead of leaving its setting at
+    /// the default (a `[comission]` table would post every sale at the standard rate).
+    func testAMisspeltSettingStopsTheRunNamingIt() throws {
+        for (text, named) in [("[comission]\nreduced = \"0.15\"\n", "comission: unknown setting"),
+                              ("[commission]\nreduce = \"0.15\"\n", "commission.reduce: unknown setting in [commission]"),
+                              ("[period]\nclosed_through = \"2026-09\"\n", "period: unknown setting"),
+                              ("bundle_id = [\"com.example.coins\"]\n", "bundle_id: unknown setting")] {
+            XCTAssertThrowsError(try ConfigReader.parse(text)) { error in
+                XCTAssertTrue("\(error)".contains("iapledger.toml") && "\(error)".contains(named), "\(error)")
+            }
+        }
+        XCTAssertNoThrow(try ConfigReader.parse(TestWorkspace.defaultConfig + "\n[periods]\nclosed_through = \"2026-09\"\n[reports]\njournal_row_cap = 10\n"))
+        XCTAssertNoThrow(try ConfigReader.parse(String(contentsOf: Templates.directory().appendingPathComponent("iapledger.toml"), encoding: .utf8)),
+                         "the shipped example config")
     }
 }
