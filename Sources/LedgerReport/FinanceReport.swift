@@ -197,7 +197,7 @@ public struct FinanceReport {
             info.append(SheetRow([.text("Records not posted and findings below"),
                                   .text(state.map { "as they stood after run \($0.id), as of \($0.asOf) (the last run on or before \(asOf))" }
                                         ?? "none: no run on or before \(asOf)")]))
-            if let latest = try reader.lastRun(onOrBefore: Day(year: 9999, month: 12, day: 31)), latest.asOf > asOf {
+            if let latest = try reader.latestRun(), latest.asOf > asOf {
                 info.append(SheetRow([.text("Ledger totals below"), .text("the whole ledger after the latest run (run \(latest.id), as of \(latest.asOf))")]))
             }
         }

@@ -28,7 +28,7 @@ public struct ReconciliationReport {
 
     /// Exceptions open on the as-of date.
     func openExceptions() throws -> [ExceptionRow] {
-        try reader.exceptions(status: "all").filter { $0.isOpen(on: asOf) }
+        try reader.exceptions(openOn: asOf)
     }
 
     public func workbook() throws -> WorkbookModel {

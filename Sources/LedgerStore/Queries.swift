@@ -58,10 +58,22 @@ public struct RecordProblem: Equatable {
     public var runId: Int64
     /// The as-of date of the run that resolved it (a verified record of the same transaction).
     public var resolvedOn: Day? = nil
+}
 
-    /// Read on or before `day` and not resolved by then: what a workbook as of `day` lists.
+/// Something seen by one run and perhaps resolved by a later one (a record that did not
+/// verify, a finding).
+public protocol SeenAndResolved {
+    var firstSeen: Day { get }
+    var resolvedOn: Day? { get }
+}
+
+extension SeenAndResolved {
+    /// Seen on or before `day` and not resolved by then: what a workbook as of `day` lists.
     public func isOpen(on day: Day) -> Bool { firstSeen <= day && (resolvedOn.map { $0 > day } ?? true) }
 }
+
+extension RecordProblem: SeenAndResolved {}
+extension FindingRow: SeenAndResolved {}
 
 /// An open or resolved finding (MISSING_RULE and others).
 public struct FindingRow: Equatable {
@@ -71,9 +83,6 @@ public struct FindingRow: Equatable {
     public var firstSeen: Day
     public var resolvedOn: Day?
     public var firstRunId: Int64
-
-    /// Found on or before `day` and not resolved by then.
-    public func isOpen(on day: Day) -> Bool { firstSeen <= day && (resolvedOn.map { $0 > day } ?? true) }
 }
 
 /// What one run did.

@@ -19,18 +19,20 @@ public struct ExceptionRow: Equatable {
 
     public var isOpen: Bool { resolvedOn == nil }
 
-    /// Detected on or before `day` and not resolved by then: open in a workbook as of `day`.
-    public func isOpen(on day: Day) -> Bool { firstSeen <= day && (resolvedOn.map { $0 > day } ?? true) }
-
     /// Days open as of `asOf` (or until it was resolved).
     public func ageDays(asOf: Day) -> Int { (resolvedOn ?? asOf) - firstSeen }
 }
 
 extension LedgerReader {
     /// Stored exceptions; `status` is "open", "resolved" or "all".
-    public func exceptions(status: String = "all", category: String? = nil) throws -> [ExceptionRow] {
+    /// - Parameter openOn: only those open on that day (detected on or before it, not resolved by then).
+    public func exceptions(status: String = "all", category: String? = nil, openOn day: Day? = nil) throws -> [ExceptionRow] {
         var conditions: [String] = []
         var args: [(any DatabaseValueConvertible)?] = []
+        if let day {
+            conditions.append("first_seen <= ? AND (resolved_on IS NULL OR resolved_on > ?)")
+            args += [day.description, day.description]
+        }
         if status == "open" { conditions.append("resolved_on IS NULL") }
         if status == "resolved" { conditions.append("resolved_on IS NOT NULL") }
         if let category { conditions.append("category = ?"); args.append(category) }
@@ -368,7 +370,11 @@ extension LedgerWriter {
 
 extension LedgerReader {
     /// The as-of date of the latest run.
-    public func lastAsOf() throws -> Day? {
-        try String.fetchOne(db.cachedStatement(sql: "SELECT as_of FROM run ORDER BY id DESC LIMIT 1")).flatMap { Day(iso: $0) }
+    public func lastAsOf() throws -> Day? { try latestRun()?.asOf }
+
+    /// The ledger's latest run.
+    public func latestRun() throws -> (id: Int64, asOf: Day)? {
+        guard let r = try Row.fetchOne(db.cachedStatement(sql: "SELECT id, as_of FROM run ORDER BY id DESC LIMIT 1")) else { return nil }
+        return (r[0], Day(iso: r[1] as String)!)
     }
 }
