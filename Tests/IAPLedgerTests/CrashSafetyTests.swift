@@ -12,20 +12,9 @@ import XCTest
 /// (`CrashPoint`): it kills itself with SIGKILL at the Nth point it passes. An uninterrupted
 /// run with `IAPLEDGER_TEST_CHECKPOINT_LOG` lists the points; the test kills at up to three of
 /// them in every stage, first, middle and last.
-final class CrashSafetyTests: XCTestCase {
+final class CrashSafetyTests: ScratchTestCase {
     static let stages = ["start", "read", "verify", "post", "reconcile", "commit", "report", "write", "rename"]
     static let nightOne: String = "2026-10-01", nightTwo: String = "2026-11-03"
-    var scratch: [URL] = []
-
-    override func tearDown() {
-        for url in scratch { try? FileManager.default.removeItem(at: url) }
-    }
-
-    func newScratch(_ name: String) -> URL {
-        let url = Resilience.scratch(name)
-        scratch.append(url)
-        return url
-    }
 
     /// A demo workspace (300 transactions, seed 11) whose first night (as of 2026-10-01) has run,
     /// with the files of 2026-10-01 on waiting in the inbox for the second night (2026-11-03).

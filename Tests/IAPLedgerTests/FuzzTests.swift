@@ -20,14 +20,12 @@ import XCTest
 ///
 /// Signatures are random (ECDSA), so signed data is only mutated before it is signed: every
 /// decision, and so the test's outcome, depends on the seed alone.
-final class FuzzTests: XCTestCase {
+final class FuzzTests: ScratchTestCase {
     /// The suite's fixed seed and size; `IAPLEDGER_FUZZ_SEED` / `IAPLEDGER_FUZZ_BATCHES` explore others.
     static let seed: UInt64 = ProcessInfo.processInfo.environment["IAPLEDGER_FUZZ_SEED"].flatMap { UInt64($0) } ?? 0x1A9_1ED6_E5
     static let batches = ProcessInfo.processInfo.environment["IAPLEDGER_FUZZ_BATCHES"].flatMap { Int($0) } ?? 16
     static let filesPerBatch = 30
 
-    var scratch: [URL] = []
-    override func tearDown() { for url in scratch { try? FileManager.default.removeItem(at: url) } }
 
     static let config = """
     reporting_currency = "USD"

@@ -9,18 +9,7 @@ import XCTest
 /// the history). The check: after every night, reconciling the whole ledger again (on a copy)
 /// changes nothing, neither an exception (its category, transaction, order, figures, detail,
 /// first and last seen, resolution) nor the count of matched pairs.
-final class IncrementalReconciliationTests: XCTestCase {
-    var scratch: [URL] = []
-
-    override func tearDown() {
-        for url in scratch { try? FileManager.default.removeItem(at: url) }
-    }
-
-    func newScratch(_ name: String) -> URL {
-        let url = Resilience.scratch(name)
-        scratch.append(url)
-        return url
-    }
+final class IncrementalReconciliationTests: ScratchTestCase {
 
     struct Snapshot: Equatable {
         var exceptions: [ExceptionRow]

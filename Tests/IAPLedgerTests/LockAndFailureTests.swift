@@ -17,6 +17,13 @@ final class LockAndFailureTests: XCTestCase {
         ws.remove()
     }
 
+    /// Runs the first night (2026-10-07); the ledger's path and its bytes after it.
+    func firstNight() throws -> (db: URL, before: Data) {
+        try ws.run("2026-10-07")
+        let db = ws.root.appendingPathComponent("ledger.sqlite")
+        return (db, try Data(contentsOf: db))
+    }
+
     func testASecondRunWhileOneHoldsTheLockExitsAtOnce() throws {
         let held = try RunLock(url: ws.workspace.lockURL)
         defer { held.release() }
@@ -28,9 +35,7 @@ final class LockAndFailureTests: XCTestCase {
     }
 
     func testAReadOnlyLedgerFailsCleanlyAndStaysUnchanged() throws {
-        try ws.run("2026-10-07")
-        let db = ws.root.appendingPathComponent("ledger.sqlite")
-        let before = try Data(contentsOf: db)
+        let (db, before) = try firstNight()
         try ws.write("inbox/receipts/s.jsonl", Receipt.response([Receipt.item("6002", purchased: "2026-10-06T10:00:00Z")]) + "\n")
         try FileManager.default.setAttributes([.posixPermissions: 0o444], ofItemAtPath: db.path)
         defer { _ = try? FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: db.path) }
@@ -73,9 +78,7 @@ final class LockAndFailureTests: XCTestCase {
     }
 
     func testALedgerNobodyMayWriteFailsCleanlyAndStaysUnchanged() throws {
-        try ws.run("2026-10-07")
-        let db = ws.root.appendingPathComponent("ledger.sqlite")
-        let before = try Data(contentsOf: db)
+        let (db, before) = try firstNight()
         try ws.write("inbox/receipts/s.jsonl", Receipt.response([Receipt.item("6002", purchased: "2026-10-06T10:00:00Z")]) + "\n")
         guard Self.immutable(db, true) else { throw XCTSkip("chattr +i is not available here") }
         defer { _ = Self.immutable(db, false) }
@@ -97,9 +100,7 @@ final class LockAndFailureTests: XCTestCase {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit") else { throw XCTSkip("prlimit (util-linux) is not installed") }
         let binary = TraceAndCLITests.binary
         guard FileManager.default.fileExists(atPath: binary.path) else { throw XCTSkip("iapledger binary not built at \(binary.path)") }
-        try ws.run("2026-10-07")
-        let db = ws.root.appendingPathComponent("ledger.sqlite")
-        let before = try Data(contentsOf: db)
+        let (db, before) = try firstNight()
         let items = (0..<400).map { Receipt.item("7\($0)", purchased: "2026-10-06T10:00:00Z") }
         try ws.write("inbox/receipts/big.jsonl", items.map { Receipt.response([$0]) }.joined(separator: "\n") + "\n")
         let twin = Resilience.scratch("full-disk-twin")
@@ -155,9 +156,7 @@ final class LockAndFailureTests: XCTestCase {
     /// Inputs no user can read (root included): a link to a file that is gone, a folder named
     /// like an input file. Each stops the night naming its path, with the ledger unchanged.
     func testInputsThatCannotBeReadByAnyoneNameThePathAndChangeNothing() throws {
-        try ws.run("2026-10-07")
-        let db = ws.root.appendingPathComponent("ledger.sqlite")
-        let before = try Data(contentsOf: db)
+        let (db, before) = try firstNight()
         let gone = ws.root.appendingPathComponent("inbox/receipts/gone.jsonl")
         try FileManager.default.createSymbolicLink(atPath: gone.path, withDestinationPath: "/nonexistent/receipts.jsonl")
         XCTAssertThrowsError(try ws.run("2026-10-08")) { XCTAssertTrue("\($0)".contains(gone.path), "\($0)") }
@@ -169,9 +168,7 @@ final class LockAndFailureTests: XCTestCase {
     }
 
     func testAMissingRulesFileNamesThePathAndChangesNothing() throws {
-        try ws.run("2026-10-07")
-        let db = ws.root.appendingPathComponent("ledger.sqlite")
-        let before = try Data(contentsOf: db)
+        let (db, before) = try firstNight()
         try ws.write("inbox/receipts/s.jsonl", Receipt.response([Receipt.item("6002", purchased: "2026-10-06T10:00:00Z")]) + "\n")
         let prices = ws.root.appendingPathComponent("rules/prices.csv")
         try FileManager.default.removeItem(at: prices)
@@ -185,9 +182,7 @@ final class LockAndFailureTests: XCTestCase {
     /// A named pipe in the inbox (or a link to a device) would block the night for ever, holding
     /// the lock: it is refused by name before anything is read.
     func testAPipeOrADeviceInTheInboxIsRefusedAtOnce() throws {
-        try ws.run("2026-10-07")
-        let db = ws.root.appendingPathComponent("ledger.sqlite")
-        let before = try Data(contentsOf: db)
+        let (db, before) = try firstNight()
         let pipe = ws.root.appendingPathComponent("inbox/receipts/pipe.jsonl")
         XCTAssertEqual(mkfifo(pipe.path, 0o644), 0)
         XCTAssertThrowsError(try ws.run("2026-10-08")) { error in
@@ -202,9 +197,7 @@ final class LockAndFailureTests: XCTestCase {
 
     /// Nights go forward: a run dated before the last one is refused (the same date is a re-run).
     func testARunDatedBeforeTheLastOneIsRefused() throws {
-        try ws.run("2026-10-07")
-        let db = ws.root.appendingPathComponent("ledger.sqlite")
-        let before = try Data(contentsOf: db)
+        let (db, before) = try firstNight()
         XCTAssertThrowsError(try ws.run("2026-10-06")) { error in
             XCTAssertTrue("\(error)".contains("before the last run's (2026-10-07)"), "\(error)")
         }

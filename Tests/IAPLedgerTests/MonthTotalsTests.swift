@@ -7,9 +7,7 @@ import XCTest
 /// The month totals the reports read (migration v8) equal the sums of the postings and
 /// entries, night after night, for any as-of date (mid-month, a month's last day, all of it),
 /// and `verify` notices when they do not.
-final class MonthTotalsTests: XCTestCase {
-    var scratch: [URL] = []
-    override func tearDown() { for url in scratch { try? FileManager.default.removeItem(at: url) } }
+final class MonthTotalsTests: ScratchTestCase {
 
     func testMonthTotalsEqualThePostingsEveryNightAndVerifyChecksThem() throws {
         let ws = Resilience.scratch("month-totals")

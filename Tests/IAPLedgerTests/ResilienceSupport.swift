@@ -100,3 +100,21 @@ enum Resilience {
         return (p.terminationStatus, p.terminationReason, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
     }
 }
+
+/// A test case whose scratch folders (`newScratch`, or any URL appended to `scratch`) are
+/// removed after each test.
+class ScratchTestCase: XCTestCase {
+    var scratch: [URL] = []
+
+    override func tearDown() {
+        for url in scratch { try? FileManager.default.removeItem(at: url) }
+        scratch = []
+        super.tearDown()
+    }
+
+    func newScratch(_ name: String) -> URL {
+        let url = Resilience.scratch(name)
+        scratch.append(url)
+        return url
+    }
+}
