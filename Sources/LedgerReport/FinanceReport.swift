@@ -208,6 +208,7 @@ public struct FinanceReport {
             SheetRow([.text("Records verified (ledger)"), .integer(Int64(totals.recordsVerified))]),
             SheetRow([.text("Records pending (ledger)"), .integer(Int64(totals.recordsPending))]),
             SheetRow([.text("Records rejected (ledger)"), .integer(Int64(totals.recordsRejected))]),
+            SheetRow([.text("Chain head (ledger, last entry's hash)"), .text(totals.chainHead)]),
         ]
         if let x = journalExport {
             info += [

@@ -18,6 +18,11 @@ public struct Audit {
         public var entries = 0
         public var rederived = 0
         public var runs = 0
+        /// Source records whose stored text was hashed again.
+        public var records = 0
+        /// Each finished run's chain head as the ledger's entries now give it (compare with the
+        /// head on the Run Info sheet of that night's workbooks, or the run's own output).
+        public var runHeads: [LedgerReader.RunHead] = []
         public var chainHead = EntryHash.genesis
         public var problems: [Problem] = []
         public var ok: Bool { problems.isEmpty }
@@ -34,6 +39,7 @@ public struct Audit {
         let receiptVerifier = ReceiptVerifier(bundleIds: config.bundleIds)
         let signedVerifier = try NightlyRun.signedDataVerifier(config: config, workspace: workspace)
         var report = Report()
+        let expected = try ledger.expectedSchemaObjects()
         try ledger.read { r in
             var previous = EntryHash.genesis
             var sales: [String: EntryDraft] = [:]
@@ -73,8 +79,38 @@ public struct Audit {
             report.chainHead = previous
             for run in try r.runChainHeads() {
                 report.runs += 1
-                if let head = run.head, head != run.expected {
+                report.runHeads.append(run)
+                guard let head = run.head else {
+                    report.problems.append(Problem(entryId: nil, message: "run \(run.runId) (as of \(run.asOf)) is finished but has no recorded chain head: it was erased (every run records one when it commits)"))
+                    continue
+                }
+                if head != run.expected {
                     report.problems.append(Problem(entryId: nil, message: "run \(run.runId) committed with chain head \(head), but the ledger's entries up to that run now hash to \(run.expected): entries were removed or rewritten"))
+                }
+            }
+            // A run's entries commit with its finish: an entry of a run that is gone or unfinished was forged or its run altered.
+            for (entryId, runId) in try r.entriesOutsideFinishedRuns() {
+                report.problems.append(Problem(entryId: entryId, message: "belongs to run \(runId), which is not a finished run of this ledger (entries commit with their run's finish): the run was removed or altered"))
+            }
+            // Every source record's text still hashes to the SHA-256 recorded when it was read
+            // (a whole-file rejection keeps the file's hash and at most the start of its text).
+            try r.forEachSourceRecordText { path, line, outcome, recordSHA, fileSHA, raw in
+                report.records += 1
+                if Hashing.sha256Hex(Data(raw.utf8)) == recordSHA || (outcome == "rejected" && recordSHA == fileSHA) { return }
+                report.problems.append(Problem(entryId: nil, message: "source record \(path):\(line): its stored text no longer hashes to the SHA-256 recorded when it was read (\(recordSHA)): it was changed after it was read"))
+            }
+            // The schema: the triggers that keep the ledger append-only, the CHECKs, the unique keys.
+            let actual = try r.schemaObjects()
+            for key in Set(expected.keys).union(actual.keys).sorted() {
+                switch (expected[key], actual[key]) {
+                case (let e?, let a?) where e != a:
+                    report.problems.append(Problem(entryId: nil, message: "the ledger's \(key) differs from the one iapledger created: it was altered (now: \(a))"))
+                case (_?, nil):
+                    report.problems.append(Problem(entryId: nil, message: "the ledger's \(key) is missing: it was dropped, so what it enforces (append-only entries and runs, closed periods, unique keys) was not enforced while it was gone"))
+                case (nil, let a?):
+                    report.problems.append(Problem(entryId: nil, message: "the ledger holds \(key), which iapledger never created: \(a)"))
+                default:
+                    break
                 }
             }
             // Per book, the trial balance sums to zero in every currency and in the reporting currency.

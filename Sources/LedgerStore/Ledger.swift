@@ -60,6 +60,22 @@ public final class Ledger {
         }
     }
 
+    /// The schema objects (by type and name, with their SQL) iapledger's migrations create, up
+    /// to the last one this ledger has applied: what `verify` expects the ledger to hold.
+    public func expectedSchemaObjects() throws -> [String: String] {
+        let migrator = Schema.migrator()
+        do {
+            let applied = try queue.read { try migrator.appliedIdentifiers($0) }
+            let fresh = try DatabaseQueue()
+            if let last = migrator.migrations.last(where: applied.contains) {
+                try migrator.migrate(fresh, upTo: last)
+            }
+            return try fresh.read { try LedgerReader(db: $0).schemaObjects() }
+        } catch let e as DatabaseError {
+            throw StoreError(message: "\(path): \(e.message ?? e.description)")
+        }
+    }
+
     public func read<T>(_ body: (LedgerReader) throws -> T) throws -> T {
         do {
             return try queue.read { db in try body(LedgerReader(db: db)) }

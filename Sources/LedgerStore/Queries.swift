@@ -113,6 +113,8 @@ public struct LedgerTotals: Equatable {
     public var recordsRejected = 0
     public var entries = 0
     public var postings = 0
+    /// The hash of the last entry (the head of the hash chain; the genesis hash while empty).
+    public var chainHead = EntryHash.genesis
 }
 
 extension LedgerReader {
@@ -282,6 +284,7 @@ extension LedgerReader {
         // ids 1, 2, 3...: the last id is the count.
         t.entries = try Int.fetchOne(db.cachedStatement(sql: "SELECT ifnull(max(id), 0) FROM entry")) ?? 0
         t.postings = try Int.fetchOne(db.cachedStatement(sql: "SELECT ifnull(max(id), 0) FROM posting")) ?? 0
+        t.chainHead = try String.fetchOne(db.cachedStatement(sql: "SELECT hash FROM entry ORDER BY id DESC LIMIT 1")) ?? EntryHash.genesis
         return t
     }
 }

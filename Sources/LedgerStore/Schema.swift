@@ -346,6 +346,21 @@ enum Schema {
             try db.execute(sql: MonthTotals.createSQL)
             try MonthTotals.add(afterEntryId: 0, db: db)
         }
+        // v9: what `verify` anchors on is kept as written: a finished run (its counts and the
+        // chain head it committed with) and a source record's text, hash and outcome are never
+        // changed, and neither is deleted (a pending record is still marked resolved later).
+        m.registerMigration("v9-runs-and-records-fixed") { db in
+            try db.execute(sql: """
+                CREATE TRIGGER run_finished_no_update BEFORE UPDATE ON run WHEN OLD.finished_at IS NOT NULL
+                    BEGIN SELECT RAISE(ABORT, 'a finished run is never changed: its counts and chain head are the record of that night'); END;
+                CREATE TRIGGER run_no_delete BEFORE DELETE ON run
+                    BEGIN SELECT RAISE(ABORT, 'runs are never deleted'); END;
+                CREATE TRIGGER source_record_text_fixed BEFORE UPDATE OF file_id, line, record_sha256, outcome, raw ON source_record
+                    BEGIN SELECT RAISE(ABORT, 'a source record is kept as it was read: its text, hash and outcome never change'); END;
+                CREATE TRIGGER source_record_no_delete BEFORE DELETE ON source_record
+                    BEGIN SELECT RAISE(ABORT, 'source records are never deleted'); END;
+                """)
+        }
         return m
     }
 

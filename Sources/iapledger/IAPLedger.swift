@@ -101,6 +101,7 @@ func printSummary(_ r: NightlyRun.Result) {
     }
     let t = r.totals
     print("  ledger: \(t.transactionsPosted) transactions posted, \(t.transactionsPending) waiting for a rule, \(t.transactionsFree) free; \(t.entries) entries")
+    print("  chain head: \(t.chainHead) (the last entry's hash; keep it: `iapledger verify --runs` shows it again)")
     if !r.problems.isEmpty {
         print("  records not posted this run (\(r.problems.count)); see Run Info in the workbook:")
         for p in r.problems.prefix(10) { print("    \(p)") }
@@ -238,16 +239,26 @@ struct Verify: ParsableCommand {
         abstract: "Check the ledger: every accounting invariant, the hash chain, and re-derivation of every entry from its source record.")
 
     @OptionGroup var ws: WorkspaceOption
+    @Flag(help: "Also list every finished run with the chain head its entries give now, to compare with the head that night printed and wrote on its Run Info sheet.")
+    var runs = false
 
     func run() throws {
         try runReporting {
             let report = try Audit(workspace: Workspace(ws.url)).run()
+            if runs {
+                print("run  as of       finished at           last entry  chain head now (recorded head differs: see the problems)")
+                for r in report.runHeads {
+                    let last = r.lastEntryId.map { "#\($0)" } ?? "none"
+                    print("\(String(r.runId).padding(toLength: 4, withPad: " ", startingAt: 0)) \(r.asOf) \(r.finishedAt.padding(toLength: 21, withPad: " ", startingAt: 0)) \(last.padding(toLength: 11, withPad: " ", startingAt: 0)) \(r.expected)")
+                }
+            }
             if report.ok {
-                print("verify: OK: \(report.entries) entries in an unbroken hash chain (head \(report.chainHead)), \(report.rederived) re-derived from their source records, \(report.runs) runs, every entry and every book balanced, the month totals equal to the postings")
+                print("verify: OK: \(report.entries) entries in an unbroken hash chain (head \(report.chainHead)), \(report.rederived) re-derived from their source records, \(report.runs) runs with their chain heads, \(report.records) source records hashing as when read, the schema's triggers and keys as created, every entry and every book balanced, the month totals equal to the postings")
                 return
             }
             FileHandle.standardError.write(Data("verify: FAILED: \(report.problems.count) problem(s)\(report.firstFailingEntry.map { "; first failing entry #\($0)" } ?? "")\n".utf8))
             for p in report.problems.prefix(50) { FileHandle.standardError.write(Data("  \(p)\n".utf8)) }
+            if report.problems.count > 50 { FileHandle.standardError.write(Data("  ... and \(report.problems.count - 50) more\n".utf8)) }
             throw ExitCode.failure
         }
     }

@@ -69,10 +69,106 @@ final class VerifyTests: XCTestCase {
     func testAChangedSourceRecordIsCaught() throws {
         let db = try DatabaseQueue(path: dbPath)
         try db.write { d in
+            try d.execute(sql: "DROP TRIGGER source_record_text_fixed")
             try d.execute(sql: "UPDATE source_record SET raw = replace(raw, '\"quantity\": \"3\"', '\"quantity\": \"2\"') WHERE raw LIKE '%8003%'")
         }
         let r = try Audit(workspace: ws.workspace).run()
         XCTAssertFalse(r.ok)
         XCTAssertTrue(r.problems.contains { $0.message.contains("quantity") }, "\(r.problems)")
+        XCTAssertTrue(r.problems.contains { $0.message.contains("r.jsonl:3: its stored text no longer hashes") }, "\(r.problems)")
+        XCTAssertTrue(r.problems.contains { $0.message.contains("trigger source_record_text_fixed is missing") }, "\(r.problems)")
+    }
+
+    /// The database refuses to change a finished run or a record's text, or to delete either.
+    func testFinishedRunsAndRecordTextAreFixed() throws {
+        let db = try DatabaseQueue(path: dbPath)
+        for sql in ["UPDATE run SET chain_head = NULL", "UPDATE run SET entries_posted = 0", "DELETE FROM run WHERE id = 1",
+                    "UPDATE source_record SET raw = 'x' WHERE id = 1", "UPDATE source_record SET record_sha256 = 'x' WHERE id = 1",
+                    "UPDATE source_record SET outcome = 'rejected', reason = 'x' WHERE id = 1", "DELETE FROM source_record WHERE id = 1"] {
+            XCTAssertThrowsError(try db.write { try $0.execute(sql: sql) }, sql)
+        }
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+    }
+
+    /// A record nothing re-derives (a rejected one) changed afterwards is caught by its hash.
+    func testAChangedRejectedRecordIsCaughtByItsHash() throws {
+        try ws.write("inbox/receipts/bad.jsonl", "{\"status\": 21003}\n")
+        try ws.run("2026-10-08")
+        let db = try DatabaseQueue(path: dbPath)
+        let create = try db.read { try String.fetchOne($0, sql: "SELECT sql FROM sqlite_schema WHERE name = 'source_record_text_fixed'")! }
+        try db.write { d in
+            try d.execute(sql: "DROP TRIGGER source_record_text_fixed")
+            try d.execute(sql: "UPDATE source_record SET raw = '{\"status\": 0}' WHERE outcome = 'rejected'")
+            try d.execute(sql: create)
+        }
+        let r = try Audit(workspace: ws.workspace).run()
+        XCTAssertEqual(r.problems.map(\.message), ["source record inbox/receipts/bad.jsonl:1: its stored text no longer hashes to the SHA-256 recorded when it was read (\(Hashing.sha256Hex(Data("{\"status\": 21003}".utf8)))): it was changed after it was read"])
+    }
+
+    /// A record holding a NUL character (valid UTF-8, rejected as JSON) is read back whole:
+    /// its text hashes as when it was read (the fuzz test found it read back cut at the NUL).
+    func testARecordWithANULCharacterHashesAsWhenRead() throws {
+        try ws.write("inbox/receipts/nul.jsonl", "{\"status\": 0, \"x\": \"a\u{0}b\"}\n")
+        try ws.run("2026-10-08")
+        let r = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(r.ok, "\(r.problems)")
+        XCTAssertEqual(r.records, 5)
+    }
+
+    /// Nulling a run's chain head (to hide a removed entry from the head check) is caught.
+    func testAnErasedRunHeadIsCaught() throws {
+        let db = try DatabaseQueue(path: dbPath)
+        let create = try db.read { try String.fetchOne($0, sql: "SELECT sql FROM sqlite_schema WHERE name = 'run_finished_no_update'")! }
+        try db.write { d in
+            try d.execute(sql: "DROP TRIGGER run_finished_no_update")
+            try d.execute(sql: "UPDATE run SET chain_head = NULL")
+            try d.execute(sql: create)
+        }
+        let r = try Audit(workspace: ws.workspace).run()
+        XCTAssertEqual(r.problems.map(\.message), ["run 1 (as of 2026-10-07) is finished but has no recorded chain head: it was erased (every run records one when it commits)"])
+    }
+
+    /// A trigger dropped, one rewritten to do nothing, and one added are each named.
+    func testTheSchemaIsCheckedAgainstTheOneIAPLedgerCreates() throws {
+        let db = try DatabaseQueue(path: dbPath)
+        try db.write { d in
+            try d.execute(sql: "DROP TRIGGER entry_no_delete")
+            try d.execute(sql: "DROP TRIGGER posting_no_update")
+            try d.execute(sql: "CREATE TRIGGER posting_no_update BEFORE UPDATE ON posting BEGIN SELECT 1; END")
+            try d.execute(sql: "CREATE TRIGGER sneaky AFTER INSERT ON posting BEGIN SELECT 1; END")
+        }
+        let messages = try Audit(workspace: ws.workspace).run().problems.map(\.message)
+        XCTAssertEqual(messages.count, 3, "\(messages)")
+        XCTAssertTrue(messages.contains { $0.hasPrefix("the ledger's trigger entry_no_delete is missing: it was dropped") }, "\(messages)")
+        XCTAssertTrue(messages.contains { $0.hasPrefix("the ledger's trigger posting_no_update differs from the one iapledger created") }, "\(messages)")
+        XCTAssertTrue(messages.contains { $0.hasPrefix("the ledger holds trigger sneaky, which iapledger never created") }, "\(messages)")
+    }
+
+    /// A ledger written by an older iapledger (fewer migrations applied) is compared with the
+    /// schema of those migrations, not today's.
+    func testALedgerOfAnEarlierSchemaVerifies() throws {
+        let path = ws.root.appendingPathComponent("old.sqlite").path
+        let old = try DatabaseQueue(path: path)
+        try Schema.migrator().migrate(old, upTo: "v8-month-totals")
+        let ledger = try Ledger(path: path, readOnly: true)
+        let expected = try ledger.expectedSchemaObjects()
+        XCTAssertNil(expected["trigger run_no_delete"])
+        XCTAssertEqual(expected, try old.read { try LedgerReader(db: $0).schemaObjects() })
+    }
+
+    /// `verify --runs` lists each run's head as the entries give it now: the head the run
+    /// printed and wrote on its Run Info sheet.
+    func testEachRunsHeadIsTheOneItRecordedAndWrote() throws {
+        try ws.write("inbox/receipts/r2.jsonl", Receipt.response([Receipt.item("8004", purchased: "2026-10-08T10:00:00Z")]))
+        try ws.run("2026-10-09")
+        let r = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(r.ok, "\(r.problems)")
+        XCTAssertEqual(r.runHeads.map(\.runId), [1, 2])
+        XCTAssertEqual(r.runHeads.map(\.lastEntryId), [4, 5])
+        let recorded = try DatabaseQueue(path: dbPath).read { try String.fetchAll($0, sql: "SELECT chain_head FROM run ORDER BY id") }
+        XCTAssertEqual(r.runHeads.map(\.expected), recorded)
+        XCTAssertEqual(r.runHeads.last?.expected, r.chainHead)
+        let runInfo = try XLSXReader.sheets(ws.root.appendingPathComponent("reports/2026-10-09/finance-2026-10-09.xlsx"))["Run Info"] ?? []
+        XCTAssertTrue(runInfo.contains { $0.first == "Chain head (ledger, last entry's hash)" && $0.dropFirst().first == r.chainHead }, "\(runInfo)")
     }
 }
