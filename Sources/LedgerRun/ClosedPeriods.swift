@@ -73,7 +73,7 @@ public enum ClosedPeriods {
         }
         let lock = try RunLock(url: workspace.lockURL)
         defer { lock.release() }
-        let ledger = try Ledger(path: workspace.ledgerURL(config).path)
+        let ledger = try workspace.openLedgerForWriting(config)
         return try ledger.write { w in
             let previous = try w.latestClose()
             if let previous, month <= previous.month {

@@ -58,7 +58,7 @@ public struct NightlyRun {
         CrashPoint.hit("start:locked")
         workspace.removeStaleTempFiles()
 
-        let ledger = try Ledger(path: workspace.ledgerURL(config).path)
+        let ledger = try workspace.openLedgerForWriting(config)
         // Nights go forward: a run dated before the last one would age exceptions backwards and
         // could date entries after its own as-of date. The same date again is a re-run.
         if let last = try ledger.read({ try $0.lastAsOf() }), asOf < last {

@@ -44,7 +44,27 @@ public struct Workspace {
         guard FileManager.default.fileExists(atPath: url.path) else {
             throw StoreError(message: "\(url.path): no ledger yet; run `iapledger run` first")
         }
-        return (config, try Ledger(path: url.path, readOnly: true))
+        let ledger = try Ledger(path: url.path, readOnly: true)
+        try checkReportingCurrency(config, ledger)
+        return (config, ledger)
+    }
+
+    /// Opens the ledger for writing (creating it on the first run).
+    public func openLedgerForWriting(_ config: WorkspaceConfig) throws -> Ledger {
+        let ledger = try Ledger(path: ledgerURL(config).path)
+        try checkReportingCurrency(config, ledger)
+        return ledger
+    }
+
+    /// Stops when `reporting_currency` is not the one the ledger's entries were posted in:
+    /// every stored reporting amount would be relabelled, not converted, and totals would mix.
+    func checkReportingCurrency(_ config: WorkspaceConfig, _ ledger: Ledger) throws {
+        let stored = try ledger.read { try $0.entriesReportingCurrencies() }
+        guard let mismatch = stored.first(where: { $0 != config.reportingCurrency }) else { return }
+        throw ReadError.file(configURL.path, "reporting_currency is \(config.reportingCurrency), but the ledger's entries "
+            + "are posted in \(stored.joined(separator: " and ")): every stored reporting amount is in \(mismatch), and "
+            + "relabelling it would mix currencies in every total. Set reporting_currency = \"\(mismatch)\" again, or keep "
+            + "books in \(config.reportingCurrency) in a new ledger (`database` in iapledger.toml)")
     }
 
     public func reportDirectory(asOf: Day) -> URL { reportsURL.appendingPathComponent(asOf.description) }

@@ -218,6 +218,15 @@ extension LedgerReader {
                                 arguments: args) ?? 0
     }
 
+    /// The reporting currency of the ledger's entries (its first and last entry: every run
+    /// posts in the configured one and refuses another), nil while it has none.
+    public func entriesReportingCurrencies() throws -> [String] {
+        try String.fetchAll(db.cachedStatement(sql: """
+            SELECT DISTINCT reporting_currency FROM entry
+            WHERE id IN ((SELECT min(id) FROM entry), (SELECT max(id) FROM entry)) ORDER BY id
+            """))
+    }
+
     public func runSummary(_ id: Int64) throws -> RunSummary? {
         guard let r = try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM run WHERE id = ?"), arguments: [id]) else { return nil }
         let files = try Row.fetchAll(db.cachedStatement(sql: """

@@ -205,6 +205,20 @@ final class LockAndFailureTests: XCTestCase {
         XCTAssertNoThrow(try ws.run("2026-10-07"), "the same night again")
     }
 
+    /// A changed reporting currency stops the run and the commands that show amounts: the
+    /// stored reporting amounts are in the old one, and relabelling them would mix currencies.
+    func testAChangedReportingCurrencyStopsTheRun() throws {
+        let (db, before) = try firstNight()
+        try ws.write("iapledger.toml", TestWorkspace.defaultConfig.replacingOccurrences(of: "reporting_currency = \"USD\"", with: "reporting_currency = \"EUR\""))
+        XCTAssertThrowsError(try ws.run("2026-10-08")) { error in
+            XCTAssertTrue("\(error)".contains("iapledger.toml: reporting_currency is EUR, but the ledger's entries are posted in USD"), "\(error)")
+        }
+        XCTAssertThrowsError(try ws.workspace.openExistingLedger(), "balance, report, trace, verify")
+        XCTAssertEqual(try Data(contentsOf: db), before, "the ledger is unchanged")
+        try ws.write("iapledger.toml", TestWorkspace.defaultConfig)
+        XCTAssertNoThrow(try ws.run("2026-10-08"))
+    }
+
     /// A misspelt setting or section stops the run naming it, instead of leaving its setting at
     /// the default (a `[comission]` table would post every sale at the standard rate).
     func testAMisspeltSettingStopsTheRunNamingIt() throws {
