@@ -75,6 +75,23 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertTrue(order.out.contains("Order ord-7: 1 version(s)") && order.out.contains("Transaction 7001"), order.out)
     }
 
+    /// A free trial is verified and stored but moves no money: trace says "free", not "posted".
+    func testTraceOfAFreeTrialSaysFreeNotPosted() throws {
+        let dir = ws.root.appendingPathComponent("demo")
+        _ = try DemoWorkspace.create(at: dir, transactions: 300, seed: 5, asOf: Day(iso: "2026-11-21")!)
+        _ = try NightlyRun(workspace: Workspace(dir), asOf: Day(iso: "2026-11-21")!).run()
+        let free = try Ledger(path: dir.appendingPathComponent("ledger.sqlite").path, readOnly: true).read {
+            try String.fetchOne($0.db, sql: "SELECT transaction_id FROM store_transaction WHERE sale_status = 'free' LIMIT 1")
+        }
+        let id = try XCTUnwrap(free, "the demo has free trials")
+        let json = try cli(["trace", id, "--format", "json", "--workspace", dir.path])
+        let t = try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as! [String: Any]
+        XCTAssertEqual(t["status"] as? String, "free")
+        XCTAssertEqual((t["entries"] as? [Any])?.count, 0)
+        let text = try cli(["trace", id, "--workspace", dir.path]).out
+        XCTAssertTrue(text.contains("Transaction \(id): free in the production book (a free trial or free introductory period: no money moved, so no entry)"), text)
+    }
+
     func testTraceOfAnUnknownIdSaysSoAndFails() throws {
         try refundedReconciledWorkspace()
         let r = try cli(["trace", "no-such-id", "--workspace", ws.root.path])
