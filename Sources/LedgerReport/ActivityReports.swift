@@ -51,6 +51,12 @@ extension FinanceReport {
         }
         regionRows.append(SheetRow([.text("Total"), .integer(total.units), money(total.netAfterRefunds), money(total.proceedsAfterRefunds)], style: .total))
         let r = reportingCurrency
+        // What these figures leave out, as it stood on the as-of date: this book's sales waiting
+        // for a rule, and records waiting for verification (not yet known to be of any book).
+        let current = try reader.lastAsOf().map { $0 <= asOf } ?? true
+        let salesWaiting = try (current ? reader.pendingTransactions() : reader.pendingTransactions(openOn: asOf))
+            .filter { $0.book == book.rawValue }.count
+        let recordsWaiting = try reader.recordProblems().filter { $0.outcome == "pending" && $0.isOpen(on: asOf) }.count
         return SheetContent(
             key: "summary",
             tables: [
@@ -62,7 +68,8 @@ extension FinanceReport {
                           valueColumns: ["net_reporting", "refunds_reporting"], yAxisTitle: r),
                 ChartSpec(title: "Proceeds after refunds by region (\(r))", kind: .bar, table: "by_region", categoryColumn: "storefront",
                           valueColumns: ["proceeds_after_refunds_reporting"], yAxisTitle: r),
-            ])
+            ],
+            values: ["sales_waiting": String(salesWaiting), "records_waiting": String(recordsWaiting)])
     }
 
     public func revenueByRegionSheet(activity rows: [ActivityRow]? = nil) throws -> SheetContent {

@@ -92,5 +92,14 @@ final class ReportPeriodTests: XCTestCase {
                        "as they stood after run 1, as of 2026-10-20 (the last run on or before 2026-10-31)")
         XCTAssertFalse(info.flatMap { $0 }.contains("inbox/receipts/b.jsonl"), "read after 2026-10-31")
         XCTAssertTrue(info.flatMap { $0 }.contains("w1"), "the MISSING_RULE finding open on 2026-10-31")
+
+        // The finance Summary says what its figures leave out, as it stood on its date.
+        func leftOut(_ path: String) throws -> String? {
+            try XLSXReader.sheets(ws.root.appendingPathComponent(path))["Summary"]!.first { $0.first?.hasPrefix("Not in these figures") == true }?.first
+        }
+        XCTAssertTrue(try leftOut("reports/2026-10-31/finance-2026-10-31.xlsx")?.hasPrefix(
+            "Not in these figures: 1 sales waiting for a rule (a price, tax or FX rate missing) and 0 receipt records waiting for verification") == true)
+        XCTAssertTrue(try leftOut("reports/2026-11-03/finance-2026-11-03.xlsx")?.hasPrefix(
+            "Not in these figures: 0 sales waiting for a rule (a price, tax or FX rate missing) and 1 receipt records waiting for verification") == true)
     }
 }
