@@ -637,11 +637,15 @@ struct Ingest {
             if e.quantity != t.quantity { differences.append("quantity \(e.quantity) vs \(t.quantity)") }
             if e.purchaseMs != t.purchaseMs { differences.append("purchase date \(Day(epochMilliseconds: e.purchaseMs)) vs \(Day(epochMilliseconds: t.purchaseMs))") }
             if !differences.isEmpty {
+                // A record that contradicts the transaction is not trusted for its refund either:
+                // the refund waits for a record that agrees with the first source.
+                let refund = e.cancellationMs == nil ? t.cancellationMs.map {
+                    "; the refund it reports (cancelled \(Day(epochMilliseconds: $0))) is not posted from it, but when a record agreeing with the first source reports it"
+                } : nil
                 try writer.openFinding(code: "TRANSACTION_CONFLICT", transactionId: t.transactionId, recordId: recordId,
-                                       message: "\(location) reports transaction \(t.transactionId) differently from its first source: \(differences.joined(separator: ", ")); the first is kept",
+                                       message: "\(location) reports transaction \(t.transactionId) differently from its first source: \(differences.joined(separator: ", ")); the first is kept\(refund ?? "")",
                                        runId: runId)
-            }
-            if e.cancellationMs == nil, let c = t.cancellationMs, e.book == t.book {
+            } else if e.cancellationMs == nil, let c = t.cancellationMs {
                 try writer.setCancellation(transactionId: t.transactionId, cancellationMs: c, percentage: t.revocationPercentage)
             }
         }

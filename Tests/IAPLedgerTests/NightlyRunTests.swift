@@ -74,6 +74,25 @@ final class NightlyRunTests: XCTestCase {
         XCTAssertEqual(try entries().count, 3)
     }
 
+    /// A record that reports a known transaction differently (another quantity) is kept as a
+    /// TRANSACTION_CONFLICT finding, and the refund it reports is not posted from it; a record
+    /// that agrees with the first source posts the refund.
+    func testAConflictingRecordsRefundIsNotPosted() throws {
+        try ws.write("inbox/receipts/a.jsonl", Receipt.response([Receipt.item("1001", purchased: "2026-10-05T10:00:00Z")]) + "\n")
+        try ws.run("2026-10-06")
+        try ws.write("inbox/receipts/b.jsonl",
+                     Receipt.response([Receipt.item("1001", quantity: 5, purchased: "2026-10-05T10:00:00Z", cancelled: "2026-10-07T08:00:00Z")]) + "\n")
+        XCTAssertEqual(try ws.run("2026-10-08").counts.entriesPosted, 0)
+        XCTAssertEqual(try entries().map { $0[2] }, ["sale"])
+        let conflict = try ledger().read { try $0.findings(openOnly: true) }.filter { $0.code == "TRANSACTION_CONFLICT" }
+        XCTAssertEqual(conflict.map(\.message), ["inbox/receipts/b.jsonl:1 reports transaction 1001 differently from its first source: quantity 1 vs 5; the first is kept; the refund it reports (cancelled 2026-10-07) is not posted from it, but when a record agreeing with the first source reports it"])
+        try ws.write("inbox/receipts/c.jsonl",
+                     Receipt.response([Receipt.item("1001", purchased: "2026-10-05T10:00:00Z", cancelled: "2026-10-07T08:00:00Z")]) + "\n")
+        XCTAssertEqual(try ws.run("2026-10-09").counts.entriesPosted, 1)
+        XCTAssertEqual(try entries().map { $0[2] + " " + $0[3] }, ["sale 2026-10-05", "refund 2026-10-07"])
+        try assertTrialBalanceSumsToZero()
+    }
+
     func testSandboxStaysOutOfProduction() throws {
         try ws.write("inbox/receipts/a.json", "[" + [
             Receipt.response([Receipt.item("p1", purchased: "2026-10-05T10:00:00Z")]),
