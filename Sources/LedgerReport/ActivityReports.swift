@@ -11,6 +11,8 @@ extension FinanceReport {
         var sales: Int64 = 0
         var gross: Int64 = 0, tax: Int64 = 0, net: Int64 = 0, commission: Int64 = 0, proceeds: Int64 = 0
         var refunds: Int64 = 0, refundProceeds: Int64 = 0, refundCount: Int64 = 0
+        /// Commission the store returned on refunds (reversals deducted).
+        var refundCommission: Int64 = 0
         // Transaction-currency figures (meaningful within one currency only).
         var grossTx: Int64 = 0, taxTx: Int64 = 0, netTx: Int64 = 0, commissionTx: Int64 = 0, proceedsTx: Int64 = 0, refundsTx: Int64 = 0
 
@@ -23,8 +25,10 @@ extension FinanceReport {
                 grossTx += r.grossMinor; taxTx += r.taxMinor; netTx += r.netMinor; commissionTx += r.commissionMinor; proceedsTx += r.proceedsMinor
             case .refund:
                 refunds += r.netReportingMinor; refundProceeds += r.proceedsReportingMinor; refundCount += r.entries; refundsTx += r.netMinor
+                refundCommission += r.commissionReportingMinor
             case .refundReversal:
                 refunds -= r.netReportingMinor; refundProceeds -= r.proceedsReportingMinor; refundCount -= r.entries; refundsTx -= r.netMinor
+                refundCommission -= r.commissionReportingMinor
             }
         }
         /// Net revenue after refunds: what the revenue accounts hold.
@@ -69,7 +73,22 @@ extension FinanceReport {
                 ChartSpec(title: "Proceeds after refunds by region (\(r))", kind: .bar, table: "by_region", categoryColumn: "storefront",
                           valueColumns: ["proceeds_after_refunds_reporting"], yAxisTitle: r),
             ],
-            values: ["sales_waiting": String(salesWaiting), "records_waiting": String(recordsWaiting)])
+            values: ["sales_waiting": String(salesWaiting), "records_waiting": String(recordsWaiting),
+                     "commission_returned": Self.grouped(Currency.format(minor: total.refundCommission, currency: reportingCurrency)),
+                     "commission_after_refunds": Self.grouped(Currency.format(minor: total.commission - total.refundCommission, currency: reportingCurrency))])
+    }
+
+    /// An amount's text with its thousands grouped, as in the cells (`-1,234,567.89`).
+    static func grouped(_ amount: String) -> String {
+        let negative = amount.hasPrefix("-")
+        let digits = negative ? amount.dropFirst() : Substring(amount)
+        let whole = digits.prefix { $0 != "." }, rest = digits.dropFirst(whole.count)
+        var out = ""
+        for (i, c) in whole.enumerated() {
+            if i > 0 && (whole.count - i) % 3 == 0 { out.append(",") }
+            out.append(c)
+        }
+        return (negative ? "-" : "") + out + rest
     }
 
     public func revenueByRegionSheet(activity rows: [ActivityRow]? = nil) throws -> SheetContent {

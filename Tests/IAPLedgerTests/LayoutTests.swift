@@ -101,7 +101,10 @@ final class LayoutTests: XCTestCase {
 
         // Summary: renamed, only the month table, its columns reordered; the totals row kept.
         let overview = try XCTUnwrap(book["Overview 2026"])
-        XCTAssertEqual(overview[5], ["Month", "Refunds (USD)", "Net sales (USD)", "Units"], "under the title and the three lines of the shipped subtitle")
+        // The header row is under the title and the lines of the shipped subtitle.
+        let header = try XCTUnwrap(overview.firstIndex { $0.first == "Month" })
+        XCTAssertEqual(header, 1 + 4 + 1, "title, four subtitle lines, a blank row")
+        XCTAssertEqual(overview[header], ["Month", "Refunds (USD)", "Net sales (USD)", "Units"])
         XCTAssertNotNil(overview.first { $0.first == "Total" })
         XCTAssertFalse(overview.contains { $0.first == "Proceeds by region (storefront)" })
         XCTAssertEqual(try XLSXParts.columnWidths(finance, sheet: 1)[3], 7)
@@ -110,9 +113,9 @@ final class LayoutTests: XCTestCase {
         let charts = try XLSXParts.entries(finance).filter { $0.hasPrefix("xl/charts/chart") }
         XCTAssertEqual(charts, ["xl/charts/chart1.xml"])
         let chart = try XLSXParts.read(finance, "xl/charts/chart1.xml")
-        XCTAssertTrue(chart.contains("'Overview 2026'!$C$7:$C$"), "net sales series in column C")
-        XCTAssertTrue(chart.contains("'Overview 2026'!$B$7:$B$"), "refunds series in column B")
-        XCTAssertTrue(chart.contains("'Overview 2026'!$A$7:$A$"), "months as categories")
+        XCTAssertTrue(chart.contains("'Overview 2026'!$C$\(header + 2):$C$"), "net sales series in column C")
+        XCTAssertTrue(chart.contains("'Overview 2026'!$B$\(header + 2):$B$"), "refunds series in column B")
+        XCTAssertTrue(chart.contains("'Overview 2026'!$A$\(header + 2):$A$"), "months as categories")
 
         // The other workbooks keep the shipped layouts.
         let sandbox = try XCTUnwrap(result.workbooks.first { $0.lastPathComponent == "sandbox-2026-11-21.xlsx" })
@@ -172,7 +175,7 @@ final class LayoutTests: XCTestCase {
                                                         "Revenue by Product", "Refunds", "Run Info"])
         let book = try XLSXReader.sheets(url)
         XCTAssertEqual(book["Summary"]![0].first, "Summary: in-app purchase revenue")
-        XCTAssertEqual(book["Summary"]![5], ["Month", "Units", "Gross (USD)", "Tax (USD)", "Net sales (USD)", "Commission (USD)",
+        XCTAssertEqual(book["Summary"]!.first { $0.first == "Month" }, ["Month", "Units", "Gross (USD)", "Tax (USD)", "Net sales (USD)", "Commission (USD)",
                                              "Proceeds (USD)", "Refunds (USD)", "Net after refunds (USD)", "Proceeds after refunds (USD)"])
         XCTAssertEqual(book["Trial Balance"]![3], ["Book", "Account", "Currency", "Debit", "Credit", "Balance", "Balance (reporting)"])
         XCTAssertEqual(book["Journal"]![0].first, "Journal: production book")

@@ -224,6 +224,13 @@ final class NightlyRunTests: XCTestCase {
         XCTAssertEqual(journal.dropFirst(4).count, 15, "one row per posting")
         let runInfo = sheets["Run Info"]!
         XCTAssertTrue(runInfo.contains { $0.first == "inbox/receipts/r.jsonl" && $0[2].count == 64 }, "file with its sha256")
+        // The Summary's commission line ties to the Trial Balance's commission account: the
+        // sales' commission less what came back with the refund of 5004.
+        let commission = ledgerRows.filter { $0.account == LedgerAccount.commission }.reduce(Int64(0)) { $0 + $1.reportingBalanceMinor }
+        let line = try XCTUnwrap(sheets["Summary"]!.first { $0.first?.hasPrefix("Commission is that of the sales") == true }?.first)
+        let returned = try XCTUnwrap(Int64(try entries("SELECT commission_reporting_minor FROM entry WHERE kind = 'refund'").first?.first ?? ""))
+        XCTAssertGreaterThan(returned, 0)
+        XCTAssertEqual(line, "Commission is that of the sales: \(Currency.format(minor: returned, currency: "USD")) USD of it was returned with refunds, so the Trial Balance's commission account holds \(Currency.format(minor: commission, currency: "USD")) USD.")
     }
 
 

@@ -1,6 +1,7 @@
 import XCTest
 @testable import LedgerCore
 @testable import LedgerRun
+@testable import LedgerReport
 @testable import LedgerStore
 
 /// `iapledger report --period`: a month's workbooks written again, as of its last day.
@@ -99,6 +100,9 @@ final class ReportPeriodTests: XCTestCase {
         }
         XCTAssertTrue(try leftOut("reports/2026-10-31/finance-2026-10-31.xlsx")?.hasPrefix(
             "Not in these figures: 1 sales waiting for a rule (a price, tax or FX rate missing) and 0 receipt records waiting for verification") == true)
+        XCTAssertEqual(FinanceReport.grouped("-1234567.89"), "-1,234,567.89")
+        XCTAssertEqual(FinanceReport.grouped("123"), "123")
+        XCTAssertEqual(FinanceReport.grouped("1000.000"), "1,000.000")
         XCTAssertTrue(try leftOut("reports/2026-11-03/finance-2026-11-03.xlsx")?.hasPrefix(
             "Not in these figures: 0 sales waiting for a rule (a price, tax or FX rate missing) and 1 receipt records waiting for verification") == true)
     }
