@@ -227,7 +227,8 @@ public struct FinanceReport {
             SheetRow([.text($0.path), .integer(Int64($0.line)), .text($0.outcome), .text($0.code), .text($0.reason),
                       .date($0.firstSeen), .integer(Int64(asOf - $0.firstSeen))])
         }
-        let findings = try reader.findings(openOnly: false).filter { $0.isOpen(on: asOf) }.map {
+        // This book's findings, and those about transactions no book holds (their record did not verify).
+        let findings = try reader.findings(openOnly: false).filter { $0.isOpen(on: asOf) && ($0.book ?? book.rawValue) == book.rawValue }.map {
             SheetRow([.text($0.code), .text($0.transactionId), .text($0.message), .date($0.firstSeen),
                       .integer(Int64(asOf - $0.firstSeen))])
         }

@@ -83,6 +83,9 @@ public struct FindingRow: Equatable {
     public var firstSeen: Day
     public var resolvedOn: Day?
     public var firstRunId: Int64
+    /// The book of the transaction it names (nil when the ledger does not hold it: a record
+    /// that named it did not verify).
+    public var book: String? = nil
 }
 
 /// What one run did.
@@ -258,13 +261,14 @@ extension LedgerReader {
 
     public func findings(openOnly: Bool) throws -> [FindingRow] {
         try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT f.code, f.transaction_id, f.message, r1.as_of, r2.as_of, f.first_run_id
+            SELECT f.code, f.transaction_id, f.message, r1.as_of, r2.as_of, f.first_run_id,
+                   (SELECT t.book FROM store_transaction t WHERE t.transaction_id = f.transaction_id)
             FROM finding f JOIN run r1 ON r1.id = f.first_run_id LEFT JOIN run r2 ON r2.id = f.resolved_run_id
             \(openOnly ? "WHERE f.resolved_run_id IS NULL" : "")
             ORDER BY f.code, f.transaction_id, f.id
             """)).map {
             FindingRow(code: $0[0], transactionId: $0[1], message: $0[2], firstSeen: Day(iso: $0[3] as String)!,
-                       resolvedOn: ($0[4] as String?).flatMap { Day(iso: $0) }, firstRunId: $0[5])
+                       resolvedOn: ($0[4] as String?).flatMap { Day(iso: $0) }, firstRunId: $0[5], book: $0[6])
         }
     }
 

@@ -93,6 +93,8 @@ final class ReportPeriodTests: XCTestCase {
                        "as they stood after run 1, as of 2026-10-20 (the last run on or before 2026-10-31)")
         XCTAssertFalse(info.flatMap { $0 }.contains("inbox/receipts/b.jsonl"), "read after 2026-10-31")
         XCTAssertTrue(info.flatMap { $0 }.contains("w1"), "the MISSING_RULE finding open on 2026-10-31")
+        let sandboxInfo = try XLSXReader.sheets(ws.root.appendingPathComponent("reports/2026-10-31/sandbox-2026-10-31.xlsx"))["Run Info"]!
+        XCTAssertFalse(sandboxInfo.flatMap { $0 }.contains("w1"), "a production transaction's finding is not on the sandbox book's Run Info")
 
         // The finance Summary says what its figures leave out, as it stood on its date.
         func leftOut(_ path: String) throws -> String? {
