@@ -149,9 +149,11 @@ public struct Audit {
             return "no stored source record brought this transaction"
         }
         let where_ = "\(source.path):\(source.line)"
-        guard let obs = Self.observation(of: e.transactionId, kind: source.kind, raw: source.raw, receiptVerifier: receiptVerifier,
-                                         signedVerifier: signedVerifier) else {
-            return "its source record \(where_) no longer verifies or no longer names the transaction"
+        let obs: TransactionObservation
+        switch Self.observation(of: e.transactionId, kind: source.kind, raw: source.raw, receiptVerifier: receiptVerifier,
+                                signedVerifier: signedVerifier) {
+        case .success(let o): obs = o
+        case .failure(let why): return "its source record \(where_) does not give the transaction again: \(why)"
         }
         guard let stored = try reader.transaction(e.transactionId)?.observation else { return "the transaction is not stored" }
         var differences: [String] = []
@@ -179,27 +181,49 @@ public struct Audit {
         return nil
     }
 
-    /// The transaction `id` as the stored raw record reports it, verified again.
+    /// The transaction `id` as the stored raw record reports it, verified again; otherwise why not.
     static func observation(of id: String, kind: String, raw: String, receiptVerifier: ReceiptVerifier,
-                            signedVerifier: SignedDataVerifier) -> TransactionObservation? {
+                            signedVerifier: SignedDataVerifier) -> Result<TransactionObservation, Why> {
         switch kind {
         case "receipts":
-            guard let response = try? LegacyReceiptParser.parse(Substring(raw)),
-                  case let .verified(_, transactions, _) = receiptVerifier.verify(response, location: SourceLocation(path: "", line: 0)) else { return nil }
-            return transactions.first { $0.transactionId == id }
+            let response: LegacyResponse
+            do { response = try LegacyReceiptParser.parse(Substring(raw)) } catch { return .failure(Why("it no longer parses: \(error)")) }
+            switch receiptVerifier.verify(response, location: SourceLocation(path: "", line: 0)) {
+            case let .verified(_, transactions, _):
+                guard let t = transactions.first(where: { $0.transactionId == id }) else { return .failure(Why("it no longer names the transaction")) }
+                return .success(t)
+            case let .pending(code, reason, _), let .rejected(code, reason):
+                return .failure(Why("it no longer verifies: \(code): \(reason)"
+                    + (code == "WRONG_BUNDLE_ID" ? " (bundle_ids in iapledger.toml no longer lists the app it was verified for)" : "")))
+            }
         case "signed":
             let trimmed = raw.trimmingCharacters(in: .whitespaces)
-            guard let jws = trimmed.hasPrefix("{") ? Ingest.jwsInBody(Substring(trimmed)) : trimmed else { return nil }
-            let transaction: SignedTransaction?
-            switch signedDataKind(ofCompactJWS: jws) {
-            case .transaction: transaction = try? signedVerifier.verifyTransaction(jws).get()
-            case .notification: transaction = (try? signedVerifier.verifyNotification(jws).get())?.transaction
-            default: transaction = nil
+            guard let jws = trimmed.hasPrefix("{") ? Ingest.jwsInBody(Substring(trimmed)) : trimmed else {
+                return .failure(Why("it no longer holds a signed payload"))
             }
-            guard let t = transaction, t.transactionId == id else { return nil }
-            return try? t.observation().get()
+            let transaction: Result<SignedTransaction, Error>
+            switch signedDataKind(ofCompactJWS: jws) {
+            case .transaction: transaction = signedVerifier.verifyTransaction(jws).mapError { $0 as Error }
+            case .notification:
+                transaction = signedVerifier.verifyNotification(jws).mapError { $0 as Error }.flatMap { n in
+                    n.transaction.map { .success($0) } ?? .failure(Why("the notification carries no transaction"))
+                }
+            default: return .failure(Why("it is no longer a signed transaction or notification"))
+            }
+            switch transaction {
+            case .failure(let e): return .failure(Why("it no longer verifies: \(e)"))
+            case .success(let t):
+                guard t.transactionId == id else { return .failure(Why("it no longer names the transaction")) }
+                return t.observation().mapError { Why("its transaction no longer reads: \($0)") }
+            }
         default:
-            return nil
+            return .failure(Why("its file kind \(kind) is not one a transaction comes from"))
         }
+    }
+
+    /// Why a stored record does not give its transaction again.
+    struct Why: Error, CustomStringConvertible {
+        var description: String
+        init(_ d: String) { description = d }
     }
 }

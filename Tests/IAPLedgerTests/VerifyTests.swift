@@ -79,6 +79,14 @@ final class VerifyTests: XCTestCase {
         XCTAssertTrue(r.problems.contains { $0.message.contains("trigger source_record_text_fixed is missing") }, "\(r.problems)")
     }
 
+    /// A bundle id dropped from the config since: verify says why the records no longer verify.
+    func testABundleDroppedFromTheConfigIsNamed() throws {
+        try ws.write("iapledger.toml", TestWorkspace.defaultConfig.replacingOccurrences(of: "com.example.coins", with: "com.example.other"))
+        let r = try Audit(workspace: ws.workspace).run()
+        XCTAssertEqual(r.problems.count, 3, "the three sales")
+        XCTAssertTrue(r.problems.allSatisfy { $0.message.contains("does not give the transaction again: it no longer verifies: WRONG_BUNDLE_ID: receipt of another app: bundle id com.example.coins, expected com.example.other (bundle_ids in iapledger.toml no longer lists the app it was verified for)") }, "\(r.problems)")
+    }
+
     /// The database refuses to change a finished run or a record's text, or to delete either.
     func testFinishedRunsAndRecordTextAreFixed() throws {
         let db = try DatabaseQueue(path: dbPath)
