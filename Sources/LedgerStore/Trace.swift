@@ -111,10 +111,11 @@ extension LedgerReader {
         let sources = try Row.fetchAll(db.cachedStatement(sql: """
             SELECT f.path, r.line, f.sha256, r.record_sha256, r.outcome, r.reason, r.environment, run.as_of
             FROM source_record r JOIN source_file f ON f.id = r.file_id JOIN run ON run.id = f.run_id
-            WHERE r.id IN (SELECT record_id FROM transaction_source WHERE transaction_id = ?
-                           UNION SELECT record_id FROM unverified_record_transaction WHERE transaction_id = ?)
+            WHERE r.id IN (SELECT record_id FROM transaction_source WHERE transaction_id = ?1
+                           UNION SELECT record_id FROM unverified_record_transaction WHERE transaction_id = ?1
+                           UNION SELECT record_id FROM finding WHERE transaction_id = ?1 AND record_id IS NOT NULL)
             ORDER BY r.id
-            """), arguments: [id, id]).map {
+            """), arguments: [id]).map {
             TransactionTrace.Source(path: $0[0], line: $0[1], sha256: $0[2], record_sha256: $0[3], outcome: $0[4],
                                     verification: $0[5] ?? ($0[4] == "verified" ? "Apple verifyReceipt status 0 (verified by Apple's service)" : nil),
                                     environment: $0[6], read_on: $0[7])

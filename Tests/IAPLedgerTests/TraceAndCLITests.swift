@@ -92,6 +92,19 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertTrue(text.contains("Transaction \(id): free in the production book (a free trial or free introductory period: no money moved, so no entry)"), text)
     }
 
+    /// An item kept only as an INVALID_TRANSACTION finding (a quantity of 0) is traced to its
+    /// record and finding, not called unknown.
+    func testTraceOfAnInvalidItemNamesItsRecordAndFinding() throws {
+        try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("9009", quantity: 0, purchased: "2026-10-05T10:00:00Z")]) + "\n")
+        try ws.run("2026-10-06")
+        let r = try cli(["trace", "9009", "--format", "json", "--workspace", ws.root.path])
+        XCTAssertEqual(r.status, 0, r.err)
+        let t = try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as! [String: Any]
+        XCTAssertEqual(t["status"] as? String, "rejected")
+        XCTAssertEqual((t["sources"] as! [[String: Any]]).map { "\($0["path"]!):\($0["line"]!)" }, ["inbox/receipts/r.jsonl:1"])
+        XCTAssertEqual((t["findings"] as! [[String: Any]]).map { $0["code"] as! String }, ["INVALID_TRANSACTION"])
+    }
+
     func testTraceOfAnUnknownIdSaysSoAndFails() throws {
         try refundedReconciledWorkspace()
         let r = try cli(["trace", "no-such-id", "--workspace", ws.root.path])
