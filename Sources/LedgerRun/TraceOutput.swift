@@ -35,6 +35,23 @@ public enum TraceOutput {
         return t
     }
 
+    /// Marks each placement whose workbook (or export) is not under the workspace now.
+    public static func checked(_ t: TransactionTrace, in workspace: Workspace) -> TransactionTrace {
+        var t = t
+        t.reports = t.reports.map { p in
+            var p = p
+            p.written = FileManager.default.fileExists(atPath: workspace.root.appendingPathComponent(p.workbook).path)
+            return p
+        }
+        return t
+    }
+
+    public static func checked(_ o: OrderTrace, in workspace: Workspace) -> OrderTrace {
+        var o = o
+        o.transaction = o.transaction.map { checked($0, in: workspace) }
+        return o
+    }
+
     public static func placed(_ o: OrderTrace, layouts: ReportLayouts, journalRowCap: Int = .max) -> OrderTrace {
         var o = o
         o.transaction = o.transaction.map { placed($0, layouts: layouts, journalRowCap: journalRowCap) }
@@ -96,7 +113,11 @@ public enum TraceOutput {
         }
         if !t.reports.isEmpty {
             line("In the reports:")
-            for p in t.reports { line("  \(p.workbook), sheet \(p.sheet), rows \(p.rows.map(String.init).joined(separator: ", "))") }
+            for p in t.reports {
+                let month = (((p.workbook as NSString).deletingLastPathComponent as NSString).lastPathComponent).prefix(7)
+                line("  \(p.workbook), sheet \(p.sheet), rows \(p.rows.map(String.init).joined(separator: ", "))"
+                     + (p.written == false ? " (not written yet: `iapledger report --period \(month)` writes it)" : ""))
+            }
         }
         return out.joined(separator: "\n") + "\n"
     }

@@ -73,7 +73,11 @@ public struct TransactionTrace: Encodable {
         public var rows: [Int]
         /// Postings in that Journal's month (not shown in the JSON).
         public var journalRows: Int = 0
-        enum CodingKeys: String, CodingKey { case workbook, sheet, rows }
+        /// Whether the workbook (or export) is under `reports/` now (nil: not looked at). A
+        /// month before the last night's month and the one before it is written by
+        /// `iapledger report --period`, or was written while it was open.
+        public var written: Bool? = nil
+        enum CodingKeys: String, CodingKey { case workbook, sheet, rows, written }
     }
 
     public var transaction_id: String

@@ -217,10 +217,12 @@ struct Trace: ParsableCommand {
                 let asOf = try r.lastAsOf()
                 if var t = try r.traceTransaction(id, asOf: asOf) {
                     if let layouts { t = TraceOutput.placed(t, layouts: layouts, journalRowCap: config.journalRowCap) }
+                    t = TraceOutput.checked(t, in: workspace)
                     return format == .json ? TraceOutput.json(t) : TraceOutput.text(t)
                 }
                 if var o = try r.traceOrder(id, asOf: asOf) {
                     if let layouts { o = TraceOutput.placed(o, layouts: layouts, journalRowCap: config.journalRowCap) }
+                    o = TraceOutput.checked(o, in: workspace)
                     return format == .json ? TraceOutput.json(o) : TraceOutput.text(o)
                 }
                 return nil

@@ -61,6 +61,7 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertEqual(exceptions.first?["first_seen"] as? String, "2026-10-08")
         let placement = (t["reports"] as! [[String: Any]]).first!
         XCTAssertEqual(placement["sheet"] as? String, "Journal")
+        XCTAssertEqual(placement["written"] as? Bool, true)
         // The rows named are the rows of the workbook that hold this transaction.
         let journal = try XLSXReader.sheets(ws.root.appendingPathComponent(placement["workbook"] as! String))["Journal"]!
         for row in placement["rows"] as! [Int] { XCTAssertEqual(journal[row - 1][5], "7001", "row \(row)") }
@@ -90,6 +91,21 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertEqual((t["entries"] as? [Any])?.count, 0)
         let text = try cli(["trace", id, "--workspace", dir.path]).out
         XCTAssertTrue(text.contains("Transaction \(id): free in the production book (a free trial or free introductory period: no money moved, so no entry)"), text)
+
+        // A sale of August (the demo's ledger begins with this one night): its month's set is
+        // not written until `report --period 2026-08`, and trace says so.
+        let august = try Ledger(path: dir.appendingPathComponent("ledger.sqlite").path, readOnly: true).read {
+            try String.fetchOne($0.db, sql: "SELECT transaction_id FROM entry WHERE book = 'production' AND date LIKE '2026-08-%' ORDER BY id LIMIT 1")
+        }
+        let sale = try XCTUnwrap(august)
+        let before = try cli(["trace", sale, "--workspace", dir.path]).out
+        XCTAssertTrue(before.contains("reports/2026-08-31/finance-2026-08-31.xlsx, sheet Journal, rows ") && before.contains("(not written yet: `iapledger report --period 2026-08` writes it)"), before)
+        XCTAssertEqual(try cli(["report", "--period", "2026-08", "--workspace", dir.path]).status, 0)
+        let after = try cli(["trace", sale, "--format", "json", "--workspace", dir.path]).out
+        let placement = try XCTUnwrap(((try JSONSerialization.jsonObject(with: Data(after.utf8)) as! [String: Any])["reports"] as! [[String: Any]]).first)
+        XCTAssertEqual(placement["written"] as? Bool, true)
+        let journal = try XLSXReader.sheets(dir.appendingPathComponent(placement["workbook"] as! String))["Journal"]!
+        for row in placement["rows"] as! [Int] { XCTAssertEqual(journal[row - 1][5], sale, "row \(row)") }
     }
 
     /// An item kept only as an INVALID_TRANSACTION finding (a quantity of 0) is traced to its
