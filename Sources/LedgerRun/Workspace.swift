@@ -108,8 +108,14 @@ public struct Workspace {
     public func inboxFiles(_ folder: String, extensions: Set<String>) throws -> [URL] {
         let dir = inboxURL.appendingPathComponent(folder)
         guard FileManager.default.fileExists(atPath: dir.path) else { return [] }
-        let names = try FileManager.default.contentsOfDirectory(atPath: dir.path)
-        let files = names.filter { !$0.hasPrefix(".") && extensions.contains(($0 as NSString).pathExtension.lowercased()) }
+        let inputs = try Self.fileNames(in: dir).filter {
+            !$0.name.hasPrefix(".") && extensions.contains(($0.name as NSString).pathExtension.lowercased())
+        }
+        // An input whose name is not UTF-8 cannot be recorded by its path: the night stops naming it.
+        if let bad = inputs.first(where: \.invalid) {
+            throw ReadError.file(dir.path, "holds a file whose name is not valid UTF-8 (\(bad.shown)): rename it (every input is recorded by its path), then run again")
+        }
+        let files = inputs.map(\.name)
             .sorted()
             .map { dir.appendingPathComponent($0) }
         for url in files {
@@ -124,6 +130,27 @@ public struct Workspace {
             }
         }
         return files
+    }
+
+    /// The names in a folder, read as bytes: a name that is not UTF-8 would come back from
+    /// Foundation with replacement characters, naming a file that does not exist. Such a name
+    /// comes back decoded with replacement characters and `invalid` set, with `shown` escaping its bytes.
+    static func fileNames(in dir: URL) throws -> [(name: String, invalid: Bool, shown: String)] {
+        guard let handle = opendir(dir.path) else {
+            throw ReadError.file(dir.path, "cannot be listed: \(String(cString: strerror(errno)))")
+        }
+        defer { closedir(handle) }
+        var names: [(name: String, invalid: Bool, shown: String)] = []
+        while let entry = readdir(handle) {
+            let bytes = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix { $0 != 0 }) }
+            if let name = String(validating: bytes, as: UTF8.self) {
+                if name != "." && name != ".." { names.append((name, false, name)) }
+            } else {
+                let shown = bytes.map { $0 >= 0x20 && $0 < 0x7F ? String(UnicodeScalar($0)) : String(format: "\\x%02X", $0) }.joined()
+                names.append((String(decoding: bytes, as: UTF8.self), true, shown))
+            }
+        }
+        return names
     }
 
     /// Creates a workspace with the commented example config, example rules and the workbook

@@ -195,6 +195,28 @@ final class LockAndFailureTests: XCTestCase {
         XCTAssertEqual(try Data(contentsOf: db), before, "the ledger is unchanged")
     }
 
+    /// An input whose name is not UTF-8 cannot be recorded by its path: the night stops naming
+    /// the folder and the name's bytes (Foundation's listing turned it into a name that does
+    /// not exist: "No such file or directory"). A file of another extension is left alone.
+    func testAnInputNamedInAnotherEncodingIsNamed() throws {
+        let (db, before) = try firstNight()
+        func create(_ name: [UInt8]) {
+            let path = Array(ws.root.appendingPathComponent("inbox/receipts").path.utf8) + [UInt8(ascii: "/")] + name + [0]
+            let fd = path.withUnsafeBufferPointer { $0.baseAddress!.withMemoryRebound(to: CChar.self, capacity: path.count) { open($0, O_CREAT | O_WRONLY, 0o644) } }
+            XCTAssertGreaterThanOrEqual(fd, 0)
+            close(fd)
+        }
+        create(Array("notes-".utf8) + [0xE9] + Array(".txt".utf8))
+        XCTAssertNoThrow(try ws.run("2026-10-08"), "not an input's extension")
+        let afterIgnored = try Data(contentsOf: db)
+        create(Array("re".utf8) + [0xE7, 0x75] + Array(".jsonl".utf8))
+        XCTAssertThrowsError(try ws.run("2026-10-09")) { error in
+            XCTAssertTrue("\(error)".contains("inbox/receipts: holds a file whose name is not valid UTF-8 (re\\xE7u.jsonl): rename it"), "\(error)")
+        }
+        XCTAssertEqual(try Data(contentsOf: db), afterIgnored, "the ledger is unchanged")
+        XCTAssertNotEqual(before, afterIgnored)
+    }
+
     /// Nights go forward: a run dated before the last one is refused (the same date is a re-run).
     func testARunDatedBeforeTheLastOneIsRefused() throws {
         let (db, before) = try firstNight()
