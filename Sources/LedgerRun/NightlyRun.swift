@@ -596,7 +596,7 @@ struct Ingest {
             counts.pending += 1
             // A record for a transaction that is already verified has nothing left to wait for.
             for id in ids where try writer.transaction(id) != nil {
-                try writer.resolvePendingRecords(transactionId: id, runId: runId, note: "transaction \(id) is already verified")
+                try writer.resolveUnverifiedRecords(transactionId: id, runId: runId, note: "transaction \(id) is already verified")
             }
         case let .verified(book, transactions, findings):
             info.environment = book == .production ? "Production" : "Sandbox"
@@ -621,6 +621,10 @@ struct Ingest {
         let recordId = try writer.addRecord(r)
         if !transactionIds.isEmpty { try writer.noteUnverifiedRecord(recordId, transactionIds: transactionIds) }
         counts.rejected += 1
+        // A rejected record whose transactions are all verified already leaves nothing to act on.
+        for id in Set(transactionIds) where try writer.transaction(id) != nil {
+            try writer.resolveUnverifiedRecords(transactionId: id, runId: runId, note: "transaction \(id) is already verified")
+        }
     }
 
     /// One verified transaction: new ones are stored (their sale is posted below); one seen
@@ -649,7 +653,7 @@ struct Ingest {
                 try writer.setCancellation(transactionId: t.transactionId, cancellationMs: c, percentage: t.revocationPercentage)
             }
         }
-        try writer.resolvePendingRecords(transactionId: t.transactionId, runId: runId, note: "verified by \(location)")
+        try writer.resolveUnverifiedRecords(transactionId: t.transactionId, runId: runId, note: "verified by \(location)")
     }
 }
 

@@ -289,8 +289,9 @@ extension LedgerReader {
             """)) {
             let n: Int = r[2]
             notVerified += n
-            guard r[1] as Bool else { continue }
-            if (r[0] as String) == "pending" { t.recordsPending += n } else { t.recordsRejected += n }
+            // Pending: those still waiting. Rejected: every one (a later verified record of its
+            // transactions resolves it from the open lists, but it stays rejected).
+            if (r[0] as String) == "pending" { if r[1] as Bool { t.recordsPending += n } } else { t.recordsRejected += n }
         }
         t.recordsVerified = records - notVerified
         // Entries and postings are append-only (triggers refuse updates and deletes) and take

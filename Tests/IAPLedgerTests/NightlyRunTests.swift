@@ -181,6 +181,37 @@ final class NightlyRunTests: XCTestCase {
         XCTAssertEqual(try entries().map { $0[1] }, ["3001", "3003"])
     }
 
+    /// A record that did not verify (pending or rejected) leaves the open lists once every
+    /// transaction it names is verified by another record, not when the first one is: Run
+    /// Info lists what still needs someone to act; the ledger keeps every rejected record.
+    func testAnUnverifiedRecordIsResolvedWhenAllItNamesIsVerified() throws {
+        try ws.write("inbox/receipts/a.jsonl", [
+            #"{"status": 21005, "is-retryable": true, "receipt": {"in_app": [{"transaction_id": "6001"}, {"transaction_id": "6002"}]}}"#,
+            Receipt.response([Receipt.item("6003", purchased: "2026-10-05T10:00:00Z")], status: 21003),
+        ].joined(separator: "\n") + "\n")
+        try ws.run("2026-10-06")
+        func open() throws -> [String] {
+            try ledger().read { try $0.recordProblems() }.filter { !$0.resolved }.map { "\($0.path):\($0.line) \($0.outcome)" }
+        }
+        XCTAssertEqual(try open(), ["inbox/receipts/a.jsonl:1 pending", "inbox/receipts/a.jsonl:2 rejected"])
+        try ws.write("inbox/receipts/b.jsonl", [
+            Receipt.response([Receipt.item("6001", purchased: "2026-10-05T10:00:00Z")]),
+            Receipt.response([Receipt.item("6003", purchased: "2026-10-05T10:00:00Z")]),
+        ].joined(separator: "\n") + "\n")
+        let r = try ws.run("2026-10-07")
+        XCTAssertEqual(try open(), ["inbox/receipts/a.jsonl:1 pending"], "6002 is still unverified")
+        XCTAssertEqual(r.totals.recordsRejected, 1, "the rejected record stays rejected in the ledger")
+        let info = try XLSXReader.sheets(r.workbooks[0])["Run Info"]!.flatMap { $0 }
+        XCTAssertFalse(info.contains("inbox/receipts/a.jsonl") && info.contains("STATUS_21003"), "not listed as not posted any more")
+        try ws.write("inbox/receipts/c.jsonl", Receipt.response([Receipt.item("6002", purchased: "2026-10-05T10:00:00Z")]) + "\n")
+        XCTAssertEqual(try ws.run("2026-10-08").totals.recordsPending, 0)
+        XCTAssertEqual(try open(), [])
+        // A rejected record naming a transaction verified before it is resolved at once.
+        try ws.write("inbox/receipts/d.jsonl", Receipt.response([Receipt.item("6001", purchased: "2026-10-05T10:00:00Z")], status: 21003) + "\n")
+        try ws.run("2026-10-09")
+        XCTAssertEqual(try open(), [])
+    }
+
     func testRetryablePendingStaysOpenUntilVerified() throws {
         try ws.write("inbox/receipts/a.jsonl", #"{"status": 21100, "is-retryable": true, "receipt": {"in_app": [{"transaction_id": "4001"}]}}"# + "\n")
         XCTAssertEqual(try ws.run("2026-10-07").totals.recordsPending, 1)
