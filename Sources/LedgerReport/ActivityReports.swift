@@ -58,9 +58,8 @@ extension FinanceReport {
         // What these figures leave out, as it stood on the as-of date: this book's sales waiting
         // for a rule, and records waiting for verification (not yet known to be of any book).
         let current = try reader.lastAsOf().map { $0 <= asOf } ?? true
-        let salesWaiting = try (current ? reader.pendingTransactions() : reader.pendingTransactions(openOn: asOf))
-            .filter { $0.book == book.rawValue }.count
-        let recordsWaiting = try reader.recordProblems().filter { $0.outcome == "pending" && $0.isOpen(on: asOf) }.count
+        let salesWaiting = try reader.pendingSaleCount(book: book.rawValue, openOn: current ? nil : asOf)
+        let recordsWaiting = try reader.pendingRecordCount(openOn: asOf)
         return SheetContent(
             key: "summary",
             tables: [

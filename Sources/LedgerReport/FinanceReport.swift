@@ -208,7 +208,7 @@ public struct FinanceReport {
             SheetRow([.text("Records verified (ledger)"), .integer(Int64(totals.recordsVerified))]),
             SheetRow([.text("Records pending (ledger)"), .integer(Int64(totals.recordsPending))]),
             SheetRow([.text("Records rejected (ledger)"), .integer(Int64(totals.recordsRejected))]),
-            SheetRow([.text("Chain head (ledger, last entry's hash)"), .text(totals.chainHead)]),
+            SheetRow([.text("Chain head after run \(try reader.latestRun()?.id ?? 0) (last entry's hash)"), .text(totals.chainHead)]),
         ]
         if let x = journalExport {
             info += [

@@ -93,10 +93,13 @@ public struct Audit {
                 report.problems.append(Problem(entryId: entryId, message: "belongs to run \(runId), which is not a finished run of this ledger (entries commit with their run's finish): the run was removed or altered"))
             }
             // Every source record's text still hashes to the SHA-256 recorded when it was read
-            // (a whole-file rejection keeps the file's hash and at most the start of its text).
-            try r.forEachSourceRecordText { path, line, outcome, recordSHA, fileSHA, raw in
+            // (a whole-file rejection keeps the file's hash and no text, or the start of a CSV
+            // file that cannot be read).
+            try r.forEachSourceRecordText { path, line, outcome, code, recordSHA, fileSHA, raw in
                 report.records += 1
-                if Hashing.sha256Hex(Data(raw.utf8)) == recordSHA || (outcome == "rejected" && recordSHA == fileSHA) { return }
+                if Hashing.sha256Hex(Data(raw.utf8)) == recordSHA { return }
+                if outcome == "rejected" && recordSHA == fileSHA
+                    && (raw.isEmpty || !["EMPTY_FILE", "INVALID_UTF8", "FILE_TOO_LARGE"].contains(code ?? "")) { return }
                 report.problems.append(Problem(entryId: nil, message: "source record \(path):\(line): its stored text no longer hashes to the SHA-256 recorded when it was read (\(recordSHA)): it was changed after it was read"))
             }
             // The schema: the triggers that keep the ledger append-only, the CHECKs, the unique keys.

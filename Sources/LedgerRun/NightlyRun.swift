@@ -596,7 +596,7 @@ struct Ingest {
             counts.pending += 1
             // A record for a transaction that is already verified has nothing left to wait for.
             for id in ids where try writer.transaction(id) != nil {
-                try writer.resolveUnverifiedRecords(transactionId: id, runId: runId, note: "transaction \(id) is already verified")
+                try writer.resolvePendingRecords(transactionId: id, runId: runId, note: "transaction \(id) is already verified")
             }
         case let .verified(book, transactions, findings):
             info.environment = book == .production ? "Production" : "Sandbox"
@@ -621,15 +621,15 @@ struct Ingest {
         let recordId = try writer.addRecord(r)
         if !transactionIds.isEmpty { try writer.noteUnverifiedRecord(recordId, transactionIds: transactionIds) }
         counts.rejected += 1
-        // A rejected record whose transactions are all verified already leaves nothing to act on.
-        for id in Set(transactionIds) where try writer.transaction(id) != nil {
-            try writer.resolveUnverifiedRecords(transactionId: id, runId: runId, note: "transaction \(id) is already verified")
-        }
     }
 
     /// One verified transaction: new ones are stored (their sale is posted below); one seen
     /// before is the same transaction, and brings only what it did not have (a refund).
-    mutating func observe(_ t: TransactionObservation, recordId: Int64, location: SourceLocation) throws {
+    /// Returns false when the record contradicts the stored transaction (TRANSACTION_CONFLICT):
+    /// nothing it claims beyond the transaction is trusted.
+    @discardableResult
+    mutating func observe(_ t: TransactionObservation, recordId: Int64, location: SourceLocation) throws -> Bool {
+        var agrees = true
         if try writer.insertTransactionIfNew(t, recordId: recordId, runId: runId) {
             // New: its sale is posted below.
         } else if let existing = try writer.transaction(t.transactionId) {
@@ -640,6 +640,7 @@ struct Ingest {
             if e.productId != t.productId { differences.append("product \(e.productId) vs \(t.productId)") }
             if e.quantity != t.quantity { differences.append("quantity \(e.quantity) vs \(t.quantity)") }
             if e.purchaseMs != t.purchaseMs { differences.append("purchase date \(Day(epochMilliseconds: e.purchaseMs)) vs \(Day(epochMilliseconds: t.purchaseMs))") }
+            agrees = differences.isEmpty
             if !differences.isEmpty {
                 // A record that contradicts the transaction is not trusted for its refund either:
                 // the refund waits for a record that agrees with the first source.
@@ -653,7 +654,8 @@ struct Ingest {
                 try writer.setCancellation(transactionId: t.transactionId, cancellationMs: c, percentage: t.revocationPercentage)
             }
         }
-        try writer.resolveUnverifiedRecords(transactionId: t.transactionId, runId: runId, note: "verified by \(location)")
+        try writer.resolvePendingRecords(transactionId: t.transactionId, runId: runId, note: "verified by \(location)")
+        return agrees
     }
 }
 

@@ -85,13 +85,16 @@ extension Ingest {
         }
     }
 
-    mutating func observeSigned(_ t: SignedTransaction, recordId: Int64, location: SourceLocation) throws {
+    /// False when the transaction is invalid or contradicts the stored one.
+    @discardableResult
+    mutating func observeSigned(_ t: SignedTransaction, recordId: Int64, location: SourceLocation) throws -> Bool {
         switch t.observation() {
         case .success(let obs):
-            try observe(obs, recordId: recordId, location: location)
+            return try observe(obs, recordId: recordId, location: location)
         case .failure(let why):
             try writer.openFinding(code: "INVALID_TRANSACTION", transactionId: t.transactionId, recordId: recordId,
                                    message: "\(location): \(why.message)", runId: runId)
+            return false
         }
     }
 
@@ -120,8 +123,9 @@ extension Ingest {
             return
         }
         guard let t = n.transaction else { return }
-        try observeSigned(t, recordId: recordId, location: location)
-        if n.notificationType == "REFUND_REVERSED", let env = t.environment, let book = Book(storeEnvironment: env) {
+        // A reversal is requested only by a notification whose transaction agrees with the stored one.
+        let agrees = try observeSigned(t, recordId: recordId, location: location)
+        if agrees, n.notificationType == "REFUND_REVERSED", let env = t.environment, let book = Book(storeEnvironment: env) {
             let day = Day(epochMilliseconds: n.signedDateMs ?? t.signedDateMs ?? t.purchaseDateMs ?? 0)
             try writer.requestReversal(book: book, transactionId: t.transactionId, date: day, notificationUUID: n.notificationUUID)
         }

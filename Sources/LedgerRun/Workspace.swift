@@ -141,7 +141,14 @@ public struct Workspace {
         }
         defer { closedir(handle) }
         var names: [(name: String, invalid: Bool, shown: String)] = []
-        while let entry = readdir(handle) {
+        // readdir returns NULL at the end and on an error (EIO, ESTALE on a network mount):
+        // errno tells them apart, and a listing cut short would drop the rest of the inbox.
+        while true {
+            errno = 0
+            guard let entry = readdir(handle) else {
+                if errno != 0 { throw ReadError.file(dir.path, "cannot be listed: \(String(cString: strerror(errno)))") }
+                break
+            }
             let bytes = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix { $0 != 0 }) }
             if let name = String(validating: bytes, as: UTF8.self) {
                 if name != "." && name != ".." { names.append((name, false, name)) }

@@ -24,16 +24,26 @@ extension LedgerReader {
         public var lastEntryId: Int64?
     }
 
-    /// Every finished run's recorded chain head and the hash of the last entry it could see.
+    /// Every finished run's recorded chain head and the hash of the last entry it could see
+    /// (entries of runs up to it): one pass over the entries' run ids, not one per run.
     public func runChainHeads() throws -> [RunHead] {
-        try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT r.id, r.as_of, r.finished_at, r.chain_head,
-                   ifnull((SELECT e.hash FROM entry e WHERE e.run_id <= r.id ORDER BY e.id DESC LIMIT 1), ?),
-                   (SELECT max(e.id) FROM entry e WHERE e.run_id <= r.id)
-            FROM run r WHERE r.finished_at IS NOT NULL ORDER BY r.id
-            """), arguments: [EntryHash.genesis]).map {
-            RunHead(runId: $0[0], asOf: $0[1], finishedAt: $0[2], head: $0[3], expected: $0[4], lastEntryId: $0[5])
+        var lastOfRun: [(runId: Int64, entryId: Int64)] = try Row.fetchAll(db, sql: "SELECT run_id, max(id) FROM entry GROUP BY run_id ORDER BY run_id")
+            .map { ($0[0], $0[1]) }
+        lastOfRun.reverse()
+        var lastSeen: Int64? = nil
+        var heads: [RunHead] = []
+        for r in try Row.fetchAll(db, sql: "SELECT id, as_of, finished_at, chain_head FROM run WHERE finished_at IS NOT NULL ORDER BY id") {
+            let runId: Int64 = r[0]
+            while let next = lastOfRun.last, next.runId <= runId {
+                lastSeen = max(lastSeen ?? next.entryId, next.entryId)
+                lastOfRun.removeLast()
+            }
+            let expected = try lastSeen.flatMap {
+                try String.fetchOne(db.cachedStatement(sql: "SELECT hash FROM entry WHERE id = ?"), arguments: [$0])
+            } ?? EntryHash.genesis
+            heads.append(RunHead(runId: runId, asOf: r[1], finishedAt: r[2], head: r[3], expected: expected, lastEntryId: lastSeen))
         }
+        return heads
     }
 
     /// Entries whose run is missing or never finished (a run's entries commit with its finish).
@@ -46,13 +56,13 @@ extension LedgerReader {
 
     /// Every source record's stored text and the SHA-256 recorded when it was read, with its
     /// file's path and hash, in id order (streamed: the text of a big ledger is gigabytes).
-    public func forEachSourceRecordText(_ body: (_ path: String, _ line: Int, _ outcome: String, _ recordSHA256: String,
-                                                 _ fileSHA256: String, _ raw: String) throws -> Void) throws {
+    public func forEachSourceRecordText(_ body: (_ path: String, _ line: Int, _ outcome: String, _ reasonCode: String?,
+                                                 _ recordSHA256: String, _ fileSHA256: String, _ raw: String) throws -> Void) throws {
         let cursor = try Row.fetchCursor(db, sql: """
-            SELECT f.path, r.line, r.outcome, r.record_sha256, f.sha256, CAST(r.raw AS BLOB)
+            SELECT f.path, r.line, r.outcome, r.reason_code, r.record_sha256, f.sha256, CAST(r.raw AS BLOB)
             FROM source_record r JOIN source_file f ON f.id = r.file_id ORDER BY r.id
             """)
-        while let r = try cursor.next() { try body(r[0], r[1], r[2], r[3], r[4], Self.text(r[5])) }
+        while let r = try cursor.next() { try body(r[0], r[1], r[2], r[3], r[4], r[5], Self.text(r[6])) }
     }
 
     /// The ledger's schema objects (tables, indexes, triggers, views) by type and name, with their SQL.

@@ -344,14 +344,15 @@ public final class LedgerWriter: LedgerReader {
         }
     }
 
-    /// Marks the pending and rejected records naming `transactionId` as resolved, each once
-    /// every transaction it names is verified (stored): nothing is left to wait or act on.
+    /// Marks the pending records naming `transactionId` as resolved, each once every
+    /// transaction it names is verified (stored): nothing is left to wait for. Rejected
+    /// records stay open: what they carried (a refund, a forged claim) was not applied.
     @discardableResult
-    public func resolveUnverifiedRecords(transactionId: String, runId: Int64, note: String) throws -> Int {
+    public func resolvePendingRecords(transactionId: String, runId: Int64, note: String) throws -> Int {
         guard try loadUnverifiedIds().contains(transactionId) else { return 0 }
         try db.cachedStatement(sql: """
             UPDATE source_record SET resolved_run_id = ?, resolved_note = ?
-            WHERE outcome <> 'verified' AND resolved_run_id IS NULL
+            WHERE outcome = 'pending' AND resolved_run_id IS NULL
               AND id IN (SELECT record_id FROM unverified_record_transaction WHERE transaction_id = ?)
               AND NOT EXISTS (SELECT 1 FROM unverified_record_transaction u
                               WHERE u.record_id = source_record.id

@@ -83,8 +83,8 @@ public struct FindingRow: Equatable {
     public var firstSeen: Day
     public var resolvedOn: Day?
     public var firstRunId: Int64
-    /// The book of the transaction it names (nil when the ledger does not hold it: a record
-    /// that named it did not verify).
+    /// The book of the transaction it names, or else of the record that raised it (nil when
+    /// neither is known: a record with no environment).
     public var book: String? = nil
 }
 
@@ -244,6 +244,16 @@ extension LedgerReader {
                           entriesPosted: r["entries_posted"], reconciliation: r["reconciliation"], files: files)
     }
 
+    /// Pending records open on `day` (read on or before it, not resolved by then): a count.
+    public func pendingRecordCount(openOn day: Day) throws -> Int {
+        try Int.fetchOne(db.cachedStatement(sql: """
+            SELECT count(*) FROM source_record r INDEXED BY source_record_open
+            JOIN source_file f ON f.id = r.file_id JOIN run ON run.id = f.run_id
+            LEFT JOIN run resolver ON resolver.id = r.resolved_run_id
+            WHERE r.outcome <> 'verified' AND r.outcome = 'pending' AND run.as_of <= ?1 AND (resolver.as_of IS NULL OR resolver.as_of > ?1)
+            """), arguments: [day.description]) ?? 0
+    }
+
     /// Rejected records, and pending ones not yet resolved by a verified record.
     public func recordProblems() throws -> [RecordProblem] {
         try Row.fetchAll(db.cachedStatement(sql: """
@@ -262,7 +272,9 @@ extension LedgerReader {
     public func findings(openOnly: Bool) throws -> [FindingRow] {
         try Row.fetchAll(db.cachedStatement(sql: """
             SELECT f.code, f.transaction_id, f.message, r1.as_of, r2.as_of, f.first_run_id,
-                   (SELECT t.book FROM store_transaction t WHERE t.transaction_id = f.transaction_id)
+                   ifnull((SELECT t.book FROM store_transaction t WHERE t.transaction_id = f.transaction_id),
+                          (SELECT CASE lower(r.environment) WHEN 'sandbox' THEN 'sandbox' WHEN 'production' THEN 'production' END
+                           FROM source_record r WHERE r.id = f.record_id))
             FROM finding f JOIN run r1 ON r1.id = f.first_run_id LEFT JOIN run r2 ON r2.id = f.resolved_run_id
             \(openOnly ? "WHERE f.resolved_run_id IS NULL" : "")
             ORDER BY f.code, f.transaction_id, f.id
@@ -289,9 +301,8 @@ extension LedgerReader {
             """)) {
             let n: Int = r[2]
             notVerified += n
-            // Pending: those still waiting. Rejected: every one (a later verified record of its
-            // transactions resolves it from the open lists, but it stays rejected).
-            if (r[0] as String) == "pending" { if r[1] as Bool { t.recordsPending += n } } else { t.recordsRejected += n }
+            guard r[1] as Bool else { continue }
+            if (r[0] as String) == "pending" { t.recordsPending += n } else { t.recordsRejected += n }
         }
         t.recordsVerified = records - notVerified
         // Entries and postings are append-only (triggers refuse updates and deletes) and take

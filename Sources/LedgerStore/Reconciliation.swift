@@ -93,6 +93,20 @@ extension LedgerReader {
             """), arguments: [day.description]).map { ($0[0], $0[1], $0[2], $0[3], Day(iso: $0[4] as String)!) }
     }
 
+    /// How many of a book's sales wait for a rule now, or (`openOn`, a past date) waited then.
+    public func pendingSaleCount(book: String, openOn day: Day? = nil) throws -> Int {
+        if let day {
+            return try Int.fetchOne(db.cachedStatement(sql: """
+                SELECT count(*) FROM finding f JOIN run found ON found.id = f.first_run_id LEFT JOIN run resolver ON resolver.id = f.resolved_run_id
+                JOIN store_transaction t ON t.transaction_id = f.transaction_id
+                WHERE f.code = 'MISSING_RULE' AND t.book = ?2 AND found.as_of <= ?1 AND (resolver.as_of IS NULL OR resolver.as_of > ?1)
+                """), arguments: [day.description, book]) ?? 0
+        }
+        return try Int.fetchOne(db.cachedStatement(sql: """
+            SELECT count(*) FROM store_transaction WHERE sale_status = 'pending' AND book = ?
+            """), arguments: [book]) ?? 0
+    }
+
     /// Transactions whose sale waits for a rule, with the day they were first read.
     public func pendingTransactions() throws -> [(transactionId: String, book: String, productId: String, reason: String, firstSeen: Day)] {
         try Row.fetchAll(db.cachedStatement(sql: """

@@ -361,6 +361,11 @@ enum Schema {
                     BEGIN SELECT RAISE(ABORT, 'source records are never deleted'); END;
                 """)
         }
+        // v10: the transactions a record names, found by the record: a pending record is resolved
+        // once every transaction it names is verified, checked from the record's side.
+        m.registerMigration("v10-unverified-by-record") { db in
+            try db.execute(sql: "CREATE INDEX unverified_record_transaction_record ON unverified_record_transaction(record_id, transaction_id)")
+        }
         return m
     }
 

@@ -96,6 +96,15 @@ final class ReportPeriodTests: XCTestCase {
         let sandboxInfo = try XLSXReader.sheets(ws.root.appendingPathComponent("reports/2026-10-31/sandbox-2026-10-31.xlsx"))["Run Info"]!
         XCTAssertFalse(sandboxInfo.flatMap { $0 }.contains("w1"), "a production transaction's finding is not on the sandbox book's Run Info")
 
+        // A finding about a transaction no book holds goes by its record's environment.
+        try ws.write("inbox/receipts/c.jsonl", Receipt.response([Receipt.item("s0", quantity: 0, purchased: "2026-11-02T10:00:00Z")], environment: "Sandbox") + "\n")
+        let third = try ws.run("2026-11-04")
+        func runInfo(_ prefix: String) throws -> [String] {
+            try XLSXReader.sheets(third.workbooks.first { $0.lastPathComponent == "\(prefix)-2026-11-04.xlsx" }!)["Run Info"]!.flatMap { $0 }
+        }
+        XCTAssertTrue(try runInfo("sandbox").contains("s0"), "the sandbox receipt's INVALID_TRANSACTION")
+        XCTAssertFalse(try runInfo("finance").contains("s0"))
+
         // The finance Summary says what its figures leave out, as it stood on its date.
         func leftOut(_ path: String) throws -> String? {
             try XLSXReader.sheets(ws.root.appendingPathComponent(path))["Summary"]!.first { $0.first?.hasPrefix("Not in these figures") == true }?.first

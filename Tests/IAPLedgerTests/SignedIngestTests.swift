@@ -138,6 +138,21 @@ final class SignedIngestTests: XCTestCase {
         try balanceSumsToZero()
     }
 
+    /// A REFUND_REVERSED notification whose transaction contradicts the stored one (another
+    /// product) requests no reversal: the refund stays refunded.
+    func testAConflictingReversalIsNotPosted() throws {
+        try ws.write("inbox/signed/n1.json", try notification("ONE_TIME_CHARGE", transaction: try transaction("9013")))
+        let refundAt = t0 + 2 * 86_400_000
+        try ws.write("inbox/signed/n2.json", try notification("REFUND", signed: refundAt, transaction:
+            try transaction("9013", revocation: refundAt, type: "REFUND_FULL")))
+        try ws.run("2023-11-17")
+        try ws.write("inbox/signed/n3.json", try notification("REFUND_REVERSED", signed: t0 + 5 * 86_400_000,
+                                                               transaction: try transaction("9013", product: "com.example.other")))
+        XCTAssertEqual(try ws.run("2023-11-20").counts.entriesPosted, 0)
+        XCTAssertEqual(try rows("SELECT kind FROM entry ORDER BY id").map { $0[0] }, ["sale", "refund"])
+        XCTAssertEqual(try rows("SELECT code FROM finding WHERE transaction_id = '9013'").map { $0[0] }, ["TRANSACTION_CONFLICT"])
+    }
+
     func testResentNotificationAndLegacyPlusSignedPostOnce() throws {
         let uuid = "6f1b3c1e-0000-4000-8000-000000000001"
         let body = try notification("ONE_TIME_CHARGE", uuid: uuid, transaction: try transaction("9004"))

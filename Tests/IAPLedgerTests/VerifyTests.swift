@@ -123,6 +123,20 @@ final class VerifyTests: XCTestCase {
         XCTAssertEqual(r.records, 5)
     }
 
+    /// A whole-file rejection keeps the file's hash and no text: text put there later is caught.
+    func testTextAddedToAWholeFileRejectionIsCaught() throws {
+        try ws.write("inbox/receipts/empty.jsonl", "\n")
+        try ws.run("2026-10-08")
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+        let db = try DatabaseQueue(path: dbPath)
+        try db.write { d in
+            try d.execute(sql: "DROP TRIGGER source_record_text_fixed")
+            try d.execute(sql: "UPDATE source_record SET raw = 'forged' WHERE reason_code = 'EMPTY_FILE'")
+        }
+        let problems = try Audit(workspace: ws.workspace).run().problems.map(\.message)
+        XCTAssertTrue(problems.contains { $0.hasPrefix("source record inbox/receipts/empty.jsonl:1: its stored text no longer hashes") }, "\(problems)")
+    }
+
     /// Nulling a run's chain head (to hide a removed entry from the head check) is caught.
     func testAnErasedRunHeadIsCaught() throws {
         let db = try DatabaseQueue(path: dbPath)
@@ -169,14 +183,16 @@ final class VerifyTests: XCTestCase {
     func testEachRunsHeadIsTheOneItRecordedAndWrote() throws {
         try ws.write("inbox/receipts/r2.jsonl", Receipt.response([Receipt.item("8004", purchased: "2026-10-08T10:00:00Z")]))
         try ws.run("2026-10-09")
+        try ws.run("2026-10-10")
         let r = try Audit(workspace: ws.workspace).run()
         XCTAssertTrue(r.ok, "\(r.problems)")
-        XCTAssertEqual(r.runHeads.map(\.runId), [1, 2])
-        XCTAssertEqual(r.runHeads.map(\.lastEntryId), [4, 5])
+        XCTAssertEqual(r.runHeads.map(\.runId), [1, 2, 3])
+        XCTAssertEqual(r.runHeads.map(\.lastEntryId), [4, 5, 5], "run 3 posted nothing: its head is run 2's")
         let recorded = try DatabaseQueue(path: dbPath).read { try String.fetchAll($0, sql: "SELECT chain_head FROM run ORDER BY id") }
         XCTAssertEqual(r.runHeads.map(\.expected), recorded)
         XCTAssertEqual(r.runHeads.last?.expected, r.chainHead)
         let runInfo = try XLSXReader.sheets(ws.root.appendingPathComponent("reports/2026-10-09/finance-2026-10-09.xlsx"))["Run Info"] ?? []
-        XCTAssertTrue(runInfo.contains { $0.first == "Chain head (ledger, last entry's hash)" && $0.dropFirst().first == r.chainHead }, "\(runInfo)")
+        XCTAssertTrue(runInfo.contains { $0.first == "Chain head after run 2 (last entry's hash)" && $0.dropFirst().first == r.chainHead }, "\(runInfo)")
+        XCTAssertEqual(r.runHeads[1].expected, r.runHeads[2].expected)
     }
 }
