@@ -21,6 +21,18 @@ final class VerifyTests: XCTestCase {
 
     var dbPath: String { ws.root.appendingPathComponent("ledger.sqlite").path }
 
+    /// Runs `sql` past the trigger that refuses it, then creates the trigger again as it was,
+    /// as a tamperer covering their tracks would (only the content checks can catch it).
+    func tamper(past trigger: String, _ sql: String) throws {
+        let db = try DatabaseQueue(path: dbPath)
+        let create = try db.read { try String.fetchOne($0, sql: "SELECT sql FROM sqlite_schema WHERE name = ?", arguments: [trigger])! }
+        try db.write { d in
+            try d.execute(sql: "DROP TRIGGER \(trigger)")
+            try d.execute(sql: sql)
+            try d.execute(sql: create)
+        }
+    }
+
     func testAnUntouchedLedgerVerifies() throws {
         let r = try Audit(workspace: ws.workspace).run()
         XCTAssertTrue(r.ok, "\(r.problems)")
@@ -102,13 +114,7 @@ final class VerifyTests: XCTestCase {
     func testAChangedRejectedRecordIsCaughtByItsHash() throws {
         try ws.write("inbox/receipts/bad.jsonl", "{\"status\": 21003}\n")
         try ws.run("2026-10-08")
-        let db = try DatabaseQueue(path: dbPath)
-        let create = try db.read { try String.fetchOne($0, sql: "SELECT sql FROM sqlite_schema WHERE name = 'source_record_text_fixed'")! }
-        try db.write { d in
-            try d.execute(sql: "DROP TRIGGER source_record_text_fixed")
-            try d.execute(sql: "UPDATE source_record SET raw = '{\"status\": 0}' WHERE outcome = 'rejected'")
-            try d.execute(sql: create)
-        }
+        try tamper(past: "source_record_text_fixed", "UPDATE source_record SET raw = '{\"status\": 0}' WHERE outcome = 'rejected'")
         let r = try Audit(workspace: ws.workspace).run()
         XCTAssertEqual(r.problems.map(\.message), ["source record inbox/receipts/bad.jsonl:1: its stored text no longer hashes to the SHA-256 recorded when it was read (\(Hashing.sha256Hex(Data("{\"status\": 21003}".utf8)))): it was changed after it was read"])
     }
@@ -128,24 +134,14 @@ final class VerifyTests: XCTestCase {
         try ws.write("inbox/receipts/empty.jsonl", "\n")
         try ws.run("2026-10-08")
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
-        let db = try DatabaseQueue(path: dbPath)
-        try db.write { d in
-            try d.execute(sql: "DROP TRIGGER source_record_text_fixed")
-            try d.execute(sql: "UPDATE source_record SET raw = 'forged' WHERE reason_code = 'EMPTY_FILE'")
-        }
+        try tamper(past: "source_record_text_fixed", "UPDATE source_record SET raw = 'forged' WHERE reason_code = 'EMPTY_FILE'")
         let problems = try Audit(workspace: ws.workspace).run().problems.map(\.message)
         XCTAssertTrue(problems.contains { $0.hasPrefix("source record inbox/receipts/empty.jsonl:1: its stored text no longer hashes") }, "\(problems)")
     }
 
     /// Nulling a run's chain head (to hide a removed entry from the head check) is caught.
     func testAnErasedRunHeadIsCaught() throws {
-        let db = try DatabaseQueue(path: dbPath)
-        let create = try db.read { try String.fetchOne($0, sql: "SELECT sql FROM sqlite_schema WHERE name = 'run_finished_no_update'")! }
-        try db.write { d in
-            try d.execute(sql: "DROP TRIGGER run_finished_no_update")
-            try d.execute(sql: "UPDATE run SET chain_head = NULL")
-            try d.execute(sql: create)
-        }
+        try tamper(past: "run_finished_no_update", "UPDATE run SET chain_head = NULL")
         let r = try Audit(workspace: ws.workspace).run()
         XCTAssertEqual(r.problems.map(\.message), ["run 1 (as of 2026-10-07) is finished but has no recorded chain head: it was erased (every run records one when it commits)"])
     }
