@@ -94,7 +94,7 @@ public struct NightlyRun {
             // Files are read, hashed, split, parsed and verified on a second thread, a few
             // files ahead; this thread only writes to the ledger, in input order.
             let prepared = PreparedFiles(inputs: inputFiles, workspace: workspace, verifier: verifier,
-                                         alreadyRead: try w.filesRead())
+                                         signedVerifier: signedVerifier, alreadyRead: try w.filesRead())
             defer { prepared.cancel() }
             try progress.stage("read, verify and store", total: totalBytes) { tick in
                 var bytes = 0
@@ -110,7 +110,7 @@ public struct NightlyRun {
                     }
                     filesRead += 1
                     let before = ingest.counts.read
-                    try ingest.store(file, signedVerifier: signedVerifier)
+                    try ingest.store(file)
                     tick.done = bytes
                     tick.advance(by: ingest.counts.read - before)
                 }
@@ -305,8 +305,9 @@ struct PreparedFile {
         case alreadyRead(newStatKey: Bool)
         /// A whole-file format (JSON document, CSV) past `maxWholeFileBytes`.
         case tooLarge
-        /// Signed data: one JWS (or notification body) a line, or a `.json` document's elements.
-        case signedRecords([RawRecord])
+        /// Signed data: one JWS (or notification body) a line, or a `.json` document's elements,
+        /// each verified.
+        case signed([PreparedSigned])
         case orders(rows: [OrderRow], hashes: [String], fileError: Finding?, text: String)
         case receipts([PreparedReceipt])
     }
@@ -315,6 +316,21 @@ struct PreparedFile {
         var sha256: String
         var parsed: Result<(LegacyResponse, ReceiptOutcome), RecordProblem>
     }
+    /// A signed-data record, hashed, its JWS found and verified (signature, chain, bundle).
+    struct PreparedSigned {
+        var record: RawRecord
+        var sha256: String
+        var jws: String?
+        /// Nil when the record holds no JWS (or could not be read).
+        var verdict: SignedVerdict?
+
+        init(_ record: RawRecord, fileExtension ext: String, verifier: SignedDataVerifier) {
+            self.record = record
+            sha256 = Hashing.sha256Hex(Data(record.text.utf8))
+            jws = Ingest.jws(in: record, fileExtension: ext)
+            verdict = jws.map { verifier.verify($0) }
+        }
+    }
     var input: InputFile
     var body: Body
 
@@ -322,14 +338,17 @@ struct PreparedFile {
     /// record); JSON Lines and one-JWS-a-line files are read a chunk at a time, any size.
     static let maxWholeFileBytes = 512 << 20
 
-    static func prepare(url: URL, kind: String, workspace: Workspace, verifier: ReceiptVerifier) throws -> PreparedFile {
+    static func prepare(url: URL, kind: String, workspace: Workspace, verifier: ReceiptVerifier,
+                        signedVerifier: SignedDataVerifier) throws -> PreparedFile {
         let ext = url.pathExtension.lowercased()
         let path = workspace.relative(url)
         if kind == "receipts" && ext == "jsonl" || kind == "signed" && ["jsonl", "jws", "txt"].contains(ext) {
             let read = try LineReader.read(url.path)
             let input = InputFile(url: url, path: path, kind: kind, sizeBytes: read.sizeBytes, sha256: read.sha256)
             if read.records.isEmpty { return PreparedFile(input: input, body: .empty) }
-            if kind == "signed" { return PreparedFile(input: input, body: .signedRecords(read.records)) }
+            if kind == "signed" {
+                return PreparedFile(input: input, body: .signed(read.records.map { PreparedSigned($0, fileExtension: ext, verifier: signedVerifier) }))
+            }
             return PreparedFile(input: input, body: .receipts(read.records.map { prepareReceipt($0, path: path, verifier: verifier) }))
         }
         let size = NightlyRun.fileSize(url)
@@ -350,7 +369,9 @@ struct PreparedFile {
                 prepareReceipt($0, path: path, verifier: verifier)
             }))
         default:
-            return PreparedFile(input: input, body: .signedRecords(RecordSplitter.jsonDocument(Substring(text))))
+            return PreparedFile(input: input, body: .signed(RecordSplitter.jsonDocument(Substring(text)).map {
+                PreparedSigned($0, fileExtension: ext, verifier: signedVerifier)
+            }))
         }
     }
 
@@ -391,7 +412,8 @@ final class PreparedFiles: @unchecked Sendable {
     ///   on disk (device, inode, size, modification and change times) is that of a version read
     ///   before is skipped without reading it; any other file read before is hashed, and skipped
     ///   unparsed when its SHA-256 is that of a version read before.
-    init(inputs: [(URL, String)], workspace: Workspace, verifier: ReceiptVerifier, alreadyRead: [String: FileVersions]) {
+    init(inputs: [(URL, String)], workspace: Workspace, verifier: ReceiptVerifier, signedVerifier: SignedDataVerifier,
+         alreadyRead: [String: FileVersions]) {
         let thread = Thread { [self] in
             for (url, kind) in inputs {
                 let item = Result { () throws -> PreparedFile in
@@ -412,7 +434,8 @@ final class PreparedFiles: @unchecked Sendable {
                                                                  statKey: same ? before : nil), body: .alreadyRead(newStatKey: same))
                         }
                     }
-                    var file = try PreparedFile.prepare(url: url, kind: kind, workspace: workspace, verifier: verifier)
+                    var file = try PreparedFile.prepare(url: url, kind: kind, workspace: workspace, verifier: verifier,
+                                                        signedVerifier: signedVerifier)
                     file.input.statKey = before != nil && FileStat.key(url.path) == before ? before : nil
                     return file
                 }
@@ -468,13 +491,13 @@ struct Ingest {
     }
 
     /// Stores the records of one prepared file.
-    mutating func store(_ file: PreparedFile, signedVerifier: SignedDataVerifier) throws {
+    mutating func store(_ file: PreparedFile) throws {
         switch file.body {
         case .notText: try notText(file.input)
         case .empty: try empty(file.input)
         case .alreadyRead: break
         case .tooLarge: try tooLarge(file.input)
-        case .signedRecords(let records): try signed(file.input, records: records, verifier: signedVerifier)
+        case .signed(let records): try signed(file.input, records: records)
         case let .orders(rows, hashes, fileError, text): try orders(file.input, rows: rows, hashes: hashes, fileError: fileError, text: text)
         case .receipts(let records): try receipts(file.input, records)
         }

@@ -142,7 +142,13 @@ public struct SignedDataVerifier: Sendable {
     /// Verifies a signed transaction (`signedTransactionInfo`, or a transaction from the App Store Server API).
     public func verifyTransaction(_ compactJWS: String) -> Result<SignedTransaction, SignedDataRejection> {
         Result { () throws(SignedDataRejection) -> SignedTransaction in
-            let (jws, _) = try verifyEnvelope(compactJWS)
+            try transaction(from: try SignedDataCompactJWS(compactJWS))
+        }
+    }
+
+    func transaction(from parsed: SignedDataCompactJWS) throws(SignedDataRejection) -> SignedTransaction {
+        do {
+            let (jws, _) = try verifyEnvelope(parsed)
             let transaction: SignedTransaction
             do {
                 transaction = try SignedTransaction(payload: jws.payload, rawPayloadJSON: jws.payloadJSON)
@@ -154,11 +160,34 @@ public struct SignedDataVerifier: Sendable {
         }
     }
 
+    /// Verifies any App Store signed data, read once: a signed transaction, a notification
+    /// (with its transaction) or renewal info, by what its payload holds; `unknown` when the
+    /// text is not a compact JWS of any of them.
+    public func verify(_ compactJWS: String) -> SignedVerdict {
+        guard let parsed = try? SignedDataCompactJWS(compactJWS) else { return .unknown }
+        switch SignedDataKind(payload: parsed.payload) {
+        case .transaction:
+            return .transaction(Result { () throws(SignedDataRejection) in try transaction(from: parsed) })
+        case .notification:
+            return .notification(Result { () throws(SignedDataRejection) in try notification(from: parsed) })
+        case .renewalInfo:
+            return .renewalInfo(Result { () throws(SignedDataRejection) in try verifyEnvelope(parsed).jws.payloadJSON })
+        case .unknown:
+            return .unknown
+        }
+    }
+
     /// Verifies a Server Notification V2 `signedPayload` (the compact JWS; the HTTP body
     /// `{"signedPayload": "..."}` is accepted too), and the transaction and renewal info inside it.
     public func verifyNotification(_ compactJWS: String) -> Result<SignedNotification, SignedDataRejection> {
         Result { () throws(SignedDataRejection) -> SignedNotification in
-            let (jws, _) = try verifyEnvelope(Self.unwrapSignedPayloadBody(compactJWS))
+            try notification(from: try SignedDataCompactJWS(Self.unwrapSignedPayloadBody(compactJWS)))
+        }
+    }
+
+    func notification(from parsed: SignedDataCompactJWS) throws(SignedDataRejection) -> SignedNotification {
+        do {
+            let (jws, _) = try verifyEnvelope(parsed)
             var notification: SignedNotification
             var nestedTransactionJWS: String?
             var nestedRenewalJWS: String?
@@ -255,7 +284,12 @@ public struct SignedDataVerifier: Sendable {
     func verifyEnvelope(_ compactJWS: String) throws(SignedDataRejection)
         -> (jws: SignedDataCompactJWS, verified: VerifiedSignedPayload)
     {
-        let jws = try SignedDataCompactJWS(compactJWS)
+        try verifyEnvelope(try SignedDataCompactJWS(compactJWS))
+    }
+
+    func verifyEnvelope(_ jws: SignedDataCompactJWS) throws(SignedDataRejection)
+        -> (jws: SignedDataCompactJWS, verified: VerifiedSignedPayload)
+    {
         let payloadFields = SignedDataFields(object: jws.payload)
         // environment: top level (transaction, renewal info) or data / summary (notification).
         var environment: String?
@@ -295,13 +329,21 @@ public struct SignedDataVerifier: Sendable {
         let roles = ["signing (leaf) certificate", "intermediate certificate", "root certificate"]
         var certificates: [Certificate] = []
         for (index, entry) in x5c.enumerated() {
-            guard case .string(let base64) = entry,
-                  let der = Data(base64Encoded: trimmedText(base64))
-            else {
+            guard case .string(let base64) = entry else {
+                throw .invalidCertificate("the \(roles[index]) (x5c[\(index)]) is not base64 text")
+            }
+            // Most records carry the same chain: a certificate is parsed once per run.
+            if let known = chainCache.certificate(base64) {
+                certificates.append(known)
+                continue
+            }
+            guard let der = Data(base64Encoded: trimmedText(base64)) else {
                 throw .invalidCertificate("the \(roles[index]) (x5c[\(index)]) is not base64 text")
             }
             do {
-                certificates.append(try Certificate(derEncoded: Array(der)))
+                let certificate = try Certificate(derEncoded: Array(der))
+                chainCache.remember(base64, certificate)
+                certificates.append(certificate)
             } catch {
                 throw .invalidCertificate("the \(roles[index]) (x5c[\(index)]) is not an X.509 certificate (\(error))")
             }
@@ -531,6 +573,21 @@ final class SignedDataChainCache: @unchecked Sendable {
     private let lock = NSLock()
     private var windows: [Key: ClosedRange<Date>] = [:]
     private let limit = 64
+    /// Certificates parsed from their x5c base64 text (the same text always gives the same one).
+    private var certificates: [String: Certificate] = [:]
+
+    func certificate(_ base64: String) -> Certificate? {
+        lock.lock()
+        defer { lock.unlock() }
+        return certificates[base64]
+    }
+
+    func remember(_ base64: String, _ certificate: Certificate) {
+        lock.lock()
+        defer { lock.unlock() }
+        if certificates.count >= limit { certificates.removeAll() }
+        certificates[base64] = certificate
+    }
 
     func accepts(leaf: Certificate, intermediate: Certificate, at time: Date) -> Bool {
         lock.lock()

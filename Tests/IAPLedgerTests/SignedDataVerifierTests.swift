@@ -4,7 +4,7 @@
 
 import Foundation
 import XCTest
-import LedgerVerify
+@testable import LedgerVerify
 
 final class SignedDataVerifierTests: XCTestCase {
 
@@ -50,6 +50,21 @@ final class SignedDataVerifierTests: XCTestCase {
     }
 
     // MARK: Shipped root
+
+    /// Signed payloads are read with the ledger's JSON parser: whole numbers exact, fractions
+    /// as Double, a number past Double's range and a non-object refused, nesting kept.
+    func testSignedPayloadJSONReadsAsBefore() throws {
+        let object = try SignedDataJSON.parseObject(Data(#"{"a": 1698148900000, "b": 2.5, "c": "x\u00e9", "d": [true, null], "e": {"f": -9223372036854775808}, "g": 9223372036854775808}"#.utf8))
+        XCTAssertEqual(object["a"], .integer(1_698_148_900_000))
+        XCTAssertEqual(object["b"], .fractional(2.5))
+        XCTAssertEqual(object["c"], .string("xé"))
+        XCTAssertEqual(object["d"], .array([.bool(true), .null]))
+        XCTAssertEqual(object["e"], .object(["f": .integer(Int64.min)]))
+        XCTAssertEqual(object["g"], .fractional(9_223_372_036_854_775_808), "past Int64: a fraction, as JSONDecoder gave")
+        XCTAssertThrowsError(try SignedDataJSON.parseObject(Data(#"{"a": 1e400}"#.utf8)))
+        XCTAssertThrowsError(try SignedDataJSON.parseObject(Data("[1]".utf8)))
+        XCTAssertThrowsError(try SignedDataJSON.parseObject(Data([0x7B, 0xFF, 0x7D])))
+    }
 
     func testShippedAppleRootIsAppleRootCAG3() throws {
         let der = try SignedDataVerifier.appleRootCAG3()
