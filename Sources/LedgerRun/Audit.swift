@@ -153,7 +153,7 @@ public struct Audit {
         }
         let where_ = "\(source.path):\(source.line)"
         let obs: TransactionObservation
-        switch Self.observation(of: e.transactionId, kind: source.kind, raw: source.raw, receiptVerifier: receiptVerifier,
+        switch Self.observation(of: e.transactionId, kind: source.kind, path: source.path, raw: source.raw, receiptVerifier: receiptVerifier,
                                 signedVerifier: signedVerifier) {
         case .success(let o): obs = o
         case .failure(let why): return "its source record \(where_) does not give the transaction again: \(why)"
@@ -185,7 +185,7 @@ public struct Audit {
     }
 
     /// The transaction `id` as the stored raw record reports it, verified again; otherwise why not.
-    static func observation(of id: String, kind: String, raw: String, receiptVerifier: ReceiptVerifier,
+    static func observation(of id: String, kind: String, path: String, raw: String, receiptVerifier: ReceiptVerifier,
                             signedVerifier: SignedDataVerifier) -> Result<TransactionObservation, Why> {
         switch kind {
         case "receipts":
@@ -200,15 +200,16 @@ public struct Audit {
                     + (code == "WRONG_BUNDLE_ID" ? " (bundle_ids in iapledger.toml no longer lists the app it was verified for)" : "")))
             }
         case "signed":
-            let trimmed = raw.trimmingCharacters(in: .whitespaces)
-            guard let jws = trimmed.hasPrefix("{") ? Ingest.jwsInBody(Substring(trimmed)) : trimmed else {
+            // Read as the nightly run reads it: the file's extension says how a record holds its JWS.
+            let ext = (path as NSString).pathExtension.lowercased()
+            guard let jws = Ingest.jws(in: RawRecord(line: 0, text: Substring(raw)), fileExtension: ext) else {
                 return .failure(Why("it no longer holds a signed payload"))
             }
             let transaction: Result<SignedTransaction, Error>
-            switch signedDataKind(ofCompactJWS: jws) {
-            case .transaction: transaction = signedVerifier.verifyTransaction(jws).mapError { $0 as Error }
-            case .notification:
-                transaction = signedVerifier.verifyNotification(jws).mapError { $0 as Error }.flatMap { n in
+            switch signedVerifier.verify(jws) {
+            case .transaction(let r): transaction = r.mapError { $0 as Error }
+            case .notification(let r):
+                transaction = r.mapError { $0 as Error }.flatMap { n in
                     n.transaction.map { .success($0) } ?? .failure(Why("the notification carries no transaction"))
                 }
             default: return .failure(Why("it is no longer a signed transaction or notification"))

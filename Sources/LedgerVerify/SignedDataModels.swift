@@ -219,14 +219,20 @@ enum SignedDataJSON: Equatable, Sendable {
         case .bool(let b): self = .bool(b)
         case .string(let s): self = .string(s)
         case .number(let text):
+            // As JSONDecoder read them: a whole value written with a fraction or an exponent
+            // (`1990.0`, `1.7e12`) is still a whole number; others are fractions.
             if let i = Int64(text) { self = .integer(i) }
-            else if let d = Double(text), d.isFinite { self = .fractional(d) }
+            else if let d = Double(text), d.isFinite {
+                if d == d.rounded(.towardZero), abs(d) < 9_223_372_036_854_775_807, let i = Int64(exactly: d) { self = .integer(i) }
+                else { self = .fractional(d) }
+            }
             else { throw SignedDataJSONError(message: "the number \(text.prefix(40)) is out of range") }
         case .array(let items): self = .array(try items.map(SignedDataJSON.init))
         case .object(let members):
             var object: [String: SignedDataJSON] = [:]
             object.reserveCapacity(members.count)
-            for (key, member) in members { object[key] = try SignedDataJSON(member) }
+            // A repeated key keeps its first value, as JSONDecoder and the rest of the ledger read it.
+            for (key, member) in members where object[key] == nil { object[key] = try SignedDataJSON(member) }
             self = .object(object)
         }
     }

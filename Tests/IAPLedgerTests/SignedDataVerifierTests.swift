@@ -62,6 +62,12 @@ final class SignedDataVerifierTests: XCTestCase {
         XCTAssertEqual(object["e"], .object(["f": .integer(Int64.min)]))
         XCTAssertEqual(object["g"], .fractional(9_223_372_036_854_775_808), "past Int64: a fraction, as JSONDecoder gave")
         XCTAssertThrowsError(try SignedDataJSON.parseObject(Data(#"{"a": 1e400}"#.utf8)))
+        let whole = try SignedDataJSON.parseObject(Data(#"{"p": 1990.0, "t": 1.7e12, "z": -0.0, "f": 0.5, "k": 1, "k": 2}"#.utf8))
+        XCTAssertEqual(whole["p"], .integer(1990), "a whole value written with a fraction, as JSONDecoder read it")
+        XCTAssertEqual(whole["t"], .integer(1_700_000_000_000))
+        XCTAssertEqual(whole["z"], .integer(0))
+        XCTAssertEqual(whole["f"], .fractional(0.5))
+        XCTAssertEqual(whole["k"], .integer(1), "a repeated key keeps its first value")
         XCTAssertThrowsError(try SignedDataJSON.parseObject(Data("[1]".utf8)))
         XCTAssertThrowsError(try SignedDataJSON.parseObject(Data([0x7B, 0xFF, 0x7D])))
     }

@@ -138,6 +138,18 @@ final class SignedIngestTests: XCTestCase {
         try balanceSumsToZero()
     }
 
+    /// `iapledger verify` reads signed sources as the night did: a `.json` notification body
+    /// after a blank line, and a `.jws` line with spaces around it, are re-derived, not called
+    /// "no longer a signed transaction".
+    func testVerifyRederivesSignedSourcesAsTheNightReadThem() throws {
+        try ws.write("inbox/signed/n1.json", "\n" + (try notification("ONE_TIME_CHARGE", transaction: try transaction("9021"))))
+        try ws.write("inbox/signed/t.jws", "  \t" + (try transaction("9022")) + " \n")
+        XCTAssertEqual(try ws.run("2023-11-20").counts.entriesPosted, 2)
+        let r = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(r.ok, "\(r.problems)")
+        XCTAssertEqual(r.rederived, 2)
+    }
+
     /// A REFUND_REVERSED notification whose transaction contradicts the stored one (another
     /// product) requests no reversal: the refund stays refunded.
     func testAConflictingReversalIsNotPosted() throws {
