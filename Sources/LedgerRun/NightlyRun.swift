@@ -93,8 +93,18 @@ public struct NightlyRun {
             var ingest = Ingest(writer: w, runId: runId, verifier: verifier, counts: counts)
             // Files are read, hashed, split, parsed and verified on a second thread, a few
             // files ahead; this thread only writes to the ledger, in input order.
+            let versionsRead = try w.filesRead()
+            // A signed file read before that has changed (grown) is mostly records already
+            // stored: their hashes go to the preparing thread, which verifies only the others.
+            var storedSigned: [String: Set<String>] = [:]
+            for url in signedFiles {
+                let path = workspace.relative(url)
+                guard let versions = versionsRead[path] else { continue }
+                if let identity = FileStat.identity(url.path), versions.statKeys[identity.key] != nil { continue }
+                storedSigned[path] = try w.recordHashes(path: path)
+            }
             let prepared = PreparedFiles(inputs: inputFiles, workspace: workspace, verifier: verifier,
-                                         signedVerifier: signedVerifier, alreadyRead: try w.filesRead())
+                                         signedVerifier: signedVerifier, alreadyRead: versionsRead, storedSigned: storedSigned)
             defer { prepared.cancel() }
             try progress.stage("read, verify and store", total: totalBytes) { tick in
                 var bytes = 0
@@ -324,11 +334,18 @@ struct PreparedFile {
         /// Nil when the record holds no JWS (or could not be read).
         var verdict: SignedVerdict?
 
-        init(_ record: RawRecord, fileExtension ext: String, verifier: SignedDataVerifier) {
+        /// - Parameter stored: hashes of the records of this path the ledger has: such a record is
+        ///   skipped by the writer, so it is not verified again.
+        init(_ record: RawRecord, fileExtension ext: String, verifier: SignedDataVerifier, stored: Set<String>) {
             self.record = record
             sha256 = Hashing.sha256Hex(Data(record.text.utf8))
-            jws = Ingest.jws(in: record, fileExtension: ext)
-            verdict = jws.map { verifier.verify($0) }
+            if stored.contains(sha256) {
+                jws = nil
+                verdict = nil
+            } else {
+                jws = Ingest.jws(in: record, fileExtension: ext)
+                verdict = jws.map { verifier.verify($0) }
+            }
         }
     }
     var input: InputFile
@@ -339,7 +356,7 @@ struct PreparedFile {
     static let maxWholeFileBytes = 512 << 20
 
     static func prepare(url: URL, kind: String, workspace: Workspace, verifier: ReceiptVerifier,
-                        signedVerifier: SignedDataVerifier) throws -> PreparedFile {
+                        signedVerifier: SignedDataVerifier, storedSigned: Set<String> = []) throws -> PreparedFile {
         let ext = url.pathExtension.lowercased()
         let path = workspace.relative(url)
         if kind == "receipts" && ext == "jsonl" || kind == "signed" && ["jsonl", "jws", "txt"].contains(ext) {
@@ -347,7 +364,7 @@ struct PreparedFile {
             let input = InputFile(url: url, path: path, kind: kind, sizeBytes: read.sizeBytes, sha256: read.sha256)
             if read.records.isEmpty { return PreparedFile(input: input, body: .empty) }
             if kind == "signed" {
-                return PreparedFile(input: input, body: .signed(read.records.map { PreparedSigned($0, fileExtension: ext, verifier: signedVerifier) }))
+                return PreparedFile(input: input, body: .signed(read.records.map { PreparedSigned($0, fileExtension: ext, verifier: signedVerifier, stored: storedSigned) }))
             }
             return PreparedFile(input: input, body: .receipts(read.records.map { prepareReceipt($0, path: path, verifier: verifier) }))
         }
@@ -370,7 +387,7 @@ struct PreparedFile {
             }))
         default:
             return PreparedFile(input: input, body: .signed(RecordSplitter.jsonDocument(Substring(text)).map {
-                PreparedSigned($0, fileExtension: ext, verifier: signedVerifier)
+                PreparedSigned($0, fileExtension: ext, verifier: signedVerifier, stored: storedSigned)
             }))
         }
     }
@@ -413,7 +430,7 @@ final class PreparedFiles: @unchecked Sendable {
     ///   before is skipped without reading it; any other file read before is hashed, and skipped
     ///   unparsed when its SHA-256 is that of a version read before.
     init(inputs: [(URL, String)], workspace: Workspace, verifier: ReceiptVerifier, signedVerifier: SignedDataVerifier,
-         alreadyRead: [String: FileVersions]) {
+         alreadyRead: [String: FileVersions], storedSigned: [String: Set<String>] = [:]) {
         let thread = Thread { [self] in
             for (url, kind) in inputs {
                 let item = Result { () throws -> PreparedFile in
@@ -435,7 +452,7 @@ final class PreparedFiles: @unchecked Sendable {
                         }
                     }
                     var file = try PreparedFile.prepare(url: url, kind: kind, workspace: workspace, verifier: verifier,
-                                                        signedVerifier: signedVerifier)
+                                                        signedVerifier: signedVerifier, storedSigned: storedSigned[path] ?? [])
                     file.input.statKey = before != nil && FileStat.key(url.path) == before ? before : nil
                     return file
                 }

@@ -2,6 +2,7 @@ import XCTest
 @testable import LedgerCore
 @testable import LedgerRun
 @testable import LedgerStore
+import LedgerVerify
 
 /// Signed transactions and Server Notifications V2 through the nightly run, signed with
 /// Apple's published test keys and trusted through `trusted_roots`.
@@ -148,6 +149,27 @@ final class SignedIngestTests: XCTestCase {
         let r = try Audit(workspace: ws.workspace).run()
         XCTAssertTrue(r.ok, "\(r.problems)")
         XCTAssertEqual(r.rederived, 2)
+    }
+
+    /// A signed file that grows between nights: the lines the ledger has are not verified
+    /// again on the preparing thread (only hashed), the new one is, and the night posts it.
+    func testAGrownSignedFileVerifiesOnlyItsNewLines() throws {
+        let first = try notification("ONE_TIME_CHARGE", transaction: try transaction("9031"))
+        try ws.write("inbox/signed/n.jsonl", first + "\n")
+        try ws.run("2023-11-19")
+        try ws.append("inbox/signed/n.jsonl", (try notification("ONE_TIME_CHARGE", transaction: try transaction("9032"))) + "\n")
+        let url = ws.root.appendingPathComponent("inbox/signed/n.jsonl")
+        let stored = try ledger().read { try $0.recordHashes(path: "inbox/signed/n.jsonl") }
+        XCTAssertEqual(stored.count, 1)
+        let file = try PreparedFile.prepare(url: url, kind: "signed", workspace: ws.workspace, verifier: ReceiptVerifier(bundleIds: []),
+                                            signedVerifier: try NightlyRun.signedDataVerifier(config: try ws.workspace.loadConfig(), workspace: ws.workspace),
+                                            storedSigned: stored)
+        guard case .signed(let records) = file.body else { return XCTFail("\(file.body)") }
+        XCTAssertEqual(records.map { $0.verdict == nil }, [true, false], "the stored line is only hashed")
+        let r = try ws.run("2023-11-20")
+        XCTAssertEqual(r.counts.read, 1)
+        XCTAssertEqual(r.counts.skipped, 1)
+        XCTAssertEqual(r.counts.entriesPosted, 1)
     }
 
     /// A REFUND_REVERSED notification whose transaction contradicts the stored one (another
