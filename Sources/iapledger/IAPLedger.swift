@@ -255,7 +255,7 @@ struct Verify: ParsableCommand {
                 }
             }
             if report.ok {
-                print("verify: OK: \(report.entries) entries in an unbroken hash chain (head \(report.chainHead)), \(report.rederived) re-derived from their source records, \(report.runs) runs with their chain heads, \(report.records) source records hashing as when read, the schema's triggers and keys as created, every entry and every book balanced, the month totals equal to the postings")
+                print("verify: OK: \(report.entries) entries in an unbroken hash chain (head \(report.chainHead)), \(report.rederived) re-derived from their source records, \(report.runs) run\(report.runs == 1 ? "" : "s") with \(report.runs == 1 ? "its chain head" : "their chain heads"), \(report.records) source records hashing as when read, the schema's triggers and keys as created, every entry and every book balanced, the month totals equal to the postings")
                 return
             }
             FileHandle.standardError.write(Data("verify: FAILED: \(report.problems.count) problem(s)\(report.firstFailingEntry.map { "; first failing entry #\($0)" } ?? "")\n".utf8))
