@@ -57,8 +57,7 @@ extension FinanceReport {
         let r = reportingCurrency
         // What these figures leave out, as it stood on the as-of date: this book's sales waiting
         // for a rule, and records waiting for verification (not yet known to be of any book).
-        let current = try reader.lastAsOf().map { $0 <= asOf } ?? true
-        let salesWaiting = try reader.pendingSaleCount(book: book.rawValue, openOn: current ? nil : asOf)
+        let salesWaiting = try reader.pendingSaleCount(book: book.rawValue, on: asOf)
         let recordsWaiting = try reader.pendingRecordCount(openOn: asOf)
         return SheetContent(
             key: "summary",

@@ -118,9 +118,7 @@ public struct ReconciliationReport {
             rows.append(SheetRow([.text("record waits for verification"), .text("\(p.path):\(p.line)"), .text(p.code), .text(p.reason),
                                   .date(p.firstSeen), .integer(Int64(asOf - p.firstSeen))]))
         }
-        // The current state, or (for a date before the last run) the sales that waited then.
-        let current = try reader.lastAsOf().map { $0 <= asOf } ?? true
-        for t in try current ? reader.pendingTransactions() : reader.pendingTransactions(openOn: asOf) {
+        for t in try reader.pendingTransactions(on: asOf) {
             rows.append(SheetRow([.text("\(t.book) transaction waits for a rule"), .text(t.transactionId), .text(t.productId),
                                   .text(t.reason), .date(t.firstSeen), .integer(Int64(asOf - t.firstSeen))]))
         }

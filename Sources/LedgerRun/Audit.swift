@@ -17,12 +17,12 @@ public struct Audit {
     public struct Report {
         public var entries = 0
         public var rederived = 0
-        public var runs = 0
         /// Source records whose stored text was hashed again.
         public var records = 0
         /// Each finished run's chain head as the ledger's entries now give it (compare with the
         /// head on the Run Info sheet of that night's workbooks, or the run's own output).
         public var runHeads: [LedgerReader.RunHead] = []
+        public var runs: Int { runHeads.count }
         public var chainHead = EntryHash.genesis
         public var problems: [Problem] = []
         public var ok: Bool { problems.isEmpty }
@@ -78,7 +78,6 @@ public struct Audit {
             }
             report.chainHead = previous
             for run in try r.runChainHeads() {
-                report.runs += 1
                 report.runHeads.append(run)
                 guard let head = run.head else {
                     report.problems.append(Problem(entryId: nil, message: "run \(run.runId) (as of \(run.asOf)) is finished but has no recorded chain head: it was erased (every run records one when it commits)"))

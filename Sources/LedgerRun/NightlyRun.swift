@@ -681,7 +681,7 @@ struct Ingest {
             if e.quantity != t.quantity { differences.append("quantity \(e.quantity) vs \(t.quantity)") }
             if e.purchaseMs != t.purchaseMs { differences.append("purchase date \(Day(epochMilliseconds: e.purchaseMs)) vs \(Day(epochMilliseconds: t.purchaseMs))") }
             agrees = differences.isEmpty
-            if !differences.isEmpty {
+            if !agrees {
                 // A record that contradicts the transaction is not trusted for its refund either:
                 // the refund waits for a record that agrees with the first source.
                 let refund = e.cancellationMs == nil ? t.cancellationMs.map {

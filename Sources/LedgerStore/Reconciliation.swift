@@ -81,30 +81,36 @@ extension LedgerReader {
         return (r[0], Day(iso: r[1] as String)!)
     }
 
-    /// Transactions whose sale waited for a rule on `day` (a past date), from the MISSING_RULE
-    /// findings open then: those still waiting and those posted by a later run.
-    public func pendingTransactions(openOn day: Day) throws -> [(transactionId: String, book: String, productId: String, reason: String, firstSeen: Day)] {
-        try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT f.transaction_id, t.book, t.product_id, 'MISSING_RULE: ' || f.message, found.as_of
-            FROM finding f JOIN run found ON found.id = f.first_run_id LEFT JOIN run resolver ON resolver.id = f.resolved_run_id
-            JOIN store_transaction t ON t.transaction_id = f.transaction_id
-            WHERE f.code = 'MISSING_RULE' AND found.as_of <= ?1 AND (resolver.as_of IS NULL OR resolver.as_of > ?1)
+    /// The MISSING_RULE findings open on day `?1` with their transactions (`t`) and the run
+    /// that found them (`found`): the sales that waited for a rule then, still waiting or
+    /// posted by a later run.
+    static let missingRuleOpenOn = """
+        FROM finding f JOIN run found ON found.id = f.first_run_id LEFT JOIN run resolver ON resolver.id = f.resolved_run_id
+        JOIN store_transaction t ON t.transaction_id = f.transaction_id
+        WHERE f.code = 'MISSING_RULE' AND found.as_of <= ?1 AND (resolver.as_of IS NULL OR resolver.as_of > ?1)
+        """
+
+    /// Whether a workbook as of `day` shows the ledger's current state: no run is dated after it.
+    func isCurrent(_ day: Day) throws -> Bool { try lastAsOf().map { $0 <= day } ?? true }
+
+    /// The sales waiting for a rule as a workbook as of `day` lists them: those waiting now, or
+    /// (for a date before the last run) those that waited then.
+    public func pendingTransactions(on day: Day) throws -> [(transactionId: String, book: String, productId: String, reason: String, firstSeen: Day)] {
+        guard try !isCurrent(day) else { return try pendingTransactions() }
+        return try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT f.transaction_id, t.book, t.product_id, 'MISSING_RULE: ' || f.message, found.as_of \(Self.missingRuleOpenOn)
             ORDER BY found.as_of, f.transaction_id
             """), arguments: [day.description]).map { ($0[0], $0[1], $0[2], $0[3], Day(iso: $0[4] as String)!) }
     }
 
-    /// How many of a book's sales wait for a rule now, or (`openOn`, a past date) waited then.
-    public func pendingSaleCount(book: String, openOn day: Day? = nil) throws -> Int {
-        if let day {
-            return try Int.fetchOne(db.cachedStatement(sql: """
-                SELECT count(*) FROM finding f JOIN run found ON found.id = f.first_run_id LEFT JOIN run resolver ON resolver.id = f.resolved_run_id
-                JOIN store_transaction t ON t.transaction_id = f.transaction_id
-                WHERE f.code = 'MISSING_RULE' AND t.book = ?2 AND found.as_of <= ?1 AND (resolver.as_of IS NULL OR resolver.as_of > ?1)
-                """), arguments: [day.description, book]) ?? 0
+    /// How many of a book's sales `pendingTransactions(on:)` lists.
+    public func pendingSaleCount(book: String, on day: Day) throws -> Int {
+        guard try !isCurrent(day) else {
+            return try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM store_transaction WHERE sale_status = 'pending' AND book = ?"),
+                                    arguments: [book]) ?? 0
         }
-        return try Int.fetchOne(db.cachedStatement(sql: """
-            SELECT count(*) FROM store_transaction WHERE sale_status = 'pending' AND book = ?
-            """), arguments: [book]) ?? 0
+        return try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) \(Self.missingRuleOpenOn) AND t.book = ?2"),
+                                arguments: [day.description, book]) ?? 0
     }
 
     /// Transactions whose sale waits for a rule, with the day they were first read.

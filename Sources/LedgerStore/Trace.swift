@@ -139,13 +139,7 @@ extension LedgerReader {
                                                                   reporting_amount_minor: $0.reportingAmountMinor) }))
         }
         let status: String
-        if let s = stored {
-            switch s.saleStatus {
-            case "pending": status = "pending"
-            case "free": status = "free"
-            default: status = "posted"
-            }
-        }
+        if let s = stored { status = s.saleStatus }   // pending, posted or free (the table's CHECK)
         else if sources.contains(where: { $0.outcome == "pending" }) { status = "pending" }
         else if !sources.isEmpty { status = "rejected" }
         else { status = "unknown to the store" }

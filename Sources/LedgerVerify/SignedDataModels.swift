@@ -9,15 +9,6 @@
 import Foundation
 import LedgerRead
 
-/// What a compact JWS holds, judged from its payload only (nothing is verified).
-public enum SignedDataKind: String, Sendable, Equatable {
-    case transaction, notification, renewalInfo, unknown
-}
-
-/// Decodes a compact JWS payload WITHOUT verifying it, only to tell the kinds apart by content:
-/// a notification payload has `notificationType`; a transaction has `transactionId`; renewal info
-/// has `autoRenewStatus` / `autoRenewProductId` and no `transactionId`. Anything else, or text
-/// that is not a compact JWS with a JSON object payload, is `.unknown`.
 /// What `SignedDataVerifier.verify` found: the kind the payload holds and its verification.
 public enum SignedVerdict: Sendable {
     case transaction(Result<SignedTransaction, SignedDataRejection>)
@@ -28,6 +19,15 @@ public enum SignedVerdict: Sendable {
     case unknown
 }
 
+/// What a compact JWS holds, judged from its payload only (nothing is verified).
+public enum SignedDataKind: String, Sendable, Equatable {
+    case transaction, notification, renewalInfo, unknown
+}
+
+/// Decodes a compact JWS payload WITHOUT verifying it, only to tell the kinds apart by content:
+/// a notification payload has `notificationType`; a transaction has `transactionId`; renewal info
+/// has `autoRenewStatus` / `autoRenewProductId` and no `transactionId`. Anything else, or text
+/// that is not a compact JWS with a JSON object payload, is `.unknown`.
 public func signedDataKind(ofCompactJWS compactJWS: String) -> SignedDataKind {
     guard let parts = try? SignedDataCompactJWS(compactJWS) else { return .unknown }
     return SignedDataKind(payload: parts.payload)
@@ -223,7 +223,7 @@ enum SignedDataJSON: Equatable, Sendable {
             // (`1990.0`, `1.7e12`) is still a whole number; others are fractions.
             if let i = Int64(text) { self = .integer(i) }
             else if let d = Double(text), d.isFinite {
-                if d == d.rounded(.towardZero), abs(d) < 9_223_372_036_854_775_807, let i = Int64(exactly: d) { self = .integer(i) }
+                if abs(d) < 9_223_372_036_854_775_807, let i = Int64(exactly: d) { self = .integer(i) }
                 else { self = .fractional(d) }
             }
             else { throw SignedDataJSONError(message: "the number \(text.prefix(40)) is out of range") }
