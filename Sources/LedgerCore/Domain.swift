@@ -239,16 +239,26 @@ public enum Hashing {
         hex(SHA256Digest.of(data))
     }
 
-    static func hex<S: Sequence>(_ bytes: S) -> String where S.Element == UInt8 {
-        let digits: [UInt8] = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(64)
-        for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 0x0f)])
-        }
-        return String(decoding: out, as: UTF8.self)
+    /// The hex SHA-256 of a text's UTF-8 bytes, hashed in place (no copy into `Data`).
+    public static func sha256Hex<S: StringProtocol>(utf8 text: S) -> String {
+        if let hex = text.utf8.withContiguousStorageIfAvailable({ sha256Hex(UnsafeRawBufferPointer($0)) }) { return hex }
+        var copy = String(text)
+        return copy.withUTF8 { sha256Hex(UnsafeRawBufferPointer($0)) }
     }
+
+    static func hex<S: Sequence>(_ bytes: S) -> String where S.Element == UInt8 {
+        let bytes = Array(bytes)
+        return String(unsafeUninitializedCapacity: 2 * bytes.count) { out in
+            var n = 0
+            for b in bytes {
+                out[n] = hexDigit(b >> 4); out[n + 1] = hexDigit(b & 0x0f)
+                n += 2
+            }
+            return n
+        }
+    }
+
+    @inline(__always) static func hexDigit(_ v: UInt8) -> UInt8 { v < 10 ? 0x30 + v : 0x57 + v }
 }
 
 extension AppliedRules {
@@ -303,5 +313,25 @@ extension AppliedRules {
         }
         s += v[start..<u.endIndex]
         s += "\""
+    }
+}
+
+/// Strict UTF-8 decoding for input bytes.
+public enum UTF8Text {
+    /// Whether every byte is ASCII (below 0x80), eight bytes at a time.
+    public static func isASCII(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = b.baseAddress else { return true }
+        let raw = UnsafeRawPointer(base), n = b.count
+        var acc: UInt64 = 0, i = 0
+        while i + 8 <= n { acc |= raw.loadUnaligned(fromByteOffset: i, as: UInt64.self); i += 8 }
+        while i < n { acc |= UInt64(base[i]); i += 1 }
+        return acc & 0x8080_8080_8080_8080 == 0
+    }
+
+    /// The text of UTF-8 `bytes`, or nil when they are not valid UTF-8 (never repaired). ASCII,
+    /// most store data, skips the general validation, which costs more than the rest of a read.
+    public static func string(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        if isASCII(bytes) { return String(decoding: bytes, as: UTF8.self) }
+        return String(validating: bytes, as: UTF8.self)
     }
 }

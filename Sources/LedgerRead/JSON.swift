@@ -4,7 +4,7 @@
 /// through binary floating point, and hostile input (deep nesting, huge numbers, invalid
 /// UTF-8) must give an error, not a crash; so the ledger parses JSON itself rather than
 /// through `JSONSerialization`, which turns numbers into `Double`-backed `NSNumber`s.
-public indirect enum JSONValue: Equatable {
+public enum JSONValue: Equatable {
     case null
     case bool(Bool)
     case number(String)
@@ -213,12 +213,19 @@ public struct JSONParser {
     private mutating func parseString() throws -> String {
         i += 1
         let start = i
-        // Fast path: no escapes.
-        while i < b.count, b[i] != UInt8(ascii: "\""), b[i] != UInt8(ascii: "\\"), b[i] >= 0x20 { i += 1 }
+        // Fast path: no escapes (and, most often, only ASCII: no UTF-8 to validate).
+        var high: UInt8 = 0
+        while i < b.count {
+            let c = b[i]
+            if c == UInt8(ascii: "\"") || c == UInt8(ascii: "\\") || c < 0x20 { break }
+            high |= c
+            i += 1
+        }
         if i < b.count, b[i] == UInt8(ascii: "\"") {
             let slice = UnsafeBufferPointer(rebasing: b[start..<i])
-            guard let s = String(validating: slice, as: UTF8.self) else { throw fail("invalid UTF-8 in a string") }
             i += 1
+            if high < 0x80 { return String(decoding: slice, as: UTF8.self) }
+            guard let s = String(validating: slice, as: UTF8.self) else { i -= 1; throw fail("invalid UTF-8 in a string") }
             return s
         }
         var out = Array(UnsafeBufferPointer(rebasing: b[start..<i]))

@@ -60,7 +60,7 @@ public enum LineReader {
             }
             if line.last == 0x0D { line.removeLast() }
             if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return }
-            if let text = String(validating: line, as: UTF8.self) {
+            if let text = line.withUnsafeBufferPointer(UTF8Text.string) {
                 records.append(RawRecord(line: lineNo, text: Substring(text)))
             } else {
                 let digest = Hashing.sha256Hex(line)

@@ -96,7 +96,7 @@ public struct Audit {
             // file that cannot be read).
             try r.forEachSourceRecordText { path, line, outcome, code, recordSHA, fileSHA, raw in
                 report.records += 1
-                if Hashing.sha256Hex(Data(raw.utf8)) == recordSHA { return }
+                if Hashing.sha256Hex(utf8: raw) == recordSHA { return }
                 if outcome == "rejected" && recordSHA == fileSHA
                     && (raw.isEmpty || !["EMPTY_FILE", "INVALID_UTF8", "FILE_TOO_LARGE"].contains(code ?? "")) { return }
                 report.problems.append(Problem(entryId: nil, message: "source record \(path):\(line): its stored text no longer hashes to the SHA-256 recorded when it was read (\(recordSHA)): it was changed after it was read"))

@@ -338,7 +338,7 @@ struct PreparedFile {
         ///   skipped by the writer, so it is not verified again.
         init(_ record: RawRecord, fileExtension ext: String, verifier: SignedDataVerifier, stored: Set<String>) {
             self.record = record
-            sha256 = Hashing.sha256Hex(Data(record.text.utf8))
+            sha256 = Hashing.sha256Hex(utf8: record.text)
             if stored.contains(sha256) {
                 jws = nil
                 verdict = nil
@@ -379,7 +379,7 @@ struct PreparedFile {
         switch kind {
         case "orders":
             let (rows, fileError) = OrderReader.read(path: input.path, text: Substring(text))
-            return PreparedFile(input: input, body: .orders(rows: rows, hashes: rows.map { Hashing.sha256Hex(Data($0.raw.utf8)) },
+            return PreparedFile(input: input, body: .orders(rows: rows, hashes: rows.map { Hashing.sha256Hex(utf8: $0.raw) },
                                                            fileError: fileError, text: text))
         case "receipts":
             return PreparedFile(input: input, body: .receipts(RecordSplitter.jsonDocument(Substring(text)).map {
@@ -406,7 +406,7 @@ struct PreparedFile {
                 parsed = .failure(RecordProblem(code: "MALFORMED", reason: "\(error)"))
             }
         }
-        return PreparedReceipt(record: record, sha256: Hashing.sha256Hex(Data(record.text.utf8)), parsed: parsed)
+        return PreparedReceipt(record: record, sha256: Hashing.sha256Hex(utf8: record.text), parsed: parsed)
     }
 }
 

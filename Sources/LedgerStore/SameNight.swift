@@ -50,7 +50,7 @@ extension LedgerReader {
             }
             text += "--\n"
         }
-        return Hashing.sha256Hex(Data(text.utf8))
+        return Hashing.sha256Hex(utf8: text)
     }
 }
 

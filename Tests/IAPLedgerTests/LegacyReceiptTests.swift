@@ -161,6 +161,30 @@ final class JSONParserTests: XCTestCase {
         XCTAssertEqual(v["d"]?.arrayValue?[2].scalarText, "xé😀")
     }
 
+    func testStringsWithAndWithoutNonASCIIText() throws {
+        // Unescaped non-ASCII text takes the validating path, ASCII the fast one; both give the text.
+        let v = try JSONParser.parse(#"{"ascii": "com.example.coins.100", "mixed": "Café – 東京 😀", "k\u00e9y": "é"}"#)
+        XCTAssertEqual(v["ascii"]?.scalarText, "com.example.coins.100")
+        XCTAssertEqual(v["mixed"]?.scalarText, "Café – 東京 😀")
+        XCTAssertEqual(v["kéy"]?.scalarText, "é")
+    }
+
+    func testStrictUTF8RefusesWhatItDoesNotRepair() {
+        func decode(_ bytes: [UInt8]) -> String? { bytes.withUnsafeBufferPointer(UTF8Text.string) }
+        // Lengths around the eight-byte steps of the ASCII check, with the odd byte at each end.
+        for n in [0, 1, 7, 8, 9, 15, 16, 17] {
+            let ascii = [UInt8](repeating: 0x61, count: n)
+            XCTAssertEqual(decode(ascii), String(repeating: "a", count: n))
+            XCTAssertNil(decode(ascii + [0x80]), "a lone continuation byte after \(n) ASCII bytes")
+            XCTAssertNil(decode([0xC3] + ascii), "a cut two-byte sequence before \(n) ASCII bytes")
+            XCTAssertEqual(decode(ascii + [0xC3, 0xA9]), String(repeating: "a", count: n) + "é")
+        }
+        XCTAssertNil(decode([0xC0, 0xAF]), "an overlong '/'")
+        XCTAssertNil(decode([0xED, 0xA0, 0x80]), "a UTF-16 surrogate written as UTF-8")
+        XCTAssertNil(decode([0xE2, 0x82]), "a truncated euro sign")
+        XCTAssertEqual(decode([0xE2, 0x82, 0xAC]), "€")
+    }
+
     func testHostileInputGivesErrors() {
         let deep = String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)
         for bad in ["", "{", #"{"a": 1"#, #"{"a" 1}"#, "[1,]", "01", #""\ud800""#, deep, "{}x", #"{"a": tru}"#] {
