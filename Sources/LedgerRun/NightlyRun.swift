@@ -417,13 +417,22 @@ struct RecordProblem: Error {
 }
 
 /// The input files prepared on a second thread, handed over in order, at most `ahead`
-/// files waiting (so memory holds a few files, not the whole inbox).
+/// files or `aheadBytes` of input waiting (so memory holds a few files, not the whole inbox:
+/// a prepared day of receipts takes a few times its size).
 final class PreparedFiles: @unchecked Sendable {
     private let condition = NSCondition()
     private var ready: [Result<PreparedFile, Error>] = []
+    private var readyBytes = 0
     private var finished = false
     private var cancelled = false
     private let ahead = 3
+    private let aheadBytes = 8 << 20
+
+    private static func bytes(_ item: Result<PreparedFile, Error>) -> Int {
+        guard case .success(let file) = item else { return 0 }
+        if case .alreadyRead = file.body { return 0 }
+        return file.input.sizeBytes
+    }
 
     /// - Parameter alreadyRead: every version of each path read before. A file whose identity
     ///   on disk (device, inode, size, modification and change times) is that of a version read
@@ -457,9 +466,10 @@ final class PreparedFiles: @unchecked Sendable {
                     return file
                 }
                 condition.lock()
-                while ready.count >= ahead && !cancelled { condition.wait() }
+                while !ready.isEmpty && (ready.count >= ahead || readyBytes >= aheadBytes) && !cancelled { condition.wait() }
                 if cancelled { condition.unlock(); return }
                 ready.append(item)
+                readyBytes += Self.bytes(item)
                 condition.broadcast()
                 condition.unlock()
             }
@@ -479,6 +489,7 @@ final class PreparedFiles: @unchecked Sendable {
         while ready.isEmpty && !finished { condition.wait() }
         guard !ready.isEmpty else { return nil }
         let item = ready.removeFirst()
+        readyBytes -= Self.bytes(item)
         condition.broadcast()
         return item
     }
@@ -488,6 +499,7 @@ final class PreparedFiles: @unchecked Sendable {
         condition.lock()
         cancelled = true
         ready.removeAll()
+        readyBytes = 0
         condition.broadcast()
         condition.unlock()
     }
