@@ -23,6 +23,10 @@ public struct OrderRow {
     public var line: Int
     public var raw: Substring
     public var result: Result<OrderRecord, Finding>
+    /// The row's `order_id` when it has a usable one, also when the row is refused: a
+    /// rejected line is kept under its order, for `trace` and for the valid line that
+    /// replaces it.
+    public var orderId: String? = nil
 }
 
 public enum OrderReader {
@@ -46,8 +50,13 @@ public enum OrderReader {
                                                                         location: SourceLocation(path: path, line: e.line))))
         }
         return ((table.rows.map { row in
-            OrderRow(line: row.line, raw: row.raw, result: parse(row, table))
+            OrderRow(line: row.line, raw: row.raw, result: parse(row, table), orderId: namedOrder(row, table))
         } + bad).sorted { $0.line < $1.line }, nil)
+    }
+
+    static func namedOrder(_ row: CSVRow, _ t: CSVTable) -> String? {
+        let id = t.value(row, "order_id")
+        return !id.isEmpty && StoreBounds.plausibleIdentifier(id) ? id : nil
     }
 
     static func parse(_ row: CSVRow, _ t: CSVTable) -> Result<OrderRecord, Finding> {

@@ -589,10 +589,13 @@ struct Ingest {
                                               creditedMs: o.creditedMs, environment: o.environment,
                                               storefront: o.storefront, appAccountToken: o.appAccountToken,
                                               reversedAt: o.reversedAt)
+                try writer.resolveRejectedOrderLines(orderId: o.orderId, runId: runId,
+                                                     note: "order \(o.orderId) read again from \(input.path):\(row.line)")
                 counts.verified += 1
             case .failure(let f):
                 _ = try writer.addRecord(.init(fileId: fileId, line: row.line, sha256: sha, outcome: .rejected,
-                                               reasonCode: f.code, reason: f.message, raw: String(row.raw)))
+                                               reasonCode: f.code, reason: f.message, orderId: row.orderId, raw: String(row.raw)))
+                if let id = row.orderId { try writer.noteRejectedOrderLine(orderId: id) }
                 counts.rejected += 1
             }
         }

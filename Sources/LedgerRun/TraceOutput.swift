@@ -127,6 +127,14 @@ public enum TraceOutput {
         for v in o.versions {
             out += "  v\(v.version) \(v.path):\(v.line): account \(v.account_id), transaction \(v.transaction_id ?? "(none)"), \(v.product_id) x \(v.quantity), \(v.credited_units) units, \(v.environment), credited \(v.credited_at)\(v.reversed_at.map { ", reversed \($0)" } ?? "")\n"
         }
+        if !o.lines_not_taken.isEmpty {
+            out += "Lines naming it that were not taken (\(o.lines_not_taken.count)):\n"
+            for l in o.lines_not_taken {
+                out += "  \(l.path):\(l.line) \(l.outcome), read \(l.read_on): \(l.reason)\n"
+                out += l.resolved_on.map { "    resolved on \($0): \(l.resolution ?? "")\n" }
+                    ?? "    still open: a valid line for this order read after it resolves it\n"
+            }
+        }
         out += "Exceptions (\(o.exceptions.count)):\n"
         for x in o.exceptions { out += "  \(x.category) \(x.status), first seen \(x.first_seen)\(x.resolved_on.map { ", resolved \($0)" } ?? ""): \(x.detail)\n" }
         if let t = o.transaction { out += "The transaction it names:\n" + text(t, indent: "  ") }

@@ -234,6 +234,42 @@ public final class LedgerWriter: LedgerReader {
     private var unverifiedIds: Set<String>?
     /// Open findings as "code transaction-id" (read once per run, kept up to date).
     private var openFindingKeys: Set<String>?
+    /// Orders named by an open rejected line of an orders file (read once per run, kept up
+    /// to date): a later valid line of the same order resolves them.
+    private var rejectedOrderIds: Set<String>?
+
+    private func loadRejectedOrderIds() throws -> Set<String> {
+        if let s = rejectedOrderIds { return s }
+        let s = Set(try String.fetchAll(db, sql: """
+            SELECT DISTINCT r.order_id FROM source_record r JOIN source_file f ON f.id = r.file_id
+            WHERE r.outcome <> 'verified' AND r.outcome = 'rejected' AND r.resolved_run_id IS NULL
+              AND r.order_id IS NOT NULL AND f.kind = 'orders'
+            """))
+        rejectedOrderIds = s
+        return s
+    }
+
+    /// Remembers that a rejected line of an orders file named `orderId`.
+    public func noteRejectedOrderLine(orderId: String) throws {
+        _ = try loadRejectedOrderIds()
+        rejectedOrderIds?.insert(orderId)
+    }
+
+    /// Marks the open rejected lines of orders files naming `orderId` as resolved: the order
+    /// was read again from a valid line after them (`note` says where), which replaces
+    /// whatever the rejected lines said. Called for each valid order line as it is stored,
+    /// so a rejected line that comes after the valid one stays open. Returns how many.
+    @discardableResult
+    public func resolveRejectedOrderLines(orderId: String, runId: Int64, note: String) throws -> Int {
+        guard try loadRejectedOrderIds().contains(orderId) else { return 0 }
+        try db.cachedStatement(sql: """
+            UPDATE source_record SET resolved_run_id = ?, resolved_note = ?
+            WHERE outcome <> 'verified' AND outcome = 'rejected' AND resolved_run_id IS NULL AND order_id = ?
+              AND file_id IN (SELECT id FROM source_file WHERE kind = 'orders')
+            """).execute(arguments: [runId, note, orderId])
+        rejectedOrderIds?.remove(orderId)
+        return db.changesCount
+    }
 
     private func loadUnverifiedIds() throws -> Set<String> {
         if let s = unverifiedIds { return s }

@@ -103,8 +103,20 @@ public struct TransactionTrace: Encodable {
 
 /// The versions of one backend order and the transaction it names.
 public struct OrderTrace: Encodable {
+    /// A line of an orders file that named the order but was not taken (rejected), with
+    /// why, and what resolved it if anything did (a valid line of the order read after it).
+    public struct LineNotTaken: Encodable {
+        public var path: String
+        public var line: Int
+        public var outcome: String
+        public var reason: String
+        public var read_on: String
+        public var resolved_on: String?
+        public var resolution: String?
+    }
     public var order_id: String
     public var versions: [TransactionTrace.Order]
+    public var lines_not_taken: [LineNotTaken]
     public var transaction: TransactionTrace?
     public var exceptions: [TransactionTrace.Exception]
 }
@@ -164,9 +176,19 @@ extension LedgerReader {
 
     public func traceOrder(_ orderId: String, asOf: Day?) throws -> OrderTrace? {
         let versions = try orderVersions(where: "v.order_id = ?", orderId)
-        guard let last = versions.last else { return nil }
-        return OrderTrace(order_id: orderId, versions: versions,
-                          transaction: try last.transaction_id.flatMap { try traceTransaction($0, asOf: asOf) },
+        let notTaken = try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT f.path, r.line, r.outcome, coalesce(r.reason_code || ': ', '') || coalesce(r.reason, ''), run.as_of,
+                   resolved.as_of, r.resolved_note
+            FROM source_record r JOIN source_file f ON f.id = r.file_id JOIN run ON run.id = f.run_id
+            LEFT JOIN run resolved ON resolved.id = r.resolved_run_id
+            WHERE r.outcome <> 'verified' AND r.order_id = ? AND f.kind = 'orders' ORDER BY r.id
+            """), arguments: [orderId]).map {
+            OrderTrace.LineNotTaken(path: $0[0], line: $0[1], outcome: $0[2], reason: $0[3], read_on: $0[4],
+                                    resolved_on: $0[5], resolution: $0[6])
+        }
+        guard !versions.isEmpty || !notTaken.isEmpty else { return nil }
+        return OrderTrace(order_id: orderId, versions: versions, lines_not_taken: notTaken,
+                          transaction: try versions.last?.transaction_id.flatMap { try traceTransaction($0, asOf: asOf) },
                           exceptions: try traceExceptions(where: "order_id = ?", orderId))
     }
 

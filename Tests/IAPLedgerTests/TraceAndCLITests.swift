@@ -76,6 +76,48 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertTrue(order.out.contains("Order ord-7: 1 version(s)") && order.out.contains("Transaction 7001"), order.out)
     }
 
+    /// A refused line of an orders file stays under its order: `trace` shows it with why, and a
+    /// valid line of the same order read after it resolves it (it leaves the open list); a
+    /// refused line after a valid one stays open (what it said was not taken).
+    func testRejectedOrderLinesAreTracedAndResolvedByALaterValidLine() throws {
+        try ws.write("inbox/receipts/day1.jsonl", Receipt.response([Receipt.item("7101", purchased: "2026-10-05T10:00:00Z")]) + "\n")
+        try ws.write("inbox/orders/o1.csv", ReconciliationTests.header
+                     + "ord-71,acct-7,7101,coins.100,abc,100,2026-10-05T10:01:00Z,production,DEU,,\n"
+                     + "ord-72,acct-7,,coins.100,1,100,2026-10-05T10:02:00Z,production,DEU,,\n"
+                     + "ord-72,acct-7,,coins.100,1,100,not-a-date,production,DEU,,\n")
+        try ws.run("2026-10-06")
+        func openRejected() throws -> [String] {
+            try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path, readOnly: true).read {
+                try String.fetchAll($0.db, sql: """
+                    SELECT order_id || ' line ' || line FROM source_record
+                    WHERE outcome = 'rejected' AND resolved_run_id IS NULL ORDER BY id
+                    """)
+            }
+        }
+        XCTAssertEqual(try openRejected(), ["ord-71 line 2", "ord-72 line 4"])
+        var trace = try cli(["trace", "ord-71", "--workspace", ws.root.path])
+        XCTAssertEqual(trace.status, 0, "an order known only from a refused line is traced: \(trace.err)")
+        XCTAssertTrue(trace.out.contains("Order ord-71: 0 version(s)"), trace.out)
+        XCTAssertTrue(trace.out.contains("inbox/orders/o1.csv:2 rejected, read 2026-10-06: BAD_ORDER: quantity \"abc\""), trace.out)
+        XCTAssertTrue(trace.out.contains("still open"), trace.out)
+
+        // The backend sends the order again, corrected, the next night.
+        try ws.write("inbox/orders/o2.csv", ReconciliationTests.header + "ord-71,acct-7,7101,coins.100,1,100,2026-10-05T10:01:00Z,production,DEU,,\n")
+        try ws.run("2026-10-07")
+        XCTAssertEqual(try openRejected(), ["ord-72 line 4"], "the corrected order resolves its refused line; ord-72's later refused line stays open")
+        trace = try cli(["trace", "ord-71", "--format", "json", "--workspace", ws.root.path])
+        let o = try JSONSerialization.jsonObject(with: Data(trace.out.utf8)) as! [String: Any]
+        XCTAssertEqual((o["versions"] as! [[String: Any]]).map { "\($0["path"]!):\($0["line"]!)" }, ["inbox/orders/o2.csv:2"])
+        let line = try XCTUnwrap((o["lines_not_taken"] as! [[String: Any]]).first)
+        XCTAssertEqual(line["resolved_on"] as? String, "2026-10-07")
+        XCTAssertEqual(line["resolution"] as? String, "order ord-71 read again from inbox/orders/o2.csv:2")
+        XCTAssertEqual((o["transaction"] as? [String: Any])?["transaction_id"] as? String, "7101")
+
+        let ord72 = try cli(["trace", "ord-72", "--workspace", ws.root.path]).out
+        XCTAssertTrue(ord72.contains("Order ord-72: 1 version(s)") && ord72.contains("o1.csv:4 rejected") && ord72.contains("still open"), ord72)
+        XCTAssertEqual(try cli(["trace", "ord-99", "--workspace", ws.root.path]).status, 1, "an id nothing names is still not found")
+    }
+
     /// A free trial is verified and stored but moves no money: trace says "free", not "posted".
     func testTraceOfAFreeTrialSaysFreeNotPosted() throws {
         let dir = ws.root.appendingPathComponent("demo")
