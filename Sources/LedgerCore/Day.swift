@@ -70,7 +70,13 @@ public struct Day: Hashable, Comparable, Sendable, CustomStringConvertible, Coda
 
     public var description: String {
         let c = civil
-        return "\(pad(c.year, 4))-\(pad(c.month, 2))-\(pad(c.day, 2))"
+        // YYYY-MM-DD written byte by byte (a posting night formats a few million dates).
+        guard (0...9999).contains(c.year) else { return "\(pad(c.year, 4))-\(pad(c.month, 2))-\(pad(c.day, 2))" }
+        return String(unsafeUninitializedCapacity: 10) { b in
+            writeYearMonth(c.year, c.month, into: b)
+            b[7] = 0x2D; b[8] = UInt8(0x30 + c.day / 10); b[9] = UInt8(0x30 + c.day % 10)
+            return 10
+        }
     }
 
     public static func < (a: Day, b: Day) -> Bool { a.daysSinceEpoch < b.daysSinceEpoch }
@@ -121,9 +127,20 @@ public struct Month: Hashable, Comparable, Sendable, CustomStringConvertible {
     public var next: Month { month == 12 ? Month(year: year + 1, month: 1) : Month(year: year, month: month + 1) }
     public var previous: Month { month == 1 ? Month(year: year - 1, month: 12) : Month(year: year, month: month - 1) }
 
-    public var description: String { "\(pad(year, 4))-\(pad(month, 2))" }
+    public var description: String {
+        guard (0...9999).contains(year), (1...12).contains(month) else { return "\(pad(year, 4))-\(pad(month, 2))" }
+        return String(unsafeUninitializedCapacity: 7) { b in writeYearMonth(year, month, into: b); return 7 }
+    }
 
     public static func < (a: Month, b: Month) -> Bool { (a.year, a.month) < (b.year, b.month) }
+}
+
+/// Writes `YYYY-MM` (a year in 0...9999, a month in 1...12) into the first 7 bytes of `b`.
+@inline(__always)
+func writeYearMonth(_ year: Int, _ month: Int, into b: UnsafeMutableBufferPointer<UInt8>) {
+    b[0] = UInt8(0x30 + year / 1000); b[1] = UInt8(0x30 + year / 100 % 10)
+    b[2] = UInt8(0x30 + year / 10 % 10); b[3] = UInt8(0x30 + year % 10)
+    b[4] = 0x2D; b[5] = UInt8(0x30 + month / 10); b[6] = UInt8(0x30 + month % 10)
 }
 
 @inline(__always)

@@ -69,3 +69,44 @@ struct FastStatement {
         }
     }
 }
+
+extension FastStatement {
+    /// Steps a query to its end, handing each result row to `body` (columns read through the C
+    /// API, no `Row` copied per result), and resets it for the next call.
+    mutating func forEachRow(_ body: (FastRow) throws -> Void) throws {
+        defer {
+            sqlite3_reset(handle)
+            sqlite3_clear_bindings(handle)
+            index = 0
+            bindFailure = nil
+        }
+        if let failure = bindFailure {
+            throw DatabaseError(resultCode: ResultCode(rawValue: failure.code),
+                                message: "cannot bind parameter \(failure.index)", sql: statement.sql)
+        }
+        precondition(index == sqlite3_bind_parameter_count(handle), "bound \(index) of \(sqlite3_bind_parameter_count(handle)) parameters: \(statement.sql)")
+        while true {
+            let code = sqlite3_step(handle)
+            if code == SQLITE_DONE { return }
+            guard code == SQLITE_ROW else {
+                let message = db.sqliteConnection.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) }
+                throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: statement.sql)
+            }
+            try body(FastRow(handle: handle))
+        }
+    }
+}
+
+/// One result row of a `FastStatement` query, valid only inside `forEachRow`'s body.
+struct FastRow {
+    let handle: SQLiteStatement
+
+    func isNull(_ i: Int32) -> Bool { sqlite3_column_type(handle, i) == SQLITE_NULL }
+    func int64(_ i: Int32) -> Int64 { sqlite3_column_int64(handle, i) }
+    func int64OrNil(_ i: Int32) -> Int64? { isNull(i) ? nil : int64(i) }
+    func text(_ i: Int32) -> String {
+        guard let p = sqlite3_column_text(handle, i) else { return "" }
+        return String(decoding: UnsafeBufferPointer(start: p, count: Int(sqlite3_column_bytes(handle, i))), as: UTF8.self)
+    }
+    func textOrNil(_ i: Int32) -> String? { isNull(i) ? nil : text(i) }
+}

@@ -49,5 +49,18 @@ final class MoneyTests: XCTestCase {
         for s in ["2000-02-29", "2100-12-31", "1999-01-01"] {
             XCTAssertEqual(Day(iso: s)!.description, s)
         }
+        // Every day from 1900 to 2200 written byte by byte as the padded interpolation writes
+        // it, and read back to the same day; years outside 0...9999 keep the general form.
+        var day = Day(iso: "1900-01-01")!, count = 0
+        while day.civil.year < 2200 {
+            let c = day.civil
+            XCTAssertEqual(day.description, "\(pad(c.year, 4))-\(pad(c.month, 2))-\(pad(c.day, 2))")
+            XCTAssertEqual(Day(iso: day.description), day)
+            XCTAssertEqual(day.month.description, "\(pad(c.year, 4))-\(pad(c.month, 2))")
+            day = day + 1; count += 1
+        }
+        XCTAssertEqual(count, 109_573)
+        XCTAssertEqual(Month(year: 10_000, month: 1).description, "10000-01")
+        XCTAssertEqual(Month(year: 0, month: 7).description, "0000-07")
     }
 }
