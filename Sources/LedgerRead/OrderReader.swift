@@ -55,6 +55,9 @@ public enum OrderReader {
     }
 
     static func namedOrder(_ row: CSVRow, _ t: CSVTable) -> String? {
+        // A row with more or fewer fields than the header may have them shifted: its
+        // order_id column may hold another field, so it names no order.
+        guard row.fields.count == t.header.count else { return nil }
         let id = t.value(row, "order_id")
         return !id.isEmpty && StoreBounds.plausibleIdentifier(id) ? id : nil
     }

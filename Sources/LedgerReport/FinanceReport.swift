@@ -206,8 +206,8 @@ public struct FinanceReport {
             SheetRow([.text("Transactions pending a rule (ledger)"), .integer(Int64(totals.transactionsPending))]),
             SheetRow([.text("Transactions free, no entry (ledger)"), .integer(Int64(totals.transactionsFree))]),
             SheetRow([.text("Records verified (ledger)"), .integer(Int64(totals.recordsVerified))]),
-            SheetRow([.text("Records pending (ledger)"), .integer(Int64(totals.recordsPending))]),
-            SheetRow([.text("Records rejected (ledger)"), .integer(Int64(totals.recordsRejected))]),
+            SheetRow([.text("Records pending, open (ledger)"), .integer(Int64(totals.recordsPending))]),
+            SheetRow([.text("Records rejected, open (ledger)"), .integer(Int64(totals.recordsRejected))]),
             SheetRow([.text("Chain head after run \(try reader.latestRun()?.id ?? 0) (last entry's hash)"), .text(totals.chainHead)]),
         ]
         if let x = journalExport {

@@ -416,9 +416,11 @@ struct RecordProblem: Error {
     var reason: String
 }
 
-/// The input files prepared on a second thread, handed over in order, at most `ahead`
-/// files or `aheadBytes` of input waiting (so memory holds a few files, not the whole inbox:
-/// a prepared day of receipts takes a few times its size).
+/// The input files prepared on a second thread, handed over in order. A prepared file joins
+/// the queue while fewer than `ahead` files and under `aheadBytes` of input wait in it (an
+/// empty queue takes any file); otherwise the thread holds it until there is room. Memory
+/// holds a few files, not the whole inbox: the one being stored, those queued and the one
+/// held (a prepared day of receipts takes a few times its size).
 final class PreparedFiles: @unchecked Sendable {
     private let condition = NSCondition()
     private var ready: [Result<PreparedFile, Error>] = []
@@ -589,7 +591,7 @@ struct Ingest {
                                               creditedMs: o.creditedMs, environment: o.environment,
                                               storefront: o.storefront, appAccountToken: o.appAccountToken,
                                               reversedAt: o.reversedAt)
-                try writer.resolveRejectedOrderLines(orderId: o.orderId, runId: runId,
+                try writer.resolveRejectedOrderLines(orderId: o.orderId, recordId: recordId, sha256: sha, runId: runId,
                                                      note: "order \(o.orderId) read again from \(input.path):\(row.line)")
                 counts.verified += 1
             case .failure(let f):

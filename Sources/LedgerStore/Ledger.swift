@@ -271,16 +271,23 @@ public final class LedgerWriter: LedgerReader {
     }
 
     /// Marks the open rejected lines of orders files naming `orderId` as resolved: the order
-    /// was read again from a valid line after them (`note` says where), which replaces
-    /// whatever the rejected lines said. Called for each valid order line as it is stored,
-    /// so a rejected line that comes after the valid one stays open. Returns how many.
+    /// was read again from a valid line after them (`recordId`, `note` says where), which
+    /// replaces whatever the rejected lines said. Called for each valid order line as it is
+    /// stored, so a rejected line that comes after the valid one stays open; a valid line
+    /// that repeats one the order already had (the same bytes, e.g. a file copied under
+    /// another name) corrects nothing and resolves nothing. Returns how many.
     @discardableResult
-    public func resolveRejectedOrderLines(orderId: String, runId: Int64, note: String) throws -> Int {
+    public func resolveRejectedOrderLines(orderId: String, recordId: Int64, sha256: String, runId: Int64, note: String) throws -> Int {
         guard try loadRejectedOrderIds().contains(orderId) else { return 0 }
+        let repeated = try Bool.fetchOne(db.cachedStatement(sql: """
+            SELECT EXISTS (SELECT 1 FROM order_version v JOIN source_record r ON r.id = v.record_id
+                           WHERE v.order_id = ? AND v.record_id <> ? AND r.record_sha256 = ?)
+            """), arguments: [orderId, recordId, sha256]) ?? false
+        if repeated { return 0 }
         try db.cachedStatement(sql: """
-            UPDATE source_record SET resolved_run_id = ?, resolved_note = ?
+            UPDATE source_record INDEXED BY source_record_unverified_order SET resolved_run_id = ?, resolved_note = ?
             WHERE outcome <> 'verified' AND outcome = 'rejected' AND resolved_run_id IS NULL AND order_id = ?
-              AND file_id IN (SELECT id FROM source_file WHERE kind = 'orders')
+              AND (SELECT kind FROM source_file WHERE id = file_id) = 'orders'
             """).execute(arguments: [runId, note, orderId])
         rejectedOrderIds?.remove(orderId)
         return db.changesCount

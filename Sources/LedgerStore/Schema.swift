@@ -366,6 +366,12 @@ enum Schema {
         m.registerMigration("v10-unverified-by-record") { db in
             try db.execute(sql: "CREATE INDEX unverified_record_transaction_record ON unverified_record_transaction(record_id, transaction_id)")
         }
+        // v11: the records not verified that name an order (rejected lines of orders files keep
+        // their order id): `trace` of an order and the valid line that resolves them find them
+        // without reading every record.
+        m.registerMigration("v11-unverified-by-order") { db in
+            try db.execute(sql: "CREATE INDEX source_record_unverified_order ON source_record(order_id) WHERE outcome <> 'verified'")
+        }
         return m
     }
 

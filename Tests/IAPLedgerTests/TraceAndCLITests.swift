@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import XCTest
 @testable import LedgerCore
 @testable import LedgerRun
@@ -84,17 +85,25 @@ final class TraceAndCLITests: XCTestCase {
         try ws.write("inbox/orders/o1.csv", ReconciliationTests.header
                      + "ord-71,acct-7,7101,coins.100,abc,100,2026-10-05T10:01:00Z,production,DEU,,\n"
                      + "ord-72,acct-7,,coins.100,1,100,2026-10-05T10:02:00Z,production,DEU,,\n"
-                     + "ord-72,acct-7,,coins.100,1,100,not-a-date,production,DEU,,\n")
+                     + "ord-72,acct-7,,coins.100,1,100,not-a-date,production,DEU,,\n"
+                     + "ord-74,acct-7,7101\n")
         try ws.run("2026-10-06")
         func openRejected() throws -> [String] {
             try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path, readOnly: true).read {
                 try String.fetchAll($0.db, sql: """
-                    SELECT order_id || ' line ' || line FROM source_record
+                    SELECT coalesce(order_id, '-') || ' line ' || line FROM source_record
                     WHERE outcome = 'rejected' AND resolved_run_id IS NULL ORDER BY id
                     """)
             }
         }
-        XCTAssertEqual(try openRejected(), ["ord-71 line 2", "ord-72 line 4"])
+        // The short row's fields may be shifted: it is kept with no order id.
+        XCTAssertEqual(try openRejected(), ["ord-71 line 2", "ord-72 line 4", "- line 5"])
+        let shortRow = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path, readOnly: true).read {
+            try Row.fetchAll($0.db, sql: "SELECT order_id, outcome FROM source_record WHERE line = 5")
+        }
+        XCTAssertEqual(shortRow.count, 1)
+        XCTAssertEqual(shortRow.first?[1], "rejected")
+        XCTAssertNil(shortRow.first?[0] as String?)
         var trace = try cli(["trace", "ord-71", "--workspace", ws.root.path])
         XCTAssertEqual(trace.status, 0, "an order known only from a refused line is traced: \(trace.err)")
         XCTAssertTrue(trace.out.contains("Order ord-71: 0 version(s)"), trace.out)
@@ -104,7 +113,7 @@ final class TraceAndCLITests: XCTestCase {
         // The backend sends the order again, corrected, the next night.
         try ws.write("inbox/orders/o2.csv", ReconciliationTests.header + "ord-71,acct-7,7101,coins.100,1,100,2026-10-05T10:01:00Z,production,DEU,,\n")
         try ws.run("2026-10-07")
-        XCTAssertEqual(try openRejected(), ["ord-72 line 4"], "the corrected order resolves its refused line; ord-72's later refused line stays open")
+        XCTAssertEqual(try openRejected(), ["ord-72 line 4", "- line 5"], "the corrected order resolves its refused line; ord-72's later refused line stays open")
         trace = try cli(["trace", "ord-71", "--format", "json", "--workspace", ws.root.path])
         let o = try JSONSerialization.jsonObject(with: Data(trace.out.utf8)) as! [String: Any]
         XCTAssertEqual((o["versions"] as! [[String: Any]]).map { "\($0["path"]!):\($0["line"]!)" }, ["inbox/orders/o2.csv:2"])
@@ -115,6 +124,13 @@ final class TraceAndCLITests: XCTestCase {
 
         let ord72 = try cli(["trace", "ord-72", "--workspace", ws.root.path]).out
         XCTAssertTrue(ord72.contains("Order ord-72: 1 version(s)") && ord72.contains("o1.csv:4 rejected") && ord72.contains("still open"), ord72)
+
+        // The same file sent again under another name: its valid line repeats one the order
+        // had before, so it corrects nothing: the refused line stays open (and its copy too).
+        let first = try String(contentsOf: ws.root.appendingPathComponent("inbox/orders/o1.csv"), encoding: .utf8)
+        try ws.write("inbox/orders/o1-resent.csv", first)
+        try ws.run("2026-10-08")
+        XCTAssertEqual(try openRejected(), ["ord-72 line 4", "- line 5", "ord-71 line 2", "ord-72 line 4", "- line 5"])
         XCTAssertEqual(try cli(["trace", "ord-99", "--workspace", ws.root.path]).status, 1, "an id nothing names is still not found")
     }
 
