@@ -416,11 +416,11 @@ struct RecordProblem: Error {
     var reason: String
 }
 
-/// The input files prepared on a second thread, handed over in order. A prepared file joins
-/// the queue while fewer than `ahead` files and under `aheadBytes` of input wait in it (an
-/// empty queue takes any file); otherwise the thread holds it until there is room. Memory
-/// holds a few files, not the whole inbox: the one being stored, those queued and the one
-/// held (a prepared day of receipts takes a few times its size).
+/// The input files prepared on a second thread, handed over in order. The thread starts on
+/// the next file only while fewer than `ahead` files and under `aheadBytes` of input wait
+/// in the queue (an empty queue always has room). Memory holds a few files, not the whole
+/// inbox: the one being stored, those queued and the one being prepared (a prepared day of
+/// receipts takes a few times its size; with days over `aheadBytes`, two of them at most).
 final class PreparedFiles: @unchecked Sendable {
     private let condition = NSCondition()
     private var ready: [Result<PreparedFile, Error>] = []
@@ -444,6 +444,12 @@ final class PreparedFiles: @unchecked Sendable {
          alreadyRead: [String: FileVersions], storedSigned: [String: Set<String>] = [:]) {
         let thread = Thread { [self] in
             for (url, kind) in inputs {
+                // Room first, then the file: a prepared file never waits outside the queue.
+                condition.lock()
+                while !ready.isEmpty && (ready.count >= ahead || readyBytes >= aheadBytes) && !cancelled { condition.wait() }
+                let stop = cancelled
+                condition.unlock()
+                if stop { return }
                 let item = Result { () throws -> PreparedFile in
                     let path = workspace.relative(url)
                     let identity = FileStat.identity(url.path)
@@ -468,7 +474,6 @@ final class PreparedFiles: @unchecked Sendable {
                     return file
                 }
                 condition.lock()
-                while !ready.isEmpty && (ready.count >= ahead || readyBytes >= aheadBytes) && !cancelled { condition.wait() }
                 if cancelled { condition.unlock(); return }
                 ready.append(item)
                 readyBytes += Self.bytes(item)
