@@ -185,7 +185,7 @@ if !o.writerOnly {
 try? FileManager.default.removeItem(at: root)
 try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
 
-var cpuCount = sysconf(Int32(_SC_NPROCESSORS_ONLN))
+let cpuCount = sysconf(Int32(_SC_NPROCESSORS_ONLN))
 print("iapledger benchmark: \(RunProgress.grouped(o.transactions)) transactions (+10% on the incremental night), seed \(o.seed), \(cpuCount) cores")
 print("workspace \(root.path)")
 
@@ -247,7 +247,7 @@ if !o.skipWriterComparison {
     let ours = logs.appendingPathComponent("journal-iapledger.xlsx")
     let base = logs.appendingPathComponent("journal-baseline.xlsx")
     var rows = 0
-    var t0 = now()
+    let t0 = now()
     try ledger.read { reader in
         // The shipped finance layout with only its Journal sheet.
         let journalOnly = try ReportLayout.parse("[[sheet]]\nkey = \"journal\"\n", workbook: .finance, path: "bench",
