@@ -24,9 +24,34 @@ public final class Ledger {
         config.label = "iapledger"
         do {
             queue = try DatabaseQueue(path: path, configuration: config)
-            if !readOnly { try Schema.migrator().migrate(queue) }
         } catch let e as DatabaseError {
             throw StoreError(message: "\(path): cannot open the ledger database: \(e.message ?? e.description)\(Self.advice(e))")
+        }
+        if !readOnly { try Self.migrate(queue, path: path) }
+    }
+
+    /// Brings the schema up to date, one migration per transaction. A migration that fails
+    /// on the ledger's own tables (a ledger made by a development build whose first schema
+    /// differed, or edited by hand) is named, with what was applied and what to do.
+    static func migrate(_ queue: DatabaseQueue, path: String) throws {
+        let migrator = Schema.migrator()
+        do {
+            try migrator.migrate(queue)
+        } catch let e as DatabaseError {
+            let advice = Self.advice(e)
+            guard advice.isEmpty else {
+                throw StoreError(message: "\(path): cannot open the ledger database: \(e.message ?? e.description)\(advice)")
+            }
+            let applied = (try? queue.read { try migrator.appliedIdentifiers($0) }) ?? []
+            let failed = migrator.migrations.first { !applied.contains($0) } ?? "?"
+            throw StoreError(message: """
+                \(path): cannot bring the ledger's schema up to date: migration \(failed) failed: \(e.message ?? e.description). \
+                The migrations before it are applied (\(applied.count) of \(migrator.migrations.count)); \
+                no data was changed by the one that failed. This ledger's tables are not the ones iapledger's \
+                migrations made (a ledger from a development build, or changed by hand): keep it as it is for \
+                the record, move it aside, and run again to build a new ledger from the files in inbox/ \
+                (months closed with `iapledger close` must be closed again)
+                """)
         }
     }
 

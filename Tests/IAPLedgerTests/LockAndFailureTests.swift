@@ -1,3 +1,4 @@
+import GRDB
 import XCTest
 @testable import LedgerCore
 @testable import LedgerRead
@@ -52,6 +53,26 @@ final class LockAndFailureTests: XCTestCase {
         XCTAssertThrowsError(try ledger.write { w in _ = try w.beginRun(asOf: Day(iso: "2026-10-08")!, toolVersion: "t", startedAt: "now") }) { error in
             XCTAssertTrue("\(error)".contains("ledger.sqlite"), "\(error)")
         }
+    }
+
+    /// A ledger whose tables are not the ones the migrations made (here: a column missing, as
+    /// in ledgers of development builds before the first schema was settled) is refused with
+    /// the migration that failed and what to do, not SQLite's bare "no such column".
+    func testALedgerWhoseSchemaCannotBeUpgradedSaysWhichMigrationAndWhatToDo() throws {
+        let path = ws.root.appendingPathComponent("old.sqlite").path
+        let queue = try DatabaseQueue(path: path)
+        try Schema.migrator().migrate(queue, upTo: "v7-refunds-due")
+        try queue.write { try $0.execute(sql: "ALTER TABLE entry DROP COLUMN gross_reporting_minor") }
+        try queue.close()
+        XCTAssertThrowsError(try Ledger(path: path)) { error in
+            let message = "\(error)"
+            XCTAssertTrue(message.contains("cannot bring the ledger's schema up to date: migration v8"), message)
+            XCTAssertTrue(message.contains("no such column"), message)
+            XCTAssertTrue(message.contains("(7 of "), message)
+            XCTAssertTrue(message.contains("move it aside, and run again"), message)
+        }
+        let applied = try DatabaseQueue(path: path).read { try String.fetchAll($0, sql: "SELECT identifier FROM grdb_migrations") }
+        XCTAssertEqual(applied.count, 7, "the failed migration left nothing behind")
     }
 
     func testAnUnreadableInputNamesThePathAndChangesNothing() throws {
