@@ -29,7 +29,11 @@ public struct NightlyRun {
         public var filesSkipped: Int
         public var totals: LedgerTotals
         public var workbooks: [URL]
+        /// The records this run read and could not post (still open at its end), then the
+        /// findings it opened (`MISSING_RULE`, `PRICE_MISMATCH`, ...), one line each.
         public var problems: [String]
+        /// How many of `problems` are records (the rest are findings).
+        public var problemRecords = 0
         /// Set when this run was a re-run of the last night that changed nothing: it recorded
         /// nothing and wrote the workbooks of that run (`runId`) again.
         public var nothingNewSinceRun: Int64? = nil
@@ -177,7 +181,8 @@ public struct NightlyRun {
         let problems = nothingNewSince == nil ? notPosted + newFindings : []
         CrashPoint.hit("report:done")
         return Result(runId: runId, asOf: asOf, counts: counts, filesRead: filesRead, filesSkipped: filesSkipped,
-                      totals: totals, workbooks: workbooks, problems: problems, nothingNewSinceRun: nothingNewSince)
+                      totals: totals, workbooks: workbooks, problems: problems,
+                      problemRecords: nothingNewSince == nil ? notPosted.count : 0, nothingNewSinceRun: nothingNewSince)
     }
 
     /// Posts every sale still waiting (new ones and those that waited for a rule) and every

@@ -134,6 +134,19 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertEqual(try cli(["trace", "ord-99", "--workspace", ws.root.path]).status, 1, "an id nothing names is still not found")
     }
 
+    /// The night's summary counts what it could not post apart: its records still pending or
+    /// rejected, then the findings it opened (a sale waiting for a rule is not a record).
+    func testRunSummaryCountsRecordsAndFindingsApart() throws {
+        try ws.write("inbox/orders/orders.csv", ReconciliationTests.header + "ord-1,acct-1,2001,coins.100,1,100,2026-11-03T10:00:05Z,production,DEU,,\n")
+        try ws.write("inbox/receipts/n.jsonl", Receipt.response([Receipt.item("2001", purchased: "2026-11-03T10:00:00Z")]) + "\n"
+                     + Receipt.response([], status: 21003) + "\n")
+        let run = try cli(["run", "--workspace", ws.root.path, "--as-of", "2026-11-04", "--no-progress"])
+        XCTAssertEqual(run.status, 0, run.err)
+        XCTAssertTrue(run.out.contains("not posted this run: 1 record still pending or rejected, 1 new finding; see Run Info"), run.out)
+        XCTAssertTrue(run.out.contains("inbox/receipts/n.jsonl:2: rejected: status 21003"), run.out)
+        XCTAssertTrue(run.out.contains("MISSING_RULE 2001: "), run.out)
+    }
+
     /// A free trial is verified and stored but moves no money: trace says "free", not "posted".
     func testTraceOfAFreeTrialSaysFreeNotPosted() throws {
         let dir = ws.root.appendingPathComponent("demo")
