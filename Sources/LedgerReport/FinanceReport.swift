@@ -208,6 +208,7 @@ public struct FinanceReport {
             SheetRow([.text("Records verified (ledger)"), .integer(Int64(totals.recordsVerified))]),
             SheetRow([.text("Records pending, open (ledger)"), .integer(Int64(totals.recordsPending))]),
             SheetRow([.text("Records rejected, open (ledger)"), .integer(Int64(totals.recordsRejected))]),
+            SheetRow([.text("Records pending or rejected, resolved since (ledger)"), .integer(Int64(totals.recordsResolved))]),
             SheetRow([.text("Chain head after run \(try reader.latestRun()?.id ?? 0) (last entry's hash)"), .text(totals.chainHead)]),
         ]
         if let x = journalExport {

@@ -112,8 +112,12 @@ public struct LedgerTotals: Equatable {
     public var transactionsPending = 0
     public var transactionsFree = 0
     public var recordsVerified = 0
+    /// Pending and rejected records still open (not resolved).
     public var recordsPending = 0
     public var recordsRejected = 0
+    /// Pending or rejected records resolved since (by a verified record of what they named,
+    /// or a later valid line of their order): with the three above, every record.
+    public var recordsResolved = 0
     public var entries = 0
     public var postings = 0
     /// The hash of the last entry (the head of the hash chain; the genesis hash while empty).
@@ -301,7 +305,7 @@ extension LedgerReader {
             """)) {
             let n: Int = r[2]
             notVerified += n
-            guard r[1] as Bool else { continue }
+            guard r[1] as Bool else { t.recordsResolved += n; continue }
             if (r[0] as String) == "pending" { t.recordsPending += n } else { t.recordsRejected += n }
         }
         t.recordsVerified = records - notVerified

@@ -114,6 +114,12 @@ final class TraceAndCLITests: XCTestCase {
         try ws.write("inbox/orders/o2.csv", ReconciliationTests.header + "ord-71,acct-7,7101,coins.100,1,100,2026-10-05T10:01:00Z,production,DEU,,\n")
         try ws.run("2026-10-07")
         XCTAssertEqual(try openRejected(), ["ord-72 line 4", "- line 5"], "the corrected order resolves its refused line; ord-72's later refused line stays open")
+        // Run Info's ledger totals count it as resolved, and still add up to every record.
+        let (totals, records) = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path, readOnly: true).read {
+            (try $0.totals(), try Int.fetchOne($0.db, sql: "SELECT count(*) FROM source_record") ?? 0)
+        }
+        XCTAssertEqual([totals.recordsRejected, totals.recordsResolved], [2, 1])
+        XCTAssertEqual(totals.recordsVerified + totals.recordsPending + totals.recordsRejected + totals.recordsResolved, records)
         trace = try cli(["trace", "ord-71", "--format", "json", "--workspace", ws.root.path])
         let o = try JSONSerialization.jsonObject(with: Data(trace.out.utf8)) as! [String: Any]
         XCTAssertEqual((o["versions"] as! [[String: Any]]).map { "\($0["path"]!):\($0["line"]!)" }, ["inbox/orders/o2.csv:2"])
