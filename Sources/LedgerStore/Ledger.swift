@@ -38,15 +38,17 @@ public final class Ledger {
         do {
             try migrator.migrate(queue)
         } catch let e as DatabaseError {
-            let advice = Self.advice(e)
-            guard advice.isEmpty else {
-                throw StoreError(message: "\(path): cannot open the ledger database: \(e.message ?? e.description)\(advice)")
+            // Only an SQL error (no such column or table, already exists) says the tables are
+            // not the migrations' own; a locked, busy, full or corrupt database is what it is.
+            guard e.resultCode == .SQLITE_ERROR,
+                  let completed = try? queue.read({ try migrator.completedMigrations($0) }),
+                  completed.count < migrator.migrations.count else {
+                throw StoreError(message: "\(path): cannot open the ledger database: \(e.message ?? e.description)\(Self.advice(e))")
             }
-            let applied = (try? queue.read { try migrator.appliedIdentifiers($0) }) ?? []
-            let failed = migrator.migrations.first { !applied.contains($0) } ?? "?"
+            let failed = migrator.migrations[completed.count]
             throw StoreError(message: """
                 \(path): cannot bring the ledger's schema up to date: migration \(failed) failed: \(e.message ?? e.description). \
-                The migrations before it are applied (\(applied.count) of \(migrator.migrations.count)); \
+                The migrations before it are applied (\(completed.count) of \(migrator.migrations.count)); \
                 no data was changed by the one that failed. This ledger's tables are not the ones iapledger's \
                 migrations made (a ledger from a development build, or changed by hand): keep it as it is for \
                 the record, move it aside, and run again to build a new ledger from the files in inbox/ \

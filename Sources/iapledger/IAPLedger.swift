@@ -104,7 +104,7 @@ func printSummary(_ r: NightlyRun.Result) {
     print("  chain head: \(t.chainHead) (the last entry's hash; keep it: `iapledger verify --runs` shows it again)")
     if !r.problems.isEmpty {
         let findings = r.problems.count - r.problemRecords
-        print("  not posted this run: \(r.problemRecords) record\(r.problemRecords == 1 ? "" : "s") still pending or rejected, \(findings) new finding\(findings == 1 ? "" : "s"); see Run Info in the workbook:")
+        print("  this run: \(r.problemRecords) record\(r.problemRecords == 1 ? "" : "s") still pending or rejected (not posted), \(findings) new finding\(findings == 1 ? "" : "s"); see Run Info in the workbook:")
         for p in r.problems.prefix(10) { print("    \(p)") }
         if r.problems.count > 10 { print("    ... and \(r.problems.count - 10) more") }
     }

@@ -73,6 +73,21 @@ final class LockAndFailureTests: XCTestCase {
         }
         let applied = try DatabaseQueue(path: path).read { try String.fetchAll($0, sql: "SELECT identifier FROM grdb_migrations") }
         XCTAssertEqual(applied.count, 7, "the failed migration left nothing behind")
+
+        // A ledger to upgrade that another process holds locked is not called a foreign schema.
+        let lockedPath = ws.root.appendingPathComponent("locked.sqlite").path
+        let older = try DatabaseQueue(path: lockedPath)
+        try Schema.migrator().migrate(older, upTo: "v7-refunds-due")
+        try older.writeWithoutTransaction { db in
+            try db.execute(sql: "BEGIN EXCLUSIVE")
+            XCTAssertThrowsError(try Ledger(path: lockedPath)) { error in
+                let message = "\(error)"
+                XCTAssertTrue(message.contains("cannot open the ledger database") && message.contains("locked"), message)
+                XCTAssertFalse(message.contains("move it aside"), message)
+            }
+            try db.execute(sql: "ROLLBACK")
+        }
+        XCTAssertNoThrow(try Ledger(path: lockedPath), "once free, it is brought up to date")
     }
 
     func testAnUnreadableInputNamesThePathAndChangesNothing() throws {

@@ -148,7 +148,7 @@ final class TraceAndCLITests: XCTestCase {
                      + Receipt.response([], status: 21003) + "\n")
         let run = try cli(["run", "--workspace", ws.root.path, "--as-of", "2026-11-04", "--no-progress"])
         XCTAssertEqual(run.status, 0, run.err)
-        XCTAssertTrue(run.out.contains("not posted this run: 1 record still pending or rejected, 1 new finding; see Run Info"), run.out)
+        XCTAssertTrue(run.out.contains("this run: 1 record still pending or rejected (not posted), 1 new finding; see Run Info"), run.out)
         XCTAssertTrue(run.out.contains("inbox/receipts/n.jsonl:2: rejected: status 21003"), run.out)
         XCTAssertTrue(run.out.contains("MISSING_RULE 2001: "), run.out)
     }
