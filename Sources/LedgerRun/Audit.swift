@@ -42,6 +42,9 @@ public struct Audit {
         let expected = try ledger.expectedSchemaObjects()
         try ledger.read { r in
             var previous = EntryHash.genesis
+            // Sales are kept only for transactions with a refund entry, refunds only for those
+            // with a reversal: what re-deriving those needs, not the whole ledger in memory.
+            let refunded = try r.entryKeys(kind: .refund), reversed = try r.entryKeys(kind: .refundReversal)
             var sales: [String: EntryDraft] = [:]
             var refunds: [String: EntryDraft] = [:]
             try r.forEachStoredEntry { id, e, rulesJSON, hash in
@@ -58,14 +61,14 @@ public struct Audit {
                 let key = "\(e.book.rawValue)|\(e.transactionId)"
                 switch e.kind {
                 case .sale:
-                    sales[key] = e
+                    if refunded.contains(key) { sales[key] = e }
                     if let why = try rederiveSale(e, reader: r, receiptVerifier: receiptVerifier, signedVerifier: signedVerifier, config: config) {
                         fail(why)
                     } else {
                         report.rederived += 1
                     }
                 case .refund:
-                    refunds[key] = e
+                    if reversed.contains(key) { refunds[key] = e }
                     guard let sale = sales[key] else { fail("a refund with no earlier sale entry"); break }
                     let expected = Poster(config: WorkspaceConfig(), rules: Rules()).refund(of: sale, on: e.originalDate, percentage: e.refundPercentage)
                     if expected.postings != e.postings { fail("re-derived from its sale and refund percentage, its postings differ: expected \(Self.describe(expected.postings)), stored \(Self.describe(e.postings))") }

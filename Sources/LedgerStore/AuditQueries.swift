@@ -5,6 +5,12 @@ import LedgerCore
 /// Reads for `iapledger verify`.
 extension LedgerReader {
     /// Every entry in id order, rebuilt, with the stored rules text and hash.
+    /// "book|transaction id" of every entry of `kind` (read from the entry key's index alone).
+    public func entryKeys(kind: EntryKind) throws -> Set<String> {
+        Set(try String.fetchAll(db.cachedStatement(sql: "SELECT book || '|' || transaction_id FROM entry WHERE kind = ?"),
+                                arguments: [kind.rawValue]))
+    }
+
     public func forEachStoredEntry(_ body: (_ id: Int64, _ entry: EntryDraft, _ rulesJSON: String, _ hash: String) throws -> Void) throws {
         let cursor = try Row.fetchCursor(db, sql: "SELECT * FROM entry ORDER BY id")
         while let r = try cursor.next() {

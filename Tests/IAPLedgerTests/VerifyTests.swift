@@ -67,6 +67,20 @@ final class VerifyTests: XCTestCase {
         XCTAssertEqual(r.firstFailingEntry, 1)
     }
 
+    /// A refund is re-derived from its own transaction's sale (verify keeps only the sales of
+    /// refunded transactions in memory): a changed refund percentage is named as such, and a
+    /// sale moved to another transaction leaves its refund with no earlier sale.
+    func testRefundsAreReDerivedFromTheirSale() throws {
+        try tamper(past: "entry_no_update", "UPDATE entry SET refund_percentage = 50000 WHERE transaction_id = '8002' AND kind = 'refund'")
+        var r = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(r.problems.contains { $0.message.contains("refund of transaction 8002: re-derived from its sale and refund percentage, its postings differ") }, "\(r.problems)")
+        XCTAssertFalse(r.problems.contains { $0.message.contains("no earlier sale") }, "\(r.problems)")
+
+        try tamper(past: "entry_no_update", "UPDATE entry SET transaction_id = '8009' WHERE transaction_id = '8002' AND kind = 'sale'")
+        r = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(r.problems.contains { $0.message.contains("refund of transaction 8002: a refund with no earlier sale entry") }, "\(r.problems)")
+    }
+
     func testDeletingAnEntryIsCaught() throws {
         let db = try DatabaseQueue(path: dbPath)
         try db.write { d in
