@@ -126,7 +126,12 @@ public class LedgerReader {
     init(db: Database) { self.db = db }
 
     public func transaction(_ id: String) throws -> StoredTransaction? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM store_transaction WHERE transaction_id = ?"), arguments: [id]).map(Self.stored)
+        // Read through the C API: every record that repeats a known transaction asks for it.
+        var query = FastStatement(try db.cachedStatement(sql: "SELECT * FROM store_transaction WHERE transaction_id = ?"), in: db)
+        query.bind(id)
+        var found: StoredTransaction?
+        try query.forEachRow { found = Self.stored($0) }
+        return found
     }
 
     /// Transactions whose sale waits, in posting order (purchase time, then id), a batch at a

@@ -12,15 +12,17 @@ extension LedgerReader {
     /// Every stored transaction of `book` with this `original_transaction_id` (whatever its sale
     /// status: a period waiting for a rule was still paid for), oldest purchase first.
     public func subscriptionChain(book: Book, originalTransactionId: String) throws -> [ChainTransaction] {
-        try Row.fetchAll(db.cachedStatement(sql: """
+        var query = FastStatement(try db.cachedStatement(sql: """
             SELECT t.*, EXISTS (SELECT 1 FROM reversal_request q
                                 WHERE q.book = t.book AND q.transaction_id = t.transaction_id) AS refund_reversed
             FROM store_transaction t
             WHERE t.book = ? AND t.original_transaction_id = ?
             ORDER BY t.purchase_ms, t.transaction_id
-            """), arguments: [book.rawValue, originalTransactionId]).map {
-            // By position: `refund_reversed` follows the table's 20 columns.
-            ChainTransaction(observation: Self.stored($0).observation, refundReversed: $0[20])
-        }
+            """), in: db)
+        query.bind(book.rawValue); query.bind(originalTransactionId)
+        var chain: [ChainTransaction] = []
+        // By position (through the C API): `refund_reversed` follows the table's 20 columns.
+        try query.forEachRow { chain.append(ChainTransaction(observation: Self.stored($0).observation, refundReversed: $0.int64(20) != 0)) }
+        return chain
     }
 }
