@@ -45,8 +45,8 @@ public struct Audit {
             // Sales are kept only for transactions with a refund entry, refunds only for those
             // with a reversal: what re-deriving those needs, not the whole ledger in memory.
             let refunded = try r.entryKeys(kind: .refund), reversed = try r.entryKeys(kind: .refundReversal)
-            var sales: [String: EntryDraft] = [:]
-            var refunds: [String: EntryDraft] = [:]
+            var sales: [[UInt8]: EntryDraft] = [:]
+            var refunds: [[UInt8]: EntryDraft] = [:]
             try r.forEachStoredEntry { id, e, rulesJSON, hash in
                 report.entries += 1
                 func fail(_ m: String) { report.problems.append(Problem(entryId: id, message: "\(e.kind.rawValue) of transaction \(e.transactionId): \(m)")) }
@@ -58,7 +58,7 @@ public struct Audit {
                 }
                 previous = hash
                 // Re-derivation.
-                let key = "\(e.book.rawValue)|\(e.transactionId)"
+                let key = Array("\(e.book.rawValue)|\(e.transactionId)".utf8)
                 switch e.kind {
                 case .sale:
                     if refunded.contains(key) { sales[key] = e }

@@ -4,13 +4,15 @@ import LedgerCore
 
 /// Reads for `iapledger verify`.
 extension LedgerReader {
-    /// Every entry in id order, rebuilt, with the stored rules text and hash.
-    /// "book|transaction id" of every entry of `kind` (read from the entry key's index alone).
-    public func entryKeys(kind: EntryKind) throws -> Set<String> {
+    /// The UTF-8 bytes of "book|transaction id" of every entry of `kind` (read from the entry
+    /// key's index alone). Bytes, as SQLite compares ids: Swift's `==` would take two ids
+    /// that are canonically equivalent for one.
+    public func entryKeys(kind: EntryKind) throws -> Set<[UInt8]> {
         Set(try String.fetchAll(db.cachedStatement(sql: "SELECT book || '|' || transaction_id FROM entry WHERE kind = ?"),
-                                arguments: [kind.rawValue]))
+                                arguments: [kind.rawValue]).map { Array($0.utf8) })
     }
 
+    /// Every entry in id order, rebuilt, with the stored rules text and hash.
     public func forEachStoredEntry(_ body: (_ id: Int64, _ entry: EntryDraft, _ rulesJSON: String, _ hash: String) throws -> Void) throws {
         let cursor = try Row.fetchCursor(db, sql: "SELECT * FROM entry ORDER BY id")
         while let r = try cursor.next() {

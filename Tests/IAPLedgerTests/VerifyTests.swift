@@ -81,6 +81,24 @@ final class VerifyTests: XCTestCase {
         XCTAssertTrue(r.problems.contains { $0.message.contains("refund of transaction 8002: a refund with no earlier sale entry") }, "\(r.problems)")
     }
 
+    /// Two transaction ids that differ in their bytes but are canonically equivalent text
+    /// ("cafe" + combining acute, and "caf" + precomposed é) are two transactions: verify
+    /// re-derives the refund of the first from its own sale, not from the other's.
+    func testCanonicallyEquivalentIdsAreKeptApart() throws {
+        let other = try TestWorkspace()
+        defer { other.remove() }
+        let decomposed = "t-cafe\u{301}", precomposed = "t-caf\u{E9}"
+        XCTAssertEqual(decomposed, precomposed, "Swift's == equates them")
+        try other.write("inbox/receipts/r.jsonl", [
+            Receipt.response([Receipt.item(decomposed, purchased: "2026-10-05T10:00:00Z", cancelled: "2026-10-06T10:00:00Z")]),
+            Receipt.response([Receipt.item(precomposed, product: "coins.550", purchased: "2026-10-05T11:00:00Z")]),
+        ].joined(separator: "\n"))
+        try other.run("2026-10-07")
+        let r = try Audit(workspace: other.workspace).run()
+        XCTAssertEqual(r.entries, 3)
+        XCTAssertTrue(r.ok, "\(r.problems)")
+    }
+
     func testDeletingAnEntryIsCaught() throws {
         let db = try DatabaseQueue(path: dbPath)
         try db.write { d in
