@@ -251,11 +251,13 @@ public struct NightlyRun {
     /// chain's renewals months apart), at most `limit` of them: past it the cache starts over.
     struct SubscriptionChains {
         static let limit = 100_000
-        private var chains: [String: [SubscriptionTenure.ChainItem]] = [:]
+        /// Keyed by bytes, as SQLite compares ids (Swift's `==` equates canonically
+        /// equivalent ids, which are different subscriptions).
+        private var chains: [[UInt8]: [SubscriptionTenure.ChainItem]] = [:]
 
         mutating func chain(book: Book, originalTransactionId: String,
                             read: () throws -> [SubscriptionTenure.ChainItem]) rethrows -> [SubscriptionTenure.ChainItem] {
-            let key = "\(book.rawValue) \(originalTransactionId)"
+            let key = Array("\(book.rawValue) \(originalTransactionId)".utf8)
             if let chain = chains[key] { return chain }
             if chains.count >= Self.limit { chains.removeAll(keepingCapacity: true) }
             let chain = try read()

@@ -232,6 +232,24 @@ final class TenureAndPeriodsTests: XCTestCase {
         XCTAssertTrue(reason.contains("337 paid days"), reason)
     }
 
+    /// Two subscriptions whose original transaction ids are canonically equivalent text but
+    /// different bytes are two chains: a new one is not given the other's year of tenure.
+    func testCanonicallyEquivalentOriginalIdsAreTwoChains() throws {
+        let decomposed = "s-cafe\u{301}", precomposed = "s-caf\u{E9}"
+        func iso(_ ms: Int64) -> String { "\(Day(epochMilliseconds: ms))T12:00:00Z" }
+        let old = Self.monthly(from: "2025-09-15", count: 14).enumerated().map { i, it in
+            Receipt.item("old-\(i)", product: "vip.monthly", purchased: iso(it.purchaseMs), original: decomposed, expires: iso(it.expiresMs!))
+        }
+        let new = Receipt.item("new-0", product: "vip.monthly", purchased: "2026-11-16T12:00:00Z", original: precomposed,
+                               expires: "2026-12-16T12:00:00Z")
+        try ws.write("inbox/receipts/subs.json", "[" + [Receipt.response(old), Receipt.response([new])].joined(separator: ",") + "]")
+        try ws.run("2026-11-20")
+        let sales = try rows("SELECT transaction_id, commission_minor FROM entry WHERE kind = 'sale'")
+        let commission = Dictionary(uniqueKeysWithValues: sales.map { ($0[0], Int64($0[1])!) })
+        XCTAssertEqual(commission["old-13"], 150, "the old chain has its year")
+        XCTAssertEqual(commission["new-0"], 300, "the new subscription has no tenure")
+    }
+
     /// Must-show 2: a refund of a September sale arriving in November, with the books closed
     /// through October, posts on November 1st marked late; September's balances do not move.
     func testLateRefundPostsInTheFirstOpenMonthAndLeavesSeptemberUnchanged() throws {
