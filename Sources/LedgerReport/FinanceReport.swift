@@ -190,6 +190,7 @@ public struct FinanceReport {
                                       .text(mode == "full" ? "full: every transaction and order" : "incremental: the transactions and orders this run touched")]))
             }
         }
+        let latest = try reader.latestRun()
         if summary == nil {
             // A set written for an earlier date than the latest run (the month before, or
             // `report --period`): say whose state its lists are, and that the totals are today's.
@@ -197,7 +198,7 @@ public struct FinanceReport {
             info.append(SheetRow([.text("Records not posted and findings below"),
                                   .text(state.map { "as they stood after run \($0.id), as of \($0.asOf) (the last run on or before \(asOf))" }
                                         ?? "none: no run on or before \(asOf)")]))
-            if let latest = try reader.latestRun(), latest.asOf > asOf {
+            if let latest, latest.asOf > asOf {
                 info.append(SheetRow([.text("Ledger totals below"), .text("the whole ledger after the latest run (run \(latest.id), as of \(latest.asOf))")]))
             }
         }
@@ -209,7 +210,7 @@ public struct FinanceReport {
             SheetRow([.text("Records pending, open (ledger)"), .integer(Int64(totals.recordsPending))]),
             SheetRow([.text("Records rejected, open (ledger)"), .integer(Int64(totals.recordsRejected))]),
             SheetRow([.text("Records pending or rejected, resolved since (ledger)"), .integer(Int64(totals.recordsResolved))]),
-            SheetRow([.text("Chain head after run \(try reader.latestRun()?.id ?? 0) (last entry's hash)"), .text(totals.chainHead)]),
+            SheetRow([.text("Chain head after run \(latest?.id ?? 0) (last entry's hash)"), .text(totals.chainHead)]),
         ]
         if let x = journalExport {
             info += [

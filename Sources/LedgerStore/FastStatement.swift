@@ -49,28 +49,15 @@ struct FastStatement {
         check(code)
     }
 
-    /// Steps the statement to its end and resets it for the next call.
+    /// Steps an insert or update to its end and resets it for the next call (a row coming back
+    /// is an error: such a statement is run for its effect).
     mutating func run() throws {
-        defer {
-            sqlite3_reset(handle)
-            sqlite3_clear_bindings(handle)
-            index = 0
-            bindFailure = nil
-        }
-        if let failure = bindFailure {
-            throw DatabaseError(resultCode: ResultCode(rawValue: failure.code),
-                                message: "cannot bind parameter \(failure.index)", sql: statement.sql)
-        }
-        precondition(index == sqlite3_bind_parameter_count(handle), "bound \(index) of \(sqlite3_bind_parameter_count(handle)) parameters: \(statement.sql)")
-        let code = sqlite3_step(handle)
-        guard code == SQLITE_DONE else {
-            let message = db.sqliteConnection.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) }
-            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: statement.sql)
+        let statement = self.statement
+        try forEachRow { _ in
+            throw DatabaseError(resultCode: .SQLITE_ROW, message: "a statement run for its effect returned a row", sql: statement.sql)
         }
     }
-}
 
-extension FastStatement {
     /// Steps a query to its end, handing each result row to `body` (columns read through the C
     /// API, no `Row` copied per result), and resets it for the next call.
     mutating func forEachRow(_ body: (FastRow) throws -> Void) throws {

@@ -309,7 +309,8 @@ public final class LedgerWriter: LedgerReader {
     /// that repeats one the order already had (the same bytes, e.g. a file copied under
     /// another name) corrects nothing and resolves nothing. Returns how many.
     @discardableResult
-    public func resolveRejectedOrderLines(orderId: String, recordId: Int64, sha256: String, runId: Int64, note: String) throws -> Int {
+    public func resolveRejectedOrderLines(orderId: String, recordId: Int64, sha256: String, runId: Int64,
+                                          note: @autoclosure () -> String) throws -> Int {
         guard try loadRejectedOrderIds().contains(orderId) else { return 0 }
         let repeated = try Bool.fetchOne(db.cachedStatement(sql: """
             SELECT EXISTS (SELECT 1 FROM order_version v JOIN source_record r ON r.id = v.record_id
@@ -320,7 +321,7 @@ public final class LedgerWriter: LedgerReader {
             UPDATE source_record INDEXED BY source_record_unverified_order SET resolved_run_id = ?, resolved_note = ?
             WHERE outcome <> 'verified' AND outcome = 'rejected' AND resolved_run_id IS NULL AND order_id = ?
               AND (SELECT kind FROM source_file WHERE id = file_id) = 'orders'
-            """).execute(arguments: [runId, note, orderId])
+            """).execute(arguments: [runId, note(), orderId])
         rejectedOrderIds?.remove(orderId)
         return db.changesCount
     }
@@ -438,7 +439,7 @@ public final class LedgerWriter: LedgerReader {
     /// transaction it names is verified (stored): nothing is left to wait for. Rejected
     /// records stay open: what they carried (a refund, a forged claim) was not applied.
     @discardableResult
-    public func resolvePendingRecords(transactionId: String, runId: Int64, note: String) throws -> Int {
+    public func resolvePendingRecords(transactionId: String, runId: Int64, note: @autoclosure () -> String) throws -> Int {
         guard try loadUnverifiedIds().contains(transactionId) else { return 0 }
         try db.cachedStatement(sql: """
             UPDATE source_record SET resolved_run_id = ?, resolved_note = ?
@@ -447,7 +448,7 @@ public final class LedgerWriter: LedgerReader {
               AND NOT EXISTS (SELECT 1 FROM unverified_record_transaction u
                               WHERE u.record_id = source_record.id
                                 AND NOT EXISTS (SELECT 1 FROM store_transaction t WHERE t.transaction_id = u.transaction_id))
-            """).execute( arguments: [runId, note, transactionId])
+            """).execute(arguments: [runId, note(), transactionId])
         return db.changesCount
     }
 
