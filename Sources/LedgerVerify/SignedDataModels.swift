@@ -254,31 +254,6 @@ struct SignedDataJSONError: Error {
     var message: String
 }
 
-extension SignedDataJSON: Decodable {
-    init(from decoder: Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() {
-            self = .null
-        } else if let value = try? container.decode(Bool.self) {
-            self = .bool(value)
-        } else if let value = try? container.decode(Int64.self) {
-            // JSONDecoder parses integer literals digit by digit into Int64 (exact); a literal with a
-            // fraction or exponent, or out of Int64 range, fails here and is kept as fractional.
-            self = .integer(value)
-        } else if let value = try? container.decode(Double.self) {
-            self = .fractional(value)
-        } else if let value = try? container.decode(String.self) {
-            self = .string(value)
-        } else if let value = try? container.decode([SignedDataJSON].self) {
-            self = .array(value)
-        } else if let value = try? container.decode([String: SignedDataJSON].self) {
-            self = .object(value)
-        } else {
-            throw DecodingError.dataCorruptedError(in: container, debugDescription: "not a JSON value")
-        }
-    }
-}
-
 /// Typed, tolerant reads of known fields from a JSON object. Unknown fields are ignored (they stay in
 /// the raw JSON). A known field of the wrong type is an error naming the field.
 struct SignedDataFields {
