@@ -220,12 +220,10 @@ enum SignedDataJSON: Equatable, Sendable {
         case .string(let s): self = .string(s)
         case .number(let text):
             // As JSONDecoder read them: a whole value written with a fraction or an exponent
-            // (`1990.0`, `1.7e12`) is still a whole number; others are fractions.
-            if let i = Int64(text) { self = .integer(i) }
-            else if let d = Double(text), d.isFinite {
-                if abs(d) < 9_223_372_036_854_775_807, let i = Int64(exactly: d) { self = .integer(i) }
-                else { self = .fractional(d) }
-            }
+            // (`1990.0`, `1.7e12`) is still a whole number (read from its digits, never through
+            // Double, which rounds past 2^53); others are fractions.
+            if let i = Self.wholeNumber(text) { self = .integer(i) }
+            else if let d = Double(text), d.isFinite { self = .fractional(d) }
             else { throw SignedDataJSONError(message: "the number \(text.prefix(40)) is out of range") }
         case .array(let items): self = .array(try items.map(SignedDataJSON.init))
         case .object(let members):
@@ -235,6 +233,30 @@ enum SignedDataJSON: Equatable, Sendable {
             for (key, member) in members where object[key] == nil { object[key] = try SignedDataJSON(member) }
             self = .object(object)
         }
+    }
+
+    /// The Int64 a JSON number's text stands for when it is a whole number in range (`1990`,
+    /// `1990.00`, `1.7e12`, `-0.0`), by its digits; nil for a fraction or past Int64.
+    static func wholeNumber(_ text: String) -> Int64? {
+        if let i = Int64(text) { return i }
+        var s = Substring(text)
+        let negative = s.first == "-"
+        if negative { s = s.dropFirst() }
+        var exponent = 0
+        if let e = s.firstIndex(where: { $0 == "e" || $0 == "E" }) {
+            guard let x = Int(s[s.index(after: e)...]), abs(x) <= 400 else { return nil }
+            exponent = x
+            s = s[..<e]
+        }
+        let point = s.firstIndex(of: ".") ?? s.endIndex
+        let digits = s[..<point] + s[point...].dropFirst()
+        let whole = s.distance(from: s.startIndex, to: point) + exponent   // digits before the point
+        guard whole >= 0 else { return digits.allSatisfy { $0 == "0" } ? 0 : nil }
+        guard digits.dropFirst(whole).allSatisfy({ $0 == "0" }) else { return nil }
+        let wholeDigits = String(digits.prefix(whole)) + String(repeating: "0", count: max(0, whole - digits.count))
+        let significant = wholeDigits.drop { $0 == "0" }
+        guard significant.count <= 19 else { return nil }
+        return Int64((negative ? "-" : "") + (significant.isEmpty ? "0" : significant))
     }
 
     var typeName: String {

@@ -68,6 +68,16 @@ final class SignedDataVerifierTests: XCTestCase {
         XCTAssertEqual(whole["z"], .integer(0))
         XCTAssertEqual(whole["f"], .fractional(0.5))
         XCTAssertEqual(whole["k"], .integer(1), "a repeated key keeps its first value")
+        // Whole values past 2^53 written with a fraction or an exponent keep every digit (Double would round).
+        let big = try SignedDataJSON.parseObject(Data(#"{"a": 9007199254740993.0, "b": -12345678901234567.000, "c": 9.007199254740993e15, "d": 1.25e1, "e": 12e-1, "f": 5e-400, "g": 9223372036854775807.0, "h": 9223372036854775808.0}"#.utf8))
+        XCTAssertEqual(big["a"], .integer(9_007_199_254_740_993))
+        XCTAssertEqual(big["b"], .integer(-12_345_678_901_234_567))
+        XCTAssertEqual(big["c"], .integer(9_007_199_254_740_993))
+        XCTAssertEqual(big["d"], .fractional(12.5))
+        XCTAssertEqual(big["e"], .fractional(1.2))
+        XCTAssertEqual(big["f"], .fractional(0), "a fraction too small for Double is zero, not whole")
+        XCTAssertEqual(big["g"], .integer(Int64.max))
+        XCTAssertEqual(big["h"], .fractional(9_223_372_036_854_775_808), "past Int64: a fraction")
         XCTAssertThrowsError(try SignedDataJSON.parseObject(Data("[1]".utf8)))
         XCTAssertThrowsError(try SignedDataJSON.parseObject(Data([0x7B, 0xFF, 0x7D])))
     }
