@@ -82,6 +82,8 @@ let package = Package(
         // incremental night, and compares workbook writing with libxlsxwriter's C API.
         .executableTarget(name: "iapledger-bench", dependencies: [
             "LedgerRun", "LedgerCore", "LedgerStore", "LedgerReport", "LedgerWrite", "CXlsxWriter",
+            // GRDB for the store floor only: SQLite copying a night's rows, no iapledger code.
+            .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "X509", package: "swift-certificates"),
         ], path: "Benchmarks/IAPLedgerBench"),

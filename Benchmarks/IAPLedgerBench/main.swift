@@ -5,6 +5,8 @@
 //    `iapledger run --timings` on the rest, as a child process: wall time, peak memory
 //    (the child's maximum resident set), and the run's own stage table.
 // 3. Puts the held-back files into the inbox and times night 2, the incremental night.
+//    After each night, the store floor (StoreFloor.swift): SQLite alone writing the rows
+//    that night wrote, with the ledger's schema, copied with INSERT ... SELECT.
 // 4. Times workbook writing against libxlsxwriter itself: the production Journal (every
 //    posting, the row cap lifted) written through iapledger's writer, and the same number
 //    of cells of the same kinds written straight through the C API in constant-memory mode.
@@ -64,6 +66,9 @@ func fail(_ message: String) -> Never {
 }
 
 func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
+/// Before each timed step: the disk writes of the step before (gigabytes of ledger, generated
+/// files) are flushed first, so that the kernel's writeback does not run into the next timing.
+func settle() { sync() }
 func mib(_ bytes: Int) -> String { "\(bytes / (1024 * 1024)) MiB" }
 func secs(_ s: Double) -> String { String(format: "%.2f s", s) }
 
@@ -116,6 +121,7 @@ struct Night {
 
 func runNight(_ title: String, options o: Options, asOf: String, log: String) -> Night {
     print("\n== \(title): iapledger run --as-of \(asOf)")
+    settle()
     let r = spawn([o.iapledger, "run", "--workspace", o.dir, "--as-of", asOf, "--timings", "--no-progress"], output: log)
     let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
     guard r.status == 0 else { fail("\(title) failed (exit \(r.status)); output in \(log)") }
@@ -181,6 +187,7 @@ guard let finalDay = Day(iso: o.asOf) else { fail("--as-of must be YYYY-MM-DD") 
 let root = URL(fileURLWithPath: o.dir)
 let logs = root.deletingLastPathComponent()
 var nights: [Night] = []
+var floors: [(seconds: Double, rows: Int)] = []
 if !o.writerOnly {
 try? FileManager.default.removeItem(at: root)
 try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
@@ -233,9 +240,25 @@ let firstHeld = heldDays.min() ?? o.asOf
 print("held back for the incremental night: \(heldDays.count) days from \(firstHeld) (about \(RunProgress.grouped(heldLines)) of \(RunProgress.grouped(allLines)) input records)")
 
 // 3. Night 1, then night 2 with the held-back days.
+let ledgerPath = root.appendingPathComponent("ledger.sqlite").path
+let beforeNight2 = logs.appendingPathComponent("floor-before-night2.sqlite").path
+let floorNight1 = logs.appendingPathComponent("floor-night1.sqlite").path
+func floor(_ title: String, before: String) throws -> (seconds: Double, rows: Int) {
+    let f = try StoreFloor.measure(after: ledgerPath, before: before)
+    try? fm.removeItem(atPath: before)
+    print("\n== store floor, \(title): SQLite alone writing the \(RunProgress.grouped(f.rows)) rows it wrote (INSERT ... SELECT, one transaction, the ledger's schema)")
+    print("  \(secs(f.seconds))")
+    return f
+}
 let night1 = runNight("night 1", options: o, asOf: firstHeld, log: logs.appendingPathComponent("night1.txt").path)
+// The ledger as night 2 finds it, kept for night 2's floor (a copy, not timed).
+try? fm.removeItem(atPath: beforeNight2)
+try fm.copyItem(atPath: ledgerPath, toPath: beforeNight2)
+try StoreFloor.emptyLedger(at: floorNight1)
+floors.append(try floor("night 1", before: floorNight1))
 for h in held { try fm.moveItem(at: h.to, to: h.from) }
 let night2 = runNight("night 2 (incremental)", options: o, asOf: o.asOf, log: logs.appendingPathComponent("night2.txt").path)
+floors.append(try floor("night 2", before: beforeNight2))
 nights = [night1, night2]
 }
 
@@ -247,6 +270,7 @@ if !o.skipWriterComparison {
     let ours = logs.appendingPathComponent("journal-iapledger.xlsx")
     let base = logs.appendingPathComponent("journal-baseline.xlsx")
     var rows = 0
+    settle()
     let t0 = now()
     try ledger.read { reader in
         // The shipped finance layout with only its Journal sheet.
@@ -264,6 +288,7 @@ if !o.skipWriterComparison {
     try ledger.read { reader in
         try reader.journal(book: .production, from: finalDay.month.firstDay, through: finalDay) { journal.append($0) }
     }
+    settle()
     let baseSeconds = baselineWrite(journal, path: base.path)
     writer = (rows, oursSeconds, baseSeconds)
     print("  \(RunProgress.grouped(rows)) rows x 12 columns: iapledger \(secs(oursSeconds)) (ledger query included), libxlsxwriter C API \(secs(baseSeconds)), ratio \(String(format: "%.2f", oursSeconds / baseSeconds))")
@@ -275,6 +300,9 @@ print("|---|---|---|")
 if nights.count == 2 {
     print("| night 1, \(RunProgress.grouped(o.transactions)) transactions, workbooks included | \(secs(nights[0].seconds)), \(mib(nights[0].peakBytes)) peak | 15 s, 400 MiB |")
     print("| night 2, +10% | \(secs(nights[1].seconds)), \(mib(nights[1].peakBytes)) peak | 3 s |")
+    for (i, f) in floors.enumerated() {
+        print("| store floor, night \(i + 1): SQLite alone writing its \(RunProgress.grouped(f.rows)) rows | \(secs(f.seconds)) | |")
+    }
 }
 if let w = writer {
     print("| Journal sheet (cap lifted), \(RunProgress.grouped(w.rows)) rows x 12 columns, against libxlsxwriter's C API | \(String(format: "%.2f", w.ours / w.baseline))x (\(secs(w.ours)) vs \(secs(w.baseline))) | 1.3x |")
