@@ -150,7 +150,7 @@ public class LedgerReader {
         var after: (ms: Int64, id: String)? = nil
         while true {
             let statement: Statement
-            if let after {
+            if after != nil {
                 statement = try db.cachedStatement(sql: """
                     SELECT t.*, \(storefront) FROM store_transaction t INDEXED BY store_transaction_pending_order
                     WHERE sale_status = 'pending' AND (purchase_ms > ? OR (purchase_ms = ? AND transaction_id > ?))

@@ -160,6 +160,22 @@ extension LedgerWriter {
 }
 
 extension LedgerReader {
+    /// Whether the month totals of `through`'s month are the books as of `through`: on the
+    /// month's last day, or when no entry (of `book`, or of either book) is dated after
+    /// `through` in that month. That is every night's case (its as-of date is the day it runs,
+    /// and no entry is dated after it), and the reports then read the month from its totals;
+    /// otherwise they add up the month's entries to `through` (one index seek tells).
+    func monthTotalsCover(book: Book?, through: Day) throws -> Bool {
+        let month = through.month
+        if through == month.lastDay { return true }
+        for b in book.map({ [$0] }) ?? Book.allCases {
+            let later = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM entry WHERE book = ? AND date > ? AND date <= ?)"),
+                                          arguments: [b.rawValue, through.description, month.lastDay.description])
+            if later != false { return false }
+        }
+        return true
+    }
+
     /// Rows of `balance_month` (or, `recomputed`, the same rows computed from the postings),
     /// as text, in key order: `verify` compares the two.
     public func monthTotals(recomputed: Bool) throws -> (balances: [String], activity: [String]) {

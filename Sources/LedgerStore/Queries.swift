@@ -148,7 +148,7 @@ extension LedgerReader {
         var withLive = false
         if let through {
             let month = through.month
-            if through == month.lastDay {
+            if try monthTotalsCover(book: book, through: through) {
                 closed.append("month <= ?"); closedArgs.append(month.description)
             } else {
                 closed.append("month < ?"); closedArgs.append(month.description)

@@ -46,7 +46,7 @@ extension LedgerReader {
     public func activity(book: Book, through: Day) throws -> [ActivityRow] {
         let month = through.month
         let sums = MonthTotals.activitySums
-        let wholeMonth = through == month.lastDay
+        let wholeMonth = try monthTotalsCover(book: book, through: through)
         let liveSQL = wholeMonth ? "" : """
             UNION ALL
             SELECT substr(e.date, 1, 7), e.storefront, e.product_id, e.currency, e.kind, 1, t.quantity,

@@ -32,6 +32,14 @@ final class MonthTotalsTests: ScratchTestCase {
                     XCTAssertEqual(try r.trialBalance(book: nil, through: day), try r.trialBalanceFromPostings(book: nil, through: day))
                 }
                 XCTAssertEqual(try r.trialBalance(book: nil), try r.trialBalanceFromPostings(book: nil))
+                // Both ways of reading the as-of month are checked above: from its totals (its
+                // last day; the night's own date, nothing dated after it) and from its entries
+                // (a day with entries after it in the same month).
+                let asOf = Day(iso: night)!
+                XCTAssertTrue(try r.monthTotalsCover(book: .production, through: asOf), night)
+                XCTAssertTrue(try r.monthTotalsCover(book: nil, through: asOf.month.lastDay), night)
+                XCTAssertFalse(try r.monthTotalsCover(book: .production, through: Day(iso: "2026-08-15")!), night)
+                XCTAssertFalse(try r.monthTotalsCover(book: nil, through: Day(iso: "2026-08-15")!), night)
             }
         }
         let verified = try Resilience.cli(["verify", "--workspace", ws.path])
