@@ -191,32 +191,57 @@ public struct NightlyRun {
         var posted = 0
         // Subscription chains read once per stage: posting changes no transaction a chain holds.
         var chains = SubscriptionChains()
-        try w.forEachPendingSale { t, hint in
-            tick?.advance()
-            let obs = t.observation
-            let paidDays = try subscriptionPaidDays(of: obs, writer: w, poster: poster, chains: &chains)
-            switch poster.sale(of: obs, orderStorefront: hint, subscriptionPaidDays: paidDays) {
-            case .post(let entry):
-                try w.insertEntry(entry, runId: runId, quantity: obs.quantity)
-                if let mismatch = poster.priceMismatch(of: obs, entry: entry) {
-                    try w.openFinding(code: "PRICE_MISMATCH", transactionId: obs.transactionId, recordId: nil, message: mismatch, runId: runId)
+        // Each batch of sales is decided, and its entries prepared (rules JSON, hashed text), on
+        // a second thread while this one stores the batch before it. A decision is a pure
+        // function of the sale, its order's storefront, its subscription's paid days (read here
+        // first) and the rules; the batches are stored in the same order as one by one, so every
+        // entry id and hash is the same.
+        let preparing = DispatchQueue(label: "iapledger.post.prepare")
+        var ahead: (sales: [LedgerReader.PendingSale], done: DispatchGroup, decisions: PreparedSales)? = nil
+        func store(_ batch: (sales: [LedgerReader.PendingSale], done: DispatchGroup, decisions: PreparedSales)) throws {
+            batch.done.wait()
+            for ((t, _), decision) in zip(batch.sales, batch.decisions.decisions) {
+                tick?.advance()
+                let id = t.observation.transactionId
+                switch decision {
+                case .post(let entry, let priceMismatch):
+                    try w.insertEntry(entry, runId: runId, quantity: t.observation.quantity)
+                    if let priceMismatch {
+                        try w.openFinding(code: "PRICE_MISMATCH", transactionId: id, recordId: nil, message: priceMismatch, runId: runId)
+                    }
+                    try w.setSaleStatus(transactionId: id, status: "posted", pendingReason: nil)
+                    try w.resolveFinding(code: "MISSING_RULE", transactionId: id, runId: runId)
+                    posted += 1
+                    CrashPoint.tick("post:sales", every: 10)
+                case .free:
+                    try w.setSaleStatus(transactionId: id, status: "free", pendingReason: nil)
+                    try w.resolveFinding(code: "MISSING_RULE", transactionId: id, runId: runId)
+                case .missingRule(let why):
+                    // Still waiting for the same rule (most nights): the row stays as it is.
+                    let reason = "MISSING_RULE: \(why)"
+                    if t.pendingReason != reason {
+                        try w.setSaleStatus(transactionId: id, status: "pending", pendingReason: reason)
+                    }
+                    try w.openFinding(code: "MISSING_RULE", transactionId: id, recordId: nil, message: why, runId: runId)
                 }
-                try w.setSaleStatus(transactionId: obs.transactionId, status: "posted", pendingReason: nil)
-                try w.resolveFinding(code: "MISSING_RULE", transactionId: obs.transactionId, runId: runId)
-                posted += 1
-                CrashPoint.tick("post:sales", every: 10)
-            case .free:
-                try w.setSaleStatus(transactionId: obs.transactionId, status: "free", pendingReason: nil)
-                try w.resolveFinding(code: "MISSING_RULE", transactionId: obs.transactionId, runId: runId)
-            case .missingRule(let why):
-                // Still waiting for the same rule (most nights): the row stays as it is.
-                let reason = "MISSING_RULE: \(why)"
-                if t.pendingReason != reason {
-                    try w.setSaleStatus(transactionId: obs.transactionId, status: "pending", pendingReason: reason)
-                }
-                try w.openFinding(code: "MISSING_RULE", transactionId: obs.transactionId, recordId: nil, message: why, runId: runId)
             }
         }
+        try w.forEachPendingSaleBatch(batchSize: postingBatchSize) { sales in
+            var paidDays: [Int] = []
+            paidDays.reserveCapacity(sales.count)
+            for (t, _) in sales {
+                paidDays.append(try subscriptionPaidDays(of: t.observation, writer: w, poster: poster, chains: &chains))
+            }
+            let decisions = PreparedSales(), done = DispatchGroup(), paid = paidDays
+            preparing.async(group: done) {
+                decisions.decisions = zip(sales, paid).map { sale, paid in
+                    PreparedSales.decide(sale.sale.observation, orderStorefront: sale.orderStorefront, paidDays: paid, poster: poster)
+                }
+            }
+            if let before = ahead { try store(before) }
+            ahead = (sales, done, decisions)
+        }
+        if let last = ahead { try store(last) }
         for t in try w.refundsDue() {
             let obs = t.observation
             guard let ms = obs.cancellationMs,
@@ -232,6 +257,30 @@ public struct NightlyRun {
             posted += 1
         }
         return posted
+    }
+
+    /// Pending sales read, decided and stored a batch at a time (tests set a small one to
+    /// see that the batches, prepared ahead, change nothing).
+    nonisolated(unsafe) static var postingBatchSize = 10_000
+
+    /// The decisions on one batch of pending sales, made on the preparing thread (read by the
+    /// storing thread only after it waited for them).
+    final class PreparedSales: @unchecked Sendable {
+        enum Decision {
+            case post(PreparedEntry, priceMismatch: String?)
+            case free
+            case missingRule(String)
+        }
+        var decisions: [Decision] = []
+
+        static func decide(_ t: TransactionObservation, orderStorefront: (code: String, orderId: String)?, paidDays: Int,
+                           poster: Poster) -> Decision {
+            switch poster.sale(of: t, orderStorefront: orderStorefront, subscriptionPaidDays: paidDays) {
+            case .post(let entry): return .post(PreparedEntry(entry), priceMismatch: poster.priceMismatch(of: t, entry: entry))
+            case .free: return .free
+            case .missingRule(let why): return .missingRule(why)
+            }
+        }
     }
 
     /// Days of paid service an auto-renewable subscription has before this purchase (the chain

@@ -17,9 +17,15 @@ public enum EntryHash {
 
     /// `canonical`, appended to `s` field by field into one buffer (an entry a million times a night).
     static func append(entryId: Int64, entry e: EntryDraft, rulesJSON: String, to s: inout String) {
-        let f = e.figures
         s.reserveCapacity(s.utf8.count + rulesJSON.utf8.count + 256 + 64 * e.postings.count)
         s += "entry "; s += String(entryId)
+        appendBody(entry: e, rulesJSON: rulesJSON, to: &s)
+    }
+
+    /// The canonical text after `entry <id>`: everything but the id, so it can be made before
+    /// the entry's place in the ledger is known (`PreparedEntry`).
+    static func appendBody(entry e: EntryDraft, rulesJSON: String, to s: inout String) {
+        let f = e.figures
         for field in [e.book.rawValue, e.transactionId, e.kind.rawValue, e.date.description, e.originalDate.description,
                       e.late ? "1" : "0", e.productId, e.storefront, f.currency, f.reportingCurrency] {
             s += "|"; s += field
@@ -37,9 +43,42 @@ public enum EntryHash {
     }
 
     public static func hash(previous: String, entryId: Int64, entry: EntryDraft, rulesJSON: String) -> String {
+        hash(previous: previous, entryId: entryId, body: PreparedEntry(entry, rulesJSON: rulesJSON).hashBody)
+    }
+
+    /// The hash of an entry whose canonical text after its id is `body`.
+    static func hash(previous: String, entryId: Int64, body: String) -> String {
         var text = previous
-        text += "\n"
-        append(entryId: entryId, entry: entry, rulesJSON: rulesJSON, to: &text)
+        text.reserveCapacity(previous.utf8.count + body.utf8.count + 32)
+        text += "\nentry "
+        text += String(entryId)
+        text += body
         return text.withUTF8 { Hashing.sha256Hex(UnsafeRawBufferPointer($0)) }
+    }
+}
+
+/// An entry made ready to store: its rules as canonical JSON and its hashed text but for its
+/// id and the previous entry's hash, the only parts that need the ledger. The posting stage
+/// prepares a batch of sales on a second thread while the writer stores the batch before.
+public struct PreparedEntry: Sendable {
+    public let entry: EntryDraft
+    public let rulesJSON: String
+    let hashBody: String
+    /// Debits equal credits (checked here, on the preparing thread; `insertEntry` refuses an
+    /// entry that is not).
+    let isBalanced: Bool
+
+    public init(_ entry: EntryDraft) {
+        self.init(entry, rulesJSON: entry.rules.canonicalJSON)
+    }
+
+    init(_ entry: EntryDraft, rulesJSON: String) {
+        self.entry = entry
+        self.rulesJSON = rulesJSON
+        var body = ""
+        body.reserveCapacity(rulesJSON.utf8.count + 256 + 64 * entry.postings.count)
+        EntryHash.appendBody(entry: entry, rulesJSON: rulesJSON, to: &body)
+        hashBody = body
+        isBalanced = entry.isBalanced
     }
 }

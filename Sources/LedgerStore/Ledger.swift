@@ -139,6 +139,16 @@ public class LedgerReader {
     /// is read whole before `body` sees it, so `body` may update the rows.
     public func forEachPendingSale(batchSize: Int = 10_000,
                                    _ body: (StoredTransaction, _ orderStorefront: (code: String, orderId: String)?) throws -> Void) throws {
+        try forEachPendingSaleBatch(batchSize: batchSize) { batch in
+            for (t, hint) in batch { try body(t, hint) }
+        }
+    }
+
+    /// A sale waiting to post, with the storefront and id of its order (if any).
+    public typealias PendingSale = (sale: StoredTransaction, orderStorefront: (code: String, orderId: String)?)
+
+    /// `forEachPendingSale`, a batch at a time: `body` may update the batch's rows.
+    public func forEachPendingSaleBatch(batchSize: Int = 10_000, _ body: ([PendingSale]) throws -> Void) throws {
         // The storefront and order id of the earliest-credited order naming the transaction
         // (latest version of each order), as one text: storefront, unit separator, order id.
         let storefront = """
@@ -163,7 +173,7 @@ public class LedgerReader {
                     """)
             }
             // Read through the C API: decoding a GRDB `Row` per pending sale cost a tenth of posting.
-            var batch: [(StoredTransaction, (code: String, orderId: String)?)] = []
+            var batch: [PendingSale] = []
             batch.reserveCapacity(batchSize)
             var query = FastStatement(statement, in: db)
             if let after { query.bind(after.ms); query.bind(after.ms); query.bind(after.id) }
@@ -176,7 +186,7 @@ public class LedgerReader {
                 }
                 batch.append((Self.stored(r), hint))
             }
-            for (t, hint) in batch { try body(t, hint) }
+            try body(batch)
             guard batch.count == batchSize, let last = batch.last?.0 else { return }
             after = (last.observation.purchaseMs, last.observation.transactionId)
         }
@@ -509,13 +519,20 @@ public final class LedgerWriter: LedgerReader {
     /// - Parameter quantity: the quantity of the entry's transaction, for the month totals
     ///   (nil: read from the ledger).
     public func insertEntry(_ e: EntryDraft, runId: Int64, quantity: Int64? = nil) throws -> Int64 {
-        precondition(e.isBalanced, "refusing to write unbalanced entry \(e.kind.rawValue) of \(e.transactionId)")
-        let rulesJSON = e.rules.canonicalJSON
+        try insertEntry(PreparedEntry(e), runId: runId, quantity: quantity)
+    }
+
+    /// `insertEntry` of an entry prepared before (its rules JSON and hashed text made on
+    /// another thread).
+    @discardableResult
+    public func insertEntry(_ prepared: PreparedEntry, runId: Int64, quantity: Int64? = nil) throws -> Int64 {
+        let e = prepared.entry, rulesJSON = prepared.rulesJSON
+        precondition(prepared.isBalanced, "refusing to write unbalanced entry \(e.kind.rawValue) of \(e.transactionId)")
         let f = e.figures
         let tip = try currentChainTip()
         let entryId = tip.id + 1
 
-        let hash = EntryHash.hash(previous: tip.hash, entryId: entryId, entry: e, rulesJSON: rulesJSON)
+        let hash = EntryHash.hash(previous: tip.hash, entryId: entryId, body: prepared.hashBody)
         let stmt = try db.cachedStatement(sql: """
             INSERT INTO entry (id, run_id, book, transaction_id, kind, date, original_date, late, product_id, storefront, currency,
                 reporting_currency, gross_minor, tax_minor, net_minor, commission_minor, proceeds_minor, gross_reporting_minor,

@@ -9,6 +9,31 @@ import XCTest
 /// and `verify` notices when they do not.
 final class MonthTotalsTests: ScratchTestCase {
 
+    /// The posting stage decides each batch of sales on a second thread while it stores the
+    /// batch before: with batches of 7 (many batches, renewals and their chains across them)
+    /// the ledger is the same as with one batch, entry for entry and hash for hash.
+    func testPostingInBatchesPreparedAheadChangesNothing() throws {
+        var ledgers: [[String]] = []
+        defer { NightlyRun.postingBatchSize = 10_000 }
+        for size in [10_000, 7] {
+            NightlyRun.postingBatchSize = size
+            let ws = newScratch("batches-\(size)")
+            _ = try DemoWorkspace.create(at: ws, transactions: 400, seed: 11, asOf: Day(iso: "2026-11-21")!)
+            _ = try NightlyRun(workspace: Workspace(ws), asOf: Day(iso: "2026-11-21")!).run()
+            let ledger = try Ledger(path: ws.appendingPathComponent("ledger.sqlite").path, readOnly: true)
+            ledgers.append(try ledger.read { r in
+                try r.rawRows("SELECT id, transaction_id, kind, hash FROM entry ORDER BY id").map { $0.joined(separator: "|") }
+                    + r.rawRows("SELECT transaction_id, sale_status, ifnull(pending_reason, '') FROM store_transaction ORDER BY 1").map { $0.joined(separator: "|") }
+                    + r.rawRows("SELECT code, transaction_id, message FROM finding ORDER BY 1, 2").map { $0.joined(separator: "|") }
+            })
+        }
+        XCTAssertGreaterThan(ledgers[0].filter { $0.contains("|sale|") }.count, 300)
+        XCTAssertEqual(ledgers[0].count, ledgers[1].count)
+        if let i = ledgers[0].indices.first(where: { $0 < ledgers[1].count && ledgers[0][$0] != ledgers[1][$0] }) {
+            XCTFail("first difference, line \(i): one batch \(ledgers[0][i]), batches of 7 \(ledgers[1][i])")
+        }
+    }
+
     func testMonthTotalsEqualThePostingsEveryNightAndVerifyChecksThem() throws {
         let ws = Resilience.scratch("month-totals")
         scratch.append(ws)

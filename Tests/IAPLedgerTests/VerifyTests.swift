@@ -33,6 +33,39 @@ final class VerifyTests: XCTestCase {
         }
     }
 
+    /// The text each entry's hash covers, pinned: a change to it would make every stored
+    /// ledger fail `verify`. An entry prepared ahead (the posting stage's second thread)
+    /// hashes exactly as one hashed where it is stored.
+    func testTheHashedTextOfAnEntryIsFixed() throws {
+        let draft = EntryDraft(
+            book: .production, transactionId: "9001", kind: .sale, date: Day(iso: "2026-10-05")!,
+            originalDate: Day(iso: "2026-10-05")!, late: false, productId: "coins.100", storefront: "JPN",
+            figures: SaleFigures(currency: "JPY", grossMinor: 160, taxMinor: 15, netMinor: 145, commissionMinor: 22,
+                                 proceedsMinor: 123, reportingCurrency: "USD", grossReportingMinor: 107,
+                                 netReportingMinor: 97, commissionReportingMinor: 15, proceedsReportingMinor: 82),
+            refundPercentage: nil,
+            rules: AppliedRules(storefront: "JPN", storefrontSource: "order o1", storefrontEffectiveFrom: "2020-01-01",
+                                taxRate: "0.10", taxIncluded: true, priceSource: "signed price", commissionRate: "0.15",
+                                commissionReason: "standard", fxRate: "0.0067", fxMonth: "2026-10"),
+            postings: [PostingDraft(account: "Receivable:Apple", currency: "JPY", amountMinor: 123, reportingAmountMinor: 82),
+                       PostingDraft(account: "Revenue:InApp", currency: "JPY", amountMinor: -123, reportingAmountMinor: -82)])
+        let rules = draft.rules.canonicalJSON
+        XCTAssertEqual(EntryHash.canonical(entryId: 42, entry: draft, rulesJSON: rules), """
+            entry 42|production|9001|sale|2026-10-05|2026-10-05|0|coins.100|JPN|JPY|USD|160|15|145|22|123|107|97|15|82|-|\(rules)
+            posting Receivable:Apple|JPY|123|82
+            posting Revenue:InApp|JPY|-123|-82
+
+            """)
+        let previous = String(repeating: "ab", count: 32)
+        let expected = Hashing.sha256Hex(utf8: previous + "\n" + EntryHash.canonical(entryId: 42, entry: draft, rulesJSON: rules))
+        XCTAssertEqual(EntryHash.hash(previous: previous, entryId: 42, entry: draft, rulesJSON: rules), expected)
+        XCTAssertEqual(EntryHash.hash(previous: previous, entryId: 42, body: PreparedEntry(draft).hashBody), expected)
+        XCTAssertTrue(PreparedEntry(draft).isBalanced)
+        var unbalanced = draft
+        unbalanced.postings[0].amountMinor += 1
+        XCTAssertFalse(PreparedEntry(unbalanced).isBalanced)
+    }
+
     func testAnUntouchedLedgerVerifies() throws {
         let r = try Audit(workspace: ws.workspace).run()
         XCTAssertTrue(r.ok, "\(r.problems)")
