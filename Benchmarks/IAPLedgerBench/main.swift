@@ -244,7 +244,7 @@ let ledgerPath = root.appendingPathComponent("ledger.sqlite").path
 let beforeNight2 = logs.appendingPathComponent("floor-before-night2.sqlite").path
 let floorNight1 = logs.appendingPathComponent("floor-night1.sqlite").path
 func floor(_ title: String, before: String) throws -> (seconds: Double, rows: Int) {
-    let f = try StoreFloor.measure(after: ledgerPath, before: before)
+    let f = try StoreFloor.measure(after: ledgerPath, before: before, stage: logs.appendingPathComponent("floor-stage.sqlite").path)
     try? fm.removeItem(atPath: before)
     print("\n== store floor, \(title): SQLite alone writing the \(RunProgress.grouped(f.rows)) rows it wrote (INSERT ... SELECT, one transaction, the ledger's schema)")
     print("  \(secs(f.seconds))")

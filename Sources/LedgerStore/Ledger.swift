@@ -125,6 +125,10 @@ public class LedgerReader {
     let db: Database
     init(db: Database) { self.db = db }
 
+    /// Brings the month totals up to date before a query reads them: nothing to do for a
+    /// reader; a writer adds the entries it inserted so far (`LedgerWriter`).
+    func monthTotalsUpToDate() throws {}
+
     public func transaction(_ id: String) throws -> StoredTransaction? {
         // Read through the C API: every record that repeats a known transaction asks for it.
         var query = FastStatement(try db.cachedStatement(sql: "SELECT * FROM store_transaction WHERE transaction_id = ?"), in: db)
@@ -286,6 +290,9 @@ public final class LedgerWriter: LedgerReader {
     var touched = TouchedKeys()
     /// The month totals of the entries inserted so far, added to the tables before it commits.
     var monthDelta = MonthTotalsDelta()
+
+    /// A report query inside a write transaction sees the totals of the entries inserted so far.
+    override func monthTotalsUpToDate() throws { try addMonthTotals() }
     /// Transactions named by a pending or rejected record (read once per run, kept up to
     /// date): most verified transactions have none, and skip the update that resolves them.
     private var unverifiedIds: Set<String>?

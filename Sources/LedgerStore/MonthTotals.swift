@@ -5,10 +5,11 @@ import LedgerCore
 /// and the entry sums per book, month, storefront, product, currency and kind
 /// (`activity_month`). Entries and postings are append-only and keep their dates, so a
 /// month's totals only ever grow by the entries added to it: each write transaction adds its
-/// new entries' sums before it commits (`addMonthTotals`). The reports read closed history
-/// from these tables and only the as-of month's entries up to the as-of date from the ledger
-/// itself, so a night's workbooks do not re-add the whole history. `verify` recomputes both
-/// tables from the postings and entries.
+/// new entries' sums before it commits (`addMonthTotals`). The reports read the months
+/// before the as-of month from these tables, and the as-of month too when nothing in it is
+/// dated after the as-of date (`monthTotalsCover`; else its entries up to that date), so a
+/// night's workbooks do not re-add the whole history. `verify` recomputes both tables from
+/// the postings and entries.
 enum MonthTotals {
     static let balanceNames = ["debit_minor", "credit_minor", "balance_minor", "reporting_balance_minor", "postings"]
     static let balanceColumns = balanceNames.joined(separator: ", ")

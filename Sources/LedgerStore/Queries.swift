@@ -139,6 +139,7 @@ extension LedgerReader {
     /// `through`: whole months from the month totals, the rest of `through`'s month from its
     /// postings.
     public func trialBalance(book: Book?, through: Day? = nil) throws -> [TrialBalanceRow] {
+        try monthTotalsUpToDate()
         var closed: [String] = [], live: [String] = []
         var closedArgs: [(any DatabaseValueConvertible)?] = [], liveArgs: [(any DatabaseValueConvertible)?] = []
         if let book {

@@ -44,6 +44,7 @@ extension LedgerReader {
     /// of entries posted on or before `through`: whole months from the month totals, the rest
     /// of `through`'s month from its entries.
     public func activity(book: Book, through: Day) throws -> [ActivityRow] {
+        try monthTotalsUpToDate()
         let month = through.month
         let sums = MonthTotals.activitySums
         let wholeMonth = try monthTotalsCover(book: book, through: through)

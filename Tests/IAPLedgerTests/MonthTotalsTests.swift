@@ -34,6 +34,57 @@ final class MonthTotalsTests: ScratchTestCase {
         }
     }
 
+    /// The demo's ledger (3,000 transactions, seed 42, as of 2026-11-21) posted in batches of 7
+    /// ends on the chain head the one-by-one posting gave before the posting stage used two
+    /// threads: every entry, id and hash the same.
+    func testTheDemoLedgerPostedInBatchesHasTheChainHeadOfOneByOnePosting() throws {
+        defer { NightlyRun.postingBatchSize = 10_000 }
+        NightlyRun.postingBatchSize = 7
+        let ws = newScratch("demo-head")
+        let day = Day(iso: "2026-11-21")!
+        _ = try DemoWorkspace.create(at: ws, transactions: 3000, seed: 42, asOf: day)
+        let result = try NightlyRun(workspace: Workspace(ws), asOf: day).run()
+        let ledger = try Ledger(path: ws.appendingPathComponent("ledger.sqlite").path, readOnly: true)
+        let head = try ledger.read { try $0.rawRows("SELECT chain_head FROM run WHERE id = \(result.runId)") }
+        XCTAssertEqual(head, [["2bee9e4b3c08db422e8eb4d884d948b30687a3432d259f1b3e26b0ff11cd9cc2"]])
+    }
+
+    /// For both books (`book` nil), a later entry in one book alone keeps the as-of month read
+    /// from its entries; and a report query inside a write transaction sees the entries that
+    /// transaction inserted (the totals are brought up to date first, and not counted twice).
+    func testALaterEntryInOneBookAndAQueryInsideAWrite() throws {
+        let ws = try TestWorkspace()
+        defer { ws.remove() }
+        try ws.write("inbox/receipts/r.jsonl", [
+            Receipt.response([Receipt.item("p1", purchased: "2026-10-05T10:00:00Z")]),
+            Receipt.response([Receipt.item("s1", purchased: "2026-10-20T10:00:00Z")], environment: "Sandbox"),
+        ].joined(separator: "\n"))
+        _ = try ws.run("2026-10-21")
+        let ledger = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path)
+        let day = Day(iso: "2026-10-10")!
+        try ledger.read { r in
+            XCTAssertTrue(try r.monthTotalsCover(book: .production, through: day))
+            XCTAssertFalse(try r.monthTotalsCover(book: .sandbox, through: day))
+            XCTAssertFalse(try r.monthTotalsCover(book: nil, through: day))
+            XCTAssertEqual(try r.trialBalance(book: nil, through: day), try r.trialBalanceFromPostings(book: nil, through: day))
+            XCTAssertEqual(try r.activity(book: .sandbox, through: day), try r.activityFromEntries(book: .sandbox, through: day))
+            XCTAssertTrue(try r.activity(book: .sandbox, through: day).isEmpty)
+            XCTAssertFalse(try r.activity(book: .sandbox, through: Day(iso: "2026-10-21")!).isEmpty)
+        }
+        let asOf = Day(iso: "2026-10-21")!
+        try ledger.write { w in
+            var e = try XCTUnwrap(try w.entry(book: .production, transactionId: "p1", kind: .sale))
+            e.transactionId = "p2"
+            try w.insertEntry(e, runId: 1)
+            XCTAssertEqual(try w.trialBalance(book: .production, through: asOf), try w.trialBalanceFromPostings(book: .production, through: asOf))
+        }
+        try ledger.read { r in
+            let totals = try r.monthTotals(recomputed: false)
+            XCTAssertEqual(totals.balances, try r.monthTotals(recomputed: true).balances)
+            XCTAssertEqual(totals.activity, try r.monthTotals(recomputed: true).activity)
+        }
+    }
+
     func testMonthTotalsEqualThePostingsEveryNightAndVerifyChecksThem() throws {
         let ws = Resilience.scratch("month-totals")
         scratch.append(ws)
