@@ -243,7 +243,7 @@ print("held back for the incremental night: \(heldDays.count) days from \(firstH
 let ledgerPath = root.appendingPathComponent("ledger.sqlite").path
 let beforeNight2 = logs.appendingPathComponent("floor-before-night2.sqlite").path
 let floorNight1 = logs.appendingPathComponent("floor-night1.sqlite").path
-func floor(_ title: String, before: String) throws -> (seconds: Double, rows: Int) {
+func storeFloor(_ title: String, before: String) throws -> (seconds: Double, rows: Int) {
     let f = try StoreFloor.measure(after: ledgerPath, before: before, stage: logs.appendingPathComponent("floor-stage.sqlite").path)
     try? fm.removeItem(atPath: before)
     print("\n== store floor, \(title): SQLite alone writing the \(RunProgress.grouped(f.rows)) rows it wrote (INSERT ... SELECT, one transaction, the ledger's schema)")
@@ -255,10 +255,10 @@ let night1 = runNight("night 1", options: o, asOf: firstHeld, log: logs.appendin
 try? fm.removeItem(atPath: beforeNight2)
 try fm.copyItem(atPath: ledgerPath, toPath: beforeNight2)
 try StoreFloor.emptyLedger(at: floorNight1)
-floors.append(try floor("night 1", before: floorNight1))
+floors.append(try storeFloor("night 1", before: floorNight1))
 for h in held { try fm.moveItem(at: h.to, to: h.from) }
 let night2 = runNight("night 2 (incremental)", options: o, asOf: o.asOf, log: logs.appendingPathComponent("night2.txt").path)
-floors.append(try floor("night 2", before: beforeNight2))
+floors.append(try storeFloor("night 2", before: beforeNight2))
 nights = [night1, night2]
 }
 

@@ -197,10 +197,9 @@ public struct NightlyRun {
         // first) and the rules; the batches are stored in the same order as one by one, so every
         // entry id and hash is the same.
         let preparing = DispatchQueue(label: "iapledger.post.prepare")
-        var ahead: (sales: [LedgerReader.PendingSale], done: DispatchGroup, decisions: PreparedSales)? = nil
-        func store(_ batch: (sales: [LedgerReader.PendingSale], done: DispatchGroup, decisions: PreparedSales)) throws {
-            batch.done.wait()
-            for ((t, _), decision) in zip(batch.sales, batch.decisions.decisions) {
+        var ahead: PreparedSales? = nil
+        func store(_ batch: PreparedSales) throws {
+            for ((t, _), decision) in zip(batch.sales, batch.decisions()) {
                 tick?.advance()
                 let id = t.observation.transactionId
                 switch decision {
@@ -227,19 +226,10 @@ public struct NightlyRun {
             }
         }
         try w.forEachPendingSaleBatch(batchSize: postingBatchSize) { sales in
-            var paidDays: [Int] = []
-            paidDays.reserveCapacity(sales.count)
-            for (t, _) in sales {
-                paidDays.append(try subscriptionPaidDays(of: t.observation, writer: w, poster: poster, chains: &chains))
-            }
-            let decisions = PreparedSales(), done = DispatchGroup(), paid = paidDays
-            preparing.async(group: done) {
-                decisions.decisions = zip(sales, paid).map { sale, paid in
-                    PreparedSales.decide(sale.sale.observation, orderStorefront: sale.orderStorefront, paidDays: paid, poster: poster)
-                }
-            }
+            let paidDays = try sales.map { try subscriptionPaidDays(of: $0.sale.observation, writer: w, poster: poster, chains: &chains) }
+            let batch = PreparedSales(sales, paidDays: paidDays, poster: poster, on: preparing)
             if let before = ahead { try store(before) }
-            ahead = (sales, done, decisions)
+            ahead = batch
         }
         if let last = ahead { try store(last) }
         for t in try w.refundsDue() {
@@ -263,15 +253,32 @@ public struct NightlyRun {
     /// see that the batches, prepared ahead, change nothing).
     nonisolated(unsafe) static var postingBatchSize = 10_000
 
-    /// The decisions on one batch of pending sales, made on the preparing thread (read by the
-    /// storing thread only after it waited for them).
+    /// One batch of pending sales and the decisions on them, made on the preparing queue as
+    /// soon as the batch is created (`decisions()` waits for them).
     final class PreparedSales: @unchecked Sendable {
         enum Decision {
             case post(PreparedEntry, priceMismatch: String?)
             case free
             case missingRule(String)
         }
-        var decisions: [Decision] = []
+        let sales: [LedgerReader.PendingSale]
+        private var made: [Decision] = []
+        private let done = DispatchGroup()
+
+        init(_ sales: [LedgerReader.PendingSale], paidDays: [Int], poster: Poster, on queue: DispatchQueue) {
+            self.sales = sales
+            queue.async(group: done) { [self] in
+                made = zip(sales, paidDays).map { sale, paid in
+                    Self.decide(sale.sale.observation, orderStorefront: sale.orderStorefront, paidDays: paid, poster: poster)
+                }
+            }
+        }
+
+        /// The decisions, in the order of `sales`, once made.
+        func decisions() -> [Decision] {
+            done.wait()
+            return made
+        }
 
         static func decide(_ t: TransactionObservation, orderStorefront: (code: String, orderId: String)?, paidDays: Int,
                            poster: Poster) -> Decision {

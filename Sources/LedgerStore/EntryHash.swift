@@ -10,21 +10,15 @@ public enum EntryHash {
     /// The canonical text hashed for one entry: one line per field group, integers in
     /// decimal, in a fixed order (never JSON of a dictionary, whose order could vary).
     public static func canonical(entryId: Int64, entry e: EntryDraft, rulesJSON: String) -> String {
+        "entry " + String(entryId) + body(entry: e, rulesJSON: rulesJSON)
+    }
+
+    /// The canonical text after `entry <id>`, field by field into one buffer (an entry a
+    /// million times a night): everything but the id, so it can be made before the entry's
+    /// place in the ledger is known (`PreparedEntry`).
+    static func body(entry e: EntryDraft, rulesJSON: String) -> String {
         var s = ""
-        append(entryId: entryId, entry: e, rulesJSON: rulesJSON, to: &s)
-        return s
-    }
-
-    /// `canonical`, appended to `s` field by field into one buffer (an entry a million times a night).
-    static func append(entryId: Int64, entry e: EntryDraft, rulesJSON: String, to s: inout String) {
-        s.reserveCapacity(s.utf8.count + rulesJSON.utf8.count + 256 + 64 * e.postings.count)
-        s += "entry "; s += String(entryId)
-        appendBody(entry: e, rulesJSON: rulesJSON, to: &s)
-    }
-
-    /// The canonical text after `entry <id>`: everything but the id, so it can be made before
-    /// the entry's place in the ledger is known (`PreparedEntry`).
-    static func appendBody(entry e: EntryDraft, rulesJSON: String, to s: inout String) {
+        s.reserveCapacity(rulesJSON.utf8.count + 256 + 64 * e.postings.count)
         let f = e.figures
         for field in [e.book.rawValue, e.transactionId, e.kind.rawValue, e.date.description, e.originalDate.description,
                       e.late ? "1" : "0", e.productId, e.storefront, f.currency, f.reportingCurrency] {
@@ -40,10 +34,11 @@ public enum EntryHash {
             s += "posting "; s += p.account; s += "|"; s += p.currency
             s += "|"; s += String(p.amountMinor); s += "|"; s += String(p.reportingAmountMinor); s += "\n"
         }
+        return s
     }
 
     public static func hash(previous: String, entryId: Int64, entry: EntryDraft, rulesJSON: String) -> String {
-        hash(previous: previous, entryId: entryId, body: PreparedEntry(entry, rulesJSON: rulesJSON).hashBody)
+        hash(previous: previous, entryId: entryId, body: body(entry: entry, rulesJSON: rulesJSON))
     }
 
     /// The hash of an entry whose canonical text after its id is `body`.
@@ -69,16 +64,9 @@ public struct PreparedEntry: Sendable {
     let isBalanced: Bool
 
     public init(_ entry: EntryDraft) {
-        self.init(entry, rulesJSON: entry.rules.canonicalJSON)
-    }
-
-    init(_ entry: EntryDraft, rulesJSON: String) {
         self.entry = entry
-        self.rulesJSON = rulesJSON
-        var body = ""
-        body.reserveCapacity(rulesJSON.utf8.count + 256 + 64 * entry.postings.count)
-        EntryHash.appendBody(entry: entry, rulesJSON: rulesJSON, to: &body)
-        hashBody = body
+        rulesJSON = entry.rules.canonicalJSON
+        hashBody = EntryHash.body(entry: entry, rulesJSON: rulesJSON)
         isBalanced = entry.isBalanced
     }
 }

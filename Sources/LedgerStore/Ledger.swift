@@ -138,20 +138,12 @@ public class LedgerReader {
         return found
     }
 
-    /// Transactions whose sale waits, in posting order (purchase time, then id), a batch at a
-    /// time, each with the storefront of its order (looked up in the same query): each batch
-    /// is read whole before `body` sees it, so `body` may update the rows.
-    public func forEachPendingSale(batchSize: Int = 10_000,
-                                   _ body: (StoredTransaction, _ orderStorefront: (code: String, orderId: String)?) throws -> Void) throws {
-        try forEachPendingSaleBatch(batchSize: batchSize) { batch in
-            for (t, hint) in batch { try body(t, hint) }
-        }
-    }
-
     /// A sale waiting to post, with the storefront and id of its order (if any).
     public typealias PendingSale = (sale: StoredTransaction, orderStorefront: (code: String, orderId: String)?)
 
-    /// `forEachPendingSale`, a batch at a time: `body` may update the batch's rows.
+    /// Transactions whose sale waits, in posting order (purchase time, then id), a batch at a
+    /// time, each with the storefront of its order (looked up in the same query): each batch
+    /// is read whole before `body` sees it, so `body` may update the batch's rows.
     public func forEachPendingSaleBatch(batchSize: Int = 10_000, _ body: ([PendingSale]) throws -> Void) throws {
         // The storefront and order id of the earliest-credited order naming the transaction
         // (latest version of each order), as one text: storefront, unit separator, order id.
