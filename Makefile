@@ -7,7 +7,7 @@ SWIFT ?= swift
 DEMO_DIR ?= demo
 DEMO_TRANSACTIONS ?= 3000
 DEMO_SEED ?= 42
-APT_PACKAGES := libxlsxwriter-dev libsqlite3-dev zlib1g-dev pkg-config
+APT_PACKAGES := libxlsxwriter-dev libsqlite3-dev zlib1g-dev libzstd-dev pkg-config
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: deps build release test demo bench clean

@@ -28,6 +28,8 @@ let package = Package(
         ),
         // zlib from Debian's zlib1g-dev, for the gzip journal export.
         .systemLibrary(name: "CGzip", providers: [.apt(["zlib1g-dev"])]),
+        // Zstandard (Debian's libzstd-dev): the source records' text, compressed in the ledger.
+        .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
         // Money, exact decimals, currencies, days, and the domain types every stage shares.
         .target(name: "LedgerCore", dependencies: [
             .product(name: "Crypto", package: "swift-crypto"),
@@ -49,7 +51,7 @@ let package = Package(
         .target(name: "LedgerReconcile", dependencies: ["LedgerCore"]),
         // Store: the only target that talks to SQLite (through GRDB).
         .target(name: "LedgerStore", dependencies: [
-            "LedgerCore", "LedgerReconcile",
+            "LedgerCore", "LedgerReconcile", "CZstd",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ]),

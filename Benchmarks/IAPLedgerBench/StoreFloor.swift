@@ -27,7 +27,7 @@ enum StoreFloor {
         let lastRecord = "SELECT ifnull(max(id), 0) FROM main.source_record"
         let lastRun = "SELECT ifnull(max(id), 0) FROM main.run"
         return [
-            byRowid("run"), byRowid("source_file"), byRowid("source_record"),
+            byRowid("run"), byRowid("source_file"), byRowid("source_chunk"), byRowid("source_record"),
             Table(name: "unverified_record_transaction", newRows: "s.record_id > ?", bound: lastRecord),
             Table(name: "store_transaction", newRows: "s.first_run_id > ?", bound: lastRun),
             Table(name: "transaction_source", newRows: "s.record_id > ?", bound: lastRecord),

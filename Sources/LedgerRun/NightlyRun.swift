@@ -381,13 +381,15 @@ struct PreparedFile {
         /// Signed data: one JWS (or notification body) a line, or a `.json` document's elements,
         /// each verified.
         case signed([PreparedSigned])
-        case orders(rows: [OrderRow], hashes: [String], fileError: Finding?, text: String)
+        case orders(rows: [OrderRow], hashes: [String], texts: [RecordText], fileError: Finding?, text: String)
         case receipts([PreparedReceipt])
     }
     struct PreparedReceipt {
         var record: RawRecord
         var sha256: String
         var parsed: Result<(LegacyResponse, ReceiptOutcome), RecordProblem>
+        /// The record's text as it is stored (compressed with its neighbours).
+        var text: RecordText = ""
     }
     /// A signed-data record, hashed, its JWS found and verified (signature, chain, bundle).
     struct PreparedSigned {
@@ -396,6 +398,8 @@ struct PreparedFile {
         var jws: String?
         /// Nil when the record holds no JWS (or could not be read).
         var verdict: SignedVerdict?
+        /// The record's text as it is stored (compressed with its neighbours).
+        var text: RecordText = ""
 
         /// - Parameter stored: hashes of the records of this path the ledger has: such a record is
         ///   skipped by the writer, so it is not verified again.
@@ -427,9 +431,11 @@ struct PreparedFile {
             let input = InputFile(url: url, path: path, kind: kind, sizeBytes: read.sizeBytes, sha256: read.sha256)
             if read.records.isEmpty { return PreparedFile(input: input, body: .empty) }
             if kind == "signed" {
-                return PreparedFile(input: input, body: .signed(read.records.map { PreparedSigned($0, fileExtension: ext, verifier: signedVerifier, stored: storedSigned) }))
+                return PreparedFile(input: input, body: .signed(withTexts(read.records.map {
+                    PreparedSigned($0, fileExtension: ext, verifier: signedVerifier, stored: storedSigned)
+                })))
             }
-            return PreparedFile(input: input, body: .receipts(read.records.map { prepareReceipt($0, path: path, verifier: verifier) }))
+            return PreparedFile(input: input, body: .receipts(withTexts(read.records.map { prepareReceipt($0, path: path, verifier: verifier) })))
         }
         let size = NightlyRun.fileSize(url)
         if size > maxWholeFileBytes {
@@ -443,16 +449,29 @@ struct PreparedFile {
         case "orders":
             let (rows, fileError) = OrderReader.read(path: input.path, text: Substring(text))
             return PreparedFile(input: input, body: .orders(rows: rows, hashes: rows.map { Hashing.sha256Hex(utf8: $0.raw) },
-                                                           fileError: fileError, text: text))
+                                                           texts: RecordText.chunked(rows.map(\.raw)), fileError: fileError, text: text))
         case "receipts":
-            return PreparedFile(input: input, body: .receipts(RecordSplitter.jsonDocument(Substring(text)).map {
+            return PreparedFile(input: input, body: .receipts(withTexts(RecordSplitter.jsonDocument(Substring(text)).map {
                 prepareReceipt($0, path: path, verifier: verifier)
-            }))
+            })))
         default:
-            return PreparedFile(input: input, body: .signed(RecordSplitter.jsonDocument(Substring(text)).map {
+            return PreparedFile(input: input, body: .signed(withTexts(RecordSplitter.jsonDocument(Substring(text)).map {
                 PreparedSigned($0, fileExtension: ext, verifier: signedVerifier, stored: storedSigned)
-            }))
+            })))
         }
+    }
+
+    /// The records with their texts as stored: compressed together, a chunk of neighbours at a time.
+    static func withTexts(_ records: [PreparedReceipt]) -> [PreparedReceipt] {
+        var out = records
+        for (i, t) in RecordText.chunked(records.map(\.record.text)).enumerated() { out[i].text = t }
+        return out
+    }
+
+    static func withTexts(_ records: [PreparedSigned]) -> [PreparedSigned] {
+        var out = records
+        for (i, t) in RecordText.chunked(records.map(\.record.text)).enumerated() { out[i].text = t }
+        return out
     }
 
     static func prepareReceipt(_ record: RawRecord, path: String, verifier: ReceiptVerifier) -> PreparedReceipt {
@@ -597,7 +616,8 @@ struct Ingest {
         case .alreadyRead: break
         case .tooLarge: try tooLarge(file.input)
         case .signed(let records): try signed(file.input, records: records)
-        case let .orders(rows, hashes, fileError, text): try orders(file.input, rows: rows, hashes: hashes, fileError: fileError, text: text)
+        case let .orders(rows, hashes, texts, fileError, text):
+            try orders(file.input, rows: rows, hashes: hashes, texts: texts, fileError: fileError, text: text)
         case .receipts(let records): try receipts(file.input, records)
         }
     }
@@ -633,26 +653,27 @@ struct Ingest {
         counts.rejected += 1
     }
 
-    mutating func orders(_ input: InputFile, rows: [OrderRow], hashes: [String], fileError: Finding?, text: String) throws {
+    mutating func orders(_ input: InputFile, rows: [OrderRow], hashes: [String], texts: [RecordText], fileError: Finding?,
+                         text: String) throws {
         let seen = try writer.recordHashes(path: input.path)
         if let e = fileError {
             let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256, statKey: input.statKey,
                                             sizeBytes: Int64(input.sizeBytes), records: 1, newRecords: 1)
             _ = try writer.addRecord(.init(fileId: fileId, line: e.location?.line ?? 1, sha256: input.sha256, outcome: .rejected,
-                                           reasonCode: e.code, reason: e.message, raw: String(text.prefix(4096))))
+                                           reasonCode: e.code, reason: e.message, raw: .inline(String(text.prefix(4096)))))
             counts.read += 1
             counts.rejected += 1
             return
         }
-        let (fileId, fresh) = try addFile(input, Array(zip(rows, hashes)), seen: seen)
-        for (row, sha) in fresh {
+        let (fileId, fresh) = try addFile(input, Array(zip(zip(rows, texts), hashes)), seen: seen)
+        for ((row, raw), sha) in fresh {
             counts.read += 1
             CrashPoint.tick("read:orders", every: 10)
             switch row.result {
             case .success(let o):
                 let recordId = try writer.addRecord(.init(fileId: fileId, line: row.line, sha256: sha, outcome: .verified,
                                                           environment: o.environment, accountId: o.accountId,
-                                                          orderId: o.orderId, raw: String(row.raw)))
+                                                          orderId: o.orderId, raw: raw))
                 try writer.insertOrderVersion(orderId: o.orderId, recordId: recordId, accountId: o.accountId,
                                               transactionId: o.transactionId, productId: o.productId, quantity: o.quantity,
                                               creditedUnits: o.creditedUnits, creditedAt: o.creditedAt,
@@ -664,7 +685,7 @@ struct Ingest {
                 counts.verified += 1
             case .failure(let f):
                 _ = try writer.addRecord(.init(fileId: fileId, line: row.line, sha256: sha, outcome: .rejected,
-                                               reasonCode: f.code, reason: f.message, orderId: row.orderId, raw: String(row.raw)))
+                                               reasonCode: f.code, reason: f.message, orderId: row.orderId, raw: raw))
                 if let id = row.orderId { try writer.noteRejectedOrderLine(orderId: id) }
                 counts.rejected += 1
             }
@@ -694,7 +715,7 @@ struct Ingest {
     mutating func receipt(_ prepared: PreparedFile.PreparedReceipt, sha: String, fileId: Int64, path: String) throws {
         let record = prepared.record
         let location = SourceLocation(path: path, line: record.line)
-        let raw = String(record.text)
+        let raw = prepared.text
         let response: LegacyResponse, outcome: ReceiptOutcome
         switch prepared.parsed {
         case .failure(let e):
@@ -737,7 +758,7 @@ struct Ingest {
         }
     }
 
-    mutating func reject(fileId: Int64, location: SourceLocation, sha: String, code: String, reason: String, raw: String,
+    mutating func reject(fileId: Int64, location: SourceLocation, sha: String, code: String, reason: String, raw: RecordText,
                          info: LedgerWriter.RecordInfo? = nil, transactionIds: [String] = []) throws {
         var r = info ?? LedgerWriter.RecordInfo(fileId: fileId, line: location.line, sha256: sha, outcome: .rejected, raw: raw)
         r.outcome = .rejected

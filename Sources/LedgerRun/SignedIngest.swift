@@ -40,7 +40,7 @@ extension Ingest {
             CrashPoint.tick("verify:signed", every: 10)
             let record = prepared.record
             let location = SourceLocation(path: input.path, line: record.line)
-            let raw = String(record.text)
+            let raw = prepared.text
             if let problem = record.problem {
                 try reject(fileId: fileId, location: location, sha: sha, code: problem.code, reason: problem.reason, raw: raw)
                 continue
@@ -76,7 +76,7 @@ extension Ingest {
     }
 
     mutating func signedTransaction(_ result: Result<SignedTransaction, SignedDataRejection>, jws: String, fileId: Int64,
-                                    location: SourceLocation, sha: String, raw: String) throws {
+                                    location: SourceLocation, sha: String, raw: RecordText) throws {
         switch result {
         case .failure(let why):
             try reject(fileId: fileId, location: location, sha: sha, code: why.code, reason: why.description, raw: raw,
@@ -104,7 +104,7 @@ extension Ingest {
     }
 
     mutating func notification(_ result: Result<SignedNotification, SignedDataRejection>, jws: String, fileId: Int64,
-                               location: SourceLocation, sha: String, raw: String) throws {
+                               location: SourceLocation, sha: String, raw: RecordText) throws {
         let n: SignedNotification
         switch result {
         case .failure(let why):

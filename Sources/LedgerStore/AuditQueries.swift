@@ -66,11 +66,31 @@ extension LedgerReader {
     /// file's path and hash, in id order (streamed: the text of a big ledger is gigabytes).
     public func forEachSourceRecordText(_ body: (_ path: String, _ line: Int, _ outcome: String, _ reasonCode: String?,
                                                  _ recordSHA256: String, _ fileSHA256: String, _ raw: String) throws -> Void) throws {
+        var chunks = chunkReader()
         let cursor = try Row.fetchCursor(db, sql: """
-            SELECT f.path, r.line, r.outcome, r.reason_code, r.record_sha256, f.sha256, CAST(r.raw AS BLOB)
+            SELECT f.path, r.line, r.outcome, r.reason_code, r.record_sha256, f.sha256, CAST(r.raw AS BLOB),
+                   r.chunk_id, r.chunk_offset, r.chunk_length
             FROM source_record r JOIN source_file f ON f.id = r.file_id ORDER BY r.id
             """)
-        while let r = try cursor.next() { try body(r[0], r[1], r[2], r[3], r[4], r[5], Self.text(r[6])) }
+        while let r = try cursor.next() {
+            try body(r[0], r[1], r[2], r[3], r[4], r[5], try Self.text(r, raw: 6, chunk: 7, &chunks))
+        }
+    }
+
+    /// Reads chunks by id for `text(_:raw:chunk:_:)`.
+    func chunkReader() -> ChunkReader {
+        ChunkReader { [db] id in
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT text_bytes, data FROM source_chunk WHERE id = ?"), arguments: [id])
+                .map { ($0[0], $0[1] ?? Data()) }
+        }
+    }
+
+    /// A record's text from a row holding `raw` at column `raw` and the chunk id, offset and
+    /// length from column `chunk` on. A text whose chunk is missing or damaged reads as
+    /// "(chunk N cannot be read)", which hashes to nothing stored: `verify` reports the record.
+    static func text(_ row: Row, raw: Int, chunk: Int, _ reader: inout ChunkReader) throws -> String {
+        guard let id: Int64 = row[chunk] else { return text(row[raw]) }
+        return try reader.text(chunkId: id, offset: row[chunk + 1], length: row[chunk + 2]) ?? "(chunk \(id) cannot be read)"
     }
 
     /// The ledger's schema objects (tables, indexes, triggers, views) by type and name, with their SQL.
@@ -85,10 +105,10 @@ extension LedgerReader {
     /// The source record that first brought a transaction: the file's kind and path, the line and the raw text.
     public func firstSource(of transactionId: String) throws -> (kind: String, path: String, line: Int, raw: String)? {
         try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT f.kind, f.path, r.line, CAST(r.raw AS BLOB) FROM store_transaction t
+            SELECT f.kind, f.path, r.line, CAST(r.raw AS BLOB), r.chunk_id, r.chunk_offset, r.chunk_length FROM store_transaction t
             JOIN source_record r ON r.id = t.first_record_id JOIN source_file f ON f.id = r.file_id
             WHERE t.transaction_id = ?
-            """), arguments: [transactionId]).map { ($0[0], $0[1], $0[2], Self.text($0[3])) }
+            """), arguments: [transactionId]).map { ($0[0], $0[1], $0[2], try Self.text($0, raw: 3, chunk: 4, &chunkCache)) }
     }
 
     /// A record's raw text read as its bytes: SQLite keeps a text's NUL characters, but reading

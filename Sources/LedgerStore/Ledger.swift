@@ -124,6 +124,9 @@ public struct StoredTransaction: Equatable {
 public class LedgerReader {
     let db: Database
     init(db: Database) { self.db = db }
+    /// The chunk last read by `firstSource` (verify reads the sales' sources in record order,
+    /// so one decompressed chunk serves the next records too).
+    lazy var chunkCache = chunkReader()
 
     /// Brings the month totals up to date before a query reads them: nothing to do for a
     /// reader; a writer adds the entries it inserted so far (`LedgerWriter`).
@@ -409,10 +412,10 @@ public final class LedgerWriter: LedgerReader {
         public var accountId: String?
         public var orderId: String?
         public var receivedAt: String?
-        public var raw: String
+        public var raw: RecordText
         public init(fileId: Int64, line: Int, sha256: String, outcome: RecordOutcome, reasonCode: String? = nil,
                     reason: String? = nil, statusCode: Int? = nil, environment: String? = nil, accountId: String? = nil,
-                    orderId: String? = nil, receivedAt: String? = nil, raw: String) {
+                    orderId: String? = nil, receivedAt: String? = nil, raw: RecordText) {
             self.fileId = fileId; self.line = line; self.sha256 = sha256; self.outcome = outcome
             self.reasonCode = reasonCode; self.reason = reason; self.statusCode = statusCode
             self.environment = environment; self.accountId = accountId; self.orderId = orderId
@@ -421,14 +424,36 @@ public final class LedgerWriter: LedgerReader {
     }
 
     public func addRecord(_ r: RecordInfo) throws -> Int64 {
+        var chunkId: Int64?, offset: Int?, length: Int?
+        var raw = ""
+        switch r.raw {
+        case .inline(let text): raw = text
+        case let .chunk(chunk, o, l):
+            chunkId = try insertChunk(chunk)
+            offset = o
+            length = l
+        }
         let stmt = try db.cachedStatement(sql: """
             INSERT INTO source_record (file_id, line, record_sha256, outcome, reason_code, reason, status_code,
-                environment, account_id, order_id, received_at, raw) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                environment, account_id, order_id, received_at, raw, chunk_id, chunk_offset, chunk_length)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
         var f = FastStatement(stmt, in: db)
         f.bind(r.fileId); f.bind(r.line); f.bind(r.sha256); f.bind(r.outcome.rawValue); f.bind(r.reasonCode); f.bind(r.reason)
-        f.bind(r.statusCode); f.bind(r.environment); f.bind(r.accountId); f.bind(r.orderId); f.bind(r.receivedAt); f.bind(r.raw)
+        f.bind(r.statusCode); f.bind(r.environment); f.bind(r.accountId); f.bind(r.orderId); f.bind(r.receivedAt); f.bind(raw)
+        f.bind(chunkId); f.bind(offset); f.bind(length)
         try f.run()
+        return db.lastInsertedRowID
+    }
+
+    /// The chunk's row id, inserting it first when this is the first record stored from it.
+    func insertChunk(_ chunk: RecordChunk) throws -> Int64 {
+        if let id = chunk.rowId { return id }
+        let stmt = try db.cachedStatement(sql: "INSERT INTO source_chunk (codec, text_bytes, data) VALUES ('zstd', ?, ?)")
+        try chunk.data.withUnsafeBytes { bytes in
+            try stmt.execute(arguments: [chunk.textBytes, Data(bytes)])
+        }
+        chunk.rowId = db.lastInsertedRowID
         return db.lastInsertedRowID
     }
 

@@ -372,6 +372,31 @@ enum Schema {
         m.registerMigration("v11-unverified-by-order") { db in
             try db.execute(sql: "CREATE INDEX source_record_unverified_order ON source_record(order_id) WHERE outcome <> 'verified'")
         }
+        // v12: the records' texts compressed (RecordText.swift): consecutive records of a file
+        // share a `source_chunk` row of Zstandard-compressed text, and a record read from then
+        // on keeps its range of that text (`raw` is then empty). Records stored before keep
+        // their `raw`. A chunk, like its records, is never changed or deleted.
+        m.registerMigration("v12-record-chunks") { db in
+            try db.execute(sql: """
+                CREATE TABLE source_chunk (
+                    id INTEGER PRIMARY KEY,
+                    codec TEXT NOT NULL CHECK (codec = 'zstd'),
+                    text_bytes INTEGER NOT NULL CHECK (text_bytes >= 0),
+                    data BLOB NOT NULL
+                ) STRICT;
+                CREATE TRIGGER source_chunk_no_update BEFORE UPDATE ON source_chunk
+                    BEGIN SELECT RAISE(ABORT, 'a source chunk is kept as it was read: its records'' text never changes'); END;
+                CREATE TRIGGER source_chunk_no_delete BEFORE DELETE ON source_chunk
+                    BEGIN SELECT RAISE(ABORT, 'source chunks are never deleted'); END;
+                ALTER TABLE source_record ADD COLUMN chunk_id INTEGER REFERENCES source_chunk(id);
+                ALTER TABLE source_record ADD COLUMN chunk_offset INTEGER;
+                ALTER TABLE source_record ADD COLUMN chunk_length INTEGER;
+                DROP TRIGGER source_record_text_fixed;
+                CREATE TRIGGER source_record_text_fixed
+                    BEFORE UPDATE OF file_id, line, record_sha256, outcome, raw, chunk_id, chunk_offset, chunk_length ON source_record
+                    BEGIN SELECT RAISE(ABORT, 'a source record is kept as it was read: its text, hash and outcome never change'); END;
+                """)
+        }
         return m
     }
 

@@ -20,6 +20,7 @@ final class VerifyTests: XCTestCase {
     override func tearDown() { ws.remove() }
 
     var dbPath: String { ws.root.appendingPathComponent("ledger.sqlite").path }
+    func rows(_ sql: String) throws -> [[String]] { try Ledger(path: dbPath).read { try $0.rawRows(sql) } }
 
     /// Runs `sql` past the trigger that refuses it, then creates the trigger again as it was,
     /// as a tamperer covering their tracks would (only the content checks can catch it).
@@ -31,6 +32,34 @@ final class VerifyTests: XCTestCase {
             try d.execute(sql: sql)
             try d.execute(sql: create)
         }
+    }
+
+    /// Runs `sql` past `trigger` (created again afterwards unless `keepDropped`), with SQL
+    /// functions to read and write a chunk's text: `chunk_text(data, text_bytes)` and
+    /// `chunk_data(text)` (compressed as iapledger does).
+    func tamperChunks(past trigger: String = "source_chunk_no_update", keepDropped: Bool = false, _ sql: String) throws {
+        let db = try DatabaseQueue(path: dbPath, configuration: Self.chunkFunctions)
+        let create = try db.read { try String.fetchOne($0, sql: "SELECT sql FROM sqlite_schema WHERE name = ?", arguments: [trigger])! }
+        try db.write { d in
+            try d.execute(sql: "DROP TRIGGER \(trigger)")
+            try d.execute(sql: sql)
+            if !keepDropped { try d.execute(sql: create) }
+        }
+    }
+
+    static var chunkFunctions: Configuration {
+        var config = Configuration()
+        config.prepareDatabase { db in
+            db.add(function: DatabaseFunction("chunk_text", argumentCount: 2) { args in
+                let data = Data.fromDatabaseValue(args[0]) ?? Data()
+                let size = Int.fromDatabaseValue(args[1]) ?? 0
+                return RecordText.decompress(data, textBytes: size).map { String(decoding: $0, as: UTF8.self) }
+            })
+            db.add(function: DatabaseFunction("chunk_data", argumentCount: 1) { args in
+                Data(RecordText.compress(Array((String.fromDatabaseValue(args[0]) ?? "").utf8)))
+            })
+        }
+        return config
     }
 
     /// The text each entry's hash covers, pinned: a change to it would make every stored
@@ -144,16 +173,43 @@ final class VerifyTests: XCTestCase {
     }
 
     func testAChangedSourceRecordIsCaught() throws {
-        let db = try DatabaseQueue(path: dbPath)
-        try db.write { d in
-            try d.execute(sql: "DROP TRIGGER source_record_text_fixed")
-            try d.execute(sql: "UPDATE source_record SET raw = replace(raw, '\"quantity\": \"3\"', '\"quantity\": \"2\"') WHERE raw LIKE '%8003%'")
-        }
+        // The records' texts are stored compressed, a chunk of neighbours at a time.
+        XCTAssertEqual(try rows("SELECT count(*) FROM source_record WHERE chunk_id IS NOT NULL AND raw = ''"), [["4"]])
+        try tamperChunks(keepDropped: true, """
+            UPDATE source_chunk SET data = chunk_data(replace(chunk_text(data, text_bytes), '"quantity": "3"', '"quantity": "2"'))
+            WHERE chunk_text(data, text_bytes) LIKE '%8003%'
+            """)
         let r = try Audit(workspace: ws.workspace).run()
         XCTAssertFalse(r.ok)
         XCTAssertTrue(r.problems.contains { $0.message.contains("quantity") }, "\(r.problems)")
         XCTAssertTrue(r.problems.contains { $0.message.contains("r.jsonl:3: its stored text no longer hashes") }, "\(r.problems)")
-        XCTAssertTrue(r.problems.contains { $0.message.contains("trigger source_record_text_fixed is missing") }, "\(r.problems)")
+        XCTAssertTrue(r.problems.contains { $0.message.contains("trigger source_chunk_no_update is missing") }, "\(r.problems)")
+    }
+
+    /// A record stored with its text in its own row (every record of a ledger from before
+    /// chunks) verifies, and a change to that text is caught as before.
+    func testARecordStoredInItsOwnRowVerifiesAndAChangeIsCaught() throws {
+        try tamperChunks(past: "source_record_text_fixed", """
+            UPDATE source_record SET raw = (SELECT substr(chunk_text(c.data, c.text_bytes), chunk_offset + 1, chunk_length)
+                                            FROM source_chunk c WHERE c.id = chunk_id),
+                                     chunk_id = NULL, chunk_offset = NULL, chunk_length = NULL
+            """)
+        XCTAssertEqual(try rows("SELECT count(*) FROM source_record WHERE chunk_id IS NULL AND raw LIKE '{%'"), [["3"]])
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+        try tamper(past: "source_record_text_fixed",
+                   "UPDATE source_record SET raw = replace(raw, '\"quantity\": \"3\"', '\"quantity\": \"2\"') WHERE raw LIKE '%8003%'")
+        let r = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(r.problems.contains { $0.message.contains("quantity") }, "\(r.problems)")
+        XCTAssertTrue(r.problems.contains { $0.message.contains("r.jsonl:3: its stored text no longer hashes") }, "\(r.problems)")
+    }
+
+    /// A chunk whose data is no longer a Zstandard frame of its size: each of its records is
+    /// named, and verify does not crash.
+    func testADamagedChunkNamesItsRecords() throws {
+        try tamperChunks("UPDATE source_chunk SET data = x'28b52ffd0000'")
+        let r = try Audit(workspace: ws.workspace).run()
+        let names = r.problems.map(\.message).filter { $0.contains("its stored text no longer hashes") }
+        XCTAssertEqual(names.count, 4, "\(r.problems)")
     }
 
     /// A bundle id dropped from the config since: verify says why the records no longer verify.
@@ -169,7 +225,9 @@ final class VerifyTests: XCTestCase {
         let db = try DatabaseQueue(path: dbPath)
         for sql in ["UPDATE run SET chain_head = NULL", "UPDATE run SET entries_posted = 0", "DELETE FROM run WHERE id = 1",
                     "UPDATE source_record SET raw = 'x' WHERE id = 1", "UPDATE source_record SET record_sha256 = 'x' WHERE id = 1",
-                    "UPDATE source_record SET outcome = 'rejected', reason = 'x' WHERE id = 1", "DELETE FROM source_record WHERE id = 1"] {
+                    "UPDATE source_record SET outcome = 'rejected', reason = 'x' WHERE id = 1", "DELETE FROM source_record WHERE id = 1",
+                    "UPDATE source_record SET chunk_offset = 0 WHERE id = 2", "UPDATE source_record SET chunk_id = NULL WHERE id = 2",
+                    "UPDATE source_chunk SET data = x'00'", "DELETE FROM source_chunk"] {
             XCTAssertThrowsError(try db.write { try $0.execute(sql: sql) }, sql)
         }
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
@@ -179,7 +237,10 @@ final class VerifyTests: XCTestCase {
     func testAChangedRejectedRecordIsCaughtByItsHash() throws {
         try ws.write("inbox/receipts/bad.jsonl", "{\"status\": 21003}\n")
         try ws.run("2026-10-08")
-        try tamper(past: "source_record_text_fixed", "UPDATE source_record SET raw = '{\"status\": 0}' WHERE outcome = 'rejected'")
+        try tamperChunks("""
+            UPDATE source_chunk SET data = chunk_data(replace(chunk_text(data, text_bytes), '{"status": 21003}', '{"status":     0}'))
+            WHERE id = (SELECT chunk_id FROM source_record WHERE outcome = 'rejected')
+            """)
         let r = try Audit(workspace: ws.workspace).run()
         XCTAssertEqual(r.problems.map(\.message), ["source record inbox/receipts/bad.jsonl:1: its stored text no longer hashes to the SHA-256 recorded when it was read (\(Hashing.sha256Hex(Data("{\"status\": 21003}".utf8)))): it was changed after it was read"])
     }
@@ -237,6 +298,41 @@ final class VerifyTests: XCTestCase {
         let expected = try ledger.expectedSchemaObjects()
         XCTAssertNil(expected["trigger run_no_delete"])
         XCTAssertEqual(expected, try old.read { try LedgerReader(db: $0).schemaObjects() })
+    }
+
+    /// A ledger made before records were stored in chunks (schema v11, each record's text in
+    /// its own row) is brought up to date when opened, and its records read back as they were
+    /// read: each text hashes to its recorded SHA-256.
+    func testALedgerFromBeforeChunksIsUpgradedAndReadsItsRecords() throws {
+        let path = ws.root.appendingPathComponent("v11.sqlite").path
+        let old = try DatabaseQueue(path: path, configuration: Self.chunkFunctions)
+        try Schema.migrator().migrate(old, upTo: "v11-unverified-by-order")
+        try old.writeWithoutTransaction { d in
+            try d.execute(sql: "ATTACH DATABASE ? AS now", arguments: [dbPath])
+            try d.inTransaction {
+                try d.execute(sql: """
+                    INSERT INTO main.run SELECT * FROM now.run;
+                    INSERT INTO main.source_file SELECT * FROM now.source_file;
+                    INSERT INTO main.source_record
+                    SELECT r.id, r.file_id, r.line, r.record_sha256, r.outcome, r.reason_code, r.reason, r.status_code, r.environment,
+                           r.account_id, r.order_id, r.received_at, r.resolved_run_id, r.resolved_note,
+                           coalesce((SELECT substr(chunk_text(c.data, c.text_bytes), r.chunk_offset + 1, r.chunk_length)
+                                     FROM now.source_chunk c WHERE c.id = r.chunk_id), r.raw)
+                    FROM now.source_record r;
+                    """)
+                return .commit
+            }
+        }
+        XCTAssertFalse(try old.read { try $0.columns(in: "source_record").contains { $0.name == "chunk_id" } })
+        let texts = try Ledger(path: path).read { r in
+            var out: [(String, String)] = []
+            try r.forEachSourceRecordText { _, _, _, _, sha, _, raw in out.append((sha, raw)) }
+            return out
+        }
+        XCTAssertEqual(texts.count, 4)
+        XCTAssertTrue(texts.allSatisfy { Hashing.sha256Hex(utf8: $0.1) == $0.0 && ($0.1.hasPrefix("{") || $0.1.hasPrefix("o1,")) }, "\(texts)")
+        XCTAssertTrue(try DatabaseQueue(path: path).read { try $0.columns(in: "source_record").contains { $0.name == "chunk_id" } },
+                      "migrated to v12")
     }
 
     /// `verify --runs` lists each run's head as the entries give it now: the head the run
