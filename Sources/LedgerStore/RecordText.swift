@@ -46,9 +46,10 @@ public enum RecordText: ExpressibleByStringLiteral, Sendable {
         var buffer: [UInt8] = []
         buffer.reserveCapacity(chunkTextBytes + 4096)
         var pending: [(index: Int, offset: Int, length: Int)] = []
+        var scratch: [UInt8] = []
         func flush() {
             guard !pending.isEmpty else { return }
-            let chunk = RecordChunk(data: compress(buffer), textBytes: buffer.count)
+            let chunk = RecordChunk(data: compress(buffer, scratch: &scratch), textBytes: buffer.count)
             for p in pending { out[p.index] = .chunk(chunk, offset: p.offset, length: p.length) }
             buffer.removeAll(keepingCapacity: true)
             pending.removeAll(keepingCapacity: true)
@@ -74,15 +75,23 @@ public enum RecordText: ExpressibleByStringLiteral, Sendable {
     }
 
     static func compress(_ bytes: [UInt8]) -> [UInt8] {
+        var scratch: [UInt8] = []
+        return compress(bytes, scratch: &scratch)
+    }
+
+    /// The compressed bytes, exactly as many as there are (a chunk kept until the writer stores
+    /// it holds its compressed size, not the worst case): compressed into `scratch` first.
+    static func compress(_ bytes: [UInt8], scratch: inout [UInt8]) -> [UInt8] {
         let bound = ZSTD_compressBound(bytes.count)
-        return [UInt8](unsafeUninitializedCapacity: bound) { dst, count in
-            let written = bytes.withUnsafeBytes { src in
+        if scratch.count < bound { scratch = [UInt8](repeating: 0, count: bound) }
+        let written = scratch.withUnsafeMutableBytes { dst in
+            bytes.withUnsafeBytes { src in
                 ZSTD_compress(dst.baseAddress, bound, src.baseAddress, src.count, level)
             }
-            // Compressing a buffer into one of ZSTD_compressBound's size cannot fail.
-            precondition(ZSTD_isError(written) == 0, "zstd: \(String(cString: ZSTD_getErrorName(written)))")
-            count = written
         }
+        // Compressing a buffer into one of ZSTD_compressBound's size cannot fail.
+        precondition(ZSTD_isError(written) == 0, "zstd: \(String(cString: ZSTD_getErrorName(written)))")
+        return Array(scratch[..<written])
     }
 
     /// The text a chunk holds: nil when the data is not a Zstandard frame of `textBytes`
