@@ -68,8 +68,7 @@ extension LedgerReader {
                                                  _ recordSHA256: String, _ fileSHA256: String, _ raw: String) throws -> Void) throws {
         var chunks = chunkReader()
         let cursor = try Row.fetchCursor(db, sql: """
-            SELECT f.path, r.line, r.outcome, r.reason_code, r.record_sha256, f.sha256, CAST(r.raw AS BLOB),
-                   r.chunk_id, r.chunk_offset, r.chunk_length
+            SELECT f.path, r.line, r.outcome, r.reason_code, r.record_sha256, f.sha256, CAST(r.raw AS BLOB), \(chunkColumns)
             FROM source_record r JOIN source_file f ON f.id = r.file_id ORDER BY r.id
             """)
         while let r = try cursor.next() {
@@ -105,7 +104,7 @@ extension LedgerReader {
     /// The source record that first brought a transaction: the file's kind and path, the line and the raw text.
     public func firstSource(of transactionId: String) throws -> (kind: String, path: String, line: Int, raw: String)? {
         try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT f.kind, f.path, r.line, CAST(r.raw AS BLOB), r.chunk_id, r.chunk_offset, r.chunk_length FROM store_transaction t
+            SELECT f.kind, f.path, r.line, CAST(r.raw AS BLOB), \(chunkColumns) FROM store_transaction t
             JOIN source_record r ON r.id = t.first_record_id JOIN source_file f ON f.id = r.file_id
             WHERE t.transaction_id = ?
             """), arguments: [transactionId]).map { ($0[0], $0[1], $0[2], try Self.text($0, raw: 3, chunk: 4, &chunkCache)) }

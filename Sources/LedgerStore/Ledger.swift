@@ -127,6 +127,12 @@ public class LedgerReader {
     /// The chunk last read by `firstSource` (verify reads the sales' sources in record order,
     /// so one decompressed chunk serves the next records too).
     lazy var chunkCache = chunkReader()
+    /// The columns giving a record's chunk, id, offset and length: NULLs in a ledger from
+    /// before chunks (schema v11 and earlier, opened read-only by verify, trace or balance).
+    lazy var chunkColumns: String = {
+        let has = (try? db.tableExists("source_chunk")) ?? false
+        return has ? "r.chunk_id, r.chunk_offset, r.chunk_length" : "NULL, NULL, NULL"
+    }()
 
     /// Brings the month totals up to date before a query reads them: nothing to do for a
     /// reader; a writer adds the entries it inserted so far (`LedgerWriter`).
