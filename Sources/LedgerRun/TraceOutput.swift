@@ -78,6 +78,7 @@ public enum TraceOutput {
         for s in t.sources {
             line("  \(s.path):\(s.line)  file sha256 \(s.sha256)  read \(s.read_on)")
             line("    \(s.outcome)" + (s.environment.map { ", environment \($0)" } ?? "") + (s.verification.map { ": \($0)" } ?? ""))
+            if let text = s.text { sourceText(text, indent: indent + "    ", into: &out) }
         }
         if let r = t.rules {
             line("Rules applied:")
@@ -101,6 +102,7 @@ public enum TraceOutput {
         line("Orders (\(t.orders.count) versions):")
         for o in t.orders {
             line("  \(o.order_id) v\(o.version) \(o.path):\(o.line): account \(o.account_id), \(o.product_id) x \(o.quantity), \(o.credited_units) units, \(o.environment), credited \(o.credited_at)" + (o.reversed_at.map { ", reversed \($0)" } ?? ""))
+            if let text = o.text { sourceText(text, indent: indent + "    ", into: &out) }
         }
         line("Exceptions (\(t.exceptions.count)):")
         for x in t.exceptions {
@@ -122,15 +124,30 @@ public enum TraceOutput {
         return out.joined(separator: "\n") + "\n"
     }
 
+    /// A record's text as read, under its heading: each of its lines indented, so a JSON
+    /// document's record spread over lines stays readable and cannot pass for trace output.
+    static func sourceText(_ text: String, indent: String, into out: inout [String]) {
+        out.append(indent + "text as read (\(text.utf8.count) bytes):")
+        for l in text.split(separator: "\n", omittingEmptySubsequences: false) { out.append(indent + "  | " + l) }
+    }
+
     public static func text(_ o: OrderTrace) -> String {
         var out = "Order \(o.order_id): \(o.versions.count) version(s)\n"
+        func textLines(_ text: String?) {
+            guard let text else { return }
+            var lines: [String] = []
+            sourceText(text, indent: "    ", into: &lines)
+            out += lines.joined(separator: "\n") + "\n"
+        }
         for v in o.versions {
             out += "  v\(v.version) \(v.path):\(v.line): account \(v.account_id), transaction \(v.transaction_id ?? "(none)"), \(v.product_id) x \(v.quantity), \(v.credited_units) units, \(v.environment), credited \(v.credited_at)\(v.reversed_at.map { ", reversed \($0)" } ?? "")\n"
+            textLines(v.text)
         }
         if !o.lines_not_taken.isEmpty {
             out += "Lines naming it that were not taken (\(o.lines_not_taken.count)):\n"
             for l in o.lines_not_taken {
                 out += "  \(l.path):\(l.line) \(l.outcome), read \(l.read_on): \(l.reason)\n"
+                textLines(l.text)
                 out += l.resolved_on.map { "    resolved on \($0): \(l.resolution ?? "")\n" }
                     ?? "    still open: a valid line for this order read after it resolves it\n"
             }

@@ -13,6 +13,8 @@ public struct TransactionTrace: Encodable {
         public var verification: String?
         public var environment: String?
         public var read_on: String
+        /// The record's text as it was read (kept in the ledger), when asked for.
+        public var text: String?
     }
     public struct Posting: Encodable {
         public var account: String
@@ -45,6 +47,8 @@ public struct TransactionTrace: Encodable {
         public var storefront: String?
         public var app_account_token: String?
         public var reversed_at: String?
+        /// The order line's text as it was read, when asked for.
+        public var text: String?
     }
     public struct Exception: Encodable {
         public var category: String
@@ -113,6 +117,8 @@ public struct OrderTrace: Encodable {
         public var read_on: String
         public var resolved_on: String?
         public var resolution: String?
+        /// The line's text as it was read, when asked for.
+        public var text: String?
     }
     public var order_id: String
     public var versions: [TransactionTrace.Order]
@@ -122,10 +128,11 @@ public struct OrderTrace: Encodable {
 }
 
 extension LedgerReader {
-    public func traceTransaction(_ id: String, asOf: Day?) throws -> TransactionTrace? {
+    /// - Parameter withText: also read each source record's (and order line's) text as it was read.
+    public func traceTransaction(_ id: String, asOf: Day?, withText: Bool = false) throws -> TransactionTrace? {
         let stored = try transaction(id)
         let sources = try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT f.path, r.line, f.sha256, r.record_sha256, r.outcome, r.reason, r.environment, run.as_of
+            SELECT f.path, r.line, f.sha256, r.record_sha256, r.outcome, r.reason, r.environment, run.as_of, r.id
             FROM source_record r JOIN source_file f ON f.id = r.file_id JOIN run ON run.id = f.run_id
             WHERE r.id IN (SELECT record_id FROM transaction_source WHERE transaction_id = ?1
                            UNION SELECT record_id FROM unverified_record_transaction WHERE transaction_id = ?1
@@ -134,9 +141,9 @@ extension LedgerReader {
             """), arguments: [id]).map {
             TransactionTrace.Source(path: $0[0], line: $0[1], sha256: $0[2], record_sha256: $0[3], outcome: $0[4],
                                     verification: $0[5] ?? ($0[4] == "verified" ? "Apple verifyReceipt status 0 (verified by Apple's service)" : nil),
-                                    environment: $0[6], read_on: $0[7])
+                                    environment: $0[6], read_on: $0[7], text: withText ? try recordText($0[8]) : nil)
         }
-        let orders = try orderVersions(where: "v.transaction_id = ?", id)
+        let orders = try orderVersions(where: "v.transaction_id = ?", id, withText: withText)
         if stored == nil && sources.isEmpty && orders.isEmpty { return nil }
 
         var entries: [TransactionTrace.Entry] = []
@@ -174,29 +181,29 @@ extension LedgerReader {
             reports: try placements(id, book: obs?.book, asOf: asOf))
     }
 
-    public func traceOrder(_ orderId: String, asOf: Day?) throws -> OrderTrace? {
-        let versions = try orderVersions(where: "v.order_id = ?", orderId)
+    public func traceOrder(_ orderId: String, asOf: Day?, withText: Bool = false) throws -> OrderTrace? {
+        let versions = try orderVersions(where: "v.order_id = ?", orderId, withText: withText)
         let notTaken = try Row.fetchAll(db.cachedStatement(sql: """
             SELECT f.path, r.line, r.outcome, coalesce(r.reason_code || ': ', '') || coalesce(r.reason, ''), run.as_of,
-                   resolved.as_of, r.resolved_note
+                   resolved.as_of, r.resolved_note, r.id
             FROM source_record r JOIN source_file f ON f.id = r.file_id JOIN run ON run.id = f.run_id
             LEFT JOIN run resolved ON resolved.id = r.resolved_run_id
             WHERE r.outcome <> 'verified' AND r.order_id = ? AND f.kind = 'orders' ORDER BY r.id
             """), arguments: [orderId]).map {
             OrderTrace.LineNotTaken(path: $0[0], line: $0[1], outcome: $0[2], reason: $0[3], read_on: $0[4],
-                                    resolved_on: $0[5], resolution: $0[6])
+                                    resolved_on: $0[5], resolution: $0[6], text: withText ? try recordText($0[7]) : nil)
         }
         guard !versions.isEmpty || !notTaken.isEmpty else { return nil }
         return OrderTrace(order_id: orderId, versions: versions, lines_not_taken: notTaken,
-                          transaction: try versions.last?.transaction_id.flatMap { try traceTransaction($0, asOf: asOf) },
+                          transaction: try versions.last?.transaction_id.flatMap { try traceTransaction($0, asOf: asOf, withText: withText) },
                           exceptions: try traceExceptions(where: "order_id = ?", orderId))
     }
 
-    func orderVersions(where condition: String, _ value: String) throws -> [TransactionTrace.Order] {
+    func orderVersions(where condition: String, _ value: String, withText: Bool = false) throws -> [TransactionTrace.Order] {
         var version: [String: Int] = [:]
         return try Row.fetchAll(db.cachedStatement(sql: """
             SELECT v.order_id, f.path, r.line, v.account_id, v.transaction_id, v.product_id, v.quantity, v.credited_units,
-                   v.credited_at, v.environment, v.storefront, v.app_account_token, v.reversed_at
+                   v.credited_at, v.environment, v.storefront, v.app_account_token, v.reversed_at, r.id
             FROM order_version v JOIN source_record r ON r.id = v.record_id JOIN source_file f ON f.id = r.file_id
             WHERE \(condition) ORDER BY v.id
             """), arguments: [value]).map { row in
@@ -204,8 +211,15 @@ extension LedgerReader {
             version[id, default: 0] += 1
             return .init(order_id: id, version: version[id]!, path: row[1], line: row[2], account_id: row[3], transaction_id: row[4],
                          product_id: row[5], quantity: row[6], credited_units: row[7], credited_at: row[8], environment: row[9],
-                         storefront: row[10], app_account_token: row[11], reversed_at: row[12])
+                         storefront: row[10], app_account_token: row[11], reversed_at: row[12],
+                         text: withText ? try recordText(row[13]) : nil)
         }
+    }
+
+    /// A source record's text as it was read: its own row's, or its range of its chunk.
+    func recordText(_ recordId: Int64) throws -> String? {
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT CAST(r.raw AS BLOB), \(chunkColumns) FROM source_record r WHERE r.id = ?"),
+                         arguments: [recordId]).map { try Self.text($0, raw: 0, chunk: 1, &chunkCache) }
     }
 
     func traceExceptions(where condition: String, _ value: String) throws -> [TransactionTrace.Exception] {

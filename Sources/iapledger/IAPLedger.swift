@@ -207,6 +207,9 @@ struct Trace: ParsableCommand {
     @OptionGroup var ws: WorkspaceOption
     @Argument(help: "A store transaction id or a backend order id.") var id: String
     @Option(help: "Output format: text or json.") var format: Format = .text
+    @Flag(name: .customLong("source-text"),
+          help: "Also show the text of each source record and order line as it was read (the ledger keeps it).")
+    var sourceText = false
 
     func run() throws {
         try runReporting {
@@ -216,12 +219,12 @@ struct Trace: ParsableCommand {
             let layouts = try? workspace.loadLayouts()
             let found: String? = try ledger.read { r in
                 let asOf = try r.lastAsOf()
-                if var t = try r.traceTransaction(id, asOf: asOf) {
+                if var t = try r.traceTransaction(id, asOf: asOf, withText: sourceText) {
                     if let layouts { t = TraceOutput.placed(t, layouts: layouts, journalRowCap: config.journalRowCap) }
                     t = TraceOutput.checked(t, in: workspace)
                     return format == .json ? TraceOutput.json(t) : TraceOutput.text(t)
                 }
-                if var o = try r.traceOrder(id, asOf: asOf) {
+                if var o = try r.traceOrder(id, asOf: asOf, withText: sourceText) {
                     if let layouts { o = TraceOutput.placed(o, layouts: layouts, journalRowCap: config.journalRowCap) }
                     o = TraceOutput.checked(o, in: workspace)
                     return format == .json ? TraceOutput.json(o) : TraceOutput.text(o)

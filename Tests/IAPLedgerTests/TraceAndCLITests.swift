@@ -77,6 +77,36 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertTrue(order.out.contains("Order ord-7: 1 version(s)") && order.out.contains("Transaction 7001"), order.out)
     }
 
+    /// `trace --source-text` shows each source record and order line as it was read, from the
+    /// ledger alone (the inbox files removed): the receipt's JSON line, the order's CSV line,
+    /// and a refused line of an order; without the option, no text.
+    func testTraceShowsTheSourceTextAsReadFromTheLedger() throws {
+        try refundedReconciledWorkspace()
+        let day1 = Receipt.response([Receipt.item("7001", purchased: "2026-10-05T10:00:00Z")])
+        try ws.write("inbox/orders/bad.csv", ReconciliationTests.header + "ord-7,acct-7,7001,coins.100,abc,100,2026-10-05T10:01:00Z,production,DEU,,\n")
+        try ws.run("2026-10-09")
+        try FileManager.default.removeItem(at: ws.root.appendingPathComponent("inbox"))
+
+        let json = try cli(["trace", "7001", "--source-text", "--format", "json", "--workspace", ws.root.path])
+        XCTAssertEqual(json.status, 0, json.err)
+        let t = try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as! [String: Any]
+        let sources = t["sources"] as! [[String: Any]]
+        XCTAssertEqual(sources.first?["text"] as? String, day1)
+        XCTAssertEqual(sources.map { Hashing.sha256Hex(utf8: $0["text"] as! String) }, sources.map { $0["record_sha256"] as! String })
+        XCTAssertEqual((t["orders"] as! [[String: Any]]).first?["text"] as? String,
+                       "ord-7,acct-7,7001,coins.100,1,100,2026-10-05T10:01:00Z,production,DEU,,")
+
+        let text = try cli(["trace", "ord-7", "--source-text", "--workspace", ws.root.path]).out
+        for needle in ["text as read (\(day1.utf8.count) bytes):", "      | " + day1,
+                       "    | ord-7,acct-7,7001,coins.100,1,100,2026-10-05T10:01:00Z,production,DEU,,",
+                       "inbox/orders/bad.csv:2 rejected", "    | ord-7,acct-7,7001,coins.100,abc,100,2026-10-05T10:01:00Z,production,DEU,,"] {
+            XCTAssertTrue(text.contains(needle), "lacks \(needle):\n\(text)")
+        }
+        let plain = try cli(["trace", "7001", "--format", "json", "--workspace", ws.root.path]).out
+        XCTAssertFalse(plain.contains("\"text\""), plain)
+        XCTAssertFalse(try cli(["trace", "ord-7", "--workspace", ws.root.path]).out.contains("text as read"))
+    }
+
     /// A refused line of an orders file stays under its order: `trace` shows it with why, and a
     /// valid line of the same order read after it resolves it (it leaves the open list); a
     /// refused line after a valid one stays open (what it said was not taken).
