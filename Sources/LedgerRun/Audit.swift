@@ -97,10 +97,16 @@ public struct Audit {
             // Every source record's text still hashes to the SHA-256 recorded when it was read
             // (a whole-file rejection keeps the file's hash and no text, or the start of a CSV
             // file that cannot be read).
-            try r.forEachSourceRecordText { path, line, outcome, code, recordSHA, fileSHA, raw in
+            try r.forEachSourceRecordText { path, line, outcome, code, recordSHA, fileSHA, chunk, raw in
                 report.records += 1
+                guard let raw else {
+                    report.problems.append(Problem(entryId: nil, message: "source record \(path):\(line): its text's chunk \(chunk ?? 0) cannot be read (not the compressed text of its recorded size): it was damaged or altered after it was read"))
+                    return
+                }
                 if Hashing.sha256Hex(utf8: raw) == recordSHA { return }
-                if outcome == "rejected" && recordSHA == fileSHA
+                // A whole-file rejection keeps the file's hash with no text (or the start of an
+                // unreadable CSV file) in its own row; a text in a chunk is always the record's own.
+                if chunk == nil && outcome == "rejected" && recordSHA == fileSHA
                     && (raw.isEmpty || !["EMPTY_FILE", "INVALID_UTF8", "FILE_TOO_LARGE"].contains(code ?? "")) { return }
                 report.problems.append(Problem(entryId: nil, message: "source record \(path):\(line): its stored text no longer hashes to the SHA-256 recorded when it was read (\(recordSHA)): it was changed after it was read"))
             }

@@ -121,14 +121,30 @@ public enum TraceOutput {
                      + (p.written == false ? " (not written yet: `iapledger report --period \(month)` writes it)" : ""))
             }
         }
-        return out.joined(separator: "\n") + "\n"
+        return out.map(visible).joined(separator: "\n") + "\n"
     }
 
     /// A record's text as read, under its heading: each of its lines indented, so a JSON
     /// document's record spread over lines stays readable and cannot pass for trace output.
+    /// Lines are split at each line feed byte (a CRLF document too), and control characters
+    /// other than tab are shown as `\u{D}`, so none of them reaches the terminal raw.
     static func sourceText(_ text: String, indent: String, into out: inout [String]) {
         out.append(indent + "text as read (\(text.utf8.count) bytes):")
-        for l in text.split(separator: "\n", omittingEmptySubsequences: false) { out.append(indent + "  | " + l) }
+        for piece in text.utf8.split(separator: 0x0A, omittingEmptySubsequences: false) {
+            out.append(indent + "  | " + visible(String(decoding: piece, as: UTF8.self)))
+        }
+    }
+
+    static func visible(_ s: String) -> String {
+        var out = ""
+        for u in s.unicodeScalars {
+            if (u.value < 0x20 && u.value != 0x09) || (0x7F...0x9F).contains(u.value) {
+                out += "\\u{" + String(u.value, radix: 16, uppercase: true) + "}"
+            } else {
+                out.unicodeScalars.append(u)
+            }
+        }
+        return out
     }
 
     public static func text(_ o: OrderTrace) -> String {
@@ -156,6 +172,7 @@ public enum TraceOutput {
         for x in o.exceptions { out += "  \(x.category) \(x.status), first seen \(x.first_seen)\(x.resolved_on.map { ", resolved \($0)" } ?? ""): \(x.detail)\n" }
         if let t = o.transaction { out += "The transaction it names:\n" + text(t, indent: "  ") }
         else { out += "It names no transaction the ledger knows.\n" }
-        return out
+        // A reason may quote a refused value as it was read: no control character reaches the terminal.
+        return out.split(separator: "\n", omittingEmptySubsequences: false).map { visible(String($0)) }.joined(separator: "\n")
     }
 }

@@ -64,15 +64,20 @@ extension LedgerReader {
 
     /// Every source record's stored text and the SHA-256 recorded when it was read, with its
     /// file's path and hash, in id order (streamed: the text of a big ledger is gigabytes).
+    /// `chunk` is the id of the chunk holding the text (nil for a text kept in its own row);
+    /// `raw` is nil when that chunk cannot be read (damaged or altered).
     public func forEachSourceRecordText(_ body: (_ path: String, _ line: Int, _ outcome: String, _ reasonCode: String?,
-                                                 _ recordSHA256: String, _ fileSHA256: String, _ raw: String) throws -> Void) throws {
+                                                 _ recordSHA256: String, _ fileSHA256: String, _ chunk: Int64?,
+                                                 _ raw: String?) throws -> Void) throws {
         var chunks = chunkReader()
         let cursor = try Row.fetchCursor(db, sql: """
             SELECT f.path, r.line, r.outcome, r.reason_code, r.record_sha256, f.sha256, CAST(r.raw AS BLOB), \(chunkColumns)
             FROM source_record r JOIN source_file f ON f.id = r.file_id ORDER BY r.id
             """)
         while let r = try cursor.next() {
-            try body(r[0], r[1], r[2], r[3], r[4], r[5], try Self.text(r, raw: 6, chunk: 7, &chunks))
+            let chunk: Int64? = r[7]
+            let raw = try chunk.map { try chunks.text(chunkId: $0, offset: r[8], length: r[9]) } ?? Self.text(r[6])
+            try body(r[0], r[1], r[2], r[3], r[4], r[5], chunk, raw)
         }
     }
 
@@ -86,10 +91,11 @@ extension LedgerReader {
 
     /// A record's text from a row holding `raw` at column `raw` and the chunk id, offset and
     /// length from column `chunk` on. A text whose chunk is missing or damaged reads as
-    /// "(chunk N cannot be read)", which hashes to nothing stored: `verify` reports the record.
+    /// "(chunk N cannot be read: ...)", which hashes to nothing stored (`verify` names it).
     static func text(_ row: Row, raw: Int, chunk: Int, _ reader: inout ChunkReader) throws -> String {
         guard let id: Int64 = row[chunk] else { return text(row[raw]) }
-        return try reader.text(chunkId: id, offset: row[chunk + 1], length: row[chunk + 2]) ?? "(chunk \(id) cannot be read)"
+        return try reader.text(chunkId: id, offset: row[chunk + 1], length: row[chunk + 2])
+            ?? "(chunk \(id) cannot be read: it is damaged or was altered)"
     }
 
     /// The ledger's schema objects (tables, indexes, triggers, views) by type and name, with their SQL.

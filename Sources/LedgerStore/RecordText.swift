@@ -98,6 +98,9 @@ public enum RecordText: ExpressibleByStringLiteral, Sendable {
     /// bytes (a damaged or altered chunk; `verify` reports it).
     static func decompress(_ data: Data, textBytes: Int) -> [UInt8]? {
         guard textBytes >= 0, textBytes <= 1 << 30 else { return nil }
+        // The frame states its size: nothing is allocated for a frame of another size.
+        let stated = data.withUnsafeBytes { ZSTD_getFrameContentSize($0.baseAddress, $0.count) }
+        guard stated == UInt64(textBytes) else { return nil }
         var out = [UInt8](repeating: 0, count: textBytes)
         let written = out.withUnsafeMutableBytes { dst in
             data.withUnsafeBytes { src in

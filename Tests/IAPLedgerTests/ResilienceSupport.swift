@@ -26,7 +26,9 @@ enum Resilience {
                 let columns = try r.rawRows("SELECT name FROM pragma_table_info('\(table)') ORDER BY cid").map { $0[0] }
                 let kept = columns.filter { !wallClockColumns.contains("\(table).\($0)") }
                 let list = kept.map { "\"\($0)\"" }.joined(separator: ", ")
-                out[table] = try r.rawRows("SELECT \(list) FROM \"\(table)\" ORDER BY \(list)").map { $0.joined(separator: "\u{1F}") }
+                // A blob (a chunk of compressed record text) compared by its bytes, in hex.
+                let shown = kept.map { "CASE WHEN typeof(\"\($0)\") = 'blob' THEN hex(\"\($0)\") ELSE \"\($0)\" END" }.joined(separator: ", ")
+                out[table] = try r.rawRows("SELECT \(shown) FROM \"\(table)\" ORDER BY \(list)").map { $0.joined(separator: "\u{1F}") }
             }
             return out
         }

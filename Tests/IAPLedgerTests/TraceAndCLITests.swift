@@ -102,6 +102,25 @@ final class TraceAndCLITests: XCTestCase {
                        "inbox/orders/bad.csv:2 rejected", "    | ord-7,acct-7,7001,coins.100,abc,100,2026-10-05T10:01:00Z,production,DEU,,"] {
             XCTAssertTrue(text.contains(needle), "lacks \(needle):\n\(text)")
         }
+        // A JSON document written with CRLF line ends, and an order line holding an escape
+        // sequence: each line is marked, the carriage returns and the escape shown as text,
+        // not sent to the terminal.
+        try ws.write("inbox/receipts/crlf.json", Receipt.response([Receipt.item("7002", purchased: "2026-10-09T10:00:00Z")])
+            .replacingOccurrences(of: ",", with: ",\r\n"))
+        try ws.write("inbox/orders/esc.csv", ReconciliationTests.header
+                     + "ord-8,acct-8,7002,coins.100,1,100,2026-10-09T10:01:00Z,production,DEU,,\u{1B}[2J\n")
+        try ws.run("2026-10-10")
+        let crlf = try cli(["trace", "7002", "--source-text", "--workspace", ws.root.path])
+        XCTAssertEqual(crlf.status, 0, crlf.err)
+        XCTAssertFalse(crlf.out.contains("\r"), crlf.out)
+        let marked = crlf.out.split(separator: "\n").drop { !$0.contains("text as read") }.dropFirst().prefix { $0.contains(" | ") }
+        XCTAssertGreaterThan(marked.count, 5, crlf.out)
+        XCTAssertTrue(marked.dropLast().allSatisfy { $0.hasSuffix(",\\u{D}") }, crlf.out)
+        let esc = try cli(["trace", "ord-8", "--source-text", "--workspace", ws.root.path])
+        XCTAssertEqual(esc.status, 0, esc.err)
+        XCTAssertFalse(esc.out.contains("\u{1B}"), esc.out)
+        XCTAssertTrue(esc.out.contains("    | ord-8,acct-8,7002,coins.100,1,100,2026-10-09T10:01:00Z,production,DEU,,\\u{1B}[2J"), esc.out)
+
         let plain = try cli(["trace", "7001", "--format", "json", "--workspace", ws.root.path]).out
         XCTAssertFalse(plain.contains("\"text\""), plain)
         XCTAssertFalse(try cli(["trace", "ord-7", "--workspace", ws.root.path]).out.contains("text as read"))

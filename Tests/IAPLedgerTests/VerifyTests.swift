@@ -190,7 +190,7 @@ final class VerifyTests: XCTestCase {
     /// chunks) verifies, and a change to that text is caught as before.
     func testARecordStoredInItsOwnRowVerifiesAndAChangeIsCaught() throws {
         try tamperChunks(past: "source_record_text_fixed", """
-            UPDATE source_record SET raw = (SELECT substr(chunk_text(c.data, c.text_bytes), chunk_offset + 1, chunk_length)
+            UPDATE source_record SET raw = (SELECT CAST(substr(CAST(chunk_text(c.data, c.text_bytes) AS BLOB), chunk_offset + 1, chunk_length) AS TEXT)
                                             FROM source_chunk c WHERE c.id = chunk_id),
                                      chunk_id = NULL, chunk_offset = NULL, chunk_length = NULL
             """)
@@ -208,8 +208,28 @@ final class VerifyTests: XCTestCase {
     func testADamagedChunkNamesItsRecords() throws {
         try tamperChunks("UPDATE source_chunk SET data = x'28b52ffd0000'")
         let r = try Audit(workspace: ws.workspace).run()
-        let names = r.problems.map(\.message).filter { $0.contains("its stored text no longer hashes") }
+        let names = r.problems.map(\.message).filter { $0.contains("cannot be read (not the compressed text of its recorded size)") }
         XCTAssertEqual(names.count, 4, "\(r.problems)")
+        XCTAssertTrue(names.contains { $0.hasPrefix("source record inbox/receipts/r.jsonl:3: its text's chunk ") }, "\(names)")
+    }
+
+    /// A rejected record that is a whole file (one JSON object in a `.json` file: the record's
+    /// hash is the file's) and whose chunk is altered is caught: only a text kept in its own
+    /// row may stand for the whole file without hashing to it.
+    func testAnAlteredWholeFileRecordInAChunkIsCaught() throws {
+        try ws.write("inbox/receipts/one.json", "{\"status\": 21003}")
+        try ws.run("2026-10-08")
+        XCTAssertEqual(try rows("""
+            SELECT r.record_sha256 = f.sha256, r.chunk_id IS NOT NULL FROM source_record r JOIN source_file f ON f.id = r.file_id
+            WHERE f.path = 'inbox/receipts/one.json'
+            """), [["1", "1"]])
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+        try tamperChunks("""
+            UPDATE source_chunk SET data = chunk_data(replace(chunk_text(data, text_bytes), '21003', '00000'))
+            WHERE id = (SELECT chunk_id FROM source_record WHERE outcome = 'rejected')
+            """)
+        let r = try Audit(workspace: ws.workspace).run()
+        XCTAssertEqual(r.problems.map(\.message), ["source record inbox/receipts/one.json:1: its stored text no longer hashes to the SHA-256 recorded when it was read (\(Hashing.sha256Hex(Data("{\"status\": 21003}".utf8)))): it was changed after it was read"])
     }
 
     /// A bundle id dropped from the config since: verify says why the records no longer verify.
@@ -316,7 +336,7 @@ final class VerifyTests: XCTestCase {
                     INSERT INTO main.source_record
                     SELECT r.id, r.file_id, r.line, r.record_sha256, r.outcome, r.reason_code, r.reason, r.status_code, r.environment,
                            r.account_id, r.order_id, r.received_at, r.resolved_run_id, r.resolved_note,
-                           coalesce((SELECT substr(chunk_text(c.data, c.text_bytes), r.chunk_offset + 1, r.chunk_length)
+                           coalesce((SELECT CAST(substr(CAST(chunk_text(c.data, c.text_bytes) AS BLOB), r.chunk_offset + 1, r.chunk_length) AS TEXT)
                                      FROM now.source_chunk c WHERE c.id = r.chunk_id), r.raw)
                     FROM now.source_record r;
                     """)
@@ -328,7 +348,10 @@ final class VerifyTests: XCTestCase {
         for readOnly in [true, false] {
             let texts = try Ledger(path: path, readOnly: readOnly).read { r in
                 var out: [(String, String)] = []
-                try r.forEachSourceRecordText { _, _, _, _, sha, _, raw in out.append((sha, raw)) }
+                try r.forEachSourceRecordText { _, _, _, _, sha, _, chunk, raw in
+                    XCTAssertNil(chunk)
+                    out.append((sha, raw ?? ""))
+                }
                 return out
             }
             XCTAssertEqual(texts.count, 4)
