@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+@testable import LedgerRun
 @testable import LedgerStore
 
 /// Records' texts stored compressed, a chunk of neighbours at a time (RecordText.swift).
@@ -39,6 +40,41 @@ final class RecordTextTests: XCTestCase {
         XCTAssertTrue(chunks.values.allSatisfy { $0.textBytes < RecordText.chunkTextBytes + 10_000 || $0.textBytes > big })
         // JSON like receipts compresses several times.
         XCTAssertLessThan(chunks.values.reduce(0) { $0 + $1.data.count } * 4, total)
+    }
+
+    /// Through the nightly run, with chunks of a few records: records in many chunks (more
+    /// than the 16 a reader keeps decompressed), non-ASCII text, a file that grew (its records
+    /// read before skipped, the new ones in new chunks) and a second file alternating with it;
+    /// `verify` re-derives every sale from its chunk and every record hashes as read.
+    func testManyChunksThroughTheNightlyRun() throws {
+        RecordText.chunkTextBytes = 700
+        defer { RecordText.chunkTextBytes = 128 << 10 }
+        let ws = try TestWorkspace()
+        defer { ws.remove() }
+        func day(_ n: Int, from first: Int, count: Int) -> String {
+            (first..<(first + count)).map { i in
+                Receipt.response([Receipt.item("9\(n)\(String(format: "%04d", i))", purchased: "2026-10-0\(n)T10:00:00Z")])
+                    .replacingOccurrences(of: "\"application_version\": \"1\"", with: "\"application_version\": \"caf\u{E9} \u{1F600} \(i)\"")
+            }.joined(separator: "\n") + "\n"
+        }
+        try ws.write("inbox/receipts/a.jsonl", day(5, from: 0, count: 60))
+        try ws.write("inbox/receipts/b.jsonl", day(6, from: 0, count: 40))
+        try ws.run("2026-10-07")
+        try ws.write("inbox/receipts/a.jsonl", day(5, from: 0, count: 60) + day(5, from: 60, count: 30))
+        try ws.run("2026-10-08")
+        let ledger = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path, readOnly: true)
+        let (chunks, records, spread) = try ledger.read { r in
+            (try r.rawRows("SELECT count(*) FROM source_chunk")[0][0],
+             try r.rawRows("SELECT count(*) FROM source_record WHERE chunk_id IS NOT NULL")[0][0],
+             try r.rawRows("SELECT count(*) FROM (SELECT file_id FROM source_record GROUP BY file_id HAVING count(DISTINCT chunk_id) > 1)")[0][0])
+        }
+        XCTAssertEqual(records, "130", "every record chunked, the 60 read before not stored again")
+        XCTAssertGreaterThan(Int(chunks)!, 40, "far more chunks than a reader keeps")
+        XCTAssertEqual(spread, "3", "each file version's records spread over several chunks")
+        let audit = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(audit.ok, "\(audit.problems)")
+        XCTAssertEqual(audit.entries, 130)
+        XCTAssertEqual(audit.records, 130)
     }
 
     /// A chunk that is not a Zstandard frame of its recorded size reads as nothing, not a crash.
