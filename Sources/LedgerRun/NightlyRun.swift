@@ -462,15 +462,18 @@ struct PreparedFile {
     }
 
     /// The records with their texts as stored: compressed together, a chunk of neighbours at a time.
-    static func withTexts(_ records: [PreparedReceipt]) -> [PreparedReceipt] {
-        var out = records
-        for (i, t) in RecordText.chunked(records.map(\.record.text)).enumerated() { out[i].text = t }
+    /// (The array is taken over, not copied: a day of receipts is set in place.)
+    static func withTexts(_ records: consuming [PreparedReceipt]) -> [PreparedReceipt] {
+        let texts = RecordText.chunked(records.map(\.record.text))
+        var out = consume records
+        for i in out.indices { out[i].text = texts[i] }
         return out
     }
 
-    static func withTexts(_ records: [PreparedSigned]) -> [PreparedSigned] {
-        var out = records
-        for (i, t) in RecordText.chunked(records.map(\.record.text)).enumerated() { out[i].text = t }
+    static func withTexts(_ records: consuming [PreparedSigned]) -> [PreparedSigned] {
+        let texts = RecordText.chunked(records.map(\.record.text))
+        var out = consume records
+        for i in out.indices { out[i].text = texts[i] }
         return out
     }
 
