@@ -40,6 +40,7 @@ public struct ReconciliationReport {
             case "exceptions": content = try exceptionsSheet()
             case "resolved": content = try resolvedSheet()
             case "pending": content = try pendingSheet()
+            case "rejected": content = try rejectedSheet()
             default: throw LayoutError(path: layout.source, key: "sheet \"\(sheet.key)\"", message: "the reconciliation workbook has no such sheet")
             }
             return layout.apply(sheet, to: content, values: values)
@@ -123,5 +124,18 @@ public struct ReconciliationReport {
                                   .text(t.reason), .date(t.firstSeen), .integer(Int64(asOf - t.firstSeen))]))
         }
         return SheetContent(key: "pending", tables: [TableBlock(key: "pending", columns: ReportSchema.pending, rows: rows)])
+    }
+
+    /// The records refused and still open on the as-of date (not resolved by a later valid
+    /// line of the same order), oldest first: what the tool will never post unless the
+    /// source sends them again, corrected.
+    public func rejectedSheet() throws -> SheetContent {
+        let open = try reader.recordProblems().filter { $0.outcome == "rejected" && $0.isOpen(on: asOf) }
+            .sorted { ($0.firstSeen, $0.path, $0.line) < ($1.firstSeen, $1.path, $1.line) }
+        let rows = open.map {
+            SheetRow([.text("\($0.path):\($0.line)"), .text($0.code), .text($0.reason), .date($0.firstSeen),
+                      .integer(Int64(asOf - $0.firstSeen))])
+        }
+        return SheetContent(key: "rejected", tables: [TableBlock(key: "rejected", columns: ReportSchema.rejected, rows: rows)])
     }
 }

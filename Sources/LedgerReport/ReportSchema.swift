@@ -130,11 +130,16 @@ public enum ReportSchema {
         c("what_waits"), c("record_or_transaction"), c("code_or_product"), c("reason"), c("first_seen", .date), c("age_days", .integer),
     ]
 
+    static let rejected = [
+        c("record"), c("code"), c("reason"), c("first_seen", .date), c("age_days", .integer),
+    ]
+
     static let reconciliationSheets = [
         SheetSchema("summary", [TableSchema("by_category", reconciliationByCategory), TableSchema("matching", reconciliationMatching)],
                     placeholders: ["matched", "resolved"]),
         SheetSchema("exceptions", [TableSchema("exceptions", exceptions)]),
         SheetSchema("resolved", [TableSchema("resolved", resolved)]),
         SheetSchema("pending", [TableSchema("pending", pending)]),
+        SheetSchema("rejected", [TableSchema("rejected", rejected)]),
     ]
 }

@@ -187,7 +187,7 @@ final class LayoutTests: XCTestCase {
         XCTAssertEqual(book["Refunds"]![3].last, "Net (USD)")
         XCTAssertEqual(try XLSXParts.columnWidths(url, sheet: 2), [9, 12, 13, 6, 16, 20, 32, 11, 30, 10, 14, 18])
         let recon = plain.reportDirectory(asOf: asOf).appendingPathComponent("reconciliation-2026-11-21.xlsx")
-        XCTAssertEqual(try XLSXParts.sheetNames(recon), ["Summary", "Exceptions", "Resolved", "Pending"])
+        XCTAssertEqual(try XLSXParts.sheetNames(recon), ["Summary", "Exceptions", "Resolved", "Pending", "Rejected"])
         XCTAssertTrue(try XLSXReader.sheets(recon)["Summary"]![2].first?.hasPrefix("Matched order/transaction pairs: ") == true)
     }
 

@@ -123,12 +123,39 @@ final class ReconciliationTests: XCTestCase {
         let first = try exceptionsJSON().first!
         XCTAssertEqual(Set(first.keys), ["category", "transaction_id", "order_id", "status", "first_seen", "age_days", "detail"])
         let book = try XLSXReader.sheets(r.workbooks[2])
-        XCTAssertEqual(Set(book.keys), ["Summary", "Exceptions", "Resolved", "Pending"])
+        XCTAssertEqual(Set(book.keys), ["Summary", "Exceptions", "Resolved", "Pending", "Rejected"])
         XCTAssertTrue(book["Summary"]!.contains { $0.first?.hasPrefix("Matched") == true || $0.contains("Matched order/transaction pairs") })
         let summary = book["Summary"]!.first { $0.first == "NOT_CREDITED" }!
         XCTAssertEqual(summary[2], "1")
         XCTAssertEqual(book["Exceptions"]!.dropFirst(4).count, 10)
         XCTAssertTrue(book["Pending"]!.contains { $0.contains { $0.contains("r.jsonl:6") } }, "the retryable record waits")
+    }
+
+    /// The Rejected sheet lists the records refused and still open on the as-of date, oldest
+    /// first, with code, reason, first seen and age, under a frozen, filtered header; a refused
+    /// order line resolved by a valid line of the same order leaves it.
+    func testRejectedSheetListsTheOpenRefusedRecords() throws {
+        try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("J1", purchased: "2026-10-05T10:00:00Z")]) + "\n"
+                     + Receipt.response([Receipt.item("J2", purchased: "2026-10-05T10:00:00Z")], status: 21003) + "\n")
+        try ws.write("inbox/orders/o1.csv", Self.header + "o-j1,acct-1,J1,coins.100,abc,100,2026-10-05T10:01:00Z,production,JPN,,\n")
+        try ws.run("2026-10-06")
+        try ws.write("inbox/receipts/r2.jsonl", "{not json\n")
+        try ws.write("inbox/orders/o2.csv", Self.header + "o-j1,acct-1,J1,coins.100,1,100,2026-10-05T10:01:00Z,production,JPN,,\n")
+        let r = try ws.run("2026-10-08")
+        let url = r.workbooks[2]
+        let sheet = try XCTUnwrap(try XLSXReader.sheets(url)["Rejected"])
+        XCTAssertEqual(sheet[3], ["Record (file:line)", "Code", "Reason", "First seen", "Age (days)"])
+        let rows = Array(sheet.dropFirst(4))
+        XCTAssertEqual(rows.map { $0[0] }, ["inbox/receipts/r.jsonl:2", "inbox/receipts/r2.jsonl:1"],
+                       "oldest first; the refused order line is resolved by the valid one")
+        XCTAssertEqual(rows[0][1], "STATUS_21003")
+        XCTAssertTrue(rows[0][2].hasPrefix("status 21003"), rows[0][2])
+        XCTAssertEqual(rows.map { $0[4] }, ["2", "0"])
+        XCTAssertEqual(rows[1][1], "MALFORMED")
+        let index = try XCTUnwrap(try XLSXParts.sheetNames(url).firstIndex(of: "Rejected")) + 1
+        let xml = try XLSXParts.read(url, "xl/worksheets/sheet\(index).xml")
+        XCTAssertTrue(xml.contains("<autoFilter ref=\"A4:E6\""), xml)
+        XCTAssertTrue(xml.contains("ySplit=\"4\""), "header frozen")
     }
 
     func testLostOrderLifecycleOverThreeNights() throws {
