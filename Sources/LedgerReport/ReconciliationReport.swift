@@ -126,9 +126,9 @@ public struct ReconciliationReport {
         return SheetContent(key: "pending", tables: [TableBlock(key: "pending", columns: ReportSchema.pending, rows: rows)])
     }
 
-    /// The records refused and still open on the as-of date (not resolved by a later valid
-    /// line of the same order), oldest first: what the tool will never post unless the
-    /// source sends them again, corrected.
+    /// The records refused and still open on the as-of date, oldest first. A refused order
+    /// line is resolved by a later valid line of the same order; a refused receipt or signed
+    /// record stays (a corrected copy is a record of its own).
     public func rejectedSheet() throws -> SheetContent {
         let open = try reader.recordProblems().filter { $0.outcome == "rejected" && $0.isOpen(on: asOf) }
             .sorted { ($0.firstSeen, $0.path, $0.line) < ($1.firstSeen, $1.path, $1.line) }

@@ -266,7 +266,7 @@ extension LedgerReader {
             FROM source_record r JOIN source_file f ON f.id = r.file_id JOIN run ON run.id = f.run_id
             LEFT JOIN run resolver ON resolver.id = r.resolved_run_id
             WHERE r.outcome <> 'verified'
-            ORDER BY r.outcome, f.path, r.line
+            ORDER BY r.outcome, f.path, r.line, r.id
             """)).map {
             RecordProblem(path: $0[0], line: $0[1], outcome: $0[2], code: $0[3] ?? "", reason: $0[4] ?? "",
                           firstSeen: Day(iso: $0[5] as String)!, resolved: $0[6], runId: $0[7],

@@ -138,15 +138,17 @@ final class ReconciliationTests: XCTestCase {
         try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("J1", purchased: "2026-10-05T10:00:00Z")]) + "\n"
                      + Receipt.response([Receipt.item("J2", purchased: "2026-10-05T10:00:00Z")], status: 21003) + "\n")
         try ws.write("inbox/orders/o1.csv", Self.header + "o-j1,acct-1,J1,coins.100,abc,100,2026-10-05T10:01:00Z,production,JPN,,\n")
-        try ws.run("2026-10-06")
-        try ws.write("inbox/receipts/r2.jsonl", "{not json\n")
+        let night1 = try XCTUnwrap(try XLSXReader.sheets(try ws.run("2026-10-06").workbooks[2])["Rejected"])
+        XCTAssertEqual(night1.dropFirst(4).map { "\($0[0]) \($0[1])" }, ["inbox/orders/o1.csv:2 BAD_ORDER", "inbox/receipts/r.jsonl:2 STATUS_21003"])
+        // Named to sort first: the list goes by first seen, then file.
+        try ws.write("inbox/receipts/a.jsonl", "{not json\n")
         try ws.write("inbox/orders/o2.csv", Self.header + "o-j1,acct-1,J1,coins.100,1,100,2026-10-05T10:01:00Z,production,JPN,,\n")
         let r = try ws.run("2026-10-08")
         let url = r.workbooks[2]
         let sheet = try XCTUnwrap(try XLSXReader.sheets(url)["Rejected"])
         XCTAssertEqual(sheet[3], ["Record (file:line)", "Code", "Reason", "First seen", "Age (days)"])
         let rows = Array(sheet.dropFirst(4))
-        XCTAssertEqual(rows.map { $0[0] }, ["inbox/receipts/r.jsonl:2", "inbox/receipts/r2.jsonl:1"],
+        XCTAssertEqual(rows.map { $0[0] }, ["inbox/receipts/r.jsonl:2", "inbox/receipts/a.jsonl:1"],
                        "oldest first; the refused order line is resolved by the valid one")
         XCTAssertEqual(rows[0][1], "STATUS_21003")
         XCTAssertTrue(rows[0][2].hasPrefix("status 21003"), rows[0][2])

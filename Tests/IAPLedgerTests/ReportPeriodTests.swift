@@ -72,7 +72,7 @@ final class ReportPeriodTests: XCTestCase {
         XCTAssertTrue(column(now["Exceptions"]!, "Order").contains("o-zz"), "the nightly set lists what night 2 found")
         XCTAssertFalse(column(october["Exceptions"]!, "Order").contains("o-zz"), "found on 2026-11-03: not open on 2026-10-31")
         for book in [now, october] {
-            for sheet in ["Exceptions", "Pending"] {
+            for sheet in ["Exceptions", "Pending", "Rejected"] {
                 let ages = column(book[sheet]!, "Age (days)").compactMap { Int($0) }
                 XCTAssertTrue(ages.allSatisfy { $0 >= 0 }, "\(sheet): \(ages)")
             }
