@@ -463,14 +463,7 @@ struct PreparedFile {
 
     /// The records with their texts as stored: compressed together, a chunk of neighbours at a time.
     /// (The array is taken over, not copied: a day of receipts is set in place.)
-    static func withTexts(_ records: consuming [PreparedReceipt]) -> [PreparedReceipt] {
-        let texts = RecordText.chunked(records.map(\.record.text))
-        var out = consume records
-        for i in out.indices { out[i].text = texts[i] }
-        return out
-    }
-
-    static func withTexts(_ records: consuming [PreparedSigned]) -> [PreparedSigned] {
+    static func withTexts<R: PreparedRecord>(_ records: consuming [R]) -> [R] {
         let texts = RecordText.chunked(records.map(\.record.text))
         var out = consume records
         for i in out.indices { out[i].text = texts[i] }
@@ -494,6 +487,14 @@ struct PreparedFile {
         return PreparedReceipt(record: record, sha256: Hashing.sha256Hex(utf8: record.text), parsed: parsed)
     }
 }
+
+/// A prepared receipt or signed record: the record read and its text as it is stored.
+protocol PreparedRecord {
+    var record: RawRecord { get }
+    var text: RecordText { get set }
+}
+extension PreparedFile.PreparedReceipt: PreparedRecord {}
+extension PreparedFile.PreparedSigned: PreparedRecord {}
 
 /// Why a record could not be read (rejected with this code and reason).
 struct RecordProblem: Error {

@@ -126,12 +126,12 @@ public enum TraceOutput {
 
     /// A record's text as read, under its heading: each of its lines indented, so a JSON
     /// document's record spread over lines stays readable and cannot pass for trace output.
-    /// Lines are split at each line feed byte (a CRLF document too), and control characters
-    /// other than tab are shown as `\u{D}`, so none of them reaches the terminal raw.
+    /// Lines are split at each line feed byte (a CRLF document too); the text outputs then
+    /// show every control character but tab as `\u{D}` (`visible`), so none reaches the terminal raw.
     static func sourceText(_ text: String, indent: String, into out: inout [String]) {
         out.append(indent + "text as read (\(text.utf8.count) bytes):")
         for piece in text.utf8.split(separator: 0x0A, omittingEmptySubsequences: false) {
-            out.append(indent + "  | " + visible(String(decoding: piece, as: UTF8.self)))
+            out.append(indent + "  | " + String(decoding: piece, as: UTF8.self))
         }
     }
 

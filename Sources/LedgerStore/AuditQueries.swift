@@ -75,9 +75,7 @@ extension LedgerReader {
             FROM source_record r JOIN source_file f ON f.id = r.file_id ORDER BY r.id
             """)
         while let r = try cursor.next() {
-            let chunk: Int64? = r[7]
-            let raw = try chunk.map { try chunks.text(chunkId: $0, offset: r[8], length: r[9]) } ?? Self.text(r[6])
-            try body(r[0], r[1], r[2], r[3], r[4], r[5], chunk, raw)
+            try body(r[0], r[1], r[2], r[3], r[4], r[5], r[7], try Self.text(r, raw: 6, chunk: 7, &chunks))
         }
     }
 
@@ -90,13 +88,15 @@ extension LedgerReader {
     }
 
     /// A record's text from a row holding `raw` at column `raw` and the chunk id, offset and
-    /// length from column `chunk` on. A text whose chunk is missing or damaged reads as
-    /// "(chunk N cannot be read: ...)", which hashes to nothing stored (`verify` names it).
-    static func text(_ row: Row, raw: Int, chunk: Int, _ reader: inout ChunkReader) throws -> String {
+    /// length from column `chunk` on; nil when its chunk is missing or damaged.
+    static func text(_ row: Row, raw: Int, chunk: Int, _ reader: inout ChunkReader) throws -> String? {
         guard let id: Int64 = row[chunk] else { return text(row[raw]) }
         return try reader.text(chunkId: id, offset: row[chunk + 1], length: row[chunk + 2])
-            ?? "(chunk \(id) cannot be read: it is damaged or was altered)"
     }
+
+    /// What stands for a text whose chunk cannot be read: it hashes to nothing stored, and
+    /// `verify` names the chunk.
+    static let unreadableText = "(its chunk cannot be read: it is damaged or was altered)"
 
     /// The ledger's schema objects (tables, indexes, triggers, views) by type and name, with their SQL.
     public func schemaObjects() throws -> [String: String] {
@@ -113,7 +113,7 @@ extension LedgerReader {
             SELECT f.kind, f.path, r.line, CAST(r.raw AS BLOB), \(chunkColumns) FROM store_transaction t
             JOIN source_record r ON r.id = t.first_record_id JOIN source_file f ON f.id = r.file_id
             WHERE t.transaction_id = ?
-            """), arguments: [transactionId]).map { ($0[0], $0[1], $0[2], try Self.text($0, raw: 3, chunk: 4, &chunkCache)) }
+            """), arguments: [transactionId]).map { ($0[0], $0[1], $0[2], try Self.text($0, raw: 3, chunk: 4, &chunkCache) ?? Self.unreadableText) }
     }
 
     /// A record's raw text read as its bytes: SQLite keeps a text's NUL characters, but reading

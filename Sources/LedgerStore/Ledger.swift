@@ -456,9 +456,7 @@ public final class LedgerWriter: LedgerReader {
     func insertChunk(_ chunk: RecordChunk) throws -> Int64 {
         if let id = chunk.rowId { return id }
         let stmt = try db.cachedStatement(sql: "INSERT INTO source_chunk (codec, text_bytes, data) VALUES ('zstd', ?, ?)")
-        try chunk.data.withUnsafeBytes { bytes in
-            try stmt.execute(arguments: [chunk.textBytes, Data(bytes)])
-        }
+        try stmt.execute(arguments: [chunk.textBytes, Data(chunk.data)])
         chunk.rowId = db.lastInsertedRowID
         return db.lastInsertedRowID
     }

@@ -219,7 +219,7 @@ extension LedgerReader {
     /// A source record's text as it was read: its own row's, or its range of its chunk.
     func recordText(_ recordId: Int64) throws -> String? {
         try Row.fetchOne(db.cachedStatement(sql: "SELECT CAST(r.raw AS BLOB), \(chunkColumns) FROM source_record r WHERE r.id = ?"),
-                         arguments: [recordId]).map { try Self.text($0, raw: 0, chunk: 1, &chunkCache) }
+                         arguments: [recordId]).map { try Self.text($0, raw: 0, chunk: 1, &chunkCache) ?? Self.unreadableText }
     }
 
     func traceExceptions(where condition: String, _ value: String) throws -> [TransactionTrace.Exception] {
