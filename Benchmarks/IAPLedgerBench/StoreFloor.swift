@@ -31,7 +31,7 @@ enum StoreFloor {
             Table(name: "unverified_record_transaction", newRows: "s.record_id > ?", bound: lastRecord),
             Table(name: "store_transaction", newRows: "s.first_run_id > ?", bound: lastRun),
             Table(name: "transaction_source", newRows: "s.record_id > ?", bound: lastRecord),
-            byRowid("account"), byRowid("entry"), byRowid("posting"), byRowid("finding"),
+            byRowid("account"), byRowid("entry"), byRowid("finding"),
             Table(name: "notification", newRows: "s.run_id > ?", bound: lastRun),
             // Few rows, and no run or record to tell the new ones by.
             Table(name: "reversal_request",

@@ -28,6 +28,50 @@ public enum LedgerAccount {
     public static let refunds = "Revenue:InApp:Refunds"
 }
 
+/// How an entry's postings follow from its amounts (accounting.md: "A sale", "Refunds",
+/// "Refund reversals"): each entry of a kind has the same three postings, line by line, each
+/// an account and the entry's net, commission or proceeds with a sign. The ledger stores the
+/// entry's amounts once and these nine rules (`posting_rule`); its `posting` view gives each
+/// posting from them, so a posting can never disagree with its entry.
+public struct PostingRule: Sendable, Equatable {
+    public var kind: EntryKind
+    /// 1, 2, 3: the posting's place in its entry.
+    public var line: Int
+    public var account: String
+    /// Which of the entry's amounts the posting takes, each -1, 0 or 1 (exactly one non-zero).
+    public var net: Int64, commission: Int64, proceeds: Int64
+
+    public init(kind: EntryKind, line: Int, account: String, net: Int64, commission: Int64, proceeds: Int64) {
+        self.kind = kind; self.line = line; self.account = account
+        self.net = net; self.commission = commission; self.proceeds = proceeds
+    }
+
+    public static let all: [PostingRule] = [
+        PostingRule(kind: .sale, line: 1, account: LedgerAccount.receivable, net: 0, commission: 0, proceeds: 1),
+        PostingRule(kind: .sale, line: 2, account: LedgerAccount.commission, net: 0, commission: 1, proceeds: 0),
+        PostingRule(kind: .sale, line: 3, account: LedgerAccount.sales, net: -1, commission: 0, proceeds: 0),
+        PostingRule(kind: .refund, line: 1, account: LedgerAccount.refunds, net: 1, commission: 0, proceeds: 0),
+        PostingRule(kind: .refund, line: 2, account: LedgerAccount.commission, net: 0, commission: -1, proceeds: 0),
+        PostingRule(kind: .refund, line: 3, account: LedgerAccount.receivable, net: 0, commission: 0, proceeds: -1),
+        PostingRule(kind: .refundReversal, line: 1, account: LedgerAccount.refunds, net: -1, commission: 0, proceeds: 0),
+        PostingRule(kind: .refundReversal, line: 2, account: LedgerAccount.commission, net: 0, commission: 1, proceeds: 0),
+        PostingRule(kind: .refundReversal, line: 3, account: LedgerAccount.receivable, net: 0, commission: 0, proceeds: 1),
+    ]
+
+    /// The accounts in the order a ledger first numbers them.
+    public static let accounts = [LedgerAccount.receivable, LedgerAccount.commission, LedgerAccount.sales, LedgerAccount.refunds]
+
+    /// The postings of an entry of `kind` with these figures, in line order.
+    public static func postings(kind: EntryKind, figures f: SaleFigures) -> [PostingDraft] {
+        all.filter { $0.kind == kind }.map { r in
+            PostingDraft(account: r.account, currency: f.currency,
+                         amountMinor: r.net * f.netMinor + r.commission * f.commissionMinor + r.proceeds * f.proceedsMinor,
+                         reportingAmountMinor: r.net * f.netReportingMinor + r.commission * f.commissionReportingMinor
+                             + r.proceeds * f.proceedsReportingMinor)
+        }
+    }
+}
+
 /// Where a record came from: a workspace-relative file path and a 1-based line.
 public struct SourceLocation: Hashable, Sendable, CustomStringConvertible {
     public var path: String
@@ -208,6 +252,12 @@ public struct EntryDraft: Sendable, Equatable {
             reporting += p.reportingAmountMinor
         }
         return reporting == 0 && perCurrency.values.allSatisfy { $0 == 0 }
+    }
+
+    /// Whether the postings are the ones its kind's posting rules give from its amounts: the
+    /// only postings the ledger can hold (it derives them from the amounts, `PostingRule`).
+    public var followsPostingRules: Bool {
+        postings == PostingRule.postings(kind: kind, figures: figures)
     }
 }
 

@@ -124,6 +124,16 @@ public struct Audit {
                     break
                 }
             }
+            // The rules the postings are derived by are the accounting contract's.
+            if let rules = try r.postingRules() {
+                let expected = PostingRule.all.sorted { ($0.kind.rawValue, $0.line) < ($1.kind.rawValue, $1.line) }
+                let stored = rules.sorted { ($0.kind.rawValue, $0.line) < ($1.kind.rawValue, $1.line) }
+                if stored != expected {
+                    let first = zip(stored, expected).first { $0 != $1 }.map { "\(Self.describe($0.0)) where accounting.md gives \(Self.describe($0.1))" }
+                        ?? "\(stored.count) rules where accounting.md gives \(expected.count)"
+                    report.problems.append(Problem(entryId: nil, message: "the ledger's posting rules (posting_rule), which give every entry its postings, differ from the accounting contract's: \(first)"))
+                }
+            }
             // Per book, the trial balance sums to zero in every currency and in the reporting currency.
             var perCurrency: [String: Int64] = [:], reporting: [String: Int64] = [:]
             for row in try r.trialBalanceFromPostings(book: nil) {
@@ -146,6 +156,15 @@ public struct Audit {
         }
         report.problems.sort { ($0.entryId ?? Int64.max) < ($1.entryId ?? Int64.max) }
         return report
+    }
+
+    static func describe(_ r: PostingRule) -> String {
+        let parts: [(String, Int64)] = [("net", r.net), ("commission", r.commission), ("proceeds", r.proceeds)]
+        var amount = ""
+        for (name, sign) in parts where sign != 0 {
+            amount += (amount.isEmpty ? "" : " ") + (sign < 0 ? "-" : "+") + name
+        }
+        return "\(r.kind.rawValue) line \(r.line): \(r.account) \(amount.isEmpty ? "0" : amount)"
     }
 
     static func describe(_ p: [PostingDraft]) -> String {

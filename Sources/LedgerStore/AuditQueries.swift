@@ -98,6 +98,18 @@ extension LedgerReader {
     /// `verify` names the chunk.
     static let unreadableText = "(its chunk cannot be read: it is damaged or was altered)"
 
+    /// The posting rules the ledger's `posting` view applies (schema v13 on), with their
+    /// accounts by name; nil for a ledger that stores its postings (before v13).
+    public func postingRules() throws -> [PostingRule]? {
+        guard try db.tableExists("posting_rule") else { return nil }
+        return try Row.fetchAll(db, sql: """
+            SELECT r.kind, r.line, ifnull(a.name, '(no account ' || r.account_id || ')'), r.net, r.commission, r.proceeds
+            FROM posting_rule r LEFT JOIN account a ON a.id = r.account_id ORDER BY r.kind, r.line
+            """).map {
+            PostingRule(kind: EntryKind(rawValue: $0[0]) ?? .sale, line: $0[1], account: $0[2], net: $0[3], commission: $0[4], proceeds: $0[5])
+        }
+    }
+
     /// The ledger's schema objects (tables, indexes, triggers, views) by type and name, with their SQL.
     public func schemaObjects() throws -> [String: String] {
         var objects: [String: String] = [:]

@@ -62,11 +62,15 @@ public struct PreparedEntry: Sendable {
     /// Debits equal credits (checked here, on the preparing thread; `insertEntry` refuses an
     /// entry that is not).
     let isBalanced: Bool
+    /// Its postings are the ones its kind's rules give from its amounts, the only ones the
+    /// ledger can show for it (checked here too; `insertEntry` refuses an entry whose are not).
+    let followsPostingRules: Bool
 
     public init(_ entry: EntryDraft) {
         self.entry = entry
         rulesJSON = entry.rules.canonicalJSON
         hashBody = EntryHash.body(entry: entry, rulesJSON: rulesJSON)
         isBalanced = entry.isBalanced
+        followsPostingRules = entry.followsPostingRules
     }
 }

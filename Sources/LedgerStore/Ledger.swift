@@ -37,6 +37,13 @@ public final class Ledger {
         let migrator = Schema.migrator()
         do {
             try migrator.migrate(queue)
+        } catch let e as SchemaRefusal {
+            let completed = (try? queue.read({ try migrator.completedMigrations($0) }))?.count ?? 0
+            throw StoreError(message: """
+                \(path): cannot bring the ledger's schema up to date: migration \(migrator.migrations[completed]) \
+                refused it: \(e.message). Nothing was changed by it. Run `iapledger verify` (it reads the ledger \
+                as it is) to see what differs from what iapledger wrote
+                """)
         } catch let e as DatabaseError {
             // Only an SQL error (no such column or table, already exists) says the tables are
             // not the migrations' own; a locked, busy, full or corrupt database is what it is.
@@ -542,7 +549,8 @@ public final class LedgerWriter: LedgerReader {
         return id
     }
 
-    /// Appends an entry and its postings. An unbalanced entry is a bug: it never reaches the disk.
+    /// Appends an entry (its postings follow from its amounts, `PostingRule`). An unbalanced
+    /// entry, or one whose postings are not its rules', is a bug: it never reaches the disk.
     @discardableResult
     /// - Parameter quantity: the quantity of the entry's transaction, for the month totals
     ///   (nil: read from the ledger).
@@ -556,6 +564,8 @@ public final class LedgerWriter: LedgerReader {
     public func insertEntry(_ prepared: PreparedEntry, runId: Int64, quantity: Int64? = nil) throws -> Int64 {
         let e = prepared.entry, rulesJSON = prepared.rulesJSON
         precondition(prepared.isBalanced, "refusing to write unbalanced entry \(e.kind.rawValue) of \(e.transactionId)")
+        precondition(prepared.followsPostingRules,
+                     "refusing to write entry \(e.kind.rawValue) of \(e.transactionId): its postings are not the ones its amounts give")
         let f = e.figures
         let tip = try currentChainTip()
         let entryId = tip.id + 1
@@ -577,18 +587,10 @@ public final class LedgerWriter: LedgerReader {
         try x.run()
         chainTip = (entryId, hash)
         touched.transaction(e.transactionId)
-        let pstmt = try db.cachedStatement(sql: """
-            INSERT INTO posting (entry_id, account_id, currency, amount_minor, reporting_amount_minor) VALUES (?, ?, ?, ?, ?)
-            """)
+        // The postings are not written: the `posting` view gives them from the entry's amounts.
         var accounts: [Int64] = []
         accounts.reserveCapacity(e.postings.count)
-        for p in e.postings {
-            let account = try accountId(p.account)
-            accounts.append(account)
-            var y = FastStatement(pstmt, in: db)
-            y.bind(entryId); y.bind(account); y.bind(p.currency); y.bind(p.amountMinor); y.bind(p.reportingAmountMinor)
-            try y.run()
-        }
+        for p in e.postings { accounts.append(try accountId(p.account)) }
         let units = try quantity ?? Int64.fetchOne(db.cachedStatement(sql: "SELECT quantity FROM store_transaction WHERE transaction_id = ?"),
                                                    arguments: [e.transactionId])
         monthDelta.add(e, date: date, accountIds: accounts, quantity: units)

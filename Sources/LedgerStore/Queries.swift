@@ -196,7 +196,8 @@ extension LedgerReader {
     }
 
     /// Streams the journal (one row per posting) in entry order, optionally for one book
-    /// and a date range of posting dates.
+    /// and a date range of posting dates. Reads a ledger of schema v13 or later (`p.line`):
+    /// only a run, which brings the schema up to date first, writes the Journal.
     public func journal(book: Book?, from: Day? = nil, through: Day? = nil, _ each: (JournalRow) throws -> Void) throws {
         let (whereSQL, args) = Self.entryFilter(book: book, from: from, through: through)
         let cursor = try Row.fetchCursor(db, sql: """
@@ -204,7 +205,7 @@ extension LedgerReader {
                    a.name, p.currency, p.amount_minor, p.reporting_amount_minor
             FROM entry e JOIN posting p ON p.entry_id = e.id JOIN account a ON a.id = p.account_id
             \(whereSQL)
-            ORDER BY e.date, e.id, p.id
+            ORDER BY e.date, e.id, p.line
             """, arguments: args)
         // Rows come in date order, most with the date of the row before: parse each date once.
         var dates = (text: "", day: Day(daysSinceEpoch: 0)), originals = dates
@@ -313,7 +314,10 @@ extension LedgerReader {
         // Entries and postings are append-only (triggers refuse updates and deletes) and take
         // ids 1, 2, 3...: the last id is the count.
         t.entries = try Int.fetchOne(db.cachedStatement(sql: "SELECT ifnull(max(id), 0) FROM entry")) ?? 0
-        t.postings = try Int.fetchOne(db.cachedStatement(sql: "SELECT ifnull(max(id), 0) FROM posting")) ?? 0
+        // The last entry's last posting (found from the entry: `posting` is a view of the entries).
+        t.postings = try Int.fetchOne(db.cachedStatement(sql: """
+            SELECT ifnull(max(id), 0) FROM posting WHERE entry_id = (SELECT max(id) FROM entry)
+            """)) ?? 0
         t.chainHead = try String.fetchOne(db.cachedStatement(sql: "SELECT hash FROM entry ORDER BY id DESC LIMIT 1")) ?? EntryHash.genesis
         return t
     }

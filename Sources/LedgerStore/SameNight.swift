@@ -39,7 +39,11 @@ extension LedgerReader {
             SELECT id, category, transaction_id, order_id, account_id, product_id, gross_minor, currency, net_reporting_minor,
                    detail, first_seen, first_run_id, resolved_on, resolved_run_id FROM exception ORDER BY id
             """,
-            "SELECT transaction_id, sale_status, pending_reason FROM store_transaction WHERE sale_status = 'pending' ORDER BY transaction_id",
+            // The pending sales' own index (else SQLite walks every transaction in id order to skip the sort).
+            """
+            SELECT transaction_id, sale_status, pending_reason FROM store_transaction INDEXED BY store_transaction_pending_order
+            WHERE sale_status = 'pending' ORDER BY transaction_id
+            """,
             """
             SELECT (SELECT max(id) FROM source_file), (SELECT max(id) FROM source_record), (SELECT max(id) FROM entry),
                    (SELECT max(id) FROM order_version), (SELECT count(*) FROM reversal_request)

@@ -1,5 +1,11 @@
 import Foundation
 import GRDB
+import LedgerCore
+
+/// A migration that refuses a ledger whose content it cannot carry forward as it is.
+struct SchemaRefusal: Error {
+    var message: String
+}
 
 /// The ledger's schema. Migrations are numbered and never edited once shipped; each says why.
 /// The database carries the invariants too: STRICT tables, NOT NULL, CHECK on closed
@@ -396,6 +402,82 @@ enum Schema {
                     BEFORE UPDATE OF file_id, line, record_sha256, outcome, raw, chunk_id, chunk_offset, chunk_length ON source_record
                     BEGIN SELECT RAISE(ABORT, 'a source record is kept as it was read: its text, hash and outcome never change'); END;
                 """)
+        }
+        // v13: postings derived from their entry's amounts instead of stored beside them. Every
+        // entry of a kind has the same three postings (accounting.md), each one of the entry's
+        // net, commission or proceeds with a sign: `posting_rule` holds those nine rules and
+        // the `posting` view gives each posting from its entry by them, with the id, entry,
+        // account, currency and amounts the table held. A posting can then never disagree with
+        // its entry, and a night writes one row per entry instead of four (the entry's hash
+        // still covers its postings). The stored postings are checked, one by one, to be the
+        // ones the rules give before the table is dropped; a ledger whose postings are not is
+        // left as it is, for `iapledger verify` to name what was changed.
+        m.registerMigration("v13-postings-from-entries") { db in
+            for name in PostingRule.accounts {
+                try db.execute(sql: "INSERT OR IGNORE INTO account (name) VALUES (?)", arguments: [name])
+            }
+            try db.execute(sql: """
+                CREATE TABLE posting_rule (
+                    kind TEXT NOT NULL CHECK ((kind = 'sale' OR kind = 'refund' OR kind = 'refund_reversal')),
+                    line INTEGER NOT NULL CHECK (line BETWEEN 1 AND 3),
+                    account_id INTEGER NOT NULL REFERENCES account(id),
+                    -- The entry's amount the posting takes, with its sign: exactly one is 1 or -1.
+                    net INTEGER NOT NULL CHECK (net BETWEEN -1 AND 1),
+                    commission INTEGER NOT NULL CHECK (commission BETWEEN -1 AND 1),
+                    proceeds INTEGER NOT NULL CHECK (proceeds BETWEEN -1 AND 1),
+                    PRIMARY KEY (kind, line),
+                    CHECK (abs(net) + abs(commission) + abs(proceeds) = 1)
+                ) STRICT, WITHOUT ROWID;
+                """)
+            for r in PostingRule.all {
+                try db.execute(sql: """
+                    INSERT INTO posting_rule (kind, line, account_id, net, commission, proceeds)
+                    VALUES (?, ?, (SELECT id FROM account WHERE name = ?), ?, ?, ?)
+                    """, arguments: [r.kind.rawValue, r.line, r.account, r.net, r.commission, r.proceeds])
+            }
+            try db.execute(sql: """
+                CREATE TRIGGER posting_rule_no_insert BEFORE INSERT ON posting_rule
+                    BEGIN SELECT RAISE(ABORT, 'the posting rules are the accounting contract''s: they are never changed'); END;
+                CREATE TRIGGER posting_rule_no_update BEFORE UPDATE ON posting_rule
+                    BEGIN SELECT RAISE(ABORT, 'the posting rules are the accounting contract''s: they are never changed'); END;
+                CREATE TRIGGER posting_rule_no_delete BEFORE DELETE ON posting_rule
+                    BEGIN SELECT RAISE(ABORT, 'the posting rules are the accounting contract''s: they are never changed'); END;
+                """)
+            let entries = try Int64.fetchOne(db, sql: "SELECT count(*) FROM entry") ?? 0
+            let postings = try Int64.fetchOne(db, sql: "SELECT count(*) FROM posting") ?? 0
+            // Posting ids run 1, 2, 3 for entry 1, 4, 5, 6 for entry 2 and so on: every entry
+            // was written with its three postings, in line order, and none is ever deleted.
+            let differing = try Row.fetchOne(db, sql: """
+                SELECT p.id, p.entry_id FROM posting p
+                LEFT JOIN entry e ON e.id = p.entry_id
+                LEFT JOIN posting_rule r ON r.kind = e.kind AND r.line = p.id - e.id * 3 + 3
+                WHERE r.kind IS NULL OR r.account_id <> p.account_id OR p.currency <> e.currency
+                   OR p.amount_minor <> r.net * e.net_minor + r.commission * e.commission_minor + r.proceeds * e.proceeds_minor
+                   OR p.reporting_amount_minor <> r.net * e.net_reporting_minor + r.commission * e.commission_reporting_minor
+                                                   + r.proceeds * e.proceeds_reporting_minor
+                ORDER BY p.id LIMIT 1
+                """)
+            if let differing {
+                throw SchemaRefusal(message: "posting \(differing[0] as Int64) (of entry \(differing[1] as Int64)) is not the one its entry's amounts give")
+            }
+            if postings != entries * 3 {
+                throw SchemaRefusal(message: "the ledger has \(postings) postings for \(entries) entries, not three for each")
+            }
+            try db.execute(sql: """
+                DROP TABLE posting;
+                CREATE VIEW posting (id, entry_id, line, account_id, currency, amount_minor, reporting_amount_minor) AS
+                    SELECT e.id * 3 + r.line - 3, e.id, r.line, r.account_id, e.currency,
+                           r.net * e.net_minor + r.commission * e.commission_minor + r.proceeds * e.proceeds_minor,
+                           r.net * e.net_reporting_minor + r.commission * e.commission_reporting_minor
+                               + r.proceeds * e.proceeds_reporting_minor
+                    FROM entry e JOIN posting_rule r ON r.kind = e.kind;
+                """)
+        }
+        // v14: one index of the pending sales. `store_transaction_pending_order` (v3) lists them
+        // in posting order and answers "which are pending" as well; the older index of the
+        // same rows cost every sale an index row written on arrival and removed when posted.
+        m.registerMigration("v14-one-pending-index") { db in
+            try db.execute(sql: "DROP INDEX store_transaction_pending")
         }
         return m
     }

@@ -102,31 +102,54 @@ final class VerifyTests: XCTestCase {
         XCTAssertEqual(r.rederived, 4)
     }
 
-    /// Editing one posting's amount directly in the database (the append-only trigger dropped
-    /// first, as a tamperer would) makes verify fail and name that entry.
+    /// A posting cannot be edited on its own: the ledger derives it from its entry's amounts.
+    /// Editing one of those amounts directly in the database (the append-only trigger dropped
+    /// first, as a tamperer would) moves the postings with it, and verify names that entry.
     func testEditingOnePostingIsCaughtAndNamed() throws {
         let db = try DatabaseQueue(path: dbPath)
         let target = try db.read { try Int64.fetchOne($0, sql: "SELECT id FROM entry WHERE transaction_id = '8003'")! }
-        try db.write { d in
-            try d.execute(sql: "DROP TRIGGER posting_no_update")
-            try d.execute(sql: "UPDATE posting SET amount_minor = amount_minor + 100 WHERE id = (SELECT min(id) FROM posting WHERE entry_id = ?)", arguments: [target])
+        XCTAssertThrowsError(try db.write { try $0.execute(sql: "UPDATE posting SET amount_minor = amount_minor + 100 WHERE entry_id = ?", arguments: [target]) }) {
+            XCTAssertTrue("\($0)".contains("cannot modify posting because it is a view"), "\($0)")
         }
+        let before = try rows("SELECT amount_minor FROM posting WHERE entry_id = \(target) ORDER BY line")
+        try tamper(past: "entry_no_update", "UPDATE entry SET net_minor = net_minor + 100, proceeds_minor = proceeds_minor + 100 WHERE id = \(target)")
+        XCTAssertEqual(try rows("SELECT amount_minor FROM posting WHERE entry_id = \(target) ORDER BY line").map { Int($0[0])! },
+                       before.map { Int($0[0])! }.enumerated().map { $0.offset == 1 ? $0.element : $0.offset == 0 ? $0.element + 100 : $0.element - 100 },
+                       "receivable and sales moved with the entry, commission did not")
         let r = try Audit(workspace: ws.workspace).run()
         XCTAssertFalse(r.ok)
         XCTAssertEqual(r.firstFailingEntry, target)
         XCTAssertTrue(r.problems.contains { $0.entryId == target && $0.message.contains("hash") }, "\(r.problems)")
     }
 
-    /// Re-balancing a forged change (both postings edited) still breaks the chain.
+    /// Re-balancing a forged change (commission and proceeds moved by the same amount, so the
+    /// entry's CHECKs and its postings still balance) still breaks the chain.
     func testABalancedForgeryStillBreaksTheChain() throws {
-        let db = try DatabaseQueue(path: dbPath)
-        try db.write { d in
-            try d.execute(sql: "DROP TRIGGER posting_no_update")
-            try d.execute(sql: "UPDATE posting SET amount_minor = amount_minor + 5 WHERE entry_id = 1 AND amount_minor > 0 AND id = (SELECT min(id) FROM posting WHERE entry_id = 1)")
-            try d.execute(sql: "UPDATE posting SET amount_minor = amount_minor - 5 WHERE entry_id = 1 AND id = (SELECT max(id) FROM posting WHERE entry_id = 1)")
-        }
+        try tamper(past: "entry_no_update", """
+            UPDATE entry SET commission_minor = commission_minor + 5, proceeds_minor = proceeds_minor - 5,
+                commission_reporting_minor = commission_reporting_minor + 5, proceeds_reporting_minor = proceeds_reporting_minor - 5
+            WHERE id = 1
+            """)
+        XCTAssertEqual(try rows("SELECT sum(amount_minor), sum(reporting_amount_minor) FROM posting WHERE entry_id = 1"), [["0", "0"]])
         let r = try Audit(workspace: ws.workspace).run()
         XCTAssertEqual(r.firstFailingEntry, 1)
+    }
+
+    /// The posting rules are the accounting contract's: one changed (commission booked to the
+    /// sales account) is named as such, and every sale whose postings it changed fails its hash.
+    func testAChangedPostingRuleIsNamed() throws {
+        try tamper(past: "posting_rule_no_update", """
+            UPDATE posting_rule SET account_id = (SELECT id FROM account WHERE name = 'Revenue:InApp:Sales') WHERE kind = 'sale' AND line = 2
+            """)
+        let r = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(r.problems.contains {
+            $0.message == "the ledger's posting rules (posting_rule), which give every entry its postings, differ from the accounting contract's: sale line 2: Revenue:InApp:Sales +commission where accounting.md gives sale line 2: Expenses:AppStore:Commission +commission"
+        }, "\(r.problems.map(\.message))")
+        XCTAssertEqual(Set(r.problems.filter { $0.message.contains("stored hash does not match") }.compactMap(\.entryId)), [1, 2, 3],
+                       "the three sales; entry 4, the refund, keeps its postings (each hash is checked against the stored one before it)")
+        XCTAssertThrowsError(try DatabaseQueue(path: dbPath).write { try $0.execute(sql: "DELETE FROM posting_rule") }) {
+            XCTAssertTrue("\($0)".contains("the posting rules are the accounting contract's"), "\($0)")
+        }
     }
 
     /// A refund is re-derived from its own transaction's sale (verify keeps only the sales of
@@ -164,8 +187,8 @@ final class VerifyTests: XCTestCase {
     func testDeletingAnEntryIsCaught() throws {
         let db = try DatabaseQueue(path: dbPath)
         try db.write { d in
-            try d.execute(sql: "DROP TRIGGER posting_no_delete; DROP TRIGGER entry_no_delete")
-            try d.execute(sql: "DELETE FROM posting WHERE entry_id = (SELECT max(id) FROM entry); DELETE FROM entry WHERE id = (SELECT max(id) FROM entry)")
+            try d.execute(sql: "DROP TRIGGER entry_no_delete")
+            try d.execute(sql: "DELETE FROM entry WHERE id = (SELECT max(id) FROM entry)")
         }
         let r = try Audit(workspace: ws.workspace).run()
         XCTAssertFalse(r.ok)
@@ -297,14 +320,14 @@ final class VerifyTests: XCTestCase {
         let db = try DatabaseQueue(path: dbPath)
         try db.write { d in
             try d.execute(sql: "DROP TRIGGER entry_no_delete")
-            try d.execute(sql: "DROP TRIGGER posting_no_update")
-            try d.execute(sql: "CREATE TRIGGER posting_no_update BEFORE UPDATE ON posting BEGIN SELECT 1; END")
-            try d.execute(sql: "CREATE TRIGGER sneaky AFTER INSERT ON posting BEGIN SELECT 1; END")
+            try d.execute(sql: "DROP TRIGGER posting_rule_no_update")
+            try d.execute(sql: "CREATE TRIGGER posting_rule_no_update BEFORE UPDATE ON posting_rule BEGIN SELECT 1; END")
+            try d.execute(sql: "CREATE TRIGGER sneaky AFTER INSERT ON entry BEGIN SELECT 1; END")
         }
         let messages = try Audit(workspace: ws.workspace).run().problems.map(\.message)
         XCTAssertEqual(messages.count, 3, "\(messages)")
         XCTAssertTrue(messages.contains { $0.hasPrefix("the ledger's trigger entry_no_delete is missing: it was dropped") }, "\(messages)")
-        XCTAssertTrue(messages.contains { $0.hasPrefix("the ledger's trigger posting_no_update differs from the one iapledger created") }, "\(messages)")
+        XCTAssertTrue(messages.contains { $0.hasPrefix("the ledger's trigger posting_rule_no_update differs from the one iapledger created") }, "\(messages)")
         XCTAssertTrue(messages.contains { $0.hasPrefix("the ledger holds trigger sneaky, which iapledger never created") }, "\(messages)")
     }
 
@@ -359,6 +382,70 @@ final class VerifyTests: XCTestCase {
         }
         XCTAssertTrue(try DatabaseQueue(path: path).read { try $0.columns(in: "source_record").contains { $0.name == "chunk_id" } },
                       "migrated to v12")
+    }
+
+    /// This workspace's ledger as iapledger stored it before postings were derived (schema
+    /// v12: a `posting` table, each posting a row), `change` run on it before it is put back.
+    func storedPostingsLedger(_ change: String? = nil) throws {
+        let path = ws.root.appendingPathComponent("v12.sqlite").path
+        let old = try DatabaseQueue(path: path)
+        try Schema.migrator().migrate(old, upTo: "v12-record-chunks")
+        try old.writeWithoutTransaction { d in
+            try d.execute(sql: "PRAGMA foreign_keys = OFF")
+            try d.execute(sql: "ATTACH DATABASE ? AS now", arguments: [dbPath])
+            let tables = try String.fetchAll(d, sql: """
+                SELECT name FROM now.sqlite_schema WHERE type = 'table'
+                AND name NOT IN ('grdb_migrations', 'posting_rule') AND name NOT LIKE 'sqlite_%'
+                """)
+            try d.inTransaction {
+                for t in tables { try d.execute(sql: "INSERT INTO main.\(t) SELECT * FROM now.\(t)") }
+                try d.execute(sql: """
+                    INSERT INTO main.posting (id, entry_id, account_id, currency, amount_minor, reporting_amount_minor)
+                    SELECT id, entry_id, account_id, currency, amount_minor, reporting_amount_minor FROM now.posting ORDER BY id
+                    """)
+                if let change { try d.execute(sql: change) }
+                return .commit
+            }
+        }
+        try old.close()
+        try FileManager.default.removeItem(atPath: dbPath)
+        try FileManager.default.moveItem(atPath: path, toPath: dbPath)
+    }
+
+    /// A ledger that stored its postings (schema v12) verifies as it is, read-only; the next
+    /// run checks each stored posting against its entry, drops the table for the view, and
+    /// the postings, journal and chain read the same as before.
+    func testALedgerWithStoredPostingsIsUpgradedToDerivedOnes() throws {
+        let journal = "SELECT id, entry_id, account_id, currency, amount_minor, reporting_amount_minor FROM posting ORDER BY id"
+        let before = try rows(journal)
+        XCTAssertEqual(before.count, 12)
+        try storedPostingsLedger()
+        XCTAssertEqual(try DatabaseQueue(path: dbPath).read { try String.fetchOne($0, sql: "SELECT type FROM sqlite_schema WHERE name = 'posting'") }, "table")
+        var r = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(r.ok, "\(r.problems)")
+        let head = r.chainHead
+        XCTAssertEqual(try Ledger(path: dbPath, readOnly: true).read { try $0.rawRows(journal) }, before, "read-only: still the table")
+
+        try ws.run("2026-10-08")
+        XCTAssertEqual(try DatabaseQueue(path: dbPath).read { try String.fetchOne($0, sql: "SELECT type FROM sqlite_schema WHERE name = 'posting'") }, "view")
+        XCTAssertEqual(try rows(journal), before)
+        r = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(r.ok, "\(r.problems)")
+        XCTAssertEqual(r.chainHead, head)
+    }
+
+    /// A stored posting that is not the one its entry's amounts give (changed by hand) stops
+    /// the upgrade: the run fails naming it, and the ledger is left as it was for `verify`.
+    func testAStoredPostingThatIsNotItsEntrysStopsTheUpgrade() throws {
+        try storedPostingsLedger("DROP TRIGGER posting_no_update; UPDATE posting SET amount_minor = amount_minor + 1 WHERE id = 5")
+        let before = try Data(contentsOf: URL(fileURLWithPath: dbPath))
+        XCTAssertThrowsError(try ws.run("2026-10-08")) {
+            XCTAssertTrue("\($0)".contains("migration v13-postings-from-entries refused it: posting 5 (of entry 2) is not the one its entry's amounts give"), "\($0)")
+            XCTAssertTrue("\($0)".contains("iapledger verify"), "\($0)")
+        }
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: dbPath)), before, "the ledger is unchanged")
+        let r = try Audit(workspace: ws.workspace).run()
+        XCTAssertEqual(r.firstFailingEntry, 2, "\(r.problems)")
     }
 
     /// `verify --runs` lists each run's head as the entries give it now: the head the run
