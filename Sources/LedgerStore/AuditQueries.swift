@@ -14,9 +14,27 @@ extension LedgerReader {
 
     /// Every entry in id order, rebuilt, with the stored rules text and hash.
     public func forEachStoredEntry(_ body: (_ id: Int64, _ entry: EntryDraft, _ rulesJSON: String, _ hash: String) throws -> Void) throws {
+        // The entries and their postings as two streams in entry order, walked side by side
+        // (a posting query per entry cost a tenth of verify).
         let cursor = try Row.fetchCursor(db, sql: "SELECT * FROM entry ORDER BY id")
+        let postings = try Row.fetchCursor(db, sql: """
+            SELECT p.entry_id, a.name, p.currency, p.amount_minor, p.reporting_amount_minor
+            FROM posting p JOIN account a ON a.id = p.account_id ORDER BY p.entry_id, p.id
+            """)
+        var next: (entryId: Int64, posting: PostingDraft)? = nil
+        func advance() throws {
+            next = try postings.next().map { ($0[0], PostingDraft(account: $0[1], currency: $0[2], amountMinor: $0[3], reportingAmountMinor: $0[4])) }
+        }
+        try advance()
         while let r = try cursor.next() {
-            try body(r["id"], try draft(r), r["rules_json"], r["hash"])
+            let id: Int64 = r["id"]
+            var own: [PostingDraft] = []
+            // Postings of no entry (only a ledger that stored them could have one) are passed over.
+            while let n = next, n.entryId <= id {
+                if n.entryId == id { own.append(n.posting) }
+                try advance()
+            }
+            try body(id, try draft(r, postings: own), r["rules_json"], r["hash"])
         }
     }
 

@@ -246,9 +246,11 @@ public class LedgerReader {
         return try draft(r)
     }
 
-    func draft(_ r: Row) throws -> EntryDraft {
+    /// The entry of row `r` as a draft, with its postings as the ledger shows them (read here
+    /// unless given).
+    func draft(_ r: Row, postings given: [PostingDraft]? = nil) throws -> EntryDraft {
         let id: Int64 = r["id"]
-        let postings = try Row.fetchAll(db.cachedStatement(sql: """
+        let postings = try given ?? Row.fetchAll(db.cachedStatement(sql: """
             SELECT a.name, p.currency, p.amount_minor, p.reporting_amount_minor
             FROM posting p JOIN account a ON a.id = p.account_id WHERE p.entry_id = ? ORDER BY p.id
             """), arguments: [id]).map {

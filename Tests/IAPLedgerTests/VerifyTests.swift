@@ -436,16 +436,28 @@ final class VerifyTests: XCTestCase {
 
     /// A stored posting that is not the one its entry's amounts give (changed by hand) stops
     /// the upgrade: the run fails naming it, and the ledger is left as it was for `verify`.
+    /// A posting deleted by hand stops it too (three postings for every entry).
     func testAStoredPostingThatIsNotItsEntrysStopsTheUpgrade() throws {
-        try storedPostingsLedger("DROP TRIGGER posting_no_update; UPDATE posting SET amount_minor = amount_minor + 1 WHERE id = 5")
-        let before = try Data(contentsOf: URL(fileURLWithPath: dbPath))
-        XCTAssertThrowsError(try ws.run("2026-10-08")) {
-            XCTAssertTrue("\($0)".contains("migration v13-postings-from-entries refused it: posting 5 (of entry 2) is not the one its entry's amounts give"), "\($0)")
-            XCTAssertTrue("\($0)".contains("iapledger verify"), "\($0)")
+        let cases = [
+            ("DROP TRIGGER posting_no_update; UPDATE posting SET amount_minor = amount_minor + 1 WHERE id = 5",
+             "posting 5 (of entry 2) is not the one its entry's amounts give"),
+            ("DROP TRIGGER posting_no_delete; DELETE FROM posting WHERE id = 5",
+             "the ledger has 11 postings for 4 entries, not three for each"),
+        ]
+        for (change, refusal) in cases {
+            ws.remove(); try setUpWithError()
+            try storedPostingsLedger(change)
+            let before = try Data(contentsOf: URL(fileURLWithPath: dbPath))
+            XCTAssertThrowsError(try ws.run("2026-10-08")) {
+                XCTAssertTrue("\($0)".contains("migration v13-postings-from-entries refused it: \(refusal)"), "\($0)")
+                XCTAssertTrue("\($0)".contains("iapledger verify"), "\($0)")
+            }
+            XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: dbPath)), before, "the ledger is unchanged")
+            // verify reads the ledger as it is, and names the entry whose posting was changed.
+            let r = try Audit(workspace: ws.workspace).run()
+            XCTAssertEqual(r.firstFailingEntry, 2, "\(r.problems)")
+            XCTAssertTrue(r.problems.contains { $0.entryId == 2 && $0.message.contains("postings do not sum to zero") }, "\(r.problems)")
         }
-        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: dbPath)), before, "the ledger is unchanged")
-        let r = try Audit(workspace: ws.workspace).run()
-        XCTAssertEqual(r.firstFailingEntry, 2, "\(r.problems)")
     }
 
     /// `verify --runs` lists each run's head as the entries give it now: the head the run
