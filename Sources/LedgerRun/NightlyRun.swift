@@ -783,7 +783,8 @@ struct Ingest {
         if try writer.insertTransactionIfNew(t, recordId: recordId, runId: runId) {
             // New: its sale is posted below.
         } else if let existing = try writer.transaction(t.transactionId) {
-            try writer.linkSource(transactionId: t.transactionId, recordId: recordId)
+            // (A receipt may list a transaction twice: its first record is not linked again.)
+            if existing.firstRecordId != recordId { try writer.linkSource(transactionId: t.transactionId, recordId: recordId) }
             let e = existing.observation
             var differences: [String] = []
             if e.book != t.book { differences.append("environment \(e.book.rawValue) vs \(t.book.rawValue)") }

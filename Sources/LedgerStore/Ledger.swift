@@ -518,10 +518,13 @@ public final class LedgerWriter: LedgerReader {
         try f.run()
         guard db.changesCount > 0 else { return false }
         touched.transaction(t.transactionId)
-        try linkSource(transactionId: t.transactionId, recordId: recordId)
+        // The record that brought it is its `first_record_id`: only later ones are linked.
         return true
     }
 
+    /// Links a record that brought a transaction already stored (`transaction_source`: every
+    /// source but the first, which is the transaction's `first_record_id`; ledgers written
+    /// before 2026-11-22 link the first too).
     public func linkSource(transactionId: String, recordId: Int64) throws {
         var f = FastStatement(try db.cachedStatement(sql: "INSERT OR IGNORE INTO transaction_source (transaction_id, record_id) VALUES (?, ?)"), in: db)
         f.bind(transactionId); f.bind(recordId)

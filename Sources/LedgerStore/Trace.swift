@@ -134,7 +134,8 @@ extension LedgerReader {
         let sources = try Row.fetchAll(db.cachedStatement(sql: """
             SELECT f.path, r.line, f.sha256, r.record_sha256, r.outcome, r.reason, r.environment, run.as_of, r.id
             FROM source_record r JOIN source_file f ON f.id = r.file_id JOIN run ON run.id = f.run_id
-            WHERE r.id IN (SELECT record_id FROM transaction_source WHERE transaction_id = ?1
+            WHERE r.id IN (SELECT first_record_id FROM store_transaction WHERE transaction_id = ?1
+                           UNION SELECT record_id FROM transaction_source WHERE transaction_id = ?1
                            UNION SELECT record_id FROM unverified_record_transaction WHERE transaction_id = ?1
                            UNION SELECT record_id FROM finding WHERE transaction_id = ?1 AND record_id IS NOT NULL)
             ORDER BY r.id

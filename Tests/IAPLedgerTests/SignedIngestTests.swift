@@ -199,8 +199,11 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(r.counts.entriesPosted, 1)
         XCTAssertEqual(try rows("SELECT count(*) FROM notification"), [["1"]])
         XCTAssertEqual(try rows("SELECT count(*) FROM entry"), [["1"]])
-        XCTAssertEqual(try rows("SELECT count(*) FROM transaction_source WHERE transaction_id = '9004'"), [["4"]],
-                       "every source that brought it is kept for the trace")
+        // Every source that brought it is kept for the trace: the first as the transaction's
+        // first record, the three after it linked.
+        XCTAssertEqual(try rows("SELECT count(*) FROM transaction_source WHERE transaction_id = '9004'"), [["3"]])
+        let sources = try ledger().read { try $0.traceTransaction("9004", asOf: nil) }?.sources
+        XCTAssertEqual(sources?.map { "\($0.path):\($0.line)" }, ["inbox/receipts/r.json:1", "inbox/signed/a.jsonl:1", "inbox/signed/a.jsonl:2", "inbox/signed/b.json:1"])
         XCTAssertEqual(try ws.run("2023-11-21").counts.entriesPosted, 0)
     }
 
