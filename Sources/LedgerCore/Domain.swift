@@ -58,9 +58,6 @@ public struct PostingRule: Sendable, Equatable {
         PostingRule(kind: .refundReversal, line: 3, account: LedgerAccount.receivable, net: 0, commission: 0, proceeds: 1),
     ]
 
-    /// The accounts in the order a ledger first numbers them.
-    public static let accounts = [LedgerAccount.receivable, LedgerAccount.commission, LedgerAccount.sales, LedgerAccount.refunds]
-
     /// The postings of an entry of `kind` with these figures, in line order.
     public static func postings(kind: EntryKind, figures f: SaleFigures) -> [PostingDraft] {
         all.filter { $0.kind == kind }.map { r in

@@ -124,6 +124,10 @@ public struct Audit {
                     break
                 }
             }
+            // A ledger not upgraded yet: its stored postings are the ones the upgrade will accept.
+            if let problem = try r.storedPostingsProblem() {
+                report.problems.append(Problem(entryId: nil, message: "the ledger's stored postings: \(problem) (the next run refuses to upgrade the ledger until it is)"))
+            }
             // The rules the postings are derived by are the accounting contract's.
             if let rules = try r.postingRules() {
                 let expected = PostingRule.all.sorted { ($0.kind.rawValue, $0.line) < ($1.kind.rawValue, $1.line) }

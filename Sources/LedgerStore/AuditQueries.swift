@@ -116,10 +116,28 @@ extension LedgerReader {
     /// `verify` names the chunk.
     static let unreadableText = "(its chunk cannot be read: it is damaged or was altered)"
 
+    /// The column that orders an entry's postings: `line` of the view (schema v13 on), which
+    /// SQLite reads in order, or `id` of a ledger that stores its postings (opened read-only
+    /// by `verify`, `trace` or `report --period`, which do not upgrade it).
+    func postingOrder() throws -> String {
+        try postingsAreDerived() ? "p.line" : "p.id"
+    }
+
+    func postingsAreDerived() throws -> Bool {
+        try db.tableExists("posting_rule")
+    }
+
+    /// In a ledger that stores its postings (before schema v13), the first posting that is not
+    /// the one its entry's amounts give (see `Schema.storedPostingsProblem`); nil when each is,
+    /// or when the ledger derives them.
+    public func storedPostingsProblem() throws -> String? {
+        try postingsAreDerived() ? nil : Schema.storedPostingsProblem(db)
+    }
+
     /// The posting rules the ledger's `posting` view applies (schema v13 on), with their
     /// accounts by name; nil for a ledger that stores its postings (before v13).
     public func postingRules() throws -> [PostingRule]? {
-        guard try db.tableExists("posting_rule") else { return nil }
+        guard try postingsAreDerived() else { return nil }
         return try Row.fetchAll(db, sql: """
             SELECT r.kind, r.line, ifnull(a.name, '(no account ' || r.account_id || ')'), r.net, r.commission, r.proceeds
             FROM posting_rule r LEFT JOIN account a ON a.id = r.account_id ORDER BY r.kind, r.line

@@ -196,8 +196,7 @@ extension LedgerReader {
     }
 
     /// Streams the journal (one row per posting) in entry order, optionally for one book
-    /// and a date range of posting dates. Reads a ledger of schema v13 or later (`p.line`):
-    /// only a run, which brings the schema up to date first, writes the Journal.
+    /// and a date range of posting dates.
     public func journal(book: Book?, from: Day? = nil, through: Day? = nil, _ each: (JournalRow) throws -> Void) throws {
         let (whereSQL, args) = Self.entryFilter(book: book, from: from, through: through)
         let cursor = try Row.fetchCursor(db, sql: """
@@ -205,7 +204,7 @@ extension LedgerReader {
                    a.name, p.currency, p.amount_minor, p.reporting_amount_minor
             FROM entry e JOIN posting p ON p.entry_id = e.id JOIN account a ON a.id = p.account_id
             \(whereSQL)
-            ORDER BY e.date, e.id, p.line
+            ORDER BY e.date, e.id, \(try postingOrder())
             """, arguments: args)
         // Rows come in date order, most with the date of the row before: parse each date once.
         var dates = (text: "", day: Day(daysSinceEpoch: 0)), originals = dates

@@ -413,10 +413,9 @@ enum Schema {
         // ones the rules give before the table is dropped; a ledger whose postings are not is
         // left as it is, for `iapledger verify` to name what was changed.
         m.registerMigration("v13-postings-from-entries") { db in
-            for name in PostingRule.accounts {
-                try db.execute(sql: "INSERT OR IGNORE INTO account (name) VALUES (?)", arguments: [name])
-            }
             try db.execute(sql: """
+                INSERT OR IGNORE INTO account (name) VALUES
+                    ('Assets:AppStore:Receivable'), ('Expenses:AppStore:Commission'), ('Revenue:InApp:Sales'), ('Revenue:InApp:Refunds');
                 CREATE TABLE posting_rule (
                     kind TEXT NOT NULL CHECK ((kind = 'sale' OR kind = 'refund' OR kind = 'refund_reversal')),
                     line INTEGER NOT NULL CHECK (line BETWEEN 1 AND 3),
@@ -428,14 +427,9 @@ enum Schema {
                     PRIMARY KEY (kind, line),
                     CHECK (abs(net) + abs(commission) + abs(proceeds) = 1)
                 ) STRICT, WITHOUT ROWID;
-                """)
-            for r in PostingRule.all {
-                try db.execute(sql: """
-                    INSERT INTO posting_rule (kind, line, account_id, net, commission, proceeds)
-                    VALUES (?, ?, (SELECT id FROM account WHERE name = ?), ?, ?, ?)
-                    """, arguments: [r.kind.rawValue, r.line, r.account, r.net, r.commission, r.proceeds])
-            }
-            try db.execute(sql: """
+                WITH rule (kind, line, account, net, commission, proceeds) AS (VALUES \(postingRuleValues))
+                INSERT INTO posting_rule (kind, line, account_id, net, commission, proceeds)
+                SELECT r.kind, r.line, a.id, r.net, r.commission, r.proceeds FROM rule r JOIN account a ON a.name = r.account;
                 CREATE TRIGGER posting_rule_no_insert BEFORE INSERT ON posting_rule
                     BEGIN SELECT RAISE(ABORT, 'the posting rules are the accounting contract''s: they are never changed'); END;
                 CREATE TRIGGER posting_rule_no_update BEFORE UPDATE ON posting_rule
@@ -443,26 +437,7 @@ enum Schema {
                 CREATE TRIGGER posting_rule_no_delete BEFORE DELETE ON posting_rule
                     BEGIN SELECT RAISE(ABORT, 'the posting rules are the accounting contract''s: they are never changed'); END;
                 """)
-            let entries = try Int64.fetchOne(db, sql: "SELECT count(*) FROM entry") ?? 0
-            let postings = try Int64.fetchOne(db, sql: "SELECT count(*) FROM posting") ?? 0
-            // Posting ids run 1, 2, 3 for entry 1, 4, 5, 6 for entry 2 and so on: every entry
-            // was written with its three postings, in line order, and none is ever deleted.
-            let differing = try Row.fetchOne(db, sql: """
-                SELECT p.id, p.entry_id FROM posting p
-                LEFT JOIN entry e ON e.id = p.entry_id
-                LEFT JOIN posting_rule r ON r.kind = e.kind AND r.line = p.id - e.id * 3 + 3
-                WHERE r.kind IS NULL OR r.account_id <> p.account_id OR p.currency <> e.currency
-                   OR p.amount_minor <> r.net * e.net_minor + r.commission * e.commission_minor + r.proceeds * e.proceeds_minor
-                   OR p.reporting_amount_minor <> r.net * e.net_reporting_minor + r.commission * e.commission_reporting_minor
-                                                   + r.proceeds * e.proceeds_reporting_minor
-                ORDER BY p.id LIMIT 1
-                """)
-            if let differing {
-                throw SchemaRefusal(message: "posting \(differing[0] as Int64) (of entry \(differing[1] as Int64)) is not the one its entry's amounts give")
-            }
-            if postings != entries * 3 {
-                throw SchemaRefusal(message: "the ledger has \(postings) postings for \(entries) entries, not three for each")
-            }
+            if let problem = try storedPostingsProblem(db) { throw SchemaRefusal(message: problem) }
             try db.execute(sql: """
                 DROP TABLE posting;
                 CREATE VIEW posting (id, entry_id, line, account_id, currency, amount_minor, reporting_amount_minor) AS
@@ -480,6 +455,47 @@ enum Schema {
             try db.execute(sql: "DROP INDEX store_transaction_pending")
         }
         return m
+    }
+
+    /// The nine posting rules of accounting.md as SQL rows (kind, line, account, net,
+    /// commission, proceeds), as migration v13 stores them: written out here, not built from
+    /// `PostingRule.all`, so the migration stays as it shipped (`verify` compares the stored
+    /// rules with `PostingRule.all`, and a test compares the two).
+    static let postingRuleValues = """
+        ('sale', 1, 'Assets:AppStore:Receivable', 0, 0, 1), ('sale', 2, 'Expenses:AppStore:Commission', 0, 1, 0),
+        ('sale', 3, 'Revenue:InApp:Sales', -1, 0, 0), ('refund', 1, 'Revenue:InApp:Refunds', 1, 0, 0),
+        ('refund', 2, 'Expenses:AppStore:Commission', 0, -1, 0), ('refund', 3, 'Assets:AppStore:Receivable', 0, 0, -1),
+        ('refund_reversal', 1, 'Revenue:InApp:Refunds', -1, 0, 0), ('refund_reversal', 2, 'Expenses:AppStore:Commission', 0, 1, 0),
+        ('refund_reversal', 3, 'Assets:AppStore:Receivable', 0, 0, 1)
+        """
+
+    /// In a ledger that stores its postings (schema v12 and before), the first one that is
+    /// not the posting its entry's amounts give by the rules, or a count that is not three
+    /// per entry; nil when each is. Posting ids run 1, 2, 3 for entry 1, 4, 5, 6 for entry 2
+    /// and so on: every entry was written with its three postings, in line order, and none
+    /// was ever deleted, so a posting's id names its entry and line. Migration v13 refuses a
+    /// ledger with such a posting; `verify` of a ledger not upgraded yet names it.
+    static func storedPostingsProblem(_ db: Database) throws -> String? {
+        if let differing = try Row.fetchOne(db, sql: """
+            WITH rule (kind, line, account, net, commission, proceeds) AS (VALUES \(postingRuleValues))
+            SELECT p.id, p.entry_id, e.id IS NULL FROM posting p
+            LEFT JOIN entry e ON e.id = p.entry_id
+            LEFT JOIN rule r ON r.kind = e.kind AND r.line = p.id - e.id * 3 + 3
+            LEFT JOIN account a ON a.id = p.account_id
+            WHERE r.kind IS NULL OR a.name IS NOT r.account OR p.currency <> e.currency
+               OR p.amount_minor <> r.net * e.net_minor + r.commission * e.commission_minor + r.proceeds * e.proceeds_minor
+               OR p.reporting_amount_minor <> r.net * e.net_reporting_minor + r.commission * e.commission_reporting_minor
+                                               + r.proceeds * e.proceeds_reporting_minor
+            ORDER BY p.id LIMIT 1
+            """) {
+            let id: Int64 = differing[0], entry: Int64 = differing[1]
+            return (differing[2] as Bool)
+                ? "posting \(id) names entry \(entry), which the ledger does not hold"
+                : "posting \(id) (of entry \(entry)) is not the one its entry's amounts give"
+        }
+        let entries = try Int64.fetchOne(db, sql: "SELECT count(*) FROM entry") ?? 0
+        let postings = try Int64.fetchOne(db, sql: "SELECT count(*) FROM posting") ?? 0
+        return postings == entries * 3 ? nil : "the ledger has \(postings) postings for \(entries) entries, not three for each"
     }
 
     /// `column IN ('a', 'b', 'c', ...)` (three or more quoted values) as `(column = 'a' OR ...)`.

@@ -138,6 +138,10 @@ final class LockAndFailureTests: XCTestCase {
         guard FileManager.default.fileExists(atPath: binary.path) else { throw XCTSkip("iapledger binary not built at \(binary.path)") }
         let (db, before) = try firstNight()
         let dumpBefore = try Resilience.ledgerDump(ws.root)
+        func schema() throws -> [[String]] {
+            try DatabaseQueue(path: db.path).read { try Row.fetchAll($0, sql: "SELECT type, name, ifnull(sql, '') FROM sqlite_schema ORDER BY 1, 2").map { [$0[0], $0[1], $0[2]] } }
+        }
+        let schemaBefore = try schema()
         let items = (0..<400).map { Receipt.item("7\($0)", purchased: "2026-10-06T10:00:00Z") }
         try ws.write("inbox/receipts/big.jsonl", items.map { Receipt.response([$0]) }.joined(separator: "\n") + "\n")
         let twin = Resilience.scratch("full-disk-twin")
@@ -165,6 +169,8 @@ final class LockAndFailureTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: db.path + "-journal"))
         XCTAssertEqual(try Data(contentsOf: db).count, before.count)
         XCTAssertEqual(try Resilience.ledgerDump(ws.root), dumpBefore, "the ledger is unchanged")
+        XCTAssertEqual(try schema(), schemaBefore)
+        XCTAssertEqual(try DatabaseQueue(path: db.path).read { try String.fetchAll($0, sql: "PRAGMA integrity_check") }, ["ok"])
         XCTAssertFalse(FileManager.default.fileExists(atPath: ws.root.appendingPathComponent("reports/2026-10-08").path))
 
         XCTAssertEqual(try ws.run("2026-10-08").counts.entriesPosted, 400, "with room again the night completes")

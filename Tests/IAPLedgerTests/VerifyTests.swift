@@ -100,6 +100,9 @@ final class VerifyTests: XCTestCase {
         XCTAssertTrue(r.ok, "\(r.problems)")
         XCTAssertEqual(r.entries, 4)
         XCTAssertEqual(r.rederived, 4)
+        // The rules migration v13 wrote out are the contract's (`PostingRule.all`).
+        func ordered(_ rules: [PostingRule]) -> [PostingRule] { rules.sorted { ($0.kind.rawValue, $0.line) < ($1.kind.rawValue, $1.line) } }
+        XCTAssertEqual(ordered(try XCTUnwrap(try Ledger(path: dbPath).read { try $0.postingRules() })), ordered(PostingRule.all))
     }
 
     /// A posting cannot be edited on its own: the ledger derives it from its entry's amounts.
@@ -425,6 +428,11 @@ final class VerifyTests: XCTestCase {
         XCTAssertTrue(r.ok, "\(r.problems)")
         let head = r.chainHead
         XCTAssertEqual(try Ledger(path: dbPath, readOnly: true).read { try $0.rawRows(journal) }, before, "read-only: still the table")
+        // `report --period` reads it as it is too, Journal included.
+        let files = try PeriodReport.write(workspace: ws.workspace, period: Month(iso: "2026-10")!).files
+        let sheet = try XLSXReader.sheets(try XCTUnwrap(files.first { $0.lastPathComponent.hasPrefix("finance-") }))["Journal"] ?? []
+        XCTAssertEqual(sheet.filter { $0.first.map { Int($0) != nil } ?? false }.count, 12, "the Journal lists the 12 postings: \(sheet)")
+        XCTAssertEqual(try DatabaseQueue(path: dbPath).read { try String.fetchOne($0, sql: "SELECT type FROM sqlite_schema WHERE name = 'posting'") }, "table")
 
         try ws.run("2026-10-08")
         XCTAssertEqual(try DatabaseQueue(path: dbPath).read { try String.fetchOne($0, sql: "SELECT type FROM sqlite_schema WHERE name = 'posting'") }, "view")
@@ -436,27 +444,37 @@ final class VerifyTests: XCTestCase {
 
     /// A stored posting that is not the one its entry's amounts give (changed by hand) stops
     /// the upgrade: the run fails naming it, and the ledger is left as it was for `verify`.
-    /// A posting deleted by hand stops it too (three postings for every entry).
+    /// So does a posting booked to another account, one deleted, one deleted and written
+    /// again under a new id, and one of no entry. `verify`, which reads the ledger as it is,
+    /// names the same posting, and the entry whose hash no longer matches.
     func testAStoredPostingThatIsNotItsEntrysStopsTheUpgrade() throws {
-        let cases = [
+        let refunds = "(SELECT id FROM account WHERE name = 'Revenue:InApp:Refunds')"
+        let cases: [(change: String, refusal: String, failing: Int64?)] = [
             ("DROP TRIGGER posting_no_update; UPDATE posting SET amount_minor = amount_minor + 1 WHERE id = 5",
-             "posting 5 (of entry 2) is not the one its entry's amounts give"),
+             "posting 5 (of entry 2) is not the one its entry's amounts give", 2),
+            ("DROP TRIGGER posting_no_update; UPDATE posting SET account_id = \(refunds) WHERE id = 5",
+             "posting 5 (of entry 2) is not the one its entry's amounts give", 2),
             ("DROP TRIGGER posting_no_delete; DELETE FROM posting WHERE id = 5",
-             "the ledger has 11 postings for 4 entries, not three for each"),
+             "the ledger has 11 postings for 4 entries, not three for each", 2),
+            // The last posting of entry 2, moved to a new id: its entry's hash still matches.
+            ("DROP TRIGGER posting_no_delete; CREATE TEMP TABLE p6 AS SELECT * FROM posting WHERE id = 6; DELETE FROM posting WHERE id = 6; INSERT INTO posting SELECT 13, entry_id, account_id, currency, amount_minor, reporting_amount_minor FROM p6",
+             "posting 13 (of entry 2) is not the one its entry's amounts give", nil),
+            ("INSERT INTO posting (id, entry_id, account_id, currency, amount_minor, reporting_amount_minor) VALUES (13, 99, 1, 'USD', 0, 0)",
+             "posting 13 names entry 99, which the ledger does not hold", nil),
         ]
-        for (change, refusal) in cases {
+        for (change, refusal, failing) in cases {
             ws.remove(); try setUpWithError()
             try storedPostingsLedger(change)
             let before = try Data(contentsOf: URL(fileURLWithPath: dbPath))
-            XCTAssertThrowsError(try ws.run("2026-10-08")) {
+            XCTAssertThrowsError(try ws.run("2026-10-08"), change) {
                 XCTAssertTrue("\($0)".contains("migration v13-postings-from-entries refused it: \(refusal)"), "\($0)")
                 XCTAssertTrue("\($0)".contains("iapledger verify"), "\($0)")
             }
             XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: dbPath)), before, "the ledger is unchanged")
-            // verify reads the ledger as it is, and names the entry whose posting was changed.
             let r = try Audit(workspace: ws.workspace).run()
-            XCTAssertEqual(r.firstFailingEntry, 2, "\(r.problems)")
-            XCTAssertTrue(r.problems.contains { $0.entryId == 2 && $0.message.contains("postings do not sum to zero") }, "\(r.problems)")
+            XCTAssertEqual(r.firstFailingEntry, failing, "\(change): \(r.problems)")
+            XCTAssertTrue(r.problems.contains { $0.entryId == nil && $0.message.hasPrefix("the ledger's stored postings: \(refusal)") },
+                          "\(change): \(r.problems)")
         }
     }
 
