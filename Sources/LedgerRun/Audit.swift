@@ -126,7 +126,7 @@ public struct Audit {
             }
             // A ledger not upgraded yet: its stored postings are the ones the upgrade will accept.
             if let problem = try r.storedPostingsProblem() {
-                report.problems.append(Problem(entryId: nil, message: "the ledger's stored postings: \(problem) (the next run refuses to upgrade the ledger until it is)"))
+                report.problems.append(Problem(entryId: nil, message: "the ledger's stored postings: \(problem) (the next `iapledger run` or `close` refuses to upgrade the ledger until it is)"))
             }
             // The rules the postings are derived by are the accounting contract's.
             if let rules = try r.postingRules() {

@@ -123,8 +123,9 @@ extension LedgerReader {
         try postingsAreDerived() ? "p.line" : "p.id"
     }
 
+    /// Whether `posting` is the view of the entries (schema v13 on), not a table of its own.
     func postingsAreDerived() throws -> Bool {
-        try db.tableExists("posting_rule")
+        try String.fetchOne(db, sql: "SELECT type FROM sqlite_schema WHERE name = 'posting'") != "table"
     }
 
     /// In a ledger that stores its postings (before schema v13), the first posting that is not
@@ -137,7 +138,7 @@ extension LedgerReader {
     /// The posting rules the ledger's `posting` view applies (schema v13 on), with their
     /// accounts by name; nil for a ledger that stores its postings (before v13).
     public func postingRules() throws -> [PostingRule]? {
-        guard try postingsAreDerived() else { return nil }
+        guard try db.tableExists("posting_rule") else { return nil }
         return try Row.fetchAll(db, sql: """
             SELECT r.kind, r.line, ifnull(a.name, '(no account ' || r.account_id || ')'), r.net, r.commission, r.proceeds
             FROM posting_rule r LEFT JOIN account a ON a.id = r.account_id ORDER BY r.kind, r.line

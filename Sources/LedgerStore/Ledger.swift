@@ -499,8 +499,9 @@ public final class LedgerWriter: LedgerReader {
         return db.changesCount
     }
 
-    /// Stores a transaction the ledger does not have yet (its sale waits to be posted) and
-    /// links its source record; false, writing nothing, when the ledger has it already.
+    /// Stores a transaction the ledger does not have yet (its sale waits to be posted), with
+    /// `recordId` as its `first_record_id` (not linked in `transaction_source`); false,
+    /// writing nothing, when the ledger has it already.
     public func insertTransactionIfNew(_ t: TransactionObservation, recordId: Int64, runId: Int64) throws -> Bool {
         // Only the key's conflict is ignored: a CHECK or NOT NULL violation still fails.
         let stmt = try db.cachedStatement(sql: """
@@ -522,9 +523,9 @@ public final class LedgerWriter: LedgerReader {
         return true
     }
 
-    /// Links a record that brought a transaction already stored (`transaction_source`: every
-    /// source but the first, which is the transaction's `first_record_id`; ledgers written
-    /// before 2026-11-22 link the first too).
+    /// Links a later source of a transaction, stored or not (`transaction_source`: every
+    /// source but the one that stored it, the transaction's `first_record_id`; ledgers
+    /// written before 2026-11-22 link that one too).
     public func linkSource(transactionId: String, recordId: Int64) throws {
         var f = FastStatement(try db.cachedStatement(sql: "INSERT OR IGNORE INTO transaction_source (transaction_id, record_id) VALUES (?, ?)"), in: db)
         f.bind(transactionId); f.bind(recordId)

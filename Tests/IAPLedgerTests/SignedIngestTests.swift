@@ -204,6 +204,13 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(try rows("SELECT count(*) FROM transaction_source WHERE transaction_id = '9004'"), [["3"]])
         let sources = try ledger().read { try $0.traceTransaction("9004", asOf: nil) }?.sources
         XCTAssertEqual(sources?.map { "\($0.path):\($0.line)" }, ["inbox/receipts/r.json:1", "inbox/signed/a.jsonl:1", "inbox/signed/a.jsonl:2", "inbox/signed/b.json:1"])
+        // A ledger written before also linked the first record: the trace is the same.
+        try ledger().write { w in
+            try w.linkSource(transactionId: "9004", recordId: try XCTUnwrap(try w.transaction("9004")).firstRecordId)
+        }
+        XCTAssertEqual(try rows("SELECT count(*) FROM transaction_source WHERE transaction_id = '9004'"), [["4"]])
+        XCTAssertEqual(try ledger().read { try $0.traceTransaction("9004", asOf: nil) }?.sources.map { "\($0.path):\($0.line)" },
+                       sources?.map { "\($0.path):\($0.line)" })
         XCTAssertEqual(try ws.run("2023-11-21").counts.entriesPosted, 0)
     }
 
