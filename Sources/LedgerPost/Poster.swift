@@ -102,7 +102,7 @@ public struct Poster {
         let (date, late) = postingDate(for: day)
         let entry = EntryDraft(book: t.book, transactionId: t.transactionId, kind: .sale, date: date, originalDate: day,
                                late: late, productId: t.productId, storefront: storefrontCode, figures: figures,
-                               refundPercentage: nil, rules: applied, postings: Self.salePostings(figures))
+                               refundPercentage: nil, rules: applied, postings: PostingRule.postings(kind: .sale, figures: figures))
         precondition(entry.isBalanced, "unbalanced sale entry for \(t.transactionId)")
         return .post(entry)
     }
@@ -151,15 +151,6 @@ public struct Poster {
                            commissionReportingMinor: commissionR, proceedsReportingMinor: netR - commissionR)
     }
 
-    /// The three postings of a sale (accounting.md): receivable +P, commission +C, sales -N.
-    public static func salePostings(_ f: SaleFigures) -> [PostingDraft] {
-        [
-            PostingDraft(account: LedgerAccount.receivable, currency: f.currency, amountMinor: f.proceedsMinor, reportingAmountMinor: f.proceedsReportingMinor),
-            PostingDraft(account: LedgerAccount.commission, currency: f.currency, amountMinor: f.commissionMinor, reportingAmountMinor: f.commissionReportingMinor),
-            PostingDraft(account: LedgerAccount.sales, currency: f.currency, amountMinor: -f.netMinor, reportingAmountMinor: -f.netReportingMinor),
-        ]
-    }
-
     /// `round(amount * r * 10^(e_rep - e_cur))`, computed as one exact fraction.
     static func toReporting(_ minor: Int64, fx: ExactDecimal, exponent: Int, reportingExponent: Int) -> Int64 {
         roundHalfEven(Int128(minor) * Int128(fx.mantissa) * pow10(reportingExponent),
@@ -181,14 +172,10 @@ public struct Poster {
                                   netReportingMinor: nr,
                                   commissionReportingMinor: cr, proceedsReportingMinor: nr - cr)
         let (date, late) = postingDate(for: day)
-        let postings = [
-            PostingDraft(account: LedgerAccount.refunds, currency: s.currency, amountMinor: n, reportingAmountMinor: nr),
-            PostingDraft(account: LedgerAccount.commission, currency: s.currency, amountMinor: -c, reportingAmountMinor: -cr),
-            PostingDraft(account: LedgerAccount.receivable, currency: s.currency, amountMinor: -(n - c), reportingAmountMinor: -(nr - cr)),
-        ]
         let entry = EntryDraft(book: sale.book, transactionId: sale.transactionId, kind: .refund, date: date,
                                originalDate: day, late: late, productId: sale.productId, storefront: sale.storefront,
-                               figures: figures, refundPercentage: p, rules: sale.rules, postings: postings)
+                               figures: figures, refundPercentage: p, rules: sale.rules,
+                               postings: PostingRule.postings(kind: .refund, figures: figures))
         precondition(entry.isBalanced, "unbalanced refund entry for \(sale.transactionId)")
         return entry
     }
@@ -202,9 +189,7 @@ public struct Poster {
         e.date = date
         e.originalDate = day
         e.late = late
-        e.postings = refund.postings.map {
-            PostingDraft(account: $0.account, currency: $0.currency, amountMinor: -$0.amountMinor, reportingAmountMinor: -$0.reportingAmountMinor)
-        }
+        e.postings = PostingRule.postings(kind: .refundReversal, figures: refund.figures)
         precondition(e.isBalanced, "unbalanced reversal entry for \(refund.transactionId)")
         return e
     }

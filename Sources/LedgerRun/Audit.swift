@@ -129,9 +129,9 @@ public struct Audit {
                 report.problems.append(Problem(entryId: nil, message: "the ledger's stored postings: \(problem) (the next `iapledger run` or `close` refuses to upgrade the ledger until it is)"))
             }
             // The rules the postings are derived by are the accounting contract's.
-            if let rules = try r.postingRules() {
+            if let stored = try r.postingRules() {
+                // (`postingRules` reads them in this order.)
                 let expected = PostingRule.all.sorted { ($0.kind.rawValue, $0.line) < ($1.kind.rawValue, $1.line) }
-                let stored = rules.sorted { ($0.kind.rawValue, $0.line) < ($1.kind.rawValue, $1.line) }
                 if stored != expected {
                     let first = zip(stored, expected).first { $0 != $1 }.map { "\(Self.describe($0.0)) where accounting.md gives \(Self.describe($0.1))" }
                         ?? "\(stored.count) rules where accounting.md gives \(expected.count)"
@@ -210,7 +210,7 @@ public struct Audit {
         let figures = Poster.figures(grossMinor: gross, currency: e.figures.currency, taxRate: taxRate, taxIncluded: r.taxIncluded,
                                      commissionRate: rate, fx: fx, reportingCurrency: e.figures.reportingCurrency)
         if figures != e.figures { return "re-derived from \(where_) and its recorded rules, the figures differ: expected net \(figures.netMinor) commission \(figures.commissionMinor), stored net \(e.figures.netMinor) commission \(e.figures.commissionMinor)" }
-        let postings = Poster.salePostings(figures)
+        let postings = PostingRule.postings(kind: .sale, figures: figures)
         if postings != e.postings { return "re-derived from \(where_) and its recorded rules, the postings differ: expected \(Self.describe(postings)), stored \(Self.describe(e.postings))" }
         return nil
     }
