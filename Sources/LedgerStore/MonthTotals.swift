@@ -95,8 +95,37 @@ enum MonthTotals {
 struct MonthTotalsDelta {
     struct BalanceKey: Hashable { var book: String, month: Substring, accountId: Int64, currency: String }
     struct ActivityKey: Hashable { var book: String, month: Substring, storefront: String, productId: String, currency: String, kind: String }
-    var balances: [BalanceKey: [Int64]] = [:]      // debit, credit, balance, reporting balance, postings
-    var activity: [ActivityKey: [Int64]] = [:]     // entries, units, then the sums of MonthTotals.activitySums
+    /// A balance row's sums, in `MonthTotals.balanceNames`' order. Kept inline: an array
+    /// per row and per entry cost heap allocations, a tenth of inserting an entry.
+    struct BalanceSums: Equatable {
+        var debit: Int64 = 0, credit: Int64 = 0, balance: Int64 = 0, reportingBalance: Int64 = 0, postings: Int64 = 0
+        var columns: [Int64] { [debit, credit, balance, reportingBalance, postings] }
+        mutating func add(_ amount: Int64, reporting: Int64) {
+            if amount > 0 { debit += amount } else if amount < 0 { credit -= amount }
+            balance += amount
+            reportingBalance += reporting
+            postings += 1
+        }
+    }
+    /// An activity row's sums, in `MonthTotals.activityNames`' order (entries, units, then
+    /// `MonthTotals.activitySums`).
+    struct ActivitySums: Equatable {
+        var entries: Int64 = 0, units: Int64 = 0
+        var gross: Int64 = 0, tax: Int64 = 0, net: Int64 = 0, commission: Int64 = 0, proceeds: Int64 = 0
+        var grossReporting: Int64 = 0, netReporting: Int64 = 0, commissionReporting: Int64 = 0, proceedsReporting: Int64 = 0
+        var columns: [Int64] {
+            [entries, units, gross, tax, net, commission, proceeds, grossReporting, netReporting, commissionReporting, proceedsReporting]
+        }
+        mutating func add(quantity: Int64, _ f: SaleFigures) {
+            entries += 1; units += quantity
+            gross += f.grossMinor; tax += f.taxMinor; net += f.netMinor
+            commission += f.commissionMinor; proceeds += f.proceedsMinor
+            grossReporting += f.grossReportingMinor; netReporting += f.netReportingMinor
+            commissionReporting += f.commissionReportingMinor; proceedsReporting += f.proceedsReportingMinor
+        }
+    }
+    var balances: [BalanceKey: BalanceSums] = [:]
+    var activity: [ActivityKey: ActivitySums] = [:]
 
     var isEmpty: Bool { balances.isEmpty && activity.isEmpty }
 
@@ -107,22 +136,13 @@ struct MonthTotalsDelta {
         let month = date.prefix(7)
         for (p, account) in zip(e.postings, accountIds) {
             let key = BalanceKey(book: e.book.rawValue, month: month, accountId: account, currency: p.currency)
-            var v = balances[key] ?? [0, 0, 0, 0, 0]
-            if p.amountMinor > 0 { v[0] += p.amountMinor } else if p.amountMinor < 0 { v[1] -= p.amountMinor }
-            v[2] += p.amountMinor
-            v[3] += p.reportingAmountMinor
-            v[4] += 1
-            balances[key] = v
+            balances[key, default: BalanceSums()].add(p.amountMinor, reporting: p.reportingAmountMinor)
         }
         guard let quantity else { return }
         let f = e.figures
         let key = ActivityKey(book: e.book.rawValue, month: month, storefront: e.storefront, productId: e.productId,
                               currency: f.currency, kind: e.kind.rawValue)
-        let add = [1, quantity, f.grossMinor, f.taxMinor, f.netMinor, f.commissionMinor, f.proceedsMinor,
-                   f.grossReportingMinor, f.netReportingMinor, f.commissionReportingMinor, f.proceedsReportingMinor]
-        var v = activity[key] ?? Array(repeating: 0, count: add.count)
-        for i in add.indices { v[i] += add[i] }
-        activity[key] = v
+        activity[key, default: ActivitySums()].add(quantity: quantity, f)
     }
 
     /// Adds the sums to the tables (upserts, a few rows per month) and starts over.
@@ -135,7 +155,7 @@ struct MonthTotalsDelta {
             """), in: db)
         for (k, v) in balances {
             b.bind(k.book); b.bind(String(k.month)); b.bind(k.accountId); b.bind(k.currency)
-            for x in v { b.bind(x) }
+            for x in v.columns { b.bind(x) }
             try b.run()
         }
         var a = FastStatement(try db.cachedStatement(sql: """
@@ -145,7 +165,7 @@ struct MonthTotalsDelta {
             """), in: db)
         for (k, v) in activity {
             a.bind(k.book); a.bind(String(k.month)); a.bind(k.storefront); a.bind(k.productId); a.bind(k.currency); a.bind(k.kind)
-            for x in v { a.bind(x) }
+            for x in v.columns { a.bind(x) }
             try a.run()
         }
         self = MonthTotalsDelta()
