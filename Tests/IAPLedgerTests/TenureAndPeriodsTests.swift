@@ -402,6 +402,21 @@ final class TenureAndPeriodsTests: XCTestCase {
             try db.execute(sql: insert("2026-10-02", "2026-10-01"))
         }) { XCTAssertTrue("\($0)".contains("late"), "\($0)") }
 
+        // The guards run after the row is inserted (v15): a refused insert takes its row with
+        // it even when the transaction goes on (the night's own write transaction would).
+        try ledger.queue.inDatabase { db in
+            try db.inTransaction {
+                for (date, original) in [("2026-09-30", "2026-09-30"), ("2026-10-02", "2026-10-01")] {
+                    XCTAssertThrowsError(try db.execute(sql: insert(date, original)), date)
+                }
+                XCTAssertEqual(try Int.fetchOne(db, sql: "SELECT count(*) FROM entry WHERE transaction_id = 'direct-2'"), 0)
+                return .rollback
+            }
+        }
+        XCTAssertEqual(try rows("""
+            SELECT name FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'entry' AND sql LIKE '% AFTER INSERT ON entry%' ORDER BY name
+            """), [["entry_late_is_moved_forward"], ["entry_not_in_closed_period"]])
+
         // The first open month is writable (checked inside a transaction that is rolled back).
         try ledger.queue.inDatabase { db in
             try db.inTransaction {
