@@ -112,21 +112,27 @@ public struct NightlyRun {
             defer { prepared.cancel() }
             try progress.stage("read, verify and store", total: totalBytes) { tick in
                 var bytes = 0
-                while let next = prepared.next() {
-                    let file = try next.get()
+                // In a function of its own, so that no copy of the file outlives it: the
+                // preparing thread frees the file once it is given back.
+                func store(_ handed: PreparedFiles.Handed) throws {
+                    let file = try handed.item!.get()
                     let input = file.input
                     CrashPoint.hit("read:\(input.path)")
                     bytes += input.sizeBytes
                     if case .alreadyRead(let newStatKey) = file.body {
                         if newStatKey, let key = input.statKey { try w.rememberStatKey(key, path: input.path, sha256: input.sha256) }
                         filesSkipped += 1
-                        continue
+                        return
                     }
                     filesRead += 1
                     let before = ingest.counts.read
                     try ingest.store(file)
                     tick.done = bytes
                     tick.advance(by: ingest.counts.read - before)
+                }
+                while let handed = prepared.next() {
+                    try store(handed)
+                    prepared.stored(handed)
                 }
             }
             counts = ingest.counts
@@ -507,12 +513,26 @@ struct RecordProblem: Error {
 /// in the queue (an empty queue always has room). Memory holds a few files, not the whole
 /// inbox: the one being stored, those queued and the one being prepared (a prepared day of
 /// receipts takes a few times its size; with days over `aheadBytes`, two of them at most).
+///
+/// A file is handed over in a `Handed` box, which the writer gives back (`stored`) once the
+/// file is stored: the preparing thread, which allocated its parsed records, frees them.
+/// Freeing a day of parsed records took the writer's thread about a second per 300,000
+/// transactions, and freeing memory allocated by another thread contends for its arena.
 final class PreparedFiles: @unchecked Sendable {
+    /// A prepared file handed to the writer, until it gives it back.
+    final class Handed {
+        fileprivate(set) var item: Result<PreparedFile, Error>?
+        fileprivate init(_ item: Result<PreparedFile, Error>) { self.item = item }
+    }
     private let condition = NSCondition()
     private var ready: [Result<PreparedFile, Error>] = []
     private var readyBytes = 0
     private var finished = false
     private var cancelled = false
+    /// Files stored by the writer, for the preparing thread to free.
+    private var stored: [Handed] = []
+    /// Set when `next` has handed over every file: the preparing thread may end.
+    private var handedAll = false
     private let ahead = 3
     private let aheadBytes = 8 << 20
 
@@ -532,7 +552,11 @@ final class PreparedFiles: @unchecked Sendable {
             for (url, kind) in inputs {
                 // Room first, then the file: a prepared file never waits outside the queue.
                 condition.lock()
-                while !ready.isEmpty && (ready.count >= ahead || readyBytes >= aheadBytes) && !cancelled { condition.wait() }
+                while true {
+                    if freeStored() { continue }
+                    if cancelled || ready.isEmpty || (ready.count < ahead && readyBytes < aheadBytes) { break }
+                    condition.wait()
+                }
                 let stop = cancelled
                 condition.unlock()
                 if stop { return }
@@ -569,22 +593,59 @@ final class PreparedFiles: @unchecked Sendable {
             condition.lock()
             finished = true
             condition.broadcast()
+            // The files still being stored are freed here as they come back.
+            while true {
+                if freeStored() { continue }
+                if cancelled || handedAll { break }
+                condition.wait()
+            }
             condition.unlock()
         }
         thread.stackSize = 8 << 20
         thread.start()
     }
 
+    /// On the preparing thread, with the lock held: frees the files the writer gave back,
+    /// outside the lock. Returns whether there were any.
+    private func freeStored() -> Bool {
+        guard !stored.isEmpty else { return false }
+        var done = stored
+        stored = []
+        condition.unlock()
+        for handed in done { handed.item = nil }
+        done = []
+        condition.lock()
+        return true
+    }
+
     /// The next file in input order, or nil when every file has been handed over.
-    func next() -> Result<PreparedFile, Error>? {
+    func next() -> Handed? {
         condition.lock()
         defer { condition.unlock() }
         while ready.isEmpty && !finished { condition.wait() }
-        guard !ready.isEmpty else { return nil }
+        guard !ready.isEmpty else {
+            handedAll = true
+            condition.broadcast()
+            return nil
+        }
         let item = ready.removeFirst()
         readyBytes -= Self.bytes(item)
         condition.broadcast()
-        return item
+        return Handed(item)
+    }
+
+    /// Gives a file back once stored, for the preparing thread to free. The caller keeps no
+    /// copy of what it holds.
+    func stored(_ handed: Handed) {
+        condition.lock()
+        if cancelled || handedAll {
+            condition.unlock()
+            handed.item = nil
+            return
+        }
+        stored.append(handed)
+        condition.broadcast()
+        condition.unlock()
     }
 
     /// Stops the preparing thread (the run failed or finished early).
@@ -592,6 +653,7 @@ final class PreparedFiles: @unchecked Sendable {
         condition.lock()
         cancelled = true
         ready.removeAll()
+        stored.removeAll()
         readyBytes = 0
         condition.broadcast()
         condition.unlock()
@@ -669,8 +731,9 @@ struct Ingest {
             counts.rejected += 1
             return
         }
-        let (fileId, fresh) = try addFile(input, Array(zip(zip(rows, texts), hashes)), seen: seen)
-        for ((row, raw), sha) in fresh {
+        let (fileId, fresh) = try addFile(input, hashes: hashes, seen: seen)
+        for i in fresh {
+            let row = rows[i], raw = texts[i], sha = hashes[i]
             counts.read += 1
             CrashPoint.tick("read:orders", every: 10)
             switch row.result {
@@ -698,21 +761,24 @@ struct Ingest {
 
     mutating func receipts(_ input: InputFile, _ records: [PreparedFile.PreparedReceipt]) throws {
         let seen = try writer.recordHashes(path: input.path)
-        let (fileId, fresh) = try addFile(input, records.map { ($0, $0.sha256) }, seen: seen)
-        for (record, sha) in fresh {
+        let (fileId, fresh) = try addFile(input, hashes: records.map(\.sha256), seen: seen)
+        for i in fresh {
             counts.read += 1
-            try receipt(record, sha: sha, fileId: fileId, path: input.path)
+            try receipt(records[i], sha: records[i].sha256, fileId: fileId, path: input.path)
             CrashPoint.tick("verify:receipts", every: 10)
         }
     }
 
-    /// Records an input file and returns its records (each with its SHA-256) not read from an
-    /// earlier version of the same path; the others count as skipped.
-    mutating func addFile<R>(_ input: InputFile, _ records: [(R, String)], seen: Set<String>) throws -> (fileId: Int64, fresh: [(R, String)]) {
-        let fresh = seen.isEmpty ? records : records.filter { !seen.contains($0.1) }
+    /// Records an input file, given its records' SHA-256s, and returns the positions of those
+    /// not read from an earlier version of the same path (all of them, for a file new to the
+    /// ledger); the others count as skipped. Positions, not copies: copying a day's parsed
+    /// records into new arrays cost the writer's thread more than a tenth of a second per
+    /// 100,000 records.
+    mutating func addFile(_ input: InputFile, hashes: [String], seen: Set<String>) throws -> (fileId: Int64, fresh: [Int]) {
+        let fresh = seen.isEmpty ? Array(hashes.indices) : hashes.indices.filter { !seen.contains(hashes[$0]) }
         let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256, statKey: input.statKey,
-                                        sizeBytes: Int64(input.sizeBytes), records: records.count, newRecords: fresh.count)
-        counts.skipped += records.count - fresh.count
+                                        sizeBytes: Int64(input.sizeBytes), records: hashes.count, newRecords: fresh.count)
+        counts.skipped += hashes.count - fresh.count
         return (fileId, fresh)
     }
 

@@ -34,8 +34,9 @@ extension Ingest {
     /// verified on the preparing thread: only what they bring is written here.
     mutating func signed(_ input: InputFile, records: [PreparedFile.PreparedSigned]) throws {
         let seen = try writer.recordHashes(path: input.path)
-        let (fileId, fresh) = try addFile(input, records.map { ($0, $0.sha256) }, seen: seen)
-        for (prepared, sha) in fresh {
+        let (fileId, fresh) = try addFile(input, hashes: records.map(\.sha256), seen: seen)
+        for i in fresh {
+            let prepared = records[i], sha = prepared.sha256
             counts.read += 1
             CrashPoint.tick("verify:signed", every: 10)
             let record = prepared.record
