@@ -331,6 +331,119 @@ extension AppliedRules {
         return s
     }
 
+    /// Reads rules as the ledger stores them (`canonicalJSON`; any flat JSON object of these
+    /// keys with string, boolean or null values, without spaces) without Foundation's
+    /// `JSONDecoder`, whose cost was most of reading an entry back: `verify` reads every
+    /// entry's, and the night the sale of every refund. Nil for anything else (spaces, another
+    /// key, a key twice, a wrong type, a missing key, invalid escapes): the caller then decodes
+    /// it with `JSONDecoder`, which says what is wrong.
+    public init?(storedJSON text: String) {
+        var fields = [String?](repeating: nil, count: Self.storedKeys.count)
+        var taxIncluded: Bool?
+        var unitPriceIsNull = false
+        var text = text
+        let ok = text.withUTF8 { b -> Bool in
+            var i = 0
+            func byte(_ c: UInt8) -> Bool {
+                guard i < b.count, b[i] == c else { return false }
+                i += 1
+                return true
+            }
+            func literal(_ word: StaticString) -> Bool {
+                let w = UnsafeBufferPointer(start: word.utf8Start, count: word.utf8CodeUnitCount)
+                guard b.count - i >= w.count, zip(b[i..<(i + w.count)], w).allSatisfy({ $0 == $1 }) else { return false }
+                i += w.count
+                return true
+            }
+            func hex4() -> UInt32? {
+                guard b.count - i >= 4 else { return nil }
+                var v: UInt32 = 0
+                for _ in 0..<4 {
+                    let c = b[i]
+                    let d: UInt8
+                    switch c {
+                    case 0x30...0x39: d = c - 0x30
+                    case 0x41...0x46: d = c - 0x37
+                    case 0x61...0x66: d = c - 0x57
+                    default: return nil
+                    }
+                    v = v << 4 | UInt32(d)
+                    i += 1
+                }
+                return v
+            }
+            func string() -> String? {
+                guard byte(0x22) else { return nil }
+                var out: [UInt8] = []
+                var start = i
+                while i < b.count {
+                    let c = b[i]
+                    if c == 0x22 {
+                        out.append(contentsOf: b[start..<i])
+                        i += 1
+                        return String(decoding: out, as: UTF8.self)
+                    }
+                    if c < 0x20 { return nil }
+                    guard c == 0x5C else { i += 1; continue }
+                    out.append(contentsOf: b[start..<i])
+                    i += 1
+                    guard i < b.count else { return nil }
+                    let e = b[i]
+                    i += 1
+                    switch e {
+                    case 0x22, 0x5C, 0x2F: out.append(e)
+                    case 0x62: out.append(0x08)
+                    case 0x66: out.append(0x0C)
+                    case 0x6E: out.append(0x0A)
+                    case 0x72: out.append(0x0D)
+                    case 0x74: out.append(0x09)
+                    case 0x75:
+                        guard var v = hex4() else { return nil }
+                        if (0xD800...0xDBFF).contains(v) {
+                            guard byte(0x5C), byte(0x75), let low = hex4(), (0xDC00...0xDFFF).contains(low) else { return nil }
+                            v = 0x10000 + ((v - 0xD800) << 10) + (low - 0xDC00)
+                        }
+                        guard let scalar = Unicode.Scalar(v) else { return nil }
+                        out.append(contentsOf: Array(String(Character(scalar)).utf8))
+                    default: return nil
+                    }
+                    start = i
+                }
+                return nil
+            }
+            guard byte(0x7B) else { return false }
+            var first = true
+            while !byte(0x7D) {
+                if !first { guard byte(0x2C) else { return false } }
+                first = false
+                guard let key = string(), byte(0x3A) else { return false }
+                if key == "taxIncluded" {
+                    guard taxIncluded == nil else { return false }
+                    if literal("true") { taxIncluded = true } else if literal("false") { taxIncluded = false } else { return false }
+                    continue
+                }
+                guard let k = Self.storedKeys.firstIndex(of: key), fields[k] == nil, !(k == Self.unitPriceKey && unitPriceIsNull) else { return false }
+                if k == Self.unitPriceKey && literal("null") { unitPriceIsNull = true; continue }
+                guard let value = string() else { return false }
+                fields[k] = value
+            }
+            return i == b.count
+        }
+        guard ok, let taxIncluded else { return nil }
+        let f = fields
+        guard let commissionRate = f[0], let commissionReason = f[1], let fxMonth = f[2], let fxRate = f[3],
+              let priceSource = f[4], let storefront = f[5], let storefrontEffectiveFrom = f[6],
+              let storefrontSource = f[7], let taxRate = f[8] else { return nil }
+        self.init(storefront: storefront, storefrontSource: storefrontSource, storefrontEffectiveFrom: storefrontEffectiveFrom,
+                  taxRate: taxRate, taxIncluded: taxIncluded, priceSource: priceSource, commissionRate: commissionRate,
+                  commissionReason: commissionReason, fxRate: fxRate, fxMonth: fxMonth, unitPrice: f[9])
+    }
+
+    /// The string-valued keys `init(storedJSON:)` reads, in `canonicalJSON`'s order.
+    static let storedKeys = ["commissionRate", "commissionReason", "fxMonth", "fxRate", "priceSource", "storefront",
+                             "storefrontEffectiveFrom", "storefrontSource", "taxRate", "unitPrice"]
+    static let unitPriceKey = 9
+
     /// A JSON string literal, escaped as Foundation's JSONEncoder escapes it (`/` as `\/`).
     /// Runs of bytes that need no escape are appended whole (escapes are all ASCII, so a
     /// UTF-8 byte at or above 0x80 is never one).

@@ -256,7 +256,8 @@ public class LedgerReader {
             """), arguments: [id]).map {
             PostingDraft(account: $0[0], currency: $0[1], amountMinor: $0[2], reportingAmountMinor: $0[3])
         }
-        let rules = try JSONDecoder().decode(AppliedRules.self, from: Data((r["rules_json"] as String).utf8))
+        let json: String = r["rules_json"]
+        let rules = try AppliedRules(storedJSON: json) ?? JSONDecoder().decode(AppliedRules.self, from: Data(json.utf8))
         let figures = SaleFigures(currency: r["currency"], grossMinor: r["gross_minor"], taxMinor: r["tax_minor"],
                                   netMinor: r["net_minor"], commissionMinor: r["commission_minor"],
                                   proceedsMinor: r["proceeds_minor"], reportingCurrency: r["reporting_currency"],

@@ -25,7 +25,46 @@ final class RunScaleTests: XCTestCase {
         for r in samples {
             XCTAssertEqual(r.canonicalJSON, String(decoding: try encoder.encode(r), as: UTF8.self))
             XCTAssertEqual(try JSONDecoder().decode(AppliedRules.self, from: Data(r.canonicalJSON.utf8)), r)
+            XCTAssertEqual(AppliedRules(storedJSON: r.canonicalJSON), r, "read back without JSONDecoder")
         }
+    }
+
+    /// Stored rules are read back without `JSONDecoder` when they are a flat object of the
+    /// rules' keys; the reading agrees with `JSONDecoder` whenever it answers, and leaves
+    /// everything else (which `JSONDecoder` reads or refuses) to it.
+    func testStoredRulesAreReadAsJSONDecoderReadsThem() throws {
+        let base = #""commissionRate":"0.30","commissionReason":"standard","fxMonth":"2026-10","fxRate":"1","priceSource":"p","storefront":"USA","storefrontEffectiveFrom":"2026-01-01","storefrontSource":"transaction","taxIncluded":false,"taxRate":"0""#
+        let escaped = #""caf\u00e9 \ud83d\ude00 \"q\" a\/b \\ \n\t\b\f\r""#
+        let read: [(String, Bool)] = [
+            ("{" + base + "}", true),
+            ("{" + base + #","unitPrice":"0.99"}"#, true),
+            ("{" + base + #","unitPrice":null}"#, true),
+            (#"{"taxRate":"0","storefront":"USA","commissionRate":"0.30","commissionReason":"standard","fxMonth":"2026-10","fxRate":"1","priceSource":"p","storefrontEffectiveFrom":"2026-01-01","storefrontSource":"transaction","taxIncluded":true}"#, true),
+            ("{" + base.replacingOccurrences(of: #""p""#, with: escaped) + "}", true),
+            ("{" + base.replacingOccurrences(of: #""p""#, with: #""\u0000\u001f""#) + "}", true),
+            // Left to JSONDecoder: it reads these or says what is wrong.
+            ("{ " + base + "}", false),
+            ("{" + base + #","extra":"x"}"#, false),
+            ("{" + base + #","fxRate":"2"}"#, false),
+            ("{" + base + #","taxIncluded":true}"#, false),
+            ("{" + base.replacingOccurrences(of: #""taxIncluded":false"#, with: #""taxIncluded":"false""#) + "}", false),
+            ("{" + base.replacingOccurrences(of: #""fxRate":"1""#, with: #""fxRate":1"#) + "}", false),
+            ("{" + base.replacingOccurrences(of: #""fxRate":"1","#, with: "") + "}", false),
+            ("{" + base.replacingOccurrences(of: #""p""#, with: #""\x""#) + "}", false),
+            ("{" + base.replacingOccurrences(of: #""p""#, with: #""\ud83d""#) + "}", false),
+            ("{" + base.replacingOccurrences(of: #""p""#, with: "\"tab\there\"") + "}", false),
+            ("{" + base, false),
+            ("{" + base + "}x", false),
+            ("{}", false),
+            ("", false),
+        ]
+        for (text, fast) in read {
+            let quick = AppliedRules(storedJSON: text)
+            XCTAssertEqual(quick != nil, fast, text)
+            if let quick { XCTAssertEqual(quick, try JSONDecoder().decode(AppliedRules.self, from: Data(text.utf8)), text) }
+        }
+        let unusual = try XCTUnwrap(AppliedRules(storedJSON: "{" + base.replacingOccurrences(of: #""p""#, with: escaped) + "}"))
+        XCTAssertEqual(unusual.priceSource, "café 😀 \"q\" a/b \\ \n\t\u{08}\u{0C}\r")
     }
 
     func testProgressPrintsOnlyOnATerminalAndTimesEveryStage() throws {
