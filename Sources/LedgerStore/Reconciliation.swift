@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 import LedgerCore
 import LedgerReconcile
@@ -131,7 +132,14 @@ public struct TouchedKeys {
     /// equivalent strings, which the ledger keeps apart).
     struct Key: Hashable {
         var text: String
-        static func == (a: Key, b: Key) -> Bool { a.text.utf8.elementsEqual(b.text.utf8) }
+        static func == (a: Key, b: Key) -> Bool {
+            // Compared as bytes in place (`utf8.elementsEqual` went through a generic
+            // collection's element reads, a few percent of the read stage).
+            var x = a.text, y = b.text
+            return x.withUTF8 { p in
+                y.withUTF8 { q in p.count == q.count && (p.isEmpty || memcmp(p.baseAddress!, q.baseAddress!, p.count) == 0) }
+            }
+        }
         func hash(into hasher: inout Hasher) {
             var copy = text
             copy.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }

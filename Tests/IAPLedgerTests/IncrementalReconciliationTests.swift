@@ -47,6 +47,19 @@ final class IncrementalReconciliationTests: ScratchTestCase {
         try ledger.read { try String.fetchOne($0.db, sql: "SELECT reconciliation FROM run WHERE id = ?", arguments: [runId]) }
     }
 
+    /// Touched ids are told apart by their bytes, as SQLite tells them apart: two spellings of
+    /// "café" are two transactions, the same bytes twice one.
+    func testTouchedIdsAreComparedByTheirBytes() {
+        var keys = TouchedKeys()
+        for id in ["caf\u{E9}", "cafe\u{301}", "caf\u{E9}", "", "", "2000000000000001"] { keys.transaction(id) }
+        keys.order("ord-1", transactionId: "2000000000000001")
+        keys.order("ord-1", transactionId: nil)
+        XCTAssertEqual(Set(keys.transactions.map { Array($0.utf8) }),
+                       Set([Array("caf\u{E9}".utf8), Array("cafe\u{301}".utf8), [], Array("2000000000000001".utf8)]))
+        XCTAssertEqual(keys.transactions.count, 4)
+        XCTAssertEqual(keys.orders, ["ord-1"])
+    }
+
     func testEachNightReconcilesWhatItTouchedAndAgreesWithAFullReconciliation() throws {
         let ws = newScratch("incremental-recon")
         _ = try DemoWorkspace.create(at: ws, transactions: 600, seed: 7, asOf: Day(iso: "2026-11-21")!)
