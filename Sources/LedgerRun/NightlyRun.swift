@@ -240,7 +240,10 @@ public struct NightlyRun {
             }
             ahead = batch
         }
-        if let last = ahead { try store(last) }
+        if let last = ahead {
+            try store(last)
+            last.free(on: preparing)
+        }
         for t in try w.refundsDue() {
             let obs = t.observation
             guard let ms = obs.cancellationMs,
@@ -527,9 +530,12 @@ struct RecordProblem: Error {
 /// receipts takes a few times its size; with days over `aheadBytes`, two of them at most).
 ///
 /// A file is handed over in a `Handed` box, which the writer gives back (`stored`) once the
-/// file is stored: the preparing thread, which allocated its parsed records, frees them.
-/// Freeing a day of parsed records took the writer's thread about a second per 300,000
-/// transactions, and freeing memory allocated by another thread contends for its arena.
+/// file is stored: the preparing thread, which allocated its parsed records, frees them
+/// before it starts on the next file. Freeing the parsed days took the writer's thread about
+/// a second per 300,000 transactions, and freeing memory allocated by another thread
+/// contends for its arena. Files given back while the thread prepares one wait for it to
+/// finish that file, so at most the queue's worth (`ahead` files, `aheadBytes`) more may be
+/// held for that time.
 final class PreparedFiles: @unchecked Sendable {
     /// A prepared file handed to the writer, until it gives it back.
     final class Handed {

@@ -406,8 +406,11 @@ final class TenureAndPeriodsTests: XCTestCase {
         // it even when the transaction goes on (the night's own write transaction would).
         try ledger.queue.inDatabase { db in
             try db.inTransaction {
-                for (date, original) in [("2026-09-30", "2026-09-30"), ("2026-10-02", "2026-10-01")] {
-                    XCTAssertThrowsError(try db.execute(sql: insert(date, original)), date)
+                for (date, original, refusal) in [("2026-09-30", "2026-09-30", "entry dated in a closed period"),
+                                                  ("2026-10-02", "2026-10-01", "an entry is late exactly when")] {
+                    XCTAssertThrowsError(try db.execute(sql: insert(date, original)), date) {
+                        XCTAssertTrue("\($0)".contains(refusal), "\($0)")
+                    }
                 }
                 XCTAssertEqual(try Int.fetchOne(db, sql: "SELECT count(*) FROM entry WHERE transaction_id = 'direct-2'"), 0)
                 return .rollback
