@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import XCTest
 @testable import LedgerCore
 @testable import LedgerReconcile
@@ -58,6 +59,21 @@ final class IncrementalReconciliationTests: ScratchTestCase {
                        Set([Array("caf\u{E9}".utf8), Array("cafe\u{301}".utf8), [], Array("2000000000000001".utf8)]))
         XCTAssertEqual(keys.transactions.count, 4)
         XCTAssertEqual(keys.orders, ["ord-1"])
+    }
+
+    /// Reconciliation merges transactions and orders in SQLite's order of ids (their bytes):
+    /// its comparisons give the order SQLite's `ORDER BY` gives.
+    func testIdsAreMergedInSQLitesOrder() throws {
+        let ids = ["b", "a", "ab", "", "\u{E9}", "e\u{301}", "Z", "10", "9", "2000000000000001", "200000000000000", "\u{1F600}"]
+        let sqlite = try DatabaseQueue().read { db in
+            try String.fetchAll(db, sql: "SELECT value FROM json_each(?) ORDER BY value",
+                                arguments: [String(decoding: try JSONEncoder().encode(ids), as: UTF8.self)])
+        }
+        let sorted = ids.sorted(by: LedgerWriter.binaryOrder)
+        XCTAssertEqual(sorted.map { Array($0.utf8) }, sqlite.map { Array($0.utf8) })
+        for (i, a) in ids.enumerated() {
+            for (j, b) in ids.enumerated() { XCTAssertEqual(LedgerWriter.sameId(a, b), i == j, "\(a) \(b)") }
+        }
     }
 
     func testEachNightReconcilesWhatItTouchedAndAgreesWithAFullReconciliation() throws {
