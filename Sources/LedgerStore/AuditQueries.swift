@@ -19,7 +19,7 @@ extension LedgerReader {
         let cursor = try Row.fetchCursor(db, sql: "SELECT * FROM entry ORDER BY id")
         let postings = try Row.fetchCursor(db, sql: """
             SELECT p.entry_id, a.name, p.currency, p.amount_minor, p.reporting_amount_minor
-            FROM posting p JOIN account a ON a.id = p.account_id ORDER BY p.entry_id, p.id
+            FROM posting p JOIN account a ON a.id = p.account_id ORDER BY p.entry_id, \(try postingOrder())
             """)
         var next: (entryId: Int64, posting: PostingDraft)? = nil
         func advance() throws {
