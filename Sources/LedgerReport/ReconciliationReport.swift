@@ -33,14 +33,20 @@ public struct ReconciliationReport {
 
     public func workbook() throws -> WorkbookModel {
         let values = ["as_of": asOf.description, "reporting_currency": reportingCurrency]
+        // The records not posted, read once for the Pending and Rejected sheets.
+        var problems: [RecordProblem]?
+        func open(_ outcome: String) throws -> [RecordProblem] {
+            if problems == nil { problems = try reader.recordProblems() }
+            return problems!.filter { $0.outcome == outcome && $0.isOpen(on: asOf) }
+        }
         let sheets = try layout.sheets.map { sheet -> SheetModel in
             let content: SheetContent
             switch sheet.key {
             case "summary": content = try summarySheet()
             case "exceptions": content = try exceptionsSheet()
             case "resolved": content = try resolvedSheet()
-            case "pending": content = try pendingSheet()
-            case "rejected": content = try rejectedSheet()
+            case "pending": content = try pendingSheet(openRecords: try open("pending"))
+            case "rejected": content = try rejectedSheet(openRecords: try open("rejected"))
             default: throw LayoutError(path: layout.source, key: "sheet \"\(sheet.key)\"", message: "the reconciliation workbook has no such sheet")
             }
             return layout.apply(sheet, to: content, values: values)
@@ -113,9 +119,10 @@ public struct ReconciliationReport {
         return SheetContent(key: "resolved", tables: [TableBlock(key: "resolved", columns: ReportSchema.resolved, rows: rows)])
     }
 
-    public func pendingSheet() throws -> SheetContent {
+    /// - Parameter openRecords: the pending records still open on the as-of date.
+    public func pendingSheet(openRecords: [RecordProblem]) throws -> SheetContent {
         var rows: [SheetRow] = []
-        for p in try reader.recordProblems() where p.outcome == "pending" && p.isOpen(on: asOf) {
+        for p in openRecords {
             rows.append(SheetRow([.text("record waits for verification"), .text("\(p.path):\(p.line)"), .text(p.code), .text(p.reason),
                                   .date(p.firstSeen), .integer(Int64(asOf - p.firstSeen))]))
         }
@@ -129,8 +136,9 @@ public struct ReconciliationReport {
     /// The records refused and still open on the as-of date, oldest first. A refused order
     /// line is resolved by a later valid line of the same order; a refused receipt or signed
     /// record stays (a corrected copy is a record of its own).
-    public func rejectedSheet() throws -> SheetContent {
-        let open = try reader.recordProblems().filter { $0.outcome == "rejected" && $0.isOpen(on: asOf) }
+    /// - Parameter openRecords: the rejected records still open on the as-of date.
+    public func rejectedSheet(openRecords: [RecordProblem]) throws -> SheetContent {
+        let open = openRecords
             .sorted { ($0.firstSeen, $0.path, $0.line) < ($1.firstSeen, $1.path, $1.line) }
         let rows = open.map {
             SheetRow([.text("\($0.path):\($0.line)"), .text($0.code), .text($0.reason), .date($0.firstSeen),
