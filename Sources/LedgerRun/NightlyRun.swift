@@ -95,7 +95,7 @@ public struct NightlyRun {
             let poster = Poster(config: postingConfig, rules: rules)
             var counts = LedgerWriter.RunCounts()
             var ingest = Ingest(writer: w, runId: runId, verifier: verifier, counts: counts)
-            // Files are read, hashed, split, parsed and verified on a second thread, a few
+            // Files are read, hashed, split, parsed and verified on two other threads, a few
             // files ahead; this thread only writes to the ledger, in input order.
             let versionsRead = try w.filesRead()
             // A signed file read before that has changed (grown) is mostly records already
@@ -113,7 +113,7 @@ public struct NightlyRun {
             try progress.stage("read, verify and store", total: totalBytes) { tick in
                 var bytes = 0
                 // In a function of its own, so that no copy of the file outlives it: the
-                // preparing thread frees the file once it is given back.
+                // thread that prepared the file frees it once it is given back.
                 func store(_ handed: PreparedFiles.Handed) throws {
                     let file = try handed.item!.get()
                     let input = file.input
@@ -523,36 +523,60 @@ struct RecordProblem: Error {
     var reason: String
 }
 
-/// The input files prepared on a second thread, handed over in order. The thread starts on
-/// the next file only while fewer than `ahead` files and under `aheadBytes` of input wait
-/// in the queue (an empty queue always has room). Memory holds a few files, not the whole
-/// inbox: the one being stored, those queued and the one being prepared (a prepared day of
-/// receipts takes a few times its size; with days over `aheadBytes`, two of them at most).
+/// The input files prepared on other threads, handed over in order. Each preparing thread
+/// takes the next file in input order, so files are prepared side by side (every file is
+/// prepared on its own: what is known before the run began, its versions read and the hashes
+/// of its signed records stored, is all it depends on). A thread starts on the next file only
+/// while fewer than `ahead` files are taken and not yet handed over, and under `aheadBytes`
+/// of prepared input waits in the queue; the file the writer waits for is always being
+/// prepared or ready. Memory holds a few files, not the whole inbox: the one being stored,
+/// those queued and those being prepared (a prepared day of receipts takes a few times its
+/// size).
+///
+/// Two threads, because the read stage is bound in turns by the writer (a day of receipts is
+/// slower to store than to prepare) and by the preparing (signed data, whose signatures take
+/// longer to check than their records to store): with one, the writer's thread waited for
+/// a third of the stage on a 2-core machine; with two, the second core prepares while the
+/// writer waits, and the bound above keeps them from getting far ahead while it does not.
 ///
 /// A file is handed over in a `Handed` box, which the writer gives back (`stored`) once the
-/// file is stored: the preparing thread, which allocated its parsed records, frees them
-/// before it starts on the next file. Freeing the parsed days took the writer's thread about
-/// a second per 300,000 transactions, and freeing memory allocated by another thread
-/// contends for its arena. Files given back while the thread prepares one wait for it to
-/// finish that file, so at most the queue's worth (`ahead` files, `aheadBytes`) more may be
-/// held for that time.
+/// file is stored: the thread that prepared it, which allocated its parsed records, frees
+/// them before it starts on its next file. Freeing the parsed days took the writer's thread
+/// about a second per 300,000 transactions, and freeing memory allocated by another thread
+/// contends for its arena. Files given back while their thread prepares one wait for it to
+/// finish that file.
 final class PreparedFiles: @unchecked Sendable {
     /// A prepared file handed to the writer, until it gives it back.
     final class Handed {
         fileprivate(set) var item: Result<PreparedFile, Error>?
-        fileprivate init(_ item: Result<PreparedFile, Error>) { self.item = item }
+        /// The preparing thread that allocated it, and frees it.
+        fileprivate let preparer: Int
+        fileprivate init(_ item: Result<PreparedFile, Error>, preparer: Int) {
+            self.item = item
+            self.preparer = preparer
+        }
     }
     private let condition = NSCondition()
-    private var ready: [Result<PreparedFile, Error>] = []
+    private let count: Int
+    /// Prepared files not yet handed over, by input position, with the thread that prepared each.
+    private var ready: [Int: (item: Result<PreparedFile, Error>, preparer: Int)] = [:]
     private var readyBytes = 0
-    private var finished = false
+    /// The next file a thread takes, and the next the writer is handed.
+    private var nextToTake = 0
+    private var nextToHand = 0
     private var cancelled = false
-    /// Files stored by the writer, for the preparing thread to free.
-    private var stored: [Handed] = []
-    /// Set when `next` has handed over every file: the preparing thread may end.
+    /// Files stored by the writer, for the thread that prepared each to free.
+    private var stored: [[Handed]]
+    /// Set when `next` has handed over every file: the preparing threads may end.
     private var handedAll = false
     private let ahead = 3
-    private let aheadBytes = 8 << 20
+    private let aheadBytes = PreparedFiles.aheadBytes
+    /// (A variable for the tests, which make it a few bytes: every file waits for room.)
+    nonisolated(unsafe) static var aheadBytes = 8 << 20
+
+    /// How many threads prepare files: two where there are two cores or more. (A variable for
+    /// the tests, which check that any number stores the same ledger.)
+    nonisolated(unsafe) static var preparers = min(2, max(1, ProcessInfo.processInfo.activeProcessorCount))
 
     private static func bytes(_ item: Result<PreparedFile, Error>) -> Int {
         guard case .success(let file) = item else { return 0 }
@@ -565,70 +589,79 @@ final class PreparedFiles: @unchecked Sendable {
     ///   before is skipped without reading it; any other file read before is hashed, and skipped
     ///   unparsed when its SHA-256 is that of a version read before.
     init(inputs: [(URL, String)], workspace: Workspace, verifier: ReceiptVerifier, signedVerifier: SignedDataVerifier,
-         alreadyRead: [String: FileVersions], storedSigned: [String: Set<String>] = [:]) {
-        let thread = Thread { [self] in
-            for (url, kind) in inputs {
-                // Room first, then the file: a prepared file never waits outside the queue.
+         alreadyRead: [String: FileVersions], storedSigned: [String: Set<String>] = [:], preparers: Int = PreparedFiles.preparers) {
+        count = inputs.count
+        stored = Array(repeating: [], count: max(1, preparers))
+        for preparer in 0..<max(1, preparers) {
+            let thread = Thread { [self] in
+                while true {
+                    // Room first, then the file: a prepared file never waits outside the queue.
+                    condition.lock()
+                    var taken: Int?
+                    while true {
+                        if freeStored(preparer) { continue }
+                        if cancelled || nextToTake == count { break }
+                        // The file the writer waits for always has room.
+                        if nextToTake == nextToHand || (nextToTake - nextToHand < ahead && readyBytes < aheadBytes) {
+                            taken = nextToTake
+                            nextToTake += 1
+                            break
+                        }
+                        condition.wait()
+                    }
+                    condition.unlock()
+                    guard let index = taken else { break }
+                    let (url, kind) = inputs[index]
+                    let item = Result { () throws -> PreparedFile in
+                        let path = workspace.relative(url)
+                        let identity = FileStat.identity(url.path)
+                        // Remembered only when settled, and unchanged while it was read.
+                        let before = identity?.settled == true ? identity?.key : nil
+                        if let versions = alreadyRead[path] {
+                            if let identity, let sha = versions.statKeys[identity.key] {
+                                return PreparedFile(input: InputFile(url: url, path: path, kind: kind, sizeBytes: identity.sizeBytes, sha256: sha,
+                                                                     statKey: identity.key),
+                                                    body: .alreadyRead(newStatKey: false))
+                            }
+                            let (sha, size) = try LineReader.hash(url.path)
+                            if versions.sha256s.contains(sha) {
+                                let same = before != nil && FileStat.key(url.path) == before
+                                return PreparedFile(input: InputFile(url: url, path: path, kind: kind, sizeBytes: size, sha256: sha,
+                                                                     statKey: same ? before : nil), body: .alreadyRead(newStatKey: same))
+                            }
+                        }
+                        var file = try PreparedFile.prepare(url: url, kind: kind, workspace: workspace, verifier: verifier,
+                                                            signedVerifier: signedVerifier, storedSigned: storedSigned[path] ?? [])
+                        file.input.statKey = before != nil && FileStat.key(url.path) == before ? before : nil
+                        return file
+                    }
+                    condition.lock()
+                    if cancelled { condition.unlock(); return }
+                    ready[index] = (item, preparer)
+                    readyBytes += Self.bytes(item)
+                    condition.broadcast()
+                    condition.unlock()
+                }
+                // The files still being stored are freed here as they come back.
                 condition.lock()
                 while true {
-                    if freeStored() { continue }
-                    if cancelled || ready.isEmpty || (ready.count < ahead && readyBytes < aheadBytes) { break }
+                    if freeStored(preparer) { continue }
+                    if cancelled || handedAll { break }
                     condition.wait()
                 }
-                let stop = cancelled
-                condition.unlock()
-                if stop { return }
-                let item = Result { () throws -> PreparedFile in
-                    let path = workspace.relative(url)
-                    let identity = FileStat.identity(url.path)
-                    // Remembered only when settled, and unchanged while it was read.
-                    let before = identity?.settled == true ? identity?.key : nil
-                    if let versions = alreadyRead[path] {
-                        if let identity, let sha = versions.statKeys[identity.key] {
-                            return PreparedFile(input: InputFile(url: url, path: path, kind: kind, sizeBytes: identity.sizeBytes, sha256: sha,
-                                                                 statKey: identity.key),
-                                                body: .alreadyRead(newStatKey: false))
-                        }
-                        let (sha, size) = try LineReader.hash(url.path)
-                        if versions.sha256s.contains(sha) {
-                            let same = before != nil && FileStat.key(url.path) == before
-                            return PreparedFile(input: InputFile(url: url, path: path, kind: kind, sizeBytes: size, sha256: sha,
-                                                                 statKey: same ? before : nil), body: .alreadyRead(newStatKey: same))
-                        }
-                    }
-                    var file = try PreparedFile.prepare(url: url, kind: kind, workspace: workspace, verifier: verifier,
-                                                        signedVerifier: signedVerifier, storedSigned: storedSigned[path] ?? [])
-                    file.input.statKey = before != nil && FileStat.key(url.path) == before ? before : nil
-                    return file
-                }
-                condition.lock()
-                if cancelled { condition.unlock(); return }
-                ready.append(item)
-                readyBytes += Self.bytes(item)
-                condition.broadcast()
                 condition.unlock()
             }
-            condition.lock()
-            finished = true
-            condition.broadcast()
-            // The files still being stored are freed here as they come back.
-            while true {
-                if freeStored() { continue }
-                if cancelled || handedAll { break }
-                condition.wait()
-            }
-            condition.unlock()
+            thread.stackSize = 8 << 20
+            thread.start()
         }
-        thread.stackSize = 8 << 20
-        thread.start()
     }
 
-    /// On the preparing thread, with the lock held: frees the files the writer gave back,
-    /// outside the lock. Returns whether there were any.
-    private func freeStored() -> Bool {
-        guard !stored.isEmpty else { return false }
-        var done = stored
-        stored = []
+    /// On a preparing thread, with the lock held: frees the files it prepared that the writer
+    /// gave back, outside the lock. Returns whether there were any.
+    private func freeStored(_ preparer: Int) -> Bool {
+        guard !stored[preparer].isEmpty else { return false }
+        var done = stored[preparer]
+        stored[preparer] = []
         condition.unlock()
         for handed in done { handed.item = nil }
         done = []
@@ -640,20 +673,20 @@ final class PreparedFiles: @unchecked Sendable {
     func next() -> Handed? {
         condition.lock()
         defer { condition.unlock() }
-        while ready.isEmpty && !finished { condition.wait() }
-        guard !ready.isEmpty else {
+        while nextToHand < count && ready[nextToHand] == nil && !cancelled { condition.wait() }
+        guard nextToHand < count, let (item, preparer) = ready.removeValue(forKey: nextToHand) else {
             handedAll = true
             condition.broadcast()
             return nil
         }
-        let item = ready.removeFirst()
+        nextToHand += 1
         readyBytes -= Self.bytes(item)
         condition.broadcast()
-        return Handed(item)
+        return Handed(item, preparer: preparer)
     }
 
-    /// Gives a file back once stored, for the preparing thread to free. The caller keeps no
-    /// copy of what it holds.
+    /// Gives a file back once stored, for the thread that prepared it to free. The caller
+    /// keeps no copy of what it holds.
     func stored(_ handed: Handed) {
         condition.lock()
         if cancelled || handedAll {
@@ -661,17 +694,17 @@ final class PreparedFiles: @unchecked Sendable {
             handed.item = nil
             return
         }
-        stored.append(handed)
+        stored[handed.preparer].append(handed)
         condition.broadcast()
         condition.unlock()
     }
 
-    /// Stops the preparing thread (the run failed or finished early).
+    /// Stops the preparing threads (the run failed or finished early).
     func cancel() {
         condition.lock()
         cancelled = true
         ready.removeAll()
-        stored.removeAll()
+        for i in stored.indices { stored[i].removeAll() }
         readyBytes = 0
         condition.broadcast()
         condition.unlock()

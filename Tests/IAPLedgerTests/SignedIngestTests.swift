@@ -66,6 +66,64 @@ final class SignedIngestTests: XCTestCase {
         }
     }
 
+    /// The read stage prepares files on several threads and stores them in input order: with
+    /// one thread, two or three, each file waiting for room or not, the ledger is the same:
+    /// files, records (ids, lines, hashes, outcomes, reasons), transactions, entries and the
+    /// chain head.
+    func testFilesPreparedOnSeveralThreadsAreStoredInInputOrder() throws {
+        defer {
+            PreparedFiles.preparers = min(2, max(1, ProcessInfo.processInfo.activeProcessorCount))
+            PreparedFiles.aheadBytes = 8 << 20
+        }
+        // Signatures are randomised: the files are made once and written to each workspace.
+        var files: [(String, String)] = []
+        for day in 1...6 {
+            var lines: [String] = []
+            for n in 0..<(day * 3) {
+                let id = "\(9000 + day * 100 + n)"
+                lines.append(n % 5 == 4 ? "{\"signedPayload\": " : try transaction(id, purchase: t0 - Int64(day) * 3_600_000 - Int64(n)))
+            }
+            files.append(("inbox/signed/day-\(day).jws", lines.joined(separator: "\n") + "\n"))
+            files.append(("inbox/receipts/day-\(day).jsonl", (0..<day).map { n in
+                Receipt.response([Receipt.item("r\(day)-\(n)", product: "com.example.product", purchased: "2023-11-1\(day)T10:00:00Z")],
+                                 bundle: "com.example")
+            }.joined(separator: "\n") + "\n{broken\n"))
+            files.append(("inbox/orders/day-\(day).csv", "order_id,account_id,transaction_id,product_id,quantity,credited_units,credited_at,environment\n"
+                          + "o\(day),a\(day),\(9000 + day * 100),com.example.product,1,100,2023-11-13T10:00:00Z,sandbox\n"))
+        }
+        files.append(("inbox/receipts/empty.json", "  \n"))
+        var ledgers: [[String]] = []
+        for (threads, aheadBytes) in [(1, 8 << 20), (2, 8 << 20), (2, 1), (3, 1)] {
+            PreparedFiles.preparers = threads
+            PreparedFiles.aheadBytes = aheadBytes
+            let w = try makeWorkspace(trusted: true)
+            defer { w.remove() }
+            for (path, text) in files { try w.write(path, text) }
+            try Data([0xFF, 0xFE, 0x00, 0x7B]).write(to: w.root.appendingPathComponent("inbox/receipts/binary.json"))
+            _ = try w.run("2023-11-20")
+            let ledger = try Ledger(path: w.root.appendingPathComponent("ledger.sqlite").path, readOnly: true)
+            ledgers.append(try ledger.read { r in
+                try r.rawRows("SELECT id, path, sha256 FROM source_file ORDER BY id").map { $0.joined(separator: "|") }
+                    + r.rawRows("""
+                        SELECT id, file_id, line, record_sha256, outcome, ifnull(reason_code, ''), ifnull(reason, '')
+                        FROM source_record ORDER BY id
+                        """).map { $0.joined(separator: "|") }
+                    + r.rawRows("SELECT transaction_id, first_record_id, sale_status FROM store_transaction ORDER BY 1").map { $0.joined(separator: "|") }
+                    + r.rawRows("SELECT id, transaction_id, kind, hash FROM entry ORDER BY id").map { $0.joined(separator: "|") }
+                    + r.rawRows("SELECT chain_head FROM run").map { $0.joined(separator: "|") }
+            })
+        }
+        XCTAssertGreaterThan(ledgers[0].filter { $0.contains("|verified|") }.count, 60)
+        XCTAssertGreaterThan(ledgers[0].filter { $0.contains("|rejected|") }.count, 10)
+        XCTAssertGreaterThan(ledgers[0].filter { $0.contains("|sale|") }.count, 40)
+        for other in ledgers.dropFirst() {
+            XCTAssertEqual(ledgers[0].count, other.count)
+            if let i = ledgers[0].indices.first(where: { $0 < other.count && ledgers[0][$0] != other[$0] }) {
+                XCTFail("first difference, line \(i): one thread \(ledgers[0][i]), several \(other[i])")
+            }
+        }
+    }
+
     func testSignedTransactionAcceptedWithTestCARejectedUnderAppleRoot() throws {
         try ws.write("inbox/signed/t.jws", try transaction("9001") + "\n")
         let r = try ws.run("2023-11-20")
