@@ -67,7 +67,8 @@ final class SignedIngestTests: XCTestCase {
     }
 
     /// The read stage prepares files on several threads and stores them in input order: with
-    /// one thread, two or three, each file waiting for room or not, the ledger is the same:
+    /// one thread, two or three, each file waiting for room or not, the bigger files left to
+    /// the first thread or not, the ledger is the same:
     /// files, records (ids, lines, hashes, outcomes, reasons), transactions, entries and the
     /// chain head.
     func testFilesPreparedOnSeveralThreadsAreStoredInInputOrder() throws {
@@ -93,7 +94,7 @@ final class SignedIngestTests: XCTestCase {
         }
         files.append(("inbox/receipts/empty.json", "  \n"))
         var ledgers: [[String]] = []
-        for (threads, aheadBytes) in [(1, 8 << 20), (2, 8 << 20), (2, 1), (3, 1)] {
+        for (threads, aheadBytes) in [(1, 8 << 20), (2, 8 << 20), (3, 8 << 20), (2, 2048), (2, 1)] {
             PreparedFiles.preparers = threads
             PreparedFiles.aheadBytes = aheadBytes
             let w = try makeWorkspace(trusted: true)
