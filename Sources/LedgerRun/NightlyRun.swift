@@ -95,11 +95,12 @@ public struct NightlyRun {
             let poster = Poster(config: postingConfig, rules: rules)
             var counts = LedgerWriter.RunCounts()
             var ingest = Ingest(writer: w, runId: runId, verifier: verifier, counts: counts)
-            // Files are read, hashed, split, parsed and verified on two other threads, a few
-            // files ahead; this thread only writes to the ledger, in input order.
+            // Files are read, hashed, split, parsed and verified on other threads (two where
+            // there are two cores), a few files ahead; this thread only writes to the ledger,
+            // in input order.
             let versionsRead = try w.filesRead()
             // A signed file read before that has changed (grown) is mostly records already
-            // stored: their hashes go to the preparing thread, which verifies only the others.
+            // stored: their hashes go to the preparing threads, which verify only the others.
             var storedSigned: [String: Set<String>] = [:]
             for url in signedFiles {
                 let path = workspace.relative(url)
@@ -553,7 +554,7 @@ final class PreparedFiles: @unchecked Sendable {
     final class Handed {
         fileprivate(set) var item: Result<PreparedFile, Error>?
         /// The preparing thread that allocated it, and frees it.
-        fileprivate let preparer: Int
+        let preparer: Int
         fileprivate init(_ item: Result<PreparedFile, Error>, preparer: Int) {
             self.item = item
             self.preparer = preparer
@@ -590,7 +591,12 @@ final class PreparedFiles: @unchecked Sendable {
     init(inputs: [(URL, String)], workspace: Workspace, verifier: ReceiptVerifier, signedVerifier: SignedDataVerifier,
          alreadyRead: [String: FileVersions], storedSigned: [String: Set<String>] = [:], preparers: Int = PreparedFiles.preparers) {
         count = inputs.count
-        sizes = inputs.map { NightlyRun.fileSize($0.0) }
+        // A file skipped by its identity on disk is neither read nor held: it counts nothing.
+        sizes = inputs.map { url, _ in
+            if let versions = alreadyRead[workspace.relative(url)], let identity = FileStat.identity(url.path),
+               versions.statKeys[identity.key] != nil { return 0 }
+            return NightlyRun.fileSize(url)
+        }
         stored = Array(repeating: [], count: max(1, preparers))
         for preparer in 0..<max(1, preparers) {
             let thread = Thread { [self] in

@@ -66,6 +66,39 @@ final class SignedIngestTests: XCTestCase {
         }
     }
 
+    /// `PreparedFiles` itself, with two threads and a writer that takes its time over each
+    /// file: the files come in input order, both threads prepare some, files of `aheadBytes`
+    /// or more only the first, and each file is given back to be freed.
+    func testTwoThreadsPrepareFilesHandedInInputOrder() throws {
+        defer { PreparedFiles.aheadBytes = 8 << 20 }
+        PreparedFiles.aheadBytes = 4096
+        let w = try makeWorkspace(trusted: true)
+        defer { w.remove() }
+        var inputs: [(URL, String)] = []
+        for n in 0..<120 {
+            // Every tenth file is big: 6,000 bytes, over the 4,096 of aheadBytes.
+            let rows = n % 10 == 9 ? 100 : 2
+            let path = String(format: "inbox/orders/o-%03d.csv", n)
+            try w.write(path, "order_id,account_id,transaction_id,product_id,quantity,credited_units,credited_at,environment\n"
+                        + (0..<rows).map { "o\(n)-\($0),a,\(n),com.example.product,1,100,2023-11-13T10:00:00Z,sandbox" }.joined(separator: "\n") + "\n")
+            inputs.append((w.root.appendingPathComponent(path), "orders"))
+        }
+        let prepared = PreparedFiles(inputs: inputs, workspace: Workspace(w.root), verifier: ReceiptVerifier(bundleIds: ["com.example"]),
+                                     signedVerifier: try SignedDataVerifier(bundleIds: ["com.example"]), alreadyRead: [:], preparers: 2)
+        defer { prepared.cancel() }
+        var paths: [String] = [], byThread: [Int: Int] = [:]
+        while let handed = prepared.next() {
+            let file = try XCTUnwrap(handed.item).get()
+            paths.append(file.input.path)
+            byThread[handed.preparer, default: 0] += 1
+            if file.input.sizeBytes >= 4096 { XCTAssertEqual(handed.preparer, 0, file.input.path) }
+            usleep(300)  // the writer storing it
+            prepared.stored(handed)
+        }
+        XCTAssertEqual(paths, inputs.map { Workspace(w.root).relative($0.0) })
+        XCTAssertEqual(byThread.keys.sorted(), [0, 1], "\(byThread)")
+    }
+
     /// The read stage prepares files on several threads and stores them in input order: with
     /// one thread, two or three, each file waiting for room or not, the bigger files left to
     /// the first thread or not, the ledger is the same:
