@@ -1,3 +1,5 @@
+import Foundation
+
 /// A JSON value with numbers kept as their exact text.
 ///
 /// Store data carries 16-digit ids, millisecond times and prices that must never pass
@@ -103,9 +105,31 @@ public struct JSONParser {
 
     public static func parse(_ text: String) throws -> JSONValue { try parse(Substring(text)) }
 
+    /// Parses `text` as `parse` does (the same checks, the same errors) into a flat index of
+    /// its values, which makes no string until one is asked for, and gives it to `body`: the
+    /// index reads the text in place, so it is valid only there. A verifyReceipt response
+    /// holds some eighty strings, of which a posting reads about ten: making them all (most
+    /// are over 15 bytes, a heap allocation each) and freeing them was most of its parse.
+    public static func withFlat<T>(_ text: Substring, _ body: (FlatJSON) throws -> T) throws -> T {
+        func run(_ buf: UnsafeBufferPointer<UInt8>) throws -> T {
+            var p = JSONParser(buf)
+            p.flat = true
+            p.nodes.reserveCapacity(buf.count / 12)
+            _ = try p.parseDocument()
+            return try body(FlatJSON(bytes: buf, nodes: p.nodes, decoded: p.decoded))
+        }
+        if let result = try text.utf8.withContiguousStorageIfAvailable(run) { return result }
+        return try Array(text.utf8).withUnsafeBufferPointer(run)
+    }
+
     private let b: UnsafeBufferPointer<UInt8>
     private var i = 0
     private var depth = 0
+    /// In flat mode (`withFlat`) values are indexed in `nodes`, not built: the parse returns
+    /// `.null`. Strings that are not plain ASCII without escapes are made and kept in `decoded`.
+    private var flat = false
+    private var nodes: [FlatJSON.Node] = []
+    private var decoded: [String] = []
 
     private init(_ b: UnsafeBufferPointer<UInt8>) { self.b = b }
 
@@ -129,6 +153,7 @@ public struct JSONParser {
 
     private mutating func parseValue() throws -> JSONValue {
         guard i < b.count else { throw fail("unexpected end of input (truncated JSON)") }
+        if flat { try indexValue(); return .null }
         switch b[i] {
         case UInt8(ascii: "{"): return try parseObject()
         case UInt8(ascii: "["): return try parseArray()
@@ -139,6 +164,43 @@ public struct JSONParser {
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try parseNumber())
         default: throw fail("unexpected character")
         }
+    }
+
+    /// `parseValue` in flat mode: the same checks in the same order, the value indexed.
+    private mutating func indexValue() throws {
+        let start = i
+        switch b[i] {
+        case UInt8(ascii: "{"): _ = try parseObject()
+        case UInt8(ascii: "["): _ = try parseArray()
+        case UInt8(ascii: "\""): try indexString()
+        case UInt8(ascii: "t"): try literal("true"); nodes.append(.init(kind: .true, start: start, end: i))
+        case UInt8(ascii: "f"): try literal("false"); nodes.append(.init(kind: .false, start: start, end: i))
+        case UInt8(ascii: "n"): try literal("null"); nodes.append(.init(kind: .null, start: start, end: i))
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            try scanNumber()
+            nodes.append(.init(kind: .number, start: start, end: i))
+        default: throw fail("unexpected character")
+        }
+    }
+
+    /// A string in flat mode: plain ASCII without escapes is indexed where it is; any other
+    /// is read again from its quote by `parseString` (its checks and errors) and kept.
+    private mutating func indexString() throws {
+        let quote = i
+        var j = i + 1
+        while j < b.count {
+            let c = b[j]
+            if c == UInt8(ascii: "\"") {
+                nodes.append(.init(kind: .string, start: quote + 1, end: j))
+                i = j + 1
+                return
+            }
+            if c == UInt8(ascii: "\\") || c < 0x20 || c >= 0x80 { break }
+            j += 1
+        }
+        let text = try parseString()
+        decoded.append(text)
+        nodes.append(.init(kind: .decoded, start: decoded.count - 1, end: 0))
     }
 
     private mutating func literal(_ word: String) throws {
@@ -155,46 +217,73 @@ public struct JSONParser {
 
     private mutating func parseObject() throws -> JSONValue {
         try enter(); defer { depth -= 1 }
+        // Flat: the object's node, then each member's name and value; its count and the
+        // index after its last value are set when it closes.
+        let node = nodes.count
+        if flat { nodes.append(.init(kind: .object, start: i, end: 0)) }
         i += 1
         var members: [(String, JSONValue)] = []
         skipSpace()
-        if i < b.count, b[i] == UInt8(ascii: "}") { i += 1; return .object(members) }
+        if i < b.count, b[i] == UInt8(ascii: "}") { i += 1; close(node, count: 0); return .object(members) }
+        var count = 0
         while true {
             skipSpace()
             guard i < b.count else { throw fail("unexpected end of input (truncated JSON)") }
             guard b[i] == UInt8(ascii: "\"") else { throw fail("expected a member name in quotes") }
-            let key = try parseString()
+            var key = ""
+            if flat { try indexString() } else { key = try parseString() }
             skipSpace()
             guard i < b.count, b[i] == UInt8(ascii: ":") else { throw fail(i < b.count ? "expected ':'" : "unexpected end of input (truncated JSON)") }
             i += 1
             skipSpace()
-            members.append((key, try parseValue()))
+            let value = try parseValue()
+            if !flat { members.append((key, value)) }
+            count += 1
             skipSpace()
             guard i < b.count else { throw fail("unexpected end of input (truncated JSON)") }
             if b[i] == UInt8(ascii: ",") { i += 1; continue }
-            if b[i] == UInt8(ascii: "}") { i += 1; return .object(members) }
+            if b[i] == UInt8(ascii: "}") { i += 1; close(node, count: count); return .object(members) }
             throw fail("expected ',' or '}'")
         }
     }
 
+    /// Flat mode: an object's or array's member count and the index after its last value.
+    private mutating func close(_ node: Int, count: Int) {
+        guard flat else { return }
+        nodes[node].count = count
+        nodes[node].next = nodes.count
+    }
+
     private mutating func parseArray() throws -> JSONValue {
         try enter(); defer { depth -= 1 }
+        let node = nodes.count
+        if flat { nodes.append(.init(kind: .array, start: i, end: 0)) }
         i += 1
         var items: [JSONValue] = []
         skipSpace()
-        if i < b.count, b[i] == UInt8(ascii: "]") { i += 1; return .array(items) }
+        if i < b.count, b[i] == UInt8(ascii: "]") { i += 1; close(node, count: 0); return .array(items) }
+        var count = 0
         while true {
             skipSpace()
-            items.append(try parseValue())
+            let value = try parseValue()
+            if !flat { items.append(value) }
+            count += 1
             skipSpace()
             guard i < b.count else { throw fail("unexpected end of input (truncated JSON)") }
             if b[i] == UInt8(ascii: ",") { i += 1; continue }
-            if b[i] == UInt8(ascii: "]") { i += 1; return .array(items) }
+            if b[i] == UInt8(ascii: "]") { i += 1; close(node, count: count); return .array(items) }
             throw fail("expected ',' or ']'")
         }
     }
 
     private mutating func parseNumber() throws -> String {
+        let start = i
+        try scanNumber()
+        return String(decoding: UnsafeBufferPointer(rebasing: b[start..<i]), as: UTF8.self)
+    }
+
+    /// Checks the number at `i` and moves past it.
+    private mutating func scanNumber() throws {
         let start = i
         if b[i] == UInt8(ascii: "-") { i += 1 }
         func digits() -> Int { let s = i; while i < b.count, b[i] >= 0x30, b[i] <= 0x39 { i += 1 }; return i - s }
@@ -207,7 +296,6 @@ public struct JSONParser {
             if digits() == 0 { throw fail("invalid number") }
         }
         if i - start > 400 { throw fail("number longer than 400 characters") }
-        return String(decoding: UnsafeBufferPointer(rebasing: b[start..<i]), as: UTF8.self)
     }
 
     private mutating func parseString() throws -> String {
@@ -279,5 +367,145 @@ public struct JSONParser {
             }
         }
         return v
+    }
+}
+
+/// What the readers of store JSON ask of a value: `JSONValue` and `FlatValue` answer alike.
+public protocol JSONReading {
+    subscript(key: String) -> Self? { get }
+    var isObject: Bool { get }
+    var isNull: Bool { get }
+    var arrayValue: [Self]? { get }
+    var scalarText: String? { get }
+    var scalarOrShape: String? { get }
+    var int64: Int64? { get }
+    var bool: Bool? { get }
+}
+
+extension JSONValue: JSONReading {
+    public var isNull: Bool { self == .null }
+}
+extension FlatValue: JSONReading {}
+
+/// A JSON text parsed by `JSONParser.withFlat`: its values in document order, each object or
+/// array followed by its members (an object's as name, value, name, value...), read from the
+/// text in place. Valid only inside `withFlat`'s body.
+public struct FlatJSON {
+    struct Node {
+        enum Kind: UInt8 { case object, array, string, decoded, number, `true`, `false`, null }
+        var kind: Kind
+        /// The text's byte range (a string's without its quotes), or for `decoded` its index
+        /// in `decoded`.
+        var start: Int
+        var end: Int
+        /// An object's or array's member count, and the index after its last value.
+        var count = 0
+        var next = 0
+    }
+    let bytes: UnsafeBufferPointer<UInt8>
+    let nodes: [Node]
+    let decoded: [String]
+
+    /// The document's value.
+    public var root: FlatValue { FlatValue(doc: self, index: 0) }
+}
+
+/// One value of a `FlatJSON`, read as `JSONValue` reads its values (the same answers).
+public struct FlatValue {
+    let doc: FlatJSON
+    let index: Int
+    private var node: FlatJSON.Node { doc.nodes[index] }
+
+    public var isObject: Bool { node.kind == .object }
+    public var isNull: Bool { node.kind == .null }
+
+    /// The index after value `v` and everything in it.
+    private func after(_ v: Int) -> Int {
+        let n = doc.nodes[v]
+        return n.kind == .object || n.kind == .array ? n.next : v + 1
+    }
+
+    /// Whether string node `k` is `key` (compared as `String`s compare, as `JSONValue` does;
+    /// a plain ASCII name is equal to a key exactly when its bytes are).
+    private func isKey(_ k: Int, _ key: String) -> Bool {
+        let n = doc.nodes[k]
+        if n.kind == .decoded { return doc.decoded[n.start] == key }
+        let count = n.end - n.start
+        guard count == key.utf8.count else { return false }
+        if count == 0 { return true }
+        let bytes = doc.bytes.baseAddress! + n.start
+        return key.utf8.withContiguousStorageIfAvailable { memcmp($0.baseAddress!, bytes, count) == 0 }
+            ?? key.utf8.elementsEqual(UnsafeBufferPointer(start: bytes, count: count))
+    }
+
+    /// The value of `key` in an object (the first, if repeated).
+    public subscript(key: String) -> FlatValue? {
+        let n = node
+        guard n.kind == .object else { return nil }
+        var k = index + 1
+        for _ in 0..<n.count {
+            if isKey(k, key) { return FlatValue(doc: doc, index: k + 1) }
+            k = after(k + 1)
+        }
+        return nil
+    }
+
+    /// An array's items.
+    public var arrayValue: [FlatValue]? {
+        let n = node
+        guard n.kind == .array else { return nil }
+        var items: [FlatValue] = []
+        items.reserveCapacity(n.count)
+        var k = index + 1
+        for _ in 0..<n.count {
+            items.append(FlatValue(doc: doc, index: k))
+            k = after(k)
+        }
+        return items
+    }
+
+    private func text(_ n: FlatJSON.Node) -> String {
+        n.kind == .decoded ? doc.decoded[n.start]
+            : String(decoding: UnsafeBufferPointer(rebasing: doc.bytes[n.start..<n.end]), as: UTF8.self)
+    }
+
+    /// A scalar as text: strings as they are, numbers as written, booleans `true`/`false`.
+    public var scalarText: String? {
+        let n = node
+        switch n.kind {
+        case .string, .decoded, .number: return text(n)
+        case .true: return "true"
+        case .false: return "false"
+        default: return nil
+        }
+    }
+
+    /// A whole number (from a JSON integer or a string of digits) that fits in Int64.
+    public var int64: Int64? {
+        let n = node
+        switch n.kind {
+        case .string, .decoded, .number: return Int64(text(n))
+        default: return nil
+        }
+    }
+
+    /// A scalar as text; a list or object as `[...]` / `{...}`; nil for null.
+    public var scalarOrShape: String? {
+        switch node.kind {
+        case .array: return "[...]"
+        case .object: return "{...}"
+        default: return scalarText
+        }
+    }
+
+    public var bool: Bool? {
+        let n = node
+        switch n.kind {
+        case .true: return true
+        case .false: return false
+        case .string, .decoded: let s = text(n); return s == "true" ? true : s == "false" ? false : nil
+        case .number: let s = text(n); return s == "1" ? true : s == "0" ? false : nil
+        default: return nil
+        }
     }
 }

@@ -20,7 +20,7 @@ public struct LegacyItem: Equatable {
 
 /// A legacy verifyReceipt response body as Apple sent it, plus the wrapper fields
 /// (`received_at`, `account_id`, `order_id`) a backend may keep beside it.
-public struct LegacyResponse {
+public struct LegacyResponse: Equatable {
     public enum Style: String { case ios7, ios6, none }
     public var status: Int?
     public var statusText: String?
@@ -55,12 +55,27 @@ public enum LegacyParseError: Error, CustomStringConvertible {
 /// (real responses send `"quantity": "1"`; some libraries rewrite them as numbers).
 public enum LegacyReceiptParser {
     public static func parse(_ text: Substring) throws -> LegacyResponse {
-        var obj: JSONValue
         do {
-            obj = try JSONParser.parse(text)
+            return try JSONParser.withFlat(text) { try response($0.root) }
         } catch let e as JSONError {
             throw LegacyParseError.invalidJSON(e.description)
         }
+    }
+
+    /// `parse` through `JSONValue`, the whole document made first: the same response or the
+    /// same error (a test holds the two together).
+    static func parseTree(_ text: Substring) throws -> LegacyResponse {
+        do {
+            return try response(try JSONParser.parse(text))
+        } catch let e as JSONError {
+            throw LegacyParseError.invalidJSON(e.description)
+        }
+    }
+
+    /// The response a parsed text holds (read through the flat index, only the strings read
+    /// here are made; or through a `JSONValue`).
+    static func response<J: JSONReading>(_ document: J) throws -> LegacyResponse {
+        var obj = document
         guard obj.isObject else { throw LegacyParseError.notAnObject }
         var receivedAt: String?, accountId: String?, orderId: String?, wrapperTransactionId: String?
         if let inner = obj["response"], obj["status"] == nil {
@@ -84,7 +99,7 @@ public enum LegacyReceiptParser {
                 r.style = .ios7
                 r.bundleId = receipt["bundle_id"]?.scalarText
                 r.receiptType = receipt["receipt_type"]?.scalarText
-                items += try objects(receipt["in_app"] ?? .array([]), "receipt.in_app", allowObject: false)
+                if let inApp = receipt["in_app"] { items += try objects(inApp, "receipt.in_app", allowObject: false) }
             } else {
                 r.style = .ios6
                 r.bundleId = receipt["bid"]?.scalarText
@@ -102,8 +117,8 @@ public enum LegacyReceiptParser {
 
     /// The items of a list of transaction objects (or of one object, where Apple sends one); a
     /// list that is something else, or holds something else, is refused by name.
-    static func objects(_ v: JSONValue, _ name: String, allowObject: Bool) throws -> [LegacyItem] {
-        if v == .null { return [] }
+    static func objects<J: JSONReading>(_ v: J, _ name: String, allowObject: Bool) throws -> [LegacyItem] {
+        if v.isNull { return [] }
         if allowObject && v.isObject { return [item(v)] }
         guard let list = v.arrayValue else { throw LegacyParseError.badField("\(name) is not a list") }
         return try list.enumerated().map { i, x in
@@ -136,16 +151,16 @@ public enum LegacyReceiptParser {
         return order.map { byId[$0]! } + anonymous
     }
 
-    static func item(_ d: JSONValue) -> LegacyItem {
+    static func item<J: JSONReading>(_ d: J) -> LegacyItem {
         var it = LegacyItem()
         it.transactionId = d["transaction_id"]?.scalarText
         it.originalTransactionId = d["original_transaction_id"]?.scalarText
         it.productId = d["product_id"]?.scalarText
         it.quantity = d["quantity"]?.scalarOrShape
-        it.purchaseMs = millis(d, "purchase_date")
+        it.purchaseMs = millis(d, "purchase_date", "purchase_date_ms")
         // iOS 6 `expires_date` holds milliseconds; iOS 7 has `expires_date_ms`.
-        it.expiresMs = millis(d, "expires_date")
-        it.cancellationMs = millis(d, "cancellation_date")
+        it.expiresMs = millis(d, "expires_date", "expires_date_ms")
+        it.cancellationMs = millis(d, "cancellation_date", "cancellation_date_ms")
         it.cancellationReason = d["cancellation_reason"]?.scalarText
         it.appAccountToken = d["app_account_token"]?.scalarText
         it.webOrderLineItemId = d["web_order_line_item_id"]?.scalarText
@@ -154,10 +169,10 @@ public enum LegacyReceiptParser {
         return it
     }
 
-    /// A time field: `<name>_ms`, else `<name>` as milliseconds or as Apple's
+    /// A time field: `<name>_ms` (`msName`), else `<name>` as milliseconds or as Apple's
     /// `yyyy-MM-dd HH:mm:ss Etc/GMT` text.
-    static func millis(_ d: JSONValue, _ name: String) -> Int64? {
-        if let v = d[name + "_ms"]?.int64 { return v }
+    static func millis<J: JSONReading>(_ d: J, _ name: String, _ msName: String) -> Int64? {
+        if let v = d[msName]?.int64 { return v }
         guard let s = d[name]?.scalarText else { return nil }
         if let v = Int64(s) { return v }
         return parseAppleDate(s)

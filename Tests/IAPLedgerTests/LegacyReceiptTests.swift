@@ -1,6 +1,7 @@
 import XCTest
 @testable import LedgerCore
 @testable import LedgerRead
+@testable import LedgerRun
 @testable import LedgerVerify
 
 /// Every real verifyReceipt response in Fixtures/verifyreceipt lands as the status table of
@@ -201,5 +202,85 @@ final class JSONParserTests: XCTestCase {
         let lines = RecordSplitter.jsonLines("{\"a\":1}\n\n{\"b\":2}\r\n")
         XCTAssertEqual(lines.map(\.line), [1, 3])
         XCTAssertEqual(String(lines[1].text), "{\"b\":2}")
+    }
+}
+
+/// Receipts are read through `JSONParser.withFlat`, which makes only the strings a posting
+/// reads; `LegacyReceiptParser.parseTree`, through a whole `JSONValue`, is what it replaced.
+/// Both give the same response or the same error for real responses, a demo's days, hand-made
+/// edge cases and seeded mutations of them.
+final class FlatReceiptParseTests: XCTestCase {
+    func same(_ text: String, _ label: String, file: StaticString = #filePath, line: UInt = #line) {
+        let flat = Result { try LegacyReceiptParser.parse(Substring(text)) }
+        let tree = Result { try LegacyReceiptParser.parseTree(Substring(text)) }
+        switch (flat, tree) {
+        case let (.success(a), .success(b)): XCTAssertEqual(a, b, label, file: file, line: line)
+        case let (.failure(a), .failure(b)): XCTAssertEqual("\(a)", "\(b)", label, file: file, line: line)
+        default: XCTFail("\(label): flat \(flat), tree \(tree)", file: file, line: line)
+        }
+    }
+
+    static let edgeCases: [String] = [
+        #"{"status":0,"environment":"Sandbox","receipt":{"bundle_id":"com.x","in_app":[{"transaction\u005fid":"1","product_id":"p","quantity":"1","purchase_date_ms":"1700000000000"}]}}"#,
+        #"{"status":0,"receipt":{"bundle_id":"com.x","in_app":[{"transaction_id":"1","transaction_id":"2","purchase_date":"2023-11-14 22:13:20 Etc\/GMT","product_id":"caf\u00e9 ☕","quantity":2}]}}"#,
+        #"{"status":"0","receipt":{"receipt_type":"ProductionSandbox","in_app":null},"latest_receipt_info":{"transaction_id":"9","expires_date":"1700000000000","is_trial_period":true}}"#,
+        #"{"status":0,"receipt":{"bundle_id":"com.x","in_app":{}}}"#,
+        #"{"status":0,"receipt":{"bundle_id":"com.x","in_app":[1,"x",null]}}"#,
+        #"{"status":0,"receipt":{"bundle_id":"com.x","in_app":5}}"#,
+        #"{"status":21007,"is-retryable":1,"exception":"e"}"#,
+        #"{"status":21100,"is_retryable":"true"}"#,
+        #"{"response":{"status":0,"receipt":{"bid":"com.x","transaction_id":"7","purchase_date":"2012-04-30 15:05:55 Etc/GMT","quantity":"1"}},"received_at":"2026-01-01T00:00:00Z","account_id":42,"order_id":"o\"1","transaction_id":"7"}"#,
+        #"{"response":[1],"received_at":"x"}"#,
+        #"{"response":{"status":0},"status":1}"#,
+        #"{"status":[0],"receipt":[],"latest_receipt_info":[{"transaction_id":1e3,"cancellation_date_ms":"-5","cancellation_reason":0}],"latest_expired_receipt_info":null}"#,
+        #"{"status":0,"receipt":{"in_app":[{"transaction_id":"1","purchase_date_ms":"99999999999999999999","expires_date_ms":"+12","web_order_line_item_id":1.5,"app_account_token":"A"}]}}"#,
+        "\u{FEFF}{\"status\":0}", "  {\"status\" : 0 }  ", "[]", "\"x\"", "3", "null", "", "   ", "{", "{\"a\":}", "{\"a\" 1}", "{\"a\":1,}",
+        "{\"a\":[1,]}", "{\"a\":\"\\x\"}", "{\"a\":\"\\ud800\"}", "{\"a\":01}", "{\"a\":-}", "{\"a\":1.}", "{\"a\":tru}", "{\"a\":nul}",
+        "{\"a\":\"tab\there\"}", "{\"a\":1} x", ",{\"a\":1}", String(repeating: "[", count: 70) + String(repeating: "]", count: 70),
+        "{\"status\":0,\"receipt\":{\"in_app\":[{\"transaction_id\":\"1\"}]}" ,
+    ]
+
+    func testFlatReadingGivesWhatTheTreeGave() throws {
+        var texts: [(String, String)] = Self.edgeCases.enumerated().map { ("edge case \($0.offset)", $0.element) }
+        let fixtures = Fixtures.root.appendingPathComponent("verifyreceipt")
+        for name in try FileManager.default.contentsOfDirectory(atPath: fixtures.path).sorted() where name.hasSuffix(".json") {
+            texts.append((name, try String(contentsOf: fixtures.appendingPathComponent(name), encoding: .utf8)))
+        }
+        // A demo's days of receipts: every record of the .jsonl files.
+        let demo = FileManager.default.temporaryDirectory.appendingPathComponent("flat-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: demo) }
+        _ = try DemoWorkspace.create(at: demo, transactions: 600, seed: 3, asOf: Day(iso: "2026-11-21")!)
+        let receipts = demo.appendingPathComponent("inbox/receipts")
+        for name in try FileManager.default.contentsOfDirectory(atPath: receipts.path).sorted() where name.hasSuffix(".jsonl") {
+            for (i, line) in try String(contentsOf: receipts.appendingPathComponent(name), encoding: .utf8).split(separator: "\n").enumerated() {
+                texts.append(("\(name):\(i + 1)", String(line)))
+            }
+        }
+        XCTAssertGreaterThan(texts.count, 400)
+        for (label, text) in texts { same(text, label) }
+        // Seeded mutations: bytes cut, dropped, doubled or replaced by JSON's own characters.
+        var rng = SplitMix64(7)
+        let alphabet = Array("{}[]\":,\\ 0123456789.-eE+tfnul\u{00e9}".unicodeScalars)
+        let bases = texts.filter { $0.1.utf8.count > 20 }
+        var n = 0
+        for _ in 0..<4000 {
+            let (label, base) = bases[Int(rng.next() % UInt64(bases.count))]
+            var scalars = Array(base.unicodeScalars)
+            for _ in 0..<(1 + Int(rng.next() % 3)) {
+                let at = Int(rng.next() % UInt64(scalars.count))
+                switch rng.next() % 4 {
+                case 0: scalars = Array(scalars[..<at])
+                case 1: scalars.remove(at: at)
+                case 2: scalars.insert(scalars[at], at: at)
+                default: scalars[at] = alphabet[Int(rng.next() % UInt64(alphabet.count))]
+                }
+                if scalars.isEmpty { break }
+            }
+            var mutated = String.UnicodeScalarView()
+            mutated.append(contentsOf: scalars)
+            same(String(mutated), "mutation of \(label)")
+            n += 1
+        }
+        XCTAssertEqual(n, 4000)
     }
 }
