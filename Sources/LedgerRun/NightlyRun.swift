@@ -85,6 +85,8 @@ public struct NightlyRun {
         let (runId, counts) = try NothingNew.catching(&nothingNewSince) { try ledger.write { w -> (Int64, LedgerWriter.RunCounts) in
             let sameNight = try w.sameNight(asOf: asOf)
             let runId = try w.beginRun(asOf: asOf, toolVersion: Self.toolVersion, startedAt: Self.timestamp())
+            let reconciler = Reconciler(products: rules.products)
+            try w.skipTouchedKeysIfReconcilingAll(reconciler, runId: runId)
             // Closed periods first: a config that would reopen a month stops the run here, and the
             // Poster dates entries by the effective closed-through month (the store checks it too).
             var postingConfig = config
@@ -143,7 +145,7 @@ public struct NightlyRun {
             }
             CrashPoint.hit("reconcile:start")
             let matched = try progress.stage("reconcile", unit: "groups") { tick -> Int in
-                try w.reconcile(Reconciler(products: rules.products), runId: runId, asOf: asOf) { tick.advance(by: $0) }.matched
+                try w.reconcile(reconciler, runId: runId, asOf: asOf) { tick.advance(by: $0) }.matched
             }
             // A re-run of the last night that changed nothing records nothing (rolled back, run row included).
             if let same = sameNight, filesRead == 0, counts.entriesPosted == 0,

@@ -158,6 +158,13 @@ public struct TouchedKeys {
         checkLimit()
     }
 
+    /// Stops tracking: the run reconciles every group anyway.
+    mutating func stop() {
+        overflowed = true
+        transactionKeys = []
+        orderKeys = []
+    }
+
     private mutating func checkLimit() {
         guard transactionKeys.count + orderKeys.count > Self.limit else { return }
         overflowed = true
@@ -189,18 +196,32 @@ extension LedgerWriter {
     /// the product rules changed since the last one, it touched more than `TouchedKeys.limit`
     /// keys, or `full` is set. Either way the groups are streamed from the ledger in
     /// transaction-id order, one at a time: memory does not grow with the history.
+    /// Why `reconcile` will reconcile every group whatever the run touches (the ledger's first
+    /// reconciliation, or the product rules changed since the last), or nil.
+    func fullWhatever(_ reconciler: Reconciler, runId: Int64) throws -> String? {
+        // The last committed run before this one: a run that recorded no reconciliation (one
+        // before migration v4) leaves nothing to go on, and everything is reconciled again.
+        let previous = try String.fetchOne(db, sql: "SELECT reconciliation_rules FROM run WHERE id < ? ORDER BY id DESC LIMIT 1",
+                                           arguments: [runId])
+        if previous == nil { return "the last run recorded no reconciliation (the ledger's first, or one from before reconciliation by groups)" }
+        if previous != reconciler.rulesFingerprint { return "the product rules changed" }
+        return nil
+    }
+
+    /// Called as a run begins: when its reconciliation will be full whatever it touches, what
+    /// it touches is not tracked (on a first night of a million transactions, half a million
+    /// ids were kept until the limit stopped them).
+    public func skipTouchedKeysIfReconcilingAll(_ reconciler: Reconciler, runId: Int64) throws {
+        if try fullWhatever(reconciler, runId: runId) != nil { touched.stop() }
+    }
+
     public func reconcile(_ reconciler: Reconciler, runId: Int64, asOf: Day, full forceFull: Bool = false,
                           progress: (Int) -> Void = { _ in }) throws -> ReconciliationSummary {
         let fingerprint = reconciler.rulesFingerprint
-        // The last committed run before this one: a run that recorded no reconciliation (one
-        // before migration v4) leaves nothing to go on, and everything is reconciled again.
-        let last = try Row.fetchOne(db, sql: "SELECT reconciliation_rules, orders_matched FROM run WHERE id < ? ORDER BY id DESC LIMIT 1",
-                                    arguments: [runId])
-        let previous: String? = last?[0]
+        let last = try Row.fetchOne(db, sql: "SELECT orders_matched FROM run WHERE id < ? ORDER BY id DESC LIMIT 1", arguments: [runId])
         let fullBecause: String?
         if forceFull { fullBecause = "asked for" }
-        else if previous == nil { fullBecause = "the last run recorded no reconciliation (the ledger's first, or one from before reconciliation by groups)" }
-        else if previous != fingerprint { fullBecause = "the product rules changed" }
+        else if let why = try fullWhatever(reconciler, runId: runId) { fullBecause = why }
         else if touched.overflowed { fullBecause = "the run touched more than \(TouchedKeys.limit) transactions and orders" }
         else { fullBecause = nil }
         let full = fullBecause != nil
@@ -252,7 +273,7 @@ extension LedgerWriter {
                 WHERE v.transaction_id IS NOT NULL AND v.transaction_id <> '';
                 """)
             try db.execute(sql: "DELETE FROM reconciled_match WHERE transaction_id IN (SELECT transaction_id FROM temp.recon_touched)")
-            matched = (last?[1] as Int? ?? 0) - db.changesCount
+            matched = (last?[0] as Int? ?? 0) - db.changesCount
             // CROSS JOIN keeps the touched keys the outer loop (SQLite has no statistics on a
             // temporary table and could otherwise walk the whole ledger to probe them).
             transactionsSQL = "\(tColumns) FROM temp.recon_touched k CROSS JOIN store_transaction t ON t.transaction_id = k.transaction_id \(saleJoin) ORDER BY k.transaction_id"

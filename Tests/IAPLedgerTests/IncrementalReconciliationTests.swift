@@ -76,6 +76,38 @@ final class IncrementalReconciliationTests: ScratchTestCase {
         }
     }
 
+    /// A night whose reconciliation is full whatever it touches (the ledger's first, or the
+    /// product rules changed since the last) keeps no touched ids; any other night keeps them.
+    func testTouchedIdsAreNotKeptWhenEveryGroupIsReconciledAnyway() throws {
+        let ws = newScratch("skip-touched")
+        let day = Day(iso: "2026-11-21")!
+        _ = try DemoWorkspace.create(at: ws, transactions: 60, seed: 5, asOf: day)
+        let products = try Workspace(ws).loadRules().products
+        let reconciler = Reconciler(products: products)
+        var changed = products
+        let some = try XCTUnwrap(changed.keys.sorted().first)
+        changed[some]?.units += 1
+        let path = ws.appendingPathComponent("ledger.sqlite").path
+        func kept(_ r: Reconciler, asOf: String) throws -> Bool {
+            try Ledger(path: path).write { w in
+                let runId = try w.beginRun(asOf: Day(iso: asOf)!, toolVersion: "test", startedAt: "2026-11-22T00:00:00Z")
+                try w.skipTouchedKeysIfReconcilingAll(r, runId: runId)
+                w.touched.transaction("2000000000000001")
+                defer { w.touched = TouchedKeys() }
+                // Rolled back: the ledger stays as the last night left it.
+                throw Kept(value: !w.touched.overflowed && w.touched.transactions == ["2000000000000001"])
+            }
+        }
+        struct Kept: Error { var value: Bool }
+        func keptOrThrown(_ r: Reconciler, asOf: String) throws -> Bool {
+            do { return try kept(r, asOf: asOf) } catch let k as Kept { return k.value }
+        }
+        XCTAssertFalse(try keptOrThrown(reconciler, asOf: "2026-11-21"), "the ledger's first night")
+        _ = try NightlyRun(workspace: Workspace(ws), asOf: day).run()
+        XCTAssertTrue(try keptOrThrown(reconciler, asOf: "2026-11-22"), "a night with the same product rules")
+        XCTAssertFalse(try keptOrThrown(Reconciler(products: changed), asOf: "2026-11-22"), "the product rules changed")
+    }
+
     func testEachNightReconcilesWhatItTouchedAndAgreesWithAFullReconciliation() throws {
         let ws = newScratch("incremental-recon")
         _ = try DemoWorkspace.create(at: ws, transactions: 600, seed: 7, asOf: Day(iso: "2026-11-21")!)
