@@ -110,8 +110,11 @@ public struct JSONParser {
     /// index reads the text in place, so it is valid only there. A verifyReceipt response
     /// holds some eighty strings, of which a posting reads about ten: making them all (most
     /// are over 15 bytes, a heap allocation each) and freeing them was most of its parse.
+    /// No `FlatJSON` or `FlatValue` may leave `body`: they point into the text.
     public static func withFlat<T>(_ text: Substring, _ body: (FlatJSON) throws -> T) throws -> T {
         func run(_ buf: UnsafeBufferPointer<UInt8>) throws -> T {
+            // Node offsets are 32-bit (inputs are at most 512 MiB: a file read whole).
+            guard buf.count < Int(Int32.max) else { throw JSONError(offset: 0, message: "text over 2 GiB") }
             var p = JSONParser(buf)
             p.flat = true
             // About one value per 16 bytes in a receipt; a huge text grows the index as it goes.
@@ -396,12 +399,27 @@ public struct FlatJSON {
         enum Kind: UInt8 { case object, array, string, decoded, number, `true`, `false`, null }
         var kind: Kind
         /// The text's byte range (a string's without its quotes), or for `decoded` its index
-        /// in `decoded`.
-        var start: Int
-        var end: Int
+        /// in `decoded`. (32 bits each: a node takes 20 bytes, less than a parsed value.)
+        private var start32: Int32
+        private var end32: Int32
         /// An object's or array's member count, and the index after its last value.
-        var count = 0
-        var next = 0
+        private var count32: Int32 = 0
+        private var next32: Int32 = 0
+        init(kind: Kind, start: Int, end: Int) {
+            self.kind = kind
+            start32 = Int32(truncatingIfNeeded: start)
+            end32 = Int32(truncatingIfNeeded: end)
+        }
+        var start: Int { Int(start32) }
+        var end: Int { Int(end32) }
+        var count: Int {
+            get { Int(count32) }
+            set { count32 = Int32(truncatingIfNeeded: newValue) }
+        }
+        var next: Int {
+            get { Int(next32) }
+            set { next32 = Int32(truncatingIfNeeded: newValue) }
+        }
     }
     let bytes: UnsafeBufferPointer<UInt8>
     let nodes: [Node]
@@ -427,10 +445,10 @@ public struct FlatValue {
     }
 
     /// Whether string node `k` is `key` (compared as `String`s compare, as `JSONValue` does;
-    /// a plain ASCII name is equal to a key exactly when its bytes are).
-    private func isKey(_ k: Int, _ key: String) -> Bool {
+    /// a plain ASCII name is equal to an ASCII key exactly when its bytes are).
+    private func isKey(_ k: Int, _ key: String, asciiKey: Bool) -> Bool {
         let n = doc.nodes[k]
-        if n.kind == .decoded { return doc.decoded[n.start] == key }
+        if n.kind == .decoded || !asciiKey { return text(n) == key }
         let count = n.end - n.start
         guard count == key.utf8.count else { return false }
         if count == 0 { return true }
@@ -443,9 +461,10 @@ public struct FlatValue {
     public subscript(key: String) -> FlatValue? {
         let n = node
         guard n.kind == .object else { return nil }
+        let asciiKey = key.utf8.allSatisfy { $0 < 0x80 }
         var k = index + 1
         for _ in 0..<n.count {
-            if isKey(k, key) { return FlatValue(doc: doc, index: k + 1) }
+            if isKey(k, key, asciiKey: asciiKey) { return FlatValue(doc: doc, index: k + 1) }
             k = after(k + 1)
         }
         return nil

@@ -186,16 +186,6 @@ public struct ReconciliationSummary: Equatable {
 }
 
 extension LedgerWriter {
-    /// Reconciles the ledger (reconciliation.md) and keeps the stored exceptions up to date:
-    /// new ones open (first seen today), open ones stay open (last seen today), open ones no
-    /// longer detected are resolved today. Running a night again changes nothing but the
-    /// last-seen run.
-    ///
-    /// Reconciliation is a function of independent groups (`ReconGroup`): a run reconciles
-    /// only the groups its new data touched, unless it is the ledger's first reconciliation,
-    /// the product rules changed since the last one, it touched more than `TouchedKeys.limit`
-    /// keys, or `full` is set. Either way the groups are streamed from the ledger in
-    /// transaction-id order, one at a time: memory does not grow with the history.
     /// Why `reconcile` will reconcile every group whatever the run touches (the ledger's first
     /// reconciliation, or the product rules changed since the last), or nil.
     func fullWhatever(_ reconciler: Reconciler, runId: Int64) throws -> String? {
@@ -215,6 +205,16 @@ extension LedgerWriter {
         if try fullWhatever(reconciler, runId: runId) != nil { touched.stop() }
     }
 
+    /// Reconciles the ledger (reconciliation.md) and keeps the stored exceptions up to date:
+    /// new ones open (first seen today), open ones stay open (last seen today), open ones no
+    /// longer detected are resolved today. Running a night again changes nothing but the
+    /// last-seen run.
+    ///
+    /// Reconciliation is a function of independent groups (`ReconGroup`): a run reconciles
+    /// only the groups its new data touched, unless it is the ledger's first reconciliation,
+    /// the product rules changed since the last one, it touched more than `TouchedKeys.limit`
+    /// keys, or `full` is set. Either way the groups are streamed from the ledger in
+    /// transaction-id order, one at a time: memory does not grow with the history.
     public func reconcile(_ reconciler: Reconciler, runId: Int64, asOf: Day, full forceFull: Bool = false,
                           progress: (Int) -> Void = { _ in }) throws -> ReconciliationSummary {
         let fingerprint = reconciler.rulesFingerprint

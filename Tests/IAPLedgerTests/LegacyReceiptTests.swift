@@ -238,6 +238,10 @@ final class FlatReceiptParseTests: XCTestCase {
         "{\"a\":[1,]}", "{\"a\":\"\\x\"}", "{\"a\":\"\\ud800\"}", "{\"a\":01}", "{\"a\":-}", "{\"a\":1.}", "{\"a\":tru}", "{\"a\":nul}",
         "{\"a\":\"tab\there\"}", "{\"a\":1} x", ",{\"a\":1}", String(repeating: "[", count: 70) + String(repeating: "]", count: 70),
         "{\"status\":0,\"receipt\":{\"in_app\":[{\"transaction_id\":\"1\"}]}" ,
+        #"{"receipt":{},"status":0,"latest_receipt_info":[{},{"transaction_id":"3","x":{"y":[]}},[]],"environment":"Sandbox"}"#,
+        #"{"receipt":{"in_app":[]},"status":0,"latest_receipt_info":[{"transaction_id":"4","product_id":{}}]}"#,
+        "{\"status\":0,\"environment\":\"x\u{7F}y\"}", "{\"status\":0,\"environment\":\"x\u{01}y\"}",
+        "{\"status\":0,\"environ\u{7F}ment\":\"Sandbox\"}",
     ]
 
     func testFlatReadingGivesWhatTheTreeGave() throws {
