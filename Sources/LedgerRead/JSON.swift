@@ -37,39 +37,14 @@ public enum JSONValue: Equatable {
     public var arrayValue: [JSONValue]? { if case .array(let a) = self { return a } else { return nil } }
     public var isObject: Bool { if case .object = self { return true } else { return false } }
 
-    /// A scalar as text: strings as they are, numbers as written, booleans `true`/`false`.
-    public var scalarText: String? {
-        switch self {
-        case .string(let s): return s
-        case .number(let n): return n
-        case .bool(let b): return b ? "true" : "false"
-        default: return nil
-        }
-    }
+    public var isArray: Bool { if case .array = self { return true } else { return false } }
 
-    /// A whole number (from a JSON integer or a string of digits) that fits in Int64.
-    public var int64: Int64? {
+    /// The value as a scalar (nil for null, a list or an object); `JSONReading` reads it.
+    public var scalar: JSONScalar? {
         switch self {
-        case .number(let n), .string(let n): return Int64(n)
-        default: return nil
-        }
-    }
-
-    /// A scalar as text; a list or object as `[...]` / `{...}` (so a wrong type is named, not
-    /// taken for a missing field); nil for null.
-    public var scalarOrShape: String? {
-        switch self {
-        case .array: return "[...]"
-        case .object: return "{...}"
-        default: return scalarText
-        }
-    }
-
-    public var bool: Bool? {
-        switch self {
-        case .bool(let b): return b
-        case .string(let s): return s == "true" ? true : s == "false" ? false : nil
-        case .number(let n): return n == "1" ? true : n == "0" ? false : nil
+        case .string(let s): return .string(s)
+        case .number(let n): return .number(n)
+        case .bool(let b): return .bool(b)
         default: return nil
         }
     }
@@ -374,16 +349,52 @@ public struct JSONParser {
     }
 }
 
-/// What the readers of store JSON ask of a value: `JSONValue` and `FlatValue` answer alike.
+/// A JSON scalar: a string, a number as written, or a boolean.
+public enum JSONScalar {
+    case string(String), number(String), bool(Bool)
+}
+
+/// What the readers of store JSON ask of a value: `JSONValue` and `FlatValue` answer alike,
+/// reading their scalars the same way (below).
 public protocol JSONReading {
     subscript(key: String) -> Self? { get }
     var isObject: Bool { get }
+    var isArray: Bool { get }
     var isNull: Bool { get }
     var arrayValue: [Self]? { get }
-    var scalarText: String? { get }
-    var scalarOrShape: String? { get }
-    var int64: Int64? { get }
-    var bool: Bool? { get }
+    var scalar: JSONScalar? { get }
+}
+
+extension JSONReading {
+    /// A scalar as text: strings as they are, numbers as written, booleans `true`/`false`.
+    public var scalarText: String? {
+        switch scalar {
+        case .string(let s), .number(let s): return s
+        case .bool(let b): return b ? "true" : "false"
+        case nil: return nil
+        }
+    }
+
+    /// A whole number (from a JSON integer or a string of digits) that fits in Int64.
+    public var int64: Int64? {
+        switch scalar {
+        case .string(let n), .number(let n): return Int64(n)
+        default: return nil
+        }
+    }
+
+    /// A scalar as text; a list or object as `[...]` / `{...}` (so a wrong type is named, not
+    /// taken for a missing field); nil for null.
+    public var scalarOrShape: String? { isArray ? "[...]" : isObject ? "{...}" : scalarText }
+
+    public var bool: Bool? {
+        switch scalar {
+        case .bool(let b): return b
+        case .string(let s): return s == "true" ? true : s == "false" ? false : nil
+        case .number(let n): return n == "1" ? true : n == "0" ? false : nil
+        case nil: return nil
+        }
+    }
 }
 
 extension JSONValue: JSONReading {
@@ -436,6 +447,7 @@ public struct FlatValue {
     private var node: FlatJSON.Node { doc.nodes[index] }
 
     public var isObject: Bool { node.kind == .object }
+    public var isArray: Bool { node.kind == .array }
     public var isNull: Bool { node.kind == .null }
 
     /// The index after value `v` and everything in it.
@@ -489,42 +501,14 @@ public struct FlatValue {
             : String(decoding: UnsafeBufferPointer(rebasing: doc.bytes[n.start..<n.end]), as: UTF8.self)
     }
 
-    /// A scalar as text: strings as they are, numbers as written, booleans `true`/`false`.
-    public var scalarText: String? {
+    /// The value as a scalar (nil for null, a list or an object); `JSONReading` reads it.
+    public var scalar: JSONScalar? {
         let n = node
         switch n.kind {
-        case .string, .decoded, .number: return text(n)
-        case .true: return "true"
-        case .false: return "false"
-        default: return nil
-        }
-    }
-
-    /// A whole number (from a JSON integer or a string of digits) that fits in Int64.
-    public var int64: Int64? {
-        let n = node
-        switch n.kind {
-        case .string, .decoded, .number: return Int64(text(n))
-        default: return nil
-        }
-    }
-
-    /// A scalar as text; a list or object as `[...]` / `{...}`; nil for null.
-    public var scalarOrShape: String? {
-        switch node.kind {
-        case .array: return "[...]"
-        case .object: return "{...}"
-        default: return scalarText
-        }
-    }
-
-    public var bool: Bool? {
-        let n = node
-        switch n.kind {
-        case .true: return true
-        case .false: return false
-        case .string, .decoded: let s = text(n); return s == "true" ? true : s == "false" ? false : nil
-        case .number: let s = text(n); return s == "1" ? true : s == "0" ? false : nil
+        case .string, .decoded: return .string(text(n))
+        case .number: return .number(text(n))
+        case .true: return .bool(true)
+        case .false: return .bool(false)
         default: return nil
         }
     }

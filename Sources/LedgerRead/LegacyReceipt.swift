@@ -55,18 +55,19 @@ public enum LegacyParseError: Error, CustomStringConvertible {
 /// (real responses send `"quantity": "1"`; some libraries rewrite them as numbers).
 public enum LegacyReceiptParser {
     public static func parse(_ text: Substring) throws -> LegacyResponse {
-        do {
-            return try JSONParser.withFlat(text) { try response($0.root) }
-        } catch let e as JSONError {
-            throw LegacyParseError.invalidJSON(e.description)
-        }
+        try namingJSONErrors { try JSONParser.withFlat(text) { try response($0.root) } }
     }
 
     /// `parse` through `JSONValue`, the whole document made first: the same response or the
     /// same error (a test holds the two together).
     static func parseTree(_ text: Substring) throws -> LegacyResponse {
+        try namingJSONErrors { try response(try JSONParser.parse(text)) }
+    }
+
+    /// `body`, with a JSON syntax error given as the record's problem.
+    private static func namingJSONErrors<T>(_ body: () throws -> T) throws -> T {
         do {
-            return try response(try JSONParser.parse(text))
+            return try body()
         } catch let e as JSONError {
             throw LegacyParseError.invalidJSON(e.description)
         }

@@ -595,9 +595,9 @@ final class PreparedFiles: @unchecked Sendable {
         count = inputs.count
         // A file skipped by its identity on disk is neither read nor held: it counts nothing.
         sizes = inputs.map { url, _ in
-            if let versions = alreadyRead[workspace.relative(url)], let identity = FileStat.identity(url.path),
-               versions.statKeys[identity.key] != nil { return 0 }
-            return NightlyRun.fileSize(url)
+            guard let identity = FileStat.identity(url.path),
+                  alreadyRead[workspace.relative(url)]?.statKeys[identity.key] == nil else { return 0 }
+            return identity.sizeBytes
         }
         stored = Array(repeating: [], count: max(1, preparers))
         for preparer in 0..<max(1, preparers) {
