@@ -577,6 +577,9 @@ final class PreparedFiles: @unchecked Sendable {
     private var stored: [[Handed]]
     /// Set when `next` has handed over every file: the preparing threads may end.
     private var handedAll = false
+    /// The preparing threads still running: `cancel` waits for none, so that no thread reads
+    /// an input file once the run has ended (and released its lock).
+    private var running = 0
     private let ahead = 3
     private let aheadBytes = PreparedFiles.aheadBytes
     /// (A variable for the tests, which make it a few bytes: every file waits for room.)
@@ -600,8 +603,15 @@ final class PreparedFiles: @unchecked Sendable {
             return identity.sizeBytes
         }
         stored = Array(repeating: [], count: max(1, preparers))
+        running = max(1, preparers)
         for preparer in 0..<max(1, preparers) {
             let thread = Thread { [self] in
+                defer {
+                    condition.lock()
+                    running -= 1
+                    condition.broadcast()
+                    condition.unlock()
+                }
                 while true {
                     // Room first, then the file: a prepared file never waits outside the queue.
                     condition.lock()
@@ -708,7 +718,8 @@ final class PreparedFiles: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// Stops the preparing threads (the run failed or finished early).
+    /// Stops the preparing threads (the run failed or finished early) and returns once they
+    /// have ended: a thread preparing a file finishes it first, then drops it.
     func cancel() {
         condition.lock()
         cancelled = true
@@ -716,7 +727,15 @@ final class PreparedFiles: @unchecked Sendable {
         for i in stored.indices { stored[i].removeAll() }
         takenBytes = 0
         condition.broadcast()
+        while running > 0 { condition.wait() }
         condition.unlock()
+    }
+
+    /// How many preparing threads are still running (for the tests).
+    var threadsRunning: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return running
     }
 }
 

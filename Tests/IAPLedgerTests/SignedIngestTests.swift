@@ -99,6 +99,29 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(byThread.keys.sorted(), [0, 1], "\(byThread)")
     }
 
+    /// `cancel` (a failed run) returns only once the preparing threads have ended, so that none
+    /// reads an input file after the run has released its lock: here both are busy with big
+    /// files when the writer gives up after the first.
+    func testCancelWaitsForThePreparingThreads() throws {
+        let w = try makeWorkspace(trusted: true)
+        defer { w.remove() }
+        var inputs: [(URL, String)] = []
+        for n in 0..<4 {
+            let path = "inbox/orders/big-\(n).csv"
+            try w.write(path, "order_id,account_id,transaction_id,product_id,quantity,credited_units,credited_at,environment\n"
+                        + (0..<40_000).map { "o\(n)-\($0),a,\(n)\($0),com.example.product,1,100,2023-11-13T10:00:00Z,sandbox" }.joined(separator: "\n") + "\n")
+            inputs.append((w.root.appendingPathComponent(path), "orders"))
+        }
+        let prepared = PreparedFiles(inputs: inputs, workspace: Workspace(w.root), verifier: ReceiptVerifier(bundleIds: ["com.example"]),
+                                     signedVerifier: try SignedDataVerifier(bundleIds: ["com.example"]), alreadyRead: [:], preparers: 2)
+        let first = try XCTUnwrap(prepared.next())
+        XCTAssertEqual(try XCTUnwrap(first.item).get().input.path, "inbox/orders/big-0.csv")
+        XCTAssertGreaterThan(prepared.threadsRunning, 0)
+        prepared.cancel()
+        XCTAssertEqual(prepared.threadsRunning, 0)
+        XCTAssertNil(prepared.next())
+    }
+
     /// The read stage prepares files on several threads and stores them in input order: with
     /// one thread, two or three, each file waiting for room or not, the bigger files left to
     /// the first thread or not, the ledger is the same:
