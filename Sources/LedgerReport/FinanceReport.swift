@@ -146,6 +146,25 @@ public struct FinanceReport {
         return try journalTable().laidOut(table) { ReportLayout.fill($0, values) }
     }
 
+    /// The version of the journal export's format: raise it when the export of the same
+    /// postings would give other bytes (fields, quoting, compression), so that no export
+    /// written before is kept.
+    public static let journalExportFormat = 1
+
+    /// What the journal export of `table` (`laidOutJournalTable`) is made of, as one SHA-256:
+    /// the entries it lists (`LedgerReader.journalInputs`), its book and dates, its columns as
+    /// the layout shows them, the tool's version and the export's format. The same value means
+    /// the same export, byte for byte: an export that carries it is kept, not written again.
+    public func journalExportInputs(_ table: TableBlock) throws -> String {
+        let parts = [
+            "iapledger journal export format \(Self.journalExportFormat)", "tool \(toolVersion)",
+            "book \(book.rawValue) from \(journalFrom) through \(asOf)", "reporting currency \(reportingCurrency)",
+            "columns \(table.columns)", "rows \(table.rowCount)",
+            try reader.journalInputs(book: book, from: journalFrom, through: asOf),
+        ]
+        return Hashing.sha256Hex(utf8: parts.joined(separator: "\n"))
+    }
+
     public func journalSheet() throws -> SheetContent {
         let table = try journalTable()
         if table.rowCount > journalRowCap {

@@ -37,7 +37,12 @@ struct ReportSet {
                 // columns; a layout without the Journal sheet has no journal to export.
                 if try report.journalOverCap(), let journal = try report.laidOutJournalTable() {
                     let name = (book == .production ? "journal-" : "sandbox-journal-") + "\(asOf).csv.gz"
-                    let csv = try GzipCSVWriter.write(journal, to: dir.appendingPathComponent(name), tempDirectory: workspace.tempURL)
+                    // An export made from the same entries and columns is the same file: kept
+                    // (the month before, most nights), once checked whole.
+                    let inputs = try report.journalExportInputs(journal)
+                    let target = dir.appendingPathComponent(name)
+                    let csv = try GzipCSVWriter.kept(target, inputs: inputs, rows: journal.rowCount)
+                        ?? GzipCSVWriter.write(journal, to: target, tempDirectory: workspace.tempURL, inputs: inputs)
                     report.journalExport = JournalExport(fileName: name, rows: csv.rows, sha256: csv.sha256)
                     exports.append(csv.url)
                 }

@@ -226,6 +226,19 @@ extension LedgerReader {
                                 arguments: args) ?? 0
     }
 
+    /// What the journal of a book and range of dates is made of, in three values: how many
+    /// entries it lists, the last one's id and that entry's hash. An entry is never changed or
+    /// removed once written, and each one's hash chains every entry before it (`verify`
+    /// checks both), so the same three values mean the same entries, hence the same postings.
+    public func journalInputs(book: Book?, from: Day? = nil, through: Day? = nil) throws -> String {
+        let (whereSQL, args) = Self.entryFilter(book: book, from: from, through: through)
+        let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT count(*), max(e.id) FROM entry e \(whereSQL)"), arguments: args)
+        let count: Int64 = row?[0] ?? 0
+        let last: Int64? = row?[1]
+        let hash = try last.flatMap { try String.fetchOne(db.cachedStatement(sql: "SELECT hash FROM entry WHERE id = ?"), arguments: [$0]) }
+        return "entries \(count), last \(last.map(String.init) ?? "none") \(hash ?? ""), postings ordered by \(try postingOrder())"
+    }
+
     /// The reporting currency of the ledger's entries (its first and last entry: every run
     /// posts in the configured one and refuses another), nil while it has none.
     public func entriesReportingCurrencies() throws -> [String] {

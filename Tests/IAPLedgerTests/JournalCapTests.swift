@@ -37,6 +37,103 @@ final class JournalCapTests: XCTestCase {
         XCTAssertEqual(book["Revenue by Product"]!.first { $0.first == "Total" }?[2], "4")
     }
 
+    /// The month before's journal export, written again every night while that month is open,
+    /// is kept when what it lists is unchanged: the same file (inode) and bytes, listed with
+    /// the set and hashed by its workbook's Run Info. It is written again when it no longer
+    /// checks out (cut short, a byte changed), when a late entry joins its month, and when the
+    /// layout's columns change.
+    func testAnUnchangedJournalExportIsKeptAndAnyChangeWritesItAgain() throws {
+        let ws = try TestWorkspace(config: TestWorkspace.defaultConfig + "\n[reports]\njournal_row_cap = 5\n")
+        defer { ws.remove() }
+        try ws.write("inbox/receipts/oct.jsonl", (1...4).map {
+            Receipt.response([Receipt.item("90\($0)", purchased: "2026-10-0\($0)T10:00:00Z")])
+        }.joined(separator: "\n"))
+        var night = 0
+        func nextNight(_ receipt: String = "2026-11-0") throws -> NightlyRun.Result {
+            night += 1
+            let day = String(format: "2026-11-%02d", night + 1)
+            try ws.write("inbox/receipts/n\(night).jsonl", Receipt.response([Receipt.item("95\(night)", purchased: "\(day)T10:00:00Z")]))
+            return try ws.run(day)
+        }
+        func inode(_ url: URL) throws -> Int { try XCTUnwrap(FileManager.default.attributesOfItem(atPath: url.path)[.systemFileNumber] as? Int) }
+        let oct = ws.root.appendingPathComponent("reports/2026-10-31/journal-2026-10-31.csv.gz")
+        let octBook = ws.root.appendingPathComponent("reports/2026-10-31/finance-2026-10-31.xlsx")
+        _ = try nextNight()
+        let first = try Data(contentsOf: oct)
+        XCTAssertEqual(try gunzip(oct).split(separator: "\n").count, 13)
+
+        // Nothing new in October: kept.
+        let before = try inode(oct)
+        let kept = try nextNight()
+        XCTAssertEqual(try inode(oct), before, "kept, not written again")
+        XCTAssertEqual(try Data(contentsOf: oct), first)
+        XCTAssertTrue(kept.workbooks.map(\.standardizedFileURL).contains(oct.standardizedFileURL))
+        let info = try XCTUnwrap(try XLSXReader.sheets(octBook)["Run Info"])
+        XCTAssertEqual(info.first { $0.first == "  SHA-256" }?[1], Hashing.sha256Hex(first))
+        XCTAssertEqual(info.first { $0.first == "  rows" }?[1], "12")
+
+        // Cut short, or a byte of its compressed data changed: written again, the same bytes.
+        try first.prefix(first.count - 9).write(to: oct)
+        _ = try nextNight()
+        XCTAssertEqual(try Data(contentsOf: oct), first)
+        var changed = first
+        changed[first.count - 20] ^= 0x55
+        try changed.write(to: oct)
+        _ = try nextNight()
+        XCTAssertEqual(try Data(contentsOf: oct), first)
+
+        // A late October sale: the export lists it.
+        try ws.write("inbox/receipts/late.jsonl", Receipt.response([Receipt.item("970", purchased: "2026-10-20T10:00:00Z")]))
+        _ = try nextNight()
+        let late = try gunzip(oct).split(separator: "\n")
+        XCTAssertEqual(late.count, 16)
+        XCTAssertTrue(late.contains { $0.contains(",970,") }, "\(late)")
+
+        // The layout's columns changed: written again with them.
+        try ws.write("layouts/finance.toml", """
+            [[sheet]]
+            key = "journal"
+
+            [[sheet.table]]
+            key = "postings"
+            columns = ["transaction", { key = "amount", title = "Montant" }]
+
+            [[sheet]]
+            key = "run_info"
+            """)
+        _ = try nextNight()
+        let relaid = try gunzip(oct).split(separator: "\n")
+        XCTAssertEqual(relaid.count, 16)
+        XCTAssertEqual(relaid[0], "Transaction,Montant")
+
+        // Another ledger with as many October postings but other sales does not keep this
+        // ledger's export put in its place: the entries are part of what an export is made of.
+        let other = try TestWorkspace(config: TestWorkspace.defaultConfig + "\n[reports]\njournal_row_cap = 5\n")
+        defer { other.remove() }
+        try other.write("inbox/receipts/oct.jsonl", (1...4).map {
+            Receipt.response([Receipt.item("80\($0)", purchased: "2026-10-0\($0)T10:00:00Z")])
+        }.joined(separator: "\n"))
+        try other.write("reports/2026-10-31/journal-2026-10-31.csv.gz", "")
+        try first.write(to: other.root.appendingPathComponent("reports/2026-10-31/journal-2026-10-31.csv.gz"))
+        try other.run("2026-11-02")
+        let own = try gunzip(other.root.appendingPathComponent("reports/2026-10-31/journal-2026-10-31.csv.gz")).split(separator: "\n")
+        XCTAssertEqual(own.count, 13)
+        XCTAssertTrue(own.contains { $0.contains(",801,") } && !own.contains { $0.contains(",901,") }, "\(own)")
+    }
+
+    /// The gzip comment is read from the header whatever optional fields come before it, and
+    /// a file without one, or not gzip, has none.
+    func testTheGzipCommentIsReadFromTheHeader() {
+        let plain: [UInt8] = [0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 3]
+        XCTAssertNil(GzipCSVWriter.gzipComment(Data(plain + [1, 2, 3])))
+        XCTAssertNil(GzipCSVWriter.gzipComment(Data("not gzip at all".utf8)))
+        // Extra field (2 bytes), a name, then the comment.
+        let full: [UInt8] = [0x1F, 0x8B, 8, 4 | 8 | 16, 0, 0, 0, 0, 0, 3, 2, 0, 0xAA, 0xBB] + Array("name\0".utf8) + Array("a comment\0".utf8) + [9, 9]
+        XCTAssertEqual(GzipCSVWriter.gzipComment(Data(full)), "a comment")
+        // A comment with no end in the bytes read: none.
+        XCTAssertNil(GzipCSVWriter.gzipComment(Data([0x1F, 0x8B, 8, 16, 0, 0, 0, 0, 0, 3] + Array("cut".utf8))))
+    }
+
     func testASheetPastTheRowLimitContinuesOnANumberedSheet() throws {
         let rows = (1...25).map { SheetRow([.integer(Int64($0)), .money(minor: Int64($0) * 100, decimals: 2)]) }
         let model = WorkbookModel(title: "t", subject: "s", created: Day(iso: "2026-10-07")!, sheets: [
