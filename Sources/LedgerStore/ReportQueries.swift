@@ -88,12 +88,16 @@ extension LedgerReader {
     }
 
     /// Refund and reversal entries of a book posted on or before `through`.
+    /// The refunds and reversals of a book through a date, by the index of them alone
+    /// (`entry_refund_date`): its condition, `kind <> 'sale'`, is the query's.
+    static let refundEntriesSQL = """
+        SELECT id, date, original_date, late, kind, transaction_id, product_id, storefront, currency, refund_percentage,
+               net_minor, commission_minor, proceeds_minor, net_reporting_minor
+        FROM entry WHERE book = ? AND kind <> 'sale' AND date <= ? ORDER BY date, id
+        """
+
     public func refundEntries(book: Book, through: Day) throws -> [RefundRow] {
-        try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT id, date, original_date, late, kind, transaction_id, product_id, storefront, currency, refund_percentage,
-                   net_minor, commission_minor, proceeds_minor, net_reporting_minor
-            FROM entry WHERE book = ? AND kind <> 'sale' AND date <= ? ORDER BY date, id
-            """), arguments: [book.rawValue, through.description]).map {
+        try Row.fetchAll(db.cachedStatement(sql: Self.refundEntriesSQL), arguments: [book.rawValue, through.description]).map {
             RefundRow(entryId: $0[0], date: Day(iso: $0[1] as String)!, originalDate: Day(iso: $0[2] as String)!, late: $0[3],
                       kind: $0[4], transactionId: $0[5], productId: $0[6], storefront: $0[7], currency: $0[8],
                       refundPercentage: $0[9], netMinor: $0[10], commissionMinor: $0[11], proceedsMinor: $0[12],
