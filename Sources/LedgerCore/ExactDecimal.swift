@@ -70,6 +70,28 @@ public struct ExactDecimal: Hashable, Sendable, CustomStringConvertible, Compara
         hasher.combine(m); hasher.combine(s)
     }
 
+    /// Appends `description`'s UTF-8 bytes to `out`, with no string made on the way (the
+    /// journal export writes a million amounts or more).
+    public func appendDescription(to out: inout [UInt8]) {
+        if mantissa < 0 { out.append(0x2D) }
+        var m = mantissa.magnitude
+        // The digits, last first; at least scale + 1 of them (leading zeros: 0.05).
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 40) { digits in
+            var n = 0
+            repeat {
+                digits[n] = UInt8(0x30 + m % 10)
+                m /= 10
+                n += 1
+            } while m > 0
+            while n < scale + 1 { digits[n] = 0x30; n += 1 }
+            while n > 0 {
+                if n == scale { out.append(0x2E) }
+                n -= 1
+                out.append(digits[n])
+            }
+        }
+    }
+
     /// The canonical text, with exactly `scale` decimals (`0.19`, `1.0823`, `120`).
     public var description: String {
         let negative = mantissa < 0

@@ -19,6 +19,19 @@ public enum Cell: Equatable {
         case .date(let d): return d.description
         }
     }
+
+    /// `plain`'s UTF-8 bytes appended to `out`; text through `text` (which may quote it),
+    /// numbers and dates written straight in (none of them holds a comma, a quote or a line
+    /// break).
+    public func appendPlain(to out: inout [UInt8], text: (String, inout [UInt8]) -> Void) {
+        switch self {
+        case .empty: return
+        case .text(let s): text(s, &out)
+        case .integer(let i): ExactDecimal(mantissa: i, scale: 0).appendDescription(to: &out)
+        case let .money(minor, decimals): ExactDecimal(mantissa: minor, scale: decimals).appendDescription(to: &out)
+        case .date(let d): out.append(contentsOf: d.description.utf8)
+        }
+    }
 }
 
 /// How a row is styled.

@@ -198,25 +198,32 @@ extension LedgerReader {
     /// Streams the journal (one row per posting) in entry order, optionally for one book
     /// and a date range of posting dates.
     public func journal(book: Book?, from: Day? = nil, through: Day? = nil, _ each: (JournalRow) throws -> Void) throws {
-        let (whereSQL, args) = Self.entryFilter(book: book, from: from, through: through)
-        let cursor = try Row.fetchCursor(db, sql: """
+        let (whereSQL, _) = Self.entryFilter(book: book, from: from, through: through)
+        // Read through SQLite's C API (a month's journal is a million rows or more; GRDB's
+        // `Row` took a third of the time of reading it). A statement of its own: the caller
+        // may read another journal while this one streams.
+        var query = FastStatement(try db.makeStatement(sql: """
             SELECT e.id, e.book, e.date, e.original_date, e.late, e.kind, e.transaction_id, e.product_id, e.storefront,
                    a.name, p.currency, p.amount_minor, p.reporting_amount_minor
             FROM entry e JOIN posting p ON p.entry_id = e.id JOIN account a ON a.id = p.account_id
             \(whereSQL)
             ORDER BY e.date, e.id, \(try postingOrder())
-            """, arguments: args)
+            """), in: db)
+        // The same parameters, in the same order, as `entryFilter`'s conditions.
+        if let book { query.bind(book.rawValue) }
+        if let from { query.bind(from.description) }
+        if let through { query.bind(through.description) }
         // Rows come in date order, most with the date of the row before: parse each date once.
         var dates = (text: "", day: Day(daysSinceEpoch: 0)), originals = dates
         func day(_ text: String, _ cache: inout (text: String, day: Day)) -> Day {
             if text != cache.text { cache = (text, Day(iso: text)!) }
             return cache.day
         }
-        while let r = try cursor.next() {
-            try each(JournalRow(entryId: r[0], book: r[1], date: day(r[2], &dates),
-                                originalDate: day(r[3], &originals), late: (r[4] as Int64) != 0, kind: r[5],
-                                transactionId: r[6], productId: r[7], storefront: r[8], account: r[9], currency: r[10],
-                                amountMinor: r[11], reportingAmountMinor: r[12]))
+        try query.forEachRow { r in
+            try each(JournalRow(entryId: r.int64(0), book: r.text(1), date: day(r.text(2), &dates),
+                                originalDate: day(r.text(3), &originals), late: r.int64(4) != 0, kind: r.text(5),
+                                transactionId: r.text(6), productId: r.text(7), storefront: r.text(8), account: r.text(9),
+                                currency: r.text(10), amountMinor: r.int64(11), reportingAmountMinor: r.int64(12)))
         }
     }
 

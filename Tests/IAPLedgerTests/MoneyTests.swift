@@ -1,5 +1,6 @@
 import XCTest
 @testable import LedgerCore
+@testable import LedgerReport
 
 final class MoneyTests: XCTestCase {
     func testRoundHalfEvenTable() {
@@ -63,4 +64,33 @@ final class MoneyTests: XCTestCase {
         XCTAssertEqual(Month(year: 10_000, month: 1).description, "10000-01")
         XCTAssertEqual(Month(year: 0, month: 7).description, "0000-07")
     }
+
+    /// The bytes the journal export writes for an amount are `description`'s, for every
+    /// scale, sign and size, Int64's ends included; and a cell's `appendPlain` is its `plain`.
+    func testAnAmountsBytesAreItsDescription() {
+        var values: [Int64] = [0, 1, -1, 5, -5, 9, 10, 99, 100, 101, -100, 12_345, -12_345, Int64.max, Int64.min, Int64.min + 1]
+        var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
+        for _ in 0..<2_000 {
+            seed = seed &* 6364136223846793005 &+ 1442695040888963407
+            let magnitude = Int64(bitPattern: seed) >> Int(seed % 63)
+            values.append(magnitude)
+        }
+        for v in values {
+            for scale in [0, 1, 2, 3, 4, 8, 18] {
+                let d = ExactDecimal(mantissa: v, scale: scale)
+                var out: [UInt8] = []
+                d.appendDescription(to: &out)
+                XCTAssertEqual(String(decoding: out, as: UTF8.self), d.description, "\(v) scale \(scale)")
+            }
+        }
+        let cells: [Cell] = [.empty, .text("plain"), .text("with, comma"), .integer(-42), .integer(Int64.min),
+                             .money(minor: -5, decimals: 2), .money(minor: 123_456, decimals: 3), .money(minor: 7, decimals: 0),
+                             .date(Day(iso: "2026-11-21")!)]
+        for cell in cells {
+            var out: [UInt8] = []
+            cell.appendPlain(to: &out) { s, o in o.append(contentsOf: s.utf8) }
+            XCTAssertEqual(String(decoding: out, as: UTF8.self), cell.plain)
+        }
+    }
+
 }
