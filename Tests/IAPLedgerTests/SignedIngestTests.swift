@@ -99,6 +99,42 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(byThread.keys.sorted(), [0, 1], "\(byThread)")
     }
 
+    /// While the first thread holds a big file the writer waits for, the second takes the
+    /// small files after the next big one (a night's signed files, after its days of receipts),
+    /// at most `ahead` of them; files are still handed over in input order.
+    func testTheSecondThreadPreparesSmallFilesPastTheBigOnes() throws {
+        defer { PreparedFiles.aheadBytes = 8 << 20 }
+        PreparedFiles.aheadBytes = 4096
+        let w = try makeWorkspace(trusted: true)
+        defer { w.remove() }
+        var inputs: [(URL, String)] = []
+        // Two big files (6,000 bytes, over the 4,096 of aheadBytes), then five small ones.
+        for (n, rows) in [100, 100, 2, 2, 2, 2, 2].enumerated() {
+            let path = "inbox/orders/o-\(n).csv"
+            try w.write(path, "order_id,account_id,transaction_id,product_id,quantity,credited_units,credited_at,environment\n"
+                        + (0..<rows).map { "o\(n)-\($0),a,\(n),com.example.product,1,100,2023-11-13T10:00:00Z,sandbox" }.joined(separator: "\n") + "\n")
+            inputs.append((w.root.appendingPathComponent(path), "orders"))
+        }
+        let prepared = PreparedFiles(inputs: inputs, workspace: Workspace(w.root), verifier: ReceiptVerifier(bundleIds: ["com.example"]),
+                                     signedVerifier: try SignedDataVerifier(bundleIds: ["com.example"]), alreadyRead: [:], preparers: 2)
+        defer { prepared.cancel() }
+        // The writer is late: the first thread can take the first big file only (the second
+        // waits for room), and the second thread takes small files meanwhile.
+        usleep(300_000)
+        var handed: [(path: String, preparer: Int, sequence: Int)] = []
+        while let h = prepared.next() {
+            handed.append((try XCTUnwrap(h.item).get().input.path, h.preparer, h.sequence))
+            prepared.stored(h)
+        }
+        XCTAssertEqual(handed.map(\.path), (0..<7).map { "inbox/orders/o-\($0).csv" })
+        XCTAssertEqual(handed[0].preparer, 0)
+        XCTAssertEqual(handed[1].preparer, 0)
+        // The second big file was taken after three small ones, all by the second thread.
+        XCTAssertEqual(handed[1].sequence, 4, "\(handed)")
+        XCTAssertEqual(Set(handed[2...4].map(\.preparer)), [1], "\(handed)")
+        XCTAssertEqual(handed[2...4].map(\.sequence), [1, 2, 3], "\(handed)")
+    }
+
     /// `cancel` (a failed run) returns only once the preparing threads have ended, so that none
     /// reads an input file after the run has released its lock: here both are busy with big
     /// files when the writer gives up after the first.
