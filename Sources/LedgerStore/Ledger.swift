@@ -204,15 +204,19 @@ public class LedgerReader {
         }
     }
 
-    /// Posted sales that carry a cancellation and have no refund entry yet.
+    /// Posted sales that carry a cancellation and have no refund entry yet: found from the
+    /// index of refunded transactions alone (it holds their status and book), then read.
     public func refundsDue() throws -> [StoredTransaction] {
-        try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT t.* FROM store_transaction t INDEXED BY store_transaction_refunded
-            WHERE t.cancellation_ms IS NOT NULL AND t.sale_status = 'posted'
-              AND NOT EXISTS (SELECT 1 FROM entry e WHERE e.book = t.book AND e.transaction_id = t.transaction_id AND e.kind = 'refund')
-            ORDER BY t.cancellation_ms, t.transaction_id
-            """)).map(Self.stored)
+        try Row.fetchAll(db.cachedStatement(sql: Self.refundsDueSQL)).map(Self.stored)
     }
+
+    static let refundsDueSQL = """
+        SELECT t.* FROM store_transaction t WHERE t.transaction_id IN (
+            SELECT r.transaction_id FROM store_transaction r INDEXED BY store_transaction_refunds
+            WHERE r.cancellation_ms IS NOT NULL AND r.sale_status = 'posted'
+              AND NOT EXISTS (SELECT 1 FROM entry e WHERE e.book = r.book AND e.transaction_id = r.transaction_id AND e.kind = 'refund'))
+        ORDER BY t.cancellation_ms, t.transaction_id
+        """
 
     /// A `store_transaction` row read by position (`SELECT *` or `SELECT t.*` first, in the
     /// schema's column order): looking columns up by name costs more than the rest of the read.

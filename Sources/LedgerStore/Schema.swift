@@ -482,6 +482,17 @@ enum Schema {
         m.registerMigration("v16-refund-entries-index", foreignKeyChecks: .immediate) { db in
             try db.execute(sql: "CREATE INDEX entry_refund_date ON entry(book, date) WHERE kind <> 'sale'")
         }
+        // v17: the index of refunded transactions (v7) holds their status and book, so that the
+        // refunds still to post are found from it alone: each night read every refunded
+        // transaction's row to learn both (0.24 s for 33,609 refunds, growing with the
+        // history; 0.09 s from the index). Only refunded transactions have a row in it.
+        m.registerMigration("v17-refunds-due-covered", foreignKeyChecks: .immediate) { db in
+            try db.execute(sql: """
+                DROP INDEX store_transaction_refunded;
+                CREATE INDEX store_transaction_refunds ON store_transaction(cancellation_ms, transaction_id, sale_status, book)
+                    WHERE cancellation_ms IS NOT NULL;
+                """)
+        }
         return m
     }
 

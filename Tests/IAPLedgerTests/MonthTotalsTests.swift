@@ -39,7 +39,7 @@ final class MonthTotalsTests: ScratchTestCase {
     /// threads: every entry, id and hash the same.
     /// The Refunds sheet reads its rows from the index of refunds and reversals (migration
     /// v16), not from every entry of the book, and finds every one of them.
-    func testTheRefundsSheetReadsTheRefundIndex() throws {
+    func testRefundsAreReadFromTheirIndexes() throws {
         let ws = newScratch("refund-index")
         _ = try DemoWorkspace.create(at: ws, transactions: 400, seed: 11, asOf: Day(iso: "2026-11-21")!)
         _ = try NightlyRun(workspace: Workspace(ws), asOf: Day(iso: "2026-11-21")!).run()
@@ -52,6 +52,10 @@ final class MonthTotalsTests: ScratchTestCase {
             let all = try r.rawRows("SELECT id FROM entry WHERE book = 'production' AND kind <> 'sale' ORDER BY date, id").map { $0[0] }
             XCTAssertGreaterThan(all.count, 0)
             XCTAssertEqual(try r.refundEntries(book: .production, through: Day(iso: "2026-11-21")!).map { String($0.entryId) }, all)
+            // The refunds still to post are found from the covering index of refunded
+            // transactions (migration v17), each sale's row read only when one is due.
+            let due = try r.rawRows("EXPLAIN QUERY PLAN " + LedgerReader.refundsDueSQL).map { $0.joined(separator: " ") }.joined(separator: "\n")
+            XCTAssertTrue(due.contains("USING COVERING INDEX store_transaction_refunds"), due)
         }
     }
 
