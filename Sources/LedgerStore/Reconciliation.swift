@@ -389,7 +389,19 @@ extension LedgerWriter {
         return ReconciliationSummary(mode: full ? "full" : "incremental", fullBecause: fullBecause, groups: groups, matched: matched)
     }
 
-    static func binaryOrder(_ a: String, _ b: String) -> Bool { a.utf8.lexicographicallyPrecedes(b.utf8) }
+    /// SQLite's BINARY order (UTF-8 bytes, then length), compared in place with `memcmp`: the
+    /// touched ids of a night are sorted with it (110,000 at 1M, 0.3 s through
+    /// `utf8.lexicographicallyPrecedes`).
+    static func binaryOrder(_ a: String, _ b: String) -> Bool {
+        var x = a, y = b
+        return x.withUTF8 { p in
+            y.withUTF8 { q in
+                let n = min(p.count, q.count)
+                let c = n == 0 ? 0 : memcmp(p.baseAddress!, q.baseAddress!, n)
+                return c != 0 ? c < 0 : p.count < q.count
+            }
+        }
+    }
 
     /// Byte equality, as SQLite compares (Swift's `==` equates canonically equivalent strings),
     /// compared in place (`utf8.elementsEqual` went through a generic collection's element
