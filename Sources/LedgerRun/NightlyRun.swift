@@ -533,9 +533,9 @@ struct RecordProblem: Error {
 /// thread takes the first file no thread took, the others the first small one (under
 /// `aheadBytes`) no thread took, past the big ones they leave to the first. A thread starts on
 /// a file only while fewer than `ahead` files are taken and not yet handed over, and under
-/// `aheadBytes` of input is taken (being prepared, or prepared and queued); small files taken
-/// past a big one count apart, `ahead` of them and `aheadBytes` at most; a file skipped by its
-/// identity on disk counts nothing. The file the writer waits for is always being prepared or
+/// `aheadBytes` of input is taken (being prepared, or prepared and queued): the first thread
+/// counts every file taken, the others the small ones alone (so that they go on past a big
+/// file the first thread holds); a file skipped by its identity on disk counts nothing. The file the writer waits for is always being prepared or
 /// ready. Memory holds a few files, not the whole inbox: the one being stored and those taken
 /// (a prepared day of receipts takes a few times its size; with days over `aheadBytes`, the
 /// one being stored, the next, and a few small files beyond them).
@@ -727,7 +727,7 @@ final class PreparedFiles: @unchecked Sendable {
         // to 232-243 MiB, in the same time.
         let big = done.contains { $0.bytes >= aheadBytes }
         done = []
-        if big { malloc_trim(0) }
+        if big { _ = iap_malloc_trim(0) }
         condition.lock()
         return true
     }
@@ -777,6 +777,13 @@ final class PreparedFiles: @unchecked Sendable {
         condition.broadcast()
         while running > 0 { condition.wait() }
         condition.unlock()
+    }
+
+    /// How many files the preparing threads have taken so far (for the tests).
+    var filesTaken: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return takenSoFar
     }
 
     /// How many preparing threads are still running (for the tests).

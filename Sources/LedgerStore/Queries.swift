@@ -233,8 +233,8 @@ extension LedgerReader {
                                 arguments: args) ?? 0
     }
 
-    /// What the journal of a book and range of dates is made of, in three values: how many
-    /// entries it lists, the last one's id and that entry's hash. An entry is never changed or
+    /// What the journal of a book and range of dates is made of: how many entries it lists,
+    /// the last one's id and that entry's hash, and the order of each entry's postings. An entry is never changed or
     /// removed once written, and each one's hash chains every entry before it (`verify`
     /// checks both), so the same three values mean the same entries, hence the same postings.
     public func journalInputs(book: Book?, from: Day? = nil, through: Day? = nil) throws -> String {

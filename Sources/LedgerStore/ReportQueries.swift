@@ -87,7 +87,6 @@ extension LedgerReader {
                     netReportingMinor: r[13], commissionReportingMinor: r[14], proceedsReportingMinor: r[15])
     }
 
-    /// Refund and reversal entries of a book posted on or before `through`.
     /// The refunds and reversals of a book through a date, by the index of them alone
     /// (`entry_refund_date`): its condition, `kind <> 'sale'`, is the query's.
     static let refundEntriesSQL = """
@@ -96,6 +95,7 @@ extension LedgerReader {
         FROM entry WHERE book = ? AND kind <> 'sale' AND date <= ? ORDER BY date, id
         """
 
+    /// Refund and reversal entries of a book posted on or before `through`.
     public func refundEntries(book: Book, through: Day) throws -> [RefundRow] {
         try Row.fetchAll(db.cachedStatement(sql: Self.refundEntriesSQL), arguments: [book.rawValue, through.description]).map {
             RefundRow(entryId: $0[0], date: Day(iso: $0[1] as String)!, originalDate: Day(iso: $0[2] as String)!, late: $0[3],

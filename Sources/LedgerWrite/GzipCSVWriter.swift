@@ -42,7 +42,7 @@ public enum GzipCSVWriter {
         }
         // Level 3: a month's journal is rewritten each night; level 6 took twice the time for a
         // file a fifth smaller (78 MB of CSV: 7.0 MB against 5.5 MB). Window bits 15 + 16: a
-        // gzip wrapper. Operating system 3 (Unix) and no time, as gzopen wrote it.
+        // gzip wrapper. Operating system 3 (Unix) and no time, as gzopen wrote it on Linux.
         guard deflateInit2_(stream, 3, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
             throw WriteError(message: "\(temp.path): cannot start compressing the journal export")
         }
@@ -123,9 +123,9 @@ public enum GzipCSVWriter {
     /// quarter of a second where writing it took three.
     public static func kept(_ url: URL, inputs: String, rows: Int) -> Written? {
         guard let handle = FileHandle(forReadingAtPath: url.path) else { return nil }
-        let head = handle.readData(ofLength: 4096)
+        let head = try? handle.read(upToCount: 4096)
         try? handle.close()
-        guard gzipComment(head) == comment(inputs: inputs, rows: rows), let gz = gzopen(url.path, "rb") else { return nil }
+        guard let head, gzipComment(head) == comment(inputs: inputs, rows: rows), let gz = gzopen(url.path, "rb") else { return nil }
         var lines = 0, failed = false
         var chunk = [UInt8](repeating: 0, count: 1 << 17)
         chunk.withUnsafeMutableBytes { b in

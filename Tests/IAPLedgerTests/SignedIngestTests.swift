@@ -119,8 +119,10 @@ final class SignedIngestTests: XCTestCase {
                                      signedVerifier: try SignedDataVerifier(bundleIds: ["com.example"]), alreadyRead: [:], preparers: 2)
         defer { prepared.cancel() }
         // The writer is late: the first thread can take the first big file only (the second
-        // waits for room), and the second thread takes small files meanwhile.
-        usleep(300_000)
+        // big file waits for room), and the second thread takes three small files meanwhile.
+        let deadline = Date().addingTimeInterval(20)
+        while prepared.filesTaken < 4 && Date() < deadline { usleep(1_000) }
+        XCTAssertEqual(prepared.filesTaken, 4)
         var handed: [(path: String, preparer: Int, sequence: Int)] = []
         while let h = prepared.next() {
             handed.append((try XCTUnwrap(h.item).get().input.path, h.preparer, h.sequence))
