@@ -16,6 +16,8 @@ public struct FinanceReport {
     public var journalRowCap: Int = 250_000
     /// The full journal written beside the workbook when the period passes the cap.
     public var journalExport: JournalExport?
+    /// The ledger-wide reads Run Info makes, shared with the night's other workbooks.
+    public var shared: SharedReads?
     /// The journal's row count, counted once: the cap, the export and the sheet each ask for
     /// it, and counting a month's million postings took a fifth of a second each time. (A
     /// report reads one snapshot of the ledger, in one read transaction.)
@@ -187,7 +189,7 @@ public struct FinanceReport {
     }
 
     public func runInfoSheet() throws -> SheetContent {
-        let totals = try reader.totals()
+        let totals = try shared.totals(reader)
         let summary = try runId.flatMap { try reader.runSummary($0) }
         var info: [SheetRow] = [
             SheetRow([.text("As-of date"), .date(asOf)]),
@@ -254,12 +256,12 @@ public struct FinanceReport {
         }
         // What was open on the as-of date (a month-end set written again later lists neither
         // records read nor findings made after it).
-        let problems = try reader.recordProblems().filter { $0.isOpen(on: asOf) }.map {
+        let problems = try shared.recordProblems(reader).filter { $0.isOpen(on: asOf) }.map {
             SheetRow([.text($0.path), .integer(Int64($0.line)), .text($0.outcome), .text($0.code), .text($0.reason),
                       .date($0.firstSeen), .integer(Int64(asOf - $0.firstSeen))])
         }
         // This book's findings, and those about transactions no book holds (their record did not verify).
-        let findings = try reader.findings(openOnly: false).filter { $0.isOpen(on: asOf) && ($0.book ?? book.rawValue) == book.rawValue }.map {
+        let findings = try shared.allFindings(reader).filter { $0.isOpen(on: asOf) && ($0.book ?? book.rawValue) == book.rawValue }.map {
             SheetRow([.text($0.code), .text($0.transactionId), .text($0.message), .date($0.firstSeen),
                       .integer(Int64(asOf - $0.firstSeen))])
         }

@@ -10,6 +10,8 @@ public struct ReconciliationReport {
     public let reportingCurrency: String
     public let runId: Int64?
     public let layout: ReportLayout
+    /// The ledger-wide reads shared with the night's other workbooks.
+    public var shared: SharedReads?
 
     public init(reader: LedgerReader, asOf: Day, reportingCurrency: String, runId: Int64?, layout: ReportLayout) {
         self.reader = reader
@@ -36,7 +38,7 @@ public struct ReconciliationReport {
         // The records not posted, read once for the Pending and Rejected sheets.
         var problems: [RecordProblem]?
         func open(_ outcome: String) throws -> [RecordProblem] {
-            if problems == nil { problems = try reader.recordProblems() }
+            if problems == nil { problems = try shared.recordProblems(reader) }
             return problems!.filter { $0.outcome == outcome && $0.isOpen(on: asOf) }
         }
         let sheets = try layout.sheets.map { sheet -> SheetModel in

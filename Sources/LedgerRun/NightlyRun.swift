@@ -779,6 +779,9 @@ final class PreparedFiles: @unchecked Sendable {
         condition.unlock()
     }
 
+    /// Whether freed memory is handed back after big files (glibc's `malloc_trim`; for the tests).
+    static var trimsArenas: Bool { iap_malloc_trim_available() != 0 }
+
     /// How many files the preparing threads have taken so far (for the tests).
     var filesTaken: Int {
         condition.lock()

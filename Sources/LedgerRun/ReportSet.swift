@@ -22,7 +22,7 @@ struct ReportSet {
 
     /// The set's workbooks as independent jobs: finance (and its journal export), sandbox,
     /// reconciliation. Each reads the ledger through the reader it is given.
-    func jobs() -> [Job] {
+    func jobs(shared: SharedReads? = nil) -> [Job] {
         let dir = workspace.reportDirectory(asOf: asOf)
         var jobs: [Job] = []
         for (book, workbook) in [(Book.production, ReportWorkbook.finance), (Book.sandbox, ReportWorkbook.sandbox)] {
@@ -32,6 +32,7 @@ struct ReportSet {
                 var report = FinanceReport(reader: reader, book: book, asOf: asOf, reportingCurrency: config.reportingCurrency,
                                            toolVersion: NightlyRun.toolVersion, runId: runId, layout: layouts[workbook])
                 report.journalRowCap = config.journalRowCap
+                report.shared = shared
                 var exports: [URL] = []
                 // Past the cap, the full journal goes beside the workbook with the Journal sheet's
                 // columns; a layout without the Journal sheet has no journal to export.
@@ -53,8 +54,9 @@ struct ReportSet {
         let url = dir.appendingPathComponent("reconciliation-\(asOf).xlsx")
         jobs.append(Job(name: url.lastPathComponent) { [self] reader in
             CrashPoint.hit("report:\(url.lastPathComponent)")
-            let report = ReconciliationReport(reader: reader, asOf: asOf, reportingCurrency: config.reportingCurrency, runId: runId,
+            var report = ReconciliationReport(reader: reader, asOf: asOf, reportingCurrency: config.reportingCurrency, runId: runId,
                                               layout: layouts.reconciliation)
+            report.shared = shared
             try XLSXWriter.write(try report.workbook(), to: url, tempDirectory: workspace.tempURL)
             return [url]
         })
@@ -72,7 +74,9 @@ struct ReportSet {
     /// (workbooks first, journal exports last), whatever order the threads finish in.
     static func write(_ sets: [ReportSet], progress: RunProgress, threads: Int = min(2, ProcessInfo.processInfo.activeProcessorCount)) throws -> [URL] {
         guard let first = sets.first else { return [] }
-        let jobs = sets.flatMap { $0.jobs() }
+        // Reads of the whole ledger are made once for all the sets' workbooks.
+        let shared = SharedReads()
+        let jobs = sets.flatMap { $0.jobs(shared: shared) }
         // The finance workbooks (the big Journals) start first, so the small ones fill in.
         let order = jobs.indices.filter { jobs[$0].name.hasPrefix("finance-") } + jobs.indices.filter { !jobs[$0].name.hasPrefix("finance-") }
         let results = JobResults(count: jobs.count)

@@ -1,0 +1,39 @@
+import Foundation
+import LedgerStore
+
+/// Reads of the whole ledger that every workbook of a night makes alike (its totals, every
+/// finding, every record not posted), made once and shared by the workbooks written after
+/// the night's commit, whatever their as-of date: nothing writes to the ledger while they
+/// are written (the run holds its lock), so each thread's connection reads the same rows.
+/// Each workbook filters them for its own date and book. At a million transactions the three
+/// took 0.4 s for each of the four finance and sandbox workbooks of a night.
+public final class SharedReads: @unchecked Sendable {
+    private let lock = NSLock()
+    private var totals: LedgerTotals?
+    private var findings: [FindingRow]?
+    private var problems: [RecordProblem]?
+
+    public init() {}
+
+    /// The value at `slot`, read through `read` by the first workbook that asks (the others
+    /// wait for it, then share it).
+    private func once<T>(_ slot: ReferenceWritableKeyPath<SharedReads, T?>, _ read: () throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        if let value = self[keyPath: slot] { return value }
+        let value = try read()
+        self[keyPath: slot] = value
+        return value
+    }
+
+    func totals(_ reader: LedgerReader) throws -> LedgerTotals { try once(\.totals) { try reader.totals() } }
+    func allFindings(_ reader: LedgerReader) throws -> [FindingRow] { try once(\.findings) { try reader.findings(openOnly: false) } }
+    func recordProblems(_ reader: LedgerReader) throws -> [RecordProblem] { try once(\.problems) { try reader.recordProblems() } }
+}
+
+extension Optional where Wrapped == SharedReads {
+    /// Through the shared reads when there are any, else straight from `reader`.
+    func totals(_ reader: LedgerReader) throws -> LedgerTotals { try self?.totals(reader) ?? reader.totals() }
+    func allFindings(_ reader: LedgerReader) throws -> [FindingRow] { try self?.allFindings(reader) ?? reader.findings(openOnly: false) }
+    func recordProblems(_ reader: LedgerReader) throws -> [RecordProblem] { try self?.recordProblems(reader) ?? reader.recordProblems() }
+}
