@@ -29,7 +29,10 @@ public struct NightlyRun {
         public var filesRead: Int
         public var filesSkipped: Int
         public var totals: LedgerTotals
+        /// The files of the night's sets, workbooks first (kept ones included).
         public var workbooks: [URL]
+        /// Those of them kept as they were (a journal export unchanged since it was written).
+        public var keptFiles: [URL] = []
         /// The records this run read and could not post (still open at its end), then the
         /// findings it opened (`MISSING_RULE`, `PRICE_MISMATCH`, ...), one line each.
         public var problems: [String]
@@ -171,9 +174,9 @@ public struct NightlyRun {
             CrashPoint.hit("report:previous month \(previous)")
             sets.append(ReportSet(ledger: ledger, config: config, asOf: previous.lastDay, runId: nil, workspace: workspace, layouts: layouts))
         }
-        let workbooks: [URL]
+        let files: [ReportFile]
         do {
-            workbooks = try ReportSet.write(sets, progress: progress)
+            files = try ReportSet.write(sets, progress: progress)
         } catch {
             // The ledger is committed; only files under reports/ are missing (none half-written).
             throw StoreError(message: """
@@ -191,7 +194,7 @@ public struct NightlyRun {
         let problems = nothingNewSince == nil ? notPosted + newFindings : []
         CrashPoint.hit("report:done")
         return Result(runId: runId, asOf: asOf, counts: counts, filesRead: filesRead, filesSkipped: filesSkipped,
-                      totals: totals, workbooks: workbooks, problems: problems,
+                      totals: totals, workbooks: files.map(\.url), keptFiles: files.filter(\.kept).map(\.url), problems: problems,
                       problemRecords: nothingNewSince == nil ? notPosted.count : 0, nothingNewSinceRun: nothingNewSince)
     }
 

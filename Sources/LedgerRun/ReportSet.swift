@@ -17,7 +17,7 @@ struct ReportSet {
     /// One workbook (with its journal export, if any) to write.
     struct Job {
         var name: String
-        var write: (LedgerReader) throws -> [URL]
+        var write: (LedgerReader) throws -> [ReportFile]
     }
 
     /// The set's workbooks as independent jobs: finance (and its journal export), sandbox,
@@ -33,7 +33,7 @@ struct ReportSet {
                                            toolVersion: NightlyRun.toolVersion, runId: runId, layout: layouts[workbook])
                 report.journalRowCap = config.journalRowCap
                 report.shared = shared
-                var exports: [URL] = []
+                var exports: [ReportFile] = []
                 // Past the cap, the full journal goes beside the workbook with the Journal sheet's
                 // columns; a layout without the Journal sheet has no journal to export.
                 if try report.journalOverCap(), let journal = try report.laidOutJournalTable() {
@@ -42,13 +42,13 @@ struct ReportSet {
                     // (the month before, most nights), once checked whole.
                     let inputs = try report.journalExportInputs(journal)
                     let target = dir.appendingPathComponent(name)
-                    let csv = try GzipCSVWriter.kept(target, inputs: inputs, rows: journal.rowCount)
-                        ?? GzipCSVWriter.write(journal, to: target, tempDirectory: workspace.tempURL, inputs: inputs)
+                    let kept = GzipCSVWriter.kept(target, inputs: inputs, rows: journal.rowCount)
+                    let csv = try kept ?? GzipCSVWriter.write(journal, to: target, tempDirectory: workspace.tempURL, inputs: inputs)
                     report.journalExport = JournalExport(fileName: name, rows: csv.rows, sha256: csv.sha256)
-                    exports.append(csv.url)
+                    exports.append(ReportFile(url: csv.url, kept: kept != nil))
                 }
                 try XLSXWriter.write(try report.workbook(), to: url, tempDirectory: workspace.tempURL)
-                return [url] + exports
+                return [ReportFile(url: url)] + exports
             })
         }
         let url = dir.appendingPathComponent("reconciliation-\(asOf).xlsx")
@@ -58,13 +58,13 @@ struct ReportSet {
                                               layout: layouts.reconciliation)
             report.shared = shared
             try XLSXWriter.write(try report.workbook(), to: url, tempDirectory: workspace.tempURL)
-            return [url]
+            return [ReportFile(url: url)]
         })
         return jobs
     }
 
     /// Writes the workbooks of one set, one after the other (`report --period`).
-    func writeAll() throws -> [URL] {
+    func writeAll() throws -> [ReportFile] {
         try Self.write([self], progress: .silent, threads: 1)
     }
 
@@ -72,7 +72,7 @@ struct ReportSet {
     /// own read-only connection to the ledger (nothing writes to it now: the run has
     /// committed and holds the run lock). The list of files written comes back in job order
     /// (workbooks first, journal exports last), whatever order the threads finish in.
-    static func write(_ sets: [ReportSet], progress: RunProgress, threads: Int = min(2, ProcessInfo.processInfo.activeProcessorCount)) throws -> [URL] {
+    static func write(_ sets: [ReportSet], progress: RunProgress, threads: Int = min(2, ProcessInfo.processInfo.activeProcessorCount)) throws -> [ReportFile] {
         guard let first = sets.first else { return [] }
         // Reads of the whole ledger are made once for all the sets' workbooks.
         let shared = SharedReads()
@@ -94,8 +94,8 @@ struct ReportSet {
                 let i = order[claimed]
                 let t0 = DispatchTime.now().uptimeNanoseconds
                 do {
-                    let urls = try ledger.read { try jobs[i].write($0) }
-                    results.finish(i, urls: urls, seconds: Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e9)
+                    let files = try ledger.read { try jobs[i].write($0) }
+                    results.finish(i, files: files, seconds: Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e9)
                 } catch {
                     results.fail(error)
                 }
@@ -108,9 +108,16 @@ struct ReportSet {
         }
         progress.record(.init(name: "write workbooks (\(workers) threads)", seconds: Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9,
                               count: jobs.count, unit: "files", peakBytes: RunProgress.peakResidentBytes()))
-        let urls = results.urls.flatMap { $0 }
-        return urls.filter { $0.pathExtension == "xlsx" } + urls.filter { $0.pathExtension != "xlsx" }
+        let files = results.files.flatMap { $0 }
+        return files.filter { $0.url.pathExtension == "xlsx" } + files.filter { $0.url.pathExtension != "xlsx" }
     }
+}
+
+/// A file of a set under `reports/`: written by this run, or kept as it was (a journal export
+/// whose entries and columns are unchanged since it was written).
+public struct ReportFile: Equatable {
+    public var url: URL
+    public var kept: Bool = false
 }
 
 /// Job results shared by the writing threads.
@@ -118,13 +125,13 @@ final class JobResults: @unchecked Sendable {
     private let lock = NSLock()
     private var nextJob = 0
     private let count: Int
-    private(set) var urls: [[URL]]
+    private(set) var files: [[ReportFile]]
     private(set) var seconds: [Double]
     private(set) var error: Error?
 
     init(count: Int) {
         self.count = count
-        urls = Array(repeating: [], count: count)
+        files = Array(repeating: [], count: count)
         seconds = Array(repeating: 0, count: count)
     }
 
@@ -136,9 +143,9 @@ final class JobResults: @unchecked Sendable {
         return nextJob - 1
     }
 
-    func finish(_ i: Int, urls: [URL], seconds: Double) {
+    func finish(_ i: Int, files: [ReportFile], seconds: Double) {
         lock.lock(); defer { lock.unlock() }
-        self.urls[i] = urls
+        self.files[i] = files
         self.seconds[i] = seconds
     }
 
@@ -152,7 +159,7 @@ final class JobResults: @unchecked Sendable {
 /// included: the books as of the month's last day (or the last night's date, for the month
 /// still running), into `reports/<that date>/`.
 public enum PeriodReport {
-    public static func write(workspace: Workspace, period: Month) throws -> (asOf: Day, files: [URL]) {
+    public static func write(workspace: Workspace, period: Month) throws -> (asOf: Day, files: [ReportFile]) {
         let layouts = try workspace.loadLayouts()
         let (config, ledger) = try workspace.openExistingLedger()
         let lastNight = try ledger.read { try $0.lastAsOf() }

@@ -108,7 +108,8 @@ func printSummary(_ r: NightlyRun.Result) {
         for p in r.problems.prefix(10) { print("    \(p)") }
         if r.problems.count > 10 { print("    ... and \(r.problems.count - 10) more") }
     }
-    for w in r.workbooks { print("  wrote \(w.path)") }
+    let kept = Set(r.keptFiles)
+    for w in r.workbooks { print(kept.contains(w) ? "  kept \(w.path) (its entries and columns unchanged since it was written)" : "  wrote \(w.path)") }
 }
 
 struct Balance: ParsableCommand {
@@ -282,7 +283,7 @@ struct Report: ParsableCommand {
             guard let month = Month(iso: period) else { throw ValidationError("--period must be a month YYYY-MM, got \(period)") }
             let (asOf, files) = try PeriodReport.write(workspace: Workspace(ws.url), period: month)
             print("iapledger report \(month): the books as of \(asOf)")
-            for f in files { print("  wrote \(f.path)") }
+            for f in files { print(f.kept ? "  kept \(f.url.path) (its entries and columns unchanged since it was written)" : "  wrote \(f.url.path)") }
         }
     }
 }

@@ -72,13 +72,15 @@ final class JournalCapTests: XCTestCase {
         XCTAssertEqual(try inode(oct), before, "kept, not written again")
         XCTAssertEqual(try Data(contentsOf: oct), first)
         XCTAssertTrue(kept.workbooks.map(\.standardizedFileURL).contains(oct.standardizedFileURL))
+        // Said to be kept (the night's own export, its month still running, is written).
+        XCTAssertEqual(kept.keptFiles.map(\.lastPathComponent), ["journal-2026-10-31.csv.gz"])
         let info = try XCTUnwrap(try XLSXReader.sheets(octBook)["Run Info"])
         XCTAssertEqual(info.first { $0.first == "  SHA-256" }?[1], Hashing.sha256Hex(first))
         XCTAssertEqual(info.first { $0.first == "  rows" }?[1], "12")
 
         // Cut short, or a byte of its compressed data changed: written again, the same bytes.
         try first.prefix(first.count - 9).write(to: oct)
-        _ = try nextNight()
+        XCTAssertEqual(try nextNight().keptFiles, [])
         XCTAssertEqual(try Data(contentsOf: oct), first)
         var changed = first
         changed[first.count - 20] ^= 0x55

@@ -100,7 +100,7 @@ final class RunScaleTests: XCTestCase {
         let sets = [asOf, Day(iso: "2026-10-31")!].map {
             ReportSet(ledger: ledger, config: config, asOf: $0, runId: $0 == asOf ? night.runId : nil, workspace: ws, layouts: layouts)
         }
-        let sequential = try ReportSet.write(sets, progress: .silent, threads: 1)
+        let sequential = try ReportSet.write(sets, progress: .silent, threads: 1).map(\.url)
         XCTAssertEqual(sequential, night.workbooks)
         XCTAssertEqual(try sequential.map { try Data(contentsOf: $0) }, parallel)
     }

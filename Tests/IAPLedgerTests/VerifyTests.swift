@@ -429,7 +429,7 @@ final class VerifyTests: XCTestCase {
         let head = r.chainHead
         XCTAssertEqual(try Ledger(path: dbPath, readOnly: true).read { try $0.rawRows(journal) }, before, "read-only: still the table")
         // `report --period` reads it as it is too, Journal included.
-        let files = try PeriodReport.write(workspace: ws.workspace, period: Month(iso: "2026-10")!).files
+        let files = try PeriodReport.write(workspace: ws.workspace, period: Month(iso: "2026-10")!).files.map(\.url)
         let sheet = try XLSXReader.sheets(try XCTUnwrap(files.first { $0.lastPathComponent.hasPrefix("finance-") }))["Journal"] ?? []
         XCTAssertEqual(sheet.filter { $0.first.map { Int($0) != nil } ?? false }.count, 12, "the Journal lists the 12 postings: \(sheet)")
         XCTAssertEqual(try DatabaseQueue(path: dbPath).read { try String.fetchOne($0, sql: "SELECT type FROM sqlite_schema WHERE name = 'posting'") }, "table")
