@@ -66,6 +66,23 @@ final class SignedIngestTests: XCTestCase {
         }
     }
 
+    /// Orders files `o-<n>.csv` (or `<prefix>-<n>.csv`), one per entry of `rows`, with that
+    /// many order lines each (about 60 bytes a line), as read-stage inputs.
+    func orderFiles(_ w: TestWorkspace, rows: [Int], prefix: String = "o") throws -> [(URL, String)] {
+        try rows.enumerated().map { n, count in
+            let path = "inbox/orders/\(prefix)-\(String(format: "%03d", n)).csv"
+            try w.write(path, "order_id,account_id,transaction_id,product_id,quantity,credited_units,credited_at,environment\n"
+                        + (0..<count).map { "o\(n)-\($0),a,\(n)\($0),com.example.product,1,100,2023-11-13T10:00:00Z,sandbox" }.joined(separator: "\n") + "\n")
+            return (w.root.appendingPathComponent(path), "orders")
+        }
+    }
+
+    /// The read stage's preparing threads on `inputs`, nothing read before.
+    func prepare(_ w: TestWorkspace, _ inputs: [(URL, String)], preparers: Int = 2) throws -> PreparedFiles {
+        PreparedFiles(inputs: inputs, workspace: Workspace(w.root), verifier: ReceiptVerifier(bundleIds: ["com.example"]),
+                      signedVerifier: try SignedDataVerifier(bundleIds: ["com.example"]), alreadyRead: [:], preparers: preparers)
+    }
+
     /// `PreparedFiles` itself, with two threads and a writer that takes its time over each
     /// file: the files come in input order, both threads prepare some, files of `aheadBytes`
     /// or more only the first, and each file is given back to be freed.
@@ -74,17 +91,9 @@ final class SignedIngestTests: XCTestCase {
         PreparedFiles.aheadBytes = 4096
         let w = try makeWorkspace(trusted: true)
         defer { w.remove() }
-        var inputs: [(URL, String)] = []
-        for n in 0..<120 {
-            // Every tenth file is big: 6,000 bytes, over the 4,096 of aheadBytes.
-            let rows = n % 10 == 9 ? 100 : 2
-            let path = String(format: "inbox/orders/o-%03d.csv", n)
-            try w.write(path, "order_id,account_id,transaction_id,product_id,quantity,credited_units,credited_at,environment\n"
-                        + (0..<rows).map { "o\(n)-\($0),a,\(n),com.example.product,1,100,2023-11-13T10:00:00Z,sandbox" }.joined(separator: "\n") + "\n")
-            inputs.append((w.root.appendingPathComponent(path), "orders"))
-        }
-        let prepared = PreparedFiles(inputs: inputs, workspace: Workspace(w.root), verifier: ReceiptVerifier(bundleIds: ["com.example"]),
-                                     signedVerifier: try SignedDataVerifier(bundleIds: ["com.example"]), alreadyRead: [:], preparers: 2)
+        // Every tenth file is big: 6,000 bytes, over the 4,096 of aheadBytes.
+        let inputs = try orderFiles(w, rows: (0..<120).map { $0 % 10 == 9 ? 100 : 2 })
+        let prepared = try prepare(w, inputs)
         defer { prepared.cancel() }
         var paths: [String] = [], byThread: [Int: Int] = [:]
         while let handed = prepared.next() {
@@ -107,16 +116,8 @@ final class SignedIngestTests: XCTestCase {
         PreparedFiles.aheadBytes = 4096
         let w = try makeWorkspace(trusted: true)
         defer { w.remove() }
-        var inputs: [(URL, String)] = []
         // Two big files (6,000 bytes, over the 4,096 of aheadBytes), then five small ones.
-        for (n, rows) in [100, 100, 2, 2, 2, 2, 2].enumerated() {
-            let path = "inbox/orders/o-\(n).csv"
-            try w.write(path, "order_id,account_id,transaction_id,product_id,quantity,credited_units,credited_at,environment\n"
-                        + (0..<rows).map { "o\(n)-\($0),a,\(n),com.example.product,1,100,2023-11-13T10:00:00Z,sandbox" }.joined(separator: "\n") + "\n")
-            inputs.append((w.root.appendingPathComponent(path), "orders"))
-        }
-        let prepared = PreparedFiles(inputs: inputs, workspace: Workspace(w.root), verifier: ReceiptVerifier(bundleIds: ["com.example"]),
-                                     signedVerifier: try SignedDataVerifier(bundleIds: ["com.example"]), alreadyRead: [:], preparers: 2)
+        let prepared = try prepare(w, try orderFiles(w, rows: [100, 100, 2, 2, 2, 2, 2]))
         defer { prepared.cancel() }
         // The writer is late: the first thread can take the first big file only (the second
         // big file waits for room), and the second thread takes three small files meanwhile.
@@ -128,7 +129,7 @@ final class SignedIngestTests: XCTestCase {
             handed.append((try XCTUnwrap(h.item).get().input.path, h.preparer, h.sequence))
             prepared.stored(h)
         }
-        XCTAssertEqual(handed.map(\.path), (0..<7).map { "inbox/orders/o-\($0).csv" })
+        XCTAssertEqual(handed.map(\.path), (0..<7).map { String(format: "inbox/orders/o-%03d.csv", $0) })
         XCTAssertEqual(handed[0].preparer, 0)
         XCTAssertEqual(handed[1].preparer, 0)
         // The second big file was taken after three small ones (whichever thread started
@@ -154,17 +155,9 @@ final class SignedIngestTests: XCTestCase {
     func testCancelWaitsForThePreparingThreads() throws {
         let w = try makeWorkspace(trusted: true)
         defer { w.remove() }
-        var inputs: [(URL, String)] = []
-        for n in 0..<4 {
-            let path = "inbox/orders/big-\(n).csv"
-            try w.write(path, "order_id,account_id,transaction_id,product_id,quantity,credited_units,credited_at,environment\n"
-                        + (0..<40_000).map { "o\(n)-\($0),a,\(n)\($0),com.example.product,1,100,2023-11-13T10:00:00Z,sandbox" }.joined(separator: "\n") + "\n")
-            inputs.append((w.root.appendingPathComponent(path), "orders"))
-        }
-        let prepared = PreparedFiles(inputs: inputs, workspace: Workspace(w.root), verifier: ReceiptVerifier(bundleIds: ["com.example"]),
-                                     signedVerifier: try SignedDataVerifier(bundleIds: ["com.example"]), alreadyRead: [:], preparers: 2)
+        let prepared = try prepare(w, try orderFiles(w, rows: Array(repeating: 40_000, count: 4), prefix: "big"))
         let first = try XCTUnwrap(prepared.next())
-        XCTAssertEqual(try XCTUnwrap(first.item).get().input.path, "inbox/orders/big-0.csv")
+        XCTAssertEqual(try XCTUnwrap(first.item).get().input.path, "inbox/orders/big-000.csv")
         XCTAssertGreaterThan(prepared.threadsRunning, 0)
         prepared.cancel()
         XCTAssertEqual(prepared.threadsRunning, 0)
