@@ -538,8 +538,8 @@ struct RecordProblem: Error {
 /// a file only while fewer than `ahead` files are taken and not yet handed over, and under
 /// `aheadBytes` of input is taken (being prepared, or prepared and queued): the first thread
 /// counts every file taken, the others the small ones alone (so that they go on past a big
-/// file the first thread holds); a file skipped by its identity on disk counts nothing. The file the writer waits for is always being prepared or
-/// ready. Memory holds a few files, not the whole inbox: the one being stored and those taken
+/// file the first thread holds); a file skipped by its identity on disk counts nothing. The
+/// file the writer waits for is always being prepared or ready. Memory holds a few files, not the whole inbox: the one being stored and those taken
 /// (a prepared day of receipts takes a few times its size; with days over `aheadBytes`, the
 /// one being stored, the next, and a few small files beyond them).
 ///
@@ -550,8 +550,8 @@ struct RecordProblem: Error {
 /// with two, the second core prepares the smaller files beside the first, and while the first
 /// prepares a run of big days (a night's receipts, in input order between its orders and its
 /// signed files), the second prepares the small files after them (at 1M, 5-12% off night 2's
-/// read stage, with 15 MiB more at its peak). A file of
-/// `aheadBytes` or more is prepared by the first thread only: each thread's `malloc` arena
+/// read stage, with 15 MiB more at its peak). A file of `aheadBytes` or more is prepared by
+/// the first thread only: each thread's `malloc` arena
 /// keeps what its files took at their largest, and big days prepared by turns on both
 /// threads had raised the peak of a million-transaction night by 70 MiB.
 ///

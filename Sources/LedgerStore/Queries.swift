@@ -234,9 +234,10 @@ extension LedgerReader {
     }
 
     /// What the journal of a book and range of dates is made of: how many entries it lists,
-    /// the last one's id and that entry's hash, and the order of each entry's postings. An entry is never changed or
-    /// removed once written, and each one's hash chains every entry before it (`verify`
-    /// checks both), so the same three values mean the same entries, hence the same postings.
+    /// the last one's id and that entry's hash, and the order of each entry's postings. An
+    /// entry is never changed or removed once written, and each one's hash chains every entry
+    /// before it (`verify` checks both), so the same count, id and hash mean the same
+    /// entries, hence the same postings.
     public func journalInputs(book: Book?, from: Day? = nil, through: Day? = nil) throws -> String {
         let (whereSQL, args) = Self.entryFilter(book: book, from: from, through: through)
         let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT count(*), max(e.id) FROM entry e \(whereSQL)"), arguments: args)

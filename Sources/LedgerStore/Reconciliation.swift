@@ -189,13 +189,23 @@ extension LedgerWriter {
     /// Why `reconcile` will reconcile every group whatever the run touches (the ledger's first
     /// reconciliation, or the product rules changed since the last), or nil.
     func fullWhatever(_ reconciler: Reconciler, runId: Int64) throws -> String? {
-        // The last committed run before this one: a run that recorded no reconciliation (one
-        // before migration v4) leaves nothing to go on, and everything is reconciled again.
-        let previous = try String.fetchOne(db, sql: "SELECT reconciliation_rules FROM run WHERE id < ? ORDER BY id DESC LIMIT 1",
-                                           arguments: [runId])
-        if previous == nil { return "the last run recorded no reconciliation (the ledger's first, or one from before reconciliation by groups)" }
-        if previous != reconciler.rulesFingerprint { return "the product rules changed" }
-        return nil
+        Self.fullWhatever(reconciler, previousRules: try previousRun(runId)?.rules)
+    }
+
+    /// The last committed run before `runId`: the product rules its reconciliation used and
+    /// the pairs it left matched.
+    private func previousRun(_ runId: Int64) throws -> (rules: String?, matched: Int?)? {
+        try Row.fetchOne(db, sql: "SELECT reconciliation_rules, orders_matched FROM run WHERE id < ? ORDER BY id DESC LIMIT 1",
+                         arguments: [runId]).map { ($0[0], $0[1]) }
+    }
+
+    /// `fullWhatever` from the last run's rules: a run that recorded no reconciliation (one
+    /// before migration v4, or none) leaves nothing to go on, and everything is reconciled again.
+    private static func fullWhatever(_ reconciler: Reconciler, previousRules: String?) -> String? {
+        guard let previousRules else {
+            return "the last run recorded no reconciliation (the ledger's first, or one from before reconciliation by groups)"
+        }
+        return previousRules != reconciler.rulesFingerprint ? "the product rules changed" : nil
     }
 
     /// Called as a run begins: when its reconciliation will be full whatever it touches, what
@@ -218,10 +228,10 @@ extension LedgerWriter {
     public func reconcile(_ reconciler: Reconciler, runId: Int64, asOf: Day, full forceFull: Bool = false,
                           progress: (Int) -> Void = { _ in }) throws -> ReconciliationSummary {
         let fingerprint = reconciler.rulesFingerprint
-        let last = try Row.fetchOne(db, sql: "SELECT orders_matched FROM run WHERE id < ? ORDER BY id DESC LIMIT 1", arguments: [runId])
+        let last = try previousRun(runId)
         let fullBecause: String?
         if forceFull { fullBecause = "asked for" }
-        else if let why = try fullWhatever(reconciler, runId: runId) { fullBecause = why }
+        else if let why = Self.fullWhatever(reconciler, previousRules: last?.rules) { fullBecause = why }
         else if touched.overflowed { fullBecause = "the run touched more than \(TouchedKeys.limit) transactions and orders" }
         else { fullBecause = nil }
         let full = fullBecause != nil
@@ -273,7 +283,7 @@ extension LedgerWriter {
                 WHERE v.transaction_id IS NOT NULL AND v.transaction_id <> '';
                 """)
             try db.execute(sql: "DELETE FROM reconciled_match WHERE transaction_id IN (SELECT transaction_id FROM temp.recon_touched)")
-            matched = (last?[0] as Int? ?? 0) - db.changesCount
+            matched = (last?.matched ?? 0) - db.changesCount
             // CROSS JOIN keeps the touched keys the outer loop (SQLite has no statistics on a
             // temporary table and could otherwise walk the whole ledger to probe them).
             transactionsSQL = "\(tColumns) FROM temp.recon_touched k CROSS JOIN store_transaction t ON t.transaction_id = k.transaction_id \(saleJoin) ORDER BY k.transaction_id"

@@ -54,6 +54,8 @@ public enum GzipCSVWriter {
         var buffer = [UInt8]()
         buffer.reserveCapacity(1 << 16)
         var out = [UInt8](repeating: 0, count: 1 << 16)
+        // The file's SHA-256 (for Run Info), taken over the bytes as they are written.
+        var sha = StreamingSHA256()
         func deflateBuffer(finish: Bool) throws {
             try buffer.withUnsafeMutableBytes { input in
                 stream.pointee.next_in = input.baseAddress?.assumingMemoryBound(to: Bytef.self)
@@ -70,6 +72,7 @@ public enum GzipCSVWriter {
                         guard fwrite(output.baseAddress, 1, n, file) == n else {
                             throw WriteError(message: "\(temp.path): cannot write the journal export (disk full?)")
                         }
+                        sha.update(bytes: UnsafeRawBufferPointer(rebasing: output[..<n]))
                         // Done when all the input is taken (and, finishing, the stream ended)
                         // with room left in the output.
                         if finish ? status == Z_STREAM_END : (stream.pointee.avail_in == 0 && stream.pointee.avail_out > 0) { break }
@@ -78,25 +81,20 @@ public enum GzipCSVWriter {
             }
             buffer.removeAll(keepingCapacity: true)
         }
-        func line(_ fields: [String]) throws {
-            for (i, field) in fields.enumerated() {
-                if i > 0 { buffer.append(0x2C) }
-                appendField(field, to: &buffer)
-            }
-            buffer.append(0x0A)
-            if buffer.count > 60_000 { try deflateBuffer(finish: false) }
-        }
-        try line(table.columns.map(\.title))
-        var rows = 0
-        try table.rows { r in
-            guard r.style == .body else { return }
-            rows += 1
-            for (i, cell) in r.cells.enumerated() {
+        func line(_ cells: [Cell]) throws {
+            for (i, cell) in cells.enumerated() {
                 if i > 0 { buffer.append(0x2C) }
                 cell.appendPlain(to: &buffer, text: appendField)
             }
             buffer.append(0x0A)
             if buffer.count > 60_000 { try deflateBuffer(finish: false) }
+        }
+        try line(table.columns.map { .text($0.title) })
+        var rows = 0
+        try table.rows { r in
+            guard r.style == .body else { return }
+            rows += 1
+            try line(r.cells)
             CrashPoint.tick("write:csv-rows", every: 100)
         }
         try deflateBuffer(finish: true)
@@ -105,9 +103,7 @@ public enum GzipCSVWriter {
             try? FileManager.default.removeItem(at: temp)
             throw WriteError(message: "\(temp.path): cannot finish the journal export (disk full?)")
         }
-        var sha = StreamingSHA256()
         do {
-            sha.update(try Data(contentsOf: temp))
             try WriteAside.moveIntoPlace(temp, to: url)
         } catch {
             try? FileManager.default.removeItem(at: temp)

@@ -109,7 +109,12 @@ func printSummary(_ r: NightlyRun.Result) {
         if r.problems.count > 10 { print("    ... and \(r.problems.count - 10) more") }
     }
     let kept = Set(r.keptFiles)
-    for w in r.workbooks { print(kept.contains(w) ? "  kept \(w.path) (its entries and columns unchanged since it was written)" : "  wrote \(w.path)") }
+    for w in r.workbooks { printReportFile(w, kept: kept.contains(w)) }
+}
+
+/// One file of a set under `reports/`: written, or kept as it was.
+func printReportFile(_ url: URL, kept: Bool) {
+    print(kept ? "  kept \(url.path) (its entries and columns unchanged since it was written)" : "  wrote \(url.path)")
 }
 
 struct Balance: ParsableCommand {
@@ -283,7 +288,7 @@ struct Report: ParsableCommand {
             guard let month = Month(iso: period) else { throw ValidationError("--period must be a month YYYY-MM, got \(period)") }
             let (asOf, files) = try PeriodReport.write(workspace: Workspace(ws.url), period: month)
             print("iapledger report \(month): the books as of \(asOf)")
-            for f in files { print(f.kept ? "  kept \(f.url.path) (its entries and columns unchanged since it was written)" : "  wrote \(f.url.path)") }
+            for f in files { printReportFile(f.url, kept: f.kept) }
         }
     }
 }
