@@ -11,10 +11,15 @@ public enum StoreBounds {
     public static func plausibleDate(_ ms: Int64) -> Bool { ms >= earliestMs && ms < endMs }
 
     /// An identifier (transaction, product, order, account) as stores and backends write them:
-    /// 1 to 256 bytes, no control characters (SQLite text ends at a NUL, so an id holding one
-    /// would not read back as itself).
+    /// 1 to 256 bytes, no control characters (C0, DEL, C1: SQLite text ends at a NUL, so an id
+    /// holding one would not read back as itself) and no non-characters (U+FDD0 to U+FDEF and
+    /// the last two code points of every plane: U+FFFE and U+FFFF cannot be written into a
+    /// workbook's XML at all).
     public static func plausibleIdentifier(_ s: String) -> Bool {
-        !s.isEmpty && s.utf8.count <= 256 && !s.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }
+        !s.isEmpty && s.utf8.count <= 256 && !s.unicodeScalars.contains { u in
+            let v = u.value
+            return v < 0x20 || (v >= 0x7F && v <= 0x9F) || (v >= 0xFDD0 && v <= 0xFDEF) || v & 0xFFFE == 0xFFFE
+        }
     }
 
     /// The largest signed price accepted, in milliunits: 10 billion units of any currency, far

@@ -74,7 +74,7 @@ public enum OrderReader {
         guard !product.isEmpty else { return bad("product_id is empty (order \(orderId))") }
         for (name, id) in [("order_id", orderId), ("account_id", account), ("product_id", product), ("transaction_id", t.value(row, "transaction_id"))]
             where !id.isEmpty && !StoreBounds.plausibleIdentifier(id) {
-            return bad("\(name) \(String(reflecting: String(id.prefix(64)))) holds control characters or is over 256 bytes")
+            return bad("\(name) \(String(reflecting: String(id.prefix(64)))) holds control characters or non-characters, or is over 256 bytes")
         }
         let qText = t.value(row, "quantity")
         guard let q = qText.isEmpty ? 1 : Int64(qText), q > 0 else { return bad("quantity \"\(qText)\" is not a whole number >= 1 (order \(orderId))") }

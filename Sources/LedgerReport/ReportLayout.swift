@@ -329,6 +329,9 @@ extension ReportLayout {
             if let bad = name.first(where: { "[]:*?/\\".contains($0) }) {
                 throw fail(at, "name \"\(name)\" has \"\(bad)\"; Excel does not allow [ ] : * ? / \\ in sheet names")
             }
+            if let bad = name.unicodeScalars.first(where: { $0.value < 0x20 || $0.value == 0x7F || $0.value == 0xFFFE || $0.value == 0xFFFF }) {
+                throw fail(at, "name \(String(reflecting: name)) holds U+\(String(format: "%04X", bad.value)), which a sheet name cannot hold")
+            }
             guard !name.hasPrefix("'"), !name.hasSuffix("'") else { throw fail(at, "name \"\(name)\" may not begin or end with '") }
             guard name.lowercased() != "history" else { throw fail(at, "Excel reserves the sheet name History") }
             if let other = seen[name.lowercased()] {

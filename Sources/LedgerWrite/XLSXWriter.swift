@@ -70,8 +70,8 @@ public enum XLSXWriter {
     }
 
     static func withDocumentProperties(_ m: WorkbookModel, _ body: (UnsafeMutablePointer<lxw_doc_properties>) throws -> Void) throws {
-        let title = strdup(m.title), subject = strdup(m.subject), author = strdup("iapledger"),
-            company = strdup(m.company), category = strdup("Finance"), keywords = strdup("in-app purchases, ledger, App Store")
+        let title = strdup(XMLText.safe(m.title)), subject = strdup(XMLText.safe(m.subject)), author = strdup("iapledger"),
+            company = strdup(XMLText.safe(m.company)), category = strdup("Finance"), keywords = strdup("in-app purchases, ledger, App Store")
         defer { for p in [title, subject, author, company, category, keywords] { free(p) } }
         var props = lxw_doc_properties()
         props.title = title
@@ -221,10 +221,10 @@ public enum XLSXWriter {
         setUp(ws, sheet)
         var part = 1
         var row: UInt32 = 0
-        worksheet_write_string(ws, row, 0, sheet.title, f.title)
+        worksheet_write_string(ws, row, 0, XMLText.safe(sheet.title), f.title)
         row += 1
         for line in sheet.subtitle {
-            worksheet_write_string(ws, row, 0, line, f.subtitle)
+            worksheet_write_string(ws, row, 0, XMLText.safe(line), f.subtitle)
             row += 1
         }
         row += 1
@@ -233,7 +233,7 @@ public enum XLSXWriter {
         for (ti, table) in sheet.tables.enumerated() {
             if ti > 0 { row += 1 }
             if let heading = table.heading {
-                worksheet_write_string(ws, row, 0, heading, f.section)
+                worksheet_write_string(ws, row, 0, XMLText.safe(heading), f.section)
                 row += 1
             }
             var headerRow = row
@@ -241,7 +241,7 @@ public enum XLSXWriter {
             worksheet_set_row(ws, row, 30, nil)
             for (i, c) in table.columns.enumerated() {
                 let right = c.kind == .money || c.kind == .integer
-                worksheet_write_string(ws, row, lxw_col_t(i), c.title, right ? f.headerRight : f.header)
+                worksheet_write_string(ws, row, lxw_col_t(i), XMLText.safe(c.title), right ? f.headerRight : f.header)
             }
             row += 1
             if ti == 0 {
@@ -269,11 +269,11 @@ public enum XLSXWriter {
                     }
                     ws = next
                     setUp(ws, sheet)
-                    worksheet_write_string(ws, 0, 0, "\(sheet.title) (continued, part \(part))", f.title)
+                    worksheet_write_string(ws, 0, 0, XMLText.safe("\(sheet.title) (continued, part \(part))"), f.title)
                     worksheet_set_row(ws, 2, 30, nil)
                     for (i, c) in table.columns.enumerated() {
                         let right = c.kind == .money || c.kind == .integer
-                        worksheet_write_string(ws, 2, lxw_col_t(i), c.title, right ? f.headerRight : f.header)
+                        worksheet_write_string(ws, 2, lxw_col_t(i), XMLText.safe(c.title), right ? f.headerRight : f.header)
                     }
                     worksheet_freeze_panes(ws, 3, 0)
                     worksheet_repeat_rows(ws, 2, 2)
@@ -297,7 +297,7 @@ public enum XLSXWriter {
                     case .empty:
                         if total { worksheet_write_blank(ws, row, col, f.totalText) }
                     case .text(let s):
-                        worksheet_write_string(ws, row, col, s, total ? f.totalText : (r.style == .section ? f.section : f.text))
+                        worksheet_write_string(ws, row, col, XMLText.safe(s), total ? f.totalText : (r.style == .section ? f.section : f.text))
                     case .integer(let v):
                         worksheet_write_number(ws, row, col, cellNumber(v, decimals: 0), cf.integer(total: total))
                     case let .money(minor, decimals):
@@ -342,8 +342,8 @@ public enum XLSXWriter {
                 chart_series_set_values(series, sheet.name, first, lxw_col_t(v), last, lxw_col_t(v))
                 chart_series_set_name_range(series, sheet.name, first - 1, lxw_col_t(v))
             }
-            chart_title_set_name(chart, c.title)
-            chart_axis_set_name(c.kind == .bar ? chart.pointee.x_axis : chart.pointee.y_axis, c.yAxisTitle)
+            chart_title_set_name(chart, XMLText.safe(c.title))
+            chart_axis_set_name(c.kind == .bar ? chart.pointee.x_axis : chart.pointee.y_axis, XMLText.safe(c.yAxisTitle))
             chart_legend_set_position(chart, UInt8(LXW_CHART_LEGEND_BOTTOM.rawValue))
             var options = lxw_chart_options()
             options.x_scale = 1.3

@@ -4,6 +4,11 @@ import XCTest
 @testable import LedgerRead
 @testable import LedgerRun
 @testable import LedgerStore
+@testable import LedgerWrite
+import ZIPFoundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
 
 /// Hostile input (issue 7): truncated and too-deep JSON, wrong types, huge numbers, negative
 /// and zero quantities, dates in 1970 and 2100, empty and blank files, broken CSV. Each record
@@ -320,5 +325,66 @@ final class HostileInputTests: XCTestCase {
         let orders = try records("inbox/orders/ids.csv")
         XCTAssertEqual(orders.map(\.outcome), ["rejected", "verified"])
         XCTAssertTrue(orders[0].reason.contains("order_id \"ord\\0-1\" holds control characters"), orders[0].reason)
+    }
+
+    /// U+FFFE and U+FFFF are valid UTF-8 but have no place in XML: one in one cell made the
+    /// whole sheet unreadable (openpyxl refused the workbook; Excel offers to repair it). Ids
+    /// holding one (or another non-character, or a C1 control) are refused like ids holding
+    /// control characters; any other text that reaches a workbook (here a file name, in Run
+    /// Info) has them replaced by U+FFFD as it is written.
+    /// A scalar Swift refuses to write as a literal (U+FFFE, U+FFFF and the other non-characters).
+    func u(_ v: UInt32) -> String { String(Unicode.Scalar(v)!) }
+
+    func testNonCharactersNeverMakeAnUnreadableWorkbook() throws {
+        try ws.write("inbox/receipts/nonchars.jsonl", [
+            Self.response(items: Self.item("").replacingOccurrences(of: "\"X\"", with: #""N1\uffff""#)),
+            Self.response(items: Self.item("").replacingOccurrences(of: #""coins.100""#, with: #""coins\ufffe""#).replacingOccurrences(of: "\"X\"", with: "\"N2\"")),
+            Self.response(items: Self.item("").replacingOccurrences(of: "\"X\"", with: #""N3\u0085""#)),
+            Self.response(items: Self.item("").replacingOccurrences(of: "\"X\"", with: #""N4\ud83f\udffe""#)),
+            good("N5"),
+        ].joined(separator: "\n") + "\n")
+        let badName = "inbox/orders/orders-" + u(0xFFFE) + ".csv"
+        try ws.write(badName, ReconciliationTests.header + "ord-1,a1,N5,coins.100,many,100,2026-10-05T10:01:00Z,production,USA,,\n")
+        try ws.run("2026-11-03")
+        XCTAssertEqual(try saleEntries(), ["N5"])
+        let messages = try findings()
+        for line in 1...4 {
+            XCTAssertTrue(messages.contains { $0.contains(":\(line): ") && $0.contains("non-characters") }, "line \(line): \(messages)")
+        }
+        XCTAssertEqual(try records(badName).map(\.outcome), ["rejected"])
+
+        // Every part of every workbook is well-formed XML, and the file name is in Run Info
+        // with U+FFFD in place of U+FFFE.
+        let reports = ws.root.appendingPathComponent("reports")
+        let books = FileManager.default.enumerator(at: reports, includingPropertiesForKeys: nil)!
+            .compactMap { $0 as? URL }.filter { $0.pathExtension == "xlsx" }
+        XCTAssertGreaterThanOrEqual(books.count, 3)
+        var sawName = false
+        for book in books {
+            let archive = try Archive(url: book, accessMode: .read)
+            for entry in archive where entry.path.hasSuffix(".xml") {
+                var data = Data()
+                _ = try archive.extract(entry) { data.append($0) }
+                XCTAssertTrue(XMLParser(data: data).parse(), "\(book.lastPathComponent) \(entry.path) is not well-formed XML")
+                XCTAssertNil(data.range(of: Data(u(0xFFFE).utf8)), "\(book.lastPathComponent) \(entry.path)")
+                if data.range(of: Data("orders-\u{FFFD}.csv".utf8)) != nil { sawName = true }
+            }
+        }
+        XCTAssertTrue(sawName, "the rejected file's name, with U+FFFD, in a workbook")
+    }
+
+    func testWorkbookTextAndIdentifierBounds() {
+        XCTAssertEqual(XMLText.safe("plain"), "plain")
+        XCTAssertEqual(XMLText.safe("caf\u{E9} \u{FFFD} \u{EFBF}"), "caf\u{E9} \u{FFFD} \u{EFBF}")
+        XCTAssertEqual(XMLText.safe("a" + u(0xFFFE) + "b" + u(0xFFFF) + "c\u{0}d"), "a\u{FFFD}b\u{FFFD}c\u{FFFD}d")
+        XCTAssertEqual(XMLText.safe(u(0xFFFE)), "\u{FFFD}")
+        XCTAssertEqual(XMLText.safe(""), "")
+        for ok in ["2000000123", "com.example.coins.100", "caf\u{E9}", "\u{65E5}\u{672C}", "\u{FFFD}", "\u{1F600}", "\u{A0}"] {
+            XCTAssertTrue(StoreBounds.plausibleIdentifier(ok), ok)
+        }
+        for bad in ["a\u{0}", "a\u{1F}", "a\u{7F}", "a\u{80}", "a\u{9F}", "a" + u(0xFDD0), "a" + u(0xFDEF), "a" + u(0xFFFE), "a" + u(0xFFFF),
+                    "a" + u(0x1FFFE), "a" + u(0x10FFFF), "", String(repeating: "7", count: 257)] {
+            XCTAssertFalse(StoreBounds.plausibleIdentifier(bad), String(reflecting: bad))
+        }
     }
 }

@@ -212,6 +212,8 @@ final class LayoutTests: XCTestCase {
              ["sheet \"journal\"", "also the name of sheet \"summary\""]),
             ("sandbox.toml", "[[sheet]]\nkey = \"summary\"\nname = \"A summary of the sandbox book, by month\"\n", ["sheet \"summary\"", "at most 31"]),
             ("finance.toml", "[[sheet]]\nkey = \"refunds\"\nname = \"Refunds/Reversals\"\n", ["sheet \"refunds\"", "\"/\""]),
+            ("finance.toml", "[[sheet]]\nkey = \"refunds\"\nname = \"Refunds\\uFFFE\"\n", ["sheet \"refunds\"", "holds U+FFFE"]),
+            ("finance.toml", "[[sheet]]\nkey = \"refunds\"\nname = \"Refunds\\t2\"\n", ["sheet \"refunds\"", "holds U+0009"]),
             ("finance.toml", "[[sheet]]\nkey = \"summary\"\nname = \"Journal (2)\"\n\n[[sheet]]\nkey = \"journal\"\n",
              ["sheet \"summary\"", "continuation"]),
             ("finance.toml", journalTable + "columns = [{ key = \"account\", width = 0 }]\n", ["column \"account\"", "width"]),
