@@ -22,6 +22,22 @@ public enum StoreBounds {
         }
     }
 
+    /// The longest reason or finding message kept, in characters. A reason quotes what it
+    /// refuses (a bundle id, an environment, a status), and a record can hold a value of
+    /// megabytes: such a reason filled the run's summary with one line of 100,000 characters
+    /// and was too long for a workbook cell (Excel's limit is 32,767), where it showed as
+    /// nothing. The record's text is kept whole in the ledger (`trace --source-text`).
+    public static let maxMessageCharacters = 1_000
+
+    /// `message` as kept: whole when it is at most `maxMessageCharacters` long, else its start
+    /// and how long it was.
+    public static func boundedMessage(_ message: String) -> String {
+        guard message.utf8.count > maxMessageCharacters else { return message }
+        let count = message.count
+        guard count > maxMessageCharacters else { return message }
+        return String(message.prefix(maxMessageCharacters - 60)) + "\u{2026} (cut here: \(count) characters in all)"
+    }
+
     /// The largest signed price accepted, in milliunits: 10 billion units of any currency, far
     /// above any App Store price, and small enough that no figure or sum of figures derived from
     /// it can overflow 64-bit minor units.

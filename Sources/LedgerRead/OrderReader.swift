@@ -72,9 +72,16 @@ public enum OrderReader {
         guard !orderId.isEmpty else { return bad("order_id is empty") }
         guard !account.isEmpty else { return bad("account_id is empty (order \(orderId))") }
         guard !product.isEmpty else { return bad("product_id is empty (order \(orderId))") }
-        for (name, id) in [("order_id", orderId), ("account_id", account), ("product_id", product), ("transaction_id", t.value(row, "transaction_id"))]
+        for (name, id) in [("order_id", orderId), ("account_id", account), ("product_id", product), ("transaction_id", t.value(row, "transaction_id")),
+                          ("storefront", t.value(row, "storefront"))]
             where !id.isEmpty && !StoreBounds.plausibleIdentifier(id) {
             return bad("\(name) \(String(reflecting: String(id.prefix(64)))) holds control characters or non-characters, or is over 256 bytes")
+        }
+        // A token is the backend's own text (it may even span lines): bounded, and no NUL (SQLite
+        // text ends there, so it would not read back as itself).
+        let token = t.value(row, "app_account_token")
+        guard token.utf8.count <= 256, !token.utf8.contains(0) else {
+            return bad("app_account_token \(String(reflecting: String(token.prefix(64)))) holds a NUL or is over 256 bytes")
         }
         let qText = t.value(row, "quantity")
         guard let q = qText.isEmpty ? 1 : Int64(qText), q > 0 else { return bad("quantity \"\(qText)\" is not a whole number >= 1 (order \(orderId))") }

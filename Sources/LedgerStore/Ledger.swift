@@ -459,7 +459,7 @@ public final class LedgerWriter: LedgerReader {
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
         var f = FastStatement(stmt, in: db)
-        f.bind(r.fileId); f.bind(r.line); f.bind(r.sha256); f.bind(r.outcome.rawValue); f.bind(r.reasonCode); f.bind(r.reason)
+        f.bind(r.fileId); f.bind(r.line); f.bind(r.sha256); f.bind(r.outcome.rawValue); f.bind(r.reasonCode); f.bind(r.reason.map(StoreBounds.boundedMessage))
         f.bind(r.statusCode); f.bind(r.environment); f.bind(r.accountId); f.bind(r.orderId); f.bind(r.receivedAt); f.bind(raw)
         f.bind(chunkId); f.bind(offset); f.bind(length)
         try f.run()
@@ -617,7 +617,7 @@ public final class LedgerWriter: LedgerReader {
             VALUES (?, ?, ?, ?, ?, ?)
             ON CONFLICT (code, transaction_id, ifnull(record_id, 0))
             DO UPDATE SET message = excluded.message, last_run_id = excluded.last_run_id, resolved_run_id = NULL
-            """).execute( arguments: [code, transactionId, recordId, message, runId, runId])
+            """).execute( arguments: [code, transactionId, recordId, StoreBounds.boundedMessage(message), runId, runId])
     }
 
     public func resolveFinding(code: String, transactionId: String, runId: Int64) throws {

@@ -8,10 +8,26 @@ import Foundation
 /// that something was there. libxlsxwriter writes the other control characters as Excel's
 /// `_xHHHH_` escapes itself.
 enum XMLText {
+    /// The most characters (UTF-16 code units, as Excel counts them) a cell holds: libxlsxwriter
+    /// refuses a longer string, and the cell stayed empty.
+    static let maxCellCharacters = 32_767
+
     /// `s` unchanged when it holds none of those characters (checked on its UTF-8 bytes, no
-    /// copy); otherwise a copy with each replaced.
+    /// copy) and fits in a cell; otherwise a copy with each replaced, cut to fit with a note
+    /// of its full length.
     static func safe(_ s: String) -> String {
         var s = s
+        if s.utf8.count > maxCellCharacters, s.utf16.count > maxCellCharacters {
+            let note = "\u{2026} (cut here: \(s.count) characters in all; a cell holds \(maxCellCharacters))"
+            let budget = maxCellCharacters - note.utf16.count
+            var units = 0, end = s.startIndex
+            for i in s.indices {
+                units += s[i].utf16.count
+                if units > budget { break }
+                end = s.index(after: i)
+            }
+            s = String(s[..<end]) + note
+        }
         let clean = s.withUTF8 { bytes -> Bool in
             // U+FFFE and U+FFFF are EF BF BE and EF BF BF in UTF-8.
             guard let base = bytes.baseAddress else { return true }

@@ -387,4 +387,60 @@ final class HostileInputTests: XCTestCase {
             XCTAssertFalse(StoreBounds.plausibleIdentifier(bad), String(reflecting: bad))
         }
     }
+
+    /// A reason quotes what it refuses, and a record can hold a value of megabytes: a 100,000
+    /// character bundle id made a reason of that length, one line of the run's summary, and a
+    /// workbook cell libxlsxwriter refused (over Excel's 32,767), so finance saw a rejected
+    /// record with no reason. Reasons are kept to 1,000 characters, saying how long they were;
+    /// any cell text over the limit is cut to fit with the same note.
+    func testHugeValuesGiveBoundedReasonsAndNoEmptyCells() throws {
+        let huge = String(repeating: "x", count: 100_000)
+        try ws.write("inbox/receipts/huge.jsonl", [
+            Receipt.response([Receipt.item("H1", purchased: "2026-10-05T10:00:00Z")], bundle: "com.evil." + huge),
+            Receipt.response([Receipt.item("H2", purchased: "2026-10-05T10:00:00Z")], environment: "P" + huge),
+            good("H3"),
+        ].joined(separator: "\n") + "\n")
+        try ws.write("inbox/orders/huge.csv", ReconciliationTests.header
+            + "ord-1,a1,H3,coins.100,1,100,2026-10-05T10:01:00Z,production," + String(repeating: "S", count: 300) + ",,\n")
+        let result = try ws.run("2026-11-03")
+        XCTAssertEqual(try saleEntries(), ["H3"])
+        let r = try records("inbox/receipts/huge.jsonl")
+        XCTAssertEqual(r.map(\.code), ["WRONG_BUNDLE_ID", "BAD_ENVIRONMENT", ""])
+        for rec in r.prefix(2) {
+            XCTAssertLessThanOrEqual(rec.reason.count, StoreBounds.maxMessageCharacters)
+            XCTAssertTrue(rec.reason.hasSuffix(" characters in all)"), String(rec.reason.suffix(80)))
+        }
+        XCTAssertTrue(r[0].reason.hasPrefix("receipt of another app: bundle id com.evil.xxx"), String(r[0].reason.prefix(80)))
+        XCTAssertTrue(r[0].reason.contains("(cut here: 100"), String(r[0].reason.suffix(80)))
+        let orders = try records("inbox/orders/huge.csv")
+        XCTAssertEqual(orders.map(\.code), ["BAD_ORDER"])
+        XCTAssertTrue(orders[0].reason.contains("storefront \"SSS"), orders[0].reason)
+        _ = result
+
+        // The Rejected sheet shows each reason.
+        let book = ws.root.appendingPathComponent("reports/2026-11-03/reconciliation-2026-11-03.xlsx")
+        let rejected = try XCTUnwrap(try XLSXReader.sheets(book)["Rejected"])
+        for line in [1, 2] {
+            let row = try XCTUnwrap(rejected.first { $0.first == "inbox/receipts/huge.jsonl:\(line)" }, "line \(line) in Rejected")
+            XCTAssertTrue(row.count > 2 && row[2].contains("characters in all"), "line \(line): reason cell \(row.dropFirst(2).first ?? "(none)")")
+        }
+    }
+
+    func testCellTextIsCutToWhatACellHolds() {
+        let long = String(repeating: "a", count: 40_000)
+        let cut = XMLText.safe(long)
+        XCTAssertLessThanOrEqual(cut.utf16.count, XMLText.maxCellCharacters)
+        XCTAssertTrue(cut.hasPrefix(String(repeating: "a", count: 32_000)))
+        XCTAssertTrue(cut.hasSuffix("(cut here: 40000 characters in all; a cell holds 32767)"), String(cut.suffix(80)))
+        // Characters of two UTF-16 units each are never split.
+        let emoji = String(repeating: "\u{1F600}", count: 20_000)
+        let cutEmoji = XMLText.safe(emoji)
+        XCTAssertLessThanOrEqual(cutEmoji.utf16.count, XMLText.maxCellCharacters)
+        XCTAssertTrue(cutEmoji.hasPrefix(String(repeating: "\u{1F600}", count: 16_000)))
+        XCTAssertTrue(cutEmoji.hasSuffix("(cut here: 20000 characters in all; a cell holds 32767)"))
+        let fits = String(repeating: "b", count: XMLText.maxCellCharacters)
+        XCTAssertEqual(XMLText.safe(fits), fits)
+        XCTAssertEqual(StoreBounds.boundedMessage(String(repeating: "c", count: 1_000)), String(repeating: "c", count: 1_000))
+        XCTAssertEqual(StoreBounds.boundedMessage(String(repeating: "c", count: 1_001)).count, 1_000 - 60 + "\u{2026} (cut here: 1001 characters in all)".count)
+    }
 }
