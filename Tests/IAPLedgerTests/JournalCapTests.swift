@@ -1,3 +1,4 @@
+import CGzip
 import Foundation
 import XCTest
 @testable import LedgerCore
@@ -87,6 +88,11 @@ final class JournalCapTests: XCTestCase {
         try changed.write(to: oct)
         _ = try nextNight()
         XCTAssertEqual(try Data(contentsOf: oct), first)
+        // Bytes appended after the gzip member (which gunzip and zlib's gzread pass over): written
+        // again, so the file Run Info hashes is the one the night wrote.
+        try (first + Data("appended".utf8)).write(to: oct)
+        XCTAssertEqual(try nextNight().keptFiles, [])
+        XCTAssertEqual(try Data(contentsOf: oct), first)
 
         // A late October sale: the export lists it.
         try ws.write("inbox/receipts/late.jsonl", Receipt.response([Receipt.item("970", purchased: "2026-10-20T10:00:00Z")]))
@@ -125,6 +131,33 @@ final class JournalCapTests: XCTestCase {
         let own = try gunzip(other.root.appendingPathComponent("reports/2026-10-31/journal-2026-10-31.csv.gz")).split(separator: "\n")
         XCTAssertEqual(own.count, 13)
         XCTAssertTrue(own.contains { $0.contains(",801,") } && !own.contains { $0.contains(",901,") }, "\(own)")
+    }
+
+    /// Rows of an export are CSV records: a line break inside a quoted field is part of its
+    /// field (such an export was rewritten every night, its line count never matching), and
+    /// anything but exactly one whole gzip member is refused.
+    func testAnExportsRecordsAreCountedAsCSV() throws {
+        func gzip(_ text: String) throws -> Data {
+            let url = FileManager.default.temporaryDirectory.appendingPathComponent("records-\(UUID().uuidString).csv.gz")
+            defer { try? FileManager.default.removeItem(at: url) }
+            let gz = gzopen(url.path, "wb")
+            _ = text.utf8CString.withUnsafeBufferPointer { gzwrite(gz, $0.baseAddress, UInt32($0.count - 1)) }
+            gzclose(gz)
+            return try Data(contentsOf: url)
+        }
+        XCTAssertEqual(GzipCSVWriter.csvRecords(gzip: try gzip("A,B\n1,2\n")), 2)
+        XCTAssertEqual(GzipCSVWriter.csvRecords(gzip: try gzip("A,B\n\"two\nlines\",2\n\"say \"\"hi\"\"\",3\n")), 3)
+        // Over many of the reader's 128 KiB chunks, quotes and line breaks at every offset.
+        let many = "A,B\n" + (0..<60_000).map { $0 % 3 == 0 ? "\"a\nb \"\"\(String(repeating: "q", count: $0 % 7))\"\"\",\($0)\n" : "\($0),x\n" }.joined()
+        XCTAssertEqual(GzipCSVWriter.csvRecords(gzip: try gzip(many)), 60_001)
+        XCTAssertNil(GzipCSVWriter.csvRecords(gzip: try gzip("A,B\n\"open,2\n")), "a quote left open")
+        XCTAssertNil(GzipCSVWriter.csvRecords(gzip: try gzip("A,B\n1,2")), "no line end after the last record")
+        let whole = try gzip("A\n1\n")
+        XCTAssertNil(GzipCSVWriter.csvRecords(gzip: whole + Data([0])), "a byte after the member")
+        XCTAssertNil(GzipCSVWriter.csvRecords(gzip: whole + whole), "a second member")
+        XCTAssertNil(GzipCSVWriter.csvRecords(gzip: whole.dropLast()), "cut short")
+        XCTAssertNil(GzipCSVWriter.csvRecords(gzip: Data()))
+        XCTAssertNil(GzipCSVWriter.csvRecords(gzip: Data("A\n1\n".utf8)), "not gzip")
     }
 
     /// The gzip comment is read from the header whatever optional fields come before it, and
