@@ -38,6 +38,15 @@ public enum StoreBounds {
         return String(message.prefix(maxMessageCharacters - 60)) + "\u{2026} (cut here: \(count) characters in all)"
     }
 
+    /// Why a transaction whose refund (cancellation or revocation) is dated before its purchase
+    /// is not taken: a refund entry would land in a month before its sale, or before the
+    /// books' first sale of it.
+    public static func refundedBeforeBought(_ id: String, refundMs: Int64, purchaseMs: Int64) -> String {
+        let r = Day(epochMilliseconds: refundMs), p = Day(epochMilliseconds: purchaseMs)
+        return "transaction \(id) was refunded before it was bought: refund dated \(r), purchase \(p)"
+            + (r == p ? " (\((purchaseMs - refundMs + 999) / 1000) s earlier)" : "")
+    }
+
     /// The largest signed price accepted, in milliunits: 10 billion units of any currency, far
     /// above any App Store price, and small enough that no figure or sum of figures derived from
     /// it can overflow 64-bit minor units.

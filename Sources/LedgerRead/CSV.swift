@@ -46,6 +46,16 @@ public enum CSV {
         let u = s.utf8
         var i = u.startIndex
         var line = 1
+        func followedByLF(_ at: Substring.UTF8View.Index) -> Bool {
+            let next = u.index(after: at)
+            return next < u.endIndex && u[next] == UInt8(ascii: "\n")
+        }
+        /// The end of the line that starts at `from`: its LF, or a CR not followed by one.
+        func lineEnd(from: Substring.UTF8View.Index) -> Substring.UTF8View.Index {
+            var e = from
+            while e < u.endIndex && u[e] != UInt8(ascii: "\n") && !(u[e] == UInt8(ascii: "\r") && !followedByLF(e)) { e = u.index(after: e) }
+            return e
+        }
         while i < u.endIndex {
             let rowStart = i
             let rowLine = line
@@ -65,7 +75,7 @@ public enum CSV {
                         }
                         inQuotes = false
                     } else {
-                        if c == UInt8(ascii: "\n") { line += 1 }
+                        if c == UInt8(ascii: "\n") || (c == UInt8(ascii: "\r") && !followedByLF(i)) { line += 1 }
                         field.append(c)
                     }
                     i = u.index(after: i)
@@ -78,7 +88,9 @@ public enum CSV {
                 case UInt8(ascii: ","):
                     fields.append(String(decoding: field, as: UTF8.self)); field = []; quotedField = false
                 case UInt8(ascii: "\r"):
-                    break
+                    // CR LF ends the row at its LF; a CR alone (classic Mac line ends, still
+                    // written by some spreadsheet exports) ends it here.
+                    if !followedByLF(i) { line += 1; rowDone = true }
                 case UInt8(ascii: "\n"):
                     line += 1; rowDone = true
                 default:
@@ -89,8 +101,7 @@ public enum CSV {
             }
             if inQuotes || broken != nil {
                 // Refuse this row alone and go on at the line after its first line.
-                var firstLineEnd = rowStart
-                while firstLineEnd < u.endIndex && u[firstLineEnd] != UInt8(ascii: "\n") { firstLineEnd = u.index(after: firstLineEnd) }
+                let firstLineEnd = lineEnd(from: rowStart)
                 var rawEnd = firstLineEnd
                 if rawEnd > rowStart && u[u.index(before: rawEnd)] == UInt8(ascii: "\r") { rawEnd = u.index(before: rawEnd) }
                 let message: String
@@ -156,7 +167,13 @@ public struct CSVTable {
         let header = rows.removeFirst().fields.map(CSV.trimmed)
         self.header = header
         var index: [String: Int] = [:]
-        for (i, h) in header.enumerated() { index[h] = i }
+        for (i, h) in header.enumerated() {
+            // Two columns of one name: which one a row means cannot be told.
+            if !h.isEmpty, index[h] != nil {
+                throw ReadError.file(path, "header names column \(h) twice (columns \(index[h]! + 1) and \(i + 1)): which one holds the value cannot be told")
+            }
+            index[h] = i
+        }
         self.index = index
         self.rows = rows
         let missing = required.filter { index[$0] == nil }

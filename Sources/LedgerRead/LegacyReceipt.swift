@@ -16,6 +16,19 @@ public struct LegacyItem: Equatable {
     public var webOrderLineItemId: String?
     public var bundleId: String?
     public var isTrialPeriod: Bool = false
+    /// An id field (`transaction_id`, `original_transaction_id`, `product_id`) holding neither
+    /// a string nor a whole number written as digits, and its text: `9980000000000001.0`, `1e3`,
+    /// `-1` or `true` would name another transaction than the string Apple sent.
+    public var badIdentifier: (field: String, text: String)?
+
+    public static func == (a: LegacyItem, b: LegacyItem) -> Bool {
+        a.transactionId == b.transactionId && a.originalTransactionId == b.originalTransactionId && a.productId == b.productId
+            && a.quantity == b.quantity && a.purchaseMs == b.purchaseMs && a.expiresMs == b.expiresMs
+            && a.cancellationMs == b.cancellationMs && a.cancellationReason == b.cancellationReason
+            && a.appAccountToken == b.appAccountToken && a.webOrderLineItemId == b.webOrderLineItemId
+            && a.bundleId == b.bundleId && a.isTrialPeriod == b.isTrialPeriod
+            && a.badIdentifier?.field == b.badIdentifier?.field && a.badIdentifier?.text == b.badIdentifier?.text
+    }
 }
 
 /// A legacy verifyReceipt response body as Apple sent it, plus the wrapper fields
@@ -154,9 +167,21 @@ public enum LegacyReceiptParser {
 
     static func item<J: JSONReading>(_ d: J) -> LegacyItem {
         var it = LegacyItem()
-        it.transactionId = d["transaction_id"]?.scalarText
-        it.originalTransactionId = d["original_transaction_id"]?.scalarText
-        it.productId = d["product_id"]?.scalarText
+        // Apple writes ids as strings; some libraries rewrite them as JSON numbers, which are
+        // taken when written as plain digits (the same text as the string).
+        func identifier(_ field: String) -> String? {
+            guard let v = d[field] else { return nil }
+            switch v.scalar {
+            case .string(let s): return s
+            case .number(let n) where !n.isEmpty && n.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }): return n
+            default:
+                if it.badIdentifier == nil { it.badIdentifier = (field, v.scalarOrShape ?? "") }
+                return nil
+            }
+        }
+        it.transactionId = identifier("transaction_id")
+        it.originalTransactionId = identifier("original_transaction_id")
+        it.productId = identifier("product_id")
         it.quantity = d["quantity"]?.scalarOrShape
         it.purchaseMs = millis(d, "purchase_date", "purchase_date_ms")
         // iOS 6 `expires_date` holds milliseconds; iOS 7 has `expires_date_ms`.

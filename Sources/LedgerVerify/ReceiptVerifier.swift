@@ -93,6 +93,9 @@ public struct ReceiptVerifier {
     }
 
     func observation(_ it: LegacyItem, book: Book, bundleId: String?) -> Result<TransactionObservation, ItemProblem> {
+        if let bad = it.badIdentifier {
+            return .failure(ItemProblem("\(it.transactionId.map { "transaction \($0) has " } ?? "")\(bad.field) \(String(reflecting: String(bad.text.prefix(64)))): neither a string nor a whole number written as digits"))
+        }
         guard let id = it.transactionId, !id.isEmpty else { return .failure(ItemProblem("an item without transaction_id")) }
         guard StoreBounds.plausibleIdentifier(id) else {
             return .failure(ItemProblem("transaction_id \(String(reflecting: String(id.prefix(64)))) holds control characters or non-characters, or is over 256 bytes"))
@@ -110,6 +113,9 @@ public struct ReceiptVerifier {
         }
         if let c = it.cancellationMs, !StoreBounds.plausibleDate(c) {
             return .failure(ItemProblem("transaction \(id) has cancellation date \(Day(epochMilliseconds: c)), outside 2008-2099"))
+        }
+        if let c = it.cancellationMs, c < purchase {
+            return .failure(ItemProblem(StoreBounds.refundedBeforeBought(id, refundMs: c, purchaseMs: purchase)))
         }
         if let e = it.expiresMs, !StoreBounds.plausibleDate(e) {
             return .failure(ItemProblem("transaction \(id) has expires date \(Day(epochMilliseconds: e)), outside 2008-2099"))

@@ -34,6 +34,9 @@ extension SignedTransaction {
             guard StoreBounds.plausibleDate(r) else {
                 return .failure(.init("transaction \(transactionId) has revocation date \(Day(epochMilliseconds: r)), outside 2008-2099"))
             }
+            guard r >= purchase else {
+                return .failure(.init(StoreBounds.refundedBeforeBought(transactionId, refundMs: r, purchaseMs: purchase)))
+            }
             cancellation = r
             if revocationType == "REFUND_PRORATED", let p = revocationPercentage {
                 guard p > 0 && p <= 100_000 else {

@@ -128,6 +128,47 @@ final class HostileInputTests: XCTestCase {
         XCTAssertEqual(try saleEntries(), ["GOOD1", "GOOD2"])
     }
 
+    /// Ids are strings (Apple's) or whole numbers written as digits (some libraries rewrite the
+    /// strings as numbers: the same text). `9980000000000001.0` beside the string
+    /// `"9980000000000001"` posted one purchase twice; `true`, `-1`, `1e3` were ids too. A refund
+    /// dated before its purchase put a refund entry in a month before its sale.
+    func testIdentifierTypesAndRefundsBeforePurchases() throws {
+        func line(_ item: String) -> String { Self.response(items: item) }
+        let base = #"{"transaction_id": "X", "product_id": "coins.100", "quantity": "1", "purchase_date_ms": "1791194400000"}"#
+        let lines = [
+            base.replacingOccurrences(of: #""X""#, with: "9980000000000001.0"),
+            base.replacingOccurrences(of: #""X""#, with: #""9980000000000001""#),
+            base.replacingOccurrences(of: #""X""#, with: "9980000000000002"),
+            base.replacingOccurrences(of: #""X""#, with: "true"),
+            base.replacingOccurrences(of: #""X""#, with: "-1"),
+            base.replacingOccurrences(of: #""X""#, with: #""P1""#).replacingOccurrences(of: #""coins.100""#, with: "1e3"),
+            base.replacingOccurrences(of: #""X""#, with: #""O1", "original_transaction_id": 12.5"#),
+            base.replacingOccurrences(of: #""X""#, with: #""R1", "cancellation_date_ms": "1791194399000""#),
+            base.replacingOccurrences(of: #""X""#, with: #""R2", "cancellation_date_ms": "1790000000000""#),
+            base.replacingOccurrences(of: #""X""#, with: #""R3", "cancellation_date_ms": "1791194400000""#),
+        ].map(line)
+        try ws.write("inbox/receipts/ids.jsonl", lines.joined(separator: "\n") + "\n")
+        try ws.run("2026-11-03")
+        let sales = try ledger().read { try $0.rawRows("SELECT transaction_id FROM entry WHERE kind = 'sale' ORDER BY transaction_id") }.map { $0[0] }
+        XCTAssertEqual(sales, ["9980000000000001", "9980000000000002", "R3"])
+        let messages = try findings()
+        let expected = [
+            1: #"transaction_id "9980000000000001.0": neither a string nor a whole number written as digits"#,
+            4: #"transaction_id "true": neither"#,
+            5: #"transaction_id "-1": neither"#,
+            6: #"transaction P1 has product_id "1e3": neither"#,
+            7: #"transaction O1 has original_transaction_id "12.5": neither"#,
+            8: "transaction R1 was refunded before it was bought: refund dated 2026-10-05, purchase 2026-10-05 (1 s earlier)",
+            9: "transaction R2 was refunded before it was bought: refund dated 2026-09-21, purchase 2026-10-05",
+        ]
+        for (n, text) in expected {
+            XCTAssertTrue(messages.contains { $0.hasPrefix("inbox/receipts/ids.jsonl:\(n): ") && $0.contains(text) }, "line \(n): \(messages)")
+        }
+        XCTAssertEqual(messages.count, expected.count, "\(messages)")
+        // A refund at the very moment of its purchase is a refund.
+        XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT count(*) FROM entry WHERE kind = 'refund' AND transaction_id = 'R3'") }.first?.first, "1")
+    }
+
     /// An expiry of Int64.min on a subscription whose later renewal counts paid days crashed the
     /// tenure arithmetic; it is now an invalid item and the renewal posts.
     func testAbsurdExpiryInASubscriptionChainIsRefused() throws {
@@ -218,6 +259,29 @@ final class HostileInputTests: XCTestCase {
         XCTAssertEqual(try records("inbox/orders/noheader.csv").map(\.code), ["BAD_CSV"])
     }
 
+    /// An orders file with classic Mac line ends (a CR alone, still written by some spreadsheet
+    /// exports) was one long header row: every order in it was lost without a word. A header
+    /// naming a column twice was read with the last one winning.
+    func testOrdersWithCRLineEndsAndAmbiguousHeaders() throws {
+        let header = ReconciliationTests.header.replacingOccurrences(of: "\n", with: "")
+        try ws.write("inbox/orders/mac.csv", header + "\r" + "o1,a1,G1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\r"
+            + "o2,a2,G2,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,\"two\rlines\",\r\r"
+            + "o3,a3,G3,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\r\n"
+            + "o4,a4,G4,\"coins,1,100,2026-10-05T10:01:00Z,production,USA,,\r"
+            + "o5,a5,G5,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,")
+        try ws.write("inbox/orders/twice.csv", header + ",quantity\n" + "o9,a9,G9,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,,5\n")
+        try ws.run("2026-11-03")
+        let mac = try records("inbox/orders/mac.csv")
+        XCTAssertEqual(mac.map(\.line), [2, 3, 6, 7, 8], "\(mac)")
+        XCTAssertEqual(mac.map(\.outcome), ["verified", "verified", "verified", "rejected", "verified"], "\(mac)")
+        let orders = try ledger().read { try $0.rawRows("SELECT order_id, ifnull(app_account_token, '') FROM order_version ORDER BY id") }
+        XCTAssertEqual(orders.map { $0[0] }, ["o1", "o2", "o3", "o5"])
+        XCTAssertEqual(orders.first { $0[0] == "o2" }?[1], "two\rlines")
+        let twice = try records("inbox/orders/twice.csv")
+        XCTAssertEqual(twice.map(\.code), ["BAD_CSV"])
+        XCTAssertTrue(twice.first?.reason.contains("names column quantity twice (columns 5 and 12)") ?? false, "\(twice)")
+    }
+
     func testFractionsOfASecondOfAnyLength() {
         XCTAssertEqual(ISOTimestamp.milliseconds("2026-10-05T10:01:00.1Z"), Receipt.ms("2026-10-05T10:01:00Z") + 100)
         XCTAssertEqual(ISOTimestamp.milliseconds("2026-10-05T10:01:00.123456Z"), Receipt.ms("2026-10-05T10:01:00Z") + 123)
@@ -262,6 +326,7 @@ final class HostileInputTests: XCTestCase {
             (try tx("D-1970", purchase: 0), "D-1970", "outside 2008-2099"),
             (try tx("D-2100", purchase: 4_102_444_800_000), "D-2100", "outside 2008-2099"),
             (try tx("E-MIN", expires: Int64.min, product: "com.example.sub", original: "E-MIN"), "E-MIN", "expires date"),
+            (try tx("R-EARLY", extra: ["revocationDate": t0 - 2 * 86_400_000, "revocationReason": 0]), "R-EARLY", "was refunded before it was bought"),
         ]
         // A payload nested far too deep, and one nested 500 levels (both unsigned garbage).
         let header = TestSigner.base64URL(Data(#"{"alg":"ES256"}"#.utf8))
