@@ -70,7 +70,14 @@ public enum ConfigReader {
         }
         if let v = table["bundle_ids"] {
             guard let arr = v.array else { throw fail("bundle_ids", "must be an array of strings") }
-            c.bundleIds = try arr.map { guard let s = $0.string else { throw fail("bundle_ids", "must be an array of strings") }; return s }
+            c.bundleIds = try arr.map {
+                guard let s = $0.string, !s.trimmingCharacters(in: .whitespaces).isEmpty else { throw fail("bundle_ids", "must be an array of bundle ids (non-empty strings)") }
+                return s
+            }
+        }
+        // Without it every app's receipts would be taken as this one's revenue.
+        guard !c.bundleIds.isEmpty else {
+            throw fail("bundle_ids", "must name your app's bundle id (bundle_ids = [\"com.example.app\"]): receipts and signed data of any other app are rejected by it, and without it every app's would be posted as your revenue")
         }
         if let s = try string(table, "default_storefront", "default_storefront") { c.defaultStorefront = s }
         if let v = table["trusted_roots"] {

@@ -295,7 +295,11 @@ final class LockAndFailureTests: XCTestCase {
         for (text, named) in [("[comission]\nreduced = \"0.15\"\n", "comission: unknown setting"),
                               ("[commission]\nreduce = \"0.15\"\n", "commission.reduce: unknown setting in [commission]"),
                               ("[period]\nclosed_through = \"2026-09\"\n", "period: unknown setting"),
-                              ("bundle_id = [\"com.example.coins\"]\n", "bundle_id: unknown setting")] {
+                              ("bundle_id = [\"com.example.coins\"]\n", "bundle_id: unknown setting"),
+                              // Without bundle ids every app's receipts would be posted as this app's revenue.
+                              (TestWorkspace.defaultConfig.replacingOccurrences(of: "bundle_ids = [\"com.example.coins\"]", with: ""), "bundle_ids: must name your app's bundle id"),
+                              (TestWorkspace.defaultConfig.replacingOccurrences(of: "bundle_ids = [\"com.example.coins\"]", with: "bundle_ids = []"), "bundle_ids: must name"),
+                              (TestWorkspace.defaultConfig.replacingOccurrences(of: "bundle_ids = [\"com.example.coins\"]", with: "bundle_ids = [\" \"]"), "bundle_ids: must be an array of bundle ids")] {
             XCTAssertThrowsError(try ConfigReader.parse(text)) { error in
                 XCTAssertTrue("\(error)".contains("iapledger.toml") && "\(error)".contains(named), "\(error)")
             }
