@@ -12,13 +12,17 @@ public enum StoreBounds {
 
     /// An identifier (transaction, product, order, account) as stores and backends write them:
     /// 1 to 256 bytes, no control characters (C0, DEL, C1: SQLite text ends at a NUL, so an id
-    /// holding one would not read back as itself) and no non-characters (U+FDD0 to U+FDEF and
+    /// holding one would not read back as itself), no non-characters (U+FDD0 to U+FDEF and
     /// the last two code points of every plane: U+FFFE and U+FFFF cannot be written into a
-    /// workbook's XML at all).
+    /// workbook's XML at all) and no format characters (zero-width spaces and joiners, bidi
+    /// controls, the byte order mark: `"9920000000000002\u{200B}"` looks like a real id and
+    /// would be another transaction).
     public static func plausibleIdentifier(_ s: String) -> Bool {
         !s.isEmpty && s.utf8.count <= 256 && !s.unicodeScalars.contains { u in
             let v = u.value
+            if v >= 0x20 && v < 0x7F { return false }
             return v < 0x20 || (v >= 0x7F && v <= 0x9F) || (v >= 0xFDD0 && v <= 0xFDEF) || v & 0xFFFE == 0xFFFE
+                || u.properties.generalCategory == .format
         }
     }
 

@@ -52,7 +52,8 @@ public enum ExceptionsOutput {
             if rows.isEmpty { return "No exceptions.\n" }
             var out = ""
             for r in json {
-                out += "\(r.status.padding(toLength: 9, withPad: " ", startingAt: 0)) \(r.category.padding(toLength: 31, withPad: " ", startingAt: 0)) tx \(r.transaction_id) order \(r.order_id ?? "-") first seen \(r.first_seen) age \(r.age_days)d\n    \(r.detail)\n"
+                // A detail may quote an order's fields as read: no control character reaches the terminal.
+                out += "\(r.status.padding(toLength: 9, withPad: " ", startingAt: 0)) \(r.category.padding(toLength: 31, withPad: " ", startingAt: 0)) tx \(TerminalText.visible(r.transaction_id)) order \(TerminalText.visible(r.order_id ?? "-")) first seen \(r.first_seen) age \(r.age_days)d\n    \(TerminalText.visible(r.detail))\n"
             }
             return out + "\(rows.count) exception(s) as of \(asOf)\n"
         }

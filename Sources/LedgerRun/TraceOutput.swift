@@ -135,17 +135,7 @@ public enum TraceOutput {
         }
     }
 
-    static func visible(_ s: String) -> String {
-        var out = ""
-        for u in s.unicodeScalars {
-            if (u.value < 0x20 && u.value != 0x09) || (0x7F...0x9F).contains(u.value) {
-                out += "\\u{" + String(u.value, radix: 16, uppercase: true) + "}"
-            } else {
-                out.unicodeScalars.append(u)
-            }
-        }
-        return out
-    }
+    static func visible(_ s: String) -> String { TerminalText.visible(s) }
 
     public static func text(_ o: OrderTrace) -> String {
         var out = "Order \(o.order_id): \(o.versions.count) version(s)\n"

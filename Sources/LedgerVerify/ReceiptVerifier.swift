@@ -98,11 +98,11 @@ public struct ReceiptVerifier {
         }
         guard let id = it.transactionId, !id.isEmpty else { return .failure(ItemProblem("an item without transaction_id")) }
         guard StoreBounds.plausibleIdentifier(id) else {
-            return .failure(ItemProblem("transaction_id \(String(reflecting: String(id.prefix(64)))) holds control characters or non-characters, or is over 256 bytes"))
+            return .failure(ItemProblem("transaction_id \(String(reflecting: String(id.prefix(64)))) holds control, format or non-characters, or is over 256 bytes"))
         }
         guard let product = it.productId, !product.isEmpty else { return .failure(ItemProblem("transaction \(id) has no product_id")) }
         guard StoreBounds.plausibleIdentifier(product) else {
-            return .failure(ItemProblem("transaction \(id) has product_id \(String(reflecting: String(product.prefix(64)))): control characters, non-characters or over 256 bytes"))
+            return .failure(ItemProblem("transaction \(id) has product_id \(String(reflecting: String(product.prefix(64)))): control, format or non-characters, or over 256 bytes"))
         }
         let qText = it.quantity ?? "1"
         guard let q = Int64(qText), q > 0, q <= 1_000_000 else { return .failure(ItemProblem("transaction \(id) has quantity \"\(qText)\": not a whole number from 1 to 1000000")) }

@@ -4,11 +4,11 @@ extension SignedTransaction {
     /// The verified signed transaction as a store transaction, or why it cannot be one.
     public func observation() -> Result<TransactionObservation, SignedItemProblem> {
         guard StoreBounds.plausibleIdentifier(transactionId) else {
-            return .failure(.init("transactionId \(String(reflecting: String(transactionId.prefix(64)))) holds control characters or non-characters, or is over 256 bytes"))
+            return .failure(.init("transactionId \(String(reflecting: String(transactionId.prefix(64)))) holds control, format or non-characters, or is over 256 bytes"))
         }
         guard let product = productId, !product.isEmpty else { return .failure(.init("transaction \(transactionId) has no productId")) }
         guard StoreBounds.plausibleIdentifier(product) else {
-            return .failure(.init("transaction \(transactionId) has productId \(String(reflecting: String(product.prefix(64)))): control characters, non-characters or over 256 bytes"))
+            return .failure(.init("transaction \(transactionId) has productId \(String(reflecting: String(product.prefix(64)))): control, format or non-characters, or over 256 bytes"))
         }
         guard let purchase = purchaseDateMs else { return .failure(.init("transaction \(transactionId) has no purchaseDate")) }
         guard StoreBounds.plausibleDate(purchase) else {

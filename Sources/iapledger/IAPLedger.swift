@@ -105,7 +105,7 @@ func printSummary(_ r: NightlyRun.Result) {
     if !r.problems.isEmpty {
         let findings = r.problems.count - r.problemRecords
         print("  this run: \(r.problemRecords) record\(r.problemRecords == 1 ? "" : "s") still pending or rejected (not posted), \(findings) new finding\(findings == 1 ? "" : "s"); see Run Info in the workbook:")
-        for p in r.problems.prefix(10) { print("    \(p)") }
+        for p in r.problems.prefix(10) { print("    " + TerminalText.visible("\(p)")) }
         if r.problems.count > 10 { print("    ... and \(r.problems.count - 10) more") }
     }
     let kept = Set(r.keptFiles)
@@ -114,7 +114,8 @@ func printSummary(_ r: NightlyRun.Result) {
 
 /// One file of a set under `reports/`: written, or kept as it was.
 func printReportFile(_ url: URL, kept: Bool) {
-    print(kept ? "  kept \(url.path) (its entries and columns unchanged since it was written)" : "  wrote \(url.path)")
+    let path = TerminalText.visible(url.path)
+    print(kept ? "  kept \(path) (its entries and columns unchanged since it was written)" : "  wrote \(path)")
 }
 
 struct Balance: ParsableCommand {
@@ -269,7 +270,7 @@ struct Verify: ParsableCommand {
                 return
             }
             FileHandle.standardError.write(Data("verify: FAILED: \(report.problems.count) problem(s)\(report.firstFailingEntry.map { "; first failing entry #\($0)" } ?? "")\n".utf8))
-            for p in report.problems.prefix(50) { FileHandle.standardError.write(Data("  \(p)\n".utf8)) }
+            for p in report.problems.prefix(50) { FileHandle.standardError.write(Data("  \(TerminalText.visible("\(p)"))\n".utf8)) }
             if report.problems.count > 50 { FileHandle.standardError.write(Data("  ... and \(report.problems.count - 50) more\n".utf8)) }
             throw ExitCode.failure
         }

@@ -384,12 +384,12 @@ final class HostileInputTests: XCTestCase {
         try ws.run("2026-11-03")
         XCTAssertEqual(try saleEntries(), ["N4"])
         let messages = try findings()
-        XCTAssertTrue(messages.contains { $0.contains(":1: ") && $0.contains("holds control characters") }, "\(messages)")
+        XCTAssertTrue(messages.contains { $0.contains(":1: ") && $0.contains("holds control, format or non-characters") }, "\(messages)")
         XCTAssertTrue(messages.contains { $0.contains(":2: ") && $0.contains("over 256 bytes") }, "\(messages)")
         XCTAssertTrue(messages.contains { $0.contains(":3: ") && $0.contains("has product_id") }, "\(messages)")
         let orders = try records("inbox/orders/ids.csv")
         XCTAssertEqual(orders.map(\.outcome), ["rejected", "verified"])
-        XCTAssertTrue(orders[0].reason.contains("order_id \"ord\\0-1\" holds control characters"), orders[0].reason)
+        XCTAssertTrue(orders[0].reason.contains("order_id \"ord\\0-1\" holds control, format or non-characters"), orders[0].reason)
     }
 
     /// U+FFFE and U+FFFF are valid UTF-8 but have no place in XML: one in one cell made the
@@ -444,11 +444,12 @@ final class HostileInputTests: XCTestCase {
         XCTAssertEqual(XMLText.safe("a" + u(0xFFFE) + "b" + u(0xFFFF) + "c\u{0}d"), "a\u{FFFD}b\u{FFFD}c\u{FFFD}d")
         XCTAssertEqual(XMLText.safe(u(0xFFFE)), "\u{FFFD}")
         XCTAssertEqual(XMLText.safe(""), "")
-        for ok in ["2000000123", "com.example.coins.100", "caf\u{E9}", "\u{65E5}\u{672C}", "\u{FFFD}", "\u{1F600}", "\u{A0}"] {
+        for ok in ["2000000123", "com.example.coins.100", "caf\u{E9}", "\u{65E5}\u{672C}", "\u{FFFD}", "\u{1F600}", "\u{A0}", "a b"] {
             XCTAssertTrue(StoreBounds.plausibleIdentifier(ok), ok)
         }
         for bad in ["a\u{0}", "a\u{1F}", "a\u{7F}", "a\u{80}", "a\u{9F}", "a" + u(0xFDD0), "a" + u(0xFDEF), "a" + u(0xFFFE), "a" + u(0xFFFF),
-                    "a" + u(0x1FFFE), "a" + u(0x10FFFF), "", String(repeating: "7", count: 257)] {
+                    "a" + u(0x1FFFE), "a" + u(0x10FFFF), "", String(repeating: "7", count: 257),
+                    "9920000000000002\u{200B}", "99\u{202E}20", "\u{FEFF}99", "a\u{200D}b", "a\u{2066}b", "a\u{AD}b"] {
             XCTAssertFalse(StoreBounds.plausibleIdentifier(bad), String(reflecting: bad))
         }
     }
@@ -489,6 +490,15 @@ final class HostileInputTests: XCTestCase {
             let row = try XCTUnwrap(rejected.first { $0.first == "inbox/receipts/huge.jsonl:\(line)" }, "line \(line) in Rejected")
             XCTAssertTrue(row.count > 2 && row[2].contains("characters in all"), "line \(line): reason cell \(row.dropFirst(2).first ?? "(none)")")
         }
+    }
+
+    /// What reaches a terminal: every control and format character shown as an escape, so a
+    /// reason quoting `ESC [2J` cannot clear the run's summary, nor U+202E reorder it.
+    func testTerminalTextShowsControlAndFormatCharacters() {
+        XCTAssertEqual(TerminalText.visible("plain text\twith a tab"), "plain text\twith a tab")
+        XCTAssertEqual(TerminalText.visible("caf\u{E9} \u{65E5}"), "caf\u{E9} \u{65E5}")
+        XCTAssertEqual(TerminalText.visible("a\u{1B}[2Jb\nc\rd\u{7F}\u{85}"), #"a\u{1B}[2Jb\u{A}c\u{D}d\u{7F}\u{85}"#)
+        XCTAssertEqual(TerminalText.visible("id\u{202E}gnp.exe \u{200B}\u{FEFF}"), #"id\u{202E}gnp.exe \u{200B}\u{FEFF}"#)
     }
 
     func testCellTextIsCutToWhatACellHolds() {

@@ -202,6 +202,23 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertTrue(run.out.contains("MISSING_RULE 2001: "), run.out)
     }
 
+    /// A reason quotes what it refuses as it was read, and a file name is the sender's: an
+    /// escape sequence in either could clear the summary or move lines over others. The run's
+    /// summary and `exceptions` show them escaped; no ESC byte reaches the terminal.
+    func testTerminalOutputShowsEscapeSequencesEscaped() throws {
+        try ws.write("inbox/receipts/evil\u{1B}[1A.jsonl", Receipt.response([Receipt.item("3001", purchased: "2026-11-03T10:00:00Z")], environment: "Prod\\u001b[2J") + "\n")
+        try ws.write("inbox/orders/orders.csv", ReconciliationTests.header
+            + "ord-1,acct-1,3002,coins.100,1,100,2026-11-03T10:00:05Z,production,DEU,\"tok\u{1B}[2J\u{202E}\",\n")
+        let run = try cli(["run", "--workspace", ws.root.path, "--as-of", "2026-11-04", "--no-progress"])
+        XCTAssertEqual(run.status, 0, run.err)
+        XCTAssertFalse(run.out.utf8.contains(0x1B), run.out)
+        XCTAssertTrue(run.out.contains(#"evil\u{1B}[1A.jsonl:1: rejected: environment "Prod\u{1B}[2J""#), run.out)
+        let exceptions = try cli(["exceptions", "--workspace", ws.root.path])
+        XCTAssertEqual(exceptions.status, 0, exceptions.err)
+        XCTAssertFalse(exceptions.out.utf8.contains(0x1B), exceptions.out)
+        XCTAssertTrue(exceptions.out.contains("order ord-1"), exceptions.out)
+    }
+
     /// A free trial is verified and stored but moves no money: trace says "free", not "posted".
     func testTraceOfAFreeTrialSaysFreeNotPosted() throws {
         let dir = ws.root.appendingPathComponent("demo")

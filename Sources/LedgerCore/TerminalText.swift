@@ -1,0 +1,21 @@
+/// Text as a terminal may show it. Reasons and findings quote what they refuse as it was read,
+/// and file names are whatever a sender chose: an escape sequence in either (`ESC [2J` clears
+/// the screen, `ESC [1A` moves up a line) could hide lines of a run's summary, and a
+/// right-to-left override (U+202E) reorders what follows it. Every control character but tab
+/// (C0, DEL, C1) and every format character (bidi controls, zero-width spaces and joiners, the
+/// byte order mark) is shown as `\u{1B}` instead.
+public enum TerminalText {
+    public static func visible(_ s: String) -> String {
+        // Most text is printable ASCII: returned as it is.
+        if s.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F || $0 == 0x09 }) { return s }
+        var out = ""
+        for u in s.unicodeScalars {
+            if (u.value < 0x20 && u.value != 0x09) || (0x7F...0x9F).contains(u.value) || u.properties.generalCategory == .format {
+                out += "\\u{" + String(u.value, radix: 16, uppercase: true) + "}"
+            } else {
+                out.unicodeScalars.append(u)
+            }
+        }
+        return out
+    }
+}
