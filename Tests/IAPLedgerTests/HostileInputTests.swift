@@ -298,6 +298,17 @@ final class HostileInputTests: XCTestCase {
         XCTAssertThrowsError(try ws.run("2026-11-03")) { XCTAssertTrue("\($0)".contains("prices.csv"), "\($0)") }
     }
 
+    /// A price of 0 in the list made every sale of the product a "free trial", with no entry
+    /// and no finding: it is an error in the rules, naming file and line.
+    func testAPriceOfZeroInTheRulesStopsTheRun() throws {
+        for zero in ["0", "0.00"] {
+            try ws.write("rules/prices.csv", TestWorkspace.defaultPrices + "\ncoins.550,USA,\(zero),2026-10-15\n")
+            XCTAssertThrowsError(try ws.run("2026-11-03")) {
+                XCTAssertTrue("\($0)".contains("prices.csv") && "\($0)".contains("is not a decimal above 0"), "\($0)")
+            }
+        }
+    }
+
     /// Signed data with absurd values (signed with Apple's test keys, trusted via trusted_roots):
     /// a price of Int64.max in KWD overflowed the reporting amount; now each is a finding.
     func testHostileSignedTransactions() throws {
