@@ -41,7 +41,17 @@ public struct NightlyRun {
         /// Set when this run was a re-run of the last night that changed nothing: it recorded
         /// nothing and wrote the workbooks of that run (`runId`) again.
         public var nothingNewSinceRun: Int64? = nil
+        /// Files in the inbox folders that are not inputs by their names (`receipts.jsonl.gz`,
+        /// `notes.txt`), each with what the folder reads: listed every night they stay.
+        public var notRead: [String] = []
     }
+
+    /// What each inbox folder reads, by extension.
+    static let inputExtensions: [(folder: String, extensions: Set<String>, described: String)] = [
+        ("orders", ["csv"], "orders are *.csv"),
+        ("receipts", ["json", "jsonl"], "receipt responses are *.json or *.jsonl"),
+        ("signed", ["jws", "txt", "json", "jsonl"], "signed data is *.jws, *.txt, *.json or *.jsonl"),
+    ]
 
     public let workspace: Workspace
     public let asOf: Day
@@ -76,9 +86,12 @@ public struct NightlyRun {
         let verifier = ReceiptVerifier(bundleIds: config.bundleIds)
         let signedVerifier = try Self.signedDataVerifier(config: config, workspace: workspace)
 
-        let orderFiles = try workspace.inboxFiles("orders", extensions: ["csv"])
-        let receiptFiles = try workspace.inboxFiles("receipts", extensions: ["json", "jsonl"])
-        let signedFiles = try workspace.inboxFiles("signed", extensions: ["jws", "txt", "json", "jsonl"])
+        let orderFiles = try workspace.inboxFiles("orders", extensions: Self.inputExtensions[0].extensions)
+        let receiptFiles = try workspace.inboxFiles("receipts", extensions: Self.inputExtensions[1].extensions)
+        let signedFiles = try workspace.inboxFiles("signed", extensions: Self.inputExtensions[2].extensions)
+        let notRead = Self.inputExtensions.flatMap { f in
+            workspace.unreadInboxFiles(f.folder, extensions: f.extensions).map { "\($0): not read (\(f.described))" }
+        }
         let inputFiles = orderFiles.map { ($0, "orders") } + receiptFiles.map { ($0, "receipts") } + signedFiles.map { ($0, "signed") }
         let totalBytes = inputFiles.reduce(0) { $0 + Self.fileSize($1.0) }
         let progress = self.progress
@@ -195,7 +208,8 @@ public struct NightlyRun {
         CrashPoint.hit("report:done")
         return Result(runId: runId, asOf: asOf, counts: counts, filesRead: filesRead, filesSkipped: filesSkipped,
                       totals: totals, workbooks: files.map(\.url), keptFiles: files.filter(\.kept).map(\.url), problems: problems,
-                      problemRecords: nothingNewSince == nil ? notPosted.count : 0, nothingNewSinceRun: nothingNewSince)
+                      problemRecords: nothingNewSince == nil ? notPosted.count : 0, nothingNewSinceRun: nothingNewSince,
+                      notRead: notRead)
     }
 
     /// Posts every sale still waiting (new ones and those that waited for a rule) and every

@@ -132,6 +132,22 @@ public struct Workspace {
         return files
     }
 
+    /// The files of one inbox folder that are not read: not hidden (a name starting with `.`,
+    /// as transfers in progress and system files are, is passed over in silence) and without
+    /// one of `extensions` (`receipts.jsonl.gz`, `notes.txt`), by name, workspace-relative.
+    /// Folders are not listed (an `archive/` beside the inputs is common).
+    public func unreadInboxFiles(_ folder: String, extensions: Set<String>) -> [String] {
+        let dir = inboxURL.appendingPathComponent(folder)
+        guard let names = try? Self.fileNames(in: dir) else { return [] }
+        return names.filter { !$0.name.hasPrefix(".") && !extensions.contains(($0.name as NSString).pathExtension.lowercased()) }
+            .filter { entry in
+                var st = stat()
+                return stat(dir.appendingPathComponent(entry.name).path, &st) == 0 && st.st_mode & S_IFMT == S_IFREG
+            }
+            .map { "inbox/\(folder)/\($0.shown)" }
+            .sorted()
+    }
+
     /// The names in a folder, read as bytes: a name that is not UTF-8 would come back from
     /// Foundation with replacement characters, naming a file that does not exist. Such a name
     /// comes back decoded with replacement characters and `invalid` set, with `shown` escaping its bytes.

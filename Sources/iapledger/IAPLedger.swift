@@ -108,6 +108,11 @@ func printSummary(_ r: NightlyRun.Result) {
         for p in r.problems.prefix(10) { print("    " + TerminalText.visible("\(p)")) }
         if r.problems.count > 10 { print("    ... and \(r.problems.count - 10) more") }
     }
+    if !r.notRead.isEmpty {
+        print("  inbox files not read, by their names (rename or move them):")
+        for line in r.notRead.prefix(10) { print("    " + TerminalText.visible(line)) }
+        if r.notRead.count > 10 { print("    ... and \(r.notRead.count - 10) more") }
+    }
     let kept = Set(r.keptFiles)
     for w in r.workbooks { printReportFile(w, kept: kept.contains(w)) }
 }

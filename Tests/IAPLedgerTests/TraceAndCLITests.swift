@@ -219,6 +219,23 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertTrue(exceptions.out.contains("order ord-1"), exceptions.out)
     }
 
+    /// A file the inbox does not read by its name (a gzipped day of receipts, a note) was
+    /// passed over without a word: the run lists it, every night it stays. Hidden files
+    /// (transfers in progress) and folders are passed over in silence.
+    func testInboxFilesNotReadAreListed() throws {
+        try ws.write("inbox/receipts/day.jsonl", Receipt.response([Receipt.item("4001", purchased: "2026-11-03T10:00:00Z")]) + "\n")
+        try ws.write("inbox/receipts/day2.jsonl.gz", "not read")
+        try ws.write("inbox/receipts/.day3.jsonl.part", "in transfer")
+        try ws.write("inbox/receipts/archive/old.jsonl", "kept aside")
+        try ws.write("inbox/orders/notes.txt", "a note")
+        let r = try ws.run("2026-11-04")
+        XCTAssertEqual(r.notRead, ["inbox/orders/notes.txt: not read (orders are *.csv)",
+                                   "inbox/receipts/day2.jsonl.gz: not read (receipt responses are *.json or *.jsonl)"])
+        let run = try cli(["run", "--workspace", ws.root.path, "--as-of", "2026-11-05", "--no-progress"])
+        XCTAssertEqual(run.status, 0, run.err)
+        XCTAssertTrue(run.out.contains("inbox files not read, by their names (rename or move them):\n    inbox/orders/notes.txt: not read (orders are *.csv)\n"), run.out)
+    }
+
     /// A free trial is verified and stored but moves no money: trace says "free", not "posted".
     func testTraceOfAFreeTrialSaysFreeNotPosted() throws {
         let dir = ws.root.appendingPathComponent("demo")
