@@ -44,6 +44,9 @@ public struct NightlyRun {
         /// Files in the inbox folders that are not inputs by their names (`receipts.jsonl.gz`,
         /// `notes.txt`), each with what the folder reads: listed every night they stay.
         public var notRead: [String] = []
+        /// Entries dated after the as-of date (a purchase or refund dated in the future of the
+        /// night: posted, in none of its workbooks), and the latest of their dates.
+        public var datedAfterAsOf: (count: Int, latest: Day?) = (0, nil)
     }
 
     /// What each inbox folder reads, by extension.
@@ -199,6 +202,7 @@ public struct NightlyRun {
                 """)
         }
         let totals = try ledger.read { try $0.totals() }
+        let datedAfter = try ledger.read { try $0.entriesDated(after: asOf) }
         // What this run read and could not post, as it stands at the end of the run.
         let notPosted = try ledger.read { try $0.recordProblems() }.filter { $0.runId == runId && !$0.resolved }
             .map { "\($0.path):\($0.line): \($0.outcome): \($0.reason)" }
@@ -209,7 +213,7 @@ public struct NightlyRun {
         return Result(runId: runId, asOf: asOf, counts: counts, filesRead: filesRead, filesSkipped: filesSkipped,
                       totals: totals, workbooks: files.map(\.url), keptFiles: files.filter(\.kept).map(\.url), problems: problems,
                       problemRecords: nothingNewSince == nil ? notPosted.count : 0, nothingNewSinceRun: nothingNewSince,
-                      notRead: notRead)
+                      notRead: notRead, datedAfterAsOf: datedAfter)
     }
 
     /// Posts every sale still waiting (new ones and those that waited for a rule) and every

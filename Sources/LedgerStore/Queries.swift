@@ -175,6 +175,16 @@ extension LedgerReader {
             """), arguments: StatementArguments(closedArgs + (withLive ? liveArgs : []))).map(Self.trialBalanceRow)
     }
 
+    /// The entries dated after `day` (posted, in the books from their dates, in no report as of
+    /// `day`), and the latest date among them. Read from the index of entry dates.
+    public func entriesDated(after day: Day) throws -> (count: Int, latest: Day?) {
+        let r = try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT count(*), max(date) FROM entry WHERE book IN ('production', 'sandbox') AND date > ?
+            """), arguments: [day.description])
+        let latest: String? = r?[1]
+        return (r?[0] ?? 0, latest.flatMap { Day(iso: $0) })
+    }
+
     /// The trial balance added up from every posting (`verify`, and the tests of the month totals).
     public func trialBalanceFromPostings(book: Book?, through: Day? = nil) throws -> [TrialBalanceRow] {
         let (filter, args) = Self.entryFilter(book: book, from: nil, through: through)

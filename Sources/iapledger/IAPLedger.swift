@@ -108,6 +108,10 @@ func printSummary(_ r: NightlyRun.Result) {
         for p in r.problems.prefix(10) { print("    " + TerminalText.visible("\(p)")) }
         if r.problems.count > 10 { print("    ... and \(r.problems.count - 10) more") }
     }
+    if r.datedAfterAsOf.count > 0, let latest = r.datedAfterAsOf.latest {
+        let n = r.datedAfterAsOf.count
+        print("  \(n) entr\(n == 1 ? "y is" : "ies are") dated after \(r.asOf) (the latest \(latest)): in the ledger, in no workbook as of \(r.asOf) (`iapledger balance --through \(latest)` includes \(n == 1 ? "it" : "them"))")
+    }
     if !r.notRead.isEmpty {
         print("  inbox files not read, by their names (rename or move them):")
         for line in r.notRead.prefix(10) { print("    " + TerminalText.visible(line)) }
@@ -132,12 +136,27 @@ struct Balance: ParsableCommand {
     @OptionGroup var ws: WorkspaceOption
     @Option(help: "Which book: production, sandbox or all.") var book: BookChoice = .all
     @Option(help: "Output format: table, csv or json.") var format: Format = .table
+    @Option(help: "Entries dated on or before this day, YYYY-MM-DD (default: the last run's as-of date, as its Trial Balance sheet; `all` for every entry).")
+    var through: String?
 
     func run() throws {
         try runReporting {
             let (config, ledger) = try Workspace(ws.url).openExistingLedger()
-            let rows = try ledger.read { try $0.trialBalance(book: book == .all ? nil : Book(rawValue: book.rawValue)) }
+            let day: Day?
+            switch through {
+            case "all"?: day = nil
+            case let text?:
+                guard let d = Day(iso: text) else { throw ValidationError("--through must be a date YYYY-MM-DD or all") }
+                day = d
+            case nil: day = try ledger.read { try $0.lastAsOf() }
+            }
+            let rows = try ledger.read { try $0.trialBalance(book: book == .all ? nil : Book(rawValue: book.rawValue), through: day) }
             print(BalanceOutput.render(rows, format: format.rawValue, reportingCurrency: config.reportingCurrency), terminator: "")
+            // Entries dated later are left out, as on the Trial Balance sheet: said, on stderr so
+            // that csv and json stay data.
+            if let day, case let later = try ledger.read({ try $0.entriesDated(after: day) }), later.count > 0, let latest = later.latest {
+                FileHandle.standardError.write(Data("balance through \(day): \(later.count) entr\(later.count == 1 ? "y" : "ies") dated after it (the latest \(latest)) left out; `--through \(latest)` or `--through all` includes \(later.count == 1 ? "it" : "them")\n".utf8))
+            }
         }
     }
 }

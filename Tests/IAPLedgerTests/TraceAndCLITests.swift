@@ -236,6 +236,32 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertTrue(run.out.contains("inbox files not read, by their names (rename or move them):\n    inbox/orders/notes.txt: not read (orders are *.csv)\n"), run.out)
     }
 
+    /// A purchase dated after the night's as-of date is posted (in the books from its date) but
+    /// in none of that night's workbooks: the run says so, and `balance` stops where the Trial
+    /// Balance sheet does (the last run's as-of date), saying what it leaves out.
+    func testEntriesDatedAfterTheAsOfDateAreSaidAndBalanceMatchesTheSheet() throws {
+        try ws.write("inbox/receipts/day.jsonl", Receipt.response([Receipt.item("5001", purchased: "2026-11-03T10:00:00Z")]) + "\n"
+                     + Receipt.response([Receipt.item("5002", purchased: "2030-03-17T10:00:00Z")]) + "\n")
+        let run = try cli(["run", "--workspace", ws.root.path, "--as-of", "2026-11-04", "--no-progress"])
+        XCTAssertEqual(run.status, 0, run.err)
+        XCTAssertTrue(run.out.contains("1 entry is dated after 2026-11-04 (the latest 2030-03-17): in the ledger, in no workbook as of 2026-11-04"), run.out)
+        func total(_ args: [String]) throws -> (receivable: Int, err: String) {
+            let r = try cli(["balance", "--format", "json", "--workspace", ws.root.path] + args)
+            XCTAssertEqual(r.status, 0, r.err)
+            let rows = try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as! [[String: Any]]
+            return (rows.filter { ($0["account"] as! String).contains("Receivable") }.map { $0["debit_minor"] as! Int }.reduce(0, +), r.err)
+        }
+        let asOf = try total([]), all = try total(["--through", "all"]), later = try total(["--through", "2030-03-17"])
+        XCTAssertEqual(asOf.receivable * 2, all.receivable, "one of the two sales by default, both with --through all")
+        XCTAssertEqual(later.receivable, all.receivable)
+        XCTAssertTrue(asOf.err.contains("balance through 2026-11-04: 1 entry dated after it (the latest 2030-03-17) left out"), asOf.err)
+        XCTAssertEqual(all.err, "")
+        // The sheet and the command agree.
+        let sheet = try XCTUnwrap(try XLSXReader.sheets(ws.root.appendingPathComponent("reports/2026-11-04/finance-2026-11-04.xlsx"))["Trial Balance"])
+        let receivableRow = try XCTUnwrap(sheet.first { $0.count > 3 && $0[1].contains("Receivable") }, "\(sheet)")
+        XCTAssertEqual(XLSXReader.minor(receivableRow[3], decimals: 2).map(Int.init), asOf.receivable, "\(receivableRow)")
+    }
+
     /// A free trial is verified and stored but moves no money: trace says "free", not "posted".
     func testTraceOfAFreeTrialSaysFreeNotPosted() throws {
         let dir = ws.root.appendingPathComponent("demo")
