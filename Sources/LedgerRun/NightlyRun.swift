@@ -937,6 +937,10 @@ struct Ingest {
         let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256, statKey: input.statKey,
                                         sizeBytes: Int64(input.sizeBytes), records: hashes.count, newRecords: fresh.count)
         counts.skipped += hashes.count - fresh.count
+        if !seen.isEmpty && !hashes.isEmpty {
+            try writer.resolveWholeFileRejections(path: input.path, fileId: fileId, runId: runId,
+                                                  note: "\(input.path) was read again, whole (\(hashes.count) record\(hashes.count == 1 ? "" : "s"))")
+        }
         return (fileId, fresh)
     }
 

@@ -358,6 +358,21 @@ public final class LedgerWriter: LedgerReader {
         return db.changesCount
     }
 
+    /// Resolves the open whole-file rejections (`EMPTY_FILE`, `INVALID_UTF8`, `FILE_TOO_LARGE`)
+    /// of earlier versions of `path`, now that a version of it was read with records: an empty
+    /// file (a transfer that failed?) that later arrived whole no longer waits for anyone.
+    /// Returns how many.
+    @discardableResult
+    public func resolveWholeFileRejections(path: String, fileId: Int64, runId: Int64, note: String) throws -> Int {
+        try db.cachedStatement(sql: """
+            UPDATE source_record INDEXED BY source_record_open SET resolved_run_id = ?, resolved_note = ?
+            WHERE outcome <> 'verified' AND outcome = 'rejected' AND resolved_run_id IS NULL
+              AND reason_code IN ('EMPTY_FILE', 'INVALID_UTF8', 'FILE_TOO_LARGE')
+              AND file_id IN (SELECT id FROM source_file WHERE path = ? AND id <> ?)
+            """).execute(arguments: [runId, note, path, fileId])
+        return db.changesCount
+    }
+
     private func loadUnverifiedIds() throws -> Set<String> {
         if let s = unverifiedIds { return s }
         let s = Set(try String.fetchAll(db, sql: "SELECT DISTINCT transaction_id FROM unverified_record_transaction"))

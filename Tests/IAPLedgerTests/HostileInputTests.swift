@@ -197,10 +197,19 @@ final class HostileInputTests: XCTestCase {
             XCTAssertEqual(r.first?.line, 1, path)
         }
         XCTAssertEqual(try records("inbox/receipts/empty-array.json").count, 0, "an empty array is a file with no records")
-        // A file that later gets content is read again, its records counted.
+        // A file that later gets content is read again, its records counted, and its EMPTY_FILE
+        // rejection is resolved (it stayed open for ever, asking about a transfer that had
+        // since arrived); the other empty files' stay open.
         try ws.write("inbox/receipts/empty.jsonl", good("LATE") + "\n")
-        try ws.run("2026-11-04")
+        let later = try ws.run("2026-11-04")
         XCTAssertTrue(try saleEntries().contains("LATE"))
+        let open = try ledger().read { try $0.recordProblems() }.filter { !$0.resolved }.map(\.path)
+        XCTAssertEqual(Set(open), ["inbox/receipts/blank.json", "inbox/orders/empty.csv", "inbox/signed/blank.jws"])
+        let note = try ledger().read { try $0.rawRows("""
+            SELECT r.resolved_run_id, r.resolved_note FROM source_record r JOIN source_file f ON f.id = r.file_id
+            WHERE f.path = 'inbox/receipts/empty.jsonl' AND r.reason_code = 'EMPTY_FILE'
+            """) }
+        XCTAssertEqual(note, [["\(later.runId)", "inbox/receipts/empty.jsonl was read again, whole (1 record)"]])
     }
 
     /// A `.json` array cut off mid-way: the complete records are read, the cut one is rejected.
