@@ -20,6 +20,9 @@ public struct LegacyItem: Equatable {
     /// a string nor a whole number written as digits, and its text: `9980000000000001.0`, `1e3`,
     /// `-1` or `true` would name another transaction than the string Apple sent.
     public var badIdentifier: (field: String, text: String)?
+    /// Set when the response lists this transaction twice (`in_app` and `latest_receipt_info`)
+    /// with a different product or quantity: which one is true cannot be told.
+    public var disagreement: String?
 
     public static func == (a: LegacyItem, b: LegacyItem) -> Bool {
         a.transactionId == b.transactionId && a.originalTransactionId == b.originalTransactionId && a.productId == b.productId
@@ -28,6 +31,7 @@ public struct LegacyItem: Equatable {
             && a.appAccountToken == b.appAccountToken && a.webOrderLineItemId == b.webOrderLineItemId
             && a.bundleId == b.bundleId && a.isTrialPeriod == b.isTrialPeriod
             && a.badIdentifier?.field == b.badIdentifier?.field && a.badIdentifier?.text == b.badIdentifier?.text
+            && a.disagreement == b.disagreement
     }
 }
 
@@ -150,6 +154,16 @@ public enum LegacyReceiptParser {
         for it in items {
             guard let id = it.transactionId else { anonymous.append(it); continue }
             if var existing = byId[id] {
+                if existing.disagreement == nil {
+                    func q(_ text: String?) -> String { text.flatMap { Int64($0) }.map(String.init) ?? text ?? "1" }
+                    if existing.productId != it.productId {
+                        existing.disagreement = "product \(existing.productId ?? "(none)") or \(it.productId ?? "(none)")"
+                    } else if q(existing.quantity) != q(it.quantity) {
+                        existing.disagreement = "quantity \(q(existing.quantity)) or \(q(it.quantity))"
+                    }
+                    // Purchase dates are not compared: real responses differ there (a subscription's
+                    // `in_app` and `latest_receipt_info` 16 minutes apart, one with milliseconds).
+                }
                 if existing.cancellationMs == nil, let c = it.cancellationMs {
                     existing.cancellationMs = c
                     existing.cancellationReason = it.cancellationReason

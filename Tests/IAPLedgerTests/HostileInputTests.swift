@@ -169,6 +169,24 @@ final class HostileInputTests: XCTestCase {
         XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT count(*) FROM entry WHERE kind = 'refund' AND transaction_id = 'R3'") }.first?.first, "1")
     }
 
+    /// A response listing one transaction in `in_app` and in `latest_receipt_info` with another
+    /// quantity (or product) posted the `in_app` one without a word; it is an
+    /// invalid item now. Listed twice alike (one carrying the refund) it posts once, refunded.
+    func testATransactionListedTwiceInOneResponseMustAgree() throws {
+        let d1 = #"{"transaction_id": "D1", "product_id": "coins.100", "quantity": "1", "purchase_date_ms": "1791194400000"}"#
+        let d2 = #"{"transaction_id": "D2", "product_id": "coins.100", "quantity": "1", "purchase_date_ms": "1791194400000"}"#
+        let response = #"{"status": 0, "environment": "Production", "receipt": {"bundle_id": "com.example.coins", "in_app": ["# + d1 + ", " + d2 + "]}, "
+            + #""latest_receipt_info": ["# + d1.replacingOccurrences(of: #""quantity": "1""#, with: #""quantity": 3"#) + ", "
+            + d2.replacingOccurrences(of: #""quantity": "1""#, with: #""quantity": 1, "cancellation_date_ms": "1791280800000""#) + "]}"
+        try ws.write("inbox/receipts/twice.jsonl", response + "\n")
+        try ws.run("2026-11-03")
+        XCTAssertEqual(try saleEntries(), ["D2"])
+        let messages = try findings()
+        XCTAssertEqual(messages.count, 1, "\(messages)")
+        XCTAssertTrue(messages.first?.contains(#"transaction "D1" is listed twice in the response with a different quantity 1 or 3"#) ?? false, "\(messages)")
+        XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT kind FROM entry WHERE transaction_id = 'D2' ORDER BY id") }.map { $0[0] }, ["sale", "refund"])
+    }
+
     /// An expiry of Int64.min on a subscription whose later renewal counts paid days crashed the
     /// tenure arithmetic; it is now an invalid item and the renewal posts.
     func testAbsurdExpiryInASubscriptionChainIsRefused() throws {
