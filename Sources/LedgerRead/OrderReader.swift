@@ -96,6 +96,10 @@ public enum OrderReader {
         if !reversed.isEmpty && ISOTimestamp.milliseconds(reversed) == nil {
             return bad("reversed_at \"\(reversed)\" is not an ISO 8601 timestamp (order \(orderId))")
         }
+        // A credit taken back before it was given: the row contradicts itself.
+        if let r = ISOTimestamp.milliseconds(reversed), r < ms {
+            return bad("reversed_at \(reversed) is before credited_at \(at) (order \(orderId))")
+        }
         func opt(_ c: String) -> String? { let v = t.value(row, c); return v.isEmpty ? nil : v }
         return .success(OrderRecord(orderId: orderId, accountId: account, transactionId: opt("transaction_id"), productId: product,
                                     quantity: q, creditedUnits: units, creditedAt: at, creditedMs: ms, environment: env,

@@ -267,11 +267,13 @@ final class HostileInputTests: XCTestCase {
             ("o14,a14,G14,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,", true, ""),
             ("o15,a15,G15,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,\"a token\nover two lines\",", true, ""),
             ("o16,a16,G16,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,", true, ""),
+            ("o17,a17,G17,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,2026-10-05T10:00:59Z", false,
+             "reversed_at 2026-10-05T10:00:59Z is before credited_at 2026-10-05T10:01:00Z (order o17)"),
         ]
         try ws.write("inbox/orders/o.csv", ReconciliationTests.header + rows.map(\.row).joined(separator: "\n") + "\n")
         try ws.run("2026-11-03")
         let r = try records("inbox/orders/o.csv")
-        XCTAssertEqual(r.map(\.line), [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18], "\(r)")
+        XCTAssertEqual(r.map(\.line), [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19], "\(r)")
         for (i, (row, ok, reason)) in rows.enumerated() where i < r.count {
             XCTAssertEqual(r[i].outcome, ok ? "verified" : "rejected", "\(row): \(r[i].reason)")
             if !ok { XCTAssertTrue(r[i].reason.contains(reason), "\(row): \(r[i].reason)") }
