@@ -889,7 +889,14 @@ struct Ingest {
             counts.rejected += 1
             return
         }
-        let (fileId, fresh) = try addFile(input, hashes: hashes, seen: seen)
+        // A valid row whose bytes are a version the order already has (a file sent again under
+        // another name) is already read: stored as a new version it would bring back what a
+        // later version replaced (a reversal undone).
+        let w = writer
+        let (fileId, fresh) = try addFile(input, hashes: hashes, seen: seen) { i in
+            guard case .success(let o) = rows[i].result else { return false }
+            return try w.orderHasVersion(orderId: o.orderId, sha256: hashes[i])
+        }
         for i in fresh {
             let row = rows[i], raw = texts[i], sha = hashes[i]
             counts.read += 1
@@ -932,8 +939,12 @@ struct Ingest {
     /// ledger); the others count as skipped. Positions, not copies: copying a day's parsed
     /// records into new arrays cost the writer's thread more than a tenth of a second per
     /// 100,000 records.
-    mutating func addFile(_ input: InputFile, hashes: [String], seen: Set<String>) throws -> (fileId: Int64, fresh: [Int]) {
-        let fresh = seen.isEmpty ? Array(hashes.indices) : hashes.indices.filter { !seen.contains(hashes[$0]) }
+    /// - Parameter alsoRead: whether the record at a position was read before in another way
+    ///   (an order's version sent again in another file).
+    mutating func addFile(_ input: InputFile, hashes: [String], seen: Set<String>,
+                          alsoRead: ((Int) throws -> Bool)? = nil) throws -> (fileId: Int64, fresh: [Int]) {
+        var fresh = seen.isEmpty ? Array(hashes.indices) : hashes.indices.filter { !seen.contains(hashes[$0]) }
+        if let alsoRead { fresh = try fresh.filter { try !alsoRead($0) } }
         let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256, statKey: input.statKey,
                                         sizeBytes: Int64(input.sizeBytes), records: hashes.count, newRecords: fresh.count)
         counts.skipped += hashes.count - fresh.count

@@ -671,6 +671,18 @@ public final class LedgerWriter: LedgerReader {
             """)).map { (Book(rawValue: $0[0])!, $0[1], Day(iso: $0[2] as String)!) }
     }
 
+    /// Whether order `orderId` already has a version read from a record of these bytes.
+    public func orderHasVersion(orderId: String, sha256: String) throws -> Bool {
+        var f = FastStatement(try db.cachedStatement(sql: """
+            SELECT EXISTS (SELECT 1 FROM order_version v JOIN source_record r ON r.id = v.record_id
+                           WHERE v.order_id = ? AND r.record_sha256 = ?)
+            """), in: db)
+        f.bind(orderId); f.bind(sha256)
+        var found = false
+        try f.forEachRow { found = $0.int64(0) != 0 }
+        return found
+    }
+
     public func insertOrderVersion(orderId: String, recordId: Int64, accountId: String, transactionId: String?,
                                    productId: String, quantity: Int64, creditedUnits: Int64, creditedAt: String,
                                    creditedMs: Int64, environment: String, storefront: String?,
