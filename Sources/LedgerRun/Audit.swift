@@ -76,10 +76,27 @@ public struct Audit {
                 case .refundReversal:
                     guard let refund = refunds[key] else { fail("a refund reversal with no earlier refund entry"); break }
                     let negated = refund.postings.map { PostingDraft(account: $0.account, currency: $0.currency, amountMinor: -$0.amountMinor, reportingAmountMinor: -$0.reportingAmountMinor) }
-                    if negated != e.postings { fail("is not the exact negation of its refund") } else { report.rederived += 1 }
+                    if negated != e.postings { fail("is not the exact negation of its refund"); break }
+                    // Only Apple's REFUND_REVERSED notification asks for a reversal: one must be
+                    // stored for the transaction, and its record must verify as one again.
+                    if let why = try rederiveReversal(e, reader: r, signedVerifier: signedVerifier) { fail(why) } else { report.rederived += 1 }
                 }
             }
             report.chainHead = previous
+            // Every stored refund is one a source record of its transaction reports: a refund
+            // date written into the ledger by hand would be posted by the next night.
+            for refund in try r.storedRefunds() {
+                if let why = try refundSupport(refund, reader: r, receiptVerifier: receiptVerifier, signedVerifier: signedVerifier) {
+                    report.problems.append(Problem(entryId: nil, message: "transaction \(refund.transactionId): \(why)"))
+                }
+            }
+            // A sale is `posted` exactly when its sale entry exists: a status set by hand would
+            // hide a sale waiting for a rule (it would never post) or list an entry as waiting.
+            for m in try r.saleStatusMismatches() {
+                report.problems.append(Problem(entryId: nil, message: m.hasSale
+                    ? "transaction \(m.transactionId) has a sale entry but its status is \(m.status): the status was changed after it was posted"
+                    : "transaction \(m.transactionId) is marked posted but has no sale entry: its status was changed by hand, and its sale will never post"))
+            }
             for run in try r.runChainHeads() {
                 report.runHeads.append(run)
                 guard let head = run.head else {
@@ -158,7 +175,14 @@ public struct Audit {
                 report.problems.append(Problem(entryId: nil, message: "the month totals (\(name)) differ from the postings and entries they sum: \(first)"))
             }
         }
-        report.problems.sort { ($0.entryId ?? Int64.max) < ($1.entryId ?? Int64.max) }
+        // Problems of the schema first (an altered view or a dropped trigger is the cause of
+        // what follows from it), then by entry.
+        report.problems.sort {
+            let a = $0.message.hasPrefix("the ledger's ") || $0.message.hasPrefix("the ledger holds "),
+                b = $1.message.hasPrefix("the ledger's ") || $1.message.hasPrefix("the ledger holds ")
+            if a != b { return a }
+            return ($0.entryId ?? Int64.max) < ($1.entryId ?? Int64.max)
+        }
         return report
     }
 
@@ -194,8 +218,13 @@ public struct Audit {
         if obs.productId != stored.productId || obs.productId != e.productId { differences.append("product") }
         if obs.quantity != stored.quantity { differences.append("quantity") }
         if obs.purchaseMs != stored.purchaseMs || Day(epochMilliseconds: obs.purchaseMs) != e.originalDate { differences.append("purchase date") }
-        if obs.book != e.book { differences.append("environment") }
+        if obs.book != e.book || obs.book != stored.book { differences.append("environment") }
         if obs.priceMilliunits != stored.priceMilliunits { differences.append("price") }
+        if obs.originalTransactionId != stored.originalTransactionId { differences.append("original transaction") }
+        if obs.appAccountToken != stored.appAccountToken { differences.append("app account token") }
+        if obs.expiresMs != stored.expiresMs { differences.append("expiry date") }
+        if obs.storefront != stored.storefront || obs.currency != stored.currency { differences.append("storefront or currency") }
+        if obs.isFreeTrial != stored.isFreeTrial || obs.hasOffer != stored.hasOffer { differences.append("trial or offer") }
         if !differences.isEmpty { return "its source record \(where_) differs from the stored transaction in \(differences.joined(separator: ", "))" }
 
         let r = e.rules
@@ -213,6 +242,39 @@ public struct Audit {
         let postings = PostingRule.postings(kind: .sale, figures: figures)
         if postings != e.postings { return "re-derived from \(where_) and its recorded rules, the postings differ: expected \(Self.describe(postings)), stored \(Self.describe(e.postings))" }
         return nil
+    }
+
+    /// Nil when a source record of the transaction reports its stored refund (the same date and
+    /// percentage); otherwise why not.
+    func refundSupport(_ refund: (transactionId: String, cancellationMs: Int64, percentage: Int64?), reader: LedgerReader,
+                       receiptVerifier: ReceiptVerifier, signedVerifier: SignedDataVerifier) throws -> String? {
+        let sources = try reader.sources(of: refund.transactionId)
+        var verified = 0
+        for s in sources {
+            guard case .success(let o) = Self.observation(of: refund.transactionId, kind: s.kind, path: s.path, raw: s.raw,
+                                                          receiptVerifier: receiptVerifier, signedVerifier: signedVerifier) else { continue }
+            verified += 1
+            if o.cancellationMs == refund.cancellationMs, o.revocationPercentage == refund.percentage { return nil }
+        }
+        // Sources that no longer verify at all are reported with the sale they brought.
+        if verified == 0 && !sources.isEmpty { return nil }
+        return "its stored refund (dated \(Day(epochMilliseconds: refund.cancellationMs))) is reported by none of its \(sources.count) source record\(sources.count == 1 ? "" : "s"): it was written into the ledger, not read"
+    }
+
+    /// Nil when a stored REFUND_REVERSED notification of the transaction verifies again as one
+    /// (Apple's signature, its type and transaction); otherwise why not.
+    func rederiveReversal(_ e: EntryDraft, reader: LedgerReader, signedVerifier: SignedDataVerifier) throws -> String? {
+        let stored = try reader.reversalNotifications(of: e.transactionId)
+        for n in stored {
+            let ext = (n.path as NSString).pathExtension.lowercased()
+            guard let jws = Ingest.jws(in: RawRecord(line: 0, text: Substring(n.raw)), fileExtension: ext),
+                  case .notification(.success(let notification)) = signedVerifier.verify(jws) else { continue }
+            if notification.notificationType == "REFUND_REVERSED", notification.notificationUUID == n.uuid,
+               notification.transaction?.transactionId == e.transactionId { return nil }
+        }
+        return stored.isEmpty
+            ? "no REFUND_REVERSED notification is stored for the transaction: the reversal was asked for by hand"
+            : "none of its \(stored.count) REFUND_REVERSED notification record\(stored.count == 1 ? "" : "s") verifies again as Apple's for this transaction"
     }
 
     /// The transaction `id` as the stored raw record reports it, verified again; otherwise why not.

@@ -889,23 +889,21 @@ struct Ingest {
             counts.rejected += 1
             return
         }
-        // A valid row whose bytes are a version the order already has (a file sent again under
-        // another name) is already read: stored as a new version it would bring back what a
-        // later version replaced (a reversal undone).
-        let w = writer
-        let (fileId, fresh) = try addFile(input, hashes: hashes, seen: seen) { i in
-            guard case .success(let o) = rows[i].result else { return false }
-            return try w.orderHasVersion(orderId: o.orderId, sha256: hashes[i])
-        }
+        let (fileId, fresh) = try addFile(input, hashes: hashes, seen: seen)
         for i in fresh {
             let row = rows[i], raw = texts[i], sha = hashes[i]
             counts.read += 1
             CrashPoint.tick("read:orders", every: 10)
             switch row.result {
             case .success(let o):
+                // A row whose bytes are a version the order already has (a file sent again under
+                // another name) is kept as a record, but is no new version: as one it would bring
+                // back what a later version replaced (a reversal undone).
+                let repeated = try writer.orderHasVersion(orderId: o.orderId, sha256: sha)
                 let recordId = try writer.addRecord(.init(fileId: fileId, line: row.line, sha256: sha, outcome: .verified,
                                                           environment: o.environment, accountId: o.accountId,
                                                           orderId: o.orderId, raw: raw))
+                if repeated { counts.verified += 1; continue }
                 try writer.insertOrderVersion(orderId: o.orderId, recordId: recordId, accountId: o.accountId,
                                               transactionId: o.transactionId, productId: o.productId, quantity: o.quantity,
                                               creditedUnits: o.creditedUnits, creditedAt: o.creditedAt,
@@ -939,12 +937,8 @@ struct Ingest {
     /// ledger); the others count as skipped. Positions, not copies: copying a day's parsed
     /// records into new arrays cost the writer's thread more than a tenth of a second per
     /// 100,000 records.
-    /// - Parameter alsoRead: whether the record at a position was read before in another way
-    ///   (an order's version sent again in another file).
-    mutating func addFile(_ input: InputFile, hashes: [String], seen: Set<String>,
-                          alsoRead: ((Int) throws -> Bool)? = nil) throws -> (fileId: Int64, fresh: [Int]) {
-        var fresh = seen.isEmpty ? Array(hashes.indices) : hashes.indices.filter { !seen.contains(hashes[$0]) }
-        if let alsoRead { fresh = try fresh.filter { try !alsoRead($0) } }
+    mutating func addFile(_ input: InputFile, hashes: [String], seen: Set<String>) throws -> (fileId: Int64, fresh: [Int]) {
+        let fresh = seen.isEmpty ? Array(hashes.indices) : hashes.indices.filter { !seen.contains(hashes[$0]) }
         let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256, statKey: input.statKey,
                                         sizeBytes: Int64(input.sizeBytes), records: hashes.count, newRecords: fresh.count)
         counts.skipped += hashes.count - fresh.count

@@ -165,6 +165,47 @@ extension LedgerReader {
             """), arguments: [transactionId]).map { ($0[0], $0[1], $0[2], try Self.text($0, raw: 3, chunk: 4, &chunkCache) ?? Self.unreadableText) }
     }
 
+    /// Every stored source record of a transaction: the one that stored it, then those linked
+    /// after it, in the order they were read.
+    public func sources(of transactionId: String) throws -> [(kind: String, path: String, line: Int, raw: String)] {
+        try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT f.kind, f.path, r.line, CAST(r.raw AS BLOB), \(chunkColumns) FROM source_record r JOIN source_file f ON f.id = r.file_id
+            WHERE r.id = (SELECT first_record_id FROM store_transaction WHERE transaction_id = ?1)
+               OR r.id IN (SELECT record_id FROM transaction_source WHERE transaction_id = ?1)
+            ORDER BY r.id
+            """), arguments: [transactionId]).map { ($0[0], $0[1], $0[2], try Self.text($0, raw: 3, chunk: 4, &chunkCache) ?? Self.unreadableText) }
+    }
+
+    /// Transactions whose sale status says otherwise than their entries: `posted` with no sale
+    /// entry, or a sale entry with another status (the first `limit`).
+    public func saleStatusMismatches(limit: Int = 50) throws -> [(transactionId: String, status: String, hasSale: Bool)] {
+        try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT transaction_id, sale_status, has_sale FROM (
+                SELECT t.transaction_id, t.sale_status,
+                       EXISTS (SELECT 1 FROM entry e WHERE e.book = t.book AND e.transaction_id = t.transaction_id AND e.kind = 'sale') AS has_sale
+                FROM store_transaction t)
+            WHERE (sale_status = 'posted') <> has_sale
+            LIMIT ?
+            """), arguments: [limit]).map { ($0[0], $0[1], $0[2]) }
+    }
+
+    /// The refunds (cancellation or revocation) stored with transactions.
+    public func storedRefunds() throws -> [(transactionId: String, cancellationMs: Int64, percentage: Int64?)] {
+        try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT transaction_id, cancellation_ms, revocation_percentage FROM store_transaction
+            WHERE cancellation_ms IS NOT NULL ORDER BY transaction_id
+            """)).map { ($0[0], $0[1], $0[2]) }
+    }
+
+    /// The REFUND_REVERSED notifications stored for a transaction, with their record's text.
+    public func reversalNotifications(of transactionId: String) throws -> [(uuid: String, path: String, line: Int, raw: String)] {
+        try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT n.uuid, f.path, r.line, CAST(r.raw AS BLOB), \(chunkColumns) FROM notification n
+            JOIN source_record r ON r.id = n.record_id JOIN source_file f ON f.id = r.file_id
+            WHERE n.transaction_id = ? AND n.notification_type = 'REFUND_REVERSED' ORDER BY r.id
+            """), arguments: [transactionId]).map { ($0[0], $0[1], $0[2], try Self.text($0, raw: 3, chunk: 4, &chunkCache) ?? Self.unreadableText) }
+    }
+
     /// A record's raw text read as its bytes: SQLite keeps a text's NUL characters, but reading
     /// it back as a C string would stop at the first one.
     static func text(_ bytes: Data?) -> String {
