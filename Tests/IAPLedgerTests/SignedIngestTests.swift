@@ -294,6 +294,11 @@ final class SignedIngestTests: XCTestCase {
                        [["Assets:AppStore:Receivable", "139"], ["Expenses:AppStore:Commission", "60"],
                         ["Revenue:InApp:Refunds", "0"], ["Revenue:InApp:Sales", "-199"]])
         try balanceSumsToZero()
+        // verify finds the prorated refund in the REFUND notification's transaction, and the
+        // reversal's REFUND_REVERSED notification verifies again as Apple's.
+        let audit = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(audit.ok, "\(audit.problems)")
+        XCTAssertEqual(audit.rederived, 3)
     }
 
     /// `iapledger verify` reads signed sources as the night did: a `.json` notification body

@@ -495,4 +495,58 @@ final class VerifyTests: XCTestCase {
         XCTAssertTrue(runInfo.contains { $0.first == "Chain head after run 2 (last entry's hash)" && $0.dropFirst().first == r.chainHead }, "\(runInfo)")
         XCTAssertEqual(r.runHeads[1].expected, r.runHeads[2].expected)
     }
+
+    /// What the night reads from tables no hash covers is checked against the source records:
+    /// a refund date written into a stored transaction (the next night posts it as a refund),
+    /// a sale's status set by hand (a waiting sale that will never post), a book or an app
+    /// account token changed. Each was missed before.
+    func testStoredTransactionsAreCheckedAgainstTheirSources() throws {
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+        let db = try DatabaseQueue(path: dbPath)
+        try db.write { d in
+            try d.execute(sql: "UPDATE store_transaction SET cancellation_ms = 1791280800000 WHERE transaction_id = '8001'")
+        }
+        try ws.write("inbox/receipts/next.jsonl", Receipt.response([Receipt.item("8004", purchased: "2026-10-07T10:00:00Z")]))
+        try ws.run("2026-10-08")
+        XCTAssertEqual(try rows("SELECT count(*) FROM entry WHERE transaction_id = '8001' AND kind = 'refund'"), [["1"]], "the night posted it")
+        var r = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(r.problems.contains { $0.message.hasPrefix("transaction 8001: its stored refund (dated 2026-10-06) is reported by none of its 1 source record: it was written into the ledger, not read") }, "\(r.problems)")
+
+        try db.write { d in
+            try d.execute(sql: "UPDATE store_transaction SET sale_status = 'posted', pending_reason = NULL WHERE transaction_id = '8004'")
+            try d.execute(sql: "UPDATE store_transaction SET sale_status = 'pending', pending_reason = 'x' WHERE transaction_id = '8003'")
+            try d.execute(sql: "UPDATE store_transaction SET app_account_token = 'someone-else' WHERE transaction_id = '8002'")
+        }
+        r = try Audit(workspace: ws.workspace).run()
+        let messages = r.problems.map(\.message)
+        XCTAssertTrue(messages.contains("transaction 8003 has a sale entry but its status is pending: the status was changed after it was posted"), "\(messages)")
+        XCTAssertTrue(r.problems.contains { $0.message.contains("transaction 8002") && $0.message.contains("differs from the stored transaction in app account token") }, "\(messages)")
+        // 8004 was posted on the second night: its sale entry exists, so setting `posted` is no lie.
+        XCTAssertFalse(messages.contains { $0.contains("transaction 8004") }, "\(messages)")
+    }
+
+    func testASaleMarkedPostedWithoutItsEntryIsCaught() throws {
+        // A sale waiting for a rule (no JPY price for coins.550), marked posted by hand.
+        try ws.write("inbox/receipts/next.jsonl", Receipt.response([Receipt.item("8005", product: "vip.monthly", purchased: "2026-10-07T10:00:00Z")]))
+        try ws.write("rules/prices.csv", TestWorkspace.defaultPrices.replacingOccurrences(of: "vip.monthly,USA,9.99,2020-01-01", with: "vip.monthly,DEU,9.99,2020-01-01"))
+        try ws.run("2026-10-08")
+        XCTAssertEqual(try rows("SELECT sale_status FROM store_transaction WHERE transaction_id = '8005'"), [["pending"]])
+        let db = try DatabaseQueue(path: dbPath)
+        try db.write { try $0.execute(sql: "UPDATE store_transaction SET sale_status = 'posted', pending_reason = NULL WHERE transaction_id = '8005'") }
+        let r = try Audit(workspace: ws.workspace).run()
+        XCTAssertEqual(r.problems.map(\.message), ["transaction 8005 is marked posted but has no sale entry: its status was changed by hand, and its sale will never post"])
+    }
+
+    /// A reversal asked for by hand (a row in `reversal_request`, which only Apple's
+    /// REFUND_REVERSED notification should write) was posted by the next night and passed
+    /// verify; now a reversal needs a stored notification that verifies again as Apple's.
+    func testAReversalWithoutAppleNotificationIsCaught() throws {
+        let db = try DatabaseQueue(path: dbPath)
+        try db.write { try $0.execute(sql: "INSERT INTO reversal_request (book, transaction_id, date, notification_uuid) VALUES ('production', '8002', '2026-10-08', 'forged-uuid')") }
+        try ws.run("2026-10-08")
+        XCTAssertEqual(try rows("SELECT count(*) FROM entry WHERE transaction_id = '8002' AND kind = 'refund_reversal'"), [["1"]], "the night posted it")
+        let r = try Audit(workspace: ws.workspace).run()
+        XCTAssertEqual(r.problems.map(\.description).filter { $0.contains("refund_reversal") }.count, 1, "\(r.problems)")
+        XCTAssertTrue(r.problems.contains { $0.message == "refund_reversal of transaction 8002: no REFUND_REVERSED notification is stored for the transaction: the reversal was asked for by hand" }, "\(r.problems)")
+    }
 }
