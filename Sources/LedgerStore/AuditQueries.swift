@@ -165,6 +165,27 @@ extension LedgerReader {
             """), arguments: [transactionId]).map { ($0[0], $0[1], $0[2], try Self.text($0, raw: 3, chunk: 4, &chunkCache) ?? Self.unreadableText) }
     }
 
+    /// The chain head the latest finished run recorded, if it recorded one.
+    public func latestRecordedChainHead() throws -> (runId: Int64, hash: String)? {
+        try Row.fetchOne(db, sql: "SELECT id, chain_head FROM run WHERE finished_at IS NOT NULL ORDER BY id DESC LIMIT 1")
+            .flatMap { r in (r[1] as String?).map { (r[0], $0) } }
+    }
+
+    /// The hash of the ledger's last entry (nil when it has none).
+    public func lastEntryHash() throws -> String? {
+        try String.fetchOne(db, sql: "SELECT hash FROM entry ORDER BY id DESC LIMIT 1")
+    }
+
+    /// Month totals that do not sum to zero per book and currency ("reporting" for the
+    /// reporting-currency amounts).
+    public func unbalancedMonthTotals() throws -> [(book: String, currency: String, sum: Int64)] {
+        try Row.fetchAll(db, sql: """
+            SELECT book, currency, sum(balance_minor) FROM balance_month GROUP BY book, currency HAVING sum(balance_minor) <> 0
+            UNION ALL
+            SELECT book, 'the reporting currency', sum(reporting_balance_minor) FROM balance_month GROUP BY book HAVING sum(reporting_balance_minor) <> 0
+            """).map { ($0[0], $0[1], $0[2]) }
+    }
+
     /// Every stored source record of a transaction: the one that stored it, then those linked
     /// after it, in the order they were read.
     public func sources(of transactionId: String) throws -> [(kind: String, path: String, line: Int, raw: String)] {

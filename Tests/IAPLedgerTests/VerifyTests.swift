@@ -549,4 +549,36 @@ final class VerifyTests: XCTestCase {
         XCTAssertEqual(r.problems.map(\.description).filter { $0.contains("refund_reversal") }.count, 1, "\(r.problems)")
         XCTAssertTrue(r.problems.contains { $0.message == "refund_reversal of transaction 8002: no REFUND_REVERSED notification is stored for the transaction: the reversal was asked for by hand" }, "\(r.problems)")
     }
+
+    /// A night does not build on a ledger changed by hand: it checks cheaply before it writes
+    /// (the schema, the last entry against the last run's chain head, the month totals), and
+    /// stops, changing nothing. It used to go on, posting with the append-only trigger gone, or
+    /// writing a Trial Balance that did not sum to zero.
+    func testANightRefusesALedgerChangedByHand() throws {
+        try ws.write("inbox/receipts/next.jsonl", Receipt.response([Receipt.item("8009", purchased: "2026-10-07T10:00:00Z")]))
+        func refused(_ expected: String, _ line: UInt = #line) throws {
+            let before = try Data(contentsOf: URL(fileURLWithPath: dbPath))
+            XCTAssertThrowsError(try ws.run("2026-10-08"), line: line) { error in
+                XCTAssertTrue("\(error)".contains("the ledger fails the checks a night makes before it writes: ") && "\(error)".contains(expected), "\(error)", line: line)
+                XCTAssertTrue("\(error)".contains("Nothing was written. Run `iapledger verify`"), "\(error)", line: line)
+            }
+            XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: dbPath)), before, "the ledger is unchanged", line: line)
+        }
+        let db = try DatabaseQueue(path: dbPath)
+        let trigger = try db.read { try String.fetchOne($0, sql: "SELECT sql FROM sqlite_schema WHERE name = 'entry_no_update'")! }
+        try db.write { try $0.execute(sql: "DROP TRIGGER entry_no_update") }
+        try refused("its trigger entry_no_update is missing")
+        try db.write { try $0.execute(sql: trigger) }
+
+        try tamper(past: "entry_no_update", "UPDATE entry SET hash = replace(hash, substr(hash, 1, 1), 'f') WHERE id = (SELECT max(id) FROM entry)")
+        try refused("its last entry's hash is not the chain head run 1 recorded when it committed")
+        try tamper(past: "entry_no_update", "UPDATE entry SET hash = (SELECT chain_head FROM run WHERE id = 1) WHERE id = (SELECT max(id) FROM entry)")
+
+        try db.write { try $0.execute(sql: "UPDATE balance_month SET balance_minor = balance_minor + 100000 WHERE (book, month, account_id, currency) = (SELECT book, month, account_id, currency FROM balance_month WHERE book = 'production' ORDER BY 1, 2, 3, 4 LIMIT 1)") }
+        try refused("its month totals of the production book do not balance in")
+        try db.write { try $0.execute(sql: "UPDATE balance_month SET balance_minor = balance_minor - 100000 WHERE (book, month, account_id, currency) = (SELECT book, month, account_id, currency FROM balance_month WHERE book = 'production' ORDER BY 1, 2, 3, 4 LIMIT 1)") }
+
+        XCTAssertNoThrow(try ws.run("2026-10-08"), "restored, the night runs")
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+    }
 }
