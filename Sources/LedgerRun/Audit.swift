@@ -47,9 +47,22 @@ public struct Audit {
             let refunded = try r.entryKeys(kind: .refund), reversed = try r.entryKeys(kind: .refundReversal)
             var sales: [[UInt8]: EntryDraft] = [:]
             var refunds: [[UInt8]: EntryDraft] = [:]
+            // The months closed before each entry was written: every finished run records the
+            // month the books were closed through when it committed, and the entries written
+            // after it may not be dated in it (late ones are moved to the first open day).
+            let runHeads = try r.runChainHeads()
+            var closedBefore: (month: String, runId: Int64)? = nil
+            var nextRun = 0
             try r.forEachStoredEntry { id, e, rulesJSON, hash in
                 report.entries += 1
                 func fail(_ m: String) { report.problems.append(Problem(entryId: id, message: "\(e.kind.rawValue) of transaction \(e.transactionId): \(m)")) }
+                while nextRun < runHeads.count, (runHeads[nextRun].lastEntryId ?? 0) < id {
+                    if let c = runHeads[nextRun].closedThrough, c > (closedBefore?.month ?? "") { closedBefore = (c, runHeads[nextRun].runId) }
+                    nextRun += 1
+                }
+                if let closed = closedBefore, e.date.month.description <= closed.month {
+                    fail("dated \(e.date), in a month closed (through \(closed.month)) when run \(closed.runId) committed before this entry was written: posted into a closed month, past the trigger that forbids it")
+                }
                 // Each entry sums to zero per currency and in the reporting currency.
                 if !e.isBalanced { fail("postings do not sum to zero") }
                 // The hash chain.
@@ -83,6 +96,16 @@ public struct Audit {
                 }
             }
             report.chainHead = previous
+            // Closed months stay closed: no run committed with the books closed further than
+            // they are now, and every late entry's original month is closed.
+            let closedNow = try r.closedThroughNow()
+            if let latest = runHeads.compactMap({ h in h.closedThrough.map { (month: $0, runId: h.runId) } }).max(by: { $0.month < $1.month }),
+               latest.month > (closedNow ?? "") {
+                report.problems.append(Problem(entryId: nil, message: "run \(latest.runId) committed with the books closed through \(latest.month), but the ledger's closed periods now end \(closedNow.map { "at \($0)" } ?? "nowhere"): closes were deleted, reopening a closed month"))
+            }
+            for late in try r.lateEntriesOfOpenMonths() {
+                report.problems.append(Problem(entryId: late.entryId, message: "a late entry (moved forward from \(late.originalDate), in a closed month) whose month is not closed now: the close was deleted"))
+            }
             // Every stored refund is one a source record of its transaction reports: a refund
             // date written into the ledger by hand would be posted by the next night.
             for refund in try r.storedRefunds() {
@@ -97,7 +120,7 @@ public struct Audit {
                     ? "transaction \(m.transactionId) has a sale entry but its status is \(m.status): the status was changed after it was posted"
                     : "transaction \(m.transactionId) is marked posted but has no sale entry: its status was changed by hand, and its sale will never post"))
             }
-            for run in try r.runChainHeads() {
+            for run in runHeads {
                 report.runHeads.append(run)
                 guard let head = run.head else {
                     report.problems.append(Problem(entryId: nil, message: "run \(run.runId) (as of \(run.asOf)) is finished but has no recorded chain head: it was erased (every run records one when it commits)"))

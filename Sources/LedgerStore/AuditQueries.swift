@@ -48,6 +48,24 @@ extension LedgerReader {
         public var expected: String
         /// The last entry the run could see (nil: none yet).
         public var lastEntryId: Int64?
+        /// The month the books were closed through when it committed (nil: none closed, or a
+        /// run recorded before runs kept it).
+        public var closedThrough: String? = nil
+    }
+
+    /// The latest month of the ledger's closed periods (nil: none).
+    public func closedThroughNow() throws -> String? {
+        try String.fetchOne(db, sql: "SELECT max(month) FROM period_close")
+    }
+
+    /// Late entries (moved forward from a closed month) whose original month is not closed
+    /// now: the close that moved them was deleted. The first 50.
+    public func lateEntriesOfOpenMonths() throws -> [(entryId: Int64, originalDate: String)] {
+        try Row.fetchAll(db, sql: """
+            SELECT id, original_date FROM entry
+            WHERE late = 1 AND substr(original_date, 1, 7) > ifnull((SELECT max(month) FROM period_close), '')
+            ORDER BY id LIMIT 50
+            """).map { ($0[0], $0[1]) }
     }
 
     /// Every finished run's recorded chain head and the hash of the last entry it could see
@@ -58,7 +76,11 @@ extension LedgerReader {
         lastOfRun.reverse()
         var lastSeen: Int64? = nil
         var heads: [RunHead] = []
-        for r in try Row.fetchAll(db, sql: "SELECT id, as_of, finished_at, chain_head FROM run WHERE finished_at IS NOT NULL ORDER BY id") {
+        let hasClosedThrough = try Bool.fetchOne(db, sql: "SELECT count(*) FROM pragma_table_info('run') WHERE name = 'closed_through'") ?? false
+        for r in try Row.fetchAll(db, sql: """
+            SELECT id, as_of, finished_at, chain_head, \(hasClosedThrough ? "closed_through" : "NULL") FROM run
+            WHERE finished_at IS NOT NULL ORDER BY id
+            """) {
             let runId: Int64 = r[0]
             while let next = lastOfRun.last, next.runId <= runId {
                 lastSeen = max(lastSeen ?? next.entryId, next.entryId)
@@ -67,7 +89,8 @@ extension LedgerReader {
             let expected = try lastSeen.flatMap {
                 try String.fetchOne(db.cachedStatement(sql: "SELECT hash FROM entry WHERE id = ?"), arguments: [$0])
             } ?? EntryHash.genesis
-            heads.append(RunHead(runId: runId, asOf: r[1], finishedAt: r[2], head: r[3], expected: expected, lastEntryId: lastSeen))
+            heads.append(RunHead(runId: runId, asOf: r[1], finishedAt: r[2], head: r[3], expected: expected, lastEntryId: lastSeen,
+                                 closedThrough: r[4]))
         }
         return heads
     }

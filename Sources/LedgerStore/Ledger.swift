@@ -442,7 +442,8 @@ public final class LedgerWriter: LedgerReader {
     public func finishRun(_ id: Int64, counts: RunCounts, finishedAt: String) throws {
         try db.cachedStatement(sql: """
             UPDATE run SET finished_at = ?, records_read = ?, records_verified = ?, records_pending = ?,
-                records_rejected = ?, records_skipped = ?, entries_posted = ?, chain_head = ? WHERE id = ?
+                records_rejected = ?, records_skipped = ?, entries_posted = ?, chain_head = ?,
+                closed_through = (SELECT max(month) FROM period_close) WHERE id = ?
             """).execute( arguments: [finishedAt, counts.read, counts.verified, counts.pending, counts.rejected,
                              counts.skipped, counts.entriesPosted, try currentChainHead(), id])
     }

@@ -493,6 +493,13 @@ enum Schema {
                     WHERE cancellation_ms IS NOT NULL;
                 """)
         }
+        // Each run records the month the books were closed through when it committed (its row
+        // never changes once finished): closes deleted afterwards (a month reopened, past the
+        // trigger that forbids it) show in `verify`, as do entries posted into a month closed
+        // before them.
+        m.registerMigration("v18-run-closed-through", foreignKeyChecks: .immediate) { db in
+            try db.execute(sql: "ALTER TABLE run ADD COLUMN closed_through TEXT")
+        }
         return m
     }
 

@@ -357,7 +357,7 @@ final class VerifyTests: XCTestCase {
             try d.execute(sql: "ATTACH DATABASE ? AS now", arguments: [dbPath])
             try d.inTransaction {
                 try d.execute(sql: """
-                    INSERT INTO main.run SELECT * FROM now.run;
+                    INSERT INTO main.run SELECT \(try Self.columns(of: "run", in: d)) FROM now.run;
                     INSERT INTO main.source_file SELECT * FROM now.source_file;
                     INSERT INTO main.source_record
                     SELECT r.id, r.file_id, r.line, r.record_sha256, r.outcome, r.reason_code, r.reason, r.status_code, r.environment,
@@ -389,6 +389,12 @@ final class VerifyTests: XCTestCase {
 
     /// This workspace's ledger as iapledger stored it before postings were derived (schema
     /// v12: a `posting` table, each posting a row), `change` run on it before it is put back.
+    /// The columns of `table` in the ledger of the earlier schema (`main`), to copy a table of
+    /// the current one (which may have more: `run.closed_through`) into it.
+    static func columns(of table: String, in d: Database) throws -> String {
+        try String.fetchAll(d, sql: "SELECT name FROM pragma_table_info(?, 'main') ORDER BY cid", arguments: [table]).joined(separator: ", ")
+    }
+
     func storedPostingsLedger(_ change: String? = nil) throws {
         let path = ws.root.appendingPathComponent("v12.sqlite").path
         let old = try DatabaseQueue(path: path)
@@ -401,7 +407,7 @@ final class VerifyTests: XCTestCase {
                 AND name NOT IN ('grdb_migrations', 'posting_rule') AND name NOT LIKE 'sqlite_%'
                 """)
             try d.inTransaction {
-                for t in tables { try d.execute(sql: "INSERT INTO main.\(t) SELECT * FROM now.\(t)") }
+                for t in tables { try d.execute(sql: "INSERT INTO main.\(t) SELECT \(try Self.columns(of: t, in: d)) FROM now.\(t)") }
                 try d.execute(sql: """
                     INSERT INTO main.posting (id, entry_id, account_id, currency, amount_minor, reporting_amount_minor)
                     SELECT id, entry_id, account_id, currency, amount_minor, reporting_amount_minor FROM now.posting ORDER BY id
@@ -580,5 +586,31 @@ final class VerifyTests: XCTestCase {
 
         XCTAssertNoThrow(try ws.run("2026-10-08"), "restored, the night runs")
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+    }
+
+    /// A closed month reopened by deleting its close past the trigger that forbids it passed
+    /// verify, and the next night posted into it (not late). Every run now records the month
+    /// the books were closed through when it committed: the deleted close, and the entry posted
+    /// into the month closed before it, are both named.
+    func testAReopenedClosedMonthIsCaught() throws {
+        _ = try ClosedPeriods.close(month: Month(iso: "2026-09")!, workspace: ws.workspace, asOf: Day(iso: "2026-10-07")!,
+                                    closedBy: "alice", closedAt: "2026-10-07T09:00:00Z")
+        try ws.write("inbox/receipts/late.jsonl", Receipt.response([Receipt.item("8101", purchased: "2026-09-20T10:00:00Z")]))
+        try ws.run("2026-10-08")
+        XCTAssertEqual(try rows("SELECT date, late FROM entry WHERE transaction_id = '8101'"), [["2026-10-01", "1"]])
+        XCTAssertEqual(try rows("SELECT closed_through FROM run ORDER BY id DESC LIMIT 1"), [["2026-09"]])
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+
+        try tamper(past: "period_close_no_delete", "DELETE FROM period_close")
+        var r = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(r.problems.contains { $0.message == "run 2 committed with the books closed through 2026-09, but the ledger's closed periods now end nowhere: closes were deleted, reopening a closed month" }, "\(r.problems)")
+        XCTAssertTrue(r.problems.contains { $0.message.hasPrefix("a late entry (moved forward from 2026-09-20, in a closed month) whose month is not closed now") }, "\(r.problems)")
+
+        // The next night posts a September sale into September, as the month is open again.
+        try ws.write("inbox/receipts/later.jsonl", Receipt.response([Receipt.item("8102", purchased: "2026-09-21T10:00:00Z")]))
+        try ws.run("2026-10-09")
+        XCTAssertEqual(try rows("SELECT date, late FROM entry WHERE transaction_id = '8102'"), [["2026-09-21", "0"]])
+        r = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(r.problems.contains { $0.message.contains("transaction 8102: dated 2026-09-21, in a month closed (through 2026-09) when run 2 committed before this entry was written") }, "\(r.problems)")
     }
 }
