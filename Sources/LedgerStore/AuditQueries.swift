@@ -53,6 +53,14 @@ extension LedgerReader {
         public var closedThrough: String? = nil
     }
 
+    /// The furthest month any finished run recorded the books closed through, and that run.
+    public func latestRecordedClosedThrough() throws -> (runId: Int64, month: String)? {
+        try Row.fetchOne(db, sql: """
+            SELECT id, closed_through FROM run WHERE finished_at IS NOT NULL AND closed_through IS NOT NULL
+            ORDER BY closed_through DESC, id LIMIT 1
+            """).map { ($0[0], $0[1]) }
+    }
+
     /// The latest month of the ledger's closed periods (nil: none).
     public func closedThroughNow() throws -> String? {
         try String.fetchOne(db, sql: "SELECT max(month) FROM period_close")

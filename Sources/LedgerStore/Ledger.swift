@@ -113,7 +113,8 @@ public final class Ledger {
     /// What a night checks before it writes, cheaply (a fraction of a second at any size):
     /// the schema is the one the migrations created (the triggers that keep entries, runs and
     /// records append-only are there), the last entry's hash is the chain head the last run
-    /// recorded, and the month totals balance per book and currency. Each problem found, in
+    /// recorded, no close the runs recorded was deleted, and the month totals balance per book
+    /// and currency. Each problem found, in
     /// words; `iapledger verify` checks everything.
     public func preflightProblems() throws -> [String] {
         var problems: [String] = []
@@ -129,6 +130,9 @@ public final class Ledger {
                 if head.hash != tip {
                     problems.append("its last entry's hash is not the chain head run \(head.runId) recorded when it committed: entries were changed or removed since")
                 }
+            }
+            if let recorded = try r.latestRecordedClosedThrough(), recorded.month > (try r.closedThroughNow() ?? "") {
+                problems.append("its closed periods end before \(recorded.month), through which run \(recorded.runId) recorded the books closed: a close was deleted, reopening a closed month")
             }
             for (book, currency, sum) in try r.unbalancedMonthTotals() {
                 problems.append("its month totals of the \(book) book do not balance in \(currency) (they sum to \(sum))")

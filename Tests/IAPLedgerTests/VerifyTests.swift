@@ -606,11 +606,16 @@ final class VerifyTests: XCTestCase {
         XCTAssertTrue(r.problems.contains { $0.message == "run 2 committed with the books closed through 2026-09, but the ledger's closed periods now end nowhere: closes were deleted, reopening a closed month" }, "\(r.problems)")
         XCTAssertTrue(r.problems.contains { $0.message.hasPrefix("a late entry (moved forward from 2026-09-20, in a closed month) whose month is not closed now") }, "\(r.problems)")
 
-        // The next night posts a September sale into September, as the month is open again.
+        // A night refuses to build on it.
         try ws.write("inbox/receipts/later.jsonl", Receipt.response([Receipt.item("8102", purchased: "2026-09-21T10:00:00Z")]))
-        try ws.run("2026-10-09")
-        XCTAssertEqual(try rows("SELECT date, late FROM entry WHERE transaction_id = '8102'"), [["2026-09-21", "0"]])
+        XCTAssertThrowsError(try ws.run("2026-10-09")) {
+            XCTAssertTrue("\($0)".contains("its closed periods end before 2026-09, through which run 2 recorded the books closed: a close was deleted"), "\($0)")
+        }
+        // An entry written after a run that recorded its month closed is named: here run 1's
+        // record says October was closed, and run 2 wrote the late entry on 2026-10-01.
+        try tamper(past: "period_close_no_delete", "INSERT INTO period_close (month, closed_at, closed_by, source) VALUES ('2026-09', '2026-10-07T09:00:00Z', 'alice', 'close command')")
+        try tamper(past: "run_finished_no_update", "UPDATE run SET closed_through = '2026-10' WHERE id = 1")
         r = try Audit(workspace: ws.workspace).run()
-        XCTAssertTrue(r.problems.contains { $0.message.contains("transaction 8102: dated 2026-09-21, in a month closed (through 2026-09) when run 2 committed before this entry was written") }, "\(r.problems)")
+        XCTAssertTrue(r.problems.contains { $0.message.contains("transaction 8101: dated 2026-10-01, in a month closed (through 2026-10) when run 1 committed before this entry was written") }, "\(r.problems)")
     }
 }
