@@ -500,6 +500,17 @@ enum Schema {
         m.registerMigration("v18-run-closed-through", foreignKeyChecks: .immediate) { db in
             try db.execute(sql: "ALTER TABLE run ADD COLUMN closed_through TEXT")
         }
+        // A file's record (path, hash, size, counts, the run that read it) never changes: only
+        // its identity on disk (`stat_key`) is remembered later. Its path could be rewritten to
+        // name another file in `trace`; its rows are kept by the records that reference them.
+        m.registerMigration("v19-source-files-fixed", foreignKeyChecks: .immediate) { db in
+            try db.execute(sql: """
+                CREATE TRIGGER source_file_fixed BEFORE UPDATE OF id, run_id, path, kind, sha256, size_bytes, records, new_records ON source_file
+                    BEGIN SELECT RAISE(ABORT, 'source files are recorded once: a file read again is a new version'); END;
+                CREATE TRIGGER source_file_no_delete BEFORE DELETE ON source_file
+                    BEGIN SELECT RAISE(ABORT, 'source files are recorded once and never removed'); END;
+                """)
+        }
         return m
     }
 

@@ -273,9 +273,13 @@ final class VerifyTests: XCTestCase {
                     "UPDATE source_record SET raw = 'x' WHERE id = 1", "UPDATE source_record SET record_sha256 = 'x' WHERE id = 1",
                     "UPDATE source_record SET outcome = 'rejected', reason = 'x' WHERE id = 1", "DELETE FROM source_record WHERE id = 1",
                     "UPDATE source_record SET chunk_offset = 0 WHERE id = 2", "UPDATE source_record SET chunk_id = NULL WHERE id = 2",
-                    "UPDATE source_chunk SET data = x'00'", "DELETE FROM source_chunk"] {
+                    "UPDATE source_chunk SET data = x'00'", "DELETE FROM source_chunk",
+                    "UPDATE source_file SET path = 'inbox/receipts/other.jsonl'", "UPDATE source_file SET sha256 = 'x'",
+                    "UPDATE source_file SET records = 0", "UPDATE run SET closed_through = '2099-01'"] {
             XCTAssertThrowsError(try db.write { try $0.execute(sql: sql) }, sql)
         }
+        // A file's identity on disk is remembered after it was read; nothing else of it changes.
+        XCTAssertNoThrow(try db.write { try $0.execute(sql: "UPDATE source_file SET stat_key = NULL") })
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
     }
 
