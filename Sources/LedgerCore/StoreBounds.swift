@@ -35,11 +35,15 @@ public enum StoreBounds {
 
     /// `message` as kept: whole when it is at most `maxMessageCharacters` long, else its start
     /// and how long it was.
+    /// Counted in Unicode scalars (a character of one letter and 100,000 combining marks is
+    /// 100,001 of them).
     public static func boundedMessage(_ message: String) -> String {
         guard message.utf8.count > maxMessageCharacters else { return message }
-        let count = message.count
+        let count = message.unicodeScalars.count
         guard count > maxMessageCharacters else { return message }
-        return String(message.prefix(maxMessageCharacters - 60)) + "\u{2026} (cut here: \(count) characters in all)"
+        var kept = String.UnicodeScalarView()
+        kept.append(contentsOf: message.unicodeScalars.prefix(maxMessageCharacters - 60))
+        return String(kept) + "\u{2026} (cut here: \(count) characters in all)"
     }
 
     /// Why a transaction whose refund (cancellation or revocation) is dated before its purchase

@@ -149,7 +149,9 @@ public struct CSVTable {
 
     /// - Parameter rowByRow: a row that breaks the quoting rules goes to `badRows` instead of
     ///   stopping the read (input files; rules files stop at the first bad row).
-    public init(path: String, text: Substring, required: [String], rowByRow: Bool = false) throws {
+    /// - Parameter reads: the columns the reader takes values from (nil: every column): a name
+    ///   given twice is refused among those only.
+    public init(path: String, text: Substring, required: [String], rowByRow: Bool = false, reads: Set<String>? = nil) throws {
         self.path = path
         var rows: [CSVRow] = []
         var bad: [CSVError] = []
@@ -169,7 +171,7 @@ public struct CSVTable {
         var index: [String: Int] = [:]
         for (i, h) in header.enumerated() {
             // Two columns of one name: which one a row means cannot be told.
-            if !h.isEmpty, index[h] != nil {
+            if !h.isEmpty, index[h] != nil, reads?.contains(h) ?? true {
                 throw ReadError.file(path, "header names column \(h) twice (columns \(index[h]! + 1) and \(i + 1)): which one holds the value cannot be told")
             }
             index[h] = i

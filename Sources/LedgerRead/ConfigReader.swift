@@ -75,10 +75,6 @@ public enum ConfigReader {
                 return s
             }
         }
-        // Without it every app's receipts would be taken as this one's revenue.
-        guard !c.bundleIds.isEmpty else {
-            throw fail("bundle_ids", "must name your app's bundle id (bundle_ids = [\"com.example.app\"]): receipts and signed data of any other app are rejected by it, and without it every app's would be posted as your revenue")
-        }
         if let s = try string(table, "default_storefront", "default_storefront") { c.defaultStorefront = s }
         if let v = table["trusted_roots"] {
             guard let arr = v.array else { throw fail("trusted_roots", "must be an array of file paths") }

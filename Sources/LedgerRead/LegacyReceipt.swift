@@ -23,6 +23,9 @@ public struct LegacyItem: Equatable {
     /// Set when the response lists this transaction twice (`in_app` and `latest_receipt_info`)
     /// with a different product or quantity: which one is true cannot be told.
     public var disagreement: String?
+    /// The purchase date of the copy that carried `cancellationMs`, when another copy did (the
+    /// copies' purchase dates may differ by minutes): a refund is compared with its own copy.
+    public var cancellationCopyPurchaseMs: Int64?
 
     public static func == (a: LegacyItem, b: LegacyItem) -> Bool {
         a.transactionId == b.transactionId && a.originalTransactionId == b.originalTransactionId && a.productId == b.productId
@@ -31,7 +34,7 @@ public struct LegacyItem: Equatable {
             && a.appAccountToken == b.appAccountToken && a.webOrderLineItemId == b.webOrderLineItemId
             && a.bundleId == b.bundleId && a.isTrialPeriod == b.isTrialPeriod
             && a.badIdentifier?.field == b.badIdentifier?.field && a.badIdentifier?.text == b.badIdentifier?.text
-            && a.disagreement == b.disagreement
+            && a.disagreement == b.disagreement && a.cancellationCopyPurchaseMs == b.cancellationCopyPurchaseMs
     }
 }
 
@@ -166,6 +169,7 @@ public enum LegacyReceiptParser {
                 }
                 if existing.cancellationMs == nil, let c = it.cancellationMs {
                     existing.cancellationMs = c
+                    existing.cancellationCopyPurchaseMs = it.purchaseMs
                     existing.cancellationReason = it.cancellationReason
                 }
                 if existing.expiresMs == nil { existing.expiresMs = it.expiresMs }
@@ -184,7 +188,7 @@ public enum LegacyReceiptParser {
         // Apple writes ids as strings; some libraries rewrite them as JSON numbers, which are
         // taken when written as plain digits (the same text as the string).
         func identifier(_ field: String) -> String? {
-            guard let v = d[field] else { return nil }
+            guard let v = d[field], !v.isNull else { return nil }
             switch v.scalar {
             case .string(let s): return s
             case .number(let n) where !n.isEmpty && n.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }): return n

@@ -31,13 +31,16 @@ public struct OrderRow {
 
 public enum OrderReader {
     public static let requiredColumns = ["order_id", "account_id", "product_id", "credited_at", "environment"]
+    /// Every column a row's values are taken from.
+    public static let readColumns: Set<String> = Set(requiredColumns + ["transaction_id", "quantity", "credited_units", "storefront",
+                                                                        "app_account_token", "reversed_at"])
 
     /// Reads every row of an orders file. A header problem refuses the whole file (one finding);
     /// a bad row refuses that row only.
     public static func read(path: String, text: Substring) -> (rows: [OrderRow], fileError: Finding?) {
         let table: CSVTable
         do {
-            table = try CSVTable(path: path, text: text, required: requiredColumns, rowByRow: true)
+            table = try CSVTable(path: path, text: text, required: requiredColumns, rowByRow: true, reads: readColumns)
         } catch let e as CSVError {
             return ([], Finding(code: "BAD_CSV", message: e.message, location: SourceLocation(path: path, line: e.line)))
         } catch let e as ReadError {

@@ -61,10 +61,14 @@ public enum RulesReader {
             let err = { (m: String) in ReadError.line(pr.path, row.line, m) }
             let id = pr.value(row, "product_id"), code = pr.value(row, "storefront")
             guard !id.isEmpty, !code.isEmpty else { throw err("product_id and storefront are required") }
-            // A price list of 0 made every sale of the product a "free trial": the App Store sells
-            // nothing for 0 (a trial or a zero-price offer is the transaction's, not the list's).
-            guard let price = ExactDecimal(pr.value(row, "price")), !price.isNegative, !price.isZero else {
-                throw err("price \"\(pr.value(row, "price"))\" is not a decimal above 0 (the App Store sells nothing for 0; free trials and zero-price offers come with their transactions)")
+            guard let price = ExactDecimal(pr.value(row, "price")), !price.isNegative else {
+                throw err("price \"\(pr.value(row, "price"))\" is not a decimal >= 0")
+            }
+            // A price of 0 made every sale of a product "free": only a non-consumable may be
+            // listed at 0 (Apple's free tier, for a free time-limited trial of it); a trial or a
+            // zero-price offer of anything else comes with its transaction, not the price list.
+            if price.isZero, let type = products.first(where: { $0.productId == id })?.type, type != .nonConsumable {
+                throw err("price 0 for \(id), a \(type.rawValue) product: only a non-consumable may be priced 0 (free trials and zero-price offers of other products come with their transactions)")
             }
             guard let from = Day(iso: pr.value(row, "effective_from")) else { throw err("effective_from must be a date YYYY-MM-DD") }
             guard seen.insert("\(id)|\(code)|\(from)").inserted else { throw err("a second price for \(id) in \(code) effective \(from)") }

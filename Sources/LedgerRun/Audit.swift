@@ -273,14 +273,23 @@ public struct Audit {
                        receiptVerifier: ReceiptVerifier, signedVerifier: SignedDataVerifier) throws -> String? {
         let sources = try reader.sources(of: refund.transactionId)
         var verified = 0
+        var refused: [String] = []
         for s in sources {
-            guard case .success(let o) = Self.observation(of: refund.transactionId, kind: s.kind, path: s.path, raw: s.raw,
-                                                          receiptVerifier: receiptVerifier, signedVerifier: signedVerifier) else { continue }
-            verified += 1
-            if o.cancellationMs == refund.cancellationMs, o.revocationPercentage == refund.percentage { return nil }
+            switch Self.observation(of: refund.transactionId, kind: s.kind, path: s.path, raw: s.raw,
+                                    receiptVerifier: receiptVerifier, signedVerifier: signedVerifier) {
+            case .success(let o):
+                verified += 1
+                if o.cancellationMs == refund.cancellationMs, o.revocationPercentage == refund.percentage { return nil }
+            case .failure(let why):
+                refused.append("\(s.path):\(s.line): \(why)")
+            }
         }
         // Sources that no longer verify at all are reported with the sale they brought.
         if verified == 0 && !sources.isEmpty { return nil }
+        // One that does not give the transaction again may be the one that brought the refund.
+        if let first = refused.last {
+            return "its stored refund (dated \(Day(epochMilliseconds: refund.cancellationMs))) is reported by none of its source records that give the transaction again; \(refused.count) do not (\(first))"
+        }
         return "its stored refund (dated \(Day(epochMilliseconds: refund.cancellationMs))) is reported by none of its \(sources.count) source record\(sources.count == 1 ? "" : "s"): it was written into the ledger, not read"
     }
 
@@ -308,8 +317,14 @@ public struct Audit {
             let response: LegacyResponse
             do { response = try LegacyReceiptParser.parse(Substring(raw)) } catch { return .failure(Why("it no longer parses: \(error)")) }
             switch receiptVerifier.verify(response, location: SourceLocation(path: "", line: 0)) {
-            case let .verified(_, transactions, _):
-                guard let t = transactions.first(where: { $0.transactionId == id }) else { return .failure(Why("it no longer names the transaction")) }
+            case let .verified(_, transactions, findings):
+                guard let t = transactions.first(where: { $0.transactionId == id }) else {
+                    // A ledger written by an earlier version may hold an item this one refuses.
+                    if let f = findings.first(where: { $0.transactionId == id }) {
+                        return .failure(Why("this version of iapledger refuses its item (\(f.message)); an earlier version took it"))
+                    }
+                    return .failure(Why("it no longer names the transaction"))
+                }
                 return .success(t)
             case let .pending(code, reason, _), let .rejected(code, reason):
                 return .failure(Why("it no longer verifies: \(code): \(reason)"

@@ -72,6 +72,11 @@ public struct NightlyRun {
     public func run() throws -> Result {
         CrashPoint.hit("start:run")
         let config = try workspace.loadConfig()
+        // Without bundle ids every app's receipts would be taken as this one's revenue. (The
+        // commands that only read the ledger do without.)
+        guard !config.bundleIds.isEmpty else {
+            throw ReadError.file(workspace.configURL.path, "bundle_ids: must name your app's bundle id (bundle_ids = [\"com.example.app\"]): receipts and signed data of any other app are rejected by it, and without it every app's would be posted as your revenue")
+        }
         let rules = try workspace.loadRules()
         let layouts = try workspace.loadLayouts()
         let lock = try RunLock(url: workspace.lockURL)

@@ -217,14 +217,14 @@ extension LedgerReader {
             """).map { ($0[0], $0[1], $0[2]) }
     }
 
-    /// Every stored source record of a transaction: the one that stored it, then those linked
-    /// after it, in the order they were read.
+    /// Every stored source record of a transaction: the one that stored it and those linked
+    /// after it, the latest read first (a refund usually comes with the latest).
     public func sources(of transactionId: String) throws -> [(kind: String, path: String, line: Int, raw: String)] {
         try Row.fetchAll(db.cachedStatement(sql: """
             SELECT f.kind, f.path, r.line, CAST(r.raw AS BLOB), \(chunkColumns) FROM source_record r JOIN source_file f ON f.id = r.file_id
             WHERE r.id = (SELECT first_record_id FROM store_transaction WHERE transaction_id = ?1)
                OR r.id IN (SELECT record_id FROM transaction_source WHERE transaction_id = ?1)
-            ORDER BY r.id
+            ORDER BY r.id DESC
             """), arguments: [transactionId]).map { ($0[0], $0[1], $0[2], try Self.text($0, raw: 3, chunk: 4, &chunkCache) ?? Self.unreadableText) }
     }
 

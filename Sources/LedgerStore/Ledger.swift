@@ -122,6 +122,9 @@ public final class Ledger {
         try read { r in
             let actual = try r.schemaObjects()
             for key in Set(expected.keys).union(actual.keys).sorted() where expected[key] != actual[key] {
+                // An index or a view someone added reads, enforces nothing and changes no figure:
+                // `verify` names it; a night goes on.
+                if expected[key] == nil && (key.hasPrefix("index ") || key.hasPrefix("view ")) { continue }
                 problems.append(expected[key] == nil ? "it holds \(key), which iapledger never created"
                                 : actual[key] == nil ? "its \(key) is missing" : "its \(key) was altered")
             }
@@ -389,7 +392,8 @@ public final class LedgerWriter: LedgerReader {
         return db.changesCount
     }
 
-    /// Resolves the open whole-file rejections (`EMPTY_FILE`, `INVALID_UTF8`, `FILE_TOO_LARGE`)
+    /// Resolves the open whole-file rejections (`EMPTY_FILE`, `INVALID_UTF8`, `FILE_TOO_LARGE`,
+    /// an orders file's `BAD_CSV` header)
     /// of earlier versions of `path`, now that a version of it was read with records: an empty
     /// file (a transfer that failed?) that later arrived whole no longer waits for anyone.
     /// Returns how many.
@@ -398,7 +402,8 @@ public final class LedgerWriter: LedgerReader {
         try db.cachedStatement(sql: """
             UPDATE source_record INDEXED BY source_record_open SET resolved_run_id = ?, resolved_note = ?
             WHERE outcome <> 'verified' AND outcome = 'rejected' AND resolved_run_id IS NULL
-              AND reason_code IN ('EMPTY_FILE', 'INVALID_UTF8', 'FILE_TOO_LARGE')
+              AND (reason_code IN ('EMPTY_FILE', 'INVALID_UTF8', 'FILE_TOO_LARGE')
+                   OR (reason_code = 'BAD_CSV' AND record_sha256 = (SELECT f.sha256 FROM source_file f WHERE f.id = file_id)))
               AND file_id IN (SELECT id FROM source_file WHERE path = ? AND id <> ?)
             """).execute(arguments: [runId, note, path, fileId])
         return db.changesCount

@@ -177,10 +177,11 @@ extension LedgerReader {
 
     /// The entries dated after `day` (posted, in the books from their dates, in no report as of
     /// `day`), and the latest date among them. Read from the index of entry dates.
-    public func entriesDated(after day: Day) throws -> (count: Int, latest: Day?) {
+    public func entriesDated(after day: Day, book: Book? = nil) throws -> (count: Int, latest: Day?) {
+        let books = book.map { [$0.rawValue] } ?? ["production", "sandbox"]
         let r = try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT count(*), max(date) FROM entry WHERE book IN ('production', 'sandbox') AND date > ?
-            """), arguments: [day.description])
+            SELECT count(*), max(date) FROM entry WHERE book IN (?, ?) AND date > ?
+            """), arguments: [books[0], books.last!, day.description])
         let latest: String? = r?[1]
         return (r?[0] ?? 0, latest.flatMap { Day(iso: $0) })
     }

@@ -103,6 +103,9 @@ public struct ReceiptVerifier {
         guard StoreBounds.plausibleIdentifier(id) else {
             return .failure(ItemProblem("transaction_id \(String(reflecting: String(id.prefix(64)))) holds control, format or non-characters, or is over 256 bytes"))
         }
+        if let original = it.originalTransactionId, !original.isEmpty, !StoreBounds.plausibleIdentifier(original) {
+            return .failure(ItemProblem("transaction \(id) has original_transaction_id \(String(reflecting: String(original.prefix(64)))): control, format or non-characters, or over 256 bytes"))
+        }
         guard let product = it.productId, !product.isEmpty else { return .failure(ItemProblem("transaction \(id) has no product_id")) }
         guard StoreBounds.plausibleIdentifier(product) else {
             return .failure(ItemProblem("transaction \(id) has product_id \(String(reflecting: String(product.prefix(64)))): control, format or non-characters, or over 256 bytes"))
@@ -117,8 +120,8 @@ public struct ReceiptVerifier {
         if let c = it.cancellationMs, !StoreBounds.plausibleDate(c) {
             return .failure(ItemProblem("transaction \(id) has cancellation date \(Day(epochMilliseconds: c)), outside 2008-2099"))
         }
-        if let c = it.cancellationMs, c < purchase {
-            return .failure(ItemProblem(StoreBounds.refundedBeforeBought(id, refundMs: c, purchaseMs: purchase)))
+        if let c = it.cancellationMs, c < min(purchase, it.cancellationCopyPurchaseMs ?? purchase) {
+            return .failure(ItemProblem(StoreBounds.refundedBeforeBought(id, refundMs: c, purchaseMs: min(purchase, it.cancellationCopyPurchaseMs ?? purchase))))
         }
         if let e = it.expiresMs, !StoreBounds.plausibleDate(e) {
             return .failure(ItemProblem("transaction \(id) has expires date \(Day(epochMilliseconds: e)), outside 2008-2099"))

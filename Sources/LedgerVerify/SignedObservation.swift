@@ -6,6 +6,9 @@ extension SignedTransaction {
         guard StoreBounds.plausibleIdentifier(transactionId) else {
             return .failure(.init("transactionId \(String(reflecting: String(transactionId.prefix(64)))) holds control, format or non-characters, or is over 256 bytes"))
         }
+        if let original = originalTransactionId, !original.isEmpty, !StoreBounds.plausibleIdentifier(original) {
+            return .failure(.init("transaction \(transactionId) has originalTransactionId \(String(reflecting: String(original.prefix(64)))): control, format or non-characters, or over 256 bytes"))
+        }
         guard let product = productId, !product.isEmpty else { return .failure(.init("transaction \(transactionId) has no productId")) }
         guard StoreBounds.plausibleIdentifier(product) else {
             return .failure(.init("transaction \(transactionId) has productId \(String(reflecting: String(product.prefix(64)))): control, format or non-characters, or over 256 bytes"))

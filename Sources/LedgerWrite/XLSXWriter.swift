@@ -50,7 +50,7 @@ public enum XLSXWriter {
             guard let ws = workbook_add_worksheet(wb, sheet.name) else {
                 throw WriteError(message: "\(path): cannot add sheet \(sheet.name)")
             }
-            try writeSheet(sheet, ws, wb, f, path, lastRow: rowsPerSheetMax - 1)
+            try writeSheet(sheet, ws, wb, f, path, lastRow: rowsPerSheetMax - 1, header: model.subject)
         }
         closed = true
         try check(close(wb), "closing", path)
@@ -197,7 +197,7 @@ public enum XLSXWriter {
     }
 
     /// Column widths and print setup of a sheet.
-    static func setUp(_ ws: UnsafeMutablePointer<lxw_worksheet>, _ sheet: SheetModel) {
+    static func setUp(_ ws: UnsafeMutablePointer<lxw_worksheet>, _ sheet: SheetModel, header: String) {
         // Column widths: the widest column spec of any table at that position.
         var widths: [Int] = []
         for t in sheet.tables {
@@ -213,12 +213,14 @@ public enum XLSXWriter {
         worksheet_set_paper(ws, 9) // A4
         worksheet_fit_to_pages(ws, 1, 0)
         worksheet_set_footer(ws, "&L&A&R&P / &N")
+        // Every printed page says which workbook it is: the book and the as-of date.
+        worksheet_set_header(ws, "&L" + XMLText.safe(header).replacingOccurrences(of: "&", with: "&&"))
     }
 
     static func writeSheet(_ sheet: SheetModel, _ firstSheet: UnsafeMutablePointer<lxw_worksheet>, _ wb: UnsafeMutablePointer<lxw_workbook>,
-                           _ f: Formats, _ path: String, lastRow maxRow: UInt32) throws {
+                           _ f: Formats, _ path: String, lastRow maxRow: UInt32, header: String) throws {
         var ws = firstSheet
-        setUp(ws, sheet)
+        setUp(ws, sheet, header: header)
         var part = 1
         var row: UInt32 = 0
         worksheet_write_string(ws, row, 0, XMLText.safe(sheet.title), f.title)
@@ -247,7 +249,9 @@ public enum XLSXWriter {
             if ti == 0 {
                 // The first table's header stays in view and carries the filter.
                 worksheet_freeze_panes(ws, row, 0)
-                worksheet_repeat_rows(ws, headerRow, headerRow)
+                // Printed, the header repeats on every page where it is the only table's: above
+                // another table's rows (Run Info's files and findings) it would name the wrong columns.
+                if sheet.tables.count == 1 { worksheet_repeat_rows(ws, headerRow, headerRow) }
             }
             let firstBody = row
             var lastBody: UInt32? = nil
@@ -268,7 +272,7 @@ public enum XLSXWriter {
                         throw WriteError(message: "\(path): cannot add sheet \(name)")
                     }
                     ws = next
-                    setUp(ws, sheet)
+                    setUp(ws, sheet, header: header)
                     worksheet_write_string(ws, 0, 0, XMLText.safe("\(sheet.title) (continued, part \(part))"), f.title)
                     worksheet_set_row(ws, 2, 30, nil)
                     for (i, c) in table.columns.enumerated() {

@@ -18,7 +18,7 @@ enum XMLText {
     static func safe(_ s: String) -> String {
         var s = s
         if s.utf8.count > maxCellCharacters, s.utf16.count > maxCellCharacters {
-            let note = "\u{2026} (cut here: \(s.count) characters in all; a cell holds \(maxCellCharacters))"
+            let note = "\u{2026} (cut here: \(s.utf16.count) characters in all; a cell holds \(maxCellCharacters))"
             let budget = maxCellCharacters - note.utf16.count
             var units = 0, end = s.startIndex
             for i in s.indices {

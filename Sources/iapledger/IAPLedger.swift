@@ -34,7 +34,7 @@ func runReporting(_ body: () throws -> Void) throws {
     } catch let e as ValidationError {
         throw e
     } catch {
-        FileHandle.standardError.write(Data("iapledger: error: \(error)\n".utf8))
+        FileHandle.standardError.write(Data("iapledger: error: \(TerminalText.visible("\(error)"))\n".utf8))
         throw ExitCode.failure
     }
 }
@@ -154,7 +154,7 @@ struct Balance: ParsableCommand {
             print(BalanceOutput.render(rows, format: format.rawValue, reportingCurrency: config.reportingCurrency), terminator: "")
             // Entries dated later are left out, as on the Trial Balance sheet: said, on stderr so
             // that csv and json stay data.
-            if let day, case let later = try ledger.read({ try $0.entriesDated(after: day) }), later.count > 0, let latest = later.latest {
+            if let day, case let later = try ledger.read({ try $0.entriesDated(after: day, book: book == .all ? nil : Book(rawValue: book.rawValue)) }), later.count > 0, let latest = later.latest {
                 FileHandle.standardError.write(Data("balance through \(day): \(later.count) entr\(later.count == 1 ? "y" : "ies") dated after it (the latest \(latest)) left out; `--through \(latest)` or `--through all` includes \(later.count == 1 ? "it" : "them")\n".utf8))
             }
         }

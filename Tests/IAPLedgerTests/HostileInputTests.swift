@@ -146,11 +146,14 @@ final class HostileInputTests: XCTestCase {
             base.replacingOccurrences(of: #""X""#, with: #""R1", "cancellation_date_ms": "1791194399000""#),
             base.replacingOccurrences(of: #""X""#, with: #""R2", "cancellation_date_ms": "1790000000000""#),
             base.replacingOccurrences(of: #""X""#, with: #""R3", "cancellation_date_ms": "1791194400000""#),
+            // `null` is a field left out (typed serialisers write it), not a bad id.
+            base.replacingOccurrences(of: #""X""#, with: #""N0", "original_transaction_id": null"#),
+            base.replacingOccurrences(of: #""X""#, with: "\"L1\", \"original_transaction_id\": \"L0\\u200b\""),
         ].map(line)
         try ws.write("inbox/receipts/ids.jsonl", lines.joined(separator: "\n") + "\n")
         try ws.run("2026-11-03")
         let sales = try ledger().read { try $0.rawRows("SELECT transaction_id FROM entry WHERE kind = 'sale' ORDER BY transaction_id") }.map { $0[0] }
-        XCTAssertEqual(sales, ["9980000000000001", "9980000000000002", "R3"])
+        XCTAssertEqual(sales, ["9980000000000001", "9980000000000002", "N0", "R3"])
         let messages = try findings()
         let expected = [
             1: #"transaction_id "9980000000000001.0": neither a string nor a whole number written as digits"#,
@@ -160,6 +163,7 @@ final class HostileInputTests: XCTestCase {
             7: #"transaction O1 has original_transaction_id "12.5": neither"#,
             8: "transaction R1 was refunded before it was bought: refund dated 2026-10-05, purchase 2026-10-05 (1 s earlier)",
             9: "transaction R2 was refunded before it was bought: refund dated 2026-09-21, purchase 2026-10-05",
+            12: "transaction L1 has original_transaction_id \"L0\u{200B}\": control, format or non-characters",
         ]
         for (n, text) in expected {
             XCTAssertTrue(messages.contains { $0.hasPrefix("inbox/receipts/ids.jsonl:\(n): ") && $0.contains(text) }, "line \(n): \(messages)")
@@ -299,16 +303,23 @@ final class HostileInputTests: XCTestCase {
             + "o4,a4,G4,\"coins,1,100,2026-10-05T10:01:00Z,production,USA,,\r"
             + "o5,a5,G5,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,")
         try ws.write("inbox/orders/twice.csv", header + ",quantity\n" + "o9,a9,G9,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,,5\n")
+        // Two columns of a name the reader does not use (notes) are no ambiguity.
+        try ws.write("inbox/orders/notes.csv", header + ",notes,notes\n" + "o10,a10,G10,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,,a,b\n")
         try ws.run("2026-11-03")
         let mac = try records("inbox/orders/mac.csv")
         XCTAssertEqual(mac.map(\.line), [2, 3, 6, 7, 8], "\(mac)")
         XCTAssertEqual(mac.map(\.outcome), ["verified", "verified", "verified", "rejected", "verified"], "\(mac)")
         let orders = try ledger().read { try $0.rawRows("SELECT order_id, ifnull(app_account_token, '') FROM order_version ORDER BY id") }
-        XCTAssertEqual(orders.map { $0[0] }, ["o1", "o2", "o3", "o5"])
+        XCTAssertEqual(orders.map { $0[0] }, ["o1", "o2", "o3", "o5", "o10"])
         XCTAssertEqual(orders.first { $0[0] == "o2" }?[1], "two\rlines")
         let twice = try records("inbox/orders/twice.csv")
         XCTAssertEqual(twice.map(\.code), ["BAD_CSV"])
         XCTAssertTrue(twice.first?.reason.contains("names column quantity twice (columns 5 and 12)") ?? false, "\(twice)")
+        XCTAssertEqual(try records("inbox/orders/notes.csv").map(\.outcome), ["verified"])
+        // The file sent again, corrected, under its name: its BAD_CSV is resolved.
+        try ws.write("inbox/orders/twice.csv", header + "\n" + "o9,a9,G9,coins.100,5,100,2026-10-05T10:01:00Z,production,USA,,\n")
+        try ws.run("2026-11-04")
+        XCTAssertFalse(try ledger().read { try $0.recordProblems() }.contains { $0.path == "inbox/orders/twice.csv" && !$0.resolved })
     }
 
     /// A backend sending an orders file again under another name: its rows are versions the
@@ -357,9 +368,13 @@ final class HostileInputTests: XCTestCase {
         for zero in ["0", "0.00"] {
             try ws.write("rules/prices.csv", TestWorkspace.defaultPrices + "\ncoins.550,USA,\(zero),2026-10-15\n")
             XCTAssertThrowsError(try ws.run("2026-11-03")) {
-                XCTAssertTrue("\($0)".contains("prices.csv") && "\($0)".contains("is not a decimal above 0"), "\($0)")
+                XCTAssertTrue("\($0)".contains("prices.csv") && "\($0)".contains("price 0 for coins.550, a consumable product: only a non-consumable may be priced 0"), "\($0)")
             }
         }
+        // A non-consumable at Apple's free tier (a free time-limited trial of it) may be.
+        try ws.write("rules/products.csv", TestWorkspace.defaultProducts + "\nunlock.trial,non_consumable,0\n")
+        try ws.write("rules/prices.csv", TestWorkspace.defaultPrices + "\nunlock.trial,USA,0,2020-01-01\n")
+        XCTAssertNoThrow(try ws.run("2026-11-03"))
     }
 
     /// Signed data with absurd values (signed with Apple's test keys, trusted via trusted_roots):
@@ -576,10 +591,14 @@ final class HostileInputTests: XCTestCase {
         let cutEmoji = XMLText.safe(emoji)
         XCTAssertLessThanOrEqual(cutEmoji.utf16.count, XMLText.maxCellCharacters)
         XCTAssertTrue(cutEmoji.hasPrefix(String(repeating: "\u{1F600}", count: 16_000)))
-        XCTAssertTrue(cutEmoji.hasSuffix("(cut here: 20000 characters in all; a cell holds 32767)"))
+        XCTAssertTrue(cutEmoji.hasSuffix("(cut here: 40000 characters in all; a cell holds 32767)"), "as Excel counts them")
         let fits = String(repeating: "b", count: XMLText.maxCellCharacters)
         XCTAssertEqual(XMLText.safe(fits), fits)
         XCTAssertEqual(StoreBounds.boundedMessage(String(repeating: "c", count: 1_000)), String(repeating: "c", count: 1_000))
         XCTAssertEqual(StoreBounds.boundedMessage(String(repeating: "c", count: 1_001)).count, 1_000 - 60 + "\u{2026} (cut here: 1001 characters in all)".count)
+        // One letter and 100,000 combining marks is one Character but 100,001 scalars: cut too.
+        let marks = StoreBounds.boundedMessage("a" + String(repeating: "\u{301}", count: 100_000))
+        XCTAssertLessThanOrEqual(marks.unicodeScalars.count, StoreBounds.maxMessageCharacters)
+        XCTAssertTrue(marks.hasSuffix("(cut here: 100001 characters in all)"))
     }
 }

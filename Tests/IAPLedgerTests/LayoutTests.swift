@@ -78,7 +78,7 @@ final class LayoutTests: XCTestCase {
         XCTAssertEqual(postings[1].first, "As of 2026-11-21, in USD too.")
         XCTAssertEqual(postings[2].first, "A second line.")
         XCTAssertEqual(postings[4], ["Entry", "Date", "Ledger account", "Transaction", "Currency", "Amount (transaction currency)",
-                                     "Amount (reporting)"])
+                                     "Amount (USD)"])
         XCTAssertTrue(postings.dropFirst(5).allSatisfy { $0.count == 7 })
         // Widths: the one changed, the others the shipped ones.
         let widths = try XLSXParts.columnWidths(finance, sheet: 0)
@@ -174,17 +174,17 @@ final class LayoutTests: XCTestCase {
         XCTAssertEqual(try XLSXParts.sheetNames(url), ["Summary", "Trial Balance", "Journal", "Revenue by Region",
                                                         "Revenue by Product", "Refunds", "Run Info"])
         let book = try XLSXReader.sheets(url)
-        XCTAssertEqual(book["Summary"]![0].first, "Summary: in-app purchase revenue")
+        XCTAssertEqual(book["Summary"]![0].first, "Summary: in-app purchase revenue, production book")
         XCTAssertEqual(book["Summary"]!.first { $0.first == "Month" }, ["Month", "Units", "Gross (USD)", "Tax (USD)", "Net sales (USD)", "Commission (USD)",
                                              "Proceeds (USD)", "Refunds (USD)", "Net after refunds (USD)", "Proceeds after refunds (USD)"])
-        XCTAssertEqual(book["Trial Balance"]![3], ["Book", "Account", "Currency", "Debit", "Credit", "Balance", "Balance (reporting)"])
+        XCTAssertEqual(book["Trial Balance"]![3], ["Book", "Account", "Currency", "Debit", "Credit", "Balance", "Balance (USD)"])
         XCTAssertEqual(book["Journal"]![0].first, "Journal: production book")
         XCTAssertEqual(book["Journal"]![3], ["Entry", "Date", "Original date", "Late", "Kind", "Transaction", "Product", "Storefront",
-                                             "Account", "Currency", "Amount", "Amount (reporting)"])
+                                             "Account", "Currency", "Amount", "Amount (USD)"])
         XCTAssertEqual(book["Revenue by Region"]![3], ["Storefront", "Month", "Currency", "Units", "Gross", "Tax", "Net", "Commission",
                                                        "Proceeds", "Refunds", "Gross (USD)", "Tax (USD)", "Net (USD)", "Commission (USD)",
                                                        "Proceeds (USD)", "Refunds (USD)"])
-        XCTAssertEqual(book["Refunds"]![3].last, "Net (USD)")
+        XCTAssertEqual(book["Refunds"]![3].last, "Net refunded (USD)")
         XCTAssertEqual(try XLSXParts.columnWidths(url, sheet: 2), [9, 12, 13, 6, 16, 20, 32, 11, 30, 10, 14, 18])
         let recon = plain.reportDirectory(asOf: asOf).appendingPathComponent("reconciliation-2026-11-21.xlsx")
         XCTAssertEqual(try XLSXParts.sheetNames(recon), ["Summary", "Exceptions", "Resolved", "Pending", "Rejected"])

@@ -296,15 +296,23 @@ final class LockAndFailureTests: XCTestCase {
                               ("[commission]\nreduce = \"0.15\"\n", "commission.reduce: unknown setting in [commission]"),
                               ("[period]\nclosed_through = \"2026-09\"\n", "period: unknown setting"),
                               ("bundle_id = [\"com.example.coins\"]\n", "bundle_id: unknown setting"),
-                              // Without bundle ids every app's receipts would be posted as this app's revenue.
-                              (TestWorkspace.defaultConfig.replacingOccurrences(of: "bundle_ids = [\"com.example.coins\"]", with: ""), "bundle_ids: must name your app's bundle id"),
-                              (TestWorkspace.defaultConfig.replacingOccurrences(of: "bundle_ids = [\"com.example.coins\"]", with: "bundle_ids = []"), "bundle_ids: must name"),
                               (TestWorkspace.defaultConfig.replacingOccurrences(of: "bundle_ids = [\"com.example.coins\"]", with: "bundle_ids = [\" \"]"), "bundle_ids: must be an array of bundle ids")] {
             XCTAssertThrowsError(try ConfigReader.parse(text)) { error in
                 XCTAssertTrue("\(error)".contains("iapledger.toml") && "\(error)".contains(named), "\(error)")
             }
         }
         XCTAssertNoThrow(try ConfigReader.parse(TestWorkspace.defaultConfig + "\n[periods]\nclosed_through = \"2026-09\"\n[reports]\njournal_row_cap = 10\n"))
+        // Without bundle ids every app's receipts would be posted as this app's revenue: a night
+        // refuses to run (the commands that only read the ledger do without them).
+        _ = try firstNight()
+        for config in [TestWorkspace.defaultConfig.replacingOccurrences(of: "bundle_ids = [\"com.example.coins\"]", with: ""),
+                       TestWorkspace.defaultConfig.replacingOccurrences(of: "bundle_ids = [\"com.example.coins\"]", with: "bundle_ids = []")] {
+            try ws.write("iapledger.toml", config)
+            XCTAssertThrowsError(try ws.run("2026-10-08")) {
+                XCTAssertTrue("\($0)".contains("iapledger.toml: bundle_ids: must name your app's bundle id"), "\($0)")
+            }
+            XCTAssertNoThrow(try ws.workspace.openExistingLedger(), "balance, trace, verify")
+        }
         XCTAssertNoThrow(try ConfigReader.parse(String(contentsOf: Templates.directory().appendingPathComponent("iapledger.toml"), encoding: .utf8)),
                          "the shipped example config")
     }

@@ -234,7 +234,7 @@ final class NightlyRunTests: XCTestCase {
         let sheets = try XLSXReader.sheets(r.workbooks[0])
         XCTAssertEqual(Set(sheets.keys), ["Summary", "Trial Balance", "Journal", "Revenue by Region", "Revenue by Product", "Refunds", "Run Info"])
         let tb = sheets["Trial Balance"]!
-        XCTAssertEqual(tb[3], ["Book", "Account", "Currency", "Debit", "Credit", "Balance", "Balance (reporting)"])
+        XCTAssertEqual(tb[3], ["Book", "Account", "Currency", "Debit", "Credit", "Balance", "Balance (USD)"])
         let ledgerRows = try balance(.production)
         let body = tb.dropFirst(4).filter { !$0[1].hasPrefix("Total") }
         XCTAssertEqual(body.count, ledgerRows.count)

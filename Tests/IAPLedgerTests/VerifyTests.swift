@@ -590,6 +590,10 @@ final class VerifyTests: XCTestCase {
 
         XCTAssertNoThrow(try ws.run("2026-10-08"), "restored, the night runs")
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+        // An index an analyst added changes no figure: the night goes on, verify names it.
+        try db.write { try $0.execute(sql: "CREATE INDEX analyst ON entry(product_id)") }
+        XCTAssertNoThrow(try ws.run("2026-10-09"))
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().problems.contains { $0.message.hasPrefix("the ledger holds index analyst") })
     }
 
     /// A closed month reopened by deleting its close past the trigger that forbids it passed
