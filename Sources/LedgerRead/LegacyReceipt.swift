@@ -16,6 +16,8 @@ public struct LegacyItem: Equatable {
     public var webOrderLineItemId: String?
     public var bundleId: String?
     public var isTrialPeriod: Bool = false
+    /// `in_app_ownership_type` `FAMILY_SHARED`: a family member's access, not a purchase.
+    public var isFamilyShared: Bool = false
     /// An id field (`transaction_id`, `original_transaction_id`, `product_id`) holding neither
     /// a string nor a whole number written as digits, and its text: `9980000000000001.0`, `1e3`,
     /// `-1` or `true` would name another transaction than the string Apple sent.
@@ -32,7 +34,7 @@ public struct LegacyItem: Equatable {
             && a.quantity == b.quantity && a.purchaseMs == b.purchaseMs && a.expiresMs == b.expiresMs
             && a.cancellationMs == b.cancellationMs && a.cancellationReason == b.cancellationReason
             && a.appAccountToken == b.appAccountToken && a.webOrderLineItemId == b.webOrderLineItemId
-            && a.bundleId == b.bundleId && a.isTrialPeriod == b.isTrialPeriod
+            && a.bundleId == b.bundleId && a.isTrialPeriod == b.isTrialPeriod && a.isFamilyShared == b.isFamilyShared
             && a.badIdentifier?.field == b.badIdentifier?.field && a.badIdentifier?.text == b.badIdentifier?.text
             && a.disagreement == b.disagreement && a.cancellationCopyPurchaseMs == b.cancellationCopyPurchaseMs
     }
@@ -210,6 +212,7 @@ public enum LegacyReceiptParser {
         it.webOrderLineItemId = d["web_order_line_item_id"]?.scalarText
         it.bundleId = d["bid"]?.scalarText ?? d["bundle_id"]?.scalarText
         it.isTrialPeriod = d["is_trial_period"]?.bool ?? false
+        it.isFamilyShared = d["in_app_ownership_type"]?.scalarText == "FAMILY_SHARED"
         return it
     }
 

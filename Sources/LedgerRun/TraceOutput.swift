@@ -68,7 +68,7 @@ public enum TraceOutput {
         var out: [String] = []
         func line(_ s: String) { out.append(indent + s) }
         line("Transaction \(t.transaction_id): \(t.status)" + (t.book.map { " in the \($0) book" } ?? "")
-             + (t.status == "free" ? " (a free trial or free introductory period: no money moved, so no entry)" : ""))
+             + (t.status == "free" ? " (a free trial or introductory period, or a family member's shared access: no money moved, so no entry)" : ""))
         if let r = t.pending_reason { line("  waits: \(r)") }
         if let p = t.product_id {
             line("  product \(p) x \(t.quantity ?? 1), purchased \(t.purchase_date ?? "?")" + (t.original_transaction_id.map { ", original transaction \($0)" } ?? ""))

@@ -130,7 +130,10 @@ public struct ReceiptVerifier {
             transactionId: id, originalTransactionId: it.originalTransactionId, productId: product, quantity: q,
             purchaseMs: purchase, expiresMs: it.expiresMs, cancellationMs: it.cancellationMs,
             revocationPercentage: nil, book: book, bundleId: it.bundleId ?? bundleId, storefront: nil, currency: nil,
-            priceMilliunits: nil, appAccountToken: it.appAccountToken, hasOffer: false, isFreeTrial: it.isTrialPeriod))
+            priceMilliunits: nil, appAccountToken: it.appAccountToken, hasOffer: false,
+            // A family member's shared access moves no money, like a trial: the purchaser's
+            // transaction is the paid one, and booking both would count the revenue twice.
+            isFreeTrial: it.isTrialPeriod || it.isFamilyShared))
     }
 }
 

@@ -52,7 +52,10 @@ extension SignedTransaction {
             transactionId: transactionId, originalTransactionId: originalTransactionId, productId: product, quantity: q,
             purchaseMs: purchase, expiresMs: expiresDateMs, cancellationMs: cancellation, revocationPercentage: percentage,
             book: book, bundleId: bundleId, storefront: storefront, currency: currency, priceMilliunits: priceMilliunits,
-            appAccountToken: appAccountToken?.lowercased(), hasOffer: offerType != nil || offerIdentifier != nil))
+            appAccountToken: appAccountToken?.lowercased(), hasOffer: offerType != nil || offerIdentifier != nil,
+            // A family member's access to what the purchaser bought: the purchaser's transaction
+            // is the paid one; booking this one too would count the revenue twice.
+            isFreeTrial: inAppOwnershipType == "FAMILY_SHARED"))
     }
 }
 

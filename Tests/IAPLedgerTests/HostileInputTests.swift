@@ -191,6 +191,17 @@ final class HostileInputTests: XCTestCase {
         XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT kind FROM entry WHERE transaction_id = 'D2' ORDER BY id") }.map { $0[0] }, ["sale", "refund"])
     }
 
+    /// A family member's shared access (`in_app_ownership_type` FAMILY_SHARED) was booked as a
+    /// sale beside the purchaser's own transaction: the revenue counted twice. It is free now.
+    func testFamilySharedTransactionsMoveNoMoney() throws {
+        let shared = #"{"transaction_id": "FS1", "product_id": "coins.100", "quantity": "1", "purchase_date_ms": "1791194400000", "in_app_ownership_type": "FAMILY_SHARED"}"#
+        try ws.write("inbox/receipts/family.jsonl", [good("FP1"), Self.response(items: shared)].joined(separator: "\n") + "\n")
+        try ws.run("2026-11-03")
+        XCTAssertEqual(try saleEntries(), ["FP1"])
+        XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT sale_status FROM store_transaction WHERE transaction_id = 'FS1'") }, [["free"]])
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+    }
+
     /// An expiry of Int64.min on a subscription whose later renewal counts paid days crashed the
     /// tenure arithmetic; it is now an invalid item and the renewal posts.
     func testAbsurdExpiryInASubscriptionChainIsRefused() throws {

@@ -301,6 +301,16 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(audit.rederived, 3)
     }
 
+    /// A signed transaction of a family member's shared access moves no money.
+    func testAFamilySharedSignedTransactionIsFree() throws {
+        try ws.write("inbox/signed/t.jws", try signer.sign(payload: TestSigner.transactionPayload(
+            transactionId: "9041", purchaseDateMs: t0 - 86_400_000, signedDateMs: t0, inAppOwnershipType: "FAMILY_SHARED",
+            storefront: "USA", priceMilliunits: 1990, currency: "USD")) + "\n")
+        try ws.run("2023-11-20")
+        XCTAssertEqual(try rows("SELECT sale_status FROM store_transaction WHERE transaction_id = '9041'"), [["free"]])
+        XCTAssertEqual(try rows("SELECT count(*) FROM entry"), [["0"]])
+    }
+
     /// `iapledger verify` reads signed sources as the night did: a `.json` notification body
     /// after a blank line, and a `.jws` line with spaces around it, are re-derived, not called
     /// "no longer a signed transaction".
