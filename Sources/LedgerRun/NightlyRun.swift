@@ -288,12 +288,15 @@ public struct NightlyRun {
                   let sale = try w.entry(book: obs.book, transactionId: obs.transactionId, kind: .sale) else { continue }
             let refund = poster.refund(of: sale, on: Day(epochMilliseconds: ms), percentage: obs.revocationPercentage)
             try w.insertEntry(refund, runId: runId, quantity: obs.quantity)
+            try w.resolveFinding(code: "REFUND_NOT_DATED", transactionId: obs.transactionId, runId: runId)
             posted += 1
             CrashPoint.tick("post:refunds", every: 2)
         }
         for r in try w.reversalsDue() {
             guard let refund = try w.entry(book: r.book, transactionId: r.transactionId, kind: .refund) else { continue }
-            try w.insertEntry(poster.reversal(of: refund, on: r.date), runId: runId)
+            // Never dated before the refund it reverses (a REFUND_REVERSED can arrive first).
+            try w.insertEntry(poster.reversal(of: refund, on: max(r.date, refund.date)), runId: runId)
+            try w.resolveFinding(code: "REVERSAL_WAITING", transactionId: r.transactionId, runId: runId)
             posted += 1
         }
         return posted

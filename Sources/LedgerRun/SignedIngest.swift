@@ -134,6 +134,17 @@ extension Ingest {
         if agrees, n.notificationType == "REFUND_REVERSED", let env = t.environment, let book = Book(storeEnvironment: env) {
             let day = Day(epochMilliseconds: n.signedDateMs ?? t.signedDateMs ?? t.purchaseDateMs ?? 0)
             try writer.requestReversal(book: book, transactionId: t.transactionId, date: day, notificationUUID: n.notificationUUID)
+            // Said while it waits for the refund it reverses (resolved when the reversal posts).
+            try writer.openFinding(code: "REVERSAL_WAITING", transactionId: t.transactionId, recordId: recordId,
+                                   message: "\(location): REFUND_REVERSED \(n.notificationUUID) waits for the refund it reverses: none is posted for the transaction yet",
+                                   runId: runId)
+        }
+        // A REFUND whose transaction carries no refund date posts nothing: said, not silent
+        // (resolved when a refund of the transaction posts).
+        if agrees, n.notificationType == "REFUND", t.revocationDateMs == nil {
+            try writer.openFinding(code: "REFUND_NOT_DATED", transactionId: t.transactionId, recordId: recordId,
+                                   message: "\(location): REFUND \(n.notificationUUID) carries a transaction with no revocationDate: no refund is posted until a record of the transaction reports one",
+                                   runId: runId)
         }
     }
 }

@@ -301,6 +301,30 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(audit.rederived, 3)
     }
 
+    /// A REFUND_REVERSED before its refund, and a REFUND whose transaction carries no date:
+    /// each waited or posted nothing without a word. Each is a finding now, resolved when the
+    /// reversal (or a refund) posts.
+    func testWaitingReversalsAndUndatedRefundsAreSaid() throws {
+        try ws.write("inbox/signed/n1.json", try notification("ONE_TIME_CHARGE", transaction: try transaction("9051")))
+        try ws.write("inbox/signed/n2.json", try notification("REFUND_REVERSED", signed: t0 + 86_400_000, transaction: try transaction("9051")))
+        try ws.write("inbox/signed/n3.json", try notification("ONE_TIME_CHARGE", transaction: try transaction("9052")))
+        try ws.write("inbox/signed/n4.json", try notification("REFUND", signed: t0 + 86_400_000, transaction: try transaction("9052")))
+        try ws.run("2023-11-14")
+        func open() throws -> [String] {
+            try rows("SELECT code || ' ' || transaction_id FROM finding WHERE resolved_run_id IS NULL ORDER BY code").map { $0[0] }
+        }
+        XCTAssertEqual(try open(), ["REFUND_NOT_DATED 9052", "REVERSAL_WAITING 9051"])
+        // The refunds arrive: both post, both findings are resolved.
+        let refundAt = t0 + 2 * 86_400_000
+        try ws.write("inbox/signed/n5.json", try notification("REFUND", signed: refundAt, transaction: try transaction("9051", revocation: refundAt)))
+        try ws.write("inbox/signed/n6.json", try notification("REFUND", signed: refundAt, transaction: try transaction("9052", revocation: refundAt)))
+        try ws.run("2023-11-17")
+        XCTAssertEqual(try rows("SELECT transaction_id, kind, date FROM entry WHERE kind <> 'sale' ORDER BY id").map { $0.joined(separator: " ") },
+                       ["9051 refund 2023-11-16", "9052 refund 2023-11-16", "9051 refund_reversal 2023-11-16"],
+                       "a reversal signed before its refund is dated with the refund, never before it")
+        XCTAssertEqual(try open(), [])
+    }
+
     /// A signed transaction of a family member's shared access moves no money.
     func testAFamilySharedSignedTransactionIsFree() throws {
         try ws.write("inbox/signed/t.jws", try signer.sign(payload: TestSigner.transactionPayload(
