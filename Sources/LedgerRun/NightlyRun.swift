@@ -294,8 +294,7 @@ public struct NightlyRun {
         }
         for r in try w.reversalsDue() {
             guard let refund = try w.entry(book: r.book, transactionId: r.transactionId, kind: .refund) else { continue }
-            // Never dated before the refund it reverses (a REFUND_REVERSED can arrive first).
-            try w.insertEntry(poster.reversal(of: refund, on: max(r.date, refund.date)), runId: runId)
+            try w.insertEntry(poster.reversal(of: refund, on: r.date), runId: runId)
             try w.resolveFinding(code: "REVERSAL_WAITING", transactionId: r.transactionId, runId: runId)
             posted += 1
         }

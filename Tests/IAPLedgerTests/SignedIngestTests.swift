@@ -320,8 +320,8 @@ final class SignedIngestTests: XCTestCase {
         try ws.write("inbox/signed/n6.json", try notification("REFUND", signed: refundAt, transaction: try transaction("9052", revocation: refundAt)))
         try ws.run("2023-11-17")
         XCTAssertEqual(try rows("SELECT transaction_id, kind, date FROM entry WHERE kind <> 'sale' ORDER BY id").map { $0.joined(separator: " ") },
-                       ["9051 refund 2023-11-16", "9052 refund 2023-11-16", "9051 refund_reversal 2023-11-16"],
-                       "a reversal signed before its refund is dated with the refund, never before it")
+                       ["9051 refund 2023-11-16", "9052 refund 2023-11-16", "9051 refund_reversal 2023-11-15"],
+                       "dated the notification's signedDate, as accounting.md says")
         XCTAssertEqual(try open(), [])
     }
 
