@@ -111,8 +111,13 @@ public struct Poster {
     /// the transaction carries no offer (the signed price is still what is posted).
     public func priceMismatch(of t: TransactionObservation, entry: EntryDraft) -> String? {
         guard let milli = t.priceMilliunits, !t.hasOffer, !t.isFreeTrial,
-              let rule = rules.price(product: t.productId, storefront: entry.storefront, on: t.purchaseDay),
-              let unit = Currency.minorUnits(ofMajor: rule.price, currency: entry.figures.currency) else { return nil }
+              let rule = rules.price(product: t.productId, storefront: entry.storefront, on: t.purchaseDay) else { return nil }
+        // A price list in the storefront's currency says nothing about a price in another one:
+        // the currencies differing is what is said (the signed price is posted as signed).
+        if let listed = rules.storefront(entry.storefront, on: t.purchaseDay)?.currency, listed != entry.figures.currency {
+            return "signed price \(milli) milliunits in \(entry.figures.currency), but rules/storefronts.csv gives \(entry.storefront) the currency \(listed): not compared with rules/prices.csv \(rule.price) \(listed) for \(t.productId) on \(t.purchaseDay)"
+        }
+        guard let unit = Currency.minorUnits(ofMajor: rule.price, currency: entry.figures.currency) else { return nil }
         let expected = unit * t.quantity
         guard expected != entry.figures.grossMinor else { return nil }
         return "signed price \(milli) milliunits (\(Currency.format(minor: entry.figures.grossMinor, currency: entry.figures.currency)) \(entry.figures.currency)) differs from rules/prices.csv \(rule.price) x \(t.quantity) = \(Currency.format(minor: expected, currency: entry.figures.currency)) for \(t.productId) in \(entry.storefront) on \(t.purchaseDay), with no offer"

@@ -425,5 +425,15 @@ final class SignedIngestTests: XCTestCase {
         let findings = try ledger().read { try $0.findings(openOnly: true) }
         XCTAssertEqual(findings.map(\.code), ["PRICE_MISMATCH"])
         XCTAssertEqual(try rows("SELECT gross_minor FROM entry"), [["199"]])
+        // A signed price in another currency than the storefront's is not compared with the
+        // price list as if it were the same money ("0.99 USD vs 1.09"): the currencies are named.
+        try ws.write("rules/fx.csv", "month,currency,rate\n2023-11,AUD,0.65\n2023-11,EUR,1.08\n")
+        try ws.write("inbox/signed/eur.jws", try signer.sign(payload: TestSigner.transactionPayload(
+            transactionId: "9061", productId: "com.example.cheap", purchaseDateMs: t0 - 86_400_000, signedDateMs: t0,
+            storefront: "USA", priceMilliunits: 1090, currency: "EUR")) + "\n")
+        try ws.run("2023-11-21")
+        let eur = try ledger().read { try $0.findings(openOnly: true) }.filter { $0.transactionId == "9061" }
+        XCTAssertEqual(eur.map(\.code), ["PRICE_MISMATCH"])
+        XCTAssertTrue(eur.first?.message.contains("signed price 1090 milliunits in EUR, but rules/storefronts.csv gives USA the currency USD: not compared") ?? false, "\(eur)")
     }
 }
