@@ -26,6 +26,14 @@ public enum StoreBounds {
         }
     }
 
+    /// Why an identifier field is refused by `plausibleIdentifier`, quoting its start: the field
+    /// on its own (`name "…" holds …`), or a field of `transaction` (`transaction T has name "…": …`).
+    public static func implausibleIdentifier(_ name: String, _ id: String, of transaction: String? = nil) -> String {
+        let quoted = String(reflecting: String(id.prefix(64)))
+        guard let transaction else { return "\(name) \(quoted) holds control, format or non-characters, or is over 256 bytes" }
+        return "transaction \(transaction) has \(name) \(quoted): control, format or non-characters, or over 256 bytes"
+    }
+
     /// The longest reason or finding message kept, in characters. A reason quotes what it
     /// refuses (a bundle id, an environment, a status), and a record can hold a value of
     /// megabytes: such a reason filled the run's summary with one line of 100,000 characters

@@ -21,23 +21,17 @@ public struct LegacyItem: Equatable {
     /// An id field (`transaction_id`, `original_transaction_id`, `product_id`) holding neither
     /// a string nor a whole number written as digits, and its text: `9980000000000001.0`, `1e3`,
     /// `-1` or `true` would name another transaction than the string Apple sent.
-    public var badIdentifier: (field: String, text: String)?
+    public var badIdentifier: BadIdentifier?
+    public struct BadIdentifier: Equatable {
+        public var field: String
+        public var text: String
+    }
     /// Set when the response lists this transaction twice (`in_app` and `latest_receipt_info`)
     /// with a different product or quantity: which one is true cannot be told.
     public var disagreement: String?
     /// The purchase date of the copy that carried `cancellationMs`, when another copy did (the
     /// copies' purchase dates may differ by minutes): a refund is compared with its own copy.
     public var cancellationCopyPurchaseMs: Int64?
-
-    public static func == (a: LegacyItem, b: LegacyItem) -> Bool {
-        a.transactionId == b.transactionId && a.originalTransactionId == b.originalTransactionId && a.productId == b.productId
-            && a.quantity == b.quantity && a.purchaseMs == b.purchaseMs && a.expiresMs == b.expiresMs
-            && a.cancellationMs == b.cancellationMs && a.cancellationReason == b.cancellationReason
-            && a.appAccountToken == b.appAccountToken && a.webOrderLineItemId == b.webOrderLineItemId
-            && a.bundleId == b.bundleId && a.isTrialPeriod == b.isTrialPeriod && a.isFamilyShared == b.isFamilyShared
-            && a.badIdentifier?.field == b.badIdentifier?.field && a.badIdentifier?.text == b.badIdentifier?.text
-            && a.disagreement == b.disagreement && a.cancellationCopyPurchaseMs == b.cancellationCopyPurchaseMs
-    }
 }
 
 /// A legacy verifyReceipt response body as Apple sent it, plus the wrapper fields
@@ -195,7 +189,7 @@ public enum LegacyReceiptParser {
             case .string(let s): return s
             case .number(let n) where !n.isEmpty && n.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }): return n
             default:
-                if it.badIdentifier == nil { it.badIdentifier = (field, v.scalarOrShape ?? "") }
+                if it.badIdentifier == nil { it.badIdentifier = .init(field: field, text: v.scalarOrShape ?? "") }
                 return nil
             }
         }

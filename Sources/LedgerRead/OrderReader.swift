@@ -78,7 +78,7 @@ public enum OrderReader {
         for (name, id) in [("order_id", orderId), ("account_id", account), ("product_id", product), ("transaction_id", t.value(row, "transaction_id")),
                           ("storefront", t.value(row, "storefront"))]
             where !id.isEmpty && !StoreBounds.plausibleIdentifier(id) {
-            return bad("\(name) \(String(reflecting: String(id.prefix(64)))) holds control, format or non-characters, or is over 256 bytes")
+            return bad(StoreBounds.implausibleIdentifier(name, id))
         }
         // A token is the backend's own text (it may even span lines): bounded, and no NUL (SQLite
         // text ends there, so it would not read back as itself).

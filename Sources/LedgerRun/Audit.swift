@@ -11,6 +11,9 @@ public struct Audit {
     public struct Problem: CustomStringConvertible {
         public var entryId: Int64?
         public var message: String
+        /// A problem of the schema (a dropped trigger, an altered view): listed first, as the
+        /// cause of what follows from it.
+        public var schema = false
         public var description: String { (entryId.map { "entry #\($0): " } ?? "") + message }
     }
 
@@ -39,7 +42,7 @@ public struct Audit {
         let receiptVerifier = ReceiptVerifier(bundleIds: config.bundleIds)
         let signedVerifier = try NightlyRun.signedDataVerifier(config: config, workspace: workspace)
         var report = Report()
-        let expected = try ledger.expectedSchemaObjects()
+        let schemaDifferences = try ledger.schemaDifferences()
         try ledger.read { r in
             var previous = EntryHash.genesis
             // Sales are kept only for transactions with a refund entry, refunds only for those
@@ -151,22 +154,22 @@ public struct Audit {
                 report.problems.append(Problem(entryId: nil, message: "source record \(path):\(line): its stored text no longer hashes to the SHA-256 recorded when it was read (\(recordSHA)): it was changed after it was read"))
             }
             // The schema: the triggers that keep the ledger append-only, the CHECKs, the unique keys.
-            let actual = try r.schemaObjects()
-            for key in Set(expected.keys).union(actual.keys).sorted() {
-                switch (expected[key], actual[key]) {
-                case (let e?, let a?) where e != a:
-                    report.problems.append(Problem(entryId: nil, message: "the ledger's \(key) differs from the one iapledger created: it was altered (now: \(a))"))
+            for d in schemaDifferences {
+                let key = d.key
+                switch (d.expected, d.actual) {
+                case (_?, let a?):
+                    report.problems.append(Problem(entryId: nil, message: "the ledger's \(key) differs from the one iapledger created: it was altered (now: \(a))", schema: true))
                 case (_?, nil):
-                    report.problems.append(Problem(entryId: nil, message: "the ledger's \(key) is missing: it was dropped, so what it enforces (append-only entries and runs, closed periods, unique keys) was not enforced while it was gone"))
+                    report.problems.append(Problem(entryId: nil, message: "the ledger's \(key) is missing: it was dropped, so what it enforces (append-only entries and runs, closed periods, unique keys) was not enforced while it was gone", schema: true))
                 case (nil, let a?):
-                    report.problems.append(Problem(entryId: nil, message: "the ledger holds \(key), which iapledger never created: \(a)"))
-                default:
+                    report.problems.append(Problem(entryId: nil, message: "the ledger holds \(key), which iapledger never created: \(a)", schema: true))
+                case (nil, nil):
                     break
                 }
             }
             // A ledger not upgraded yet: its stored postings are the ones the upgrade will accept.
             if let problem = try r.storedPostingsProblem() {
-                report.problems.append(Problem(entryId: nil, message: "the ledger's stored postings: \(problem) (the next `iapledger run` or `close` refuses to upgrade the ledger until it is)"))
+                report.problems.append(Problem(entryId: nil, message: "the ledger's stored postings: \(problem) (the next `iapledger run` or `close` refuses to upgrade the ledger until it is)", schema: true))
             }
             // The rules the postings are derived by are the accounting contract's.
             if let stored = try r.postingRules() {
@@ -175,7 +178,7 @@ public struct Audit {
                 if stored != expected {
                     let first = zip(stored, expected).first { $0 != $1 }.map { "\(Self.describe($0.0)) where accounting.md gives \(Self.describe($0.1))" }
                         ?? "\(stored.count) rules where accounting.md gives \(expected.count)"
-                    report.problems.append(Problem(entryId: nil, message: "the ledger's posting rules (posting_rule), which give every entry its postings, differ from the accounting contract's: \(first)"))
+                    report.problems.append(Problem(entryId: nil, message: "the ledger's posting rules (posting_rule), which give every entry its postings, differ from the accounting contract's: \(first)", schema: true))
                 }
             }
             // Per book, the trial balance sums to zero in every currency and in the reporting currency.
@@ -201,9 +204,7 @@ public struct Audit {
         // Problems of the schema first (an altered view or a dropped trigger is the cause of
         // what follows from it), then by entry.
         report.problems.sort {
-            let a = $0.message.hasPrefix("the ledger's ") || $0.message.hasPrefix("the ledger holds "),
-                b = $1.message.hasPrefix("the ledger's ") || $1.message.hasPrefix("the ledger holds ")
-            if a != b { return a }
+            if $0.schema != $1.schema { return $0.schema }
             return ($0.entryId ?? Int64.max) < ($1.entryId ?? Int64.max)
         }
         return report
@@ -287,8 +288,9 @@ public struct Audit {
         // Sources that no longer verify at all are reported with the sale they brought.
         if verified == 0 && !sources.isEmpty { return nil }
         // One that does not give the transaction again may be the one that brought the refund.
-        if let first = refused.last {
-            return "its stored refund (dated \(Day(epochMilliseconds: refund.cancellationMs))) is reported by none of its source records that give the transaction again; \(refused.count) do not (\(first))"
+        // (Sources come newest first: the one quoted is the oldest of them.)
+        if let oldest = refused.last {
+            return "its stored refund (dated \(Day(epochMilliseconds: refund.cancellationMs))) is reported by none of its source records that give the transaction again; \(refused.count) do not (\(oldest))"
         }
         return "its stored refund (dated \(Day(epochMilliseconds: refund.cancellationMs))) is reported by none of its \(sources.count) source record\(sources.count == 1 ? "" : "s"): it was written into the ledger, not read"
     }

@@ -49,12 +49,18 @@ public struct NightlyRun {
         public var datedAfterAsOf: (count: Int, latest: Day?) = (0, nil)
     }
 
-    /// What each inbox folder reads, by extension.
-    static let inputExtensions: [(folder: String, extensions: Set<String>, described: String)] = [
-        ("orders", ["csv"], "orders are *.csv"),
-        ("receipts", ["json", "jsonl"], "receipt responses are *.json or *.jsonl"),
-        ("signed", ["jws", "txt", "json", "jsonl"], "signed data is *.jws, *.txt, *.json or *.jsonl"),
-    ]
+    /// What an inbox folder reads, by extension.
+    struct InboxFolder {
+        var folder: String
+        var extensions: Set<String>
+        var described: String
+        static let orders = InboxFolder(folder: "orders", extensions: ["csv"], described: "orders are *.csv")
+        static let receipts = InboxFolder(folder: "receipts", extensions: ["json", "jsonl"],
+                                          described: "receipt responses are *.json or *.jsonl")
+        static let signed = InboxFolder(folder: "signed", extensions: ["jws", "txt", "json", "jsonl"],
+                                        described: "signed data is *.jws, *.txt, *.json or *.jsonl")
+        static let all = [orders, receipts, signed]
+    }
 
     public let workspace: Workspace
     public let asOf: Day
@@ -102,10 +108,10 @@ public struct NightlyRun {
         let verifier = ReceiptVerifier(bundleIds: config.bundleIds)
         let signedVerifier = try Self.signedDataVerifier(config: config, workspace: workspace)
 
-        let orderFiles = try workspace.inboxFiles("orders", extensions: Self.inputExtensions[0].extensions)
-        let receiptFiles = try workspace.inboxFiles("receipts", extensions: Self.inputExtensions[1].extensions)
-        let signedFiles = try workspace.inboxFiles("signed", extensions: Self.inputExtensions[2].extensions)
-        let notRead = Self.inputExtensions.flatMap { f in
+        let orderFiles = try workspace.inboxFiles(InboxFolder.orders.folder, extensions: InboxFolder.orders.extensions)
+        let receiptFiles = try workspace.inboxFiles(InboxFolder.receipts.folder, extensions: InboxFolder.receipts.extensions)
+        let signedFiles = try workspace.inboxFiles(InboxFolder.signed.folder, extensions: InboxFolder.signed.extensions)
+        let notRead = InboxFolder.all.flatMap { f in
             workspace.unreadInboxFiles(f.folder, extensions: f.extensions).map { "\($0): not read (\(f.described))" }
         }
         let inputFiles = orderFiles.map { ($0, "orders") } + receiptFiles.map { ($0, "receipts") } + signedFiles.map { ($0, "signed") }

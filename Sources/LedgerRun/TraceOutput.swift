@@ -121,21 +121,19 @@ public enum TraceOutput {
                      + (p.written == false ? " (not written yet: `iapledger report --period \(month)` writes it)" : ""))
             }
         }
-        return out.map(visible).joined(separator: "\n") + "\n"
+        return out.map(TerminalText.visible).joined(separator: "\n") + "\n"
     }
 
     /// A record's text as read, under its heading: each of its lines indented, so a JSON
     /// document's record spread over lines stays readable and cannot pass for trace output.
     /// Lines are split at each line feed byte (a CRLF document too); the text outputs then
-    /// show every control character but tab as `\u{D}` (`visible`), so none reaches the terminal raw.
+    /// show every control character but tab as `\u{D}` (`TerminalText.visible`), so none reaches the terminal raw.
     static func sourceText(_ text: String, indent: String, into out: inout [String]) {
         out.append(indent + "text as read (\(text.utf8.count) bytes):")
         for piece in text.utf8.split(separator: 0x0A, omittingEmptySubsequences: false) {
             out.append(indent + "  | " + String(decoding: piece, as: UTF8.self))
         }
     }
-
-    static func visible(_ s: String) -> String { TerminalText.visible(s) }
 
     public static func text(_ o: OrderTrace) -> String {
         var out = "Order \(o.order_id): \(o.versions.count) version(s)\n"
@@ -163,6 +161,6 @@ public enum TraceOutput {
         if let t = o.transaction { out += "The transaction it names:\n" + text(t, indent: "  ") }
         else { out += "It names no transaction the ledger knows.\n" }
         // A reason may quote a refused value as it was read: no control character reaches the terminal.
-        return out.split(separator: "\n", omittingEmptySubsequences: false).map { visible(String($0)) }.joined(separator: "\n")
+        return out.split(separator: "\n", omittingEmptySubsequences: false).map { TerminalText.visible(String($0)) }.joined(separator: "\n")
     }
 }

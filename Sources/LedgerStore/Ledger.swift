@@ -118,16 +118,14 @@ public final class Ledger {
     /// words; `iapledger verify` checks everything.
     public func preflightProblems() throws -> [String] {
         var problems: [String] = []
-        let expected = try expectedSchemaObjects()
+        for d in try schemaDifferences() {
+            // An index or a view someone added reads, enforces nothing and changes no figure:
+            // `verify` names it; a night goes on.
+            if d.expected == nil && (d.key.hasPrefix("index ") || d.key.hasPrefix("view ")) { continue }
+            problems.append(d.expected == nil ? "it holds \(d.key), which iapledger never created"
+                            : d.actual == nil ? "its \(d.key) is missing" : "its \(d.key) was altered")
+        }
         try read { r in
-            let actual = try r.schemaObjects()
-            for key in Set(expected.keys).union(actual.keys).sorted() where expected[key] != actual[key] {
-                // An index or a view someone added reads, enforces nothing and changes no figure:
-                // `verify` names it; a night goes on.
-                if expected[key] == nil && (key.hasPrefix("index ") || key.hasPrefix("view ")) { continue }
-                problems.append(expected[key] == nil ? "it holds \(key), which iapledger never created"
-                                : actual[key] == nil ? "its \(key) is missing" : "its \(key) was altered")
-            }
             if let head = try r.latestRecordedChainHead() {
                 let tip = try r.lastEntryHash() ?? EntryHash.genesis
                 if head.hash != tip {
@@ -142,6 +140,23 @@ public final class Ledger {
             }
         }
         return problems
+    }
+
+    /// A schema object (by type and name) that is not as iapledger's migrations created it:
+    /// altered (both SQL texts), missing (`actual` nil) or added (`expected` nil).
+    public struct SchemaDifference {
+        public var key: String
+        public var expected: String?
+        public var actual: String?
+    }
+
+    /// The ledger's schema against `expectedSchemaObjects`, by key.
+    public func schemaDifferences() throws -> [SchemaDifference] {
+        let expected = try expectedSchemaObjects()
+        let actual = try read { try $0.schemaObjects() }
+        return Set(expected.keys).union(actual.keys).sorted().compactMap { key in
+            expected[key] == actual[key] ? nil : SchemaDifference(key: key, expected: expected[key], actual: actual[key])
+        }
     }
 
     public func read<T>(_ body: (LedgerReader) throws -> T) throws -> T {

@@ -101,14 +101,14 @@ public struct ReceiptVerifier {
             return .failure(ItemProblem("transaction \(String(reflecting: String(id.prefix(64)))) is listed twice in the response with a different \(d): which is true cannot be told"))
         }
         guard StoreBounds.plausibleIdentifier(id) else {
-            return .failure(ItemProblem("transaction_id \(String(reflecting: String(id.prefix(64)))) holds control, format or non-characters, or is over 256 bytes"))
+            return .failure(ItemProblem(StoreBounds.implausibleIdentifier("transaction_id", id)))
         }
         if let original = it.originalTransactionId, !original.isEmpty, !StoreBounds.plausibleIdentifier(original) {
-            return .failure(ItemProblem("transaction \(id) has original_transaction_id \(String(reflecting: String(original.prefix(64)))): control, format or non-characters, or over 256 bytes"))
+            return .failure(ItemProblem(StoreBounds.implausibleIdentifier("original_transaction_id", original, of: id)))
         }
         guard let product = it.productId, !product.isEmpty else { return .failure(ItemProblem("transaction \(id) has no product_id")) }
         guard StoreBounds.plausibleIdentifier(product) else {
-            return .failure(ItemProblem("transaction \(id) has product_id \(String(reflecting: String(product.prefix(64)))): control, format or non-characters, or over 256 bytes"))
+            return .failure(ItemProblem(StoreBounds.implausibleIdentifier("product_id", product, of: id)))
         }
         let qText = it.quantity ?? "1"
         guard let q = Int64(qText), q > 0, q <= 1_000_000 else { return .failure(ItemProblem("transaction \(id) has quantity \"\(qText)\": not a whole number from 1 to 1000000")) }
@@ -120,8 +120,8 @@ public struct ReceiptVerifier {
         if let c = it.cancellationMs, !StoreBounds.plausibleDate(c) {
             return .failure(ItemProblem("transaction \(id) has cancellation date \(Day(epochMilliseconds: c)), outside 2008-2099"))
         }
-        if let c = it.cancellationMs, c < min(purchase, it.cancellationCopyPurchaseMs ?? purchase) {
-            return .failure(ItemProblem(StoreBounds.refundedBeforeBought(id, refundMs: c, purchaseMs: min(purchase, it.cancellationCopyPurchaseMs ?? purchase))))
+        if let c = it.cancellationMs, case let bought = min(purchase, it.cancellationCopyPurchaseMs ?? purchase), c < bought {
+            return .failure(ItemProblem(StoreBounds.refundedBeforeBought(id, refundMs: c, purchaseMs: bought)))
         }
         if let e = it.expiresMs, !StoreBounds.plausibleDate(e) {
             return .failure(ItemProblem("transaction \(id) has expires date \(Day(epochMilliseconds: e)), outside 2008-2099"))

@@ -4,14 +4,14 @@ extension SignedTransaction {
     /// The verified signed transaction as a store transaction, or why it cannot be one.
     public func observation() -> Result<TransactionObservation, SignedItemProblem> {
         guard StoreBounds.plausibleIdentifier(transactionId) else {
-            return .failure(.init("transactionId \(String(reflecting: String(transactionId.prefix(64)))) holds control, format or non-characters, or is over 256 bytes"))
+            return .failure(.init(StoreBounds.implausibleIdentifier("transactionId", transactionId)))
         }
         if let original = originalTransactionId, !original.isEmpty, !StoreBounds.plausibleIdentifier(original) {
-            return .failure(.init("transaction \(transactionId) has originalTransactionId \(String(reflecting: String(original.prefix(64)))): control, format or non-characters, or over 256 bytes"))
+            return .failure(.init(StoreBounds.implausibleIdentifier("originalTransactionId", original, of: transactionId)))
         }
         guard let product = productId, !product.isEmpty else { return .failure(.init("transaction \(transactionId) has no productId")) }
         guard StoreBounds.plausibleIdentifier(product) else {
-            return .failure(.init("transaction \(transactionId) has productId \(String(reflecting: String(product.prefix(64)))): control, format or non-characters, or over 256 bytes"))
+            return .failure(.init(StoreBounds.implausibleIdentifier("productId", product, of: transactionId)))
         }
         guard let purchase = purchaseDateMs else { return .failure(.init("transaction \(transactionId) has no purchaseDate")) }
         guard StoreBounds.plausibleDate(purchase) else {

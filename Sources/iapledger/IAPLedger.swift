@@ -150,11 +150,12 @@ struct Balance: ParsableCommand {
                 day = d
             case nil: day = try ledger.read { try $0.lastAsOf() }
             }
-            let rows = try ledger.read { try $0.trialBalance(book: book == .all ? nil : Book(rawValue: book.rawValue), through: day) }
+            let chosen = book == .all ? nil : Book(rawValue: book.rawValue)
+            let rows = try ledger.read { try $0.trialBalance(book: chosen, through: day) }
             print(BalanceOutput.render(rows, format: format.rawValue, reportingCurrency: config.reportingCurrency), terminator: "")
             // Entries dated later are left out, as on the Trial Balance sheet: said, on stderr so
             // that csv and json stay data.
-            if let day, case let later = try ledger.read({ try $0.entriesDated(after: day, book: book == .all ? nil : Book(rawValue: book.rawValue)) }), later.count > 0, let latest = later.latest {
+            if let day, case let later = try ledger.read({ try $0.entriesDated(after: day, book: chosen) }), later.count > 0, let latest = later.latest {
                 FileHandle.standardError.write(Data("balance through \(day): \(later.count) entr\(later.count == 1 ? "y" : "ies") dated after it (the latest \(latest)) left out; `--through \(latest)` or `--through all` includes \(later.count == 1 ? "it" : "them")\n".utf8))
             }
         }
