@@ -30,6 +30,8 @@ let package = Package(
         .systemLibrary(name: "CGzip", providers: [.apt(["zlib1g-dev"])]),
         // Zstandard (Debian's libzstd-dev): the source records' text, compressed in the ledger.
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
+        // The system SQLite's process-wide settings (sqlite3_config is variadic: a C wrapper).
+        .systemLibrary(name: "CSQLiteTuning", providers: [.apt(["libsqlite3-dev"])]),
         // glibc's malloc.h (malloc_trim): the read stage hands memory back after each big file.
         .systemLibrary(name: "CMalloc"),
         // Money, exact decimals, currencies, days, and the domain types every stage shares.
@@ -53,7 +55,7 @@ let package = Package(
         .target(name: "LedgerReconcile", dependencies: ["LedgerCore"]),
         // Store: the only target that talks to SQLite (through GRDB).
         .target(name: "LedgerStore", dependencies: [
-            "LedgerCore", "LedgerReconcile", "CZstd",
+            "LedgerCore", "LedgerReconcile", "CZstd", "CSQLiteTuning",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ]),

@@ -185,6 +185,21 @@ final class CheckListMigrationTests: XCTestCase {
     }
 }
 
+/// SQLite does not count its allocations: Debian's build counts them under a process-wide
+/// mutex, several times for every row a night writes. The setting is made when the first
+/// ledger opens, before SQLite starts (it is refused afterwards).
+final class SQLiteSettingsTests: XCTestCase {
+    func testSQLiteDoesNotCountItsAllocations() throws {
+        let dir = Resilience.scratch("sqlite-settings")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let ledger = try Ledger(path: dir.appendingPathComponent("ledger.sqlite").path)
+        XCTAssertTrue(Ledger.sqliteTuned, "SQLite was started before the first ledger opened: the setting was refused")
+        XCTAssertEqual(try ledger.read { try $0.rawRows("SELECT count(*) FROM entry") }, [["0"]])
+        XCTAssertEqual(Ledger.sqliteBytesCounted, 0, "SQLite counts its allocations")
+    }
+}
+
 /// The byte-wise base64url decoder of signed data gives what Foundation's decoder gives.
 final class Base64URLTests: XCTestCase {
     func testDecodingMatchesFoundationAndRefusesWhatItRefused() {
