@@ -49,23 +49,61 @@ public enum SubscriptionTenure {
         toMs > fromMs ? Int((toMs - fromMs) / millisecondsPerDay) : 0
     }
 
+    /// What the count made of one earlier transaction of the chain (by its index in the chain
+    /// given), or of a lapse (`explained`).
+    public enum Step: Equatable, Sendable {
+        /// A paid period: its whole days were added.
+        case paid(Int, days: Int)
+        /// A free trial or zero-price offer: no days, but the subscription stayed alive.
+        case freeTrial(Int)
+        /// Fully refunded before this purchase: no days, and it did not keep the subscription alive.
+        case refunded(Int)
+        /// No expiry date: nothing to count.
+        case noExpiry(Int)
+        /// A lapse longer than the grace days before the purchase at `beforeMs` (an earlier
+        /// period's, or this one's): the count started again from zero.
+        case restarted(lapseDays: Int, beforeMs: Int64)
+    }
+
     /// Days of paid service before `purchaseMs`, counted since the last lapse longer than `graceDays`.
     public static func paidDays(before purchaseMs: Int64, chain: [ChainItem], graceDays: Int) -> Int {
-        let earlier = chain
-            .filter { $0.purchaseMs < purchaseMs && $0.expiresMs != nil }
-            .filter { item in item.fullyRefundedMs.map { $0 >= purchaseMs } ?? true }
-            .sorted { ($0.purchaseMs, $0.expiresMs!) < ($1.purchaseMs, $1.expiresMs!) }
+        walk(before: purchaseMs, chain: chain, graceDays: graceDays, visit: nil)
+    }
+
+    /// `paidDays`, with what the count made of each earlier transaction of the chain and of
+    /// each lapse that restarted it, in purchase order: what `trace` shows an auditor.
+    public static func explained(before purchaseMs: Int64, chain: [ChainItem], graceDays: Int) -> (paidDays: Int, steps: [Step]) {
+        var steps: [Step] = []
+        let days = walk(before: purchaseMs, chain: chain, graceDays: graceDays) { steps.append($0) }
+        return (days, steps)
+    }
+
+    /// The count, one earlier transaction at a time in purchase order; `visit` is told each step.
+    private static func walk(before purchaseMs: Int64, chain: [ChainItem], graceDays: Int, visit: ((Step) -> Void)?) -> Int {
+        let earlier = chain.indices
+            .filter { chain[$0].purchaseMs < purchaseMs }
+            .sorted { (chain[$0].purchaseMs, chain[$0].expiresMs ?? .min, $0) < (chain[$1].purchaseMs, chain[$1].expiresMs ?? .min, $1) }
         var paidDays = 0
         var coveredUntilMs: Int64? = nil
-        for item in earlier {
-            let expiresMs = item.expiresMs!
+        for index in earlier {
+            let item = chain[index]
+            guard let expiresMs = item.expiresMs else { visit?(.noExpiry(index)); continue }
+            if let refunded = item.fullyRefundedMs, refunded < purchaseMs { visit?(.refunded(index)); continue }
             if let covered = coveredUntilMs, wholeDays(from: covered, to: item.purchaseMs) > graceDays {
                 paidDays = 0
+                visit?(.restarted(lapseDays: wholeDays(from: covered, to: item.purchaseMs), beforeMs: item.purchaseMs))
             }
-            if !item.freeTrial { paidDays += wholeDays(from: item.purchaseMs, to: expiresMs) }
+            if item.freeTrial {
+                visit?(.freeTrial(index))
+            } else {
+                let days = wholeDays(from: item.purchaseMs, to: expiresMs)
+                paidDays += days
+                visit?(.paid(index, days: days))
+            }
             coveredUntilMs = max(coveredUntilMs ?? expiresMs, expiresMs)
         }
         if let covered = coveredUntilMs, wholeDays(from: covered, to: purchaseMs) > graceDays {
+            visit?(.restarted(lapseDays: wholeDays(from: covered, to: purchaseMs), beforeMs: purchaseMs))
             return 0
         }
         return paidDays

@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import LedgerPost
 import LedgerReport
 import LedgerStore
 
@@ -33,6 +34,56 @@ public enum TraceOutput {
             return p
         }
         return t
+    }
+
+    /// An auto-renewable's days of paid service before its purchase, counted again from its
+    /// chain as the ledger holds it now (the count the posting made: README, "Subscription
+    /// tenure"), with the days its sale was posted with; unchanged for any other product.
+    public static func withTenure(_ t: TransactionTrace, reader: LedgerReader, config: WorkspaceConfig,
+                                  rules: Rules) throws -> TransactionTrace {
+        guard let product = t.product_id, rules.product(product)?.type == .autoRenewable,
+              let original = t.original_transaction_id, !original.isEmpty,
+              let book = t.book.flatMap(Book.init(rawValue:)),
+              let stored = try reader.transaction(t.transaction_id) else { return t }
+        let chain = try reader.subscriptionChain(book: book, originalTransactionId: original)
+        let items = chain.map { SubscriptionTenure.ChainItem($0.observation, refundReversed: $0.refundReversed) }
+        let (days, steps) = SubscriptionTenure.explained(before: stored.observation.purchaseMs, chain: items,
+                                                         graceDays: config.subscriptionGraceDays)
+        func step(_ kind: String, _ index: Int, days: Int? = nil) -> TransactionTrace.Subscription.Step {
+            let o = chain[index].observation
+            return .init(kind: kind, transaction_id: o.transactionId, purchase_date: instant(o.purchaseMs),
+                         expires_date: o.expiresMs.map(instant), days: days)
+        }
+        var out = t
+        out.subscription = .init(
+            original_transaction_id: original, grace_days: config.subscriptionGraceDays,
+            reduced_after_days: config.subscriptionReducedAfterDays,
+            steps: steps.map { s in
+                switch s {
+                case .paid(let i, let days): return step("paid", i, days: days)
+                case .freeTrial(let i): return step("free_trial", i)
+                case .refunded(let i): return step("refunded", i)
+                case .noExpiry(let i): return step("no_expiry", i)
+                case .restarted(let lapse, let beforeMs): return .init(kind: "restarted", days: lapse, before: instant(beforeMs))
+                }
+            },
+            paid_days: days, posted_with_days: t.rules.flatMap { paidDaysStated(in: $0.commissionReason) })
+        return out
+    }
+
+    /// The paid days a commission reason states (`standard: subscription has 92 paid days (< 365)`).
+    static func paidDaysStated(in reason: String) -> Int? {
+        guard let has = reason.range(of: "subscription has "), let end = reason.range(of: " paid days", range: has.upperBound..<reason.endIndex)
+        else { return nil }
+        return Int(reason[has.upperBound..<end.lowerBound])
+    }
+
+    /// An instant as `2026-08-15T12:00:00Z` (whole days of paid service are counted from these).
+    static func instant(_ ms: Int64) -> String {
+        let day = Day(epochMilliseconds: ms)
+        let seconds = Int((ms - day.epochMilliseconds) / 1000)
+        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return "\(day)T\(two(seconds / 3600)):\(two(seconds / 60 % 60)):\(two(seconds % 60))Z"
     }
 
     /// Marks each placement whose workbook (or export) is not under the workspace now.
@@ -86,6 +137,23 @@ public enum TraceOutput {
             line("  price: \(r.priceSource)")
             line("  commission \(r.commissionRate): \(r.commissionReason)")
             line("  FX \(r.fxRate) for \(r.fxMonth)")
+        }
+        if let sub = t.subscription {
+            line("Subscription tenure (original transaction \(sub.original_transaction_id), its chain as the ledger holds it now; a lapse over \(sub.grace_days) days restarts the count; reduced rate from \(sub.reduced_after_days) paid days):")
+            for s in sub.steps {
+                let period = "\(s.purchase_date ?? "?") .. \(s.expires_date ?? "no expiry")  \(s.transaction_id ?? "")"
+                switch s.kind {
+                case "paid": line("  \(period): \(s.days ?? 0) days paid")
+                case "free_trial": line("  \(period): free trial or zero-price offer, no days (keeps the subscription alive)")
+                case "refunded": line("  \(period): fully refunded before this purchase, not counted")
+                case "no_expiry": line("  \(period): no expiry date, not counted")
+                default: line("  lapse of \(s.days ?? 0) days before the purchase of \(s.before ?? "?"): the count starts again from 0")
+                }
+            }
+            line("  = \(sub.paid_days) paid days before this purchase")
+            if let posted = sub.posted_with_days, posted != sub.paid_days {
+                line("  (its sale was posted with \(posted) paid days: periods of the chain arrived or were refunded after it was posted; a posted sale keeps its rate)")
+            }
         }
         line("Entries (\(t.entries.count)):")
         for e in t.entries {

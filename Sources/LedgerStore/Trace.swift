@@ -103,6 +103,54 @@ public struct TransactionTrace: Encodable {
     public var findings: [Finding]
     public var notifications: [Notification]
     public var reports: [Placement]
+    /// An auto-renewable's days of paid service before this purchase, counted again from its
+    /// chain as the ledger holds it now (set by `trace`; nil for other products).
+    public var subscription: Subscription? = nil
+
+    /// The count behind the commission rate of an auto-renewable sale (README, "Subscription
+    /// tenure"): each earlier transaction of its chain, in purchase order, and each lapse that
+    /// restarted the count.
+    public struct Subscription: Encodable {
+        public struct Step: Encodable {
+            /// `paid`, `free_trial`, `refunded` (fully, before this purchase), `no_expiry`, or
+            /// `restarted` (a lapse longer than the grace days).
+            public var kind: String
+            /// The earlier transaction (not for `restarted`).
+            public var transaction_id: String?
+            public var purchase_date: String?
+            public var expires_date: String?
+            /// The whole days counted (`paid`), or the lapse's length (`restarted`).
+            public var days: Int?
+            /// `restarted`: the purchase the lapse came before.
+            public var before: String?
+            public init(kind: String, transaction_id: String? = nil, purchase_date: String? = nil, expires_date: String? = nil,
+                        days: Int? = nil, before: String? = nil) {
+                self.kind = kind
+                self.transaction_id = transaction_id
+                self.purchase_date = purchase_date
+                self.expires_date = expires_date
+                self.days = days
+                self.before = before
+            }
+        }
+        public var original_transaction_id: String
+        public var grace_days: Int
+        public var reduced_after_days: Int
+        public var steps: [Step]
+        /// The days the steps add up to: what the sale's rate would rest on if posted now.
+        public var paid_days: Int
+        /// The days the sale's own entry was posted with (from its applied rules), when it says.
+        public var posted_with_days: Int?
+        public init(original_transaction_id: String, grace_days: Int, reduced_after_days: Int, steps: [Step], paid_days: Int,
+                    posted_with_days: Int?) {
+            self.original_transaction_id = original_transaction_id
+            self.grace_days = grace_days
+            self.reduced_after_days = reduced_after_days
+            self.steps = steps
+            self.paid_days = paid_days
+            self.posted_with_days = posted_with_days
+        }
+    }
 }
 
 /// The versions of one backend order and the transaction it names.

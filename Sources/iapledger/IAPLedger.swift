@@ -249,14 +249,22 @@ struct Trace: ParsableCommand {
             let (config, ledger) = try workspace.openExistingLedger()
             // The Journal rows as the layouts place them (a broken layout is the run's to report).
             let layouts = try? workspace.loadLayouts()
+            // The rules say which products are auto-renewable (their tenure is shown); broken
+            // rules are the run's to report.
+            let rules = try? workspace.loadRules()
             let found: String? = try ledger.read { r in
                 let asOf = try r.lastAsOf()
+                func withTenure(_ t: TransactionTrace) throws -> TransactionTrace {
+                    guard let rules else { return t }
+                    return try TraceOutput.withTenure(t, reader: r, config: config, rules: rules)
+                }
                 if var t = try r.traceTransaction(id, asOf: asOf, withText: sourceText) {
                     if let layouts { t = TraceOutput.placed(t, layouts: layouts, journalRowCap: config.journalRowCap) }
-                    t = TraceOutput.checked(t, in: workspace)
+                    t = try withTenure(TraceOutput.checked(t, in: workspace))
                     return format == .json ? TraceOutput.json(t) : TraceOutput.text(t)
                 }
                 if var o = try r.traceOrder(id, asOf: asOf, withText: sourceText) {
+                    o.transaction = try o.transaction.map(withTenure)
                     if let layouts { o = TraceOutput.placed(o, layouts: layouts, journalRowCap: config.journalRowCap) }
                     o = TraceOutput.checked(o, in: workspace)
                     return format == .json ? TraceOutput.json(o) : TraceOutput.text(o)

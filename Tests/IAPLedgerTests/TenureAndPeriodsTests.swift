@@ -78,6 +78,83 @@ final class TenureAndPeriodsTests: XCTestCase {
         }
     }
 
+    /// The count as it was written before `explained` shared its walk (kept here as the
+    /// reference): the same days for every chain.
+    static func referencePaidDays(before purchaseMs: Int64, chain: [Item], graceDays: Int) -> Int {
+        let earlier = chain
+            .filter { $0.purchaseMs < purchaseMs && $0.expiresMs != nil }
+            .filter { item in item.fullyRefundedMs.map { $0 >= purchaseMs } ?? true }
+            .sorted { ($0.purchaseMs, $0.expiresMs!) < ($1.purchaseMs, $1.expiresMs!) }
+        var paidDays = 0
+        var coveredUntilMs: Int64? = nil
+        for item in earlier {
+            let expiresMs = item.expiresMs!
+            if let covered = coveredUntilMs, SubscriptionTenure.wholeDays(from: covered, to: item.purchaseMs) > graceDays {
+                paidDays = 0
+            }
+            if !item.freeTrial { paidDays += SubscriptionTenure.wholeDays(from: item.purchaseMs, to: expiresMs) }
+            coveredUntilMs = max(coveredUntilMs ?? expiresMs, expiresMs)
+        }
+        if let covered = coveredUntilMs, SubscriptionTenure.wholeDays(from: covered, to: purchaseMs) > graceDays { return 0 }
+        return paidDays
+    }
+
+    /// Seeded chains of every shape (gaps around the grace, trials, refunds before and after,
+    /// no expiry, purchases on the same instant, out of order): `paidDays` and `explained` give
+    /// the reference's days, and the explanation adds up to them: the paid days after its last
+    /// restart, and a restart last only when the count is 0.
+    func testExplainedCountIsThePaidDays() {
+        var rng = SplitMix64(7)
+        let start = Self.ms("2025-01-01T00:00:00Z")
+        for _ in 0..<2_000 {
+            var chain: [Item] = []
+            var at = start
+            for _ in 0..<Int.random(in: 0...9, using: &rng) {
+                at += Int64.random(in: [0, 1, 40, 59, 60, 61, 62, 90].randomElement(using: &rng)!...100, using: &rng) * Self.dayMs / 2
+                    + Int64.random(in: 0..<Self.dayMs, using: &rng)
+                let length = [7, 28, 30, 31, 365].randomElement(using: &rng)! * Self.dayMs + Int64.random(in: -5_000...5_000, using: &rng)
+                var item = Item(purchaseMs: at, expiresMs: Int.random(in: 0..<12, using: &rng) == 0 ? nil : at + length,
+                                freeTrial: Int.random(in: 0..<6, using: &rng) == 0)
+                if Int.random(in: 0..<5, using: &rng) == 0 { item.fullyRefundedMs = at + Int64.random(in: 0...(90 * Self.dayMs), using: &rng) }
+                chain.append(item)
+                if Int.random(in: 0..<8, using: &rng) == 0 { chain.append(item) }
+            }
+            chain.shuffle(using: &rng)
+            let purchases = chain.map(\.purchaseMs) + [at + Int64.random(in: 0...(120 * Self.dayMs), using: &rng)]
+            for p in purchases {
+                let want = Self.referencePaidDays(before: p, chain: chain, graceDays: 60)
+                XCTAssertEqual(SubscriptionTenure.paidDays(before: p, chain: chain, graceDays: 60), want)
+                let (days, steps) = SubscriptionTenure.explained(before: p, chain: chain, graceDays: 60)
+                XCTAssertEqual(days, want)
+                let sinceRestart = steps.split { if case .restarted = $0 { return true } else { return false } }
+                let added = steps.last.map { if case .restarted = $0 { return 0 } else {
+                    return (sinceRestart.last ?? []).reduce(0) { if case .paid(_, let d) = $1 { return $0 + d } else { return $0 } } } } ?? 0
+                XCTAssertEqual(added, want, "the steps add up to the paid days")
+                XCTAssertEqual(steps.filter { if case .restarted = $0 { return false } else { return true } }.count,
+                               chain.filter { $0.purchaseMs < p }.count, "every earlier transaction is named once")
+            }
+        }
+    }
+
+    /// The explanation of one chain, step by step: a trial, paid months, one refunded, a
+    /// transaction without expiry, a lapse of 61 days that restarts the count.
+    func testExplainedStepsOfAChain() {
+        let year = Self.monthly(from: "2025-01-15", count: 3)          // Jan 31, Feb 28, Mar 31 days
+        let trial = Item(purchaseMs: year[0].purchaseMs - 7 * Self.dayMs, expiresMs: year[0].purchaseMs, freeTrial: true)
+        var refunded = year[1]
+        refunded.fullyRefundedMs = refunded.purchaseMs + Self.dayMs
+        let noExpiry = Item(purchaseMs: year[2].purchaseMs + Self.dayMs, expiresMs: nil)
+        let afterLapse = Item(purchaseMs: year[2].expiresMs! + 61 * Self.dayMs, expiresMs: year[2].expiresMs! + 91 * Self.dayMs)
+        let chain = [afterLapse, year[2], noExpiry, refunded, year[0], trial]   // in no order
+        let (days, steps) = SubscriptionTenure.explained(before: afterLapse.expiresMs!, chain: chain, graceDays: 60)
+        XCTAssertEqual(days, 30)
+        // Refunded February (28 days) leaves a gap of 28 days between January and March: no lapse.
+        XCTAssertEqual(steps, [.freeTrial(5), .paid(4, days: 31), .refunded(3), .paid(1, days: 31), .noExpiry(2),
+                               .restarted(lapseDays: 61, beforeMs: afterLapse.purchaseMs), .paid(0, days: 30)])
+        XCTAssertEqual(SubscriptionTenure.explained(before: afterLapse.purchaseMs, chain: chain, graceDays: 60).steps.last,
+                       .restarted(lapseDays: 61, beforeMs: afterLapse.purchaseMs), "a lapse just before this purchase")
+    }
+
     /// "Fully refunded" from a stored transaction: a cancellation with no percentage or 100000,
     /// not reversed; trials and zero-price offers are not paid.
     func testChainItemFromTransaction() {
@@ -230,6 +307,48 @@ final class TenureAndPeriodsTests: XCTestCase {
         XCTAssertEqual((0..<14).map { commission["B-\($0)"] }, Array(repeating: 300, count: 13) + [150])
         let reason = try rows("SELECT rules_json FROM entry WHERE transaction_id = 'B-12' AND kind = 'sale'")[0][0]
         XCTAssertTrue(reason.contains("337 paid days"), reason)
+    }
+
+    /// `trace` shows the count behind a renewal's rate, period by period, and says when the
+    /// chain as it stands now gives other days than the sale was posted with (its earlier
+    /// periods arrived after it).
+    func testTraceShowsTheSubscriptionTenure() throws {
+        let chain = Self.monthly(from: "2025-09-15", count: 14).enumerated().map { i, it in
+            Receipt.item("C-\(i)", product: "vip.monthly", purchased: "\(Day(epochMilliseconds: it.purchaseMs))T12:00:00Z",
+                         cancelled: i == 5 ? "\(Day(epochMilliseconds: it.purchaseMs + 3 * Self.dayMs))T12:00:00Z" : nil,
+                         original: "C", expires: "\(Day(epochMilliseconds: it.expiresMs!))T12:00:00Z")
+        }
+        // The last renewal arrives first: posted with no earlier period known.
+        try ws.write("inbox/receipts/late.json", "[" + Receipt.response([chain[13]]) + "]")
+        try ws.run("2026-11-19")
+        try ws.write("inbox/receipts/subs.json", "[" + Receipt.response(Array(chain[0..<13])) + "]")
+        try ws.run("2026-11-20")
+        let config = try ws.workspace.loadConfig(), rules = try ws.workspace.loadRules()
+        func trace(_ id: String) throws -> TransactionTrace {
+            try ledger().read { r in try TraceOutput.withTenure(try XCTUnwrap(r.traceTransaction(id, asOf: nil)), reader: r, config: config, rules: rules) }
+        }
+        let t12 = try XCTUnwrap(trace("C-12").subscription)
+        XCTAssertEqual(t12.paid_days, 337, "a year less the refunded February (28 days)")
+        XCTAssertEqual(t12.posted_with_days, 337)
+        XCTAssertEqual(t12.steps.map(\.kind), Array(repeating: "paid", count: 5) + ["refunded"] + Array(repeating: "paid", count: 6))
+        XCTAssertEqual(t12.steps[5].transaction_id, "C-5")
+        XCTAssertEqual(t12.steps[0].purchase_date, "2025-09-15T12:00:00Z")
+        XCTAssertEqual(t12.steps[0].days, 30)
+        let text = TraceOutput.text(try trace("C-12"))
+        XCTAssertTrue(text.contains("Subscription tenure (original transaction C"), text)
+        XCTAssertTrue(text.contains("2026-02-15T12:00:00Z .. 2026-03-15T12:00:00Z  C-5: fully refunded before this purchase, not counted"), text)
+        XCTAssertTrue(text.contains("  = 337 paid days before this purchase"), text)
+        XCTAssertFalse(text.contains("was posted with"), text)
+
+        let t13 = try trace("C-13")
+        XCTAssertEqual(t13.subscription?.paid_days, 367)
+        XCTAssertEqual(t13.subscription?.posted_with_days, 0, "posted the night before its chain arrived")
+        XCTAssertTrue(TraceOutput.text(t13).contains("its sale was posted with 0 paid days"), TraceOutput.text(t13))
+        XCTAssertTrue(TraceOutput.json(t13).contains("\"posted_with_days\" : 0"), TraceOutput.json(t13))
+        // Not an auto-renewable: no tenure.
+        var coins = try ledger().read { r in try XCTUnwrap(r.traceTransaction("C-12", asOf: nil)) }
+        coins.product_id = "coins.100"
+        XCTAssertNil(try ledger().read { r in try TraceOutput.withTenure(coins, reader: r, config: config, rules: rules) }.subscription)
     }
 
     /// Two subscriptions whose original transaction ids are canonically equivalent text but
@@ -431,3 +550,5 @@ final class TenureAndPeriodsTests: XCTestCase {
         XCTAssertEqual(try rows("SELECT count(*) FROM entry"), [["1"]])
     }
 }
+
+extension SplitMix64: RandomNumberGenerator {}
