@@ -45,12 +45,12 @@ final class SignedIngestTests: XCTestCase {
 
     func transaction(_ id: String, price: Int64 = 1990, product: String = "com.example.product", purchase: Int64? = nil,
                      revocation: Int64? = nil, type: String? = nil, percentage: Int64? = nil, offer: Int64? = nil,
-                     environment: String = "Sandbox") throws -> String {
+                     environment: String = "Sandbox", storefront: String = "USA", currency: String = "USD") throws -> String {
         try signer.sign(payload: TestSigner.transactionPayload(
             transactionId: id, productId: product, purchaseDateMs: purchase ?? t0 - 86_400_000, signedDateMs: t0,
             revocationDateMs: revocation, revocationReason: revocation == nil ? nil : 0, revocationType: type,
-            revocationPercentage: percentage, offerType: offer, environment: environment, storefront: "USA",
-            priceMilliunits: price, currency: "USD"))
+            revocationPercentage: percentage, offerType: offer, environment: environment, storefront: storefront,
+            priceMilliunits: price, currency: currency))
     }
 
     func notification(_ type: String, uuid: String = UUID().uuidString.lowercased(), signed: Int64? = nil, transaction: String?) throws -> String {
@@ -381,6 +381,34 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(try ws.run("2023-11-20").counts.entriesPosted, 0)
         XCTAssertEqual(try rows("SELECT kind FROM entry ORDER BY id").map { $0[0] }, ["sale", "refund"])
         XCTAssertEqual(try rows("SELECT code FROM finding WHERE transaction_id = '9013'").map { $0[0] }, ["TRANSACTION_CONFLICT"])
+    }
+
+    /// Two signed records of one transaction that disagree on its price, currency or
+    /// storefront are not one purchase: a TRANSACTION_CONFLICT naming both, the first kept,
+    /// and a refund the second reports is not posted from it. A legacy receipt of the same
+    /// transaction read later (no price, no storefront) agrees with the signed one.
+    func testSignedRecordsDisagreeingOnPriceOrStorefrontConflict() throws {
+        try ws.write("inbox/signed/a.jws", [try transaction("9030"), try transaction("9031"), try transaction("9032")].joined(separator: "\n") + "\n")
+        try ws.run("2023-11-17")
+        try ws.write("inbox/receipts/r.json", Receipt.response([Receipt.item("9030", product: "com.example.product", purchased: "2023-11-13T22:13:20Z")],
+                                                                environment: "Sandbox", bundle: "com.example"))
+        let refundAt = t0 + 2 * 86_400_000
+        try ws.write("inbox/signed/b.jws", [
+            try transaction("9030", price: 2990, revocation: refundAt, type: "REFUND_FULL"),
+            try transaction("9031", revocation: refundAt, type: "REFUND_FULL", currency: "EUR"),
+            try transaction("9032", revocation: refundAt, type: "REFUND_FULL", storefront: "DEU"),
+        ].joined(separator: "\n") + "\n")
+        try ws.run("2023-11-20")
+        let findings = try rows("SELECT transaction_id, message FROM finding WHERE code = 'TRANSACTION_CONFLICT' ORDER BY transaction_id")
+        XCTAssertEqual(findings.map { $0[0] }, ["9030", "9031", "9032"])
+        XCTAssertTrue(findings[0][1].contains("price 1.990 USD vs 2.990 USD"), findings[0][1])
+        XCTAssertTrue(findings[1][1].contains("price 1.990 USD vs 1.990 EUR"), findings[1][1])
+        XCTAssertTrue(findings[2][1].contains("storefront USA vs DEU"), findings[2][1])
+        XCTAssertTrue(findings[0][1].contains("inbox/signed/b.jws:1"), findings[0][1])
+        XCTAssertEqual(try rows("SELECT count(*) FROM entry WHERE kind = 'refund'"), [["0"]], "no refund from a conflicting record")
+        XCTAssertEqual(try rows("SELECT transaction_id, price_milliunits, currency, storefront FROM store_transaction ORDER BY transaction_id"),
+                       [["9030", "1990", "USD", "USA"], ["9031", "1990", "USD", "USA"], ["9032", "1990", "USD", "USA"]])
+        XCTAssertEqual(try rows("SELECT count(*) FROM entry WHERE kind = 'sale'"), [["3"]])
     }
 
     func testResentNotificationAndLegacyPlusSignedPostOnce() throws {
