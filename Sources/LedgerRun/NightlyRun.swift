@@ -1045,15 +1045,18 @@ struct Ingest {
             if e.productId != t.productId { differences.append("product \(e.productId) vs \(t.productId)") }
             if e.quantity != t.quantity { differences.append("quantity \(e.quantity) vs \(t.quantity)") }
             if e.purchaseMs != t.purchaseMs { differences.append("purchase date \(Day(epochMilliseconds: e.purchaseMs)) vs \(Day(epochMilliseconds: t.purchaseMs))") }
-            // Signed records carry the price and storefront (receipts do not): two that disagree
-            // on them are not one purchase.
-            if let a = e.priceMilliunits, let b = t.priceMilliunits, a != b || e.currency != t.currency {
+            // Signed records carry the price and storefront (receipts do not, and the first
+            // source is kept): a record that disagrees with the stored ones is not that purchase.
+            if let a = e.priceMilliunits, let b = t.priceMilliunits,
+               a != b || (e.currency != nil && t.currency != nil && e.currency != t.currency) {
                 func price(_ milliunits: Int64, _ currency: String?) -> String {
                     "\(ExactDecimal(mantissa: milliunits, scale: 3))" + (currency.map { " \($0)" } ?? "")
                 }
                 differences.append("price \(price(a, e.currency)) vs \(price(b, t.currency))")
             }
-            if let a = e.storefront, let b = t.storefront, a != b { differences.append("storefront \(a) vs \(b)") }
+            if let a = e.storefront, let b = t.storefront, !a.isEmpty, !b.isEmpty, a != b {
+                differences.append("storefront \(a) vs \(b)")
+            }
             agrees = differences.isEmpty
             if !agrees {
                 // A record that contradicts the transaction is not trusted for its refund either:

@@ -42,9 +42,17 @@ public enum TraceOutput {
     public static func withTenure(_ t: TransactionTrace, reader: LedgerReader, config: WorkspaceConfig,
                                   rules: Rules) throws -> TransactionTrace {
         guard let product = t.product_id, rules.product(product)?.type == .autoRenewable,
-              let original = t.original_transaction_id, !original.isEmpty,
               let book = t.book.flatMap(Book.init(rawValue:)),
               let stored = try reader.transaction(t.transaction_id) else { return t }
+        let postedWith = t.rules.flatMap { paidDaysStated(in: $0.commissionReason) }
+        var out = t
+        guard let original = t.original_transaction_id, !original.isEmpty else {
+            // No chain to count: the posting counts 0 days too.
+            out.subscription = .init(original_transaction_id: "", grace_days: config.subscriptionGraceDays,
+                                     reduced_after_days: config.subscriptionReducedAfterDays, steps: [], paid_days: 0,
+                                     posted_with_days: postedWith)
+            return out
+        }
         let chain = try reader.subscriptionChain(book: book, originalTransactionId: original)
         let items = chain.map { SubscriptionTenure.ChainItem($0.observation, refundReversed: $0.refundReversed) }
         let (days, steps) = SubscriptionTenure.explained(before: stored.observation.purchaseMs, chain: items,
@@ -54,7 +62,6 @@ public enum TraceOutput {
             return .init(kind: kind, transaction_id: o.transactionId, purchase_date: instant(o.purchaseMs),
                          expires_date: o.expiresMs.map(instant), days: days)
         }
-        var out = t
         out.subscription = .init(
             original_transaction_id: original, grace_days: config.subscriptionGraceDays,
             reduced_after_days: config.subscriptionReducedAfterDays,
@@ -67,7 +74,7 @@ public enum TraceOutput {
                 case .restarted(let lapse, let beforeMs): return .init(kind: "restarted", days: lapse, before: instant(beforeMs))
                 }
             },
-            paid_days: days, posted_with_days: t.rules.flatMap { paidDaysStated(in: $0.commissionReason) })
+            paid_days: days, posted_with_days: postedWith)
         return out
     }
 
@@ -78,12 +85,14 @@ public enum TraceOutput {
         return Int(reason[has.upperBound..<end.lowerBound])
     }
 
-    /// An instant as `2026-08-15T12:00:00Z` (whole days of paid service are counted from these).
+    /// An instant as `2026-08-15T12:00:00Z`, with its milliseconds when it has any
+    /// (`...T12:00:00.500Z`): whole days of paid service are counted from these, to the millisecond.
     static func instant(_ ms: Int64) -> String {
         let day = Day(epochMilliseconds: ms)
-        let seconds = Int((ms - day.epochMilliseconds) / 1000)
+        let inDay = Int(ms - day.epochMilliseconds), seconds = inDay / 1000, millis = inDay % 1000
         func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        return "\(day)T\(two(seconds / 3600)):\(two(seconds / 60 % 60)):\(two(seconds % 60))Z"
+        let fraction = millis == 0 ? "" : "." + String(String(millis + 1000).dropFirst())
+        return "\(day)T\(two(seconds / 3600)):\(two(seconds / 60 % 60)):\(two(seconds % 60))\(fraction)Z"
     }
 
     /// Marks each placement whose workbook (or export) is not under the workspace now.
@@ -138,8 +147,10 @@ public enum TraceOutput {
             line("  commission \(r.commissionRate): \(r.commissionReason)")
             line("  FX \(r.fxRate) for \(r.fxMonth)")
         }
-        if let sub = t.subscription {
-            line("Subscription tenure (original transaction \(sub.original_transaction_id), its chain as the ledger holds it now; a lapse over \(sub.grace_days) days restarts the count; reduced rate from \(sub.reduced_after_days) paid days):")
+        if let sub = t.subscription, sub.original_transaction_id.isEmpty {
+            line("Subscription tenure: no original transaction id, so no chain: 0 paid days before this purchase")
+        } else if let sub = t.subscription {
+            line("Subscription tenure (original transaction \(sub.original_transaction_id), its chain as the ledger holds it now; a lapse over \(sub.grace_days) days restarts the count; reduced rate from \(sub.reduced_after_days) paid days; by the config now):")
             for s in sub.steps {
                 let period = "\(s.purchase_date ?? "?") .. \(s.expires_date ?? "no expiry")  \(s.transaction_id ?? "")"
                 switch s.kind {
@@ -152,7 +163,7 @@ public enum TraceOutput {
             }
             line("  = \(sub.paid_days) paid days before this purchase")
             if let posted = sub.posted_with_days, posted != sub.paid_days {
-                line("  (its sale was posted with \(posted) paid days: periods of the chain arrived or were refunded after it was posted; a posted sale keeps its rate)")
+                line("  (its sale was posted with \(posted) paid days: periods of the chain arrived or were refunded after it was posted, or the tenure settings changed; a posted sale keeps its rate)")
             }
         }
         line("Entries (\(t.entries.count)):")

@@ -189,7 +189,29 @@ final class CheckListMigrationTests: XCTestCase {
 /// mutex, several times for every row a night writes. The setting is made when the first
 /// ledger opens, before SQLite starts (it is refused afterwards).
 final class SQLiteSettingsTests: XCTestCase {
+    static let childVariable = "IAPLEDGER_SQLITE_SETTINGS_CHILD"
+
+    /// Checked in a process of its own (this test binary again, this test alone), as the tool
+    /// runs: in this one an earlier test may have started SQLite without a ledger (a bare
+    /// `DatabaseQueue`), and SQLite then refuses the setting.
     func testSQLiteDoesNotCountItsAllocations() throws {
+        #if os(Linux)
+        if ProcessInfo.processInfo.environment[Self.childVariable] == nil {
+            let child = Process()
+            child.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+            child.arguments = ["IAPLedgerTests.SQLiteSettingsTests/testSQLiteDoesNotCountItsAllocations"]
+            child.environment = ProcessInfo.processInfo.environment.merging([Self.childVariable: "1"]) { $1 }
+            let output = Pipe()
+            child.standardOutput = output
+            child.standardError = output
+            try child.run()
+            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            child.waitUntilExit()
+            XCTAssertEqual(child.terminationStatus, 0, text)
+            XCTAssertTrue(text.contains("Executed 1 test, with 0 failures"), text)
+            return
+        }
+        #endif
         let dir = Resilience.scratch("sqlite-settings")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }

@@ -345,6 +345,17 @@ final class TenureAndPeriodsTests: XCTestCase {
         XCTAssertEqual(t13.subscription?.posted_with_days, 0, "posted the night before its chain arrived")
         XCTAssertTrue(TraceOutput.text(t13).contains("its sale was posted with 0 paid days"), TraceOutput.text(t13))
         XCTAssertTrue(TraceOutput.json(t13).contains("\"posted_with_days\" : 0"), TraceOutput.json(t13))
+        // No original transaction id: no chain, 0 days (as the posting counts them).
+        var lone = try ledger().read { r in try XCTUnwrap(r.traceTransaction("C-12", asOf: nil)) }
+        lone.original_transaction_id = nil
+        let loneTrace = try ledger().read { r in try TraceOutput.withTenure(lone, reader: r, config: config, rules: rules) }
+        XCTAssertEqual(loneTrace.subscription?.paid_days, 0)
+        XCTAssertEqual(loneTrace.subscription?.steps.count, 0)
+        XCTAssertTrue(TraceOutput.text(loneTrace).contains("Subscription tenure: no original transaction id, so no chain: 0 paid days"))
+        // Instants to the millisecond (days are counted from them), before 1970 too.
+        XCTAssertEqual(TraceOutput.instant(Self.ms("2025-01-15T00:00:00Z") + 500), "2025-01-15T00:00:00.500Z")
+        XCTAssertEqual(TraceOutput.instant(Self.ms("2025-01-15T12:34:56Z") + 7), "2025-01-15T12:34:56.007Z")
+        XCTAssertEqual(TraceOutput.instant(-1), "1969-12-31T23:59:59.999Z")
         // Not an auto-renewable: no tenure.
         var coins = try ledger().read { r in try XCTUnwrap(r.traceTransaction("C-12", asOf: nil)) }
         coins.product_id = "coins.100"
