@@ -48,7 +48,7 @@ public enum TraceOutput {
         var out = t
         guard let original = t.original_transaction_id, !original.isEmpty else {
             // No chain to count: the posting counts 0 days too.
-            out.subscription = .init(original_transaction_id: "", grace_days: config.subscriptionGraceDays,
+            out.subscription = .init(original_transaction_id: nil, grace_days: config.subscriptionGraceDays,
                                      reduced_after_days: config.subscriptionReducedAfterDays, steps: [], paid_days: 0,
                                      posted_with_days: postedWith)
             return out
@@ -147,10 +147,10 @@ public enum TraceOutput {
             line("  commission \(r.commissionRate): \(r.commissionReason)")
             line("  FX \(r.fxRate) for \(r.fxMonth)")
         }
-        if let sub = t.subscription, sub.original_transaction_id.isEmpty {
+        if let sub = t.subscription, sub.original_transaction_id == nil {
             line("Subscription tenure: no original transaction id, so no chain: 0 paid days before this purchase")
-        } else if let sub = t.subscription {
-            line("Subscription tenure (original transaction \(sub.original_transaction_id), its chain as the ledger holds it now; a lapse over \(sub.grace_days) days restarts the count; reduced rate from \(sub.reduced_after_days) paid days; by the config now):")
+        } else if let sub = t.subscription, let original = sub.original_transaction_id {
+            line("Subscription tenure (original transaction \(original), its chain as the ledger holds it now; a lapse over \(sub.grace_days) days restarts the count; reduced rate from \(sub.reduced_after_days) paid days; by the config now):")
             for s in sub.steps {
                 let period = "\(s.purchase_date ?? "?") .. \(s.expires_date ?? "no expiry")  \(s.transaction_id ?? "")"
                 switch s.kind {

@@ -133,7 +133,8 @@ public struct TransactionTrace: Encodable {
                 self.before = before
             }
         }
-        public var original_transaction_id: String
+        /// Nil when the transaction names none: no chain, 0 days (as the posting counts them).
+        public var original_transaction_id: String?
         public var grace_days: Int
         public var reduced_after_days: Int
         public var steps: [Step]
@@ -141,7 +142,7 @@ public struct TransactionTrace: Encodable {
         public var paid_days: Int
         /// The days the sale's own entry was posted with (from its applied rules), when it says.
         public var posted_with_days: Int?
-        public init(original_transaction_id: String, grace_days: Int, reduced_after_days: Int, steps: [Step], paid_days: Int,
+        public init(original_transaction_id: String?, grace_days: Int, reduced_after_days: Int, steps: [Step], paid_days: Int,
                     posted_with_days: Int?) {
             self.original_transaction_id = original_transaction_id
             self.grace_days = grace_days
