@@ -55,10 +55,14 @@ extension FinanceReport {
         }
         regionRows.append(SheetRow([.text("Total"), .integer(total.units), money(total.netAfterRefunds), money(total.proceedsAfterRefunds)], style: .total))
         let r = reportingCurrency
-        // What these figures leave out, as it stood on the as-of date: this book's sales waiting
-        // for a rule, and records waiting for verification (not yet known to be of any book).
-        let salesWaiting = try reader.pendingSaleCount(book: book.rawValue, on: asOf)
-        let recordsWaiting = try reader.pendingRecordCount(openOn: asOf)
+        // What these figures leave out. They are the entries dated on or before the as-of date as
+        // the ledger holds them now (a month-end set written on a later night includes what that
+        // night posted of the month), so: this book's sales dated on or before it that still wait
+        // for a rule, and the records still waiting for verification (not yet known to be of any
+        // book or date). As the figures are, not as the night of that date knew it: a sale that
+        // waited then and is posted now is in the figures.
+        let salesWaiting = try reader.waitingSaleCount(book: book.rawValue, datedThrough: asOf)
+        let recordsWaiting = try reader.pendingRecordCountNow()
         return SheetContent(
             key: "summary",
             tables: [

@@ -75,12 +75,17 @@ public struct FinanceReport {
         )
     }
 
-    /// Sandbox purchases that the backend credited as production (SANDBOX_CREDITED_IN_PRODUCTION).
+    /// Sandbox purchases that the backend credited as production (SANDBOX_CREDITED_IN_PRODUCTION),
+    /// as they stood on the as-of date, as the reconciliation workbook of that date lists its
+    /// exceptions: those found on or before it, open unless resolved by then (a month-end set
+    /// written on a later night lists nothing that night found).
     public func creditedInProductionSheet() throws -> SheetContent {
-        let rows = try reader.exceptions(status: "all", category: "SANDBOX_CREDITED_IN_PRODUCTION").map { e -> SheetRow in
+        let found = try reader.exceptions(status: "all", category: "SANDBOX_CREDITED_IN_PRODUCTION").filter { $0.firstSeen <= asOf }
+        let rows = found.map { e -> SheetRow in
             let amount: Cell = e.grossMinor.map { .money(minor: $0, decimals: decimals(e.currency ?? reportingCurrency)) } ?? .empty
+            let resolved = e.resolvedOn.flatMap { $0 <= asOf ? $0 : nil }
             return SheetRow([.text(e.transactionId), .text(e.orderId ?? ""), .text(e.accountId ?? ""), .text(e.productId ?? ""), amount,
-                             .text(e.currency ?? ""), .date(e.firstSeen), .text(e.isOpen ? "open" : "resolved \(e.resolvedOn!)"), .text(e.detail)])
+                             .text(e.currency ?? ""), .date(e.firstSeen), .text(resolved.map { "resolved \($0)" } ?? "open"), .text(e.detail)])
         }
         return SheetContent(key: "credited_in_production",
                             tables: [TableBlock(key: "credits", columns: ReportSchema.creditedInProduction, rows: rows)])
@@ -91,9 +96,12 @@ public struct FinanceReport {
         try reader.trialBalance(book: book, through: asOf)
     }
 
+    /// The accounts, by currency, then the totals of each currency and of all in the reporting
+    /// currency, all below the accounts: the sheet's filter covers the accounts alone, so that
+    /// sorting or filtering them never moves or counts a total.
     public func trialBalanceSheet() throws -> SheetContent {
         let rows = try trialBalanceRows().sorted { ($0.currency, $0.account) < ($1.currency, $1.account) }
-        var out: [SheetRow] = []
+        var out: [SheetRow] = [], totals: [SheetRow] = []
         var i = 0
         var reportingTotal: Int64 = 0
         while i < rows.count {
@@ -110,12 +118,13 @@ public struct FinanceReport {
                 i += 1
             }
             let d = decimals(currency)
-            out.append(SheetRow([.text(book.rawValue), .text("Total \(currency)"), .text(currency),
-                                 .money(minor: debit, decimals: d), .money(minor: credit, decimals: d),
-                                 .money(minor: balance, decimals: d), .money(minor: reporting, decimals: reportingDecimals)],
-                                style: .total))
+            totals.append(SheetRow([.text(book.rawValue), .text("Total \(currency)"), .text(currency),
+                                    .money(minor: debit, decimals: d), .money(minor: credit, decimals: d),
+                                    .money(minor: balance, decimals: d), .money(minor: reporting, decimals: reportingDecimals)],
+                                   style: .total))
             reportingTotal += reporting
         }
+        out += totals
         out.append(SheetRow([.text(book.rawValue), .text("Total all currencies (\(reportingCurrency))"), .text(reportingCurrency),
                              .empty, .empty, .empty, .money(minor: reportingTotal, decimals: reportingDecimals)], style: .total))
         return SheetContent(key: "trial_balance", tables: [TableBlock(key: "balances", columns: ReportSchema.trialBalance, rows: out)])
@@ -234,9 +243,9 @@ public struct FinanceReport {
             }
         }
         info += [
-            SheetRow([.text("Transactions posted (ledger)"), .integer(Int64(totals.transactionsPosted))]),
-            SheetRow([.text("Transactions pending a rule (ledger)"), .integer(Int64(totals.transactionsPending))]),
-            SheetRow([.text("Transactions free, no entry (ledger)"), .integer(Int64(totals.transactionsFree))]),
+            SheetRow([.text("Transactions posted (ledger, both books)"), .integer(Int64(totals.transactionsPosted))]),
+            SheetRow([.text("Transactions pending a rule (ledger, both books)"), .integer(Int64(totals.transactionsPending))]),
+            SheetRow([.text("Transactions free, no entry (ledger, both books)"), .integer(Int64(totals.transactionsFree))]),
             SheetRow([.text("Records verified (ledger)"), .integer(Int64(totals.recordsVerified))]),
             SheetRow([.text("Records pending, open (ledger)"), .integer(Int64(totals.recordsPending))]),
             SheetRow([.text("Records rejected, open (ledger)"), .integer(Int64(totals.recordsRejected))]),

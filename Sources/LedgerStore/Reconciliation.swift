@@ -105,13 +105,22 @@ extension LedgerReader {
     }
 
     /// How many of a book's sales `pendingTransactions(on:)` lists.
-    public func pendingSaleCount(book: String, on day: Day) throws -> Int {
-        guard try !isCurrent(day) else {
-            return try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM store_transaction WHERE sale_status = 'pending' AND book = ?"),
-                                    arguments: [book]) ?? 0
-        }
-        return try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) \(Self.missingRuleOpenOn) AND t.book = ?2"),
-                                arguments: [day.description, book]) ?? 0
+    /// The book's sales dated on or before `day` (their purchase date, UTC) that wait for a rule
+    /// now: what a workbook's figures as of `day` (the entries dated on or before it, as the
+    /// ledger holds them when it is written) leave out. A sale that waited on `day` and was
+    /// posted since is in those figures; one that waits still is not, whenever it was read.
+    public func waitingSaleCount(book: String, datedThrough day: Day) throws -> Int {
+        try Int.fetchOne(db.cachedStatement(sql: """
+            SELECT count(*) FROM store_transaction INDEXED BY store_transaction_pending_order
+            WHERE sale_status = 'pending' AND purchase_ms < ? AND book = ?
+            """), arguments: [(day + 1).epochMilliseconds, book]) ?? 0
+    }
+
+    /// The receipt records waiting for verification now (read by any run so far): a record that
+    /// did not verify tells no date, so any of them may belong to a workbook's figures.
+    public func pendingRecordCountNow() throws -> Int {
+        guard let last = try lastAsOf() else { return 0 }
+        return try pendingRecordCount(openOn: last)
     }
 
     /// Transactions whose sale waits for a rule, with the day they were first read.

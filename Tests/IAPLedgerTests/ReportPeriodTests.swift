@@ -60,7 +60,10 @@ final class ReportPeriodTests: XCTestCase {
         // Night 2: the rate arrives (w1 is posted), a credit with no purchase and a retryable record.
         try ws.write("rules/fx.csv", TestWorkspace.defaultFX)
         try ws.write("inbox/receipts/b.jsonl", #"{"response": {"status": 21005, "is-retryable": true}, "transaction_id": "u9"}"# + "\n")
-        try ws.write("inbox/orders/b.csv", header + "o-zz,acc-3,zz,coins.100,1,100,2026-11-02T09:00:00Z,production,USA,,\n")
+        try ws.write("inbox/orders/b.csv", header + "o-zz,acc-3,zz,coins.100,1,100,2026-11-02T09:00:00Z,production,USA,,\n"
+            + "o-sb1,acc-4,sb1,coins.100,1,100,2026-10-15T10:01:00Z,production,USA,,\n")
+        // A sandbox purchase of October that the backend credited in production, found on night 2.
+        try ws.write("inbox/receipts/b2.jsonl", Receipt.response([Receipt.item("sb1", purchased: "2026-10-15T10:00:00Z")], environment: "Sandbox") + "\n")
         let night = try ws.run("2026-11-03")
         XCTAssertTrue(night.workbooks.contains { $0.path.hasSuffix("2026-10-31/reconciliation-2026-10-31.xlsx") })
 
@@ -78,6 +81,11 @@ final class ReportPeriodTests: XCTestCase {
                 XCTAssertTrue(ages.allSatisfy { $0 >= 0 }, "\(sheet): \(ages)")
             }
         }
+        func credited(_ day: String) throws -> [String] {
+            try XLSXReader.sheets(ws.root.appendingPathComponent("reports/\(day)/sandbox-\(day).xlsx"))["Credited in Production"]!.flatMap { $0 }
+        }
+        XCTAssertTrue(try credited("2026-11-03").contains("sb1"), "found on night 2")
+        XCTAssertFalse(try credited("2026-10-31").contains("sb1"), "found on 2026-11-03: not on the sandbox book's October set")
         let octoberPending = october["Pending"]!.flatMap { $0 }
         XCTAssertTrue(octoberPending.contains("w1"), "w1 waited for a rule on 2026-10-31 (posted on 2026-11-03)")
         XCTAssertFalse(octoberPending.contains { $0.hasPrefix("inbox/receipts/b.jsonl") }, "a record read on 2026-11-03")
@@ -106,16 +114,24 @@ final class ReportPeriodTests: XCTestCase {
         XCTAssertTrue(try runInfo("sandbox").contains("s0"), "the sandbox receipt's INVALID_TRANSACTION")
         XCTAssertFalse(try runInfo("finance").contains("s0"))
 
-        // The finance Summary says what its figures leave out, as it stood on its date.
+        // The finance Summary says what its figures leave out: its figures are the entries
+        // dated on or before its date as the ledger holds them when written, so a sale that
+        // waited on that date and has been posted since is in them (w1, in October's figures
+        // written on 2026-11-03), and a record still waiting is left out whenever it was read.
         func leftOut(_ path: String) throws -> String? {
             try XLSXReader.sheets(ws.root.appendingPathComponent(path))["Summary"]!.first { $0.first?.hasPrefix("Not in these figures") == true }?.first
         }
-        XCTAssertTrue(try leftOut("reports/2026-10-31/finance-2026-10-31.xlsx")?.hasPrefix(
-            "Not in these figures: 1 sales waiting for a rule (a price, tax or FX rate missing) and 0 receipt records waiting for verification") == true)
+        XCTAssertTrue(try leftOut("reports/2026-10-20/finance-2026-10-20.xlsx")?.hasPrefix(
+            "Not in these figures: 1 sales dated on or before 2026-10-20 still waiting for a rule (a price, tax or FX rate missing) and 0 receipt records still waiting for verification when this workbook was written") == true)
+        let octoberLeftOut = try leftOut("reports/2026-10-31/finance-2026-10-31.xlsx")
+        XCTAssertTrue(octoberLeftOut?.hasPrefix(
+            "Not in these figures: 0 sales dated on or before 2026-10-31 still waiting for a rule (a price, tax or FX rate missing) and 1 receipt records still waiting") == true, octoberLeftOut ?? "no line")
+        let octoberNet = try XLSXReader.sheets(ws.root.appendingPathComponent("reports/2026-10-31/finance-2026-10-31.xlsx"))["Journal"]!.flatMap { $0 }
+        XCTAssertTrue(octoberNet.contains("w1"), "w1's sale, posted on 2026-11-03, is in October's figures")
         XCTAssertEqual(FinanceReport.grouped("-1234567.89"), "-1,234,567.89")
         XCTAssertEqual(FinanceReport.grouped("123"), "123")
         XCTAssertEqual(FinanceReport.grouped("1000.000"), "1,000.000")
         XCTAssertTrue(try leftOut("reports/2026-11-03/finance-2026-11-03.xlsx")?.hasPrefix(
-            "Not in these figures: 0 sales waiting for a rule (a price, tax or FX rate missing) and 1 receipt records waiting for verification") == true)
+            "Not in these figures: 0 sales dated on or before 2026-11-03 still waiting for a rule (a price, tax or FX rate missing) and 1 receipt records still waiting") == true)
     }
 }
