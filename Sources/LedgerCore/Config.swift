@@ -11,6 +11,11 @@ public struct WorkspaceConfig: Sendable, Equatable {
     public var reportingCurrency: String = "USD"
     public var bundleIds: [String] = []
     public var defaultStorefront: String = "USA"
+    /// Days a sale with no storefront of its own (a legacy receipt's) waits, after its purchase
+    /// date, for an order to name one before it is booked at `defaultStorefront`: backend orders
+    /// often arrive a night after their receipts, and a sale posted before its order would be
+    /// booked where a rebuild of the ledger would not book it.
+    public var orderWaitDays: Int = 2
     public var commissionStandard: ExactDecimal = ExactDecimal("0.30")!
     public var commissionReduced: ExactDecimal = ExactDecimal("0.15")!
     public var smallBusiness: [DateRange] = []

@@ -56,6 +56,8 @@ enum DemoRules {
         bundle_ids = ["\(bundleId)"]
         # Storefront used when neither a transaction nor its order names one.
         default_storefront = "USA"
+        # Days a sale with no storefront of its own waits for an order to name one.
+        order_wait_days = 2
 
         [commission]
         standard = "0.30"

@@ -29,6 +29,15 @@ public struct Poster {
         return (config.defaultStorefront, "default_storefront")
     }
 
+    /// The day a sale with no storefront of its own and no order naming one waits until, for an
+    /// order to name one (`order_wait_days` after its purchase date), or nil when it is booked
+    /// now: on that night or a later one it is booked at `default_storefront`.
+    public func orderWait(of t: TransactionObservation, orderStorefront: (code: String, orderId: String)?, asOf: Day) -> Day? {
+        guard config.orderWaitDays > 0, t.storefront?.isEmpty ?? true, orderStorefront?.code.isEmpty ?? true else { return nil }
+        let until = t.purchaseDay + config.orderWaitDays
+        return asOf < until ? until : nil
+    }
+
     /// The date an entry is posted on: its own date, or the first day of the first open month
     /// when its month is closed (then marked late, keeping its original date).
     public func postingDate(for day: Day) -> (date: Day, late: Bool) {

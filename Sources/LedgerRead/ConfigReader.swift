@@ -56,7 +56,7 @@ public enum ConfigReader {
                 throw fail(name, "unknown setting\(section.map { " in [\($0)]" } ?? ""); the known ones are \(known.joined(separator: ", "))")
             }
         }
-        try onlyKnown(table, ["reporting_currency", "bundle_ids", "default_storefront", "trusted_roots", "database",
+        try onlyKnown(table, ["reporting_currency", "bundle_ids", "default_storefront", "order_wait_days", "trusted_roots", "database",
                               "commission", "periods", "reports"], in: nil)
         if let t = table["commission"]?.table {
             try onlyKnown(t, ["standard", "reduced", "subscription_reduced_after_days", "subscription_grace_days", "small_business"], in: "commission")
@@ -76,6 +76,10 @@ public enum ConfigReader {
             }
         }
         if let s = try string(table, "default_storefront", "default_storefront") { c.defaultStorefront = s }
+        if let n = try int(table, "order_wait_days", "order_wait_days") {
+            guard (0...60).contains(n) else { throw fail("order_wait_days", "must be a number of days from 0 to 60") }
+            c.orderWaitDays = n
+        }
         if let v = table["trusted_roots"] {
             guard let arr = v.array else { throw fail("trusted_roots", "must be an array of file paths") }
             c.trustedRoots = try arr.map { guard let s = $0.string else { throw fail("trusted_roots", "must be an array of file paths") }; return s }

@@ -244,7 +244,7 @@ public struct FinanceReport {
         }
         info += [
             SheetRow([.text("Transactions posted (ledger, both books)"), .integer(Int64(totals.transactionsPosted))]),
-            SheetRow([.text("Transactions pending a rule (ledger, both books)"), .integer(Int64(totals.transactionsPending))]),
+            SheetRow([.text("Transactions waiting for a rule or an order (ledger, both books)"), .integer(Int64(totals.transactionsPending))]),
             SheetRow([.text("Transactions free, no entry (ledger, both books)"), .integer(Int64(totals.transactionsFree))]),
             SheetRow([.text("Records verified (ledger)"), .integer(Int64(totals.recordsVerified))]),
             SheetRow([.text("Records pending, open (ledger)"), .integer(Int64(totals.recordsPending))]),

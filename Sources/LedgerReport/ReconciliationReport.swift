@@ -129,7 +129,8 @@ public struct ReconciliationReport {
                                   .date(p.firstSeen), .integer(Int64(asOf - p.firstSeen))]))
         }
         for t in try reader.pendingTransactions(on: asOf) {
-            rows.append(SheetRow([.text("\(t.book) transaction waits for a rule"), .text(t.transactionId), .text(t.productId),
+            let what = t.reason.hasPrefix("ORDER_WAIT:") ? "waits for its order (storefront)" : "waits for a rule"
+            rows.append(SheetRow([.text("\(t.book) transaction \(what)"), .text(t.transactionId), .text(t.productId),
                                   .text(t.reason), .date(t.firstSeen), .integer(Int64(asOf - t.firstSeen))]))
         }
         return SheetContent(key: "pending", tables: [TableBlock(key: "pending", columns: ReportSchema.pending, rows: rows)])

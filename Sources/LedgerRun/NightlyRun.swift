@@ -180,11 +180,11 @@ public struct NightlyRun {
             counts = ingest.counts
             CrashPoint.hit("post:start")
             counts.entriesPosted = try progress.stage("post entries", unit: "transactions") { tick in
-                try Self.post(writer: w, poster: poster, runId: runId, tick: tick)
+                try Self.post(writer: w, poster: poster, runId: runId, asOf: asOf, tick: tick)
             }
             CrashPoint.hit("reconcile:start")
             let matched = try progress.stage("reconcile", unit: "groups") { tick -> Int in
-                try w.reconcile(reconciler, runId: runId, asOf: asOf) { tick.advance(by: $0) }.matched
+                try w.reconcile(reconciler, runId: runId, asOf: asOf, defaultStorefront: poster.config.defaultStorefront) { tick.advance(by: $0) }.matched
             }
             // A re-run of the last night that changed nothing records nothing (rolled back, run row included).
             if let same = sameNight, filesRead == 0, counts.entriesPosted == 0,
@@ -237,7 +237,7 @@ public struct NightlyRun {
 
     /// Posts every sale still waiting (new ones and those that waited for a rule) and every
     /// refund that is due. Returns the number of entries written.
-    static func post(writer w: LedgerWriter, poster: Poster, runId: Int64, tick: RunProgress.Ticker? = nil) throws -> Int {
+    static func post(writer w: LedgerWriter, poster: Poster, runId: Int64, asOf: Day, tick: RunProgress.Ticker? = nil) throws -> Int {
         var posted = 0
         // Subscription chains read once per stage: posting changes no transaction a chain holds.
         var chains = SubscriptionChains()
@@ -272,12 +272,18 @@ public struct NightlyRun {
                         try w.setSaleStatus(transactionId: id, status: "pending", pendingReason: reason)
                     }
                     try w.openFinding(code: "MISSING_RULE", transactionId: id, recordId: nil, message: why, runId: runId)
+                case .awaitingOrder(let reason):
+                    // Not a missing rule: which rules apply waits for the storefront.
+                    if t.pendingReason != reason {
+                        try w.setSaleStatus(transactionId: id, status: "pending", pendingReason: reason)
+                    }
+                    try w.resolveFinding(code: "MISSING_RULE", transactionId: id, runId: runId)
                 }
             }
         }
         try w.forEachPendingSaleBatch(batchSize: postingBatchSize) { sales in
             let paidDays = try sales.map { try subscriptionPaidDays(of: $0.sale.observation, writer: w, poster: poster, chains: &chains) }
-            let batch = PreparedSales(sales, paidDays: paidDays, poster: poster, on: preparing)
+            let batch = PreparedSales(sales, paidDays: paidDays, poster: poster, asOf: asOf, on: preparing)
             if let before = ahead {
                 try store(before)
                 before.free(on: preparing)
@@ -318,6 +324,8 @@ public struct NightlyRun {
             case post(PreparedEntry, priceMismatch: String?)
             case free
             case missingRule(String)
+            /// No storefront yet: it waits for an order to name one (the pending reason).
+            case awaitingOrder(String)
         }
         private(set) var sales: [LedgerReader.PendingSale]
         private var made: [Decision] = []
@@ -332,11 +340,11 @@ public struct NightlyRun {
             }
         }
 
-        init(_ sales: [LedgerReader.PendingSale], paidDays: [Int], poster: Poster, on queue: DispatchQueue) {
+        init(_ sales: [LedgerReader.PendingSale], paidDays: [Int], poster: Poster, asOf: Day, on queue: DispatchQueue) {
             self.sales = sales
             queue.async(group: done) { [self] in
                 made = zip(sales, paidDays).map { sale, paid in
-                    Self.decide(sale.sale.observation, orderStorefront: sale.orderStorefront, paidDays: paid, poster: poster)
+                    Self.decide(sale.sale.observation, orderStorefront: sale.orderStorefront, paidDays: paid, poster: poster, asOf: asOf)
                 }
             }
         }
@@ -348,7 +356,13 @@ public struct NightlyRun {
         }
 
         static func decide(_ t: TransactionObservation, orderStorefront: (code: String, orderId: String)?, paidDays: Int,
-                           poster: Poster) -> Decision {
+                           poster: Poster, asOf: Day) -> Decision {
+            if let until = poster.orderWait(of: t, orderStorefront: orderStorefront, asOf: asOf) {
+                return .awaitingOrder("""
+                    ORDER_WAIT: no storefront of its own and no order naming it yet: waits for its order until the night of \(until) \
+                    (order_wait_days = \(poster.config.orderWaitDays)), then is booked at default_storefront \(poster.config.defaultStorefront)
+                    """)
+            }
             switch poster.sale(of: t, orderStorefront: orderStorefront, subscriptionPaidDays: paidDays) {
             case .post(let entry): return .post(PreparedEntry(entry), priceMismatch: poster.priceMismatch(of: t, entry: entry))
             case .free: return .free

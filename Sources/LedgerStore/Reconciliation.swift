@@ -234,8 +234,10 @@ extension LedgerWriter {
     /// the product rules changed since the last one, it touched more than `TouchedKeys.limit`
     /// keys, or `full` is set. Either way the groups are streamed from the ledger in
     /// transaction-id order, one at a time: memory does not grow with the history.
+    /// - Parameter defaultStorefront: the config's, to find sales booked at it whose orders name
+    ///   another storefront since (STOREFRONT_AFTER_POSTING).
     public func reconcile(_ reconciler: Reconciler, runId: Int64, asOf: Day, full forceFull: Bool = false,
-                          progress: (Int) -> Void = { _ in }) throws -> ReconciliationSummary {
+                          defaultStorefront: String = "", progress: (Int) -> Void = { _ in }) throws -> ReconciliationSummary {
         let fingerprint = reconciler.rulesFingerprint
         let last = try previousRun(runId)
         let fullBecause: String?
@@ -249,12 +251,14 @@ extension LedgerWriter {
             SELECT t.transaction_id, t.book, t.product_id, t.quantity, t.app_account_token, t.cancellation_ms,
                    t.revocation_percentage,
                    EXISTS (SELECT 1 FROM reversal_request q WHERE q.book = t.book AND q.transaction_id = t.transaction_id),
-                   e.gross_minor, e.currency, e.net_reporting_minor
+                   e.gross_minor, e.currency, e.net_reporting_minor,
+                   CASE WHEN t.storefront IS NULL AND e.storefront = ?
+                        AND instr(e.rules_json, '"storefrontSource":"default_storefront"') > 0 THEN e.storefront END
             """
         let saleJoin = "LEFT JOIN entry e ON e.book = t.book AND e.transaction_id = t.transaction_id AND e.kind = 'sale'"
         let oColumns = """
             SELECT v.order_id, v.account_id, NULLIF(v.transaction_id, ''), v.product_id, v.quantity, v.credited_units,
-                   v.credited_ms, v.environment, v.app_account_token
+                   v.credited_ms, v.environment, v.app_account_token, v.storefront
             """
         let latestActive = "v.reversed_at IS NULL AND v.id = (SELECT max(w.id) FROM order_version w WHERE w.order_id = v.order_id)"
         let transactionsSQL, ordersSQL, exceptionsSQL: String
@@ -363,7 +367,7 @@ extension LedgerWriter {
             }
         }
         // A merge of two streams in transaction-id order (SQLite's BINARY order: UTF-8 bytes).
-        let tCursor = try Row.fetchCursor(db, sql: transactionsSQL)
+        let tCursor = try Row.fetchCursor(db, sql: transactionsSQL, arguments: [defaultStorefront])
         let oCursor = try Row.fetchCursor(db, sql: ordersSQL)
         var nextT = try tCursor.next().map(Self.reconTransaction)
         var nextO = try oCursor.next().map(Self.reconOrder)
@@ -394,6 +398,9 @@ extension LedgerWriter {
                 isUnverified = try Bool.fetchOne(unverified, arguments: [id]) ?? false
             }
             try apply(ReconGroup(transactionId: id, transaction: transaction, orders: orders, unverified: isUnverified))
+            if let t = transaction, let booked = t.bookedAtDefaultStorefront {
+                try storefrontNamedAfterPosting(t, booked: booked, orders: orders, runId: runId)
+            }
         }
         progress(groups % 1024)
 
@@ -406,6 +413,22 @@ extension LedgerWriter {
         try db.cachedStatement(sql: "UPDATE run SET orders_matched = ?, reconciliation = ?, reconciliation_rules = ? WHERE id = ?")
             .execute(arguments: [matched, full ? "full" : "incremental", fingerprint, runId])
         return ReconciliationSummary(mode: full ? "full" : "incremental", fullBecause: fullBecause, groups: groups, matched: matched)
+    }
+
+    /// A sale booked at `default_storefront` (no storefront of its own, no order naming one
+    /// within `order_wait_days`) whose orders now name another storefront: accounting.md books
+    /// a sale in its order's storefront, and a posted entry is never rewritten, so finance is
+    /// told (STOREFRONT_AFTER_POSTING) to book the difference by hand. The order is the one
+    /// posting would take: the earliest credited that names a storefront.
+    func storefrontNamedAfterPosting(_ t: ReconTransaction, booked: String, orders: [ReconOrder], runId: Int64) throws {
+        guard let order = orders.filter({ !($0.storefront ?? "").isEmpty })
+                .min(by: { ($0.creditedMs, $0.orderId) < ($1.creditedMs, $1.orderId) }),
+              let named = order.storefront, named != booked else { return }
+        try openFinding(code: "STOREFRONT_AFTER_POSTING", transactionId: t.transactionId, recordId: nil, message: """
+            booked at default_storefront \(booked): no storefront of its own and no order naming one when it was posted; \
+            order \(order.orderId), read since, names \(named). The entry stays as posted (entries are never rewritten): \
+            book the difference by hand if it matters
+            """, runId: runId)
     }
 
     /// SQLite's BINARY order (UTF-8 bytes, then length), compared in place with `memcmp`: the
@@ -439,12 +462,14 @@ extension LedgerWriter {
         let refunded = cancelled && !reversed
         return ReconTransaction(transactionId: r[0], book: Book(rawValue: r[1])!, productId: r[2], quantity: r[3],
                                 appAccountToken: r[4], refundedInFull: refunded && (percentage == nil || percentage == 100_000),
-                                refunded: refunded, grossMinor: r[8], currency: r[9], netReportingMinor: r[10])
+                                refunded: refunded, grossMinor: r[8], currency: r[9], netReportingMinor: r[10],
+                                bookedAtDefaultStorefront: r[11])
     }
 
     static func reconOrder(_ r: Row) -> ReconOrder {
         ReconOrder(orderId: r[0], accountId: r[1], transactionId: r[2], productId: r[3], quantity: r[4],
-                   creditedUnits: r[5], creditedMs: r[6], environment: r[7], appAccountToken: r[8], active: true)
+                   creditedUnits: r[5], creditedMs: r[6], environment: r[7], appAccountToken: r[8], active: true,
+                   storefront: r[9])
     }
 }
 

@@ -100,7 +100,7 @@ func printSummary(_ r: NightlyRun.Result) {
         print("  entries posted: \(c.entriesPosted)")
     }
     let t = r.totals
-    print("  ledger: \(t.transactionsPosted) transactions posted, \(t.transactionsPending) waiting for a rule, \(t.transactionsFree) free; \(t.entries) entries")
+    print("  ledger: \(t.transactionsPosted) transactions posted, \(t.transactionsPending) waiting (for a rule or an order), \(t.transactionsFree) free; \(t.entries) entries")
     print("  chain head: \(t.chainHead) (the last entry's hash; keep it: `iapledger verify --runs` shows it again)")
     if !r.problems.isEmpty {
         let findings = r.problems.count - r.problemRecords

@@ -29,6 +29,8 @@ struct TestWorkspace {
     reporting_currency = "USD"
     bundle_ids = ["com.example.coins"]
     default_storefront = "USA"
+    # The tests' receipts mostly come without orders: booked at once (OrderWaitTests sets a wait).
+    order_wait_days = 0
 
     [commission]
     standard = "0.30"

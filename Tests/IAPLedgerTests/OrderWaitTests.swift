@@ -1,0 +1,116 @@
+import XCTest
+@testable import LedgerRun
+@testable import LedgerStore
+import LedgerCore
+import LedgerPost
+
+/// A legacy receipt names no storefront: accounting.md books its sale in the storefront of the
+/// order naming it, else at `default_storefront`. Orders often come a night after their
+/// receipts, so such a sale waits `order_wait_days` for its order: the ledger is then the one
+/// a single night with every file gives (rebuilding gives the same entries), and an order
+/// later still opens STOREFRONT_AFTER_POSTING instead of being taken in silence.
+final class OrderWaitTests: XCTestCase {
+    static let config = TestWorkspace.defaultConfig.replacingOccurrences(of: "order_wait_days = 0", with: "order_wait_days = 2")
+    let receipt = Receipt.response([Receipt.item("r1", purchased: "2026-10-10T10:00:00Z")]) + "\n"
+    let order = ReconciliationTests.header + "o-r1,acc-1,r1,coins.100,1,100,2026-10-10T10:05:00Z,production,JPN,,\n"
+
+    func sale(_ ws: TestWorkspace) throws -> [String]? {
+        try ws.workspace.openExistingLedger().1.read {
+            try $0.rawRows("SELECT storefront, currency, gross_minor, net_minor, commission_minor, net_reporting_minor, date FROM entry WHERE transaction_id = 'r1' AND kind = 'sale'")
+        }.first
+    }
+
+    func status(_ ws: TestWorkspace) throws -> [String] {
+        try ws.workspace.openExistingLedger().1.read {
+            try $0.rawRows("SELECT sale_status, ifnull(pending_reason, '') FROM store_transaction WHERE transaction_id = 'r1'")
+        }.first ?? []
+    }
+
+    func openFindings(_ ws: TestWorkspace) throws -> [String] {
+        try ws.workspace.openExistingLedger().1.read { try $0.findings(openOnly: true) }.map { "\($0.code) \($0.transactionId)" }
+    }
+
+    /// The order a night after its receipt: the sale waited for it and is booked where one
+    /// night with both files books it, to the minor unit.
+    func testASaleWaitsForAnOrderANightLateAndIsBookedAsInOneNight() throws {
+        let split = try TestWorkspace(config: Self.config)
+        defer { split.remove() }
+        try split.write("inbox/receipts/a.jsonl", receipt)
+        try split.run("2026-10-10")
+        XCTAssertNil(try sale(split), "no order and no storefront of its own yet: it waits")
+        let waiting = try status(split)
+        XCTAssertEqual(waiting.first, "pending")
+        XCTAssertTrue(waiting.last?.hasPrefix("ORDER_WAIT: no storefront of its own and no order naming it yet: waits for its order until the night of 2026-10-12 (order_wait_days = 2), then is booked at default_storefront USA") == true, "\(waiting)")
+        XCTAssertEqual(try openFindings(split), [], "waiting for an order is no missing rule")
+        try split.write("inbox/orders/b.csv", order)
+        try split.run("2026-10-11")
+
+        let whole = try TestWorkspace(config: Self.config)
+        defer { whole.remove() }
+        try whole.write("inbox/receipts/a.jsonl", receipt)
+        try whole.write("inbox/orders/b.csv", order)
+        try whole.run("2026-10-11")
+
+        let booked = try XCTUnwrap(try sale(split))
+        XCTAssertEqual(booked.first, "JPN")
+        XCTAssertEqual(booked, try sale(whole), "the same entry as one night with both files")
+        XCTAssertEqual(try status(split), ["posted", ""])
+    }
+
+    /// No order within the wait: booked at `default_storefront` on the night the wait ends; an
+    /// order read after that opens STOREFRONT_AFTER_POSTING (the entry stays as posted), once.
+    func testWithoutAnOrderTheSaleIsBookedAtTheDefaultWhenTheWaitEndsAndALaterOrderIsAFinding() throws {
+        let ws = try TestWorkspace(config: Self.config)
+        defer { ws.remove() }
+        try ws.write("inbox/receipts/a.jsonl", receipt)
+        try ws.run("2026-10-10")
+        try ws.run("2026-10-11")
+        XCTAssertNil(try sale(ws), "still waiting on the night before the wait ends")
+        try ws.run("2026-10-12")
+        let booked = try XCTUnwrap(try sale(ws))
+        XCTAssertEqual(Array(booked.prefix(3)), ["USA", "USD", "99"], "booked at default_storefront")
+        XCTAssertEqual(try openFindings(ws), [])
+
+        try ws.write("inbox/orders/b.csv", order)
+        try ws.run("2026-10-13")
+        XCTAssertEqual(try sale(ws), booked, "a posted entry is never rewritten")
+        XCTAssertEqual(try openFindings(ws), ["STOREFRONT_AFTER_POSTING r1"])
+        let message = try ws.workspace.openExistingLedger().1.read { try $0.findings(openOnly: true) }.first?.message ?? ""
+        XCTAssertTrue(message.hasPrefix("booked at default_storefront USA: no storefront of its own and no order naming one when it was posted; order o-r1, read since, names JPN"), message)
+
+        // An order naming the default storefront itself says nothing.
+        let usa = try TestWorkspace(config: Self.config)
+        defer { usa.remove() }
+        try usa.write("inbox/receipts/a.jsonl", receipt)
+        try usa.run("2026-10-12")
+        try usa.write("inbox/orders/b.csv", order.replacingOccurrences(of: "JPN", with: "USA"))
+        try usa.run("2026-10-13")
+        XCTAssertEqual(try openFindings(usa), [])
+    }
+
+    /// A signed transaction names its storefront: it never waits. `order_wait_days = 0` books a
+    /// legacy sale at once, and the setting is checked.
+    func testTheWaitIsOnlyForSalesWithoutAStorefrontAndCanBeTurnedOff() throws {
+        let none = try TestWorkspace()  // order_wait_days = 0
+        defer { none.remove() }
+        try none.write("inbox/receipts/a.jsonl", receipt)
+        try none.run("2026-10-10")
+        XCTAssertEqual(try sale(none)?.first, "USA")
+
+        var config = WorkspaceConfig()
+        config.orderWaitDays = 2
+        let poster = Poster(config: config, rules: Rules())
+        var t = TransactionObservation(transactionId: "s1", originalTransactionId: nil, productId: "coins.100", quantity: 1,
+                                       purchaseMs: Receipt.ms("2026-10-10T10:00:00Z"), book: .production)
+        let day = Day(iso: "2026-10-10")!
+        XCTAssertEqual(poster.orderWait(of: t, orderStorefront: nil, asOf: day), Day(iso: "2026-10-12"))
+        XCTAssertNil(poster.orderWait(of: t, orderStorefront: ("JPN", "o-1"), asOf: day), "its order names one")
+        XCTAssertNil(poster.orderWait(of: t, orderStorefront: nil, asOf: day + 2), "the wait has ended")
+        t.storefront = "DEU"
+        XCTAssertNil(poster.orderWait(of: t, orderStorefront: nil, asOf: day), "its own storefront")
+
+        let bad = try TestWorkspace(config: Self.config.replacingOccurrences(of: "order_wait_days = 2", with: "order_wait_days = 61"))
+        defer { bad.remove() }
+        XCTAssertThrowsError(try bad.run("2026-10-10")) { XCTAssertTrue("\($0)".contains("order_wait_days"), "\($0)") }
+    }
+}
