@@ -696,17 +696,28 @@ final class PreparedFiles: @unchecked Sendable {
                     while true {
                         if freeStored(preparer) { continue }
                         if cancelled { break }
-                        // The first thread takes the first file no thread took; the others
-                        // the first small one, past big files they leave to the first.
+                        // Each thread takes the first file no thread took while there is room
+                        // for it; past it, a thread but the first takes the first small one.
                         var i = lowestUntaken
-                        if preparer > 0 { while i < count && (taken[i] || sizes[i] >= aheadBytes) { i += 1 } }
                         guard i < count else { break }
-                        let small = sizes[i] < aheadBytes
                         // The file the writer waits for always has room; another file has room
-                        // while few are taken ahead. Small files taken past a big one (the
-                        // other threads, while the first prepares the big one) count apart.
-                        let room = preparer > 0 ? outstandingSmall < ahead && takenSmallBytes < aheadBytes
-                                                : outstanding < ahead && takenBytes < aheadBytes
+                        // while few are taken ahead: a small one while their bytes are few, a
+                        // big one while fewer big ones than threads are (so that each thread
+                        // prepares one of a night's big receipt files, in turn: the writer
+                        // stores them faster than one thread prepares them).
+                        let bigOutstanding = outstanding - outstandingSmall
+                        func hasRoom(_ i: Int) -> Bool {
+                            if sizes[i] >= aheadBytes { return outstanding < ahead && bigOutstanding < preparers }
+                            return outstanding < ahead && takenBytes < aheadBytes
+                        }
+                        var room = hasRoom(i)
+                        if i != nextToHand && !room && preparer > 0 {
+                            // Small files taken past a big one count apart.
+                            while i < count && (taken[i] || sizes[i] >= aheadBytes) { i += 1 }
+                            guard i < count else { condition.wait(); continue }
+                            room = outstandingSmall < ahead && takenSmallBytes < aheadBytes
+                        }
+                        let small = sizes[i] < aheadBytes
                         if i == nextToHand || room {
                             chosen = (i, takenSoFar)
                             takenSoFar += 1
