@@ -182,6 +182,7 @@ public struct NightlyRun {
             counts.entriesPosted = try progress.stage("post entries", unit: "transactions") { tick in
                 try Self.post(writer: w, poster: poster, runId: runId, tick: tick)
             }
+            try ingest.openWaitingReversals()
             CrashPoint.hit("reconcile:start")
             let matched = try progress.stage("reconcile", unit: "groups") { tick -> Int in
                 try w.reconcile(reconciler, runId: runId, asOf: asOf) { tick.advance(by: $0) }.matched
@@ -845,6 +846,26 @@ struct Ingest {
     let runId: Int64
     let verifier: ReceiptVerifier
     var counts: LedgerWriter.RunCounts
+    /// The refund reversals asked for this night, each with the REVERSAL_WAITING it opens if
+    /// its refund is still not posted once the night's entries are (see `openWaitingReversals`).
+    var reversalsAsked: [AskedReversal] = []
+
+    struct AskedReversal {
+        var book: Book
+        var transactionId: String
+        var recordId: Int64
+        var message: String
+    }
+
+    /// Opens REVERSAL_WAITING for the reversals asked this night that did not post: their
+    /// refund is not posted yet. Decided after the posting stage, as a refund that arrives the
+    /// same night (before or after its reversal) posts there, and its reversal with it.
+    func openWaitingReversals() throws {
+        for r in reversalsAsked where try writer.entry(book: r.book, transactionId: r.transactionId, kind: .refundReversal) == nil {
+            try writer.openFinding(code: "REVERSAL_WAITING", transactionId: r.transactionId, recordId: r.recordId,
+                                   message: r.message, runId: runId)
+        }
+    }
 
     init(writer: LedgerWriter, runId: Int64, verifier: ReceiptVerifier, counts: LedgerWriter.RunCounts) {
         self.writer = writer
