@@ -113,7 +113,7 @@ func printSummary(_ r: NightlyRun.Result) {
         print("  \(n) entr\(n == 1 ? "y is" : "ies are") dated after \(r.asOf) (the latest \(latest)): in the ledger, in no workbook as of \(r.asOf) (`iapledger balance --through \(latest)` includes \(n == 1 ? "it" : "them"))")
     }
     if !r.notRead.isEmpty {
-        print("  inbox files not read, by their names (rename or move them):")
+        print("  inbox files not read (rename or move them):")
         for line in r.notRead.prefix(10) { print("    " + TerminalText.visible(line)) }
         if r.notRead.count > 10 { print("    ... and \(r.notRead.count - 10) more") }
     }
