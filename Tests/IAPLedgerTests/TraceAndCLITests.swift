@@ -246,6 +246,28 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertTrue(run.out.contains("inbox files not read (rename or move them):\n    inbox/Receipts/2026/c.jsonl: not read (\(elsewhere))\n"), run.out)
     }
 
+    /// `run --as-of` far in the future was accepted, and every plain `run` after it failed for
+    /// ever ("before the last run's"). A date later than tomorrow (UTC) is refused before
+    /// anything is written, and so is `close --as-of` (it would close a month still running);
+    /// tomorrow is allowed (time zones east of UTC).
+    func testAnAsOfDateLaterThanTomorrowIsRefused() throws {
+        try ws.write("inbox/receipts/day.jsonl", Receipt.response([Receipt.item("4101", purchased: "2026-11-03T10:00:00Z")]) + "\n")
+        let today = Day(epochMilliseconds: Int64(Date().timeIntervalSince1970) * 1000)
+        let ledgerPath = ws.root.appendingPathComponent("ledger.sqlite").path
+        let future = try cli(["run", "--workspace", ws.root.path, "--as-of", (today + 30).description, "--no-progress"])
+        XCTAssertEqual(future.status, 1, future.out)
+        XCTAssertTrue(future.err.contains("--as-of \(today + 30) is later than tomorrow (\(today + 1), UTC)"), future.err)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: ledgerPath), "nothing written")
+        let plain = try cli(["run", "--workspace", ws.root.path, "--no-progress"])
+        XCTAssertEqual(plain.status, 0, plain.err)
+        let close = try cli(["close", today.month.description, "--workspace", ws.root.path, "--as-of", (today.month.next.lastDay + 1).description])
+        XCTAssertEqual(close.status, 1, close.out)
+        XCTAssertTrue(close.err.contains("is later than tomorrow"), close.err)
+        XCTAssertEqual(try Ledger(path: ledgerPath, readOnly: true).read { try $0.rawRows("SELECT count(*) FROM period_close") }, [["0"]])
+        let tomorrow = try cli(["run", "--workspace", ws.root.path, "--as-of", (today + 1).description, "--no-progress"])
+        XCTAssertEqual(tomorrow.status, 0, tomorrow.err)
+    }
+
     /// A purchase dated after the night's as-of date is posted (in the books from its date) but
     /// in none of that night's workbooks: the run says so, and `balance` stops where the Trial
     /// Balance sheet does (the last run's as-of date), saying what it leaves out.
