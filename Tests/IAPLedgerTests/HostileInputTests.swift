@@ -388,6 +388,29 @@ final class HostileInputTests: XCTestCase {
         XCTAssertNoThrow(try ws.run("2026-11-03"))
     }
 
+    /// A price with more decimals than its storefront's currency has surfaced only as a
+    /// MISSING_RULE of each sale: it stops the run at rules load, naming file and line. A
+    /// storefront that changes currency is checked by the row in force while the price is.
+    func testAPriceWithMoreDecimalsThanItsCurrencyStopsTheRun() throws {
+        try ws.write("rules/prices.csv", TestWorkspace.defaultPrices + "\ncoins.100,USA,0.999,2026-01-01\n")
+        XCTAssertThrowsError(try ws.run("2026-11-03")) {
+            XCTAssertTrue("\($0)".contains("prices.csv:9: price 0.999 for coins.100 in USA has more decimals than USD allows (2;"), "\($0)")
+        }
+        try ws.write("rules/prices.csv", TestWorkspace.defaultPrices + "\ncoins.550,JPN,600.5,2026-01-01\n")
+        XCTAssertThrowsError(try ws.run("2026-11-03")) {
+            XCTAssertTrue("\($0)".contains("prices.csv:9: price 600.5 for coins.550 in JPN has more decimals than JPY allows (0;"), "\($0)")
+        }
+        // KWT moves to USD in 2026-06: KWT's 0.300 (KWD) is in force then too, and refused ...
+        try ws.write("rules/prices.csv", TestWorkspace.defaultPrices + "\n")
+        try ws.write("rules/storefronts.csv", TestWorkspace.defaultStorefronts + "\nKWT,USD,0,true,2026-06-01\n")
+        XCTAssertThrowsError(try ws.run("2026-11-03")) {
+            XCTAssertTrue("\($0)".contains("prices.csv:5: price 0.300 for coins.100 in KWT has more decimals than USD allows (2; the storefront's currency from 2026-06-01"), "\($0)")
+        }
+        // ... and accepted once a USD price replaces it from that day.
+        try ws.write("rules/prices.csv", TestWorkspace.defaultPrices + "\ncoins.100,KWT,0.99,2026-06-01\n")
+        XCTAssertNoThrow(try ws.run("2026-11-03"))
+    }
+
     /// Signed data with absurd values (signed with Apple's test keys, trusted via trusted_roots):
     /// a price of Int64.max in KWD overflowed the reporting amount; now each is a finding.
     func testHostileSignedTransactions() throws {
