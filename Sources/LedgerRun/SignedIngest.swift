@@ -15,10 +15,15 @@ extension Ingest {
         if ext == "jws" || ext == "txt" {
             // Trimmed by its bytes (spaces and tabs): Foundation's trimming walked the ~3 KB
             // line as UTF-16, a fifth of the cost of reading a signed record.
-            let bytes = record.text.utf8
+            // A UTF-8 byte order mark (written by some Windows editors and exports at the start
+            // of a file) is no part of the JWS: skipped, as the JSON and CSV readers skip it. It
+            // made the file's first line MALFORMED.
+            var text = record.text
+            if text.unicodeScalars.first == "\u{FEFF}" { text = Substring(text.unicodeScalars.dropFirst()) }
+            let bytes = text.utf8
             guard let first = bytes.firstIndex(where: { $0 != 0x20 && $0 != 0x09 }),
                   let last = bytes.lastIndex(where: { $0 != 0x20 && $0 != 0x09 }) else { return "" }
-            let s = Substring(record.text.utf8[first...last])
+            let s = Substring(text.utf8[first...last])
             return s.hasPrefix("{") ? jwsInBody(s) : String(s)
         }
         return jwsInBody(record.text)

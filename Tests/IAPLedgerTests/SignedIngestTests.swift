@@ -387,6 +387,18 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(r.rederived, 2)
     }
 
+    /// A UTF-8 byte order mark at the start of a `.jws` file (accepted in every other input
+    /// format) made its first line MALFORMED: it is skipped, and `verify` re-derives the line.
+    func testAByteOrderMarkAtTheStartOfAJWSFileIsSkipped() throws {
+        try ws.write("inbox/signed/bom.jws", "\u{FEFF}" + (try transaction("9081")) + "\n" + (try transaction("9082")) + "\n")
+        let r = try ws.run("2023-11-20")
+        XCTAssertEqual(r.counts.rejected, 0)
+        XCTAssertEqual(r.counts.entriesPosted, 2)
+        let audit = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(audit.ok, "\(audit.problems)")
+        XCTAssertEqual(audit.rederived, 2)
+    }
+
     /// A signed file that grows between nights: the lines the ledger has are not verified
     /// again on the preparing thread (only hashed), the new one is, and the night posts it.
     func testAGrownSignedFileVerifiesOnlyItsNewLines() throws {
