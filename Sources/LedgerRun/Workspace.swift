@@ -168,7 +168,8 @@ public struct Workspace {
                 else { lines.append("inbox/\(entry.shown): not read (\(reason))") }
                 continue
             }
-            guard isDirectory(url), let names = try? Self.fileNames(in: url) else { continue }
+            // Listed as the night lists its inputs (an input folder may be a link to one).
+            guard let names = try? Self.fileNames(in: url) else { continue }
             for e in names where !e.name.hasPrefix(".") {
                 let child = url.appendingPathComponent(e.name)
                 let shown = "inbox/\(f.folder)/\(e.shown)"

@@ -246,6 +246,21 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertTrue(run.out.contains("inbox files not read (rename or move them):\n    inbox/Receipts/2026/c.jsonl: not read (\(elsewhere))\n"), run.out)
     }
 
+    /// An input folder that is a link to a folder is read through the link, and listed through
+    /// it too; a link to a folder elsewhere in the inbox is one entry, not followed.
+    func testAnInputFolderThatIsALinkIsListedThroughIt() throws {
+        let elsewhere = ws.root.appendingPathComponent("signed-store")
+        try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
+        try "a note".write(to: elsewhere.appendingPathComponent("notes.md"), atomically: true, encoding: .utf8)
+        let signed = ws.root.appendingPathComponent("inbox/signed")
+        try? FileManager.default.removeItem(at: signed)
+        try FileManager.default.createSymbolicLink(at: signed, withDestinationURL: elsewhere)
+        try FileManager.default.createSymbolicLink(at: ws.root.appendingPathComponent("inbox/old"), withDestinationURL: elsewhere)
+        let r = try ws.run("2026-11-04")
+        XCTAssertEqual(r.notRead, ["inbox/old: not read (inputs are read from inbox/orders/, inbox/receipts/, inbox/signed/ only; names are case-sensitive)",
+                                   "inbox/signed/notes.md: not read (signed data is *.jws, *.txt, *.json or *.jsonl)"])
+    }
+
     /// `run --as-of` far in the future was accepted, and every plain `run` after it failed for
     /// ever ("before the last run's"). A date later than tomorrow (UTC) is refused before
     /// anything is written, and so is `close --as-of` (it would close a month still running);
