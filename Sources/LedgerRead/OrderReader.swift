@@ -104,9 +104,13 @@ public enum OrderReader {
             return bad("reversed_at \(reversed) is before credited_at \(at) (order \(orderId))")
         }
         func opt(_ c: String) -> String? { let v = t.value(row, c); return v.isEmpty ? nil : v }
+        // ISO 3166-1 codes are upper case, as the rules and Apple write them: a `usa` from the
+        // backend was stored as written, and its sale found no storefront rule (MISSING_RULE).
+        // Only ASCII letters change: any other text is kept as it is, to be reported as it was.
+        let storefront = opt("storefront").map { String(decoding: $0.utf8.map { (0x61...0x7A).contains($0) ? $0 - 0x20 : $0 }, as: UTF8.self) }
         return .success(OrderRecord(orderId: orderId, accountId: account, transactionId: opt("transaction_id"), productId: product,
                                     quantity: q, creditedUnits: units, creditedAt: at, creditedMs: ms, environment: env,
-                                    storefront: opt("storefront"), appAccountToken: opt("app_account_token"),
+                                    storefront: storefront, appAccountToken: opt("app_account_token"),
                                     reversedAt: opt("reversed_at")))
     }
 }

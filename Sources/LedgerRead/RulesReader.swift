@@ -56,6 +56,7 @@ public enum RulesReader {
         }
 
         var prices: [PriceRule] = []
+        var priceLines: [Int] = []
         seen = []
         for row in pr.rows {
             let err = { (m: String) in ReadError.line(pr.path, row.line, m) }
@@ -73,7 +74,9 @@ public enum RulesReader {
             guard let from = Day(iso: pr.value(row, "effective_from")) else { throw err("effective_from must be a date YYYY-MM-DD") }
             guard seen.insert("\(id)|\(code)|\(from)").inserted else { throw err("a second price for \(id) in \(code) effective \(from)") }
             prices.append(PriceRule(productId: id, storefront: code, price: price, effectiveFrom: from))
+            priceLines.append(row.line)
         }
+        try checkPriceDecimals(prices, lines: priceLines, storefronts: storefronts, path: pr.path)
 
         var rates: [(Month, String, ExactDecimal)] = []
         seen = []
@@ -89,6 +92,33 @@ public enum RulesReader {
             rates.append((m, cur, r))
         }
         return Rules(storefronts: storefronts, prices: prices, products: products, fx: rates)
+    }
+
+    /// A price with more decimals than its storefront's currency has (`0.999` in USD) stops the
+    /// run here, naming file and line, as every other bad rules value does: it only surfaced
+    /// later, as a MISSING_RULE of each sale it should have priced. Checked against the currency
+    /// of every storefront row in force while the price is (from its `effective_from` to the
+    /// next price of the same product and storefront): a storefront may change currency. A
+    /// storefront with no row then is MISSING_RULE at posting, as before.
+    static func checkPriceDecimals(_ prices: [PriceRule], lines: [Int], storefronts: [StorefrontRule], path: String) throws {
+        let rowsByStorefront = Dictionary(grouping: storefronts, by: \.storefront).mapValues { $0.sorted { $0.effectiveFrom < $1.effectiveFrom } }
+        var nextFrom: [Int: Day] = [:]
+        let byKey = Dictionary(grouping: prices.indices, by: { "\(prices[$0].productId)|\(prices[$0].storefront)" })
+        for indices in byKey.values {
+            let sorted = indices.sorted { prices[$0].effectiveFrom < prices[$1].effectiveFrom }
+            for (a, b) in zip(sorted, sorted.dropFirst()) { nextFrom[a] = prices[b].effectiveFrom }
+        }
+        for (i, p) in prices.enumerated() {
+            let rows = rowsByStorefront[p.storefront] ?? []
+            let until = nextFrom[i]
+            // The row in force on the price's first day, and every row that starts while it is.
+            let inForce = rows.last { $0.effectiveFrom <= p.effectiveFrom }
+            let later = rows.filter { row in row.effectiveFrom > p.effectiveFrom && until.map { row.effectiveFrom < $0 } ?? true }
+            for sf in (inForce.map { [$0] } ?? []) + later {
+                guard let exponent = Currency.exponent(sf.currency), p.price.scale > exponent else { continue }
+                throw ReadError.line(path, lines[i], "price \(p.price) for \(p.productId) in \(p.storefront) has more decimals than \(sf.currency) allows (\(exponent); the storefront's currency from \(sf.effectiveFrom) in storefronts.csv)")
+            }
+        }
     }
 
     static func parseBool(_ s: String) -> Bool? {

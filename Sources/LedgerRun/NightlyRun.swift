@@ -41,8 +41,9 @@ public struct NightlyRun {
         /// Set when this run was a re-run of the last night that changed nothing: it recorded
         /// nothing and wrote the workbooks of that run (`runId`) again.
         public var nothingNewSinceRun: Int64? = nil
-        /// Files in the inbox folders that are not inputs by their names (`receipts.jsonl.gz`,
-        /// `notes.txt`), each with what the folder reads: listed every night they stay.
+        /// Files under `inbox/` that are not read: not inputs by their names
+        /// (`receipts.jsonl.gz`, `notes.txt`, with what the folder reads) or not in an input
+        /// folder (with where inputs are read from): listed every night they stay.
         public var notRead: [String] = []
         /// Entries dated after the as-of date (a purchase or refund dated in the future of the
         /// night: posted, in none of its workbooks), and the latest of their dates.
@@ -111,9 +112,7 @@ public struct NightlyRun {
         let orderFiles = try workspace.inboxFiles(InboxFolder.orders.folder, extensions: InboxFolder.orders.extensions)
         let receiptFiles = try workspace.inboxFiles(InboxFolder.receipts.folder, extensions: InboxFolder.receipts.extensions)
         let signedFiles = try workspace.inboxFiles(InboxFolder.signed.folder, extensions: InboxFolder.signed.extensions)
-        let notRead = InboxFolder.all.flatMap { f in
-            workspace.unreadInboxFiles(f.folder, extensions: f.extensions).map { "\($0): not read (\(f.described))" }
-        }
+        let notRead = workspace.unreadInboxFiles(InboxFolder.all.map { ($0.folder, $0.extensions, $0.described) })
         let inputFiles = orderFiles.map { ($0, "orders") } + receiptFiles.map { ($0, "receipts") } + signedFiles.map { ($0, "signed") }
         let totalBytes = inputFiles.reduce(0) { $0 + Self.fileSize($1.0) }
         let progress = self.progress
@@ -182,6 +181,7 @@ public struct NightlyRun {
             counts.entriesPosted = try progress.stage("post entries", unit: "transactions") { tick in
                 try Self.post(writer: w, poster: poster, runId: runId, asOf: asOf, tick: tick)
             }
+            try ingest.openWaitingReversals()
             CrashPoint.hit("reconcile:start")
             let matched = try progress.stage("reconcile", unit: "groups") { tick -> Int in
                 try w.reconcile(reconciler, runId: runId, asOf: asOf, defaultStorefront: poster.config.defaultStorefront) { tick.advance(by: $0) }.matched
@@ -870,6 +870,26 @@ struct Ingest {
     let runId: Int64
     let verifier: ReceiptVerifier
     var counts: LedgerWriter.RunCounts
+    /// The refund reversals asked for this night, each with the REVERSAL_WAITING it opens if
+    /// its refund is still not posted once the night's entries are (see `openWaitingReversals`).
+    var reversalsAsked: [AskedReversal] = []
+
+    struct AskedReversal {
+        var book: Book
+        var transactionId: String
+        var recordId: Int64
+        var message: String
+    }
+
+    /// Opens REVERSAL_WAITING for the reversals asked this night that did not post: their
+    /// refund is not posted yet. Decided after the posting stage, as a refund that arrives the
+    /// same night (before or after its reversal) posts there, and its reversal with it.
+    func openWaitingReversals() throws {
+        for r in reversalsAsked where try writer.entry(book: r.book, transactionId: r.transactionId, kind: .refundReversal) == nil {
+            try writer.openFinding(code: "REVERSAL_WAITING", transactionId: r.transactionId, recordId: r.recordId,
+                                   message: r.message, runId: runId)
+        }
+    }
 
     init(writer: LedgerWriter, runId: Int64, verifier: ReceiptVerifier, counts: LedgerWriter.RunCounts) {
         self.writer = writer

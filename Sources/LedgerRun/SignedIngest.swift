@@ -15,10 +15,15 @@ extension Ingest {
         if ext == "jws" || ext == "txt" {
             // Trimmed by its bytes (spaces and tabs): Foundation's trimming walked the ~3 KB
             // line as UTF-16, a fifth of the cost of reading a signed record.
-            let bytes = record.text.utf8
+            // A UTF-8 byte order mark (written by some Windows editors and exports at the start
+            // of a file) is no part of the JWS: skipped, as the JSON and CSV readers skip it. It
+            // made the file's first line MALFORMED.
+            var text = record.text
+            if text.unicodeScalars.first == "\u{FEFF}" { text = Substring(text.unicodeScalars.dropFirst()) }
+            let bytes = text.utf8
             guard let first = bytes.firstIndex(where: { $0 != 0x20 && $0 != 0x09 }),
                   let last = bytes.lastIndex(where: { $0 != 0x20 && $0 != 0x09 }) else { return "" }
-            let s = Substring(record.text.utf8[first...last])
+            let s = Substring(text.utf8[first...last])
             return s.hasPrefix("{") ? jwsInBody(s) : String(s)
         }
         return jwsInBody(record.text)
@@ -129,14 +134,39 @@ extension Ingest {
             return
         }
         guard let t = n.transaction else { return }
+        // The refund the transaction already had, before this record: a REFUND that brings
+        // another one after the refund was reversed is a second refund (below).
+        let refundedBefore = n.notificationType == "REFUND" ? try writer.transaction(t.transactionId)?.observation.cancellationMs : nil
         // A reversal is requested only by a notification whose transaction agrees with the stored one.
         let agrees = try observeSigned(t, recordId: recordId, location: location)
         if agrees, n.notificationType == "REFUND_REVERSED", let env = t.environment, let book = Book(storeEnvironment: env) {
             let day = Day(epochMilliseconds: n.signedDateMs ?? t.signedDateMs ?? t.purchaseDateMs ?? 0)
-            try writer.requestReversal(book: book, transactionId: t.transactionId, date: day, notificationUUID: n.notificationUUID)
-            // Said while it waits for the refund it reverses (resolved when the reversal posts).
-            try writer.openFinding(code: "REVERSAL_WAITING", transactionId: t.transactionId, recordId: recordId,
-                                   message: "\(location): REFUND_REVERSED \(n.notificationUUID) waits for the refund it reverses: none is posted for the transaction yet",
+            if let first = try writer.reversalRequest(book: book, transactionId: t.transactionId) {
+                // The ledger keeps one reversal per transaction (as one refund): a second
+                // REFUND_REVERSED under a new UUID posts nothing. Said, not waited on: after a
+                // REFUND_AFTER_REVERSAL booked by hand it is a real one, to be booked by hand too.
+                try writer.openFinding(code: "REVERSAL_REPEATED", transactionId: t.transactionId, recordId: recordId,
+                                       message: "\(location): REFUND_REVERSED \(n.notificationUUID) reverses transaction \(t.transactionId) again: its refund reversal was already asked for by REFUND_REVERSED \(first.uuid) (dated \(first.date)); the ledger keeps one reversal per transaction, so nothing is posted from this one. If the transaction was refunded again after its reversal (REFUND_AFTER_REVERSAL), finance books this reversal by hand too",
+                                       runId: runId)
+            } else {
+                try writer.requestReversal(book: book, transactionId: t.transactionId, date: day, notificationUUID: n.notificationUUID)
+                // Whether it waits is known only after the posting stage: its refund may arrive
+                // later this night (in this file or another) and post with it.
+                reversalsAsked.append(.init(book: book, transactionId: t.transactionId, recordId: recordId,
+                                            message: "\(location): REFUND_REVERSED \(n.notificationUUID) waits for the refund it reverses: none is posted for the transaction yet"))
+            }
+        }
+        // A REFUND with another revocationDate for a transaction already refunded whose refund
+        // reversal is asked for is a second refund: the ledger posts one refund per transaction
+        // (accounting.md), so it is said, for finance to book by hand, not dropped. (A REFUND
+        // read after a reversal waiting for it is the refund it reverses, arriving late; one
+        // with the refund's own date is that refund sent again.)
+        if agrees, n.notificationType == "REFUND", let revokedMs = t.revocationDateMs,
+           let before = refundedBefore, before != revokedMs,
+           let env = t.environment, let book = Book(storeEnvironment: env),
+           let reversal = try writer.reversalRequest(book: book, transactionId: t.transactionId) {
+            try writer.openFinding(code: "REFUND_AFTER_REVERSAL", transactionId: t.transactionId, recordId: recordId,
+                                   message: "\(location): REFUND \(n.notificationUUID) refunds transaction \(t.transactionId) again (revoked \(Day(epochMilliseconds: revokedMs))) after its refund was reversed (REFUND_REVERSED \(reversal.uuid), dated \(reversal.date)): the ledger keeps one refund per transaction, so nothing is posted from it; finance must book this refund by hand",
                                    runId: runId)
         }
         // A REFUND whose transaction carries no refund date posts nothing: said, not silent

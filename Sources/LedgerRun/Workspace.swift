@@ -132,20 +132,57 @@ public struct Workspace {
         return files
     }
 
-    /// The files of one inbox folder that are not read: not hidden (a name starting with `.`,
-    /// as transfers in progress and system files are, is passed over in silence) and without
-    /// one of `extensions` (`receipts.jsonl.gz`, `notes.txt`), by name, workspace-relative.
-    /// Folders are not listed (an `archive/` beside the inputs is common).
-    public func unreadInboxFiles(_ folder: String, extensions: Set<String>) -> [String] {
-        let dir = inboxURL.appendingPathComponent(folder)
-        guard let names = try? Self.fileNames(in: dir) else { return [] }
-        return names.filter { !$0.name.hasPrefix(".") && !extensions.contains(($0.name as NSString).pathExtension.lowercased()) }
-            .filter { entry in
-                var st = stat()
-                return stat(dir.appendingPathComponent(entry.name).path, &st) == 0 && st.st_mode & S_IFMT == S_IFREG
+    /// Every file under `inbox/` that the night does not read, workspace-relative, each with
+    /// the reason: in an input folder, a name without one of its extensions
+    /// (`receipts.jsonl.gz`, `notes.txt`: `described` says what it reads); anywhere else (the
+    /// top of `inbox/`, a folder of another name such as `Receipts/`, a folder inside an input
+    /// folder such as `archive/`) where it lies. A misplaced file was passed over without a
+    /// word. Names starting with `.` (transfers in progress, system files), files and folders,
+    /// are passed over in silence.
+    public func unreadInboxFiles(_ folders: [(folder: String, extensions: Set<String>, described: String)]) -> [String] {
+        let inputFolders = folders.map { "inbox/\($0.folder)/" }.joined(separator: ", ")
+        var lines: [String] = []
+        func isDirectory(_ url: URL) -> Bool {
+            // lstat: a link to a folder is not followed (it could lead back up, or out of the inbox).
+            var st = stat()
+            return lstat(url.path, &st) == 0 && st.st_mode & S_IFMT == S_IFDIR
+        }
+        // Every file under `dir` (shown as `shown`), each with `reason`.
+        func walk(_ dir: URL, shown: String, reason: String) {
+            guard let names = try? Self.fileNames(in: dir) else {
+                lines.append("\(shown)/: not read (it cannot be listed)")
+                return
             }
-            .map { "inbox/\(folder)/\($0.shown)" }
-            .sorted()
+            for entry in names where !entry.name.hasPrefix(".") {
+                let url = dir.appendingPathComponent(entry.name)
+                if isDirectory(url) { walk(url, shown: "\(shown)/\(entry.shown)", reason: reason) }
+                else { lines.append("\(shown)/\(entry.shown): not read (\(reason))") }
+            }
+        }
+        guard let top = try? Self.fileNames(in: inboxURL) else { return [] }
+        for entry in top where !entry.name.hasPrefix(".") {
+            let url = inboxURL.appendingPathComponent(entry.name)
+            guard let f = folders.first(where: { $0.folder == entry.name }) else {
+                let reason = "inputs are read from \(inputFolders) only; names are case-sensitive"
+                if isDirectory(url) { walk(url, shown: "inbox/\(entry.shown)", reason: reason) }
+                else { lines.append("inbox/\(entry.shown): not read (\(reason))") }
+                continue
+            }
+            // Listed as the night lists its inputs (an input folder may be a link to one).
+            guard let names = try? Self.fileNames(in: url) else { continue }
+            for e in names where !e.name.hasPrefix(".") {
+                let child = url.appendingPathComponent(e.name)
+                let shown = "inbox/\(f.folder)/\(e.shown)"
+                if isDirectory(child) {
+                    // A folder named like an input is read (and refused as one): not listed here.
+                    if f.extensions.contains((e.name as NSString).pathExtension.lowercased()) { continue }
+                    walk(child, shown: shown, reason: "in a folder inside inbox/\(f.folder)/: only the files directly in it are read")
+                } else if !f.extensions.contains((e.name as NSString).pathExtension.lowercased()) {
+                    lines.append("\(shown): not read (\(f.described))")
+                }
+            }
+        }
+        return lines.sorted()
     }
 
     /// The names in a folder, read as bytes: a name that is not UTF-8 would come back from

@@ -725,6 +725,15 @@ public final class LedgerWriter: LedgerReader {
         touched.transaction(transactionId)
     }
 
+    /// The reversal already asked for a transaction (the first REFUND_REVERSED that agreed with
+    /// it): its notification and the date it posts on.
+    public func reversalRequest(book: Book, transactionId: String) throws -> (uuid: String, date: Day)? {
+        guard let r = try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT notification_uuid, date FROM reversal_request WHERE book = ? AND transaction_id = ?
+            """), arguments: [book.rawValue, transactionId]) else { return nil }
+        return (r[0], Day(iso: r[1] as String)!)
+    }
+
     /// Reversal requests whose refund is posted and whose reversal is not.
     public func reversalsDue() throws -> [(book: Book, transactionId: String, date: Day)] {
         try Row.fetchAll(db.cachedStatement(sql: """

@@ -40,10 +40,31 @@ func runReporting(_ body: () throws -> Void) throws {
 }
 
 func parseDay(_ text: String?) throws -> Day {
-    guard let text else { return Day(epochMilliseconds: Int64(Date().timeIntervalSince1970) * 1000) }
+    guard let text else { return todayUTC() }
     guard let d = Day(iso: text) else { throw ValidationError("--as-of must be a date YYYY-MM-DD, got \(text)") }
     return d
 }
+
+/// An as-of date refused before anything is opened.
+struct AsOfError: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// The as-of date of `run` and `close` (default: today, UTC), refused when later than
+/// tomorrow: `run` records its date and nights go forward, so one run dated in 2030 made every
+/// later plain `run` fail; `close` would close a month still running. Tomorrow is allowed: it
+/// is already tomorrow in time zones east of UTC. Checked before the workspace is opened, so a
+/// refused date writes nothing.
+func parseAsOf(_ text: String?, today: Day = todayUTC(), why: String) throws -> Day {
+    let day = try parseDay(text)
+    guard day <= today + 1 else {
+        throw AsOfError(description: "--as-of \(day) is later than tomorrow (\(today + 1), UTC): \(why). Nothing was written")
+    }
+    return day
+}
+
+/// Today, UTC.
+func todayUTC() -> Day { Day(epochMilliseconds: Int64(Date().timeIntervalSince1970) * 1000) }
 
 struct Init: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Create a workspace with a commented example config and example rules.")
@@ -76,7 +97,7 @@ struct Run: ParsableCommand {
 
     func run() throws {
         try runReporting {
-            let day = try parseDay(asOf)
+            let day = try parseAsOf(asOf, why: "the ledger keeps each night's date and nights go forward, so every later run dated today would be refused")
             let progress = RunProgress(showProgress: noProgress ? false : nil)
             let result = try NightlyRun(workspace: Workspace(ws.url), asOf: day, progress: progress).run()
             printSummary(result)
@@ -113,7 +134,7 @@ func printSummary(_ r: NightlyRun.Result) {
         print("  \(n) entr\(n == 1 ? "y is" : "ies are") dated after \(r.asOf) (the latest \(latest)): in the ledger, in no workbook as of \(r.asOf) (`iapledger balance --through \(latest)` includes \(n == 1 ? "it" : "them"))")
     }
     if !r.notRead.isEmpty {
-        print("  inbox files not read, by their names (rename or move them):")
+        print("  inbox files not read (rename or move them):")
         for line in r.notRead.prefix(10) { print("    " + TerminalText.visible(line)) }
         if r.notRead.count > 10 { print("    ... and \(r.notRead.count - 10) more") }
     }
@@ -175,7 +196,7 @@ struct Close: ParsableCommand {
     func run() throws {
         try runReporting {
             guard let m = Month(iso: month) else { throw ValidationError("the month must be YYYY-MM, got \(month)") }
-            let day = try parseDay(asOf)
+            let day = try parseAsOf(asOf, why: "it is today's date, and a month still running would be closed")
             let result = try ClosedPeriods.close(month: m, workspace: Workspace(ws.url), asOf: day,
                                                  closedBy: ClosedPeriods.currentUser(), closedAt: NightlyRun.timestamp())
             print(result.description)

@@ -366,6 +366,30 @@ final class HostileInputTests: XCTestCase {
         XCTAssertEqual(LegacyReceiptParser.parseAppleDate("2026-10-05 10:01:00 Etc/GMT"), Receipt.ms("2026-10-05T10:01:00Z"))
     }
 
+    /// A storefront written in lower case by the backend (`deu`) was stored as written, and the
+    /// sale it names found no storefront rule: ISO codes are read in upper case.
+    func testALowerCaseStorefrontInAnOrderIsReadInUpperCase() throws {
+        try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("7201", purchased: "2026-10-05T10:00:00Z")]) + "\n")
+        try ws.write("inbox/orders/o.csv", ReconciliationTests.header + "ord-72,acct-7,7201,coins.100,1,100,2026-10-05T10:01:00Z,production,deu,,\n")
+        try ws.run("2026-10-06")
+        XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT storefront FROM order_version") }, [["DEU"]])
+        XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT storefront, currency FROM entry WHERE transaction_id = '7201'") }, [["DEU", "EUR"]])
+        XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT count(*) FROM finding") }, [["0"]])
+    }
+
+    /// The README's required columns: a header without one refuses the file, naming it; one
+    /// without an optional column (`credited_units`, default 0 in reconciliation.md) is read.
+    func testAnOrdersHeaderMustHoldTheRequiredColumnsOnly() throws {
+        try ws.write("inbox/orders/a.csv", "order_id,account_id,transaction_id,product_id,quantity,credited_at,storefront\nord-1,acct,7301,coins.100,1,2026-10-05T10:01:00Z,USA\n")
+        try ws.write("inbox/orders/b.csv", "order_id,account_id,transaction_id,product_id,quantity,credited_at,environment\nord-2,acct,7302,coins.100,1,2026-10-05T10:01:00Z,production\n")
+        try ws.run("2026-10-06")
+        let a = try records("inbox/orders/a.csv")
+        XCTAssertEqual(a.map(\.code), ["BAD_CSV"])
+        XCTAssertTrue(a.first?.reason.contains("header lacks column(s) environment") ?? false, "\(a)")
+        XCTAssertEqual(try records("inbox/orders/b.csv").map(\.outcome), ["verified"])
+        XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT order_id, credited_units FROM order_version") }, [["ord-2", "0"]])
+    }
+
     /// The rule CSVs are the operator's own files: a broken quote there still stops the run,
     /// naming file and line (only inputs are read row by row).
     func testABrokenRulesFileStillStopsTheRun() throws {
@@ -385,6 +409,29 @@ final class HostileInputTests: XCTestCase {
         // A non-consumable at Apple's free tier (a free time-limited trial of it) may be.
         try ws.write("rules/products.csv", TestWorkspace.defaultProducts + "\nunlock.trial,non_consumable,0\n")
         try ws.write("rules/prices.csv", TestWorkspace.defaultPrices + "\nunlock.trial,USA,0,2020-01-01\n")
+        XCTAssertNoThrow(try ws.run("2026-11-03"))
+    }
+
+    /// A price with more decimals than its storefront's currency has surfaced only as a
+    /// MISSING_RULE of each sale: it stops the run at rules load, naming file and line. A
+    /// storefront that changes currency is checked by the row in force while the price is.
+    func testAPriceWithMoreDecimalsThanItsCurrencyStopsTheRun() throws {
+        try ws.write("rules/prices.csv", TestWorkspace.defaultPrices + "\ncoins.100,USA,0.999,2026-01-01\n")
+        XCTAssertThrowsError(try ws.run("2026-11-03")) {
+            XCTAssertTrue("\($0)".contains("prices.csv:9: price 0.999 for coins.100 in USA has more decimals than USD allows (2;"), "\($0)")
+        }
+        try ws.write("rules/prices.csv", TestWorkspace.defaultPrices + "\ncoins.550,JPN,600.5,2026-01-01\n")
+        XCTAssertThrowsError(try ws.run("2026-11-03")) {
+            XCTAssertTrue("\($0)".contains("prices.csv:9: price 600.5 for coins.550 in JPN has more decimals than JPY allows (0;"), "\($0)")
+        }
+        // KWT moves to USD in 2026-06: KWT's 0.300 (KWD) is in force then too, and refused ...
+        try ws.write("rules/prices.csv", TestWorkspace.defaultPrices + "\n")
+        try ws.write("rules/storefronts.csv", TestWorkspace.defaultStorefronts + "\nKWT,USD,0,true,2026-06-01\n")
+        XCTAssertThrowsError(try ws.run("2026-11-03")) {
+            XCTAssertTrue("\($0)".contains("prices.csv:5: price 0.300 for coins.100 in KWT has more decimals than USD allows (2; the storefront's currency from 2026-06-01"), "\($0)")
+        }
+        // ... and accepted once a USD price replaces it from that day.
+        try ws.write("rules/prices.csv", TestWorkspace.defaultPrices + "\ncoins.100,KWT,0.99,2026-06-01\n")
         XCTAssertNoThrow(try ws.run("2026-11-03"))
     }
 

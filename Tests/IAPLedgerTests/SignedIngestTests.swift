@@ -325,6 +325,46 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(try open(), [])
     }
 
+    /// A refund, its reversal, then another REFUND (new UUID, new revocationDate): the ledger
+    /// keeps one refund per transaction, so the second posts nothing, but it is said
+    /// (REFUND_AFTER_REVERSAL), in the run's problems, not dropped. A reversal asked when its
+    /// refund is posted opens no REVERSAL_WAITING (not even one resolved the same night), and a
+    /// second REFUND_REVERSED (new UUID) is a REVERSAL_REPEATED finding, not one waiting for ever.
+    func testARefundAfterItsReversalAndASecondReversalAreSaid() throws {
+        try ws.write("inbox/signed/n1.json", try notification("ONE_TIME_CHARGE", transaction: try transaction("9061")))
+        let refundAt = t0 + 2 * 86_400_000
+        try ws.write("inbox/signed/n2.json", try notification("REFUND", signed: refundAt, transaction: try transaction("9061", revocation: refundAt)))
+        try ws.run("2023-11-17")
+        try ws.write("inbox/signed/n3.json", try notification("REFUND_REVERSED", signed: t0 + 5 * 86_400_000, transaction: try transaction("9061")))
+        // The first refund sent again (new UUID, its own date) after the reversal: not a second one.
+        try ws.write("inbox/signed/n3b.json", try notification("REFUND", signed: t0 + 5 * 86_400_000, transaction: try transaction("9061", revocation: refundAt)))
+        XCTAssertEqual(try ws.run("2023-11-20").counts.entriesPosted, 1)
+        XCTAssertEqual(try rows("SELECT count(*) FROM finding"), [["0"]])
+        let again = t0 + 7 * 86_400_000
+        try ws.write("inbox/signed/n4.json", try notification("REFUND", signed: again, transaction: try transaction("9061", revocation: again)))
+        let r = try ws.run("2023-11-22")
+        XCTAssertEqual(r.counts.entriesPosted, 0)
+        XCTAssertEqual(try rows("SELECT kind FROM entry ORDER BY id").map { $0[0] }, ["sale", "refund", "refund_reversal"])
+        XCTAssertTrue(r.problems.contains { $0.contains("REFUND_AFTER_REVERSAL") && $0.contains("n4.json") && $0.contains("book this refund by hand") }, "\(r.problems)")
+        try ws.write("inbox/signed/n5.json", try notification("REFUND_REVERSED", signed: t0 + 9 * 86_400_000, transaction: try transaction("9061")))
+        XCTAssertEqual(try ws.run("2023-11-24").counts.entriesPosted, 0)
+        XCTAssertEqual(try rows("SELECT code, resolved_run_id IS NULL FROM finding WHERE transaction_id = '9061' ORDER BY code").map { $0.joined(separator: " ") },
+                       ["REFUND_AFTER_REVERSAL 1", "REVERSAL_REPEATED 1"], "no REVERSAL_WAITING, open or resolved")
+        try balanceSumsToZero()
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+    }
+
+    /// A refund and its reversal read the same night, the reversal's file first: the refund
+    /// posts in the posting stage and the reversal with it, so nothing waited.
+    func testARefundAndItsReversalOnTheSameNightOpenNoWaitingFinding() throws {
+        try ws.write("inbox/signed/a.json", try notification("ONE_TIME_CHARGE", transaction: try transaction("9071")))
+        let refundAt = t0 + 2 * 86_400_000
+        try ws.write("inbox/signed/b.json", try notification("REFUND_REVERSED", signed: t0 + 3 * 86_400_000, transaction: try transaction("9071")))
+        try ws.write("inbox/signed/c.json", try notification("REFUND", signed: refundAt, transaction: try transaction("9071", revocation: refundAt)))
+        XCTAssertEqual(try ws.run("2023-11-20").counts.entriesPosted, 3)
+        XCTAssertEqual(try rows("SELECT count(*) FROM finding"), [["0"]])
+    }
+
     /// A signed transaction of a family member's shared access moves no money.
     func testAFamilySharedSignedTransactionIsFree() throws {
         try ws.write("inbox/signed/t.jws", try signer.sign(payload: TestSigner.transactionPayload(
@@ -345,6 +385,18 @@ final class SignedIngestTests: XCTestCase {
         let r = try Audit(workspace: ws.workspace).run()
         XCTAssertTrue(r.ok, "\(r.problems)")
         XCTAssertEqual(r.rederived, 2)
+    }
+
+    /// A UTF-8 byte order mark at the start of a `.jws` file (accepted in every other input
+    /// format) made its first line MALFORMED: it is skipped, and `verify` re-derives the line.
+    func testAByteOrderMarkAtTheStartOfAJWSFileIsSkipped() throws {
+        try ws.write("inbox/signed/bom.jws", "\u{FEFF}" + (try transaction("9081")) + "\n" + (try transaction("9082")) + "\n")
+        let r = try ws.run("2023-11-20")
+        XCTAssertEqual(r.counts.rejected, 0)
+        XCTAssertEqual(r.counts.entriesPosted, 2)
+        let audit = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(audit.ok, "\(audit.problems)")
+        XCTAssertEqual(audit.rederived, 2)
     }
 
     /// A signed file that grows between nights: the lines the ledger has are not verified

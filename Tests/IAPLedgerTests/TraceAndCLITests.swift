@@ -219,21 +219,68 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertTrue(exceptions.out.contains("order ord-1"), exceptions.out)
     }
 
-    /// A file the inbox does not read by its name (a gzipped day of receipts, a note) was
-    /// passed over without a word: the run lists it, every night it stays. Hidden files
-    /// (transfers in progress) and folders are passed over in silence.
+    /// A file the inbox does not read by its name (a gzipped day of receipts, a note), or by
+    /// where it lies (the top of inbox/, a folder named in the wrong case, a folder inside an
+    /// input folder) was passed over without a word: the run lists it, every night it stays.
+    /// Hidden files and folders (transfers in progress) are passed over in silence.
     func testInboxFilesNotReadAreListed() throws {
         try ws.write("inbox/receipts/day.jsonl", Receipt.response([Receipt.item("4001", purchased: "2026-11-03T10:00:00Z")]) + "\n")
         try ws.write("inbox/receipts/day2.jsonl.gz", "not read")
         try ws.write("inbox/receipts/.day3.jsonl.part", "in transfer")
         try ws.write("inbox/receipts/archive/old.jsonl", "kept aside")
+        try ws.write("inbox/receipts/.cache/x.jsonl", "hidden")
         try ws.write("inbox/orders/notes.txt", "a note")
+        try ws.write("inbox/dupA.jsonl", "misplaced")
+        try ws.write("inbox/Receipts/b.jsonl", "wrong case")
+        try ws.write("inbox/Receipts/2026/c.jsonl", "wrong case, deeper")
         let r = try ws.run("2026-11-04")
-        XCTAssertEqual(r.notRead, ["inbox/orders/notes.txt: not read (orders are *.csv)",
+        let elsewhere = "inputs are read from inbox/orders/, inbox/receipts/, inbox/signed/ only; names are case-sensitive"
+        XCTAssertEqual(r.notRead, ["inbox/Receipts/2026/c.jsonl: not read (\(elsewhere))",
+                                   "inbox/Receipts/b.jsonl: not read (\(elsewhere))",
+                                   "inbox/dupA.jsonl: not read (\(elsewhere))",
+                                   "inbox/orders/notes.txt: not read (orders are *.csv)",
+                                   "inbox/receipts/archive/old.jsonl: not read (in a folder inside inbox/receipts/: only the files directly in it are read)",
                                    "inbox/receipts/day2.jsonl.gz: not read (receipt responses are *.json or *.jsonl)"])
         let run = try cli(["run", "--workspace", ws.root.path, "--as-of", "2026-11-05", "--no-progress"])
         XCTAssertEqual(run.status, 0, run.err)
-        XCTAssertTrue(run.out.contains("inbox files not read, by their names (rename or move them):\n    inbox/orders/notes.txt: not read (orders are *.csv)\n"), run.out)
+        XCTAssertTrue(run.out.contains("inbox files not read (rename or move them):\n    inbox/Receipts/2026/c.jsonl: not read (\(elsewhere))\n"), run.out)
+    }
+
+    /// An input folder that is a link to a folder is read through the link, and listed through
+    /// it too; a link to a folder elsewhere in the inbox is one entry, not followed.
+    func testAnInputFolderThatIsALinkIsListedThroughIt() throws {
+        let elsewhere = ws.root.appendingPathComponent("signed-store")
+        try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
+        try "a note".write(to: elsewhere.appendingPathComponent("notes.md"), atomically: true, encoding: .utf8)
+        let signed = ws.root.appendingPathComponent("inbox/signed")
+        try? FileManager.default.removeItem(at: signed)
+        try FileManager.default.createSymbolicLink(at: signed, withDestinationURL: elsewhere)
+        try FileManager.default.createSymbolicLink(at: ws.root.appendingPathComponent("inbox/old"), withDestinationURL: elsewhere)
+        let r = try ws.run("2026-11-04")
+        XCTAssertEqual(r.notRead, ["inbox/old: not read (inputs are read from inbox/orders/, inbox/receipts/, inbox/signed/ only; names are case-sensitive)",
+                                   "inbox/signed/notes.md: not read (signed data is *.jws, *.txt, *.json or *.jsonl)"])
+    }
+
+    /// `run --as-of` far in the future was accepted, and every plain `run` after it failed for
+    /// ever ("before the last run's"). A date later than tomorrow (UTC) is refused before
+    /// anything is written, and so is `close --as-of` (it would close a month still running);
+    /// tomorrow is allowed (time zones east of UTC).
+    func testAnAsOfDateLaterThanTomorrowIsRefused() throws {
+        try ws.write("inbox/receipts/day.jsonl", Receipt.response([Receipt.item("4101", purchased: "2026-11-03T10:00:00Z")]) + "\n")
+        let today = Day(epochMilliseconds: Int64(Date().timeIntervalSince1970) * 1000)
+        let ledgerPath = ws.root.appendingPathComponent("ledger.sqlite").path
+        let future = try cli(["run", "--workspace", ws.root.path, "--as-of", (today + 30).description, "--no-progress"])
+        XCTAssertEqual(future.status, 1, future.out)
+        XCTAssertTrue(future.err.contains("--as-of \(today + 30) is later than tomorrow (\(today + 1), UTC)"), future.err)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: ledgerPath), "nothing written")
+        let plain = try cli(["run", "--workspace", ws.root.path, "--no-progress"])
+        XCTAssertEqual(plain.status, 0, plain.err)
+        let close = try cli(["close", today.month.description, "--workspace", ws.root.path, "--as-of", (today.month.next.lastDay + 1).description])
+        XCTAssertEqual(close.status, 1, close.out)
+        XCTAssertTrue(close.err.contains("is later than tomorrow"), close.err)
+        XCTAssertEqual(try Ledger(path: ledgerPath, readOnly: true).read { try $0.rawRows("SELECT count(*) FROM period_close") }, [["0"]])
+        let tomorrow = try cli(["run", "--workspace", ws.root.path, "--as-of", (today + 1).description, "--no-progress"])
+        XCTAssertEqual(tomorrow.status, 0, tomorrow.err)
     }
 
     /// A purchase dated after the night's as-of date is posted (in the books from its date) but
