@@ -133,7 +133,7 @@ public enum TraceOutput {
         if let p = t.product_id {
             line("  product \(p) x \(t.quantity ?? 1), purchased \(t.purchase_date ?? "?")" + (t.original_transaction_id.map { ", original transaction \($0)" } ?? ""))
         }
-        if let r = t.refund_date { line("  refunded on \(r)") }
+        if let r = t.refund_date { line("  refunded on \(r)" + (t.refund_reversed_date.map { ", refund reversed on \($0)" } ?? "")) }
         line("Sources (\(t.sources.count)):")
         for s in t.sources {
             line("  \(s.path):\(s.line)  file sha256 \(s.sha256)  read \(s.read_on)")
@@ -178,7 +178,7 @@ public enum TraceOutput {
             line("Notifications (\(t.notifications.count)):")
             for n in t.notifications { line("  \(n.type)\(n.subtype.map { "/\($0)" } ?? "") \(n.uuid) signed \(n.signed_date ?? "?")") }
         }
-        line("Orders (\(t.orders.count) versions):")
+        line("Orders (\(t.orders.count) \(t.orders.count == 1 ? "version" : "versions")):")
         for o in t.orders {
             line("  \(o.order_id) v\(o.version) \(o.path):\(o.line): account \(o.account_id), \(o.product_id) x \(o.quantity), \(o.credited_units) units, \(o.environment), credited \(o.credited_at)" + (o.reversed_at.map { ", reversed \($0)" } ?? ""))
             if let text = o.text { sourceText(text, indent: indent + "    ", into: &out) }

@@ -95,6 +95,8 @@ public struct TransactionTrace: Encodable {
     public var storefront: String?
     public var app_account_token: String?
     public var refund_date: String?
+    /// The date of its refund's reversal (the `refund_reversal` entry's own date), if posted.
+    public var refund_reversed_date: String?
     public var sources: [Source]
     public var rules: AppliedRules?
     public var entries: [Entry]
@@ -219,6 +221,7 @@ extension LedgerReader {
             product_id: obs?.productId, quantity: obs?.quantity, purchase_date: obs.map { Day(epochMilliseconds: $0.purchaseMs).description },
             original_transaction_id: obs?.originalTransactionId, storefront: rules?.storefront ?? obs?.storefront,
             app_account_token: obs?.appAccountToken, refund_date: obs?.cancellationMs.map { Day(epochMilliseconds: $0).description },
+            refund_reversed_date: entries.first { $0.kind == EntryKind.refundReversal.rawValue }?.original_date,
             sources: sources, rules: rules, entries: entries, orders: orders,
             exceptions: try traceExceptions(where: "transaction_id = ?", id),
             findings: try Row.fetchAll(db.cachedStatement(sql: """

@@ -299,6 +299,13 @@ final class SignedIngestTests: XCTestCase {
         let audit = try Audit(workspace: ws.workspace).run()
         XCTAssertTrue(audit.ok, "\(audit.problems)")
         XCTAssertEqual(audit.rederived, 3)
+        // trace says the refund was reversed, and when (it said "refunded" alone).
+        let (_, ledger) = try ws.workspace.openExistingLedger()
+        let traced = try XCTUnwrap(try ledger.read { try $0.traceTransaction("9003", asOf: nil) })
+        XCTAssertEqual(traced.refund_date, "2023-11-16")
+        XCTAssertEqual(traced.refund_reversed_date, "2023-11-19")
+        XCTAssertTrue(TraceOutput.text(traced).contains("refunded on 2023-11-16, refund reversed on 2023-11-19"), TraceOutput.text(traced))
+        XCTAssertTrue(TraceOutput.json(traced).contains("\"refund_reversed_date\" : \"2023-11-19\""))
     }
 
     /// A REFUND_REVERSED before its refund, and a REFUND whose transaction carries no date:
