@@ -111,7 +111,10 @@ public enum XLSXWriter {
                 return f
             }
             title = make { format_set_bold($0); format_set_font_size($0, 14) }
-            subtitle = make { format_set_italic($0); format_set_font_color($0, 0x595959) }
+            subtitle = make {
+                format_set_italic($0); format_set_font_color($0, 0x595959)
+                format_set_text_wrap($0); format_set_align($0, UInt8(LXW_ALIGN_VERTICAL_TOP.rawValue))
+            }
             header = make { format_set_bold($0); format_set_bg_color($0, 0xD9E1F2); format_set_bottom($0, UInt8(LXW_BORDER_THIN.rawValue)); format_set_text_wrap($0); format_set_align($0, UInt8(LXW_ALIGN_VERTICAL_TOP.rawValue)) }
             headerRight = make { format_set_bold($0); format_set_bg_color($0, 0xD9E1F2); format_set_bottom($0, UInt8(LXW_BORDER_THIN.rawValue)); format_set_text_wrap($0); format_set_align($0, UInt8(LXW_ALIGN_RIGHT.rawValue)); format_set_align($0, UInt8(LXW_ALIGN_VERTICAL_TOP.rawValue)) }
             section = make { format_set_bold($0); format_set_font_size($0, 12) }
@@ -196,15 +199,20 @@ public enum XLSXWriter {
         return base + suffix
     }
 
-    /// Column widths and print setup of a sheet.
-    static func setUp(_ ws: UnsafeMutablePointer<lxw_worksheet>, _ sheet: SheetModel, header: String) {
-        // Column widths: the widest column spec of any table at that position.
+    /// Column widths: the widest column spec of any table at that position.
+    static func columnWidths(_ sheet: SheetModel) -> [Int] {
         var widths: [Int] = []
         for t in sheet.tables {
             for (i, c) in t.columns.enumerated() {
                 if i >= widths.count { widths.append(c.width) } else { widths[i] = max(widths[i], c.width) }
             }
         }
+        return widths
+    }
+
+    /// Column widths and print setup of a sheet.
+    static func setUp(_ ws: UnsafeMutablePointer<lxw_worksheet>, _ sheet: SheetModel, header: String) {
+        let widths = columnWidths(sheet)
         for (i, w) in widths.enumerated() {
             worksheet_set_column(ws, lxw_col_t(i), lxw_col_t(i), Double(w), nil)
         }
@@ -225,8 +233,22 @@ public enum XLSXWriter {
         var row: UInt32 = 0
         worksheet_write_string(ws, row, 0, XMLText.safe(sheet.title), f.title)
         row += 1
+        // Each note wraps within the columns the sheet's tables use (merged across them, as
+        // high as its text needs): unwrapped, a long note ran past the last column and was cut
+        // off where the sheet prints one page wide.
+        let widths = columnWidths(sheet)
+        let span = max(1, widths.count)
+        // About 1.1 characters of the default font per unit of column width, 15 points a line.
+        let perLine = max(20, widths.reduce(0, +) * 11 / 10)
         for line in sheet.subtitle {
-            worksheet_write_string(ws, row, 0, XMLText.safe(line), f.subtitle)
+            let text = XMLText.safe(line)
+            let lines = max(1, (text.count + perLine - 1) / perLine)
+            worksheet_set_row(ws, row, Double(15 * lines), nil)
+            if span > 1 {
+                worksheet_merge_range(ws, row, 0, row, lxw_col_t(span - 1), text, f.subtitle)
+            } else {
+                worksheet_write_string(ws, row, 0, text, f.subtitle)
+            }
             row += 1
         }
         row += 1

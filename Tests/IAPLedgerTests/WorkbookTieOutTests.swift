@@ -102,6 +102,25 @@ final class WorkbookTieOutTests: XCTestCase {
         XCTAssertEqual(net - commission, proceeds, file: file, line: line)
     }
 
+    /// The notes under a sheet's title wrap within the columns its tables use (merged across
+    /// them, as high as their text needs): printed one page wide, a long note is not cut off.
+    func testTitleNotesWrapWithinTheSheetsColumns() throws {
+        let url = try XCTUnwrap(result.workbooks.first { $0.lastPathComponent.hasPrefix("finance-") })
+        let names = try XLSXParts.sheetNames(url)
+        let summary = try XCTUnwrap(names.firstIndex(of: "Summary"))
+        let xml = try XLSXParts.read(url, "xl/worksheets/sheet\(summary + 1).xml")
+        let notes = try XLSXReader.sheets(url)["Summary"]!.dropFirst().prefix { !($0.first ?? "").isEmpty }
+        XCTAssertGreaterThanOrEqual(notes.count, 4, "\(notes)")
+        // The Summary's tables use columns A to J.
+        for row in 2...(1 + notes.count) {
+            XCTAssertTrue(xml.contains("<mergeCell ref=\"A\(row):J\(row)\"/>"), "note row \(row) is merged across A:J")
+        }
+        let heights = XLSXReader.matches(xml, #"<row r="(\d+)"[^>]* ht="([0-9.]+)""#).compactMap { m in Int(m[0]).map { ($0, Double(m[1]) ?? 0) } }
+        let longest = notes.enumerated().max { $0.element[0].count < $1.element[0].count }!
+        let height = heights.first { $0.0 == longest.offset + 2 }?.1 ?? 15
+        XCTAssertGreaterThan(height, 15, "the longest note (\(longest.element[0].count) characters) is more than a line high")
+    }
+
     /// Each sheet's filter covers its header and rows but no total row (sorting a filtered
     /// column must not move a total into the figures, nor a filter count one twice): the
     /// Trial Balance's per-currency totals follow all its accounts.
