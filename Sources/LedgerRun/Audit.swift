@@ -43,7 +43,30 @@ public struct Audit {
         let signedVerifier = try NightlyRun.signedDataVerifier(config: config, workspace: workspace)
         var report = Report()
         let schemaDifferences = try ledger.schemaDifferences()
-        try ledger.read { r in
+        // The schema: the triggers that keep the ledger append-only, the CHECKs, the unique keys.
+        for d in schemaDifferences {
+            let key = d.key
+            switch (d.expected, d.actual) {
+            case (_?, let a?):
+                report.problems.append(Problem(entryId: nil, message: "the ledger's \(key) differs from the one iapledger created: it was altered (now: \(a))", schema: true))
+            case (_?, nil):
+                report.problems.append(Problem(entryId: nil, message: "the ledger's \(key) is missing: it was dropped, so what it enforces (append-only entries and runs, closed periods, unique keys) was not enforced while it was gone", schema: true))
+            case (nil, let a?):
+                report.problems.append(Problem(entryId: nil, message: "the ledger holds \(key), which iapledger never created: \(a)", schema: true))
+            case (nil, nil):
+                break
+            }
+        }
+        // The checks below read the tables and views by name: one dropped, or without a column
+        // it was created with, would stop them with SQLite's error (or GRDB's, reading a row)
+        // instead of this list. The schema's problems are the cause; they are what is said.
+        let unreadable = try ledger.unreadableObjects()
+        if !unreadable.isEmpty {
+            let named = unreadable.map { $0.missingColumns.isEmpty ? "\($0.object) (missing, or naming what is missing)" : "\($0.object) (without its column\($0.missingColumns.count == 1 ? "" : "s") \($0.missingColumns.joined(separator: ", ")))" }
+            report.problems.append(Problem(entryId: nil, message: "the ledger's content was not checked: its checks read the tables and views iapledger's migrations created, and the ledger no longer has \(named.joined(separator: "; ")). Restore the schema (from a copy of the ledger) and run `iapledger verify` again", schema: true))
+            return report
+        }
+        do { try ledger.read { r in
             var previous = EntryHash.genesis
             // Sales are kept only for transactions with a refund entry, refunds only for those
             // with a reversal: what re-deriving those needs, not the whole ledger in memory.
@@ -153,20 +176,6 @@ public struct Audit {
                     && (raw.isEmpty || !["EMPTY_FILE", "INVALID_UTF8", "FILE_TOO_LARGE"].contains(code ?? "")) { return }
                 report.problems.append(Problem(entryId: nil, message: "source record \(path):\(line): its stored text no longer hashes to the SHA-256 recorded when it was read (\(recordSHA)): it was changed after it was read"))
             }
-            // The schema: the triggers that keep the ledger append-only, the CHECKs, the unique keys.
-            for d in schemaDifferences {
-                let key = d.key
-                switch (d.expected, d.actual) {
-                case (_?, let a?):
-                    report.problems.append(Problem(entryId: nil, message: "the ledger's \(key) differs from the one iapledger created: it was altered (now: \(a))", schema: true))
-                case (_?, nil):
-                    report.problems.append(Problem(entryId: nil, message: "the ledger's \(key) is missing: it was dropped, so what it enforces (append-only entries and runs, closed periods, unique keys) was not enforced while it was gone", schema: true))
-                case (nil, let a?):
-                    report.problems.append(Problem(entryId: nil, message: "the ledger holds \(key), which iapledger never created: \(a)", schema: true))
-                case (nil, nil):
-                    break
-                }
-            }
             // A ledger not upgraded yet: its stored postings are the ones the upgrade will accept.
             if let problem = try r.storedPostingsProblem() {
                 report.problems.append(Problem(entryId: nil, message: "the ledger's stored postings: \(problem) (the next `iapledger run` or `close` refuses to upgrade the ledger until it is)", schema: true))
@@ -200,6 +209,10 @@ public struct Audit {
                     ?? "\(a.count) rows stored, the entries give \(b.count)"
                 report.problems.append(Problem(entryId: nil, message: "the month totals (\(name)) differ from the postings and entries they sum: \(first)"))
             }
+        } } catch let e as StoreError where !schemaDifferences.isEmpty {
+            // A schema altered in a way the check above does not see (a column of another type)
+            // stops the content checks: the schema's problems, listed first, are the cause.
+            report.problems.append(Problem(entryId: nil, message: "the checks of the ledger's content stopped at an error the altered schema caused: \(e.message)", schema: true))
         }
         // Problems of the schema first (an altered view or a dropped trigger is the cause of
         // what follows from it), then by entry.

@@ -109,6 +109,12 @@ public final class Ledger {
     /// The schema objects (by type and name, with their SQL) iapledger's migrations create, up
     /// to the last one this ledger has applied: what `verify` expects the ledger to hold.
     public func expectedSchemaObjects() throws -> [String: String] {
+        try expectedSchema { try LedgerReader(db: $0).schemaObjects() }
+    }
+
+    /// `body` on a fresh in-memory database migrated as this ledger was (up to the last
+    /// migration it has applied).
+    func expectedSchema<T>(_ body: (Database) throws -> T) throws -> T {
         let migrator = Schema.migrator()
         do {
             let applied = try queue.read { try migrator.appliedIdentifiers($0) }
@@ -116,9 +122,32 @@ public final class Ledger {
             if let last = migrator.migrations.last(where: applied.contains) {
                 try migrator.migrate(fresh, upTo: last)
             }
-            return try fresh.read { try LedgerReader(db: $0).schemaObjects() }
+            return try fresh.read(body)
         } catch let e as DatabaseError {
             throw StoreError(message: "\(path): \(e.message ?? e.description)")
+        }
+    }
+
+    /// The tables and views of `expectedSchemaObjects` the ledger no longer has with every
+    /// column they were created with: missing (no columns listed) or without the columns
+    /// listed. `verify` reads them by name, so it checks their content only when there is none.
+    public func unreadableObjects() throws -> [(object: String, missingColumns: [String])] {
+        func columns(_ db: Database) throws -> [String: [String]] {
+            var byObject: [String: [String]] = [:]
+            for r in try Row.fetchAll(db, sql: "SELECT type, name FROM sqlite_schema WHERE type IN ('table', 'view')") {
+                let name: String = r[1]
+                // A view that names a dropped table or column cannot list its columns (an
+                // error): it has none that can be read.
+                byObject["\(r[0] as String) \(name)"] = (try? String.fetchAll(db, sql: "SELECT name FROM pragma_table_info(?) ORDER BY cid", arguments: [name])) ?? []
+            }
+            return byObject
+        }
+        let expected = try expectedSchema(columns)
+        let actual = try read { r in try columns(r.db) }
+        return expected.keys.sorted().compactMap { key in
+            guard let has = actual[key] else { return (key, []) }
+            let missing = expected[key]!.filter { !has.contains($0) }
+            return missing.isEmpty ? nil : (key, missing)
         }
     }
 

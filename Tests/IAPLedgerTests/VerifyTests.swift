@@ -626,4 +626,29 @@ final class VerifyTests: XCTestCase {
         r = try Audit(workspace: ws.workspace).run()
         XCTAssertTrue(r.problems.contains { $0.message.contains("transaction 8101: dated 2026-10-01, in a month closed (through 2026-10) when run 1 committed before this entry was written") }, "\(r.problems)")
     }
+
+    /// A table dropped, a column renamed, a view replaced: verify stopped at SQLite's error
+    /// (`no such table: balance_month`) or GRDB's, reading a row without its column, before
+    /// listing the schema's problems. It now lists them, says the content was not checked, and
+    /// fails (exit 1).
+    func testAnAlteredSchemaIsListedInsteadOfAnSQLiteError() throws {
+        let pristine = try Data(contentsOf: URL(fileURLWithPath: dbPath))
+        for (sql, key, named, line) in [
+            ("DROP TABLE balance_month", "table balance_month", "table balance_month (missing, or naming what is missing)", #line),
+            ("ALTER TABLE entry RENAME COLUMN hash TO h", "table entry", "table entry (without its column hash)", #line),
+            ("DROP VIEW posting; CREATE VIEW posting AS SELECT 1 AS x", "view posting",
+             "view posting (without its columns id, entry_id, line, account_id, currency, amount_minor, reporting_amount_minor)", #line),
+        ] as [(String, String, String, UInt)] {
+            try pristine.write(to: URL(fileURLWithPath: dbPath))
+            try DatabaseQueue(path: dbPath).write { try $0.execute(sql: sql) }
+            let r = try Audit(workspace: ws.workspace).run()
+            XCTAssertFalse(r.ok, line: line)
+            XCTAssertTrue(r.problems.allSatisfy(\.schema), "\(r.problems)", line: line)
+            XCTAssertEqual(r.problems.last?.message, "the ledger's content was not checked: its checks read the tables and views iapledger's migrations created, and the ledger no longer has \(named). Restore the schema (from a copy of the ledger) and run `iapledger verify` again", line: line)
+            XCTAssertTrue(r.problems.dropLast().contains { $0.message.hasPrefix("the ledger's \(key) ") }, "\(r.problems)", line: line)
+        }
+        let cli = try Resilience.cli(["verify", "--workspace", ws.root.path])
+        XCTAssertEqual(cli.status, 1, cli.err)
+        XCTAssertTrue(cli.err.contains("verify: FAILED") && cli.err.contains("the ledger's content was not checked") && !cli.err.contains("SQLite error"), cli.err)
+    }
 }
