@@ -146,6 +146,14 @@ public struct Audit {
                     ? "transaction \(m.transactionId) has a sale entry but its status is \(m.status): the status was changed after it was posted"
                     : "transaction \(m.transactionId) is marked posted but has no sale entry: its status was changed by hand, and its sale will never post"))
             }
+            // Every stored transaction without a sale entry (waiting for a rule, or free) is given
+            // again by its first source record, as a posted one is by re-deriving its sale: the
+            // night posts what is stored, not what was read.
+            try r.forEachTransactionWithoutSale { id, status in
+                if case .failure(let why) = try firstSourceAgrees(id, entry: nil, reader: r, receiptVerifier: receiptVerifier, signedVerifier: signedVerifier) {
+                    report.problems.append(Problem(entryId: nil, message: "transaction \(id) (\(status), no sale entry): \(why)"))
+                }
+            }
             for run in runHeads {
                 report.runHeads.append(run)
                 guard let head = run.head else {
@@ -240,29 +248,11 @@ public struct Audit {
     /// that transaction and the rules recorded with the entry. Nil when it agrees.
     func rederiveSale(_ e: EntryDraft, reader: LedgerReader, receiptVerifier: ReceiptVerifier,
                       signedVerifier: SignedDataVerifier, config: WorkspaceConfig) throws -> String? {
-        guard let source = try reader.firstSource(of: e.transactionId) else {
-            return "no stored source record brought this transaction"
+        let obs: TransactionObservation, where_: String
+        switch try firstSourceAgrees(e.transactionId, entry: e, reader: reader, receiptVerifier: receiptVerifier, signedVerifier: signedVerifier) {
+        case .success(let agreed): (obs, where_) = (agreed.observation, agreed.where_)
+        case .failure(let why): return why.description
         }
-        let where_ = "\(source.path):\(source.line)"
-        let obs: TransactionObservation
-        switch Self.observation(of: e.transactionId, kind: source.kind, path: source.path, raw: source.raw, receiptVerifier: receiptVerifier,
-                                signedVerifier: signedVerifier) {
-        case .success(let o): obs = o
-        case .failure(let why): return "its source record \(where_) does not give the transaction again: \(why)"
-        }
-        guard let stored = try reader.transaction(e.transactionId)?.observation else { return "the transaction is not stored" }
-        var differences: [String] = []
-        if obs.productId != stored.productId || obs.productId != e.productId { differences.append("product") }
-        if obs.quantity != stored.quantity { differences.append("quantity") }
-        if obs.purchaseMs != stored.purchaseMs || Day(epochMilliseconds: obs.purchaseMs) != e.originalDate { differences.append("purchase date") }
-        if obs.book != e.book || obs.book != stored.book { differences.append("environment") }
-        if obs.priceMilliunits != stored.priceMilliunits { differences.append("price") }
-        if obs.originalTransactionId != stored.originalTransactionId { differences.append("original transaction") }
-        if obs.appAccountToken != stored.appAccountToken { differences.append("app account token") }
-        if obs.expiresMs != stored.expiresMs { differences.append("expiry date") }
-        if obs.storefront != stored.storefront || obs.currency != stored.currency { differences.append("storefront or currency") }
-        if obs.isFreeTrial != stored.isFreeTrial || obs.hasOffer != stored.hasOffer { differences.append("trial or offer") }
-        if !differences.isEmpty { return "its source record \(where_) differs from the stored transaction in \(differences.joined(separator: ", "))" }
 
         let r = e.rules
         guard let taxRate = ExactDecimal(r.taxRate), let rate = ExactDecimal(r.commissionRate), let fx = ExactDecimal(r.fxRate),
@@ -279,6 +269,37 @@ public struct Audit {
         let postings = PostingRule.postings(kind: .sale, figures: figures)
         if postings != e.postings { return "re-derived from \(where_) and its recorded rules, the postings differ: expected \(Self.describe(postings)), stored \(Self.describe(e.postings))" }
         return nil
+    }
+
+    /// Re-reads the transaction's first source record, re-verifies it, and compares what it
+    /// gives with the stored transaction field by field (and with `entry`, the sale posted
+    /// from it, if any): the transaction as the record gives it, and the record's place; or why not.
+    func firstSourceAgrees(_ transactionId: String, entry e: EntryDraft?, reader: LedgerReader, receiptVerifier: ReceiptVerifier,
+                           signedVerifier: SignedDataVerifier) throws -> Result<(observation: TransactionObservation, where_: String), Why> {
+        guard let source = try reader.firstSource(of: transactionId) else {
+            return .failure(Why("no stored source record brought this transaction"))
+        }
+        let where_ = "\(source.path):\(source.line)"
+        let obs: TransactionObservation
+        switch Self.observation(of: transactionId, kind: source.kind, path: source.path, raw: source.raw, receiptVerifier: receiptVerifier,
+                                signedVerifier: signedVerifier) {
+        case .success(let o): obs = o
+        case .failure(let why): return .failure(Why("its source record \(where_) does not give the transaction again: \(why)"))
+        }
+        guard let stored = try reader.transaction(transactionId)?.observation else { return .failure(Why("the transaction is not stored")) }
+        var differences: [String] = []
+        if obs.productId != stored.productId || (e.map { obs.productId != $0.productId } ?? false) { differences.append("product") }
+        if obs.quantity != stored.quantity { differences.append("quantity") }
+        if obs.purchaseMs != stored.purchaseMs || (e.map { Day(epochMilliseconds: obs.purchaseMs) != $0.originalDate } ?? false) { differences.append("purchase date") }
+        if obs.book != stored.book || (e.map { obs.book != $0.book } ?? false) { differences.append("environment") }
+        if obs.priceMilliunits != stored.priceMilliunits { differences.append("price") }
+        if obs.originalTransactionId != stored.originalTransactionId { differences.append("original transaction") }
+        if obs.appAccountToken != stored.appAccountToken { differences.append("app account token") }
+        if obs.expiresMs != stored.expiresMs { differences.append("expiry date") }
+        if obs.storefront != stored.storefront || obs.currency != stored.currency { differences.append("storefront or currency") }
+        if obs.isFreeTrial != stored.isFreeTrial || obs.hasOffer != stored.hasOffer { differences.append("trial or offer") }
+        if !differences.isEmpty { return .failure(Why("its source record \(where_) differs from the stored transaction in \(differences.joined(separator: ", "))")) }
+        return .success((obs, where_))
     }
 
     /// Nil when a source record of the transaction reports its stored refund (the same date and

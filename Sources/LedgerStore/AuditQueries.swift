@@ -241,6 +241,18 @@ extension LedgerReader {
             """), arguments: [limit]).map { ($0[0], $0[1], $0[2]) }
     }
 
+    /// Every stored transaction without a sale entry, with its sale status (`pending` or
+    /// `free`; `posted` is a mismatch named by `saleStatusMismatches`), in the order of the
+    /// records that brought them (their texts are read in chunk order).
+    public func forEachTransactionWithoutSale(_ body: (_ transactionId: String, _ status: String) throws -> Void) throws {
+        let cursor = try Row.fetchCursor(db, sql: """
+            SELECT t.transaction_id, t.sale_status FROM store_transaction t
+            WHERE NOT EXISTS (SELECT 1 FROM entry e WHERE e.book = t.book AND e.transaction_id = t.transaction_id AND e.kind = 'sale')
+            ORDER BY t.first_record_id, t.transaction_id
+            """)
+        while let r = try cursor.next() { try body(r[0], r[1]) }
+    }
+
     /// The refunds (cancellation or revocation) stored with transactions.
     public func storedRefunds() throws -> [(transactionId: String, cancellationMs: Int64, percentage: Int64?)] {
         try Row.fetchAll(db.cachedStatement(sql: """

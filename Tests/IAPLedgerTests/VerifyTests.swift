@@ -651,4 +651,35 @@ final class VerifyTests: XCTestCase {
         XCTAssertEqual(cli.status, 1, cli.err)
         XCTAssertTrue(cli.err.contains("verify: FAILED") && cli.err.contains("the ledger's content was not checked") && !cli.err.contains("SQLite error"), cli.err)
     }
+
+    /// 8005 waits for a rule (no USA price for vip.monthly), 8006 is a free trial: free as read.
+    func waitingAndFreeSales() throws {
+        try ws.write("inbox/receipts/next.jsonl", [
+            Receipt.response([Receipt.item("8005", product: "vip.monthly", purchased: "2026-10-07T10:00:00Z")]),
+            Receipt.response([Receipt.item("8006", purchased: "2026-10-07T11:00:00Z")
+                .replacingOccurrences(of: "\"is_trial_period\": \"false\"", with: "\"is_trial_period\": \"true\"")]),
+        ].joined(separator: "\n"))
+        try ws.write("rules/prices.csv", TestWorkspace.defaultPrices.replacingOccurrences(of: "vip.monthly,USA,9.99,2020-01-01", with: "vip.monthly,DEU,9.99,2020-01-01"))
+        try ws.run("2026-10-08")
+        XCTAssertEqual(try rows("SELECT transaction_id, sale_status FROM store_transaction WHERE transaction_id IN ('8005', '8006') ORDER BY 1"),
+                       [["8005", "pending"], ["8006", "free"]])
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+    }
+
+    /// Only posted transactions were compared with their first source record (by re-deriving
+    /// their sale): a waiting or free one changed by hand passed, and the night would post
+    /// what was stored.
+    func testTransactionsNotPostedAreCheckedAgainstTheirSources() throws {
+        try waitingAndFreeSales()
+        let db = try DatabaseQueue(path: dbPath)
+        try db.write { d in
+            try d.execute(sql: "UPDATE store_transaction SET quantity = 5 WHERE transaction_id = '8005'")
+            try d.execute(sql: "UPDATE store_transaction SET app_account_token = 'someone-else' WHERE transaction_id = '8006'")
+        }
+        let r = try Audit(workspace: ws.workspace).run()
+        XCTAssertEqual(r.problems.map(\.message), [
+            "transaction 8005 (pending, no sale entry): its source record inbox/receipts/next.jsonl:1 differs from the stored transaction in quantity",
+            "transaction 8006 (free, no sale entry): its source record inbox/receipts/next.jsonl:2 differs from the stored transaction in app account token",
+        ])
+    }
 }
