@@ -148,10 +148,21 @@ public struct Audit {
             }
             // Every stored transaction without a sale entry (waiting for a rule, or free) is given
             // again by its first source record, as a posted one is by re-deriving its sale: the
-            // night posts what is stored, not what was read.
+            // night posts what is stored, not what was read. One marked free must be free as the
+            // night decides it (a zero gross): a paid sale waiting for a rule, marked free by
+            // hand, would never post.
+            var rules: Result<Rules, Error>? = nil
+            func loadRules() throws -> Rules {
+                if rules == nil { rules = Result { try workspace.loadRules() } }
+                return try rules!.get()
+            }
             try r.forEachTransactionWithoutSale { id, status in
-                if case .failure(let why) = try firstSourceAgrees(id, entry: nil, reader: r, receiptVerifier: receiptVerifier, signedVerifier: signedVerifier) {
+                switch try firstSourceAgrees(id, entry: nil, reader: r, receiptVerifier: receiptVerifier, signedVerifier: signedVerifier) {
+                case .failure(let why):
                     report.problems.append(Problem(entryId: nil, message: "transaction \(id) (\(status), no sale entry): \(why)"))
+                case .success(let agreed):
+                    guard status == "free", let why = Self.whyNotFree(agreed.observation, rules: loadRules) else { break }
+                    report.problems.append(Problem(entryId: nil, message: "transaction \(id) is marked free, but \(why) (\(agreed.where_)): its status was set by hand, and its sale will never post"))
                 }
             }
             for run in runHeads {
@@ -300,6 +311,28 @@ public struct Audit {
         if obs.isFreeTrial != stored.isFreeTrial || obs.hasOffer != stored.hasOffer { differences.append("trial or offer") }
         if !differences.isEmpty { return .failure(Why("its source record \(where_) differs from the stored transaction in \(differences.joined(separator: ", "))")) }
         return .success((obs, where_))
+    }
+
+    /// Nil when the night would find the transaction free (a gross of zero: Poster's `.free`),
+    /// otherwise what its gross is. A free trial or a family member's access is free; a signed
+    /// price is free when it rounds to zero minor units of its currency (without a currency,
+    /// of any: the fewest decimals); a transaction without a price of its own is free only
+    /// under a price of 0 for its product in rules/prices.csv (which only a non-consumable may
+    /// have) in force on its purchase day, in any storefront (its order's may have given it).
+    static func whyNotFree(_ t: TransactionObservation, rules: () throws -> Rules) -> String? {
+        if t.isFreeTrial { return nil }
+        if let milli = t.priceMilliunits {
+            let gross = roundHalfEven(Int128(milli) * pow10(t.currency.flatMap(Currency.exponent) ?? 0), 1000)
+            if gross == 0 { return nil }
+            return "its signed price, \(milli) milliunits\(t.currency.map { " of \($0)" } ?? ""), is a gross of \(gross) minor unit\(gross == 1 ? "" : "s")"
+        }
+        let loaded: Rules
+        do { loaded = try rules() } catch { return "it has no price of its own, and the rules that could price it 0 cannot be read (\(error))" }
+        let prefix = t.productId + "|"
+        let zero = loaded.prices.keys.contains { key in
+            key.hasPrefix(prefix) && loaded.price(product: t.productId, storefront: String(key.dropFirst(prefix.count)), on: t.purchaseDay)?.price.isZero == true
+        }
+        return zero ? nil : "it has no price of its own and is no free trial, and rules/prices.csv prices \(t.productId) above 0 (or not at all) on \(t.purchaseDay) in every storefront"
     }
 
     /// Nil when a source record of the transaction reports its stored refund (the same date and

@@ -666,6 +666,36 @@ final class VerifyTests: XCTestCase {
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
     }
 
+    /// A paid sale waiting for a rule, marked free by hand, passed verify (free with no sale
+    /// entry agreed) and no later night posted it. Whether it is free is now derived again.
+    func testASaleMarkedFreeThatIsNotFreeIsCaught() throws {
+        try waitingAndFreeSales()
+        let db = try DatabaseQueue(path: dbPath)
+        try db.write { try $0.execute(sql: "UPDATE store_transaction SET sale_status = 'free', pending_reason = NULL WHERE transaction_id = '8005'") }
+        try ws.write("rules/prices.csv", TestWorkspace.defaultPrices)
+        try ws.run("2026-10-09")
+        XCTAssertEqual(try rows("SELECT count(*) FROM entry WHERE transaction_id = '8005'"), [["0"]], "the rule came, and the night did not post it")
+        let r = try Audit(workspace: ws.workspace).run()
+        XCTAssertEqual(r.problems.map(\.message), ["transaction 8005 is marked free, but it has no price of its own and is no free trial, and rules/prices.csv prices vip.monthly above 0 (or not at all) on 2026-10-07 in every storefront (inbox/receipts/next.jsonl:1): its status was set by hand, and its sale will never post"])
+    }
+
+    /// A signed price is free as the night decides it: when it rounds to no minor unit of its
+    /// currency (Poster's zero gross), not when it merely looks small.
+    func testWhetherASignedPriceIsFreeIsTheNightsDecision() throws {
+        func why(_ milli: Int64?, _ currency: String?, trial: Bool = false) -> String? {
+            Audit.whyNotFree(TransactionObservation(transactionId: "t", productId: "coins.100", purchaseMs: 1_791_280_800_000, book: .production,
+                                                    currency: currency, priceMilliunits: milli, isFreeTrial: trial),
+                             rules: { XCTFail("a signed price needs no rules"); return Rules() })
+        }
+        XCTAssertNil(why(0, "USD"))
+        XCTAssertNil(why(4990, "USD", trial: true))
+        XCTAssertNil(why(500, "JPY"), "half a yen rounds to even: 0")
+        XCTAssertEqual(why(501, "JPY"), "its signed price, 501 milliunits of JPY, is a gross of 1 minor unit")
+        XCTAssertNil(why(4, "USD"), "0.4 cent rounds to 0")
+        XCTAssertEqual(why(6, "USD"), "its signed price, 6 milliunits of USD, is a gross of 1 minor unit")
+        XCTAssertEqual(why(990, "USD"), "its signed price, 990 milliunits of USD, is a gross of 99 minor units")
+    }
+
     /// Only posted transactions were compared with their first source record (by re-deriving
     /// their sale): a waiting or free one changed by hand passed, and the night would post
     /// what was stored.
