@@ -139,6 +139,28 @@ public struct Audit {
                     report.problems.append(Problem(entryId: nil, message: "transaction \(refund.transactionId): \(why)"))
                 }
             }
+            // Every stored refund of a posted sale has its refund entry: a night posts it before it
+            // commits (it waits only while its sale does), so one missing was removed, the chain
+            // rewritten after it.
+            for missing in try r.refundsWithoutEntry() {
+                report.problems.append(Problem(entryId: nil, message: "transaction \(missing.transactionId): its stored refund (dated \(Day(epochMilliseconds: missing.cancellationMs))) has no refund entry, though its sale is posted: every night posts such a refund before it commits, so the entry was removed"))
+            }
+            // And every refund entry is its transaction's stored refund (its date and percentage):
+            // a refund taken out of the stored transaction would leave the entry unexplained.
+            for e in try r.refundEntriesAndStoredRefunds() {
+                func fail(_ m: String) { report.problems.append(Problem(entryId: e.entryId, message: "refund of transaction \(e.transactionId): \(m)")) }
+                guard e.stored else { fail("its transaction is not stored in its book"); continue }
+                guard let ms = e.cancellationMs else {
+                    fail("its transaction stores no refund (no cancellation date): the refund was removed from the stored transaction")
+                    continue
+                }
+                if Day(epochMilliseconds: ms).description != e.originalDate {
+                    fail("dated \(e.originalDate) (its original date), but its transaction's stored refund is dated \(Day(epochMilliseconds: ms))")
+                }
+                if e.percentage != (e.storedPercentage ?? 100_000) {
+                    fail("of \(e.percentage.map(String.init) ?? "no") thousandths of a percent, but its transaction's stored refund is of \(e.storedPercentage ?? 100_000)")
+                }
+            }
             // A sale is `posted` exactly when its sale entry exists: a status set by hand would
             // hide a sale waiting for a rule (it would never post) or list an entry as waiting.
             for m in try r.saleStatusMismatches() {
@@ -174,6 +196,11 @@ public struct Audit {
                 if head != run.expected {
                     report.problems.append(Problem(entryId: nil, message: "run \(run.runId) committed with chain head \(head), but the ledger's entries up to that run now hash to \(run.expected): entries were removed or rewritten"))
                 }
+            }
+            // Each run recorded how many entries it wrote: entries removed (the chain and head
+            // rewritten after them) leave their run short.
+            for m in try r.runEntryCountMismatches() {
+                report.problems.append(Problem(entryId: nil, message: "run \(m.runId) recorded \(m.recorded) entr\(m.recorded == 1 ? "y" : "ies") posted, but \(m.entries) entr\(m.entries == 1 ? "y belongs" : "ies belong") to it: entries were removed or added after it committed"))
             }
             // A run's entries commit with its finish: an entry of a run that is gone or unfinished was forged or its run altered.
             for (entryId, runId) in try r.entriesOutsideFinishedRuns() {

@@ -712,4 +712,35 @@ final class VerifyTests: XCTestCase {
             "transaction 8006 (free, no sale entry): its source record inbox/receipts/next.jsonl:2 differs from the stored transaction in app account token",
         ])
     }
+
+    /// A refunded sale's refund entry removed, its tracks covered (the run's chain head, the
+    /// month totals) passed: nothing said a stored refund of a posted sale must have its
+    /// entry. The run's entry count names the removal too, until it is rewritten as well.
+    func testARemovedRefundEntryIsNamed() throws {
+        XCTAssertEqual(try rows("SELECT id, kind FROM entry WHERE transaction_id = '8002' ORDER BY id"), [["2", "sale"], ["4", "refund"]])
+        try tamper(past: "entry_no_delete", "DELETE FROM entry WHERE id = 4")
+        try tamper(past: "run_finished_no_update", "UPDATE run SET chain_head = (SELECT hash FROM entry WHERE id = 3)")
+        try DatabaseQueue(path: dbPath).write { d in
+            try d.execute(sql: "DELETE FROM balance_month; DELETE FROM activity_month")
+            try MonthTotals.add(afterEntryId: 0, db: d)
+        }
+        let refundMissing = "transaction 8002: its stored refund (dated 2026-10-06) has no refund entry, though its sale is posted: every night posts such a refund before it commits, so the entry was removed"
+        XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.message),
+                       [refundMissing, "run 1 recorded 4 entries posted, but 3 entries belong to it: entries were removed or added after it committed"])
+        try tamper(past: "run_finished_no_update", "UPDATE run SET entries_posted = 3")
+        XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.message), [refundMissing])
+    }
+
+    /// The reverse: a refund entry whose transaction no longer stores the refund (or another
+    /// date, or another percentage) passed.
+    func testARefundEntryIsItsTransactionsStoredRefund() throws {
+        let db = try DatabaseQueue(path: dbPath)
+        try db.write { try $0.execute(sql: "UPDATE store_transaction SET cancellation_ms = NULL WHERE transaction_id = '8002'") }
+        XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.description),
+                       ["entry #4: refund of transaction 8002: its transaction stores no refund (no cancellation date): the refund was removed from the stored transaction"])
+        try db.write { try $0.execute(sql: "UPDATE store_transaction SET cancellation_ms = 1791367200000, revocation_percentage = 50000 WHERE transaction_id = '8002'") }
+        let messages = try Audit(workspace: ws.workspace).run().problems.map(\.description)
+        XCTAssertTrue(messages.contains("entry #4: refund of transaction 8002: dated 2026-10-06 (its original date), but its transaction's stored refund is dated 2026-10-07"), "\(messages)")
+        XCTAssertTrue(messages.contains("entry #4: refund of transaction 8002: of 100000 thousandths of a percent, but its transaction's stored refund is of 50000"), "\(messages)")
+    }
 }
