@@ -206,6 +206,15 @@ public struct Audit {
             for (entryId, runId) in try r.entriesOutsideFinishedRuns() {
                 report.problems.append(Problem(entryId: entryId, message: "belongs to run \(runId), which is not a finished run of this ledger (entries commit with their run's finish): the run was removed or altered"))
             }
+            // Every record read is kept: each file recorded how many new records it stored, and
+            // each run how many it read. Records deleted (past the trigger that forbids it, put
+            // back after) leave them short, though every record left still hashes as read.
+            for m in try r.sourceFileRecordCountMismatches() {
+                report.problems.append(Problem(entryId: nil, message: "source file \(m.path) (read by run \(m.runId)) recorded \(m.recorded) new record\(m.recorded == 1 ? "" : "s"), but \(m.stored) \(m.stored == 1 ? "is" : "are") stored: source records were deleted (or added) after it was read"))
+            }
+            for m in try r.runRecordCountMismatches() {
+                report.problems.append(Problem(entryId: nil, message: "run \(m.runId) recorded reading \(m.recorded) record\(m.recorded == 1 ? "" : "s"), but its files hold \(m.stored): source records were deleted (or added) after it committed"))
+            }
             // Every source record's text still hashes to the SHA-256 recorded when it was read
             // (a whole-file rejection keeps the file's hash and no text, or the start of a CSV
             // file that cannot be read).

@@ -287,6 +287,30 @@ extension LedgerReader {
         }
     }
 
+    /// Source files whose stored records are not as many as the file recorded as new when it
+    /// was read (`new_records`: each is stored as one record, a whole-file rejection as one).
+    /// The first `limit`.
+    public func sourceFileRecordCountMismatches(limit: Int = 50) throws -> [(path: String, runId: Int64, recorded: Int64, stored: Int64)] {
+        try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT path, run_id, new_records, stored FROM (
+                SELECT f.id, f.path, f.run_id, f.new_records, (SELECT count(*) FROM source_record r WHERE r.file_id = f.id) AS stored
+                FROM source_file f)
+            WHERE new_records <> stored ORDER BY id LIMIT ?
+            """), arguments: [limit]).map { ($0[0], $0[1], $0[2], $0[3]) }
+    }
+
+    /// Finished runs whose recorded `records_read` is not the number of records stored from
+    /// the files they read.
+    public func runRecordCountMismatches() throws -> [(runId: Int64, recorded: Int64, stored: Int64)] {
+        try Row.fetchAll(db, sql: """
+            SELECT id, records_read, stored FROM (
+                SELECT run.id, run.records_read,
+                       (SELECT count(*) FROM source_file f JOIN source_record r ON r.file_id = f.id WHERE f.run_id = run.id) AS stored
+                FROM run WHERE run.finished_at IS NOT NULL)
+            WHERE records_read <> stored ORDER BY id
+            """).map { ($0[0], $0[1], $0[2]) }
+    }
+
     /// The refunds (cancellation or revocation) stored with transactions.
     public func storedRefunds() throws -> [(transactionId: String, cancellationMs: Int64, percentage: Int64?)] {
         try Row.fetchAll(db.cachedStatement(sql: """

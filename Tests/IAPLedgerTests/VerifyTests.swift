@@ -743,4 +743,26 @@ final class VerifyTests: XCTestCase {
         XCTAssertTrue(messages.contains("entry #4: refund of transaction 8002: dated 2026-10-06 (its original date), but its transaction's stored refund is dated 2026-10-07"), "\(messages)")
         XCTAssertTrue(messages.contains("entry #4: refund of transaction 8002: of 100000 thousandths of a percent, but its transaction's stored refund is of 50000"), "\(messages)")
     }
+
+    /// Source records deleted with their links (past the trigger that forbids it, put back
+    /// after) passed: every record left still hashed as read. Each file and each run recorded
+    /// how many records it stored.
+    func testDeletedSourceRecordsAreNamed() throws {
+        try ws.write("inbox/receipts/next.jsonl", [
+            Receipt.response([Receipt.item("8001", purchased: "2026-10-05T10:00:00Z")]),
+            "not json",
+        ].joined(separator: "\n"))
+        try ws.run("2026-10-08")
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+        let file = "(SELECT id FROM source_file WHERE path = 'inbox/receipts/next.jsonl')"
+        XCTAssertEqual(try rows("SELECT line, outcome FROM source_record WHERE file_id = \(file) ORDER BY line"), [["1", "verified"], ["2", "rejected"]])
+        try tamper(past: "source_record_no_delete", """
+            DELETE FROM transaction_source WHERE record_id IN (SELECT id FROM source_record WHERE file_id = \(file));
+            DELETE FROM source_record WHERE file_id = \(file)
+            """)
+        XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.message), [
+            "source file inbox/receipts/next.jsonl (read by run 2) recorded 2 new records, but 0 are stored: source records were deleted (or added) after it was read",
+            "run 2 recorded reading 2 records, but its files hold 0: source records were deleted (or added) after it committed",
+        ])
+    }
 }
