@@ -79,9 +79,21 @@ public struct Audit {
             let runHeads = try r.runChainHeads()
             var closedBefore: (month: String, runId: Int64)? = nil
             var nextRun = 0
+            // Entry ids run 1, 2, 3, ... with no gap: each entry takes the id after the last one,
+            // and none is ever deleted. A gap names the entries removed; the lowest entry whose
+            // chain breaks (a gap or a hash) tells a run's head changed alone from its entries.
+            var previousId: Int64 = 0
+            var firstChainBreak: Int64? = nil
             try r.forEachStoredEntry { id, e, rulesJSON, hash in
                 report.entries += 1
                 func fail(_ m: String) { report.problems.append(Problem(entryId: id, message: "\(e.kind.rawValue) of transaction \(e.transactionId): \(m)")) }
+                let gap = id > previousId + 1
+                if gap {
+                    let missing = previousId + 1 == id - 1 ? "entry #\(id - 1) is" : "entries #\(previousId + 1) to #\(id - 1) are"
+                    report.problems.append(Problem(entryId: previousId + 1, message: "\(missing) missing (entry ids run on without a gap, and no entry is ever deleted): removed, the ledger going from #\(previousId) to #\(id)"))
+                    firstChainBreak = firstChainBreak ?? previousId + 1
+                }
+                previousId = id
                 while nextRun < runHeads.count, (runHeads[nextRun].lastEntryId ?? 0) < id {
                     if let c = runHeads[nextRun].closedThrough, c > (closedBefore?.month ?? "") { closedBefore = (c, runHeads[nextRun].runId) }
                     nextRun += 1
@@ -93,7 +105,9 @@ public struct Audit {
                 if !e.isBalanced { fail("postings do not sum to zero") }
                 // The hash chain.
                 if EntryHash.hash(previous: previous, entryId: id, entry: e, rulesJSON: rulesJSON) != hash {
-                    fail("its stored hash does not match its content, its postings and the previous hash: the entry or one of its postings was changed after it was written")
+                    fail(gap ? "its stored hash does not match its content, its postings and the hash of the entry before it, #\(id - 1), which is missing (above)"
+                             : "its stored hash does not match its content, its postings and the previous hash: the entry or one of its postings was changed after it was written")
+                    firstChainBreak = firstChainBreak ?? id
                 }
                 previous = hash
                 // Re-derivation.
@@ -166,7 +180,7 @@ public struct Audit {
             for m in try r.saleStatusMismatches() {
                 report.problems.append(Problem(entryId: nil, message: m.hasSale
                     ? "transaction \(m.transactionId) has a sale entry but its status is \(m.status): the status was changed after it was posted"
-                    : "transaction \(m.transactionId) is marked posted but has no sale entry: its status was changed by hand, and its sale will never post"))
+                    : "transaction \(m.transactionId) is marked posted but has no sale entry: its sale entry was removed, or its status was changed by hand (then its sale will never post)"))
             }
             // Every stored transaction without a sale entry (waiting for a rule, or free) is given
             // again by its first source record, as a posted one is by re-deriving its sale: the
@@ -194,7 +208,13 @@ public struct Audit {
                     continue
                 }
                 if head != run.expected {
-                    report.problems.append(Problem(entryId: nil, message: "run \(run.runId) committed with chain head \(head), but the ledger's entries up to that run now hash to \(run.expected): entries were removed or rewritten"))
+                    // With the entries up to the run chaining unbroken, what is known is only that
+                    // the recorded head differs: blaming the entries named the wrong cause of a
+                    // head changed by hand.
+                    let chainBroken = firstChainBreak.map { $0 <= (run.lastEntryId ?? 0) + 1 } ?? false
+                    report.problems.append(Problem(entryId: nil, message: chainBroken
+                        ? "run \(run.runId) committed with chain head \(head), but the ledger's entries up to that run now hash to \(run.expected): entries were removed or rewritten"
+                        : "run \(run.runId)'s recorded chain head \(head) differs from the head its entries give now, \(run.expected), though their chain is unbroken: the run's recorded head was changed, or its last entries were removed, or the entries up to it rewritten with every hash after them (compare with the head kept outside the ledger for that night)"))
                 }
             }
             // Each run recorded how many entries it wrote: entries removed (the chain and head
@@ -287,6 +307,21 @@ public struct Audit {
         return "\(r.kind.rawValue) line \(r.line): \(r.account) \(amount.isEmpty ? "0" : amount)"
     }
 
+    /// Each figure that differs, expected and stored (in the reporting currency too: a change
+    /// to those alone showed the same net and commission twice).
+    static func differences(expected a: SaleFigures, stored b: SaleFigures) -> String {
+        let fields: [(String, String, String)] = [
+            ("currency", a.currency, b.currency), ("gross", "\(a.grossMinor)", "\(b.grossMinor)"), ("tax", "\(a.taxMinor)", "\(b.taxMinor)"),
+            ("net", "\(a.netMinor)", "\(b.netMinor)"), ("commission", "\(a.commissionMinor)", "\(b.commissionMinor)"),
+            ("proceeds", "\(a.proceedsMinor)", "\(b.proceedsMinor)"), ("reporting currency", a.reportingCurrency, b.reportingCurrency),
+            ("gross in \(a.reportingCurrency)", "\(a.grossReportingMinor)", "\(b.grossReportingMinor)"),
+            ("net in \(a.reportingCurrency)", "\(a.netReportingMinor)", "\(b.netReportingMinor)"),
+            ("commission in \(a.reportingCurrency)", "\(a.commissionReportingMinor)", "\(b.commissionReportingMinor)"),
+            ("proceeds in \(a.reportingCurrency)", "\(a.proceedsReportingMinor)", "\(b.proceedsReportingMinor)"),
+        ]
+        return fields.filter { $0.1 != $0.2 }.map { "\($0.0) expected \($0.1), stored \($0.2)" }.joined(separator: "; ")
+    }
+
     static func describe(_ p: [PostingDraft]) -> String {
         p.map { "\($0.account) \($0.amountMinor)/\($0.reportingAmountMinor)" }.joined(separator: ", ")
     }
@@ -312,7 +347,7 @@ public struct Audit {
         else { return "its recorded rules name no unit price" }
         let figures = Poster.figures(grossMinor: gross, currency: e.figures.currency, taxRate: taxRate, taxIncluded: r.taxIncluded,
                                      commissionRate: rate, fx: fx, reportingCurrency: e.figures.reportingCurrency)
-        if figures != e.figures { return "re-derived from \(where_) and its recorded rules, the figures differ: expected net \(figures.netMinor) commission \(figures.commissionMinor), stored net \(e.figures.netMinor) commission \(e.figures.commissionMinor)" }
+        if figures != e.figures { return "re-derived from \(where_) and its recorded rules, the figures differ: \(Self.differences(expected: figures, stored: e.figures))" }
         let postings = PostingRule.postings(kind: .sale, figures: figures)
         if postings != e.postings { return "re-derived from \(where_) and its recorded rules, the postings differ: expected \(Self.describe(postings)), stored \(Self.describe(e.postings))" }
         return nil

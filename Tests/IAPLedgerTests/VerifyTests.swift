@@ -544,7 +544,7 @@ final class VerifyTests: XCTestCase {
         let db = try DatabaseQueue(path: dbPath)
         try db.write { try $0.execute(sql: "UPDATE store_transaction SET sale_status = 'posted', pending_reason = NULL WHERE transaction_id = '8005'") }
         let r = try Audit(workspace: ws.workspace).run()
-        XCTAssertEqual(r.problems.map(\.message), ["transaction 8005 is marked posted but has no sale entry: its status was changed by hand, and its sale will never post"])
+        XCTAssertEqual(r.problems.map(\.message), ["transaction 8005 is marked posted but has no sale entry: its sale entry was removed, or its status was changed by hand (then its sale will never post)"])
     }
 
     /// A reversal asked for by hand (a row in `reversal_request`, which only Apple's
@@ -764,5 +764,39 @@ final class VerifyTests: XCTestCase {
             "source file inbox/receipts/next.jsonl (read by run 2) recorded 2 new records, but 0 are stored: source records were deleted (or added) after it was read",
             "run 2 recorded reading 2 records, but its files hold 0: source records were deleted (or added) after it committed",
         ])
+    }
+
+    /// A middle entry deleted was named only by the next entry's hash and a sale status "changed
+    /// by hand"; entry ids run on without a gap, so the missing entry is named.
+    func testADeletedMiddleEntryIsNamedByItsId() throws {
+        try tamper(past: "entry_no_delete", "DELETE FROM entry WHERE id = 2")
+        let r = try Audit(workspace: ws.workspace).run()
+        let problems = r.problems.map(\.description)
+        XCTAssertEqual(r.firstFailingEntry, 2)
+        XCTAssertEqual(problems.first, "entry #2: entry #2 is missing (entry ids run on without a gap, and no entry is ever deleted): removed, the ledger going from #1 to #3")
+        XCTAssertTrue(problems.contains("entry #3: sale of transaction 8003: its stored hash does not match its content, its postings and the hash of the entry before it, #2, which is missing (above)"), "\(problems)")
+        XCTAssertTrue(problems.contains("run 1 recorded 4 entries posted, but 3 entries belong to it: entries were removed or added after it committed"), "\(problems)")
+        XCTAssertTrue(problems.contains("transaction 8002 is marked posted but has no sale entry: its sale entry was removed, or its status was changed by hand (then its sale will never post)"), "\(problems)")
+    }
+
+    /// A run's recorded head changed alone (the entries untouched) was blamed on the entries.
+    func testARunsChangedHeadIsNotBlamedOnTheEntries() throws {
+        try tamper(past: "run_finished_no_update", "UPDATE run SET chain_head = '\(String(repeating: "0", count: 64))'")
+        let head = try rows("SELECT hash FROM entry WHERE id = 4")[0][0]
+        XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.message), [
+            "run 1's recorded chain head \(String(repeating: "0", count: 64)) differs from the head its entries give now, \(head), though their chain is unbroken: the run's recorded head was changed, or its last entries were removed, or the entries up to it rewritten with every hash after them (compare with the head kept outside the ledger for that night)",
+        ])
+    }
+
+    /// Reporting amounts changed alone: the message showed the same net and commission as
+    /// expected and stored. Each figure that differs is shown, the reporting ones too.
+    func testChangedReportingFiguresAreShown() throws {
+        try tamper(past: "entry_no_update", """
+            UPDATE entry SET net_reporting_minor = net_reporting_minor + 7, proceeds_reporting_minor = proceeds_reporting_minor + 7 WHERE id = 1
+            """)
+        let expected = try rows("SELECT net_reporting_minor - 7, net_reporting_minor, proceeds_reporting_minor - 7, proceeds_reporting_minor, reporting_currency FROM entry WHERE id = 1")[0]
+        let r = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(r.problems.contains { $0.entryId == 1 && $0.message.hasSuffix("the figures differ: net in \(expected[4]) expected \(expected[0]), stored \(expected[1]); proceeds in \(expected[4]) expected \(expected[2]), stored \(expected[3])") },
+                      "\(r.problems)")
     }
 }
