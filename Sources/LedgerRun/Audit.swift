@@ -43,6 +43,11 @@ public struct Audit {
         let signedVerifier = try NightlyRun.signedDataVerifier(config: config, workspace: workspace)
         var report = Report()
         let schemaDifferences = try ledger.schemaDifferences()
+        // A run records the schema it wrote with: one newer than the migrations the ledger
+        // has applied means those were deleted (and the schema is compared with the run's).
+        if let behind = try ledger.migrationsBehindRuns() {
+            report.problems.append(Problem(entryId: nil, message: "run \(behind.runId) recorded writing the ledger with its schema through migration \(behind.recorded), but the ledger's applied migrations (grdb_migrations) end \(behind.lastApplied.map { "at \($0)" } ?? "before the first"): the newer ones were deleted; the schema is compared with the one \(behind.recorded) gives", schema: true))
+        }
         // The schema: the triggers that keep the ledger append-only, the CHECKs, the unique keys.
         for d in schemaDifferences {
             let key = d.key

@@ -799,4 +799,20 @@ final class VerifyTests: XCTestCase {
         XCTAssertTrue(r.problems.contains { $0.entryId == 1 && $0.message.hasSuffix("the figures differ: net in \(expected[4]) expected \(expected[0]), stored \(expected[1]); proceeds in \(expected[4]) expected \(expected[2]), stored \(expected[3])") },
                       "\(r.problems)")
     }
+
+    /// The newest migrations deleted from grdb_migrations with what they created (v19's
+    /// triggers) made verify compare the ledger with the older schema and find nothing
+    /// missing. Each run now records the schema it wrote with, and the ledger is compared with it.
+    func testDeletedMigrationsAreNamed() throws {
+        XCTAssertEqual(try rows("SELECT schema_migration FROM run"), [["v20-run-schema"]])
+        try DatabaseQueue(path: dbPath).write { d in
+            try d.execute(sql: "DELETE FROM grdb_migrations WHERE identifier IN ('v19-source-files-fixed', 'v20-run-schema')")
+            try d.execute(sql: "DROP TRIGGER source_file_fixed; DROP TRIGGER source_file_no_delete")
+        }
+        let messages = try Audit(workspace: ws.workspace).run().problems.map(\.message)
+        XCTAssertEqual(messages.first, "run 1 recorded writing the ledger with its schema through migration v20-run-schema, but the ledger's applied migrations (grdb_migrations) end at v18-run-closed-through: the newer ones were deleted; the schema is compared with the one v20-run-schema gives")
+        XCTAssertTrue(messages.contains { $0.hasPrefix("the ledger's trigger source_file_fixed is missing") }, "\(messages)")
+        XCTAssertTrue(messages.contains { $0.hasPrefix("the ledger's trigger source_file_no_delete is missing") }, "\(messages)")
+        XCTAssertEqual(messages.count, 3, "\(messages)")
+    }
 }
