@@ -43,7 +43,35 @@ public struct Audit {
         let signedVerifier = try NightlyRun.signedDataVerifier(config: config, workspace: workspace)
         var report = Report()
         let schemaDifferences = try ledger.schemaDifferences()
-        try ledger.read { r in
+        // A run records the schema it wrote with: one newer than the migrations the ledger
+        // has applied means those were deleted (and the schema is compared with the run's).
+        if let behind = try ledger.migrationsBehindRuns() {
+            report.problems.append(Problem(entryId: nil, message: "run \(behind.runId) recorded writing the ledger with its schema through migration \(behind.recorded), but the ledger's applied migrations (grdb_migrations) end \(behind.lastApplied.map { "at \($0)" } ?? "before the first"): the newer ones were deleted; the schema is compared with the one \(behind.recorded) gives", schema: true))
+        }
+        // The schema: the triggers that keep the ledger append-only, the CHECKs, the unique keys.
+        for d in schemaDifferences {
+            let key = d.key
+            switch (d.expected, d.actual) {
+            case (_?, let a?):
+                report.problems.append(Problem(entryId: nil, message: "the ledger's \(key) differs from the one iapledger created: it was altered (now: \(a))", schema: true))
+            case (_?, nil):
+                report.problems.append(Problem(entryId: nil, message: "the ledger's \(key) is missing: it was dropped, so what it enforces (append-only entries and runs, closed periods, unique keys) was not enforced while it was gone", schema: true))
+            case (nil, let a?):
+                report.problems.append(Problem(entryId: nil, message: "the ledger holds \(key), which iapledger never created: \(a)", schema: true))
+            case (nil, nil):
+                break
+            }
+        }
+        // The checks below read the tables and views by name: one dropped, or without a column
+        // it was created with, would stop them with SQLite's error (or GRDB's, reading a row)
+        // instead of this list. The schema's problems are the cause; they are what is said.
+        let unreadable = try ledger.unreadableObjects()
+        if !unreadable.isEmpty {
+            let named = unreadable.map { $0.missingColumns.isEmpty ? "\($0.object) (missing, or naming what is missing)" : "\($0.object) (without its column\($0.missingColumns.count == 1 ? "" : "s") \($0.missingColumns.joined(separator: ", ")))" }
+            report.problems.append(Problem(entryId: nil, message: "the ledger's content was not checked: its checks read the tables and views iapledger's migrations created, and the ledger no longer has \(named.joined(separator: "; ")). Restore the schema (from a copy of the ledger) and run `iapledger verify` again", schema: true))
+            return report
+        }
+        do { try ledger.read { r in
             var previous = EntryHash.genesis
             // Sales are kept only for transactions with a refund entry, refunds only for those
             // with a reversal: what re-deriving those needs, not the whole ledger in memory.
@@ -56,9 +84,21 @@ public struct Audit {
             let runHeads = try r.runChainHeads()
             var closedBefore: (month: String, runId: Int64)? = nil
             var nextRun = 0
+            // Entry ids run 1, 2, 3, ... with no gap: each entry takes the id after the last one,
+            // and none is ever deleted. A gap names the entries removed; the lowest entry whose
+            // chain breaks (a gap or a hash) tells a run's head changed alone from its entries.
+            var previousId: Int64 = 0
+            var firstChainBreak: Int64? = nil
             try r.forEachStoredEntry { id, e, rulesJSON, hash in
                 report.entries += 1
                 func fail(_ m: String) { report.problems.append(Problem(entryId: id, message: "\(e.kind.rawValue) of transaction \(e.transactionId): \(m)")) }
+                let gap = id > previousId + 1
+                if gap {
+                    let missing = previousId + 1 == id - 1 ? "entry #\(id - 1) is" : "entries #\(previousId + 1) to #\(id - 1) are"
+                    report.problems.append(Problem(entryId: previousId + 1, message: "\(missing) missing (entry ids run on without a gap, and no entry is ever deleted): removed, the ledger going from #\(previousId) to #\(id)"))
+                    firstChainBreak = firstChainBreak ?? previousId + 1
+                }
+                previousId = id
                 while nextRun < runHeads.count, (runHeads[nextRun].lastEntryId ?? 0) < id {
                     if let c = runHeads[nextRun].closedThrough, c > (closedBefore?.month ?? "") { closedBefore = (c, runHeads[nextRun].runId) }
                     nextRun += 1
@@ -70,7 +110,9 @@ public struct Audit {
                 if !e.isBalanced { fail("postings do not sum to zero") }
                 // The hash chain.
                 if EntryHash.hash(previous: previous, entryId: id, entry: e, rulesJSON: rulesJSON) != hash {
-                    fail("its stored hash does not match its content, its postings and the previous hash: the entry or one of its postings was changed after it was written")
+                    fail(gap ? "its stored hash does not match its content, its postings and the hash of the entry before it, #\(id - 1), which is missing (above)"
+                             : "its stored hash does not match its content, its postings and the previous hash: the entry or one of its postings was changed after it was written")
+                    firstChainBreak = firstChainBreak ?? id
                 }
                 previous = hash
                 // Re-derivation.
@@ -116,12 +158,53 @@ public struct Audit {
                     report.problems.append(Problem(entryId: nil, message: "transaction \(refund.transactionId): \(why)"))
                 }
             }
+            // Every stored refund of a posted sale has its refund entry: a night posts it before it
+            // commits (it waits only while its sale does), so one missing was removed, the chain
+            // rewritten after it.
+            for missing in try r.refundsWithoutEntry() {
+                report.problems.append(Problem(entryId: nil, message: "transaction \(missing.transactionId): its stored refund (dated \(Day(epochMilliseconds: missing.cancellationMs))) has no refund entry, though its sale is posted: every night posts such a refund before it commits, so the entry was removed"))
+            }
+            // And every refund entry is its transaction's stored refund (its date and percentage):
+            // a refund taken out of the stored transaction would leave the entry unexplained.
+            for e in try r.refundEntriesAndStoredRefunds() {
+                func fail(_ m: String) { report.problems.append(Problem(entryId: e.entryId, message: "refund of transaction \(e.transactionId): \(m)")) }
+                guard e.stored else { fail("its transaction is not stored in its book"); continue }
+                guard let ms = e.cancellationMs else {
+                    fail("its transaction stores no refund (no cancellation date): the refund was removed from the stored transaction")
+                    continue
+                }
+                if Day(epochMilliseconds: ms).description != e.originalDate {
+                    fail("dated \(e.originalDate) (its original date), but its transaction's stored refund is dated \(Day(epochMilliseconds: ms))")
+                }
+                if e.percentage != (e.storedPercentage ?? 100_000) {
+                    fail("of \(e.percentage.map(String.init) ?? "no") thousandths of a percent, but its transaction's stored refund is of \(e.storedPercentage ?? 100_000)")
+                }
+            }
             // A sale is `posted` exactly when its sale entry exists: a status set by hand would
             // hide a sale waiting for a rule (it would never post) or list an entry as waiting.
             for m in try r.saleStatusMismatches() {
                 report.problems.append(Problem(entryId: nil, message: m.hasSale
                     ? "transaction \(m.transactionId) has a sale entry but its status is \(m.status): the status was changed after it was posted"
-                    : "transaction \(m.transactionId) is marked posted but has no sale entry: its status was changed by hand, and its sale will never post"))
+                    : "transaction \(m.transactionId) is marked posted but has no sale entry: its sale entry was removed, or its status was changed by hand (then its sale will never post)"))
+            }
+            // Every stored transaction without a sale entry (waiting for a rule, or free) is given
+            // again by its first source record, as a posted one is by re-deriving its sale: the
+            // night posts what is stored, not what was read. One marked free must be free as the
+            // night decides it (a zero gross): a paid sale waiting for a rule, marked free by
+            // hand, would never post.
+            var rules: Result<Rules, Error>? = nil
+            func loadRules() throws -> Rules {
+                if rules == nil { rules = Result { try workspace.loadRules() } }
+                return try rules!.get()
+            }
+            try r.forEachTransactionWithoutSale { id, status in
+                switch try firstSourceAgrees(id, entry: nil, reader: r, receiptVerifier: receiptVerifier, signedVerifier: signedVerifier) {
+                case .failure(let why):
+                    report.problems.append(Problem(entryId: nil, message: "transaction \(id) (\(status), no sale entry): \(why)"))
+                case .success(let agreed):
+                    guard status == "free", let why = Self.whyNotFree(agreed.observation, rules: loadRules) else { break }
+                    report.problems.append(Problem(entryId: nil, message: "transaction \(id) is marked free, but \(why) (\(agreed.where_)): its status was set by hand, and its sale will never post"))
+                }
             }
             for run in runHeads {
                 report.runHeads.append(run)
@@ -130,12 +213,32 @@ public struct Audit {
                     continue
                 }
                 if head != run.expected {
-                    report.problems.append(Problem(entryId: nil, message: "run \(run.runId) committed with chain head \(head), but the ledger's entries up to that run now hash to \(run.expected): entries were removed or rewritten"))
+                    // With the entries up to the run chaining unbroken, what is known is only that
+                    // the recorded head differs: blaming the entries named the wrong cause of a
+                    // head changed by hand.
+                    let chainBroken = firstChainBreak.map { $0 <= (run.lastEntryId ?? 0) + 1 } ?? false
+                    report.problems.append(Problem(entryId: nil, message: chainBroken
+                        ? "run \(run.runId) committed with chain head \(head), but the ledger's entries up to that run now hash to \(run.expected): entries were removed or rewritten"
+                        : "run \(run.runId)'s recorded chain head \(head) differs from the head its entries give now, \(run.expected), though their chain is unbroken: the run's recorded head was changed, or its last entries were removed, or the entries up to it rewritten with every hash after them (compare with the head kept outside the ledger for that night)"))
                 }
+            }
+            // Each run recorded how many entries it wrote: entries removed (the chain and head
+            // rewritten after them) leave their run short.
+            for m in try r.runEntryCountMismatches() {
+                report.problems.append(Problem(entryId: nil, message: "run \(m.runId) recorded \(m.recorded) entr\(m.recorded == 1 ? "y" : "ies") posted, but \(m.entries) entr\(m.entries == 1 ? "y belongs" : "ies belong") to it: entries were removed or added after it committed"))
             }
             // A run's entries commit with its finish: an entry of a run that is gone or unfinished was forged or its run altered.
             for (entryId, runId) in try r.entriesOutsideFinishedRuns() {
                 report.problems.append(Problem(entryId: entryId, message: "belongs to run \(runId), which is not a finished run of this ledger (entries commit with their run's finish): the run was removed or altered"))
+            }
+            // Every record read is kept: each file recorded how many new records it stored, and
+            // each run how many it read. Records deleted (past the trigger that forbids it, put
+            // back after) leave them short, though every record left still hashes as read.
+            for m in try r.sourceFileRecordCountMismatches() {
+                report.problems.append(Problem(entryId: nil, message: "source file \(m.path) (read by run \(m.runId)) recorded \(m.recorded) new record\(m.recorded == 1 ? "" : "s"), but \(m.stored) \(m.stored == 1 ? "is" : "are") stored: source records were deleted (or added) after it was read"))
+            }
+            for m in try r.runRecordCountMismatches() {
+                report.problems.append(Problem(entryId: nil, message: "run \(m.runId) recorded reading \(m.recorded) record\(m.recorded == 1 ? "" : "s"), but its files hold \(m.stored): source records were deleted (or added) after it committed"))
             }
             // Every source record's text still hashes to the SHA-256 recorded when it was read
             // (a whole-file rejection keeps the file's hash and no text, or the start of a CSV
@@ -152,20 +255,6 @@ public struct Audit {
                 if chunk == nil && outcome == "rejected" && recordSHA == fileSHA
                     && (raw.isEmpty || !["EMPTY_FILE", "INVALID_UTF8", "FILE_TOO_LARGE"].contains(code ?? "")) { return }
                 report.problems.append(Problem(entryId: nil, message: "source record \(path):\(line): its stored text no longer hashes to the SHA-256 recorded when it was read (\(recordSHA)): it was changed after it was read"))
-            }
-            // The schema: the triggers that keep the ledger append-only, the CHECKs, the unique keys.
-            for d in schemaDifferences {
-                let key = d.key
-                switch (d.expected, d.actual) {
-                case (_?, let a?):
-                    report.problems.append(Problem(entryId: nil, message: "the ledger's \(key) differs from the one iapledger created: it was altered (now: \(a))", schema: true))
-                case (_?, nil):
-                    report.problems.append(Problem(entryId: nil, message: "the ledger's \(key) is missing: it was dropped, so what it enforces (append-only entries and runs, closed periods, unique keys) was not enforced while it was gone", schema: true))
-                case (nil, let a?):
-                    report.problems.append(Problem(entryId: nil, message: "the ledger holds \(key), which iapledger never created: \(a)", schema: true))
-                case (nil, nil):
-                    break
-                }
             }
             // A ledger not upgraded yet: its stored postings are the ones the upgrade will accept.
             if let problem = try r.storedPostingsProblem() {
@@ -200,6 +289,10 @@ public struct Audit {
                     ?? "\(a.count) rows stored, the entries give \(b.count)"
                 report.problems.append(Problem(entryId: nil, message: "the month totals (\(name)) differ from the postings and entries they sum: \(first)"))
             }
+        } } catch let e as StoreError where !schemaDifferences.isEmpty {
+            // A schema altered in a way the check above does not see (a column of another type)
+            // stops the content checks: the schema's problems, listed first, are the cause.
+            report.problems.append(Problem(entryId: nil, message: "the checks of the ledger's content stopped at an error the altered schema caused: \(e.message)", schema: true))
         }
         // Problems of the schema first (an altered view or a dropped trigger is the cause of
         // what follows from it), then by entry.
@@ -219,6 +312,21 @@ public struct Audit {
         return "\(r.kind.rawValue) line \(r.line): \(r.account) \(amount.isEmpty ? "0" : amount)"
     }
 
+    /// Each figure that differs, expected and stored (in the reporting currency too: a change
+    /// to those alone showed the same net and commission twice).
+    static func differences(expected a: SaleFigures, stored b: SaleFigures) -> String {
+        let fields: [(String, String, String)] = [
+            ("currency", a.currency, b.currency), ("gross", "\(a.grossMinor)", "\(b.grossMinor)"), ("tax", "\(a.taxMinor)", "\(b.taxMinor)"),
+            ("net", "\(a.netMinor)", "\(b.netMinor)"), ("commission", "\(a.commissionMinor)", "\(b.commissionMinor)"),
+            ("proceeds", "\(a.proceedsMinor)", "\(b.proceedsMinor)"), ("reporting currency", a.reportingCurrency, b.reportingCurrency),
+            ("gross in \(a.reportingCurrency)", "\(a.grossReportingMinor)", "\(b.grossReportingMinor)"),
+            ("net in \(a.reportingCurrency)", "\(a.netReportingMinor)", "\(b.netReportingMinor)"),
+            ("commission in \(a.reportingCurrency)", "\(a.commissionReportingMinor)", "\(b.commissionReportingMinor)"),
+            ("proceeds in \(a.reportingCurrency)", "\(a.proceedsReportingMinor)", "\(b.proceedsReportingMinor)"),
+        ]
+        return fields.filter { $0.1 != $0.2 }.map { "\($0.0) expected \($0.1), stored \($0.2)" }.joined(separator: "; ")
+    }
+
     static func describe(_ p: [PostingDraft]) -> String {
         p.map { "\($0.account) \($0.amountMinor)/\($0.reportingAmountMinor)" }.joined(separator: ", ")
     }
@@ -227,29 +335,11 @@ public struct Audit {
     /// that transaction and the rules recorded with the entry. Nil when it agrees.
     func rederiveSale(_ e: EntryDraft, reader: LedgerReader, receiptVerifier: ReceiptVerifier,
                       signedVerifier: SignedDataVerifier, config: WorkspaceConfig) throws -> String? {
-        guard let source = try reader.firstSource(of: e.transactionId) else {
-            return "no stored source record brought this transaction"
+        let obs: TransactionObservation, where_: String
+        switch try firstSourceAgrees(e.transactionId, entry: e, reader: reader, receiptVerifier: receiptVerifier, signedVerifier: signedVerifier) {
+        case .success(let agreed): (obs, where_) = (agreed.observation, agreed.where_)
+        case .failure(let why): return why.description
         }
-        let where_ = "\(source.path):\(source.line)"
-        let obs: TransactionObservation
-        switch Self.observation(of: e.transactionId, kind: source.kind, path: source.path, raw: source.raw, receiptVerifier: receiptVerifier,
-                                signedVerifier: signedVerifier) {
-        case .success(let o): obs = o
-        case .failure(let why): return "its source record \(where_) does not give the transaction again: \(why)"
-        }
-        guard let stored = try reader.transaction(e.transactionId)?.observation else { return "the transaction is not stored" }
-        var differences: [String] = []
-        if obs.productId != stored.productId || obs.productId != e.productId { differences.append("product") }
-        if obs.quantity != stored.quantity { differences.append("quantity") }
-        if obs.purchaseMs != stored.purchaseMs || Day(epochMilliseconds: obs.purchaseMs) != e.originalDate { differences.append("purchase date") }
-        if obs.book != e.book || obs.book != stored.book { differences.append("environment") }
-        if obs.priceMilliunits != stored.priceMilliunits { differences.append("price") }
-        if obs.originalTransactionId != stored.originalTransactionId { differences.append("original transaction") }
-        if obs.appAccountToken != stored.appAccountToken { differences.append("app account token") }
-        if obs.expiresMs != stored.expiresMs { differences.append("expiry date") }
-        if obs.storefront != stored.storefront || obs.currency != stored.currency { differences.append("storefront or currency") }
-        if obs.isFreeTrial != stored.isFreeTrial || obs.hasOffer != stored.hasOffer { differences.append("trial or offer") }
-        if !differences.isEmpty { return "its source record \(where_) differs from the stored transaction in \(differences.joined(separator: ", "))" }
 
         let r = e.rules
         guard let taxRate = ExactDecimal(r.taxRate), let rate = ExactDecimal(r.commissionRate), let fx = ExactDecimal(r.fxRate),
@@ -262,10 +352,63 @@ public struct Audit {
         else { return "its recorded rules name no unit price" }
         let figures = Poster.figures(grossMinor: gross, currency: e.figures.currency, taxRate: taxRate, taxIncluded: r.taxIncluded,
                                      commissionRate: rate, fx: fx, reportingCurrency: e.figures.reportingCurrency)
-        if figures != e.figures { return "re-derived from \(where_) and its recorded rules, the figures differ: expected net \(figures.netMinor) commission \(figures.commissionMinor), stored net \(e.figures.netMinor) commission \(e.figures.commissionMinor)" }
+        if figures != e.figures { return "re-derived from \(where_) and its recorded rules, the figures differ: \(Self.differences(expected: figures, stored: e.figures))" }
         let postings = PostingRule.postings(kind: .sale, figures: figures)
         if postings != e.postings { return "re-derived from \(where_) and its recorded rules, the postings differ: expected \(Self.describe(postings)), stored \(Self.describe(e.postings))" }
         return nil
+    }
+
+    /// Re-reads the transaction's first source record, re-verifies it, and compares what it
+    /// gives with the stored transaction field by field (and with `entry`, the sale posted
+    /// from it, if any): the transaction as the record gives it, and the record's place; or why not.
+    func firstSourceAgrees(_ transactionId: String, entry e: EntryDraft?, reader: LedgerReader, receiptVerifier: ReceiptVerifier,
+                           signedVerifier: SignedDataVerifier) throws -> Result<(observation: TransactionObservation, where_: String), Why> {
+        guard let source = try reader.firstSource(of: transactionId) else {
+            return .failure(Why("no stored source record brought this transaction"))
+        }
+        let where_ = "\(source.path):\(source.line)"
+        let obs: TransactionObservation
+        switch Self.observation(of: transactionId, kind: source.kind, path: source.path, raw: source.raw, receiptVerifier: receiptVerifier,
+                                signedVerifier: signedVerifier) {
+        case .success(let o): obs = o
+        case .failure(let why): return .failure(Why("its source record \(where_) does not give the transaction again: \(why)"))
+        }
+        guard let stored = try reader.transaction(transactionId)?.observation else { return .failure(Why("the transaction is not stored")) }
+        var differences: [String] = []
+        if obs.productId != stored.productId || (e.map { obs.productId != $0.productId } ?? false) { differences.append("product") }
+        if obs.quantity != stored.quantity { differences.append("quantity") }
+        if obs.purchaseMs != stored.purchaseMs || (e.map { Day(epochMilliseconds: obs.purchaseMs) != $0.originalDate } ?? false) { differences.append("purchase date") }
+        if obs.book != stored.book || (e.map { obs.book != $0.book } ?? false) { differences.append("environment") }
+        if obs.priceMilliunits != stored.priceMilliunits { differences.append("price") }
+        if obs.originalTransactionId != stored.originalTransactionId { differences.append("original transaction") }
+        if obs.appAccountToken != stored.appAccountToken { differences.append("app account token") }
+        if obs.expiresMs != stored.expiresMs { differences.append("expiry date") }
+        if obs.storefront != stored.storefront || obs.currency != stored.currency { differences.append("storefront or currency") }
+        if obs.isFreeTrial != stored.isFreeTrial || obs.hasOffer != stored.hasOffer { differences.append("trial or offer") }
+        if !differences.isEmpty { return .failure(Why("its source record \(where_) differs from the stored transaction in \(differences.joined(separator: ", "))")) }
+        return .success((obs, where_))
+    }
+
+    /// Nil when the night would find the transaction free (a gross of zero: Poster's `.free`),
+    /// otherwise what its gross is. A free trial or a family member's access is free; a signed
+    /// price is free when it rounds to zero minor units of its currency (without a currency,
+    /// of any: the fewest decimals); a transaction without a price of its own is free only
+    /// under a price of 0 for its product in rules/prices.csv (which only a non-consumable may
+    /// have) in force on its purchase day, in any storefront (its order's may have given it).
+    static func whyNotFree(_ t: TransactionObservation, rules: () throws -> Rules) -> String? {
+        if t.isFreeTrial { return nil }
+        if let milli = t.priceMilliunits {
+            let gross = roundHalfEven(Int128(milli) * pow10(t.currency.flatMap(Currency.exponent) ?? 0), 1000)
+            if gross == 0 { return nil }
+            return "its signed price, \(milli) milliunits\(t.currency.map { " of \($0)" } ?? ""), is a gross of \(gross) minor unit\(gross == 1 ? "" : "s")"
+        }
+        let loaded: Rules
+        do { loaded = try rules() } catch { return "it has no price of its own, and the rules that could price it 0 cannot be read (\(error))" }
+        let prefix = t.productId + "|"
+        let zero = loaded.prices.keys.contains { key in
+            key.hasPrefix(prefix) && loaded.price(product: t.productId, storefront: String(key.dropFirst(prefix.count)), on: t.purchaseDay)?.price.isZero == true
+        }
+        return zero ? nil : "it has no price of its own and is no free trial, and rules/prices.csv prices \(t.productId) above 0 (or not at all) on \(t.purchaseDay) in every storefront"
     }
 
     /// Nil when a source record of the transaction reports its stored refund (the same date and

@@ -241,6 +241,76 @@ extension LedgerReader {
             """), arguments: [limit]).map { ($0[0], $0[1], $0[2]) }
     }
 
+    /// Every stored transaction without a sale entry, with its sale status (`pending` or
+    /// `free`; `posted` is a mismatch named by `saleStatusMismatches`), in the order of the
+    /// records that brought them (their texts are read in chunk order).
+    public func forEachTransactionWithoutSale(_ body: (_ transactionId: String, _ status: String) throws -> Void) throws {
+        let cursor = try Row.fetchCursor(db, sql: """
+            SELECT t.transaction_id, t.sale_status FROM store_transaction t
+            WHERE NOT EXISTS (SELECT 1 FROM entry e WHERE e.book = t.book AND e.transaction_id = t.transaction_id AND e.kind = 'sale')
+            ORDER BY t.first_record_id, t.transaction_id
+            """)
+        while let r = try cursor.next() { try body(r[0], r[1]) }
+    }
+
+    /// Refunds a night would have posted: a stored refund of a transaction whose sale is
+    /// posted, with no refund entry. Every night posts them before it commits (a refund waits
+    /// only while its sale does), so after a finished run there is none. The first `limit`.
+    public func refundsWithoutEntry(limit: Int = 50) throws -> [(transactionId: String, cancellationMs: Int64)] {
+        try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT t.transaction_id, t.cancellation_ms FROM store_transaction t
+            WHERE t.cancellation_ms IS NOT NULL AND t.sale_status = 'posted'
+              AND NOT EXISTS (SELECT 1 FROM entry e WHERE e.book = t.book AND e.transaction_id = t.transaction_id AND e.kind = 'refund')
+            ORDER BY t.cancellation_ms, t.transaction_id LIMIT ?
+            """), arguments: [limit]).map { ($0[0], $0[1]) }
+    }
+
+    /// Every refund entry with its transaction's stored refund: `stored` false when the
+    /// transaction is not stored (in the entry's book), `cancellationMs` nil when it stores no refund.
+    public func refundEntriesAndStoredRefunds() throws
+        -> [(entryId: Int64, transactionId: String, originalDate: String, percentage: Int64?, stored: Bool, cancellationMs: Int64?, storedPercentage: Int64?)] {
+        try Row.fetchAll(db, sql: """
+            SELECT e.id, e.transaction_id, e.original_date, e.refund_percentage, t.transaction_id IS NOT NULL, t.cancellation_ms, t.revocation_percentage
+            FROM entry e LEFT JOIN store_transaction t ON t.transaction_id = e.transaction_id AND t.book = e.book
+            WHERE e.kind = 'refund' ORDER BY e.id
+            """).map { ($0[0], $0[1], $0[2], $0[3], $0[4], $0[5], $0[6]) }
+    }
+
+    /// Finished runs whose recorded `entries_posted` is not the number of entries written with
+    /// their id (a night counts every entry it writes, sales, refunds and reversals).
+    public func runEntryCountMismatches() throws -> [(runId: Int64, recorded: Int64, entries: Int64)] {
+        var counts: [Int64: Int64] = [:]
+        for r in try Row.fetchAll(db, sql: "SELECT run_id, count(*) FROM entry GROUP BY run_id") { counts[r[0]] = r[1] }
+        return try Row.fetchAll(db, sql: "SELECT id, entries_posted FROM run WHERE finished_at IS NOT NULL ORDER BY id").compactMap { r in
+            let id: Int64 = r[0], recorded: Int64 = r[1]
+            return recorded == counts[id] ?? 0 ? nil : (id, recorded, counts[id] ?? 0)
+        }
+    }
+
+    /// Source files whose stored records are not as many as the file recorded as new when it
+    /// was read (`new_records`: each is stored as one record, a whole-file rejection as one).
+    /// The first `limit`.
+    public func sourceFileRecordCountMismatches(limit: Int = 50) throws -> [(path: String, runId: Int64, recorded: Int64, stored: Int64)] {
+        try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT path, run_id, new_records, stored FROM (
+                SELECT f.id, f.path, f.run_id, f.new_records, (SELECT count(*) FROM source_record r WHERE r.file_id = f.id) AS stored
+                FROM source_file f)
+            WHERE new_records <> stored ORDER BY id LIMIT ?
+            """), arguments: [limit]).map { ($0[0], $0[1], $0[2], $0[3]) }
+    }
+
+    /// Finished runs whose recorded `records_read` is not the number of records stored from
+    /// the files they read.
+    public func runRecordCountMismatches() throws -> [(runId: Int64, recorded: Int64, stored: Int64)] {
+        try Row.fetchAll(db, sql: """
+            SELECT id, records_read, stored FROM (
+                SELECT run.id, run.records_read,
+                       (SELECT count(*) FROM source_file f JOIN source_record r ON r.file_id = f.id WHERE f.run_id = run.id) AS stored
+                FROM run WHERE run.finished_at IS NOT NULL)
+            WHERE records_read <> stored ORDER BY id
+            """).map { ($0[0], $0[1], $0[2]) }
+    }
+
     /// The refunds (cancellation or revocation) stored with transactions.
     public func storedRefunds() throws -> [(transactionId: String, cancellationMs: Int64, percentage: Int64?)] {
         try Row.fetchAll(db.cachedStatement(sql: """

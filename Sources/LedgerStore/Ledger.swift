@@ -109,16 +109,78 @@ public final class Ledger {
     /// The schema objects (by type and name, with their SQL) iapledger's migrations create, up
     /// to the last one this ledger has applied: what `verify` expects the ledger to hold.
     public func expectedSchemaObjects() throws -> [String: String] {
+        try expectedSchema { try LedgerReader(db: $0).schemaObjects() }
+    }
+
+    /// `body` on a fresh in-memory database migrated as this ledger was (up to the last
+    /// migration it has applied, or the newest a finished run recorded writing with, if later:
+    /// see `migrationsBehindRuns`).
+    func expectedSchema<T>(_ body: (Database) throws -> T) throws -> T {
         let migrator = Schema.migrator()
         do {
-            let applied = try queue.read { try migrator.appliedIdentifiers($0) }
             let fresh = try DatabaseQueue()
-            if let last = migrator.migrations.last(where: applied.contains) {
+            if let last = try migrationsBehindRuns()?.recorded ?? queue.read({ try Self.lastApplied($0, migrator) }) {
                 try migrator.migrate(fresh, upTo: last)
             }
-            return try fresh.read { try LedgerReader(db: $0).schemaObjects() }
+            return try fresh.read(body)
         } catch let e as DatabaseError {
             throw StoreError(message: "\(path): \(e.message ?? e.description)")
+        }
+    }
+
+    /// The last migration the ledger has applied (of those this iapledger knows), if any.
+    static func lastApplied(_ db: Database, _ migrator: DatabaseMigrator) throws -> String? {
+        let applied = try migrator.appliedIdentifiers(db)
+        return migrator.migrations.last(where: applied.contains)
+    }
+
+    /// A finished run that recorded writing with a newer schema (`run.schema_migration`) than
+    /// the last migration the ledger has applied: migrations were deleted from grdb_migrations
+    /// (with what they created, for the schema check to pass). The newest such schema and the
+    /// last run that recorded it; nil when none is newer. A migration this iapledger does not
+    /// know (a newer version wrote the run) is not compared.
+    public func migrationsBehindRuns() throws -> (runId: Int64, recorded: String, lastApplied: String?)? {
+        let migrator = Schema.migrator(), ids = migrator.migrations
+        do {
+            return try queue.read { db in
+                let hasColumn = try Bool.fetchOne(db, sql: "SELECT count(*) FROM pragma_table_info('run') WHERE name = 'schema_migration'") ?? false
+                guard hasColumn else { return nil }
+                let last = try Self.lastApplied(db, migrator)
+                let lastIndex = last.flatMap { ids.firstIndex(of: $0) } ?? -1
+                let newest = try Row.fetchAll(db, sql: """
+                    SELECT schema_migration, max(id) FROM run WHERE finished_at IS NOT NULL AND schema_migration IS NOT NULL GROUP BY schema_migration
+                    """).compactMap { r -> (index: Int, runId: Int64, id: String)? in
+                    let id: String = r[0]
+                    return ids.firstIndex(of: id).map { ($0, r[1], id) }
+                }.max { $0.index < $1.index }
+                guard let newest, newest.index > lastIndex else { return nil }
+                return (newest.runId, newest.id, last)
+            }
+        } catch let e as DatabaseError {
+            throw StoreError(message: "\(path): \(e.message ?? e.description)")
+        }
+    }
+
+    /// The tables and views of `expectedSchemaObjects` the ledger no longer has with every
+    /// column they were created with: missing (no columns listed) or without the columns
+    /// listed. `verify` reads them by name, so it checks their content only when there is none.
+    public func unreadableObjects() throws -> [(object: String, missingColumns: [String])] {
+        func columns(_ db: Database) throws -> [String: [String]] {
+            var byObject: [String: [String]] = [:]
+            for r in try Row.fetchAll(db, sql: "SELECT type, name FROM sqlite_schema WHERE type IN ('table', 'view')") {
+                let name: String = r[1]
+                // A view that names a dropped table or column cannot list its columns (an
+                // error): it has none that can be read.
+                byObject["\(r[0] as String) \(name)"] = (try? String.fetchAll(db, sql: "SELECT name FROM pragma_table_info(?) ORDER BY cid", arguments: [name])) ?? []
+            }
+            return byObject
+        }
+        let expected = try expectedSchema(columns)
+        let actual = try read { r in try columns(r.db) }
+        return expected.keys.sorted().compactMap { key in
+            guard let has = actual[key] else { return (key, []) }
+            let missing = expected[key]!.filter { !has.contains($0) }
+            return missing.isEmpty ? nil : (key, missing)
         }
     }
 
@@ -465,8 +527,9 @@ public final class LedgerWriter: LedgerReader {
     func currentChainHead() throws -> String { try currentChainTip().hash }
 
     public func beginRun(asOf: Day, toolVersion: String, startedAt: String) throws -> Int64 {
-        try db.cachedStatement(sql: "INSERT INTO run (as_of, started_at, tool_version) VALUES (?, ?, ?)").execute(
-                       arguments: [asOf.description, startedAt, toolVersion])
+        // A writer's ledger is migrated to the newest schema when it opens.
+        try db.cachedStatement(sql: "INSERT INTO run (as_of, started_at, tool_version, schema_migration) VALUES (?, ?, ?, ?)").execute(
+                       arguments: [asOf.description, startedAt, toolVersion, Schema.newestMigration])
         return db.lastInsertedRowID
     }
 

@@ -511,8 +511,19 @@ enum Schema {
                     BEGIN SELECT RAISE(ABORT, 'source files are recorded once and never removed'); END;
                 """)
         }
+        // Each run records the newest migration of the schema it wrote with (its row never
+        // changes once finished). The migrations applied are rows of grdb_migrations: deleting
+        // the newest with what they created (v19's triggers, say) made `verify` compare the
+        // ledger with the older schema and find nothing missing. It now compares the ledger
+        // with the newest schema a finished run wrote with, and names the deleted migrations.
+        m.registerMigration("v20-run-schema", foreignKeyChecks: .immediate) { db in
+            try db.execute(sql: "ALTER TABLE run ADD COLUMN schema_migration TEXT")
+        }
         return m
     }
+
+    /// The newest migration: what a run writing the ledger records (`run.schema_migration`).
+    static let newestMigration = migrator().migrations.last!
 
     /// The nine posting rules of accounting.md as SQL rows (kind, line, account, net,
     /// commission, proceeds), as migration v13 stores them: written out here, not built from

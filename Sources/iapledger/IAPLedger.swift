@@ -293,7 +293,8 @@ struct Trace: ParsableCommand {
                 return nil
             }
             guard let found else {
-                FileHandle.standardError.write(Data("iapledger: no transaction or order with id \(id) in this ledger\n".utf8))
+                // The id is what the user typed (or pasted): shown escaped, as everything else printed is.
+                FileHandle.standardError.write(Data("iapledger: no transaction or order with id \(TerminalText.visible(id)) in this ledger\n".utf8))
                 throw ExitCode.failure
             }
             print(found, terminator: "")

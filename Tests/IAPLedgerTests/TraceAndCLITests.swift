@@ -359,6 +359,11 @@ final class TraceAndCLITests: XCTestCase {
         let r = try cli(["trace", "no-such-id", "--workspace", ws.root.path])
         XCTAssertNotEqual(r.status, 0)
         XCTAssertTrue(r.err.contains("no transaction or order with id no-such-id"), r.err)
+        // An id with an escape sequence and a right-to-left override reaches stderr escaped.
+        let hostile = try cli(["trace", "x\u{1B}[2J\u{202E}", "--workspace", ws.root.path])
+        XCTAssertNotEqual(hostile.status, 0)
+        XCTAssertTrue(hostile.err.contains("no transaction or order with id x\\u{1B}[2J\\u{202E} in this ledger"), hostile.err)
+        XCTAssertFalse(hostile.err.unicodeScalars.contains { $0 == "\u{1B}" || $0 == "\u{202E}" }, hostile.err)
     }
 
     func testBalanceJSONAndExitCodes() throws {

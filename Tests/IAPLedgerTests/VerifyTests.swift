@@ -544,7 +544,7 @@ final class VerifyTests: XCTestCase {
         let db = try DatabaseQueue(path: dbPath)
         try db.write { try $0.execute(sql: "UPDATE store_transaction SET sale_status = 'posted', pending_reason = NULL WHERE transaction_id = '8005'") }
         let r = try Audit(workspace: ws.workspace).run()
-        XCTAssertEqual(r.problems.map(\.message), ["transaction 8005 is marked posted but has no sale entry: its status was changed by hand, and its sale will never post"])
+        XCTAssertEqual(r.problems.map(\.message), ["transaction 8005 is marked posted but has no sale entry: its sale entry was removed, or its status was changed by hand (then its sale will never post)"])
     }
 
     /// A reversal asked for by hand (a row in `reversal_request`, which only Apple's
@@ -625,5 +625,194 @@ final class VerifyTests: XCTestCase {
         try tamper(past: "run_finished_no_update", "UPDATE run SET closed_through = '2026-10' WHERE id = 1")
         r = try Audit(workspace: ws.workspace).run()
         XCTAssertTrue(r.problems.contains { $0.message.contains("transaction 8101: dated 2026-10-01, in a month closed (through 2026-10) when run 1 committed before this entry was written") }, "\(r.problems)")
+    }
+
+    /// A table dropped, a column renamed, a view replaced: verify stopped at SQLite's error
+    /// (`no such table: balance_month`) or GRDB's, reading a row without its column, before
+    /// listing the schema's problems. It now lists them, says the content was not checked, and
+    /// fails (exit 1).
+    func testAnAlteredSchemaIsListedInsteadOfAnSQLiteError() throws {
+        let pristine = try Data(contentsOf: URL(fileURLWithPath: dbPath))
+        for (sql, key, named, line) in [
+            ("DROP TABLE balance_month", "table balance_month", "table balance_month (missing, or naming what is missing)", #line),
+            ("ALTER TABLE entry RENAME COLUMN hash TO h", "table entry", "table entry (without its column hash)", #line),
+            ("DROP VIEW posting; CREATE VIEW posting AS SELECT 1 AS x", "view posting",
+             "view posting (without its columns id, entry_id, line, account_id, currency, amount_minor, reporting_amount_minor)", #line),
+        ] as [(String, String, String, UInt)] {
+            try pristine.write(to: URL(fileURLWithPath: dbPath))
+            try DatabaseQueue(path: dbPath).write { try $0.execute(sql: sql) }
+            let r = try Audit(workspace: ws.workspace).run()
+            XCTAssertFalse(r.ok, line: line)
+            XCTAssertTrue(r.problems.allSatisfy(\.schema), "\(r.problems)", line: line)
+            XCTAssertEqual(r.problems.last?.message, "the ledger's content was not checked: its checks read the tables and views iapledger's migrations created, and the ledger no longer has \(named). Restore the schema (from a copy of the ledger) and run `iapledger verify` again", line: line)
+            XCTAssertTrue(r.problems.dropLast().contains { $0.message.hasPrefix("the ledger's \(key) ") }, "\(r.problems)", line: line)
+        }
+        let cli = try Resilience.cli(["verify", "--workspace", ws.root.path])
+        XCTAssertEqual(cli.status, 1, cli.err)
+        XCTAssertTrue(cli.err.contains("verify: FAILED") && cli.err.contains("the ledger's content was not checked") && !cli.err.contains("SQLite error"), cli.err)
+    }
+
+    /// 8005 waits for a rule (no USA price for vip.monthly), 8006 is a free trial: free as read.
+    func waitingAndFreeSales() throws {
+        try ws.write("inbox/receipts/next.jsonl", [
+            Receipt.response([Receipt.item("8005", product: "vip.monthly", purchased: "2026-10-07T10:00:00Z")]),
+            Receipt.response([Receipt.item("8006", purchased: "2026-10-07T11:00:00Z")
+                .replacingOccurrences(of: "\"is_trial_period\": \"false\"", with: "\"is_trial_period\": \"true\"")]),
+        ].joined(separator: "\n"))
+        try ws.write("rules/prices.csv", TestWorkspace.defaultPrices.replacingOccurrences(of: "vip.monthly,USA,9.99,2020-01-01", with: "vip.monthly,DEU,9.99,2020-01-01"))
+        try ws.run("2026-10-08")
+        XCTAssertEqual(try rows("SELECT transaction_id, sale_status FROM store_transaction WHERE transaction_id IN ('8005', '8006') ORDER BY 1"),
+                       [["8005", "pending"], ["8006", "free"]])
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+    }
+
+    /// A paid sale waiting for a rule, marked free by hand, passed verify (free with no sale
+    /// entry agreed) and no later night posted it. Whether it is free is now derived again.
+    func testASaleMarkedFreeThatIsNotFreeIsCaught() throws {
+        try waitingAndFreeSales()
+        let db = try DatabaseQueue(path: dbPath)
+        try db.write { try $0.execute(sql: "UPDATE store_transaction SET sale_status = 'free', pending_reason = NULL WHERE transaction_id = '8005'") }
+        try ws.write("rules/prices.csv", TestWorkspace.defaultPrices)
+        try ws.run("2026-10-09")
+        XCTAssertEqual(try rows("SELECT count(*) FROM entry WHERE transaction_id = '8005'"), [["0"]], "the rule came, and the night did not post it")
+        let r = try Audit(workspace: ws.workspace).run()
+        XCTAssertEqual(r.problems.map(\.message), ["transaction 8005 is marked free, but it has no price of its own and is no free trial, and rules/prices.csv prices vip.monthly above 0 (or not at all) on 2026-10-07 in every storefront (inbox/receipts/next.jsonl:1): its status was set by hand, and its sale will never post"])
+    }
+
+    /// A signed price is free as the night decides it: when it rounds to no minor unit of its
+    /// currency (Poster's zero gross), not when it merely looks small.
+    func testWhetherASignedPriceIsFreeIsTheNightsDecision() throws {
+        func why(_ milli: Int64?, _ currency: String?, trial: Bool = false) -> String? {
+            Audit.whyNotFree(TransactionObservation(transactionId: "t", productId: "coins.100", purchaseMs: 1_791_280_800_000, book: .production,
+                                                    currency: currency, priceMilliunits: milli, isFreeTrial: trial),
+                             rules: { XCTFail("a signed price needs no rules"); return Rules() })
+        }
+        XCTAssertNil(why(0, "USD"))
+        XCTAssertNil(why(4990, "USD", trial: true))
+        XCTAssertNil(why(500, "JPY"), "half a yen rounds to even: 0")
+        XCTAssertEqual(why(501, "JPY"), "its signed price, 501 milliunits of JPY, is a gross of 1 minor unit")
+        XCTAssertNil(why(4, "USD"), "0.4 cent rounds to 0")
+        XCTAssertEqual(why(6, "USD"), "its signed price, 6 milliunits of USD, is a gross of 1 minor unit")
+        XCTAssertEqual(why(990, "USD"), "its signed price, 990 milliunits of USD, is a gross of 99 minor units")
+    }
+
+    /// Only posted transactions were compared with their first source record (by re-deriving
+    /// their sale): a waiting or free one changed by hand passed, and the night would post
+    /// what was stored.
+    func testTransactionsNotPostedAreCheckedAgainstTheirSources() throws {
+        try waitingAndFreeSales()
+        let db = try DatabaseQueue(path: dbPath)
+        try db.write { d in
+            try d.execute(sql: "UPDATE store_transaction SET quantity = 5 WHERE transaction_id = '8005'")
+            try d.execute(sql: "UPDATE store_transaction SET app_account_token = 'someone-else' WHERE transaction_id = '8006'")
+        }
+        let r = try Audit(workspace: ws.workspace).run()
+        XCTAssertEqual(r.problems.map(\.message), [
+            "transaction 8005 (pending, no sale entry): its source record inbox/receipts/next.jsonl:1 differs from the stored transaction in quantity",
+            "transaction 8006 (free, no sale entry): its source record inbox/receipts/next.jsonl:2 differs from the stored transaction in app account token",
+        ])
+    }
+
+    /// A refunded sale's refund entry removed, its tracks covered (the run's chain head, the
+    /// month totals) passed: nothing said a stored refund of a posted sale must have its
+    /// entry. The run's entry count names the removal too, until it is rewritten as well.
+    func testARemovedRefundEntryIsNamed() throws {
+        XCTAssertEqual(try rows("SELECT id, kind FROM entry WHERE transaction_id = '8002' ORDER BY id"), [["2", "sale"], ["4", "refund"]])
+        try tamper(past: "entry_no_delete", "DELETE FROM entry WHERE id = 4")
+        try tamper(past: "run_finished_no_update", "UPDATE run SET chain_head = (SELECT hash FROM entry WHERE id = 3)")
+        try DatabaseQueue(path: dbPath).write { d in
+            try d.execute(sql: "DELETE FROM balance_month; DELETE FROM activity_month")
+            try MonthTotals.add(afterEntryId: 0, db: d)
+        }
+        let refundMissing = "transaction 8002: its stored refund (dated 2026-10-06) has no refund entry, though its sale is posted: every night posts such a refund before it commits, so the entry was removed"
+        XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.message),
+                       [refundMissing, "run 1 recorded 4 entries posted, but 3 entries belong to it: entries were removed or added after it committed"])
+        try tamper(past: "run_finished_no_update", "UPDATE run SET entries_posted = 3")
+        XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.message), [refundMissing])
+    }
+
+    /// The reverse: a refund entry whose transaction no longer stores the refund (or another
+    /// date, or another percentage) passed.
+    func testARefundEntryIsItsTransactionsStoredRefund() throws {
+        let db = try DatabaseQueue(path: dbPath)
+        try db.write { try $0.execute(sql: "UPDATE store_transaction SET cancellation_ms = NULL WHERE transaction_id = '8002'") }
+        XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.description),
+                       ["entry #4: refund of transaction 8002: its transaction stores no refund (no cancellation date): the refund was removed from the stored transaction"])
+        try db.write { try $0.execute(sql: "UPDATE store_transaction SET cancellation_ms = 1791367200000, revocation_percentage = 50000 WHERE transaction_id = '8002'") }
+        let messages = try Audit(workspace: ws.workspace).run().problems.map(\.description)
+        XCTAssertTrue(messages.contains("entry #4: refund of transaction 8002: dated 2026-10-06 (its original date), but its transaction's stored refund is dated 2026-10-07"), "\(messages)")
+        XCTAssertTrue(messages.contains("entry #4: refund of transaction 8002: of 100000 thousandths of a percent, but its transaction's stored refund is of 50000"), "\(messages)")
+    }
+
+    /// Source records deleted with their links (past the trigger that forbids it, put back
+    /// after) passed: every record left still hashed as read. Each file and each run recorded
+    /// how many records it stored.
+    func testDeletedSourceRecordsAreNamed() throws {
+        try ws.write("inbox/receipts/next.jsonl", [
+            Receipt.response([Receipt.item("8001", purchased: "2026-10-05T10:00:00Z")]),
+            "not json",
+        ].joined(separator: "\n"))
+        try ws.run("2026-10-08")
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+        let file = "(SELECT id FROM source_file WHERE path = 'inbox/receipts/next.jsonl')"
+        XCTAssertEqual(try rows("SELECT line, outcome FROM source_record WHERE file_id = \(file) ORDER BY line"), [["1", "verified"], ["2", "rejected"]])
+        try tamper(past: "source_record_no_delete", """
+            DELETE FROM transaction_source WHERE record_id IN (SELECT id FROM source_record WHERE file_id = \(file));
+            DELETE FROM source_record WHERE file_id = \(file)
+            """)
+        XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.message), [
+            "source file inbox/receipts/next.jsonl (read by run 2) recorded 2 new records, but 0 are stored: source records were deleted (or added) after it was read",
+            "run 2 recorded reading 2 records, but its files hold 0: source records were deleted (or added) after it committed",
+        ])
+    }
+
+    /// A middle entry deleted was named only by the next entry's hash and a sale status "changed
+    /// by hand"; entry ids run on without a gap, so the missing entry is named.
+    func testADeletedMiddleEntryIsNamedByItsId() throws {
+        try tamper(past: "entry_no_delete", "DELETE FROM entry WHERE id = 2")
+        let r = try Audit(workspace: ws.workspace).run()
+        let problems = r.problems.map(\.description)
+        XCTAssertEqual(r.firstFailingEntry, 2)
+        XCTAssertEqual(problems.first, "entry #2: entry #2 is missing (entry ids run on without a gap, and no entry is ever deleted): removed, the ledger going from #1 to #3")
+        XCTAssertTrue(problems.contains("entry #3: sale of transaction 8003: its stored hash does not match its content, its postings and the hash of the entry before it, #2, which is missing (above)"), "\(problems)")
+        XCTAssertTrue(problems.contains("run 1 recorded 4 entries posted, but 3 entries belong to it: entries were removed or added after it committed"), "\(problems)")
+        XCTAssertTrue(problems.contains("transaction 8002 is marked posted but has no sale entry: its sale entry was removed, or its status was changed by hand (then its sale will never post)"), "\(problems)")
+    }
+
+    /// A run's recorded head changed alone (the entries untouched) was blamed on the entries.
+    func testARunsChangedHeadIsNotBlamedOnTheEntries() throws {
+        try tamper(past: "run_finished_no_update", "UPDATE run SET chain_head = '\(String(repeating: "0", count: 64))'")
+        let head = try rows("SELECT hash FROM entry WHERE id = 4")[0][0]
+        XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.message), [
+            "run 1's recorded chain head \(String(repeating: "0", count: 64)) differs from the head its entries give now, \(head), though their chain is unbroken: the run's recorded head was changed, or its last entries were removed, or the entries up to it rewritten with every hash after them (compare with the head kept outside the ledger for that night)",
+        ])
+    }
+
+    /// Reporting amounts changed alone: the message showed the same net and commission as
+    /// expected and stored. Each figure that differs is shown, the reporting ones too.
+    func testChangedReportingFiguresAreShown() throws {
+        try tamper(past: "entry_no_update", """
+            UPDATE entry SET net_reporting_minor = net_reporting_minor + 7, proceeds_reporting_minor = proceeds_reporting_minor + 7 WHERE id = 1
+            """)
+        let expected = try rows("SELECT net_reporting_minor - 7, net_reporting_minor, proceeds_reporting_minor - 7, proceeds_reporting_minor, reporting_currency FROM entry WHERE id = 1")[0]
+        let r = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(r.problems.contains { $0.entryId == 1 && $0.message.hasSuffix("the figures differ: net in \(expected[4]) expected \(expected[0]), stored \(expected[1]); proceeds in \(expected[4]) expected \(expected[2]), stored \(expected[3])") },
+                      "\(r.problems)")
+    }
+
+    /// The newest migrations deleted from grdb_migrations with what they created (v19's
+    /// triggers) made verify compare the ledger with the older schema and find nothing
+    /// missing. Each run now records the schema it wrote with, and the ledger is compared with it.
+    func testDeletedMigrationsAreNamed() throws {
+        XCTAssertEqual(try rows("SELECT schema_migration FROM run"), [["v20-run-schema"]])
+        try DatabaseQueue(path: dbPath).write { d in
+            try d.execute(sql: "DELETE FROM grdb_migrations WHERE identifier IN ('v19-source-files-fixed', 'v20-run-schema')")
+            try d.execute(sql: "DROP TRIGGER source_file_fixed; DROP TRIGGER source_file_no_delete")
+        }
+        let messages = try Audit(workspace: ws.workspace).run().problems.map(\.message)
+        XCTAssertEqual(messages.first, "run 1 recorded writing the ledger with its schema through migration v20-run-schema, but the ledger's applied migrations (grdb_migrations) end at v18-run-closed-through: the newer ones were deleted; the schema is compared with the one v20-run-schema gives")
+        XCTAssertTrue(messages.contains { $0.hasPrefix("the ledger's trigger source_file_fixed is missing") }, "\(messages)")
+        XCTAssertTrue(messages.contains { $0.hasPrefix("the ledger's trigger source_file_no_delete is missing") }, "\(messages)")
+        XCTAssertEqual(messages.count, 3, "\(messages)")
     }
 }
