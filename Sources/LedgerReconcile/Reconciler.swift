@@ -44,12 +44,12 @@ public struct ReconTransaction: Sendable {
     public var grossMinor: Int64?
     public var currency: String?
     public var netReportingMinor: Int64?
-    /// The storefront its sale was booked at when that is `default_storefront` for want of its
-    /// own or an order's (nil otherwise, or not posted).
-    public var bookedAtDefaultStorefront: String?
+    /// Its sale is booked at `default_storefront` and it has no storefront of its own (booked
+    /// there for want of an order's, or because its order named it: its applied rules say which).
+    public var bookedAtDefaultStorefront: Bool
     public init(transactionId: String, book: Book, productId: String, quantity: Int64, appAccountToken: String?,
                 refundedInFull: Bool, refunded: Bool, grossMinor: Int64?, currency: String?, netReportingMinor: Int64?,
-                bookedAtDefaultStorefront: String? = nil) {
+                bookedAtDefaultStorefront: Bool = false) {
         self.bookedAtDefaultStorefront = bookedAtDefaultStorefront
         self.transactionId = transactionId
         self.book = book
@@ -76,12 +76,12 @@ public struct ReconOrder: Sendable {
     public var environment: String
     public var appAccountToken: String?
     public var active: Bool
-    /// The storefront the order names, if any.
-    public var storefront: String?
+    /// It names a storefront other than `default_storefront`.
+    public var namesOtherStorefront: Bool
     public init(orderId: String, accountId: String, transactionId: String?, productId: String, quantity: Int64,
                 creditedUnits: Int64, creditedMs: Int64, environment: String, appAccountToken: String?, active: Bool,
-                storefront: String? = nil) {
-        self.storefront = storefront
+                namesOtherStorefront: Bool = false) {
+        self.namesOtherStorefront = namesOtherStorefront
         self.orderId = orderId
         self.accountId = accountId
         self.transactionId = transactionId

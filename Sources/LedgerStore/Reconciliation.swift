@@ -252,13 +252,13 @@ extension LedgerWriter {
                    t.revocation_percentage,
                    EXISTS (SELECT 1 FROM reversal_request q WHERE q.book = t.book AND q.transaction_id = t.transaction_id),
                    e.gross_minor, e.currency, e.net_reporting_minor,
-                   CASE WHEN t.storefront IS NULL AND e.storefront = ?
-                        AND instr(e.rules_json, '"storefrontSource":"default_storefront"') > 0 THEN e.storefront END
+                   t.storefront IS NULL AND e.storefront = ?1
             """
         let saleJoin = "LEFT JOIN entry e ON e.book = t.book AND e.transaction_id = t.transaction_id AND e.kind = 'sale'"
         let oColumns = """
             SELECT v.order_id, v.account_id, NULLIF(v.transaction_id, ''), v.product_id, v.quantity, v.credited_units,
-                   v.credited_ms, v.environment, v.app_account_token, v.storefront
+                   v.credited_ms, v.environment, v.app_account_token,
+                   v.storefront IS NOT NULL AND v.storefront <> '' AND v.storefront <> ?1
             """
         let latestActive = "v.reversed_at IS NULL AND v.id = (SELECT max(w.id) FROM order_version w WHERE w.order_id = v.order_id)"
         let transactionsSQL, ordersSQL, exceptionsSQL: String
@@ -361,14 +361,14 @@ extension LedgerWriter {
 
         let unverified = try db.cachedStatement(sql: "SELECT 1 FROM unverified_record_transaction WHERE transaction_id = ? LIMIT 1")
         if let loneOrdersSQL {
-            let lone = try Row.fetchCursor(db, sql: loneOrdersSQL)
+            let lone = try Row.fetchCursor(db, sql: loneOrdersSQL, arguments: [defaultStorefront])
             while let r = try lone.next() {
                 try apply(ReconGroup(transactionId: nil, transaction: nil, orders: [Self.reconOrder(r)], unverified: false))
             }
         }
         // A merge of two streams in transaction-id order (SQLite's BINARY order: UTF-8 bytes).
         let tCursor = try Row.fetchCursor(db, sql: transactionsSQL, arguments: [defaultStorefront])
-        let oCursor = try Row.fetchCursor(db, sql: ordersSQL)
+        let oCursor = try Row.fetchCursor(db, sql: ordersSQL, arguments: [defaultStorefront])
         var nextT = try tCursor.next().map(Self.reconTransaction)
         var nextO = try oCursor.next().map(Self.reconOrder)
         while let o = nextO, o.transactionId == nil {
@@ -398,8 +398,8 @@ extension LedgerWriter {
                 isUnverified = try Bool.fetchOne(unverified, arguments: [id]) ?? false
             }
             try apply(ReconGroup(transactionId: id, transaction: transaction, orders: orders, unverified: isUnverified))
-            if let t = transaction, let booked = t.bookedAtDefaultStorefront {
-                try storefrontNamedAfterPosting(t, booked: booked, orders: orders, runId: runId)
+            if let t = transaction, t.bookedAtDefaultStorefront, orders.contains(where: \.namesOtherStorefront) {
+                try storefrontNamedAfterPosting(t, booked: defaultStorefront, runId: runId)
             }
         }
         progress(groups % 1024)
@@ -419,14 +419,27 @@ extension LedgerWriter {
     /// within `order_wait_days`) whose orders now name another storefront: accounting.md books
     /// a sale in its order's storefront, and a posted entry is never rewritten, so finance is
     /// told (STOREFRONT_AFTER_POSTING) to book the difference by hand. The order is the one
-    /// posting would take: the earliest credited that names a storefront.
-    func storefrontNamedAfterPosting(_ t: ReconTransaction, booked: String, orders: [ReconOrder], runId: Int64) throws {
-        guard let order = orders.filter({ !($0.storefront ?? "").isEmpty })
-                .min(by: { ($0.creditedMs, $0.orderId) < ($1.creditedMs, $1.orderId) }),
-              let named = order.storefront, named != booked else { return }
+    /// posting takes: the earliest credited naming a storefront (latest version of each order).
+    /// Called for the few groups whose columns flag the case, so the night reads no more for
+    /// the others than it did.
+    func storefrontNamedAfterPosting(_ t: ReconTransaction, booked: String, runId: Int64) throws {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT v.order_id, v.storefront FROM order_version v
+            WHERE v.transaction_id = ? AND v.storefront IS NOT NULL AND v.storefront <> ''
+              AND v.id = (SELECT max(id) FROM order_version w WHERE w.order_id = v.order_id)
+            ORDER BY v.credited_ms, v.order_id LIMIT 1
+            """), arguments: [t.transactionId]) else { return }
+        let orderId: String = row[0], named: String = row[1]
+        guard named != booked else { return }
+        // Booked there for want of any other, not because an order named it (its applied rules
+        // say which).
+        guard try Bool.fetchOne(db.cachedStatement(sql: """
+            SELECT instr(rules_json, '"storefrontSource":"default_storefront"') > 0 FROM entry
+            WHERE book = ? AND transaction_id = ? AND kind = 'sale'
+            """), arguments: [t.book.rawValue, t.transactionId]) == true else { return }
         try openFinding(code: "STOREFRONT_AFTER_POSTING", transactionId: t.transactionId, recordId: nil, message: """
             booked at default_storefront \(booked): no storefront of its own and no order naming one when it was posted; \
-            order \(order.orderId), read since, names \(named). The entry stays as posted (entries are never rewritten): \
+            order \(orderId), read since, names \(named). The entry stays as posted (entries are never rewritten): \
             book the difference by hand if it matters
             """, runId: runId)
     }
@@ -463,13 +476,13 @@ extension LedgerWriter {
         return ReconTransaction(transactionId: r[0], book: Book(rawValue: r[1])!, productId: r[2], quantity: r[3],
                                 appAccountToken: r[4], refundedInFull: refunded && (percentage == nil || percentage == 100_000),
                                 refunded: refunded, grossMinor: r[8], currency: r[9], netReportingMinor: r[10],
-                                bookedAtDefaultStorefront: r[11])
+                                bookedAtDefaultStorefront: (r[11] as Bool?) ?? false)
     }
 
     static func reconOrder(_ r: Row) -> ReconOrder {
         ReconOrder(orderId: r[0], accountId: r[1], transactionId: r[2], productId: r[3], quantity: r[4],
                    creditedUnits: r[5], creditedMs: r[6], environment: r[7], appAccountToken: r[8], active: true,
-                   storefront: r[9])
+                   namesOtherStorefront: (r[9] as Bool?) ?? false)
     }
 }
 
