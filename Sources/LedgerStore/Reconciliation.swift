@@ -25,7 +25,9 @@ public struct ExceptionRow: Equatable {
 }
 
 extension LedgerReader {
-    /// Stored exceptions; `status` is "open", "resolved" or "all".
+    /// Stored exceptions; `status` is "open", "resolved" or "all". An exception that was
+    /// resolved and found again counts once per episode: its earlier episodes (kept when it
+    /// reopened) are resolved rows of their own, with their own dates.
     /// - Parameter openOn: only those open on that day (detected on or before it, not resolved by then).
     public func exceptions(status: String = "all", category: String? = nil, openOn day: Day? = nil) throws -> [ExceptionRow] {
         var conditions: [String] = []
@@ -41,18 +43,28 @@ extension LedgerReader {
         let order = ExceptionCategory.allCases.enumerated().map { "WHEN '\($1.rawValue)' THEN \($0)" }.joined(separator: " ")
         return try Row.fetchAll(db.cachedStatement(sql: """
             SELECT category, transaction_id, order_id, account_id, product_id, gross_minor, currency, net_reporting_minor,
-                   detail, first_seen, last_seen, resolved_on
-            FROM exception \(whereSQL)
+                   detail, first_seen, last_seen, resolved_on FROM (\(Self.episodesSQL)) \(whereSQL)
             ORDER BY CASE category \(order) END, first_seen, transaction_id, order_id
             """), arguments: StatementArguments(args)).map(Self.exceptionRow)
     }
 
-    /// Exceptions about one transaction or one order (for the trace).
+    /// Every episode of every exception: each row as it stands (its current episode), and the
+    /// earlier episodes of those found again after they were resolved.
+    static let episodesSQL = """
+        SELECT category, transaction_id, order_id, account_id, product_id, gross_minor, currency, net_reporting_minor,
+               detail, first_seen, last_seen, resolved_on, id AS exception_id FROM exception
+        UNION ALL
+        SELECT x.category, x.transaction_id, x.order_id, x.account_id, x.product_id, x.gross_minor, x.currency,
+               x.net_reporting_minor, p.detail, p.first_seen, p.last_seen, p.resolved_on, x.id
+        FROM exception_episode p JOIN exception x ON x.id = p.exception_id
+        """
+
+    /// Exceptions about one transaction or one order (for the trace), every episode, oldest first.
     public func exceptions(transactionId: String?, orderId: String?) throws -> [ExceptionRow] {
         try Row.fetchAll(db.cachedStatement(sql: """
             SELECT category, transaction_id, order_id, account_id, product_id, gross_minor, currency, net_reporting_minor,
-                   detail, first_seen, last_seen, resolved_on
-            FROM exception WHERE transaction_id = ? OR order_id = ? ORDER BY id
+                   detail, first_seen, last_seen, resolved_on FROM (\(Self.episodesSQL))
+            WHERE transaction_id = ? OR order_id = ? ORDER BY exception_id, first_seen
             """), arguments: [transactionId ?? "\u{0}", orderId ?? "\u{0}"]).map(Self.exceptionRow)
     }
 
@@ -331,7 +343,14 @@ extension LedgerWriter {
                                 gross_minor = ?, currency = ?, net_reporting_minor = ? WHERE id = ?
                             """).execute(arguments: [day, runId, e.detail, e.accountId, e.productId, e.grossMinor, e.currency, e.netReportingMinor, id])
                     } else {
-                        // Detected again after it was resolved: a new episode.
+                        // Detected again after it was resolved: a new episode. The one before
+                        // it is kept as history first.
+                        try db.cachedStatement(sql: """
+                            INSERT INTO exception_episode (exception_id, detail, first_seen, first_run_id, last_seen, last_run_id,
+                                resolved_on, resolved_run_id)
+                            SELECT id, detail, first_seen, first_run_id, last_seen, last_run_id, resolved_on, resolved_run_id
+                            FROM exception WHERE id = ?
+                            """).execute(arguments: [id])
                         try db.cachedStatement(sql: """
                             UPDATE exception SET first_seen = ?, first_run_id = ?, last_seen = ?, last_run_id = ?, resolved_on = NULL,
                                 resolved_run_id = NULL, detail = ? WHERE id = ?

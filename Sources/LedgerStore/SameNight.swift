@@ -39,6 +39,7 @@ extension LedgerReader {
             SELECT id, category, transaction_id, order_id, account_id, product_id, gross_minor, currency, net_reporting_minor,
                    detail, first_seen, first_run_id, resolved_on, resolved_run_id FROM exception ORDER BY id
             """,
+            "SELECT id FROM exception_episode ORDER BY id",
             // The pending sales' own index (else SQLite walks every transaction in id order to skip the sort).
             """
             SELECT transaction_id, sale_status, pending_reason FROM store_transaction INDEXED BY store_transaction_pending_order

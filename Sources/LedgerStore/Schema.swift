@@ -519,6 +519,31 @@ enum Schema {
         m.registerMigration("v20-run-schema", foreignKeyChecks: .immediate) { db in
             try db.execute(sql: "ALTER TABLE run ADD COLUMN schema_migration TEXT")
         }
+        // An exception found again after it was resolved reopens its row (one per category,
+        // transaction and order): the row took the new episode's dates, and the episode before
+        // it (when found, when resolved) was gone from the ledger, from `trace` and from the
+        // workbooks written again for a date inside it. Each closed episode is kept here when
+        // its exception reopens, never changed.
+        m.registerMigration("v21-exception-episodes", foreignKeyChecks: .immediate) { db in
+            try db.execute(sql: """
+                CREATE TABLE exception_episode (
+                    id INTEGER PRIMARY KEY,
+                    exception_id INTEGER NOT NULL REFERENCES exception(id),
+                    detail TEXT NOT NULL,
+                    first_seen TEXT NOT NULL,
+                    first_run_id INTEGER NOT NULL REFERENCES run(id),
+                    last_seen TEXT NOT NULL,
+                    last_run_id INTEGER NOT NULL REFERENCES run(id),
+                    resolved_on TEXT NOT NULL,
+                    resolved_run_id INTEGER NOT NULL REFERENCES run(id)
+                ) STRICT;
+                CREATE INDEX exception_episode_exception ON exception_episode(exception_id);
+                CREATE TRIGGER exception_episode_no_update BEFORE UPDATE ON exception_episode
+                    BEGIN SELECT RAISE(ABORT, 'an exception episode is history: it never changes'); END;
+                CREATE TRIGGER exception_episode_no_delete BEFORE DELETE ON exception_episode
+                    BEGIN SELECT RAISE(ABORT, 'an exception episode is history: it is never removed'); END;
+                """)
+        }
         return m
     }
 

@@ -277,7 +277,8 @@ extension LedgerReader {
 
     func traceExceptions(where condition: String, _ value: String) throws -> [TransactionTrace.Exception] {
         try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT category, order_id, first_seen, last_seen, resolved_on, detail FROM exception WHERE \(condition) ORDER BY id
+            SELECT category, order_id, first_seen, last_seen, resolved_on, detail FROM (\(LedgerReader.episodesSQL))
+            WHERE \(condition) ORDER BY exception_id, first_seen
             """), arguments: [value]).map {
             let order: String = $0[1]
             return .init(category: $0[0], order_id: order.isEmpty ? nil : order, status: ($0[4] as String?) == nil ? "open" : "resolved",

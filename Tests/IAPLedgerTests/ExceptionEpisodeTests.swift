@@ -1,0 +1,50 @@
+import XCTest
+import GRDB
+@testable import LedgerRun
+@testable import LedgerStore
+import LedgerCore
+
+/// An exception resolved and found again reopens its row; the episode before it stays in the
+/// ledger (`exception_episode`), in `trace`, in `exceptions --status resolved` and in the
+/// workbooks written again for a date inside it. Its row took the new dates, and the episode
+/// before was gone.
+final class ExceptionEpisodeTests: XCTestCase {
+    func testAnExceptionFoundAgainKeepsTheEpisodeBefore() throws {
+        let ws = try TestWorkspace()
+        defer { ws.remove() }
+        let header = ReconciliationTests.header
+        // Night 1: a purchase no order credits (NOT_CREDITED). Night 2: its order (resolved).
+        // Night 4: the order is reversed (NOT_CREDITED again: a second episode).
+        try ws.write("inbox/receipts/a.jsonl", Receipt.response([Receipt.item("e1", purchased: "2026-10-05T10:00:00Z")]) + "\n")
+        try ws.run("2026-10-05")
+        try ws.write("inbox/orders/b.csv", header + "o-e1,acc-1,e1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n")
+        try ws.run("2026-10-07")
+        try ws.run("2026-10-08")
+        try ws.write("inbox/orders/c.csv", header + "o-e1,acc-1,e1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,2026-10-09T08:00:00Z\n")
+        try ws.run("2026-10-10")
+
+        let (_, ledger) = try ws.workspace.openExistingLedger()
+        func notCredited(_ rows: [ExceptionRow]) -> [String] {
+            rows.filter { $0.category == "NOT_CREDITED" && $0.transactionId == "e1" }
+                .map { "\($0.firstSeen) \($0.resolvedOn?.description ?? "open")" }
+        }
+        XCTAssertEqual(notCredited(try ledger.read { try $0.exceptions(status: "all") }),
+                       ["2026-10-05 2026-10-07", "2026-10-10 open"], "both episodes, each with its own dates")
+        XCTAssertEqual(notCredited(try ledger.read { try $0.exceptions(status: "resolved") }), ["2026-10-05 2026-10-07"])
+        XCTAssertEqual(notCredited(try ledger.read { try $0.exceptions(status: "open") }), ["2026-10-10 open"])
+        XCTAssertEqual(notCredited(try ledger.read { try $0.exceptions(openOn: Day(iso: "2026-10-06")!) }), ["2026-10-05 2026-10-07"],
+                       "a workbook written again for 2026-10-06 lists the first episode as open then")
+        XCTAssertEqual(notCredited(try ledger.read { try $0.exceptions(openOn: Day(iso: "2026-10-08")!) }), [],
+                       "open neither on 2026-10-08")
+
+        let traced = try XCTUnwrap(try ledger.read { try $0.traceTransaction("e1", asOf: nil) })
+        XCTAssertEqual(traced.exceptions.filter { $0.category == "NOT_CREDITED" }.map { "\($0.first_seen) \($0.status)" },
+                       ["2026-10-05 resolved", "2026-10-10 open"])
+
+        // History: an episode never changes and is never removed.
+        XCTAssertThrowsError(try ledger.write { try $0.db.execute(sql: "UPDATE exception_episode SET resolved_on = '2026-10-06'") })
+        XCTAssertThrowsError(try ledger.write { try $0.db.execute(sql: "DELETE FROM exception_episode") })
+        let audit = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(audit.ok, "\(audit.problems)")
+    }
+}
