@@ -43,27 +43,36 @@ extension LedgerReader {
         let order = ExceptionCategory.allCases.enumerated().map { "WHEN '\($1.rawValue)' THEN \($0)" }.joined(separator: " ")
         return try Row.fetchAll(db.cachedStatement(sql: """
             SELECT category, transaction_id, order_id, account_id, product_id, gross_minor, currency, net_reporting_minor,
-                   detail, first_seen, last_seen, resolved_on FROM (\(Self.episodesSQL)) \(whereSQL)
+                   detail, first_seen, last_seen, resolved_on FROM (\(try episodesSQL)) \(whereSQL)
             ORDER BY CASE category \(order) END, first_seen, transaction_id, order_id
             """), arguments: StatementArguments(args)).map(Self.exceptionRow)
     }
 
     /// Every episode of every exception: each row as it stands (its current episode), and the
-    /// earlier episodes of those found again after they were resolved.
-    static let episodesSQL = """
-        SELECT category, transaction_id, order_id, account_id, product_id, gross_minor, currency, net_reporting_minor,
-               detail, first_seen, last_seen, resolved_on, id AS exception_id FROM exception
-        UNION ALL
-        SELECT x.category, x.transaction_id, x.order_id, x.account_id, x.product_id, x.gross_minor, x.currency,
-               x.net_reporting_minor, p.detail, p.first_seen, p.last_seen, p.resolved_on, x.id
-        FROM exception_episode p JOIN exception x ON x.id = p.exception_id
-        """
+    /// earlier episodes of those found again after they were resolved (a ledger read as it is,
+    /// before the next run upgrades it to keep them, has none).
+    var episodesSQL: String {
+        get throws {
+            let current = """
+                SELECT category, transaction_id, order_id, account_id, product_id, gross_minor, currency, net_reporting_minor,
+                       detail, first_seen, last_seen, resolved_on, id AS exception_id FROM exception
+                """
+            guard try db.tableExists("exception_episode") else { return current }
+            return current + """
+
+                UNION ALL
+                SELECT x.category, x.transaction_id, x.order_id, x.account_id, x.product_id, x.gross_minor, x.currency,
+                       x.net_reporting_minor, p.detail, p.first_seen, p.last_seen, p.resolved_on, x.id
+                FROM exception_episode p JOIN exception x ON x.id = p.exception_id
+                """
+        }
+    }
 
     /// Exceptions about one transaction or one order (for the trace), every episode, oldest first.
     public func exceptions(transactionId: String?, orderId: String?) throws -> [ExceptionRow] {
         try Row.fetchAll(db.cachedStatement(sql: """
             SELECT category, transaction_id, order_id, account_id, product_id, gross_minor, currency, net_reporting_minor,
-                   detail, first_seen, last_seen, resolved_on FROM (\(Self.episodesSQL))
+                   detail, first_seen, last_seen, resolved_on FROM (\(try episodesSQL))
             WHERE transaction_id = ? OR order_id = ? ORDER BY exception_id, first_seen
             """), arguments: [transactionId ?? "\u{0}", orderId ?? "\u{0}"]).map(Self.exceptionRow)
     }

@@ -277,7 +277,7 @@ extension LedgerReader {
 
     func traceExceptions(where condition: String, _ value: String) throws -> [TransactionTrace.Exception] {
         try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT category, order_id, first_seen, last_seen, resolved_on, detail FROM (\(LedgerReader.episodesSQL))
+            SELECT category, order_id, first_seen, last_seen, resolved_on, detail FROM (\(try episodesSQL))
             WHERE \(condition) ORDER BY exception_id, first_seen
             """), arguments: [value]).map {
             let order: String = $0[1]
