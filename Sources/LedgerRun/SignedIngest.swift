@@ -163,11 +163,19 @@ extension Ingest {
         // with the refund's own date is that refund sent again.)
         if agrees, n.notificationType == "REFUND", let revokedMs = t.revocationDateMs,
            let before = refundedBefore, before != revokedMs,
-           let env = t.environment, let book = Book(storeEnvironment: env),
-           let reversal = try writer.reversalRequest(book: book, transactionId: t.transactionId) {
-            try writer.openFinding(code: "REFUND_AFTER_REVERSAL", transactionId: t.transactionId, recordId: recordId,
-                                   message: "\(location): REFUND \(n.notificationUUID) refunds transaction \(t.transactionId) again (revoked \(Day(epochMilliseconds: revokedMs))) after its refund was reversed (REFUND_REVERSED \(reversal.uuid), dated \(reversal.date)): the ledger keeps one refund per transaction, so nothing is posted from it; finance must book this refund by hand",
-                                   runId: runId)
+           let env = t.environment, let book = Book(storeEnvironment: env) {
+            if let reversal = try writer.reversalRequest(book: book, transactionId: t.transactionId) {
+                try writer.openFinding(code: "REFUND_AFTER_REVERSAL", transactionId: t.transactionId, recordId: recordId,
+                                       message: "\(location): REFUND \(n.notificationUUID) refunds transaction \(t.transactionId) again (revoked \(Day(epochMilliseconds: revokedMs))) after its refund was reversed (REFUND_REVERSED \(reversal.uuid), dated \(reversal.date)): the ledger keeps one refund per transaction, so nothing is posted from it; finance must book this refund by hand",
+                                       runId: runId)
+            } else if Day(epochMilliseconds: revokedMs) != Day(epochMilliseconds: before) {
+                // No reversal yet: read before its REFUND_REVERSED (the same night, files in
+                // another order, or Apple's deliveries out of order), this is a second refund all
+                // the same; or a record contradicting the first. Either way it is said, not taken.
+                try writer.openFinding(code: "REFUND_AGAIN", transactionId: t.transactionId, recordId: recordId,
+                                       message: "\(location): REFUND \(n.notificationUUID) reports transaction \(t.transactionId) refunded on \(Day(epochMilliseconds: revokedMs)), but the ledger holds its refund of \(Day(epochMilliseconds: before)) (kept): nothing is posted from it. If Apple reversed the first refund (REFUND_REVERSED), this is a second refund, which finance books by hand",
+                                       runId: runId)
+            }
         }
         // A REFUND whose transaction carries no refund date posts nothing: said, not silent
         // (resolved when a refund of the transaction posts).

@@ -361,6 +361,27 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
     }
 
+    /// A second refund read before the reversal of the first (the same night, its file read
+    /// first): it was dropped in silence (the first refund's date kept, no reversal asked for
+    /// yet). It is said (REFUND_AGAIN), and the reversal then posts as usual.
+    func testASecondRefundReadBeforeTheReversalIsSaid() throws {
+        try ws.write("inbox/signed/n1.json", try notification("ONE_TIME_CHARGE", transaction: try transaction("9081")))
+        let refundAt = t0 + 2 * 86_400_000
+        try ws.write("inbox/signed/n2.json", try notification("REFUND", signed: refundAt, transaction: try transaction("9081", revocation: refundAt)))
+        try ws.run("2023-11-17")
+        let again = t0 + 7 * 86_400_000
+        // Files are read in name order: "a-" (the second refund) before "b-" (the reversal).
+        try ws.write("inbox/signed/a-refund.json", try notification("REFUND", signed: again, transaction: try transaction("9081", revocation: again)))
+        try ws.write("inbox/signed/b-reversal.json", try notification("REFUND_REVERSED", signed: t0 + 6 * 86_400_000, transaction: try transaction("9081")))
+        let r = try ws.run("2023-11-22")
+        XCTAssertEqual(try rows("SELECT kind FROM entry ORDER BY id").map { $0[0] }, ["sale", "refund", "refund_reversal"])
+        XCTAssertTrue(r.problems.contains { $0.contains("REFUND_AGAIN") && $0.contains("a-refund.json") && $0.contains("refunded on 2023-11-21, but the ledger holds its refund of 2023-11-16") }, "\(r.problems)")
+        // The first refund sent again (its own date) says nothing.
+        try ws.write("inbox/signed/c-same.json", try notification("REFUND", signed: t0 + 8 * 86_400_000, transaction: try transaction("9081", revocation: refundAt)))
+        XCTAssertEqual(try ws.run("2023-11-23").problems.filter { $0.contains("9081") }, [])
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+    }
+
     /// A refund and its reversal read the same night, the reversal's file first: the refund
     /// posts in the posting stage and the reversal with it, so nothing waited.
     func testARefundAndItsReversalOnTheSameNightOpenNoWaitingFinding() throws {
