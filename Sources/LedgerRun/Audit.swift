@@ -203,7 +203,12 @@ public struct Audit {
                     report.problems.append(Problem(entryId: nil, message: "transaction \(id) (\(status), no sale entry): \(why)"))
                 case .success(let agreed):
                     guard status == "free", let why = Self.whyNotFree(agreed.observation, rules: loadRules) else { break }
-                    report.problems.append(Problem(entryId: nil, message: "transaction \(id) is marked free, but \(why) (\(agreed.where_)): its status was set by hand, and its sale will never post"))
+                    // Judged by the rules files as they are now when the transaction has no price
+                    // of its own: a free sale keeps no applied rules (it has no entry).
+                    let cause = agreed.observation.priceMilliunits == nil
+                        ? "its status was set by hand, or rules/prices.csv priced it 0 when the night found it free and has changed since (a free sale keeps no applied rules); unless the price was changed, its sale will never post"
+                        : "its status was set by hand, and its sale will never post"
+                    report.problems.append(Problem(entryId: nil, message: "transaction \(id) is marked free, but \(why) (\(agreed.where_)): \(cause)"))
                 }
             }
             for run in runHeads {

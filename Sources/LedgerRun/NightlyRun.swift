@@ -603,10 +603,12 @@ struct RecordProblem: Error {
 /// with two, the second core prepares the smaller files beside the first, and while the first
 /// prepares a run of big days (a night's receipts, in input order between its orders and its
 /// signed files), the second prepares the small files after them (at 1M, 5-12% off night 2's
-/// read stage, with 15 MiB more at its peak). A file of `aheadBytes` or more is prepared by
-/// the first thread only: each thread's `malloc` arena
-/// keeps what its files took at their largest, and big days prepared by turns on both
-/// threads had raised the peak of a million-transaction night by 70 MiB.
+/// read stage, with 15 MiB more at its peak). Big files (`aheadBytes` or more: a night's days
+/// of receipts) are taken by both threads, at most one each ahead of the writer: once the
+/// writer's own work per record had shrunk, it waited half the read stage of a
+/// million-transaction night 1 on the one thread that prepared them (read stage 25 s to 23 s,
+/// peak 5 to 14 MiB more, with the arenas trimmed after each big file, see `freeStored`; an
+/// earlier try of both threads taking any file had cost 70 MiB).
 ///
 /// A file is handed over in a `Handed` box, which the writer gives back (`stored`) once the
 /// file is stored: the thread that prepared it, which allocated its parsed records, frees

@@ -286,8 +286,10 @@ public class LedgerReader {
     public func forEachPendingSaleBatch(batchSize: Int = 10_000, _ body: ([PendingSale]) throws -> Void) throws {
         // The storefront and order id of the earliest-credited order naming the transaction
         // (latest version of each order), as one text: storefront, unit separator, order id.
+        // In upper case: orders are read so now, and rows stored in lower case before still
+        // name their storefront (ISO codes; SQLite's upper() changes ASCII letters only).
         let storefront = """
-            (SELECT v.storefront || char(31) || v.order_id FROM order_version v
+            (SELECT upper(v.storefront) || char(31) || v.order_id FROM order_version v
              WHERE v.transaction_id = t.transaction_id AND v.storefront IS NOT NULL
                AND v.id = (SELECT max(id) FROM order_version w WHERE w.order_id = v.order_id)
              ORDER BY v.credited_ms, v.order_id LIMIT 1)

@@ -115,17 +115,22 @@ extension LedgerReader {
     /// Whether a workbook as of `day` shows the ledger's current state: no run is dated after it.
     func isCurrent(_ day: Day) throws -> Bool { try lastAsOf().map { $0 <= day } ?? true }
 
-    /// The sales waiting for a rule as a workbook as of `day` lists them: those waiting now, or
-    /// (for a date before the last run) those that waited then.
+    /// The sales waiting as a workbook as of `day` lists them: those waiting now, or (for a date
+    /// before the last run) those that waited for a rule then (their MISSING_RULE finding was
+    /// open), and those read by then that still wait for their order (ORDER_WAIT opens no
+    /// finding: one posted since is not listed).
     public func pendingTransactions(on day: Day) throws -> [(transactionId: String, book: String, productId: String, reason: String, firstSeen: Day)] {
         guard try !isCurrent(day) else { return try pendingTransactions() }
         return try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT f.transaction_id, t.book, t.product_id, 'MISSING_RULE: ' || f.message, found.as_of \(Self.missingRuleOpenOn)
-            ORDER BY found.as_of, f.transaction_id
+            SELECT f.transaction_id, t.book, t.product_id, 'MISSING_RULE: ' || f.message AS reason, found.as_of AS seen \(Self.missingRuleOpenOn)
+            UNION ALL
+            SELECT t.transaction_id, t.book, t.product_id, t.pending_reason, r.as_of
+            FROM store_transaction t INDEXED BY store_transaction_pending_order JOIN run r ON r.id = t.first_run_id
+            WHERE t.sale_status = 'pending' AND t.pending_reason LIKE 'ORDER_WAIT:%' AND r.as_of <= ?1
+            ORDER BY 5, 1
             """), arguments: [day.description]).map { ($0[0], $0[1], $0[2], $0[3], Day(iso: $0[4] as String)!) }
     }
 
-    /// How many of a book's sales `pendingTransactions(on:)` lists.
     /// The book's sales dated on or before `day` (their purchase date, UTC) that wait for a rule
     /// now: what a workbook's figures as of `day` (the entries dated on or before it, as the
     /// ledger holds them when it is written) leave out. A sale that waited on `day` and was
@@ -279,7 +284,7 @@ extension LedgerWriter {
         let oColumns = """
             SELECT v.order_id, v.account_id, NULLIF(v.transaction_id, ''), v.product_id, v.quantity, v.credited_units,
                    v.credited_ms, v.environment, v.app_account_token,
-                   v.storefront IS NOT NULL AND v.storefront <> '' AND v.storefront <> ?1
+                   v.storefront IS NOT NULL AND v.storefront <> '' AND upper(v.storefront) <> ?1
             """
         let latestActive = "v.reversed_at IS NULL AND v.id = (SELECT max(w.id) FROM order_version w WHERE w.order_id = v.order_id)"
         let transactionsSQL, ordersSQL, exceptionsSQL: String
@@ -452,7 +457,7 @@ extension LedgerWriter {
     /// the others than it did.
     func storefrontNamedAfterPosting(_ t: ReconTransaction, booked: String, runId: Int64) throws {
         guard let row = try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT v.order_id, v.storefront FROM order_version v
+            SELECT v.order_id, upper(v.storefront) FROM order_version v
             WHERE v.transaction_id = ? AND v.storefront IS NOT NULL AND v.storefront <> ''
               AND v.id = (SELECT max(id) FROM order_version w WHERE w.order_id = v.order_id)
             ORDER BY v.credited_ms, v.order_id LIMIT 1

@@ -52,13 +52,15 @@ struct AsOfError: Error, CustomStringConvertible {
 
 /// The as-of date of `run` and `close` (default: today, UTC), refused when later than
 /// tomorrow: `run` records its date and nights go forward, so one run dated in 2030 made every
-/// later plain `run` fail; `close` would close a month still running. Tomorrow is allowed: it
-/// is already tomorrow in time zones east of UTC. Checked before the workspace is opened, so a
-/// refused date writes nothing.
-func parseAsOf(_ text: String?, today: Day = todayUTC(), why: String) throws -> Day {
+/// later plain `run` fail. Tomorrow is allowed for `run`: it is already tomorrow in time zones
+/// east of UTC. Not for `close` (`tomorrowAllowed` false): on a month's last day (UTC) it would
+/// close the month while the ledger's days still run in it. Checked before the workspace is
+/// opened, so a refused date writes nothing.
+func parseAsOf(_ text: String?, today: Day = todayUTC(), tomorrowAllowed: Bool = true, why: String) throws -> Day {
     let day = try parseDay(text)
-    guard day <= today + 1 else {
-        throw AsOfError(description: "--as-of \(day) is later than tomorrow (\(today + 1), UTC): \(why). Nothing was written")
+    let latest = tomorrowAllowed ? today + 1 : today
+    guard day <= latest else {
+        throw AsOfError(description: "--as-of \(day) is later than \(tomorrowAllowed ? "tomorrow" : "today") (\(latest), UTC): \(why). Nothing was written")
     }
     return day
 }
@@ -196,7 +198,7 @@ struct Close: ParsableCommand {
     func run() throws {
         try runReporting {
             guard let m = Month(iso: month) else { throw ValidationError("the month must be YYYY-MM, got \(month)") }
-            let day = try parseAsOf(asOf, why: "it is today's date, and a month still running would be closed")
+            let day = try parseAsOf(asOf, tomorrowAllowed: false, why: "it is today's date, and a month still running would be closed")
             let result = try ClosedPeriods.close(month: m, workspace: Workspace(ws.url), asOf: day,
                                                  closedBy: ClosedPeriods.currentUser(), closedAt: NightlyRun.timestamp())
             print(result.description)

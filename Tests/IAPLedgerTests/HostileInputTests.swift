@@ -377,6 +377,19 @@ final class HostileInputTests: XCTestCase {
         XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT count(*) FROM finding") }, [["0"]])
     }
 
+    /// An order stored in lower case by an earlier version (before orders were read in upper
+    /// case) still names its storefront: its sale, waiting for a rule then, is booked in DEU.
+    func testAnOrderStoredInLowerCaseBeforeStillNamesItsStorefront() throws {
+        try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("7203", purchased: "2026-11-05T10:00:00Z")]) + "\n")
+        try ws.write("inbox/orders/o.csv", ReconciliationTests.header + "ord-73,acct-7,7203,coins.100,1,100,2026-11-05T10:01:00Z,production,DEU,,\n")
+        try ws.run("2026-11-06")
+        XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT sale_status FROM store_transaction") }, [["pending"]], "no EUR rate for November")
+        try ledger().write { try $0.db.execute(sql: "UPDATE order_version SET storefront = 'deu'") }
+        try ws.write("rules/fx.csv", TestWorkspace.defaultFX + "\n2026-11,EUR,1.10\n")
+        try ws.run("2026-11-07")
+        XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT storefront, currency FROM entry WHERE transaction_id = '7203'") }, [["DEU", "EUR"]])
+    }
+
     /// The README's required columns: a header without one refuses the file, naming it; one
     /// without an optional column (`credited_units`, default 0 in reconciliation.md) is read.
     func testAnOrdersHeaderMustHoldTheRequiredColumnsOnly() throws {

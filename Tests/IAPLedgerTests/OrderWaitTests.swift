@@ -66,6 +66,11 @@ final class OrderWaitTests: XCTestCase {
         try ws.run("2026-10-10")
         try ws.run("2026-10-11")
         XCTAssertNil(try sale(ws), "still waiting on the night before the wait ends")
+        // A workbook written again for 2026-10-10 (a date before the last run) lists it on
+        // Pending too: ORDER_WAIT opens no finding, which is what that list read for a past date.
+        let then = try ws.workspace.openExistingLedger().1.read { try $0.pendingTransactions(on: Day(iso: "2026-10-10")!) }
+        XCTAssertEqual(then.map(\.transactionId), ["r1"])
+        XCTAssertTrue(then.first?.reason.hasPrefix("ORDER_WAIT:") == true)
         try ws.run("2026-10-12")
         let booked = try XCTUnwrap(try sale(ws))
         XCTAssertEqual(Array(booked.prefix(3)), ["USA", "USD", "99"], "booked at default_storefront")

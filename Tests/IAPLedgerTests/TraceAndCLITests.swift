@@ -263,8 +263,8 @@ final class TraceAndCLITests: XCTestCase {
 
     /// `run --as-of` far in the future was accepted, and every plain `run` after it failed for
     /// ever ("before the last run's"). A date later than tomorrow (UTC) is refused before
-    /// anything is written, and so is `close --as-of` (it would close a month still running);
-    /// tomorrow is allowed (time zones east of UTC).
+    /// anything is written, and so is `close --as-of` later than today (it would close a month
+    /// still running); tomorrow is allowed for `run` (time zones east of UTC).
     func testAnAsOfDateLaterThanTomorrowIsRefused() throws {
         try ws.write("inbox/receipts/day.jsonl", Receipt.response([Receipt.item("4101", purchased: "2026-11-03T10:00:00Z")]) + "\n")
         let today = Day(epochMilliseconds: Int64(Date().timeIntervalSince1970) * 1000)
@@ -277,7 +277,11 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertEqual(plain.status, 0, plain.err)
         let close = try cli(["close", today.month.description, "--workspace", ws.root.path, "--as-of", (today.month.next.lastDay + 1).description])
         XCTAssertEqual(close.status, 1, close.out)
-        XCTAssertTrue(close.err.contains("is later than tomorrow"), close.err)
+        XCTAssertTrue(close.err.contains("is later than today (\(today), UTC)"), close.err)
+        // Not even tomorrow for close: on a month's last day (UTC) it would close that month.
+        let closeTomorrow = try cli(["close", today.month.description, "--workspace", ws.root.path, "--as-of", (today + 1).description])
+        XCTAssertEqual(closeTomorrow.status, 1, closeTomorrow.out)
+        XCTAssertTrue(closeTomorrow.err.contains("--as-of \(today + 1) is later than today"), closeTomorrow.err)
         XCTAssertEqual(try Ledger(path: ledgerPath, readOnly: true).read { try $0.rawRows("SELECT count(*) FROM period_close") }, [["0"]])
         let tomorrow = try cli(["run", "--workspace", ws.root.path, "--as-of", (today + 1).description, "--no-progress"])
         XCTAssertEqual(tomorrow.status, 0, tomorrow.err)

@@ -684,7 +684,7 @@ final class VerifyTests: XCTestCase {
         try ws.run("2026-10-09")
         XCTAssertEqual(try rows("SELECT count(*) FROM entry WHERE transaction_id = '8005'"), [["0"]], "the rule came, and the night did not post it")
         let r = try Audit(workspace: ws.workspace).run()
-        XCTAssertEqual(r.problems.map(\.message), ["transaction 8005 is marked free, but it has no price of its own and is no free trial, and rules/prices.csv prices vip.monthly above 0 (or not at all) on 2026-10-07 in every storefront (inbox/receipts/next.jsonl:1): its status was set by hand, and its sale will never post"])
+        XCTAssertEqual(r.problems.map(\.message), ["transaction 8005 is marked free, but it has no price of its own and is no free trial, and rules/prices.csv prices vip.monthly above 0 (or not at all) on 2026-10-07 in every storefront (inbox/receipts/next.jsonl:1): its status was set by hand, or rules/prices.csv priced it 0 when the night found it free and has changed since (a free sale keeps no applied rules); unless the price was changed, its sale will never post"])
     }
 
     /// A signed price is free as the night decides it: when it rounds to no minor unit of its
