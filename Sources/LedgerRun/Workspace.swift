@@ -139,6 +139,10 @@ public struct Workspace {
     /// folder such as `archive/`) where it lies. A misplaced file was passed over without a
     /// word. Names starting with `.` (transfers in progress, system files), files and folders,
     /// are passed over in silence.
+    /// A folder under `inbox/` with more files than this not read is one line of
+    /// `unreadInboxFiles`, with their count.
+    static let filesListedPerFolder = 3
+
     public func unreadInboxFiles(_ folders: [(folder: String, extensions: Set<String>, described: String)]) -> [String] {
         let inputFolders = folders.map { "inbox/\($0.folder)/" }.joined(separator: ", ")
         var lines: [String] = []
@@ -147,16 +151,24 @@ public struct Workspace {
             var st = stat()
             return lstat(url.path, &st) == 0 && st.st_mode & S_IFMT == S_IFDIR
         }
-        // Every file under `dir` (shown as `shown`), each with `reason`.
+        // The files under `dir` (shown as `shown`), each with `reason`; a folder of more than a
+        // few (an archive kept in the inbox) as one line with their count, not a line a file
+        // every night.
         func walk(_ dir: URL, shown: String, reason: String) {
-            guard let names = try? Self.fileNames(in: dir) else {
-                lines.append("\(shown)/: not read (it cannot be listed)")
-                return
+            var files: [String] = [], unlisted: [String] = []
+            func collect(_ dir: URL, _ shown: String) {
+                guard let names = try? Self.fileNames(in: dir) else { unlisted.append(shown); return }
+                for entry in names where !entry.name.hasPrefix(".") {
+                    let url = dir.appendingPathComponent(entry.name)
+                    if isDirectory(url) { collect(url, "\(shown)/\(entry.shown)") } else { files.append("\(shown)/\(entry.shown)") }
+                }
             }
-            for entry in names where !entry.name.hasPrefix(".") {
-                let url = dir.appendingPathComponent(entry.name)
-                if isDirectory(url) { walk(url, shown: "\(shown)/\(entry.shown)", reason: reason) }
-                else { lines.append("\(shown)/\(entry.shown): not read (\(reason))") }
+            collect(dir, shown)
+            lines += unlisted.map { "\($0)/: not read (it cannot be listed)" }
+            if files.count <= Self.filesListedPerFolder {
+                lines += files.map { "\($0): not read (\(reason))" }
+            } else {
+                lines.append("\(shown)/: \(files.count) files not read, in it and the folders inside it (\(reason))")
             }
         }
         guard let top = try? Self.fileNames(in: inboxURL) else { return [] }

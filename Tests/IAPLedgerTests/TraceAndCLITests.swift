@@ -233,6 +233,9 @@ final class TraceAndCLITests: XCTestCase {
         try ws.write("inbox/dupA.jsonl", "misplaced")
         try ws.write("inbox/Receipts/b.jsonl", "wrong case")
         try ws.write("inbox/Receipts/2026/c.jsonl", "wrong case, deeper")
+        // An archive of more than a few files is one line, with their count.
+        for i in 1...4 { try ws.write("inbox/signed/archive/2026-10/n\(i).jws", "kept aside") }
+        try ws.write("inbox/signed/archive/n0.jws", "kept aside")
         let r = try ws.run("2026-11-04")
         let elsewhere = "inputs are read from inbox/orders/, inbox/receipts/, inbox/signed/ only; names are case-sensitive"
         XCTAssertEqual(r.notRead, ["inbox/Receipts/2026/c.jsonl: not read (\(elsewhere))",
@@ -240,7 +243,8 @@ final class TraceAndCLITests: XCTestCase {
                                    "inbox/dupA.jsonl: not read (\(elsewhere))",
                                    "inbox/orders/notes.txt: not read (orders are *.csv)",
                                    "inbox/receipts/archive/old.jsonl: not read (in a folder inside inbox/receipts/: only the files directly in it are read)",
-                                   "inbox/receipts/day2.jsonl.gz: not read (receipt responses are *.json or *.jsonl)"])
+                                   "inbox/receipts/day2.jsonl.gz: not read (receipt responses are *.json or *.jsonl)",
+                                   "inbox/signed/archive/: 5 files not read, in it and the folders inside it (in a folder inside inbox/signed/: only the files directly in it are read)"])
         let run = try cli(["run", "--workspace", ws.root.path, "--as-of", "2026-11-05", "--no-progress"])
         XCTAssertEqual(run.status, 0, run.err)
         XCTAssertTrue(run.out.contains("inbox files not read (rename or move them):\n    inbox/Receipts/2026/c.jsonl: not read (\(elsewhere))\n"), run.out)
