@@ -71,8 +71,15 @@ extension Ingest {
                     try reject(fileId: fileId, location: location, sha: sha, code: why.code, reason: why.description, raw: raw)
                 }
             case .unknown:
-                try reject(fileId: fileId, location: location, sha: sha, code: "MALFORMED",
-                           reason: "not a compact JWS of a signed transaction or a notification", raw: raw)
+                // A compact JWS of another kind (Apple's test data has payloads of a bundle id
+                // and a date alone) is told apart from text that is no JWS at all.
+                if isCompactJWS(jws) {
+                    try reject(fileId: fileId, location: location, sha: sha, code: "UNKNOWN_SIGNED_PAYLOAD",
+                               reason: "a compact JWS whose payload is no signed transaction (no transactionId), notification (no notificationType) or renewal info (no autoRenewStatus): nothing here to post or record", raw: raw)
+                } else {
+                    try reject(fileId: fileId, location: location, sha: sha, code: "MALFORMED",
+                               reason: "not a compact JWS of a signed transaction or a notification", raw: raw)
+                }
             }
         }
     }

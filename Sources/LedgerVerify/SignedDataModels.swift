@@ -33,6 +33,10 @@ public func signedDataKind(ofCompactJWS compactJWS: String) -> SignedDataKind {
     return SignedDataKind(payload: parts.payload)
 }
 
+/// Whether `text` is a compact JWS (three base64url parts, a JSON object header and payload),
+/// of whatever kind; nothing is verified.
+public func isCompactJWS(_ text: String) -> Bool { (try? SignedDataCompactJWS(text)) != nil }
+
 extension SignedDataKind {
     init(payload: [String: SignedDataJSON]) {
         if payload["notificationType"] != nil {

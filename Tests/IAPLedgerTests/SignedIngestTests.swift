@@ -258,10 +258,12 @@ final class SignedIngestTests: XCTestCase {
             try TestSigner.appleFixtureText("swift/mock_signed_data/wrongBundleId").trimmingCharacters(in: .whitespacesAndNewlines),
             try TestSigner.appleFixtureText("swift/xcode/xcode-signed-transaction").trimmingCharacters(in: .whitespacesAndNewlines),
             "not a jws at all",
+            // Apple's mock "transactionInfo": a compact JWS whose payload is a bundle id and a date.
+            try TestSigner.appleFixtureText("swift/mock_signed_data/transactionInfo").trimmingCharacters(in: .whitespacesAndNewlines),
         ]
         try ws.write("inbox/signed/bad.txt", lines.joined(separator: "\n") + "\n")
         let r = try ws.run("2023-11-20")
-        XCTAssertEqual(r.counts.rejected, 6)
+        XCTAssertEqual(r.counts.rejected, 7)
         XCTAssertEqual(r.counts.entriesPosted, 0)
         let codes = try ledger().read { try $0.recordProblems() }.sorted { $0.line < $1.line }.map(\.code)
         XCTAssertEqual(codes[1], "BAD_SIGNATURE")
@@ -270,6 +272,7 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(codes[3], "WRONG_BUNDLE_ID")
         XCTAssertEqual(codes[4], "XCODE_ENVIRONMENT")
         XCTAssertEqual(codes[5], "MALFORMED")
+        XCTAssertEqual(codes[6], "UNKNOWN_SIGNED_PAYLOAD", "a JWS, but of nothing the tool reads: not called malformed")
     }
 
     func testProratedRefundAndReversal() throws {
