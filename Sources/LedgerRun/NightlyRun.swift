@@ -260,24 +260,31 @@ public struct NightlyRun {
                     }
                     try w.setSaleStatus(transactionId: id, status: "posted", pendingReason: nil)
                     try w.resolveFinding(code: "MISSING_RULE", transactionId: id, runId: runId)
+                    try w.resolveFinding(code: "ORDER_WAIT", transactionId: id, runId: runId)
                     posted += 1
                     CrashPoint.tick("post:sales", every: 10)
                 case .free:
                     try w.setSaleStatus(transactionId: id, status: "free", pendingReason: nil)
                     try w.resolveFinding(code: "MISSING_RULE", transactionId: id, runId: runId)
+                    try w.resolveFinding(code: "ORDER_WAIT", transactionId: id, runId: runId)
                 case .missingRule(let why):
                     // Still waiting for the same rule (most nights): the row stays as it is.
                     let reason = "MISSING_RULE: \(why)"
                     if t.pendingReason != reason {
                         try w.setSaleStatus(transactionId: id, status: "pending", pendingReason: reason)
                     }
+                    try w.resolveFinding(code: "ORDER_WAIT", transactionId: id, runId: runId)
                     try w.openFinding(code: "MISSING_RULE", transactionId: id, recordId: nil, message: why, runId: runId)
-                case .awaitingOrder(let reason):
-                    // Not a missing rule: which rules apply waits for the storefront.
+                case .awaitingOrder(let why):
+                    // Not a missing rule: which rules apply waits for the storefront. Said as a
+                    // finding too (open while it waits), so that Run Info lists it and a
+                    // workbook written again for a date it waited on lists it as waiting then.
+                    let reason = "ORDER_WAIT: \(why)"
                     if t.pendingReason != reason {
                         try w.setSaleStatus(transactionId: id, status: "pending", pendingReason: reason)
                     }
                     try w.resolveFinding(code: "MISSING_RULE", transactionId: id, runId: runId)
+                    try w.openFinding(code: "ORDER_WAIT", transactionId: id, recordId: nil, message: why, runId: runId)
                 }
             }
         }
@@ -359,7 +366,7 @@ public struct NightlyRun {
                            poster: Poster, asOf: Day) -> Decision {
             if let until = poster.orderWait(of: t, orderStorefront: orderStorefront, asOf: asOf) {
                 return .awaitingOrder("""
-                    ORDER_WAIT: no storefront of its own and no order naming it yet: waits for its order until the night of \(until) \
+                    no storefront of its own and no order naming it yet: waits for its order until the night of \(until) \
                     (order_wait_days = \(poster.config.orderWaitDays)), then is booked at default_storefront \(poster.config.defaultStorefront)
                     """)
             }

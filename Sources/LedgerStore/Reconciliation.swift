@@ -20,8 +20,9 @@ public struct ExceptionRow: Equatable {
 
     public var isOpen: Bool { resolvedOn == nil }
 
-    /// Days open as of `asOf` (or until it was resolved).
-    public func ageDays(asOf: Day) -> Int { (resolvedOn ?? asOf) - firstSeen }
+    /// Days open as of `asOf` (or until it was resolved, if by then): a list written again for
+    /// an earlier date counts to that date, not to a resolution after it.
+    public func ageDays(asOf: Day) -> Int { (resolvedOn.map { min($0, asOf) } ?? asOf) - firstSeen }
 }
 
 extension LedgerReader {
@@ -106,28 +107,24 @@ extension LedgerReader {
     /// The MISSING_RULE findings open on day `?1` with their transactions (`t`) and the run
     /// that found them (`found`): the sales that waited for a rule then, still waiting or
     /// posted by a later run.
+    /// The sales waiting on a day: their MISSING_RULE or ORDER_WAIT finding was open then.
     static let missingRuleOpenOn = """
         FROM finding f JOIN run found ON found.id = f.first_run_id LEFT JOIN run resolver ON resolver.id = f.resolved_run_id
         JOIN store_transaction t ON t.transaction_id = f.transaction_id
-        WHERE f.code = 'MISSING_RULE' AND found.as_of <= ?1 AND (resolver.as_of IS NULL OR resolver.as_of > ?1)
+        WHERE f.code IN ('MISSING_RULE', 'ORDER_WAIT') AND found.as_of <= ?1 AND (resolver.as_of IS NULL OR resolver.as_of > ?1)
         """
 
     /// Whether a workbook as of `day` shows the ledger's current state: no run is dated after it.
     func isCurrent(_ day: Day) throws -> Bool { try lastAsOf().map { $0 <= day } ?? true }
 
     /// The sales waiting as a workbook as of `day` lists them: those waiting now, or (for a date
-    /// before the last run) those that waited for a rule then (their MISSING_RULE finding was
-    /// open), and those read by then that still wait for their order (ORDER_WAIT opens no
-    /// finding: one posted since is not listed).
+    /// before the last run) those that waited then, for a rule or for their order (their
+    /// MISSING_RULE or ORDER_WAIT finding was open), posted since or not.
     public func pendingTransactions(on day: Day) throws -> [(transactionId: String, book: String, productId: String, reason: String, firstSeen: Day)] {
         guard try !isCurrent(day) else { return try pendingTransactions() }
         return try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT f.transaction_id, t.book, t.product_id, 'MISSING_RULE: ' || f.message AS reason, found.as_of AS seen \(Self.missingRuleOpenOn)
-            UNION ALL
-            SELECT t.transaction_id, t.book, t.product_id, t.pending_reason, r.as_of
-            FROM store_transaction t INDEXED BY store_transaction_pending_order JOIN run r ON r.id = t.first_run_id
-            WHERE t.sale_status = 'pending' AND t.pending_reason LIKE 'ORDER_WAIT:%' AND r.as_of <= ?1
-            ORDER BY 5, 1
+            SELECT f.transaction_id, t.book, t.product_id, f.code || ': ' || f.message, found.as_of \(Self.missingRuleOpenOn)
+            ORDER BY found.as_of, f.transaction_id
             """), arguments: [day.description]).map { ($0[0], $0[1], $0[2], $0[3], Day(iso: $0[4] as String)!) }
     }
 
@@ -365,10 +362,14 @@ extension LedgerWriter {
                             SELECT id, detail, first_seen, first_run_id, last_seen, last_run_id, resolved_on, resolved_run_id
                             FROM exception WHERE id = ?
                             """).execute(arguments: [id])
+                        // Its figures as they are now (the first episode may have been found
+                        // while the sale waited, with no entry to take an amount from).
                         try db.cachedStatement(sql: """
                             UPDATE exception SET first_seen = ?, first_run_id = ?, last_seen = ?, last_run_id = ?, resolved_on = NULL,
-                                resolved_run_id = NULL, detail = ? WHERE id = ?
-                            """).execute(arguments: [day, runId, day, runId, e.detail, id])
+                                resolved_run_id = NULL, detail = ?, account_id = ?, product_id = ?, gross_minor = ?, currency = ?,
+                                net_reporting_minor = ? WHERE id = ?
+                            """).execute(arguments: [day, runId, day, runId, e.detail, e.accountId, e.productId, e.grossMinor, e.currency,
+                                                     e.netReportingMinor, id])
                     }
                 } else {
                     try db.cachedStatement(sql: """

@@ -198,7 +198,7 @@ struct Close: ParsableCommand {
     func run() throws {
         try runReporting {
             guard let m = Month(iso: month) else { throw ValidationError("the month must be YYYY-MM, got \(month)") }
-            let day = try parseAsOf(asOf, tomorrowAllowed: false, why: "it is today's date, and a month still running would be closed")
+            let day = try parseAsOf(asOf, tomorrowAllowed: false, why: "a close dated after today could close a month that is still running")
             let result = try ClosedPeriods.close(month: m, workspace: Workspace(ws.url), asOf: day,
                                                  closedBy: ClosedPeriods.currentUser(), closedAt: NightlyRun.timestamp())
             print(result.description)

@@ -10,7 +10,9 @@ import LedgerCore
 /// before was gone.
 final class ExceptionEpisodeTests: XCTestCase {
     func testAnExceptionFoundAgainKeepsTheEpisodeBefore() throws {
-        let ws = try TestWorkspace()
+        // The sale waits for its order (order_wait_days 2): the first episode is found before
+        // the sale has an entry, so with no amount.
+        let ws = try TestWorkspace(config: OrderWaitTests.config)
         defer { ws.remove() }
         let header = ReconciliationTests.header
         // Night 1: a purchase no order credits (NOT_CREDITED). Night 2: its order (resolved).
@@ -36,6 +38,15 @@ final class ExceptionEpisodeTests: XCTestCase {
                        "a workbook written again for 2026-10-06 lists the first episode as open then")
         XCTAssertEqual(notCredited(try ledger.read { try $0.exceptions(openOn: Day(iso: "2026-10-08")!) }), [],
                        "open neither on 2026-10-08")
+
+        // The episode open now has its figures (taken again when it reopened), and a list
+        // written again for 2026-10-06 counts the first episode's age to that day (1), not to
+        // its resolution (2).
+        let now = try XCTUnwrap(try ledger.read { try $0.exceptions(status: "open") }.first { $0.category == "NOT_CREDITED" })
+        XCTAssertEqual(now.grossMinor, 99)
+        XCTAssertEqual(now.currency, "USD")
+        let first = try XCTUnwrap(try ledger.read { try $0.exceptions(openOn: Day(iso: "2026-10-06")!) }.first { $0.category == "NOT_CREDITED" })
+        XCTAssertEqual(first.ageDays(asOf: Day(iso: "2026-10-06")!), 1)
 
         let traced = try XCTUnwrap(try ledger.read { try $0.traceTransaction("e1", asOf: nil) })
         XCTAssertEqual(traced.exceptions.filter { $0.category == "NOT_CREDITED" }.map { "\($0.first_seen) \($0.status)" },

@@ -41,7 +41,7 @@ final class OrderWaitTests: XCTestCase {
         let waiting = try status(split)
         XCTAssertEqual(waiting.first, "pending")
         XCTAssertTrue(waiting.last?.hasPrefix("ORDER_WAIT: no storefront of its own and no order naming it yet: waits for its order until the night of 2026-10-12 (order_wait_days = 2), then is booked at default_storefront USA") == true, "\(waiting)")
-        XCTAssertEqual(try openFindings(split), [], "waiting for an order is no missing rule")
+        XCTAssertEqual(try openFindings(split), ["ORDER_WAIT r1"], "said while it waits (Run Info), as no missing rule")
         try split.write("inbox/orders/b.csv", order)
         try split.run("2026-10-11")
 
@@ -55,6 +55,7 @@ final class OrderWaitTests: XCTestCase {
         XCTAssertEqual(booked.first, "JPN")
         XCTAssertEqual(booked, try sale(whole), "the same entry as one night with both files")
         XCTAssertEqual(try status(split), ["posted", ""])
+        XCTAssertEqual(try openFindings(split), [], "ORDER_WAIT resolved when booked")
     }
 
     /// No order within the wait: booked at `default_storefront` on the night the wait ends; an
@@ -75,6 +76,8 @@ final class OrderWaitTests: XCTestCase {
         let booked = try XCTUnwrap(try sale(ws))
         XCTAssertEqual(Array(booked.prefix(3)), ["USA", "USD", "99"], "booked at default_storefront")
         XCTAssertEqual(try openFindings(ws), [])
+        let waitedThen = try ws.workspace.openExistingLedger().1.read { try $0.pendingTransactions(on: Day(iso: "2026-10-11")!) }
+        XCTAssertEqual(waitedThen.map(\.transactionId), ["r1"], "a list written again for 2026-10-11 still says it waited then, though posted since")
 
         try ws.write("inbox/orders/b.csv", order)
         try ws.run("2026-10-13")

@@ -122,16 +122,16 @@ final class ReportPeriodTests: XCTestCase {
             try XLSXReader.sheets(ws.root.appendingPathComponent(path))["Summary"]!.first { $0.first?.hasPrefix("Not in these figures") == true }?.first
         }
         XCTAssertTrue(try leftOut("reports/2026-10-20/finance-2026-10-20.xlsx")?.hasPrefix(
-            "Not in these figures: 1 sales dated on or before 2026-10-20 still waiting for a rule (a price, tax or FX rate missing) or for their order to name their storefront, and 0 receipt records still waiting for verification when this workbook was written") == true)
+            "Not in these figures: 1 sale(s) dated on or before 2026-10-20 still waiting for a rule (a price, tax or FX rate missing) or for their order to name their storefront, and 0 receipt record(s) still waiting for verification when this workbook was written") == true)
         let octoberLeftOut = try leftOut("reports/2026-10-31/finance-2026-10-31.xlsx")
         XCTAssertTrue(octoberLeftOut?.hasPrefix(
-            "Not in these figures: 0 sales dated on or before 2026-10-31 still waiting for a rule (a price, tax or FX rate missing) or for their order to name their storefront, and 1 receipt records still waiting") == true, octoberLeftOut ?? "no line")
+            "Not in these figures: 0 sale(s) dated on or before 2026-10-31 still waiting for a rule (a price, tax or FX rate missing) or for their order to name their storefront, and 1 receipt record(s) still waiting") == true, octoberLeftOut ?? "no line")
         let octoberNet = try XLSXReader.sheets(ws.root.appendingPathComponent("reports/2026-10-31/finance-2026-10-31.xlsx"))["Journal"]!.flatMap { $0 }
         XCTAssertTrue(octoberNet.contains("w1"), "w1's sale, posted on 2026-11-03, is in October's figures")
         XCTAssertEqual(FinanceReport.grouped("-1234567.89"), "-1,234,567.89")
         XCTAssertEqual(FinanceReport.grouped("123"), "123")
         XCTAssertEqual(FinanceReport.grouped("1000.000"), "1,000.000")
         XCTAssertTrue(try leftOut("reports/2026-11-03/finance-2026-11-03.xlsx")?.hasPrefix(
-            "Not in these figures: 0 sales dated on or before 2026-11-03 still waiting for a rule (a price, tax or FX rate missing) or for their order to name their storefront, and 1 receipt records still waiting") == true)
+            "Not in these figures: 0 sale(s) dated on or before 2026-11-03 still waiting for a rule (a price, tax or FX rate missing) or for their order to name their storefront, and 1 receipt record(s) still waiting") == true)
     }
 }
