@@ -1,6 +1,7 @@
 import Foundation
 import LedgerCore
 import LedgerDemo
+import LedgerRead
 
 /// `iapledger demo`: a generated workspace with realistic data, ready for the nightly run.
 public enum DemoWorkspace {
@@ -24,6 +25,12 @@ public enum DemoWorkspace {
 
     public static func create(at root: URL, transactions: Int, seed: UInt64, asOf: Day) throws -> Created {
         let fm = FileManager.default
+        // A folder with anything in it is refused before a file is written: the demo's data
+        // written into a workspace (or any folder) would mix with what is there, and its
+        // layouts failed to copy only after the inbox was filled.
+        if let existing = try? fm.contentsOfDirectory(atPath: root.path), !existing.isEmpty {
+            throw ReadError.file(root.path, "already exists and is not empty: the demo creates a new workspace (remove the folder, or name another with --dir)")
+        }
         for sub in ["rules", "inbox/receipts", "inbox/orders", "inbox/signed", "reports"] {
             try fm.createDirectory(at: root.appendingPathComponent(sub), withIntermediateDirectories: true)
         }

@@ -202,6 +202,9 @@ final class ReconciliationTests: XCTestCase {
 
     func testRunningANightTwiceGivesTheSameExceptions() throws {
         let dir = ws.root
+        // The demo makes a workspace of its own: in place of the test's (a folder with
+        // something in it is refused).
+        try FileManager.default.removeItem(at: dir)
         _ = try DemoWorkspace.create(at: dir, transactions: 600, seed: 7, asOf: Day(iso: "2026-11-21")!)
         try ws.run("2026-11-21")
         let first = try exceptionsJSON().map { "\($0["category"]!) \($0["transaction_id"]!) \($0["order_id"] ?? "") \($0["first_seen"]!)" }

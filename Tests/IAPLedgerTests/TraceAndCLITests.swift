@@ -250,6 +250,19 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertTrue(run.out.contains("inbox files not read (rename or move them):\n    inbox/Receipts/2026/c.jsonl: not read (\(elsewhere))\n"), run.out)
     }
 
+    /// `demo --dir` naming a folder with something in it wrote the demo's inbox and rules into
+    /// it, then failed on its layouts with Foundation's raw error. It is refused first, saying
+    /// why, and the folder is left as it was.
+    func testADemoIntoAFolderThatIsNotEmptyIsRefused() throws {
+        let dir = ws.root.appendingPathComponent("mine")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try "keep".write(to: dir.appendingPathComponent("notes.txt"), atomically: true, encoding: .utf8)
+        let r = try cli(["demo", "--dir", dir.path, "--transactions", "50"])
+        XCTAssertEqual(r.status, 1, r.out)
+        XCTAssertTrue(r.err.contains("\(dir.path): already exists and is not empty: the demo creates a new workspace"), r.err)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir.path), ["notes.txt"], "nothing written")
+    }
+
     /// An input folder that is a link to a folder is read through the link, and listed through
     /// it too; a link to a folder elsewhere in the inbox is one entry, not followed.
     func testAnInputFolderThatIsALinkIsListedThroughIt() throws {
