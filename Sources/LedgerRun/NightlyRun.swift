@@ -268,25 +268,26 @@ public struct NightlyRun {
                     try w.resolveFinding(code: "MISSING_RULE", transactionId: id, runId: runId)
                     try w.resolveFinding(code: "ORDER_WAIT", transactionId: id, runId: runId)
                 case .missingRule(let why):
-                    // Still waiting for the same rule (most nights): the row stays as it is.
-                    let reason = "MISSING_RULE: \(why)"
-                    if t.pendingReason != reason {
-                        try w.setSaleStatus(transactionId: id, status: "pending", pendingReason: reason)
-                    }
-                    try w.resolveFinding(code: "ORDER_WAIT", transactionId: id, runId: runId)
-                    try w.openFinding(code: "MISSING_RULE", transactionId: id, recordId: nil, message: why, runId: runId)
+                    try waits(t, code: "MISSING_RULE", why, not: "ORDER_WAIT")
                 case .awaitingOrder(let why):
                     // Not a missing rule: which rules apply waits for the storefront. Said as a
                     // finding too (open while it waits), so that Run Info lists it and a
                     // workbook written again for a date it waited on lists it as waiting then.
-                    let reason = "ORDER_WAIT: \(why)"
-                    if t.pendingReason != reason {
-                        try w.setSaleStatus(transactionId: id, status: "pending", pendingReason: reason)
-                    }
-                    try w.resolveFinding(code: "MISSING_RULE", transactionId: id, runId: runId)
-                    try w.openFinding(code: "ORDER_WAIT", transactionId: id, recordId: nil, message: why, runId: runId)
+                    try waits(t, code: "ORDER_WAIT", why, not: "MISSING_RULE")
                 }
             }
+        }
+        /// A sale still waiting, for what `code` says: its reason and open finding, and the
+        /// finding of the other wait resolved (it waits for this one now).
+        func waits(_ t: StoredTransaction, code: String, _ why: String, not other: String) throws {
+            let id = t.observation.transactionId
+            // Still waiting for the same thing (most nights): the row stays as it is.
+            let reason = "\(code): \(why)"
+            if t.pendingReason != reason {
+                try w.setSaleStatus(transactionId: id, status: "pending", pendingReason: reason)
+            }
+            try w.resolveFinding(code: other, transactionId: id, runId: runId)
+            try w.openFinding(code: code, transactionId: id, recordId: nil, message: why, runId: runId)
         }
         try w.forEachPendingSaleBatch(batchSize: postingBatchSize) { sales in
             let paidDays = try sales.map { try subscriptionPaidDays(of: $0.sale.observation, writer: w, poster: poster, chains: &chains) }
