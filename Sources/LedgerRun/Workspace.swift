@@ -132,6 +132,10 @@ public struct Workspace {
         return files
     }
 
+    /// A folder under `inbox/` with more files than this not read is one line of
+    /// `unreadInboxFiles`, with their count.
+    static let filesListedPerFolder = 3
+
     /// Every file under `inbox/` that the night does not read, workspace-relative, each with
     /// the reason: in an input folder, a name without one of its extensions
     /// (`receipts.jsonl.gz`, `notes.txt`: `described` says what it reads); anywhere else (the
@@ -139,10 +143,6 @@ public struct Workspace {
     /// folder such as `archive/`) where it lies. A misplaced file was passed over without a
     /// word. Names starting with `.` (transfers in progress, system files), files and folders,
     /// are passed over in silence.
-    /// A folder under `inbox/` with more files than this not read is one line of
-    /// `unreadInboxFiles`, with their count.
-    static let filesListedPerFolder = 3
-
     public func unreadInboxFiles(_ folders: [(folder: String, extensions: Set<String>, described: String)]) -> [String] {
         let inputFolders = folders.map { "inbox/\($0.folder)/" }.joined(separator: ", ")
         var lines: [String] = []

@@ -280,20 +280,33 @@ public class LedgerReader {
     /// A sale waiting to post, with the storefront and id of its order (if any).
     public typealias PendingSale = (sale: StoredTransaction, orderStorefront: (code: String, orderId: String)?)
 
+    /// The order whose storefront a sale with none of its own is booked in (accounting.md):
+    /// the earliest credited naming the transaction `transactionId` (an SQL expression), latest
+    /// version of each order, as one text: storefront, unit separator, order id (read back by
+    /// `orderStorefront(_:)`). In upper case: orders are read so now, and rows stored in lower
+    /// case before still name their storefront (ISO codes; SQLite's upper() changes ASCII
+    /// letters only). Posting and the STOREFRONT_AFTER_POSTING check both take it from here.
+    static func orderStorefrontSQL(of transactionId: String) -> String {
+        """
+        (SELECT upper(v.storefront) || char(31) || v.order_id FROM order_version v
+         WHERE v.transaction_id = \(transactionId) AND v.storefront IS NOT NULL
+           AND v.id = (SELECT max(id) FROM order_version w WHERE w.order_id = v.order_id)
+         ORDER BY v.credited_ms, v.order_id LIMIT 1)
+        """
+    }
+
+    /// The storefront and order id of `orderStorefrontSQL`'s text.
+    static func orderStorefront(_ text: String) -> (code: String, orderId: String)? {
+        // The order id holds no control character (checked when read); a storefront might.
+        guard let cut = text.lastIndex(of: "\u{1F}") else { return nil }
+        return (String(text[..<cut]), String(text[text.index(after: cut)...]))
+    }
+
     /// Transactions whose sale waits, in posting order (purchase time, then id), a batch at a
     /// time, each with the storefront of its order (looked up in the same query): each batch
     /// is read whole before `body` sees it, so `body` may update the batch's rows.
     public func forEachPendingSaleBatch(batchSize: Int = 10_000, _ body: ([PendingSale]) throws -> Void) throws {
-        // The storefront and order id of the earliest-credited order naming the transaction
-        // (latest version of each order), as one text: storefront, unit separator, order id.
-        // In upper case: orders are read so now, and rows stored in lower case before still
-        // name their storefront (ISO codes; SQLite's upper() changes ASCII letters only).
-        let storefront = """
-            (SELECT upper(v.storefront) || char(31) || v.order_id FROM order_version v
-             WHERE v.transaction_id = t.transaction_id AND v.storefront IS NOT NULL
-               AND v.id = (SELECT max(id) FROM order_version w WHERE w.order_id = v.order_id)
-             ORDER BY v.credited_ms, v.order_id LIMIT 1)
-            """
+        let storefront = Self.orderStorefrontSQL(of: "t.transaction_id")
         var after: (ms: Int64, id: String)? = nil
         while true {
             let statement: Statement
@@ -316,12 +329,7 @@ public class LedgerReader {
             if let after { query.bind(after.ms); query.bind(after.ms); query.bind(after.id) }
             query.bind(batchSize)
             try query.forEachRow { r in
-                let hint = r.textOrNil(20).flatMap { text -> (code: String, orderId: String)? in
-                    // The order id holds no control character (checked when read); a storefront might.
-                    guard let cut = text.lastIndex(of: "\u{1F}") else { return nil }
-                    return (String(text[..<cut]), String(text[text.index(after: cut)...]))
-                }
-                batch.append((Self.stored(r), hint))
+                batch.append((Self.stored(r), r.textOrNil(20).flatMap(Self.orderStorefront)))
             }
             try body(batch)
             guard batch.count == batchSize, let last = batch.last?.0 else { return }

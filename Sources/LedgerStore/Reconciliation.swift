@@ -108,7 +108,7 @@ extension LedgerReader {
     /// that found them (`found`): the sales that waited for a rule then, still waiting or
     /// posted by a later run.
     /// The sales waiting on a day: their MISSING_RULE or ORDER_WAIT finding was open then.
-    static let missingRuleOpenOn = """
+    static let waitingOpenOn = """
         FROM finding f JOIN run found ON found.id = f.first_run_id LEFT JOIN run resolver ON resolver.id = f.resolved_run_id
         JOIN store_transaction t ON t.transaction_id = f.transaction_id
         WHERE f.code IN ('MISSING_RULE', 'ORDER_WAIT') AND found.as_of <= ?1 AND (resolver.as_of IS NULL OR resolver.as_of > ?1)
@@ -123,7 +123,7 @@ extension LedgerReader {
     public func pendingTransactions(on day: Day) throws -> [(transactionId: String, book: String, productId: String, reason: String, firstSeen: Day)] {
         guard try !isCurrent(day) else { return try pendingTransactions() }
         return try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT f.transaction_id, t.book, t.product_id, f.code || ': ' || f.message, found.as_of \(Self.missingRuleOpenOn)
+            SELECT f.transaction_id, t.book, t.product_id, f.code || ': ' || f.message, found.as_of \(Self.waitingOpenOn)
             ORDER BY found.as_of, f.transaction_id
             """), arguments: [day.description]).map { ($0[0], $0[1], $0[2], $0[3], Day(iso: $0[4] as String)!) }
     }
@@ -457,14 +457,9 @@ extension LedgerWriter {
     /// Called for the few groups whose columns flag the case, so the night reads no more for
     /// the others than it did.
     func storefrontNamedAfterPosting(_ t: ReconTransaction, booked: String, runId: Int64) throws {
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT v.order_id, upper(v.storefront) FROM order_version v
-            WHERE v.transaction_id = ? AND v.storefront IS NOT NULL AND v.storefront <> ''
-              AND v.id = (SELECT max(id) FROM order_version w WHERE w.order_id = v.order_id)
-            ORDER BY v.credited_ms, v.order_id LIMIT 1
-            """), arguments: [t.transactionId]) else { return }
-        let orderId: String = row[0], named: String = row[1]
-        guard named != booked else { return }
+        guard let text = try String.fetchOne(db.cachedStatement(sql: "SELECT \(Self.orderStorefrontSQL(of: "?"))"),
+                                             arguments: [t.transactionId]),
+              let (named, orderId) = Self.orderStorefront(text), !named.isEmpty, named != booked else { return }
         // Booked there for want of any other, not because an order named it (its applied rules
         // say which).
         guard try Bool.fetchOne(db.cachedStatement(sql: """

@@ -210,8 +210,9 @@ public enum XLSXWriter {
         return widths
     }
 
-    /// Column widths and print setup of a sheet.
-    static func setUp(_ ws: UnsafeMutablePointer<lxw_worksheet>, _ sheet: SheetModel, header: String) {
+    /// Column widths and print setup of a sheet; returns the widths it set.
+    @discardableResult
+    static func setUp(_ ws: UnsafeMutablePointer<lxw_worksheet>, _ sheet: SheetModel, header: String) -> [Int] {
         let widths = columnWidths(sheet)
         for (i, w) in widths.enumerated() {
             worksheet_set_column(ws, lxw_col_t(i), lxw_col_t(i), Double(w), nil)
@@ -223,12 +224,13 @@ public enum XLSXWriter {
         worksheet_set_footer(ws, "&L&A&R&P / &N")
         // Every printed page says which workbook it is: the book and the as-of date.
         worksheet_set_header(ws, "&L" + XMLText.safe(header).replacingOccurrences(of: "&", with: "&&"))
+        return widths
     }
 
     static func writeSheet(_ sheet: SheetModel, _ firstSheet: UnsafeMutablePointer<lxw_worksheet>, _ wb: UnsafeMutablePointer<lxw_workbook>,
                            _ f: Formats, _ path: String, lastRow maxRow: UInt32, header: String) throws {
         var ws = firstSheet
-        setUp(ws, sheet, header: header)
+        let widths = setUp(ws, sheet, header: header)
         var part = 1
         var row: UInt32 = 0
         worksheet_write_string(ws, row, 0, XMLText.safe(sheet.title), f.title)
@@ -236,7 +238,6 @@ public enum XLSXWriter {
         // Each note wraps within the columns the sheet's tables use (merged across them, as
         // high as its text needs): unwrapped, a long note ran past the last column and was cut
         // off where the sheet prints one page wide.
-        let widths = columnWidths(sheet)
         let span = max(1, widths.count)
         // About 1.1 characters of the default font per unit of column width, 15 points a line.
         let perLine = max(20, widths.reduce(0, +) * 11 / 10)
