@@ -51,6 +51,12 @@ public enum ClosedPeriods {
         public var ledgerPath: String
         /// Set when the config names an earlier month: the next run would refuse until it is updated.
         public var configWarning: String?
+        /// Sales dated in a month now closed that still wait (for a rule, for their order), by
+        /// book and reason code: they are not in the closed months' figures and, once posted, go
+        /// to the first open day, marked late.
+        public var waitingSales: [(book: String, code: String, count: Int, earliest: Day)] = []
+        /// Receipt records waiting for verification (any date: they may hold sales of the month).
+        public var pendingRecords = 0
 
         public var description: String {
             var lines = ["Closed \(close.month): months through \(close.month) are closed in \(ledgerPath)",
@@ -58,6 +64,16 @@ public enum ClosedPeriods {
                          "  previously closed through: \(previous.map { "\($0.month) (\(describe($0)))" } ?? "nothing")",
                          "  entries dated \(close.month.lastDay) or earlier now post on \(close.month.next.firstDay), marked late"]
             if let w = configWarning { lines.append("  warning: \(w)") }
+            if !waitingSales.isEmpty {
+                let total = waitingSales.reduce(0) { $0 + $1.count }
+                lines.append("  warning: \(total) sale\(total == 1 ? "" : "s") dated \(close.month.lastDay) or earlier still wait\(total == 1 ? "s" : ""), so \(total == 1 ? "it is" : "they are") not in the closed months' figures; once posted \(total == 1 ? "it goes" : "they go") to \(close.month.next.firstDay) or later, marked late (see the Pending sheet, or trace each):")
+                for w in waitingSales {
+                    lines.append("    \(w.book): \(w.count) waiting, \(w.code) (the earliest dated \(w.earliest))")
+                }
+            }
+            if pendingRecords > 0 {
+                lines.append("  warning: \(pendingRecords) receipt record\(pendingRecords == 1 ? "" : "s") still wait\(pendingRecords == 1 ? "s" : "") for verification and may hold sales of the closed months (Run Info lists them)")
+            }
             return lines.joined(separator: "\n")
         }
     }
@@ -88,7 +104,10 @@ public enum ClosedPeriods {
             if let c = config.closedThrough, c < month {
                 warning = "\(workspace.configURL.path) has [periods] closed_through = \"\(c)\", now earlier than the ledger: runs refuse until it says \"\(month)\" or later, or is removed"
             }
-            return CloseResult(close: close, previous: previous, ledgerPath: ledger.path, configWarning: warning)
+            var result = CloseResult(close: close, previous: previous, ledgerPath: ledger.path, configWarning: warning)
+            result.waitingSales = try w.waitingSales(datedThrough: month.lastDay)
+            result.pendingRecords = try w.pendingRecordCountNow()
+            return result
         }
     }
 }

@@ -139,6 +139,21 @@ extension LedgerReader {
             """), arguments: [(day + 1).epochMilliseconds, book]) ?? 0
     }
 
+    /// The sales waiting now (for a rule, for their order) whose purchase date (UTC) is `day` or
+    /// earlier, counted by book and by the code their reason starts with, each with the earliest
+    /// such date: what `close` warns of, since once posted they go to the first open day, late.
+    public func waitingSales(datedThrough day: Day) throws -> [(book: String, code: String, count: Int, earliest: Day)] {
+        try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT book, CASE WHEN instr(pending_reason, ':') > 0 THEN substr(pending_reason, 1, instr(pending_reason, ':') - 1)
+                              ELSE pending_reason END AS code, count(*), min(purchase_ms)
+            FROM store_transaction INDEXED BY store_transaction_pending_order
+            WHERE sale_status = 'pending' AND purchase_ms < ?
+            GROUP BY book, code ORDER BY book, code
+            """), arguments: [(day + 1).epochMilliseconds]).map {
+            ($0[0], $0[1], $0[2], Day(epochMilliseconds: $0[3] as Int64))
+        }
+    }
+
     /// The receipt records waiting for verification now (read by any run so far): a record that
     /// did not verify tells no date, so any of them may belong to a workbook's figures.
     public func pendingRecordCountNow() throws -> Int {

@@ -188,7 +188,7 @@ struct Balance: ParsableCommand {
 struct Close: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Close the books through a month: entries dated in it that arrive later post on the first open day, marked late.",
-        discussion: "Records in the ledger who closed it and when. A month already closed is refused (closed months are never reopened), and so is a month that has not ended yet.")
+        discussion: "Records in the ledger who closed it and when. A month already closed is refused (closed months are never reopened), and so is a month that has not ended yet. It warns of sales dated in the closed months that still wait (for a rule, for their order) and of receipt records still waiting for verification: once posted they go to the first open day, marked late.")
 
     @Argument(help: "The last month to close, YYYY-MM.") var month: String
     @OptionGroup var ws: WorkspaceOption

@@ -489,6 +489,31 @@ final class TenureAndPeriodsTests: XCTestCase {
         XCTAssertEqual(ClosedPeriods.currentUser(environment: [:]), "unknown")
     }
 
+    /// `close` says what the closed months' figures leave out: sales dated in them that still
+    /// wait (here one for a rule, counted by book and reason with its date; a later one not
+    /// counted) and receipt records still waiting for verification. A month with no such sale
+    /// names none.
+    func testCloseWarnsOfSalesStillWaitingInTheClosedMonths() throws {
+        try ws.write("inbox/receipts/night.json", "[" + [
+            Receipt.response([Receipt.item("W-1", product: "coins.9999", purchased: "2026-10-20T10:00:00Z"),
+                              Receipt.item("W-2", product: "coins.9999", purchased: "2026-11-01T10:00:00Z"),
+                              Receipt.item("P-1", purchased: "2026-10-21T10:00:00Z")]),
+            Receipt.response([Receipt.item("S-1", purchased: "2026-10-22T10:00:00Z")], status: 21007),
+        ].joined(separator: ",") + "]")
+        try ws.run("2026-11-01")
+        XCTAssertEqual(try rows("SELECT transaction_id, substr(pending_reason, 1, 12) FROM store_transaction WHERE sale_status = 'pending' ORDER BY 1"),
+                       [["W-1", "MISSING_RULE"], ["W-2", "MISSING_RULE"]])
+        let september = try close("2026-09", asOf: "2026-11-02")
+        XCTAssertTrue(september.waitingSales.isEmpty)
+        let october = try close("2026-10", asOf: "2026-11-02")
+        XCTAssertEqual(october.waitingSales.map { "\($0.book) \($0.code) \($0.count) \($0.earliest)" }, ["production MISSING_RULE 1 2026-10-20"])
+        XCTAssertEqual(october.pendingRecords, 1)
+        XCTAssertTrue(october.description.contains("1 sale dated 2026-10-31 or earlier still waits"), october.description)
+        XCTAssertTrue(october.description.contains("production: 1 waiting, MISSING_RULE (the earliest dated 2026-10-20)"), october.description)
+        XCTAssertTrue(october.description.contains("1 receipt record still waits for verification"), october.description)
+        XCTAssertFalse(september.description.contains("sale dated"), september.description)
+    }
+
     /// Must-show 3: the store itself refuses any write into a closed month, whoever writes.
     func testStoreRefusesWritesIntoAClosedMonth() throws {
         try ws.write("inbox/receipts/a.json", Receipt.response([Receipt.item("3001", purchased: "2026-09-10T10:00:00Z")]))
