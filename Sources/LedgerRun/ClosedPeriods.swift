@@ -26,7 +26,7 @@ public enum ClosedPeriods {
     /// Reconciles the config with the ledger at the start of a run and returns the effective
     /// closed-through month. A config month later than the ledger's is recorded as closed by
     /// config; an earlier one is refused (a month is never reopened silently).
-    static func effective(configMonth: Month?, configPath: String, writer: LedgerWriter,
+    static func effective(configMonth: Month?, configPath: String, writer: LedgerWriter, asOf: Day,
                           closedAt: String, closedBy: String) throws -> Month? {
         let latest = try writer.latestClose()
         guard let configMonth else { return latest?.month }
@@ -34,6 +34,11 @@ public enum ClosedPeriods {
             throw PeriodError("\(configPath): [periods] closed_through = \"\(configMonth)\" is earlier than \(latest.month), which the ledger has closed (\(describe(latest))); closed months are never reopened: set closed_through = \"\(latest.month)\" or later, or remove it")
         }
         if latest == nil || configMonth > latest!.month {
+            // As `close` refuses it: a month still running (or whose last night has not run)
+            // would take every later sale of it late, into no workbook of its own.
+            guard asOf > configMonth.lastDay else {
+                throw PeriodError("\(configPath): [periods] closed_through = \"\(configMonth)\" names a month that has not ended (this night is as of \(asOf)): a month can be closed from \(configMonth.next.firstDay) on, by the first night after its last day; set closed_through to \(configMonth.previous) or earlier, or remove it. Nothing was written")
+            }
             try writer.recordClose(PeriodClose(month: configMonth, closedAt: closedAt, closedBy: closedBy, source: .config))
         }
         return configMonth
@@ -97,6 +102,11 @@ public enum ClosedPeriods {
             }
             if let c = config.closedThrough, month <= c {
                 throw PeriodError("\(month) is already closed: \(workspace.configURL.path) has [periods] closed_through = \"\(c)\" (recorded in the ledger by the next run)")
+            }
+            // The month's nights must all have run: a night as of its last day (or later) read
+            // what arrived for it. Closed before, the rest of the month would post late.
+            if let last = try w.lastAsOf(), last < month.lastDay {
+                throw PeriodError("\(month) cannot be closed yet: the last night ran as of \(last), so what arrives for \(last + 1) to \(month.lastDay) is not in the books and would post late, after the close; run `iapledger run --as-of \(month.lastDay)` (or a later date) first")
             }
             let close = PeriodClose(month: month, closedAt: closedAt, closedBy: closedBy, source: .closeCommand)
             try w.recordClose(close)

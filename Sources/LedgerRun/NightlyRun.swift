@@ -106,6 +106,12 @@ public struct NightlyRun {
             throw StoreError(message: "as-of date \(asOf) is before the last run's (\(last)): nights go forward; "
                 + "an earlier month's workbooks are written by `iapledger report --period YYYY-MM`")
         }
+        // A night as of a closed month's day would post what it reads after that day (late, on
+        // the first open day), into none of its own workbooks.
+        if let closed = try ledger.read({ try $0.latestClose() }), asOf <= closed.month.lastDay {
+            throw PeriodError("as-of date \(asOf) is in a closed month: the books are closed through \(closed.month) (\(ClosedPeriods.describe(closed))); "
+                + "nights run as of \(closed.month.next.firstDay) or later, and a closed month's workbooks are written again by `iapledger report --period \(closed.month)`")
+        }
         let verifier = ReceiptVerifier(bundleIds: config.bundleIds)
         let signedVerifier = try Self.signedDataVerifier(config: config, workspace: workspace)
 
@@ -129,7 +135,7 @@ public struct NightlyRun {
             // Poster dates entries by the effective closed-through month (the store checks it too).
             var postingConfig = config
             postingConfig.closedThrough = try ClosedPeriods.effective(
-                configMonth: config.closedThrough, configPath: workspace.configURL.path, writer: w,
+                configMonth: config.closedThrough, configPath: workspace.configURL.path, writer: w, asOf: asOf,
                 closedAt: Self.timestamp(), closedBy: ClosedPeriods.currentUser())
             closedThrough = postingConfig.closedThrough
             let poster = Poster(config: postingConfig, rules: rules)

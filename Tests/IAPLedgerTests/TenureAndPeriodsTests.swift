@@ -514,6 +514,46 @@ final class TenureAndPeriodsTests: XCTestCase {
         XCTAssertFalse(september.description.contains("sale dated"), september.description)
     }
 
+    /// A month is closed only once its last night has run, by `close` or by the config, and no
+    /// night runs as of a closed month's day: either would post the rest of the month late, on
+    /// the first open day, in none of its own workbooks.
+    func testAMonthClosesOnlyAfterItsLastNightAndNoNightRunsInsideIt() throws {
+        try ws.write("inbox/receipts/a.json", "[" + Receipt.response([Receipt.item("N-1", purchased: "2026-10-20T10:00:00Z")]) + "]")
+        try ws.run("2026-10-20")
+        XCTAssertThrowsError(try close("2026-10", asOf: "2026-11-01")) {
+            XCTAssertTrue("\($0)".contains("cannot be closed yet: the last night ran as of 2026-10-20"), "\($0)")
+            XCTAssertTrue("\($0)".contains("iapledger run --as-of 2026-10-31"), "\($0)")
+        }
+        XCTAssertEqual(try rows("SELECT count(*) FROM period_close"), [["0"]])
+
+        // The config may not close a month the night is still in (nor one not ended by it).
+        try ws.write("iapledger.toml", TestWorkspace.defaultConfig + "\n[periods]\nclosed_through = \"2026-10\"\n")
+        XCTAssertThrowsError(try ws.run("2026-10-31")) {
+            XCTAssertTrue("\($0)".contains("closed_through = \"2026-10\" names a month that has not ended (this night is as of 2026-10-31)"), "\($0)")
+        }
+        XCTAssertEqual(try rows("SELECT count(*) FROM period_close"), [["0"]])
+        XCTAssertEqual(try rows("SELECT count(*) FROM run"), [["1"]])
+        try ws.write("iapledger.toml", TestWorkspace.defaultConfig)
+        try ws.run("2026-10-31")
+        XCTAssertEqual(try close("2026-10", asOf: "2026-11-01").close.month.description, "2026-10")
+
+        // A night as of the closed month's last day (a re-run of it) is refused; the next day runs.
+        try ws.write("inbox/receipts/b.json", "[" + Receipt.response([Receipt.item("N-2", purchased: "2026-10-31T10:00:00Z")]) + "]")
+        XCTAssertThrowsError(try ws.run("2026-10-31")) {
+            XCTAssertTrue("\($0)".contains("as-of date 2026-10-31 is in a closed month: the books are closed through 2026-10"), "\($0)")
+        }
+        XCTAssertEqual(try rows("SELECT count(*) FROM entry WHERE transaction_id = 'N-2'"), [["0"]])
+        try ws.run("2026-11-01")
+        XCTAssertEqual(try rows("SELECT date, original_date, late FROM entry WHERE transaction_id = 'N-2'"), [["2026-11-01", "2026-10-31", "1"]])
+
+        // A ledger with no night yet may be closed; a night inside the closed month is refused.
+        let fresh = try TestWorkspace()
+        defer { fresh.remove() }
+        _ = try ClosedPeriods.close(month: Month(iso: "2026-10")!, workspace: fresh.workspace, asOf: Day(iso: "2026-11-02")!,
+                                    closedBy: "alice", closedAt: "2026-11-02T09:00:00Z")
+        XCTAssertThrowsError(try fresh.run("2026-10-25")) { XCTAssertTrue("\($0)".contains("is in a closed month"), "\($0)") }
+    }
+
     /// Must-show 3: the store itself refuses any write into a closed month, whoever writes.
     func testStoreRefusesWritesIntoAClosedMonth() throws {
         try ws.write("inbox/receipts/a.json", Receipt.response([Receipt.item("3001", purchased: "2026-09-10T10:00:00Z")]))
