@@ -38,6 +38,10 @@ public struct NightlyRun {
         public var problems: [String]
         /// How many of `problems` are records (the rest are findings).
         public var problemRecords = 0
+        /// The records of `problems` by outcome and reason code ("pending RETRYABLE"), and its
+        /// findings by code ("MISSING_RULE"), each with its count, the commonest first.
+        public var recordCounts: [(key: String, count: Int)] = []
+        public var findingCounts: [(key: String, count: Int)] = []
         /// Set when this run was a re-run of the last night that changed nothing: it recorded
         /// nothing and wrote the workbooks of that run (`runId`) again.
         public var nothingNewSinceRun: Int64? = nil
@@ -229,20 +233,29 @@ public struct NightlyRun {
         let totals = try ledger.read { try $0.totals() }
         let datedAfter = try ledger.read { try $0.entriesDated(after: asOf) }
         // What this run read and could not post, as it stands at the end of the run.
-        let notPosted = try ledger.read { try $0.recordProblems() }.filter { $0.runId == runId && !$0.resolved }
-            .map { "\($0.path):\($0.line): \($0.outcome): \($0.reason)" }
-        let newFindings = try ledger.read { try $0.findings(openOnly: true) }.filter { $0.firstRunId == runId }
-            .map { "\($0.code) \($0.transactionId): \($0.message)" }
+        let notPostedRecords = try ledger.read { try $0.recordProblems() }.filter { $0.runId == runId && !$0.resolved }
+        let notPosted = notPostedRecords.map { "\($0.path):\($0.line): \($0.outcome): \($0.reason)" }
+        let newFindingRows = try ledger.read { try $0.findings(openOnly: true) }.filter { $0.firstRunId == runId }
+        let newFindings = newFindingRows.map { "\($0.code) \($0.transactionId): \($0.message)" }
         let problems = nothingNewSince == nil ? notPosted + newFindings : []
         CrashPoint.hit("report:done")
         return Result(runId: runId, asOf: asOf, counts: counts, filesRead: filesRead, filesSkipped: filesSkipped,
                       totals: totals, workbooks: files.map(\.url), keptFiles: files.filter(\.kept).map(\.url), problems: problems,
-                      problemRecords: nothingNewSince == nil ? notPosted.count : 0, nothingNewSinceRun: nothingNewSince,
+                      problemRecords: nothingNewSince == nil ? notPosted.count : 0,
+                      recordCounts: nothingNewSince == nil ? Self.counted(notPostedRecords.map { "\($0.outcome) \($0.code)" }) : [],
+                      findingCounts: nothingNewSince == nil ? Self.counted(newFindingRows.map(\.code)) : [],
+                      nothingNewSinceRun: nothingNewSince,
                       notRead: notRead, datedAfterAsOf: datedAfter)
     }
 
     /// Posts every sale still waiting (new ones and those that waited for a rule) and every
     /// refund that is due. Returns the number of entries written.
+    /// Each distinct key with its count, the commonest first (then by key).
+    static func counted(_ keys: [String]) -> [(key: String, count: Int)] {
+        Dictionary(keys.map { ($0, 1) }, uniquingKeysWith: +).map { (key: $0.key, count: $0.value) }
+            .sorted { $0.count != $1.count ? $0.count > $1.count : $0.key < $1.key }
+    }
+
     static func post(writer w: LedgerWriter, poster: Poster, runId: Int64, asOf: Day, tick: RunProgress.Ticker? = nil) throws -> Int {
         var posted = 0
         // Subscription chains read once per stage: posting changes no transaction a chain holds.

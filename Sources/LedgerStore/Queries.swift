@@ -362,3 +362,15 @@ extension LedgerReader {
         }
     }
 }
+
+extension LedgerReader {
+    /// A production sale that was refunded, with an order that credited it: ids worth tracing
+    /// in a new workspace (the demo names them). Nil when the ledger holds none.
+    public func traceExample() throws -> (transactionId: String, orderId: String)? {
+        guard let r = try Row.fetchOne(db, sql: """
+            SELECT e.transaction_id, o.order_id FROM entry e JOIN order_version o ON o.transaction_id = e.transaction_id
+            WHERE e.book = 'production' AND e.kind = 'refund' ORDER BY e.id, o.id LIMIT 1
+            """) else { return nil }
+        return (r[0], r[1])
+    }
+}

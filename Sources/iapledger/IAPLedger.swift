@@ -128,8 +128,15 @@ func printSummary(_ r: NightlyRun.Result) {
     if !r.problems.isEmpty {
         let findings = r.problems.count - r.problemRecords
         print("  this run: \(r.problemRecords) record\(r.problemRecords == 1 ? "" : "s") still pending or rejected (not posted), \(findings) new finding\(findings == 1 ? "" : "s"); see Run Info in the workbook:")
-        for p in r.problems.prefix(10) { print("    " + TerminalText.visible("\(p)")) }
-        if r.problems.count > 10 { print("    ... and \(r.problems.count - 10) more") }
+        // Records, then findings: each kind with its count by reason, then its first ten lines.
+        func list(_ lines: ArraySlice<String>, counts: [(key: String, count: Int)], noun: String) {
+            guard !lines.isEmpty else { return }
+            print("    \(noun)s: " + counts.map { "\($0.count) \(TerminalText.visible($0.key))" }.joined(separator: ", "))
+            for p in lines.prefix(10) { print("      " + TerminalText.visible(p)) }
+            if lines.count > 10 { print("      ... and \(lines.count - 10) more \(noun)\(lines.count - 10 == 1 ? "" : "s") (Run Info lists them all)") }
+        }
+        list(r.problems.prefix(r.problemRecords), counts: r.recordCounts, noun: "record")
+        list(r.problems.dropFirst(r.problemRecords), counts: r.findingCounts, noun: "finding")
     }
     if r.datedAfterAsOf.count > 0, let latest = r.datedAfterAsOf.latest {
         let n = r.datedAfterAsOf.count
@@ -137,8 +144,8 @@ func printSummary(_ r: NightlyRun.Result) {
     }
     if !r.notRead.isEmpty {
         print("  inbox files not read (rename or move them):")
-        for line in r.notRead.prefix(10) { print("    " + TerminalText.visible(line)) }
-        if r.notRead.count > 10 { print("    ... and \(r.notRead.count - 10) more") }
+        // Every one: a folder of more than a few such files is already one line.
+        for line in r.notRead { print("    " + TerminalText.visible(line)) }
     }
     let kept = Set(r.keptFiles)
     for w in r.workbooks { printReportFile(w, kept: kept.contains(w)) }
@@ -212,17 +219,24 @@ struct Demo: ParsableCommand {
     @Option(help: "The folder to create the demo workspace in.") var dir: String = "demo"
     @Option(help: "How many store transactions to generate.") var transactions: Int = 3000
     @Option(help: "Random seed: the same seed gives the same data.") var seed: UInt64 = 42
-    @Option(name: .customLong("as-of"), help: "The books' date, YYYY-MM-DD (default: today, UTC).") var asOf: String?
+    @Option(name: .customLong("as-of"), help: "The books' date, YYYY-MM-DD (default: today, UTC; later than tomorrow is refused, as for run).") var asOf: String?
 
     func run() throws {
         try runReporting {
-            let day = try parseDay(asOf)
+            let day = try parseAsOf(asOf, why: "the demo's night would be dated in the future, and every run before that date refused")
             let result = try DemoWorkspace.create(at: URL(fileURLWithPath: dir), transactions: transactions, seed: seed, asOf: day)
             print(result.description)
             let run = try NightlyRun(workspace: Workspace(URL(fileURLWithPath: dir)), asOf: day).run()
             printSummary(run)
             print("")
             print("Workbooks are in \(Workspace(URL(fileURLWithPath: dir)).reportDirectory(asOf: day).path)/")
+            // Ids to try `trace` on: they change with the demo's as-of date and seed.
+            let ledger = try Workspace(URL(fileURLWithPath: dir)).openExistingLedger().1
+            if let example = try ledger.read({ try $0.traceExample() }) {
+                print("Trace a refunded sale and the order that credited it (sources, rules, entries, exceptions, workbook rows):")
+                print("  iapledger trace \(example.transactionId) --workspace \(dir)")
+                print("  iapledger trace \(example.orderId) --workspace \(dir)")
+            }
         }
     }
 }

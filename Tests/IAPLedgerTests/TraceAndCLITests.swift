@@ -200,6 +200,27 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertTrue(run.out.contains("this run: 1 record still pending or rejected (not posted), 1 new finding; see Run Info"), run.out)
         XCTAssertTrue(run.out.contains("inbox/receipts/n.jsonl:2: rejected: status 21003"), run.out)
         XCTAssertTrue(run.out.contains("MISSING_RULE 2001: "), run.out)
+        // Each kind is counted by its reason, and listed under its count.
+        XCTAssertTrue(run.out.contains("    records: 1 rejected STATUS_21003\n      inbox/receipts/n.jsonl:2: rejected"), run.out)
+        XCTAssertTrue(run.out.contains("    findings: 1 MISSING_RULE\n      MISSING_RULE 2001: "), run.out)
+    }
+
+    /// Records and findings each show their first ten lines, under their counts by reason:
+    /// many records no longer hide every finding, and the rest of each is counted.
+    func testRunSummaryListsRecordsAndFindingsEachWithItsCounts() throws {
+        let rejected = (1...12).map { _ in Receipt.response([], status: 21003) }
+        let waiting = (1...11).map { Receipt.response([Receipt.item("60\($0)", product: "coins.none", purchased: "2026-11-03T10:00:00Z")]) }
+        try ws.write("inbox/receipts/n.jsonl", (rejected + waiting + [Receipt.response([], status: 21010)]).joined(separator: "\n") + "\n")
+        for i in 1...12 { try ws.write("inbox/stray-\(i).txt", "misplaced") }
+        let run = try cli(["run", "--workspace", ws.root.path, "--as-of", "2026-11-04", "--no-progress"])
+        XCTAssertEqual(run.status, 0, run.err)
+        XCTAssertTrue(run.out.contains("this run: 13 records still pending or rejected (not posted), 11 new findings"), run.out)
+        XCTAssertTrue(run.out.contains("    records: 12 rejected STATUS_21003, 1 rejected STATUS_21010\n"), run.out)
+        XCTAssertTrue(run.out.contains("      ... and 3 more records (Run Info lists them all)\n    findings: 11 MISSING_RULE\n      MISSING_RULE 601: "), run.out)
+        XCTAssertTrue(run.out.contains("      ... and 1 more finding (Run Info lists them all)"), run.out)
+        // Every inbox file not read is listed, not the first ten.
+        XCTAssertEqual((1...12).filter { run.out.contains("inbox/stray-\($0).txt") }.count, 12, run.out)
+        XCTAssertFalse(run.out.contains("... and 2 more\n"), run.out)
     }
 
     /// A reason quotes what it refuses as it was read, and a file name is the sender's: an
@@ -263,6 +284,25 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir.path), ["notes.txt"], "nothing written")
     }
 
+    /// The README's trace example is only an example: a demo's ids change with its as-of date.
+    /// The demo names two of its own, a refunded sale and the order that credited it, and
+    /// `trace` finds both.
+    func testADemoNamesIdsThatTraceFinds() throws {
+        let dir = ws.root.appendingPathComponent("demo")
+        let r = try cli(["demo", "--dir", dir.path, "--transactions", "600", "--as-of", "2026-11-20"])
+        XCTAssertEqual(r.status, 0, r.err)
+        let ids = r.out.split(separator: "\n").filter { $0.hasPrefix("  iapledger trace ") }.map { $0.split(separator: " ")[2] }.map(String.init)
+        XCTAssertEqual(ids.count, 2, r.out)
+        guard ids.count == 2 else { return }
+        let sale = try cli(["trace", ids[0], "--workspace", dir.path])
+        XCTAssertEqual(sale.status, 0, sale.err)
+        XCTAssertTrue(sale.out.contains("refund on "), sale.out)
+        XCTAssertTrue(sale.out.contains(ids[1]), sale.out)
+        let order = try cli(["trace", ids[1], "--workspace", dir.path])
+        XCTAssertEqual(order.status, 0, order.err)
+        XCTAssertTrue(order.out.contains(ids[0]), order.out)
+    }
+
     /// An input folder that is a link to a folder is read through the link, and listed through
     /// it too; a link to a folder elsewhere in the inbox is one entry, not followed.
     func testAnInputFolderThatIsALinkIsListedThroughIt() throws {
@@ -302,6 +342,12 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertEqual(try Ledger(path: ledgerPath, readOnly: true).read { try $0.rawRows("SELECT count(*) FROM period_close") }, [["0"]])
         let tomorrow = try cli(["run", "--workspace", ws.root.path, "--as-of", (today + 1).description, "--no-progress"])
         XCTAssertEqual(tomorrow.status, 0, tomorrow.err)
+        // Nor does demo make a workspace whose night is in the future (every run then refused).
+        let demoDir = ws.root.appendingPathComponent("future-demo")
+        let demo = try cli(["demo", "--dir", demoDir.path, "--transactions", "50", "--as-of", (today + 30).description])
+        XCTAssertEqual(demo.status, 1, demo.out)
+        XCTAssertTrue(demo.err.contains("--as-of \(today + 30) is later than tomorrow"), demo.err)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: demoDir.path), "nothing written")
     }
 
     /// A purchase dated after the night's as-of date is posted (in the books from its date) but
