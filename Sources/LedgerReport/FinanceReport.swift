@@ -238,9 +238,11 @@ public struct FinanceReport {
             info.append(SheetRow([.text("Records not posted and findings below"),
                                   .text(state.map { "as they stood after run \($0.id), as of \($0.asOf) (the last run on or before \(asOf))" }
                                         ?? "none: no run on or before \(asOf)")]))
-            if let latest, latest.asOf > asOf {
-                info.append(SheetRow([.text("Ledger totals below"), .text("the whole ledger after the latest run (run \(latest.id), as of \(latest.asOf))")]))
-            }
+        }
+        // Written again after a later run (the month before's set, `report --period`): the
+        // ledger's totals are today's, not the as-of date's.
+        if let latest, latest.asOf > asOf {
+            info.append(SheetRow([.text("Ledger totals below"), .text("the whole ledger after the latest run (run \(latest.id), as of \(latest.asOf))")]))
         }
         info += [
             SheetRow([.text("Transactions posted (ledger, both books)"), .integer(Int64(totals.transactionsPosted))]),

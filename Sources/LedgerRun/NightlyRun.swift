@@ -213,11 +213,11 @@ public struct NightlyRun {
         // The month before, while it is still open, is written again as of its last day: late
         // data for it changes its books until it is closed. Both sets are written together,
         // independent workbooks in parallel.
-        var sets = [ReportSet(ledger: ledger, config: config, asOf: asOf, runId: runId, workspace: workspace, layouts: layouts)]
+        var sets = [try ReportSet(ledger: ledger, config: config, asOf: asOf, runId: runId, workspace: workspace, layouts: layouts)]
         let previous = asOf.month.previous
         if closedThrough.map({ previous > $0 }) ?? true, try ledger.read({ try $0.hasEntries(through: previous.lastDay) }) {
             CrashPoint.hit("report:previous month \(previous)")
-            sets.append(ReportSet(ledger: ledger, config: config, asOf: previous.lastDay, runId: nil, workspace: workspace, layouts: layouts))
+            sets.append(try ReportSet(ledger: ledger, config: config, asOf: previous.lastDay, runId: nil, workspace: workspace, layouts: layouts))
         }
         let files: [ReportFile]
         do {

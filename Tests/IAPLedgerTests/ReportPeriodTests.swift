@@ -26,6 +26,33 @@ final class ReportPeriodTests: XCTestCase {
         XCTAssertThrowsError(try PeriodReport.write(workspace: ws.workspace, period: Month(iso: "2026-12")!))
     }
 
+    /// A set written again for a date a night ran on tells that night's run, as the night's own
+    /// set did: `report --period` of the running month rewrites the night's workbooks byte for
+    /// byte (it dropped the run's number, counts and input files), and the month before's set,
+    /// written again by a later night, keeps its last night's run and says whose totals it shows.
+    func testASetWrittenAgainForANightsDateKeepsThatNightsRun() throws {
+        let ws = try TestWorkspace()
+        defer { ws.remove() }
+        try ws.write("inbox/receipts/a.jsonl", Receipt.response([Receipt.item("k1", purchased: "2026-10-30T10:00:00Z")]) + "\n")
+        let october = try ws.run("2026-10-31")
+        let finance = ws.root.appendingPathComponent("reports/2026-10-31/finance-2026-10-31.xlsx")
+        let nightBytes = try october.workbooks.map { try Data(contentsOf: $0) }
+        let again = try PeriodReport.write(workspace: ws.workspace, period: Month(iso: "2026-10")!).files.map(\.url)
+        XCTAssertEqual(again, october.workbooks)
+        XCTAssertEqual(try again.map { try Data(contentsOf: $0) }, nightBytes, "the night's workbooks, byte for byte")
+
+        try ws.write("inbox/receipts/b.jsonl", Receipt.response([Receipt.item("k2", purchased: "2026-11-01T10:00:00Z")]) + "\n")
+        let november = try ws.run("2026-11-01")
+        XCTAssertTrue(november.workbooks.contains(finance))
+        let info = try XCTUnwrap(XLSXReader.sheets(finance)["Run Info"])
+        func value(_ label: String) -> String? { info.first { $0.first == label }?[1] }
+        XCTAssertEqual(value("Run number"), "\(october.runId)")
+        XCTAssertEqual(value("Records read this run"), "1")
+        XCTAssertTrue(info.contains { $0.first == "inbox/receipts/a.jsonl" }, "\(info)")
+        XCTAssertFalse(info.contains { $0.first == "inbox/receipts/b.jsonl" }, "\(info)")
+        XCTAssertEqual(value("Ledger totals below"), "the whole ledger after the latest run (run \(november.runId), as of 2026-11-01)")
+    }
+
     func testTheNightlyRunAlsoWritesTheOpenMonthBefore() throws {
         let ws = try TestWorkspace()
         defer { ws.remove() }

@@ -97,8 +97,8 @@ final class RunScaleTests: XCTestCase {
         ])
         let (config, ledger) = try ws.openExistingLedger()
         let layouts = try ws.loadLayouts()
-        let sets = [asOf, Day(iso: "2026-10-31")!].map {
-            ReportSet(ledger: ledger, config: config, asOf: $0, runId: $0 == asOf ? night.runId : nil, workspace: ws, layouts: layouts)
+        let sets = try [asOf, Day(iso: "2026-10-31")!].map {
+            try ReportSet(ledger: ledger, config: config, asOf: $0, runId: $0 == asOf ? night.runId : nil, workspace: ws, layouts: layouts)
         }
         let sequential = try ReportSet.write(sets, progress: .silent, threads: 1).map(\.url)
         XCTAssertEqual(sequential, night.workbooks)
