@@ -14,6 +14,19 @@ struct ReportSet {
     let workspace: Workspace
     let layouts: ReportLayouts
 
+    /// `runId` nil (a set written again for an earlier date: the month before's, by a later
+    /// night, or `report --period`) takes the last run dated `asOf`, if one is: the set then
+    /// tells that night's run as the night's own set did (its number, what it read, its input
+    /// files), not only the ledger's state.
+    init(ledger: Ledger, config: WorkspaceConfig, asOf: Day, runId: Int64?, workspace: Workspace, layouts: ReportLayouts) throws {
+        self.ledger = ledger
+        self.config = config
+        self.asOf = asOf
+        self.runId = try runId ?? ledger.read { try $0.lastRun(onOrBefore: asOf).flatMap { $0.asOf == asOf ? $0.id : nil } }
+        self.workspace = workspace
+        self.layouts = layouts
+    }
+
     /// One workbook (with its journal export, if any) to write.
     struct Job {
         var name: String
