@@ -63,6 +63,7 @@ extension FinanceReport {
         // waited then and is posted now is in the figures.
         let salesWaiting = try reader.waitingSaleCount(book: book.rawValue, datedThrough: asOf)
         let recordsWaiting = try reader.pendingRecordCountNow()
+        let late = try reader.lateEntries(book: book, asOf: asOf)
         return SheetContent(
             key: "summary",
             tables: [
@@ -77,7 +78,26 @@ extension FinanceReport {
             ],
             values: ["sales_waiting": String(salesWaiting), "records_waiting": String(recordsWaiting),
                      "commission_returned": Self.grouped(Currency.format(minor: total.refundCommission, currency: reportingCurrency)),
-                     "commission_after_refunds": Self.grouped(Currency.format(minor: total.commission - total.refundCommission, currency: reportingCurrency))])
+                     "commission_after_refunds": Self.grouped(Currency.format(minor: total.commission - total.refundCommission, currency: reportingCurrency)),
+                     "late_entries": lateEntriesText(late)])
+    }
+
+    /// "2026-11 holds 45 sales and 4 refunds of earlier months (net after refunds 123.45 USD);
+    /// 3 sales dated on or before 2026-10-31 ... are in later months' figures (...)", or "none".
+    func lateEntriesText(_ late: LateEntries) -> String {
+        func amount(_ v: Int64) -> String { Self.grouped(Currency.format(minor: v, currency: reportingCurrency)) + " " + reportingCurrency }
+        func entries(_ sales: Int, _ refunds: Int) -> String {
+            [sales != 0 ? "\(sales) sale\(sales == 1 ? "" : "s")" : nil, refunds != 0 ? "\(refunds) refund\(abs(refunds) == 1 ? "" : "s")" : nil]
+                .compactMap { $0 }.joined(separator: " and ")
+        }
+        var parts = late.byMonth.map {
+            "\($0.month) holds \(entries($0.sales, $0.refunds)) of earlier months (net after refunds \(amount($0.netAfterRefundsMinor)))"
+        }
+        let p = late.postedLater
+        if p.sales != 0 || p.refunds != 0 {
+            parts.append("\(entries(p.sales, p.refunds)) dated on or before \(asOf) arrived after its month was closed and \(p.sales + p.refunds == 1 ? "is" : "are") in later months' figures, not these (net after refunds \(amount(p.netAfterRefundsMinor)))")
+        }
+        return parts.isEmpty ? "none" : parts.joined(separator: "; ")
     }
 
     /// An amount's text with its thousands grouped, as in the cells (`-1,234,567.89`).

@@ -112,3 +112,53 @@ extension LedgerReader {
         try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM entry WHERE date <= ? LIMIT 1"), arguments: [day.description]) ?? false
     }
 }
+
+/// Late entries of a book, for the Summary's note: those in a month's figures (dated in a
+/// month already closed when they arrived, posted on the first open day), and those dated on
+/// or before a date but posted after it (its month was closed before they arrived).
+public struct LateEntries: Equatable {
+    /// By the month they are posted in: sales, refunds net of reversals (counted as entries),
+    /// and their effect on net after refunds, in the reporting currency.
+    public var byMonth: [(month: Month, sales: Int, refunds: Int, netAfterRefundsMinor: Int64)] = []
+    public var postedLater: (sales: Int, refunds: Int, netAfterRefundsMinor: Int64) = (0, 0, 0)
+
+    public static func == (a: LateEntries, b: LateEntries) -> Bool {
+        a.byMonth.map { "\($0)" } == b.byMonth.map { "\($0)" } && "\(a.postedLater)" == "\(b.postedLater)"
+    }
+}
+
+extension LedgerReader {
+    /// `LateEntries` of `book` as of `day`. A late entry is dated on the first day of a month
+    /// (the first open day when it arrived), so only those days are read, through the date
+    /// index: an entry dated on or before `day` and posted after it is one of them too.
+    public func lateEntries(book: Book, asOf day: Day) throws -> LateEntries {
+        var out = LateEntries()
+        guard let range = try Row.fetchOne(db.cachedStatement(sql: "SELECT min(date), max(date) FROM entry WHERE book = ?"),
+                                           arguments: [book.rawValue]),
+              let first = (range[0] as String?).flatMap({ Day(iso: $0) }), let last = (range[1] as String?).flatMap({ Day(iso: $0) })
+        else { return out }
+        var through: [String] = [], after: [String] = []
+        var m = first.month
+        while m.firstDay <= last {
+            if m.firstDay <= day { through.append(m.firstDay.description) } else { after.append(m.firstDay.description) }
+            m = m.next
+        }
+        func json(_ days: [String]) -> String { "[" + days.map { "\"\($0)\"" }.joined(separator: ",") + "]" }
+        let sign = "CASE kind WHEN 'sale' THEN 1 WHEN 'refund' THEN -1 ELSE 1 END"
+        let count = "sum(kind = 'sale'), sum(CASE kind WHEN 'refund' THEN 1 WHEN 'refund_reversal' THEN -1 ELSE 0 END), sum(\(sign) * net_reporting_minor)"
+        out.byMonth = try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT substr(date, 1, 7), \(count) FROM entry
+            WHERE book = ? AND date IN (SELECT value FROM json_each(?)) AND late = 1
+            GROUP BY substr(date, 1, 7) ORDER BY 1
+            """), arguments: [book.rawValue, json(through)]).map {
+            (Month(iso: $0[0])!, $0[1], $0[2], $0[3])
+        }
+        if !after.isEmpty, let r = try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT count(*), \(count) FROM entry
+            WHERE book = ? AND date IN (SELECT value FROM json_each(?)) AND late = 1 AND original_date <= ?
+            """), arguments: [book.rawValue, json(after), day.description]), (r[0] as Int) > 0 {
+            out.postedLater = (r[1], r[2], r[3])
+        }
+        return out
+    }
+}

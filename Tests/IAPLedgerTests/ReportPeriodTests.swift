@@ -53,6 +53,37 @@ final class ReportPeriodTests: XCTestCase {
         XCTAssertEqual(value("Ledger totals below"), "the whole ledger after the latest run (run \(november.runId), as of 2026-11-01)")
     }
 
+    /// The Summary says which of its figures are late entries (a closed month's sale posted on
+    /// the first open day), month by month, and a closed month's set written again says which
+    /// of its sales arrived after the close and are in a later month's figures instead.
+    func testTheSummaryNamesLateEntriesInAndOutOfItsFigures() throws {
+        let ws = try TestWorkspace()
+        defer { ws.remove() }
+        func lateNote(_ url: URL) throws -> String {
+            try XCTUnwrap(XLSXReader.sheets(url)["Summary"]?.compactMap(\.first).first { $0.hasPrefix("Late entries") })
+        }
+        try ws.write("inbox/receipts/a.jsonl", Receipt.response([Receipt.item("L-1", purchased: "2026-10-20T10:00:00Z")]) + "\n")
+        try ws.run("2026-10-31")
+        let october = ws.root.appendingPathComponent("reports/2026-10-31/finance-2026-10-31.xlsx")
+        let before = try lateNote(october)
+        XCTAssertTrue(before.hasSuffix(": none."), before)
+        _ = try ClosedPeriods.close(month: Month(iso: "2026-10")!, workspace: ws.workspace, asOf: Day(iso: "2026-11-01")!,
+                                    closedBy: "alice", closedAt: "2026-11-01T09:00:00Z")
+        try ws.write("inbox/receipts/b.jsonl", [
+            Receipt.response([Receipt.item("L-2", purchased: "2026-10-25T10:00:00Z")]),
+            Receipt.response([Receipt.item("L-3", purchased: "2026-10-26T10:00:00Z", cancelled: "2026-10-28T10:00:00Z")]),
+            Receipt.response([Receipt.item("L-4", purchased: "2026-11-01T10:00:00Z")]),
+        ].joined(separator: "\n") + "\n")
+        try ws.run("2026-11-02")
+        let november = ws.root.appendingPathComponent("reports/2026-11-02/finance-2026-11-02.xlsx")
+        // L-2, L-3 and its refund: 0.99 + 0.99 - 0.99 USD of October, in November's figures.
+        XCTAssertEqual(try lateNote(november), "Late entries (dated in a month already closed when they arrived, posted on the first open day and marked late in the Journal and on the Refunds sheet): 2026-11 holds 2 sales and 1 refund of earlier months (net after refunds 0.99 USD).")
+        let again = try PeriodReport.write(workspace: ws.workspace, period: Month(iso: "2026-10")!).files.map(\.url)
+        XCTAssertTrue(again.contains(october))
+        let after = try lateNote(october)
+        XCTAssertTrue(after.hasSuffix(": 2 sales and 1 refund dated on or before 2026-10-31 arrived after its month was closed and are in later months' figures, not these (net after refunds 0.99 USD)."), after)
+    }
+
     func testTheNightlyRunAlsoWritesTheOpenMonthBefore() throws {
         let ws = try TestWorkspace()
         defer { ws.remove() }
