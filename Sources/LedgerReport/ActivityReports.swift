@@ -79,23 +79,25 @@ extension FinanceReport {
             values: ["sales_waiting": String(salesWaiting), "records_waiting": String(recordsWaiting),
                      "commission_returned": Self.grouped(Currency.format(minor: total.refundCommission, currency: reportingCurrency)),
                      "commission_after_refunds": Self.grouped(Currency.format(minor: total.commission - total.refundCommission, currency: reportingCurrency)),
-                     "late_entries": lateEntriesText(late)])
+                     "late_entries": Self.lateEntriesText(late, asOf: asOf, currency: reportingCurrency)])
     }
 
     /// "2026-11 holds 45 sales and 4 refunds of earlier months (net after refunds 123.45 USD);
     /// 3 sales dated on or before 2026-10-31 ... are in later months' figures (...)", or "none".
-    func lateEntriesText(_ late: LateEntries) -> String {
-        func amount(_ v: Int64) -> String { Self.grouped(Currency.format(minor: v, currency: reportingCurrency)) + " " + reportingCurrency }
-        func entries(_ sales: Int, _ refunds: Int) -> String {
-            [sales != 0 ? "\(sales) sale\(sales == 1 ? "" : "s")" : nil, refunds != 0 ? "\(refunds) refund\(abs(refunds) == 1 ? "" : "s")" : nil]
-                .compactMap { $0 }.joined(separator: " and ")
+    static func lateEntriesText(_ late: LateEntries, asOf: Day, currency: String) -> String {
+        func amount(_ v: Int64) -> String { grouped(Currency.format(minor: v, currency: currency)) + " " + currency }
+        func entries(_ sales: Int, _ refunds: Int, _ reversals: Int) -> String {
+            let parts = [(sales, "sale", "sales"), (refunds, "refund", "refunds"), (reversals, "refund reversal", "refund reversals")]
+                .filter { $0.0 > 0 }.map { "\($0.0) \($0.0 == 1 ? $0.1 : $0.2)" }
+            return parts.count <= 1 ? parts.joined() : parts.dropLast().joined(separator: ", ") + " and " + parts.last!
         }
         var parts = late.byMonth.map {
-            "\($0.month) holds \(entries($0.sales, $0.refunds)) of earlier months (net after refunds \(amount($0.netAfterRefundsMinor)))"
+            "\($0.month) holds \(entries($0.sales, $0.refunds, $0.reversals)) of earlier months (net after refunds \(amount($0.netAfterRefundsMinor)))"
         }
         let p = late.postedLater
-        if p.sales != 0 || p.refunds != 0 {
-            parts.append("\(entries(p.sales, p.refunds)) dated on or before \(asOf) arrived after its month was closed and \(p.sales + p.refunds == 1 ? "is" : "are") in later months' figures, not these (net after refunds \(amount(p.netAfterRefundsMinor)))")
+        let moved = p.sales + p.refunds + p.reversals
+        if moved > 0 {
+            parts.append("\(entries(p.sales, p.refunds, p.reversals)) dated on or before \(asOf) arrived after its month was closed and \(moved == 1 ? "is" : "are") in later months' figures, not these (net after refunds \(amount(p.netAfterRefundsMinor)))")
         }
         return parts.isEmpty ? "none" : parts.joined(separator: "; ")
     }

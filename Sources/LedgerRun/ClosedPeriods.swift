@@ -26,7 +26,7 @@ public enum ClosedPeriods {
     /// Reconciles the config with the ledger at the start of a run and returns the effective
     /// closed-through month. A config month later than the ledger's is recorded as closed by
     /// config; an earlier one is refused (a month is never reopened silently).
-    static func effective(configMonth: Month?, configPath: String, writer: LedgerWriter, asOf: Day,
+    static func effective(configMonth: Month?, configPath: String, writer: LedgerWriter, asOf: Day, lastNight: Day?,
                           closedAt: String, closedBy: String) throws -> Month? {
         let latest = try writer.latestClose()
         guard let configMonth else { return latest?.month }
@@ -37,7 +37,10 @@ public enum ClosedPeriods {
             // As `close` refuses it: a month still running (or whose last night has not run)
             // would take every later sale of it late, into no workbook of its own.
             guard asOf > configMonth.lastDay else {
-                throw PeriodError("\(configPath): [periods] closed_through = \"\(configMonth)\" names a month that has not ended (this night is as of \(asOf)): a month can be closed from \(configMonth.next.firstDay) on, by the first night after its last day; set closed_through to \(configMonth.previous) or earlier, or remove it. Nothing was written")
+                throw PeriodError("\(configPath): [periods] closed_through = \"\(configMonth)\" names a month that has not ended (this night is as of \(asOf)): a month can be closed from \(configMonth.next.firstDay) on, by the first night after its last day; set closed_through to \(asOf.month.previous) or earlier, or remove it. Nothing was written")
+            }
+            if let lastNight, lastNight < configMonth.lastDay {
+                throw PeriodError("\(configPath): [periods] closed_through = \"\(configMonth)\" would close a month whose last night has not run: the last night ran as of \(lastNight), so what arrives for \(lastNight + 1) to \(configMonth.lastDay) is not in the books and would post late; set closed_through to \(lastNight.month.previous) or earlier (or remove it), run `iapledger run --as-of \(configMonth.lastDay)`, then close. Nothing was written")
             }
             try writer.recordClose(PeriodClose(month: configMonth, closedAt: closedAt, closedBy: closedBy, source: .config))
         }

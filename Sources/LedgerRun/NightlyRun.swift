@@ -132,6 +132,7 @@ public struct NightlyRun {
         var nothingNewSince: Int64? = nil
         let (runId, counts) = try NothingNew.catching(&nothingNewSince) { try ledger.write { w -> (Int64, LedgerWriter.RunCounts) in
             let sameNight = try w.sameNight(asOf: asOf)
+            let lastNight = try w.lastAsOf()
             let runId = try w.beginRun(asOf: asOf, toolVersion: Self.toolVersion, startedAt: Self.timestamp())
             let reconciler = Reconciler(products: rules.products)
             try w.skipTouchedKeysIfReconcilingAll(reconciler, runId: runId)
@@ -140,7 +141,7 @@ public struct NightlyRun {
             var postingConfig = config
             postingConfig.closedThrough = try ClosedPeriods.effective(
                 configMonth: config.closedThrough, configPath: workspace.configURL.path, writer: w, asOf: asOf,
-                closedAt: Self.timestamp(), closedBy: ClosedPeriods.currentUser())
+                lastNight: lastNight, closedAt: Self.timestamp(), closedBy: ClosedPeriods.currentUser())
             closedThrough = postingConfig.closedThrough
             let poster = Poster(config: postingConfig, rules: rules)
             var counts = LedgerWriter.RunCounts()

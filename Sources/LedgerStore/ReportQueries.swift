@@ -117,10 +117,10 @@ extension LedgerReader {
 /// month already closed when they arrived, posted on the first open day), and those dated on
 /// or before a date but posted after it (its month was closed before they arrived).
 public struct LateEntries: Equatable {
-    /// By the month they are posted in: sales, refunds net of reversals (counted as entries),
-    /// and their effect on net after refunds, in the reporting currency.
-    public var byMonth: [(month: Month, sales: Int, refunds: Int, netAfterRefundsMinor: Int64)] = []
-    public var postedLater: (sales: Int, refunds: Int, netAfterRefundsMinor: Int64) = (0, 0, 0)
+    /// By the month they are posted in: sales, refunds and refund reversals (counted as
+    /// entries), and their effect on net after refunds, in the reporting currency.
+    public var byMonth: [(month: Month, sales: Int, refunds: Int, reversals: Int, netAfterRefundsMinor: Int64)] = []
+    public var postedLater: (sales: Int, refunds: Int, reversals: Int, netAfterRefundsMinor: Int64) = (0, 0, 0, 0)
 
     public static func == (a: LateEntries, b: LateEntries) -> Bool {
         a.byMonth.map { "\($0)" } == b.byMonth.map { "\($0)" } && "\(a.postedLater)" == "\(b.postedLater)"
@@ -133,8 +133,10 @@ extension LedgerReader {
     /// index: an entry dated on or before `day` and posted after it is one of them too.
     public func lateEntries(book: Book, asOf day: Day) throws -> LateEntries {
         var out = LateEntries()
-        guard let range = try Row.fetchOne(db.cachedStatement(sql: "SELECT min(date), max(date) FROM entry WHERE book = ?"),
-                                           arguments: [book.rawValue]),
+        // Two subqueries: each is one step down the date index (min and max in one would read it all).
+        guard let range = try Row.fetchOne(db.cachedStatement(sql: """
+                SELECT (SELECT min(date) FROM entry WHERE book = ?1), (SELECT max(date) FROM entry WHERE book = ?1)
+                """), arguments: [book.rawValue]),
               let first = (range[0] as String?).flatMap({ Day(iso: $0) }), let last = (range[1] as String?).flatMap({ Day(iso: $0) })
         else { return out }
         var through: [String] = [], after: [String] = []
@@ -145,19 +147,19 @@ extension LedgerReader {
         }
         func json(_ days: [String]) -> String { "[" + days.map { "\"\($0)\"" }.joined(separator: ",") + "]" }
         let sign = "CASE kind WHEN 'sale' THEN 1 WHEN 'refund' THEN -1 ELSE 1 END"
-        let count = "sum(kind = 'sale'), sum(CASE kind WHEN 'refund' THEN 1 WHEN 'refund_reversal' THEN -1 ELSE 0 END), sum(\(sign) * net_reporting_minor)"
+        let count = "sum(kind = 'sale'), sum(kind = 'refund'), sum(kind = 'refund_reversal'), sum(\(sign) * net_reporting_minor)"
         out.byMonth = try Row.fetchAll(db.cachedStatement(sql: """
             SELECT substr(date, 1, 7), \(count) FROM entry
             WHERE book = ? AND date IN (SELECT value FROM json_each(?)) AND late = 1
             GROUP BY substr(date, 1, 7) ORDER BY 1
             """), arguments: [book.rawValue, json(through)]).map {
-            (Month(iso: $0[0])!, $0[1], $0[2], $0[3])
+            (Month(iso: $0[0])!, $0[1], $0[2], $0[3], $0[4])
         }
         if !after.isEmpty, let r = try Row.fetchOne(db.cachedStatement(sql: """
             SELECT count(*), \(count) FROM entry
             WHERE book = ? AND date IN (SELECT value FROM json_each(?)) AND late = 1 AND original_date <= ?
             """), arguments: [book.rawValue, json(after), day.description]), (r[0] as Int) > 0 {
-            out.postedLater = (r[1], r[2], r[3])
+            out.postedLater = (r[1], r[2], r[3], r[4])
         }
         return out
     }

@@ -84,6 +84,24 @@ final class ReportPeriodTests: XCTestCase {
         XCTAssertTrue(after.hasSuffix(": 2 sales and 1 refund dated on or before 2026-10-31 arrived after its month was closed and are in later months' figures, not these (net after refunds 0.99 USD)."), after)
     }
 
+    /// The note's words for refunds and their reversals: each kind counted apart (a late refund
+    /// and its reversal are "1 refund and 1 refund reversal", not "0 refunds"), a kind with none
+    /// left out, and the verb by the number of entries.
+    func testTheLateEntriesNoteCountsEachKindApart() {
+        let asOf = Day(iso: "2026-10-31")!
+        var late = LateEntries()
+        XCTAssertEqual(FinanceReport.lateEntriesText(late, asOf: asOf, currency: "USD"), "none")
+        late.byMonth = [(Month(iso: "2026-11")!, 0, 1, 1, 0), (Month(iso: "2026-12")!, 3, 0, 1, 123_456)]
+        late.postedLater = (0, 0, 1, 99)
+        XCTAssertEqual(FinanceReport.lateEntriesText(late, asOf: asOf, currency: "USD"),
+                       "2026-11 holds 1 refund and 1 refund reversal of earlier months (net after refunds 0.00 USD); "
+                       + "2026-12 holds 3 sales and 1 refund reversal of earlier months (net after refunds 1,234.56 USD); "
+                       + "1 refund reversal dated on or before 2026-10-31 arrived after its month was closed and is in later months' figures, not these (net after refunds 0.99 USD)")
+        late.postedLater = (2, 1, 1, -5)
+        XCTAssertTrue(FinanceReport.lateEntriesText(late, asOf: asOf, currency: "USD")
+            .hasSuffix("2 sales, 1 refund and 1 refund reversal dated on or before 2026-10-31 arrived after its month was closed and are in later months' figures, not these (net after refunds -0.05 USD)"))
+    }
+
     func testTheNightlyRunAlsoWritesTheOpenMonthBefore() throws {
         let ws = try TestWorkspace()
         defer { ws.remove() }

@@ -457,7 +457,9 @@ final class TenureAndPeriodsTests: XCTestCase {
         try ws.run("2026-10-12")
         XCTAssertEqual(try rows("SELECT date, late FROM entry WHERE transaction_id = '2003'"), [["2026-10-01", "1"]])
 
-        // The same month again in the config changes nothing; a later one is recorded.
+        // The same month again in the config changes nothing; a later one is recorded (once its
+        // last night has run).
+        try ws.run("2026-10-31")
         try ws.write("iapledger.toml", TestWorkspace.defaultConfig + "\n[periods]\nclosed_through = \"2026-10\"\n")
         try ws.run("2026-11-02")
         XCTAssertEqual(try rows("SELECT month, source FROM period_close ORDER BY month"), [["2026-09", "config"], ["2026-10", "config"]])
@@ -530,6 +532,18 @@ final class TenureAndPeriodsTests: XCTestCase {
         try ws.write("iapledger.toml", TestWorkspace.defaultConfig + "\n[periods]\nclosed_through = \"2026-10\"\n")
         XCTAssertThrowsError(try ws.run("2026-10-31")) {
             XCTAssertTrue("\($0)".contains("closed_through = \"2026-10\" names a month that has not ended (this night is as of 2026-10-31)"), "\($0)")
+        }
+        XCTAssertEqual(try rows("SELECT count(*) FROM period_close"), [["0"]])
+        XCTAssertEqual(try rows("SELECT count(*) FROM run"), [["1"]])
+        // Nor a month whose last night has not run (a night after it, the one before it on 10-20);
+        // a month far ahead is answered with the latest month this night could close.
+        XCTAssertThrowsError(try ws.run("2026-11-02")) {
+            XCTAssertTrue("\($0)".contains("would close a month whose last night has not run: the last night ran as of 2026-10-20"), "\($0)")
+            XCTAssertTrue("\($0)".contains("run `iapledger run --as-of 2026-10-31`, then close"), "\($0)")
+        }
+        try ws.write("iapledger.toml", TestWorkspace.defaultConfig + "\n[periods]\nclosed_through = \"2026-12\"\n")
+        XCTAssertThrowsError(try ws.run("2026-10-31")) {
+            XCTAssertTrue("\($0)".contains("set closed_through to 2026-09 or earlier"), "\($0)")
         }
         XCTAssertEqual(try rows("SELECT count(*) FROM period_close"), [["0"]])
         XCTAssertEqual(try rows("SELECT count(*) FROM run"), [["1"]])
