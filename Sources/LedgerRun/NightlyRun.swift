@@ -985,6 +985,10 @@ struct Ingest {
             counts.rejected += 1
             return
         }
+        // A file whose bytes were read before under another name is a file sent again: its rows
+        // are kept as records but make no new versions (as ones they would bring back what later
+        // versions replaced: a reversal undone).
+        let resent = try writer.fileReadBefore(sha256: input.sha256, otherThan: input.path)
         let (fileId, fresh) = try addFile(input, hashes: hashes, seen: seen)
         for i in fresh {
             let row = rows[i], raw = texts[i], sha = hashes[i]
@@ -992,10 +996,11 @@ struct Ingest {
             CrashPoint.tick("read:orders", every: 10)
             switch row.result {
             case .success(let o):
-                // A row whose bytes are a version the order already has (a file sent again under
-                // another name) is kept as a record, but is no new version: as one it would bring
-                // back what a later version replaced (a reversal undone).
-                let repeated = try writer.orderHasVersion(orderId: o.orderId, sha256: sha)
+                // In a new file, a row that repeats the order's latest version changes nothing; one
+                // that repeats an earlier version brings the order back to it (a credit restored
+                // after a reversal, a correction undone): the later row replaces the earlier.
+                let repeated = try resent ? writer.orderHasVersion(orderId: o.orderId, sha256: sha)
+                                          : writer.orderLatestVersionIs(orderId: o.orderId, sha256: sha)
                 let recordId = try writer.addRecord(.init(fileId: fileId, line: row.line, sha256: sha, outcome: .verified,
                                                           environment: o.environment, accountId: o.accountId,
                                                           orderId: o.orderId, raw: raw))

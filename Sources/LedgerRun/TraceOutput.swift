@@ -180,7 +180,9 @@ public enum TraceOutput {
         }
         line("Orders (\(t.orders.count) \(t.orders.count == 1 ? "version" : "versions")):")
         for o in t.orders {
-            line("  \(o.order_id) v\(o.version) \(o.path):\(o.line): account \(o.account_id), \(o.product_id) x \(o.quantity), \(o.credited_units) units, \(o.environment), credited \(o.credited_at)" + (o.reversed_at.map { ", reversed \($0)" } ?? ""))
+            // A version naming another transaction (or none): the credit moved away from this one.
+            let elsewhere = o.transaction_id == t.transaction_id ? "" : ", names \(o.transaction_id.map { "transaction \($0)" } ?? "no transaction"), not this one"
+            line("  \(o.order_id) v\(o.version) \(o.path):\(o.line): account \(o.account_id)\(elsewhere), \(o.product_id) x \(o.quantity), \(o.credited_units) units, \(o.environment), credited \(o.credited_at)" + (o.reversed_at.map { ", reversed \($0)" } ?? ""))
             if let text = o.text { sourceText(text, indent: indent + "    ", into: &out) }
         }
         line("Exceptions (\(t.exceptions.count)):")

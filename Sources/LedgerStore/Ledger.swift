@@ -818,6 +818,24 @@ public final class LedgerWriter: LedgerReader {
     }
 
     /// Whether order `orderId` already has a version read from a record of these bytes.
+    /// Whether the order's latest version was read from a row of exactly these bytes.
+    public func orderLatestVersionIs(orderId: String, sha256: String) throws -> Bool {
+        var f = FastStatement(try db.cachedStatement(sql: """
+            SELECT r.record_sha256 = ? FROM order_version v JOIN source_record r ON r.id = v.record_id
+            WHERE v.order_id = ? ORDER BY v.id DESC LIMIT 1
+            """), in: db)
+        f.bind(sha256); f.bind(orderId)
+        var same = false
+        try f.forEachRow { same = $0.int64(0) != 0 }
+        return same
+    }
+
+    /// Whether a file of these bytes was read before under another path (a file sent again).
+    public func fileReadBefore(sha256: String, otherThan path: String) throws -> Bool {
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM source_file WHERE sha256 = ? AND path <> ?)"),
+                          arguments: [sha256, path]) ?? false
+    }
+
     public func orderHasVersion(orderId: String, sha256: String) throws -> Bool {
         var f = FastStatement(try db.cachedStatement(sql: """
             SELECT EXISTS (SELECT 1 FROM order_version v JOIN source_record r ON r.id = v.record_id

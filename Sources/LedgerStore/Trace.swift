@@ -195,7 +195,9 @@ extension LedgerReader {
                                     verification: $0[5] ?? ($0[4] == "verified" ? "Apple verifyReceipt status 0 (verified by Apple's service)" : nil),
                                     environment: $0[6], read_on: $0[7], text: withText ? try recordText($0[8]) : nil)
         }
-        let orders = try orderVersions(where: "v.transaction_id = ?", id, withText: withText)
+        // Every version of each order that ever named it, numbered as the order's own: a later
+        // version that moved the credit to another transaction (or reversed it) is part of the story.
+        let orders = try orderVersions(where: "v.order_id IN (SELECT order_id FROM order_version WHERE transaction_id = ?)", id, withText: withText)
         if stored == nil && sources.isEmpty && orders.isEmpty { return nil }
 
         var entries: [TransactionTrace.Entry] = []

@@ -357,6 +357,55 @@ final class HostileInputTests: XCTestCase {
         XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT count(*) FROM order_version WHERE order_id = 'ord-1'") }, [["3"]])
     }
 
+    /// In a new file, the later row of an order replaces the earlier even when its bytes are
+    /// those of an older version (reconciliation.md): a correction undone reopens its exception,
+    /// and the fix that follows resolves it. A row repeating the latest version changes nothing.
+    func testAnOrderBroughtBackToAnEarlierVersionIsANewVersion() throws {
+        func row(_ units: Int) -> String { "R1,a1,RB1,coins.100,1,\(units),2026-10-05T10:01:00Z,production,USA,,\n" }
+        func units() throws -> [[String]] {
+            try ledger().read { try $0.rawRows("SELECT category, ifnull(resolved_on, '') FROM exception WHERE category = 'UNITS_MISMATCH' ORDER BY id") }
+        }
+        let other = "R2,a2,RB2,coins.100,1,100,2026-10-05T10:02:00Z,production,USA,,\n"
+        try ws.write("inbox/receipts/r.jsonl", good("RB1") + "\n" + good("RB2") + "\n")
+        try ws.write("inbox/orders/o1.csv", ReconciliationTests.header + row(90) + other)
+        try ws.run("2026-10-06")
+        XCTAssertEqual(try units(), [["UNITS_MISMATCH", ""]])
+        try ws.write("inbox/orders/o2.csv", ReconciliationTests.header + row(100))
+        try ws.run("2026-10-07")
+        XCTAssertEqual(try units(), [["UNITS_MISMATCH", "2026-10-07"]])
+        // Back to 90 (o1's bytes, in a file of its own): the mismatch is found again.
+        try ws.write("inbox/orders/o3.csv", ReconciliationTests.header + row(90) + row(90))
+        try ws.run("2026-10-08")
+        XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT credited_units FROM order_version WHERE order_id = 'R1' ORDER BY id") },
+                       [["90"], ["100"], ["90"]], "the repeated row of o3 makes no fourth version")
+        XCTAssertEqual(try units(), [["UNITS_MISMATCH", ""]])
+        // And fixed again with o2's row (and R2's latest again, no new version of it): resolved.
+        try ws.write("inbox/orders/o4.csv", ReconciliationTests.header + row(100) + other)
+        try ws.run("2026-10-09")
+        XCTAssertEqual(try units(), [["UNITS_MISMATCH", "2026-10-09"]])
+        XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT order_id, count(*) FROM order_version GROUP BY 1 ORDER BY 1") }, [["R1", "4"], ["R2", "1"]])
+        // A file sent again whole under another name (o1's bytes: 90 units) is no new version.
+        try ws.write("inbox/orders/o1-again.csv", ReconciliationTests.header + row(90) + other)
+        try ws.run("2026-10-10")
+        XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT count(*) FROM order_version WHERE order_id = 'R1'") }, [["4"]])
+        XCTAssertEqual(try units(), [["UNITS_MISMATCH", "2026-10-09"]])
+    }
+
+    /// `trace` of a transaction shows every version of the orders that named it, numbered as the
+    /// order's own, a later one that moved the credit to another transaction included.
+    func testTraceOfATransactionShowsTheVersionThatMovedItsCreditAway() throws {
+        try ws.write("inbox/receipts/r.jsonl", good("MV1") + "\n" + good("MV2") + "\n")
+        try ws.write("inbox/orders/o1.csv", ReconciliationTests.header + "M1,a1,MV1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n")
+        try ws.run("2026-10-06")
+        try ws.write("inbox/orders/o2.csv", ReconciliationTests.header + "M1,a1,MV2,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n")
+        try ws.run("2026-10-07")
+        let t = try XCTUnwrap(ledger().read { try $0.traceTransaction("MV1", asOf: nil) })
+        XCTAssertEqual(t.orders.map { "\($0.order_id) v\($0.version) \($0.transaction_id ?? "")" }, ["M1 v1 MV1", "M1 v2 MV2"])
+        let text = TraceOutput.text(t)
+        XCTAssertTrue(text.contains("M1 v2 inbox/orders/o2.csv:2: account a1, names transaction MV2, not this one"), text)
+        XCTAssertTrue(text.contains("NOT_CREDITED open"), text)
+    }
+
     func testFractionsOfASecondOfAnyLength() {
         XCTAssertEqual(ISOTimestamp.milliseconds("2026-10-05T10:01:00.1Z"), Receipt.ms("2026-10-05T10:01:00Z") + 100)
         XCTAssertEqual(ISOTimestamp.milliseconds("2026-10-05T10:01:00.123456Z"), Receipt.ms("2026-10-05T10:01:00Z") + 123)
