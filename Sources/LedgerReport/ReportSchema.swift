@@ -136,7 +136,7 @@ public enum ReportSchema {
 
     static let reconciliationSheets = [
         SheetSchema("summary", [TableSchema("by_category", reconciliationByCategory), TableSchema("matching", reconciliationMatching)],
-                    placeholders: ["matched", "resolved"]),
+                    placeholders: ["matched", "resolved", "without_amount"]),
         SheetSchema("exceptions", [TableSchema("exceptions", exceptions)]),
         SheetSchema("resolved", [TableSchema("resolved", resolved)]),
         SheetSchema("pending", [TableSchema("pending", pending)]),

@@ -30,6 +30,30 @@ final class OrderWaitTests: XCTestCase {
         try ws.workspace.openExistingLedger().1.read { try $0.findings(openOnly: true) }.map { "\($0.code) \($0.transactionId)" }
     }
 
+    /// While the sale waits for its order, the NOT_CREDITED it raises has no amount: the
+    /// reconciliation Summary shows its category's amount empty, not 0, and says how many open
+    /// exceptions the amounts leave out; once booked, the amount is there and the count is 0.
+    func testAnExceptionWhoseSaleWaitsShowsNoAmountAndIsCounted() throws {
+        let ws = try TestWorkspace(config: Self.config)
+        defer { ws.remove() }
+        try ws.write("inbox/receipts/a.jsonl", receipt)
+        try ws.run("2026-10-10")
+        func summary(_ day: String) throws -> (notCredited: [String], note: String) {
+            let rows = try XCTUnwrap(XLSXReader.sheets(ws.root.appendingPathComponent("reports/\(day)/reconciliation-\(day).xlsx"))["Summary"])
+            return (try XCTUnwrap(rows.first { $0.first == "NOT_CREDITED" }),
+                    try XCTUnwrap(rows.compactMap(\.first).first { $0.hasPrefix("Open exceptions whose sale is not booked") }))
+        }
+        let waiting = try summary("2026-10-10")
+        XCTAssertEqual(waiting.notCredited[2], "1")
+        XCTAssertEqual(waiting.notCredited.count > 4 ? waiting.notCredited[4] : "", "", "no amount, not 0: \(waiting.notCredited)")
+        XCTAssertTrue(waiting.note.contains("which the amounts leave out: 1 ("), waiting.note)
+        try ws.run("2026-10-13")
+        let booked = try summary("2026-10-13")
+        XCTAssertEqual(booked.notCredited[2], "1")
+        XCTAssertEqual(XLSXReader.minor(booked.notCredited[4], decimals: 2), 99, "booked at the default storefront: 0.99 USD")
+        XCTAssertTrue(booked.note.contains("which the amounts leave out: 0 ("), booked.note)
+    }
+
     /// The order a night after its receipt: the sale waited for it and is booked where one
     /// night with both files books it, to the minor unit.
     func testASaleWaitsForAnOrderANightLateAndIsBookedAsInOneNight() throws {
