@@ -14,6 +14,7 @@ public enum ExceptionsOutput {
         var order_id: String?
         var status: String
         var first_seen: String
+        var resolved_on: String?
         var age_days: Int
         var detail: String
 
@@ -24,17 +25,18 @@ public enum ExceptionsOutput {
             try c.encode(order_id, forKey: .order_id)   // null when the exception names no order
             try c.encode(status, forKey: .status)
             try c.encode(first_seen, forKey: .first_seen)
+            try c.encode(resolved_on, forKey: .resolved_on)   // null while open
             try c.encode(age_days, forKey: .age_days)
             try c.encode(detail, forKey: .detail)
         }
-        enum CodingKeys: String, CodingKey { case category, transaction_id, order_id, status, first_seen, age_days, detail }
+        enum CodingKeys: String, CodingKey { case category, transaction_id, order_id, status, first_seen, resolved_on, age_days, detail }
     }
 
     public static func render(_ rows: [ExceptionRow], asOf: Day, format: String) -> String {
         let json = rows.map {
             JSONRow(category: $0.category, transaction_id: $0.transactionId, order_id: $0.orderId,
                     status: $0.isOpen ? "open" : "resolved", first_seen: $0.firstSeen.description,
-                    age_days: $0.ageDays(asOf: asOf), detail: $0.detail)
+                    resolved_on: $0.resolvedOn?.description, age_days: $0.ageDays(asOf: asOf), detail: $0.detail)
         }
         switch format {
         case "json":
@@ -42,9 +44,9 @@ public enum ExceptionsOutput {
             enc.outputFormatting = [.prettyPrinted, .sortedKeys]
             return String(decoding: (try? enc.encode(json)) ?? Data("[]".utf8), as: UTF8.self) + "\n"
         case "csv":
-            var out = "category,transaction_id,order_id,status,first_seen,age_days,detail\n"
+            var out = "category,transaction_id,order_id,status,first_seen,resolved_on,age_days,detail\n"
             for r in json {
-                out += [r.category, r.transaction_id, r.order_id ?? "", r.status, r.first_seen, String(r.age_days), r.detail]
+                out += [r.category, r.transaction_id, r.order_id ?? "", r.status, r.first_seen, r.resolved_on ?? "", String(r.age_days), r.detail]
                     .map(CSV.escape).joined(separator: ",") + "\n"
             }
             return out
@@ -53,7 +55,7 @@ public enum ExceptionsOutput {
             var out = ""
             for r in json {
                 // A detail may quote an order's fields as read: no control character reaches the terminal.
-                out += "\(r.status.padding(toLength: 9, withPad: " ", startingAt: 0)) \(r.category.padding(toLength: 31, withPad: " ", startingAt: 0)) tx \(TerminalText.visible(r.transaction_id)) order \(TerminalText.visible(r.order_id ?? "-")) first seen \(r.first_seen) age \(r.age_days)d\n    \(TerminalText.visible(r.detail))\n"
+                out += "\(r.status.padding(toLength: 9, withPad: " ", startingAt: 0)) \(r.category.padding(toLength: 31, withPad: " ", startingAt: 0)) tx \(TerminalText.visible(r.transaction_id)) order \(TerminalText.visible(r.order_id ?? "-")) first seen \(r.first_seen)\(r.resolved_on.map { " resolved \($0)" } ?? "") age \(r.age_days)d\n    \(TerminalText.visible(r.detail))\n"
             }
             return out + "\(rows.count) exception(s) as of \(asOf)\n"
         }

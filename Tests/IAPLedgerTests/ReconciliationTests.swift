@@ -121,7 +121,8 @@ final class ReconciliationTests: XCTestCase {
             "ACCOUNT_MISMATCH a1 o-a1", "PRODUCT_MISMATCH p1 o-p1", "QUANTITY_MISMATCH q1 o-q1", "UNITS_MISMATCH n1 o-n1",
         ])
         let first = try exceptionsJSON().first!
-        XCTAssertEqual(Set(first.keys), ["category", "transaction_id", "order_id", "status", "first_seen", "age_days", "detail"])
+        XCTAssertEqual(Set(first.keys), ["category", "transaction_id", "order_id", "status", "first_seen", "resolved_on", "age_days", "detail"])
+        XCTAssertTrue(first["resolved_on"] is NSNull, "open")
         let book = try XLSXReader.sheets(r.workbooks[2])
         XCTAssertEqual(Set(book.keys), ["Summary", "Exceptions", "Resolved", "Pending", "Rejected"])
         XCTAssertTrue(book["Summary"]!.contains { $0.first?.hasPrefix("Matched") == true || $0.contains("Matched order/transaction pairs") })
@@ -194,6 +195,10 @@ final class ReconciliationTests: XCTestCase {
         rows = try exceptionsJSON()
         XCTAssertEqual(rows.count, 1)
         XCTAssertEqual(rows[0]["status"] as? String, "resolved")
+        XCTAssertEqual(rows[0]["resolved_on"] as? String, "2026-10-08", "when it was resolved")
+        let rendered = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path).read { try $0.exceptions(status: "resolved") }
+        XCTAssertTrue(ExceptionsOutput.render(rendered, asOf: Day(iso: "2026-10-08")!, format: "table").contains("first seen 2026-10-06 resolved 2026-10-08 age 2d"))
+        XCTAssertTrue(ExceptionsOutput.render(rendered, asOf: Day(iso: "2026-10-08")!, format: "csv").contains(",resolved,2026-10-06,2026-10-08,2,"))
         let book3 = try XLSXReader.sheets(n3.workbooks[2])
         XCTAssertTrue(book3["Exceptions"]!.dropFirst(4).isEmpty)
         XCTAssertEqual(book3["Resolved"]!.dropFirst(4).map { $0[0] }, ["NOT_CREDITED"])
