@@ -21,7 +21,7 @@ public enum ExceptionsOutput {
         func encode(to encoder: Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
             try c.encode(category, forKey: .category)
-            try c.encode(transaction_id, forKey: .transaction_id)
+            try c.encode(transaction_id.isEmpty ? nil : transaction_id, forKey: .transaction_id)   // null when it names none
             try c.encode(order_id, forKey: .order_id)   // null when the exception names no order
             try c.encode(status, forKey: .status)
             try c.encode(first_seen, forKey: .first_seen)
@@ -55,7 +55,7 @@ public enum ExceptionsOutput {
             var out = ""
             for r in json {
                 // A detail may quote an order's fields as read: no control character reaches the terminal.
-                out += "\(r.status.padding(toLength: 9, withPad: " ", startingAt: 0)) \(r.category.padding(toLength: 31, withPad: " ", startingAt: 0)) tx \(TerminalText.visible(r.transaction_id)) order \(TerminalText.visible(r.order_id ?? "-")) first seen \(r.first_seen)\(r.resolved_on.map { " resolved \($0)" } ?? "") age \(r.age_days)d\n    \(TerminalText.visible(r.detail))\n"
+                out += "\(r.status.padding(toLength: 9, withPad: " ", startingAt: 0)) \(r.category.padding(toLength: 31, withPad: " ", startingAt: 0)) tx \(r.transaction_id.isEmpty ? "-" : TerminalText.visible(r.transaction_id)) order \(TerminalText.visible(r.order_id ?? "-")) first seen \(r.first_seen)\(r.resolved_on.map { " resolved \($0)" } ?? "") age \(r.age_days)d\n    \(TerminalText.visible(r.detail))\n"
             }
             return out + "\(rows.count) exception(s) as of \(asOf)\n"
         }

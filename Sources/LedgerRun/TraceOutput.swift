@@ -238,7 +238,11 @@ public enum TraceOutput {
             }
         }
         out += "Exceptions (\(o.exceptions.count)):\n"
-        for x in o.exceptions { out += "  \(x.category) \(x.status), first seen \(x.first_seen)\(x.resolved_on.map { ", resolved \($0)" } ?? ""): \(x.detail)\n" }
+        for x in o.exceptions {
+            // An order's exceptions may be about different transactions (its versions named several).
+            let about = x.transaction_id.map { $0.isEmpty ? "no transaction" : "transaction \($0)" }.map { ", \($0)" } ?? ""
+            out += "  \(x.category) \(x.status)\(about), first seen \(x.first_seen), last seen \(x.last_seen)\(x.resolved_on.map { ", resolved \($0)" } ?? ""): \(x.detail)\n"
+        }
         if let t = o.transaction { out += "The transaction it names:\n" + text(t, indent: "  ") }
         else { out += "It names no transaction the ledger knows.\n" }
         // A reason may quote a refused value as it was read: no control character reaches the terminal.

@@ -52,6 +52,8 @@ public struct TransactionTrace: Encodable {
     }
     public struct Exception: Encodable {
         public var category: String
+        /// The transaction it is about ("" when it names none: a credit without a transaction).
+        public var transaction_id: String?
         public var order_id: String?
         public var status: String
         public var first_seen: String
@@ -279,11 +281,12 @@ extension LedgerReader {
 
     func traceExceptions(where condition: String, _ value: String) throws -> [TransactionTrace.Exception] {
         try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT category, order_id, first_seen, last_seen, resolved_on, detail FROM (\(try episodesSQL))
+            SELECT category, order_id, first_seen, last_seen, resolved_on, detail, transaction_id FROM (\(try episodesSQL))
             WHERE \(condition) ORDER BY exception_id, first_seen
             """), arguments: [value]).map {
             let order: String = $0[1]
-            return .init(category: $0[0], order_id: order.isEmpty ? nil : order, status: ($0[4] as String?) == nil ? "open" : "resolved",
+            return .init(category: $0[0], transaction_id: $0[6], order_id: order.isEmpty ? nil : order,
+                         status: ($0[4] as String?) == nil ? "open" : "resolved",
                          first_seen: $0[2], last_seen: $0[3], resolved_on: $0[4], detail: $0[5])
         }
     }

@@ -404,6 +404,11 @@ final class HostileInputTests: XCTestCase {
         let text = TraceOutput.text(t)
         XCTAssertTrue(text.contains("M1 v2 inbox/orders/o2.csv:2: account a1, names transaction MV2, not this one"), text)
         XCTAssertTrue(text.contains("NOT_CREDITED open"), text)
+        // The order's trace says which transaction each of its exceptions is about.
+        try ws.write("inbox/orders/o3.csv", ReconciliationTests.header + "M1,a1,MV2,coins.100,1,90,2026-10-05T10:01:00Z,production,USA,,\n")
+        try ws.run("2026-10-08")
+        let order = TraceOutput.text(try XCTUnwrap(ledger().read { try $0.traceOrder("M1", asOf: nil) }))
+        XCTAssertTrue(order.contains("UNITS_MISMATCH open, transaction MV2, first seen 2026-10-08, last seen 2026-10-08"), order)
     }
 
     func testFractionsOfASecondOfAnyLength() {
