@@ -201,13 +201,19 @@ struct Close: ParsableCommand {
     @OptionGroup var ws: WorkspaceOption
     @Option(name: .customLong("as-of"), help: "Today's date, YYYY-MM-DD (default: today, UTC); the month must have ended before it.")
     var asOf: String?
+    @Option(help: "Who closes the books, as recorded in the ledger (default: $USER, else $LOGNAME, else unknown).")
+    var by: String?
 
     func run() throws {
         try runReporting {
             guard let m = Month(iso: month) else { throw ValidationError("the month must be YYYY-MM, got \(month)") }
             let day = try parseAsOf(asOf, tomorrowAllowed: false, why: "a close dated after today could close a month that is still running")
+            let who = by?.trimmingCharacters(in: .whitespaces) ?? ""
+            guard by == nil || (!who.isEmpty && who.unicodeScalars.allSatisfy({ !CharacterSet.controlCharacters.contains($0) })) else {
+                throw ValidationError("--by must name someone (no control characters), got \"\(TerminalText.visible(by ?? ""))\"")
+            }
             let result = try ClosedPeriods.close(month: m, workspace: Workspace(ws.url), asOf: day,
-                                                 closedBy: ClosedPeriods.currentUser(), closedAt: NightlyRun.timestamp())
+                                                 closedBy: by == nil ? ClosedPeriods.currentUser() : who, closedAt: NightlyRun.timestamp())
             print(result.description)
         }
     }

@@ -284,6 +284,21 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir.path), ["notes.txt"], "nothing written")
     }
 
+    /// `close --by` records who closed the books when `$USER` says nothing useful (a service
+    /// account, a container); an empty name is refused.
+    func testCloseRecordsWhoClosedFromBy() throws {
+        try ws.write("inbox/receipts/day.jsonl", Receipt.response([Receipt.item("4301", purchased: "2026-10-03T10:00:00Z")]) + "\n")
+        XCTAssertEqual(try cli(["run", "--workspace", ws.root.path, "--as-of", "2026-10-31", "--no-progress"]).status, 0)
+        let empty = try cli(["close", "2026-10", "--workspace", ws.root.path, "--as-of", "2026-11-01", "--by", " "])
+        XCTAssertNotEqual(empty.status, 0, empty.out)
+        XCTAssertTrue(empty.err.contains("--by must name someone"), empty.err)
+        let close = try cli(["close", "2026-10", "--workspace", ws.root.path, "--as-of", "2026-11-01", "--by", "carol (controller)"])
+        XCTAssertEqual(close.status, 0, close.err)
+        XCTAssertTrue(close.out.contains("by carol (controller) at "), close.out)
+        XCTAssertEqual(try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path, readOnly: true).read {
+            try $0.rawRows("SELECT month, closed_by FROM period_close") }, [["2026-10", "carol (controller)"]])
+    }
+
     /// The README's trace example is only an example: a demo's ids change with its as-of date.
     /// The demo names two of its own, a refunded sale and the order that credited it, and
     /// `trace` finds both.
