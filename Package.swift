@@ -48,7 +48,7 @@ let package = Package(
             "LedgerCore", "LedgerRead",
             .product(name: "X509", package: "swift-certificates"),
             .product(name: "Crypto", package: "swift-crypto"),
-        ], resources: [.copy("Roots")]),
+        ], resources: [.embedInCode("Roots/AppleRootCA-G3.der")]),
         // Post: the accounting contract as pure functions (transaction + rules -> entries).
         .target(name: "LedgerPost", dependencies: ["LedgerCore"]),
         // Reconcile: store transactions against the backend's credits (pure functions).
@@ -70,11 +70,18 @@ let package = Package(
         // Demo: a seeded generator of realistic workspaces.
         .target(name: "LedgerDemo", dependencies: ["LedgerCore"]),
         // Templates: the example workspace (config, rules) and report layouts, kept in the
-        // top-level `templates/` folder and shipped with the tool as resources.
+        // top-level `templates/` folder and compiled into the binary (a copied binary needs no
+        // resource folder beside it, and never reads another build's).
         .target(name: "LedgerTemplates", path: "templates",
                 exclude: ["README.md"],
                 sources: ["LedgerTemplates.swift"],
-                resources: [.copy("workspace")]),
+                resources: [
+                    .embedInCode("workspace/iapledger.toml"),
+                    .embedInCode("workspace/rules/storefronts.csv"), .embedInCode("workspace/rules/prices.csv"),
+                    .embedInCode("workspace/rules/products.csv"), .embedInCode("workspace/rules/fx.csv"),
+                    .embedInCode("workspace/layouts/finance.toml"), .embedInCode("workspace/layouts/sandbox.toml"),
+                    .embedInCode("workspace/layouts/reconciliation.toml"),
+                ]),
         // Run: the nightly pipeline and the workspace commands.
         .target(name: "LedgerRun", dependencies: [
             "LedgerCore", "LedgerRead", "LedgerVerify", "LedgerPost", "LedgerStore", "LedgerReconcile",
@@ -95,7 +102,7 @@ let package = Package(
         ], path: "Benchmarks/IAPLedgerBench"),
         .testTarget(name: "IAPLedgerTests", dependencies: [
             "LedgerCore", "LedgerRead", "LedgerVerify", "LedgerPost", "LedgerStore", "LedgerReconcile",
-            "LedgerReport", "LedgerWrite", "LedgerDemo", "LedgerRun",
+            "LedgerReport", "LedgerWrite", "LedgerDemo", "LedgerRun", "LedgerTemplates",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "ZIPFoundation", package: "ZIPFoundation"),
         ], resources: [.copy("Fixtures")]),

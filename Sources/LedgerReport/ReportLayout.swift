@@ -40,8 +40,7 @@ public struct ReportLayout: Equatable {
 
     /// The shipped default layout of a workbook (`templates/workspace/layouts/<workbook>.toml`).
     public static func shipped(_ workbook: ReportWorkbook) throws -> ReportLayout {
-        guard let url = LedgerTemplates.layoutURL(workbook.layoutFileName),
-              let data = FileManager.default.contents(atPath: url.path) else {
+        guard let data = LedgerTemplates.layout(workbook.layoutFileName) else {
             throw LayoutError(path: "templates/workspace/layouts/\(workbook.layoutFileName)", key: "",
                               message: "the tool's bundled layout is missing (reinstall iapledger)")
         }

@@ -236,33 +236,36 @@ public struct Workspace {
         for sub in ["rules", "inbox/receipts", "inbox/orders", "inbox/signed", "reports"] {
             try fm.createDirectory(at: root.appendingPathComponent(sub), withIntermediateDirectories: true)
         }
-        let templates = try Templates.directory()
-        try fm.copyItem(at: templates.appendingPathComponent("iapledger.toml"), to: ws.configURL)
+        try Templates.write("iapledger.toml", to: ws.configURL)
         for name in RulesReader.files {
-            try fm.copyItem(at: templates.appendingPathComponent("rules/\(name)"), to: ws.rulesURL.appendingPathComponent(name))
+            try Templates.write("rules/\(name)", to: ws.rulesURL.appendingPathComponent(name))
         }
         try ws.copyShippedLayouts()
         return ws
     }
 
-    /// Copies the shipped workbook layouts into `layouts/`, to be edited there.
+    /// Writes the shipped workbook layouts into `layouts/`, to be edited there.
     func copyShippedLayouts() throws {
-        let fm = FileManager.default
-        let templates = try Templates.directory()
-        try fm.createDirectory(at: layoutsURL, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: layoutsURL, withIntermediateDirectories: true)
         for w in ReportWorkbook.allCases {
-            try fm.copyItem(at: templates.appendingPathComponent("layouts/\(w.layoutFileName)"),
-                            to: layoutsURL.appendingPathComponent(w.layoutFileName))
+            try Templates.write("layouts/\(w.layoutFileName)", to: layoutsURL.appendingPathComponent(w.layoutFileName))
         }
     }
 }
 
-/// The example workspace files shipped with the tool (the repository's `templates/workspace`).
+/// The example workspace files shipped with the tool (the repository's `templates/workspace`,
+/// compiled into it).
 public enum Templates {
-    public static func directory() throws -> URL {
-        guard let url = LedgerTemplates.workspaceDirectory() else {
-            throw ReadError.file("templates/workspace", "the tool's bundled templates are missing (reinstall iapledger)")
+    /// Writes one of them (`rules/fx.csv`) to `url`, refusing to replace a file there.
+    static func write(_ path: String, to url: URL) throws {
+        guard let data = LedgerTemplates.workspaceFile(path) else {
+            throw ReadError.file("templates/workspace/\(path)", "not among the tool's templates")
         }
-        return url
+        do {
+            try data.write(to: url, options: .withoutOverwriting)
+        } catch {
+            throw ReadError.file(url.path, FileManager.default.fileExists(atPath: url.path)
+                                 ? "already exists: not replaced" : "cannot be written: \(error.localizedDescription)")
+        }
     }
 }

@@ -37,18 +37,10 @@ public struct SignedDataVerifier: Sendable {
     public static let appleRootCAG3SHA256 =
         "63343ABFB89A6A03EBB57E9B3F5FA7BE7C4F5C756F3017B3A8C488C3653E9179"
 
-    /// Apple Root CA - G3, shipped with the tool as a resource (DER).
+    /// Apple Root CA - G3 (DER), `Roots/AppleRootCA-G3.der` compiled into the tool (a copied
+    /// binary needs no resource folder beside it).
     public static func appleRootCAG3() throws -> Data {
-        guard let url = Bundle.module.url(forResource: "AppleRootCA-G3", withExtension: "der", subdirectory: "Roots")
-        else {
-            throw SignedDataSetupError.bundledRootUnavailable("the resource Roots/AppleRootCA-G3.der is missing")
-        }
-        let der: Data
-        do {
-            der = try Data(contentsOf: url)
-        } catch {
-            throw SignedDataSetupError.bundledRootUnavailable("\(url.path) cannot be read (\(error.localizedDescription))")
-        }
+        let der = Data(PackageResources.AppleRootCA_G3_der)
         let fingerprint = SHA256.hash(data: der).map { String(format: "%02X", $0) }.joined()
         guard fingerprint == appleRootCAG3SHA256 else {
             throw SignedDataSetupError.bundledRootUnavailable(

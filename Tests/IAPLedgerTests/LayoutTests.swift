@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import LedgerTemplates
 import ZIPFoundation
 @testable import LedgerCore
 @testable import LedgerReport
@@ -282,14 +283,28 @@ final class LayoutTests: XCTestCase {
         XCTAssertTrue(book["Run Info"]!.contains { $0.first == "Full journal (over the sheet's cap)" })
     }
 
+    /// The templates compiled into the tool are the repository's `templates/workspace` files,
+    /// byte for byte, and every file there is one of them (a file added there and not to
+    /// Package.swift's list would not ship).
+    func testTheCompiledTemplatesAreTheRepositorysFiles() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("templates/workspace")
+        let onDisk = try XCTUnwrap(FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey]))
+            .compactMap { $0 as? URL }.filter { (try? $0.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true }
+            .map { String($0.path.dropFirst(root.path.count + 1)) }.sorted()
+        XCTAssertEqual(LedgerTemplates.workspaceFiles.map(\.path).sorted(), onDisk)
+        for f in LedgerTemplates.workspaceFiles {
+            XCTAssertEqual(Data(f.bytes), try Data(contentsOf: root.appendingPathComponent(f.path)), f.path)
+        }
+    }
+
     func testInitCopiesTheShippedLayouts() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("iapledger-layout-init-\(UUID().uuidString)")
         dirs.append(dir)
         let ws = try Workspace.create(at: dir)
         let loaded = try ws.loadLayouts()
         for w in ReportWorkbook.allCases {
-            let shipped = try Templates.directory().appendingPathComponent("layouts/\(w.layoutFileName)")
-            XCTAssertEqual(try Data(contentsOf: ws.layoutsURL.appendingPathComponent(w.layoutFileName)), try Data(contentsOf: shipped))
+            XCTAssertEqual(try Data(contentsOf: ws.layoutsURL.appendingPathComponent(w.layoutFileName)), LedgerTemplates.layout(w.layoutFileName))
             XCTAssertEqual(loaded[w].source, ws.layoutsURL.appendingPathComponent(w.layoutFileName).path)
             XCTAssertEqual(loaded[w].sheets, try ReportLayout.shipped(w).sheets)
         }

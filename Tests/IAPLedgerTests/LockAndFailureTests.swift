@@ -313,7 +313,7 @@ final class LockAndFailureTests: XCTestCase {
             }
             XCTAssertNoThrow(try ws.workspace.openExistingLedger(), "balance, trace, verify")
         }
-        XCTAssertNoThrow(try ConfigReader.parse(String(contentsOf: Templates.directory().appendingPathComponent("iapledger.toml"), encoding: .utf8)),
+        XCTAssertNoThrow(try ConfigReader.parse(String(decoding: XCTUnwrap(LedgerTemplates.workspaceFile("iapledger.toml")), as: UTF8.self)),
                          "the shipped example config")
     }
 }
