@@ -1117,9 +1117,36 @@ struct Ingest {
         if try writer.insertTransactionIfNew(t, recordId: recordId, runId: runId) {
             // New: its sale is posted below.
         } else if let existing = try writer.transaction(t.transactionId) {
+            let e = existing.observation
+            // A signed record of a transaction a legacy receipt brought: the receipt carries no
+            // storefront or price, the signed record does (accounting.md books the sale in the
+            // transaction's own storefront at its own price). While the sale waits, the
+            // transaction is taken from the signed record; once posted, a booking that differs
+            // is told (entries are never rewritten).
+            let bringsOwn = (t.storefront != nil || t.priceMilliunits != nil) && e.storefront == nil && e.priceMilliunits == nil
+            if bringsOwn && existing.firstRecordId != recordId && Self.sameTransaction(e, t),
+               try writer.adoptRecord(t, recordId: recordId, previousRecordId: existing.firstRecordId) {
+                try writer.resolvePendingRecords(transactionId: t.transactionId, runId: runId, note: "verified by \(location)")
+                return true
+            }
             // (A receipt may list a transaction twice: its first record is not linked again.)
             if existing.firstRecordId != recordId { try writer.linkSource(transactionId: t.transactionId, recordId: recordId) }
-            let e = existing.observation
+            if bringsOwn && existing.saleStatus == "posted" && Self.sameTransaction(e, t),
+               let booked = try writer.saleBooking(t.transactionId, book: e.book) {
+                let own = t.priceMilliunits.map { milli -> Int64 in
+                    roundHalfEven(Int128(milli) * pow10(Currency.exponent(t.currency ?? booked.currency) ?? 2), 1000)
+                }
+                if (t.storefront.map { $0 != booked.storefront } ?? false) || (t.currency.map { $0 != booked.currency } ?? false)
+                    || (own.map { $0 != booked.grossMinor } ?? false) {
+                    func amount(_ minor: Int64, _ currency: String) -> String { Currency.format(minor: minor, currency: currency) + " " + currency }
+                    try writer.openFinding(code: "SIGNED_AFTER_POSTING", transactionId: t.transactionId, recordId: recordId, message: """
+                        \(location) gives storefront \(t.storefront ?? "(none)")\(own.map { ", price " + amount($0, t.currency ?? booked.currency) } ?? ""); \
+                        the sale was booked on \(booked.date) from its legacy receipt, which names neither, at storefront \(booked.storefront), \
+                        gross \(amount(booked.grossMinor, booked.currency)). The entry stays as posted (entries are never rewritten): \
+                        book the difference by hand if it matters
+                        """, runId: runId)
+                }
+            }
             var differences: [String] = []
             if e.book != t.book { differences.append("environment \(e.book.rawValue) vs \(t.book.rawValue)") }
             if e.productId != t.productId { differences.append("product \(e.productId) vs \(t.productId)") }
@@ -1153,6 +1180,11 @@ struct Ingest {
         }
         try writer.resolvePendingRecords(transactionId: t.transactionId, runId: runId, note: "verified by \(location)")
         return agrees
+    }
+
+    /// Whether two records give the same purchase: book, product, quantity and instant.
+    static func sameTransaction(_ a: TransactionObservation, _ b: TransactionObservation) -> Bool {
+        a.book == b.book && a.productId == b.productId && a.quantity == b.quantity && a.purchaseMs == b.purchaseMs
     }
 }
 

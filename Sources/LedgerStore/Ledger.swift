@@ -680,6 +680,34 @@ public final class LedgerWriter: LedgerReader {
         return true
     }
 
+    /// Makes `recordId` (a signed record of the transaction, agreeing with the stored one) the
+    /// record the transaction is taken from while its sale waits: its storefront, currency,
+    /// price and the rest come from it (a legacy receipt, the record before, carries none),
+    /// a refund already known is kept, and the record before becomes a later source. False,
+    /// writing nothing, once the sale is no longer waiting.
+    public func adoptRecord(_ t: TransactionObservation, recordId: Int64, previousRecordId: Int64) throws -> Bool {
+        try db.cachedStatement(sql: """
+            UPDATE store_transaction SET original_transaction_id = ?, expires_ms = ?, storefront = ?, currency = ?,
+                price_milliunits = ?, app_account_token = ?, bundle_id = ?, has_offer = ?, is_free_trial = ?, first_record_id = ?,
+                revocation_percentage = CASE WHEN cancellation_ms IS NULL THEN ? ELSE revocation_percentage END,
+                cancellation_ms = ifnull(cancellation_ms, ?)
+            WHERE transaction_id = ? AND sale_status = 'pending'
+            """).execute(arguments: [t.originalTransactionId, t.expiresMs, t.storefront, t.currency, t.priceMilliunits,
+                                     t.appAccountToken, t.bundleId, t.hasOffer, t.isFreeTrial, recordId,
+                                     t.revocationPercentage, t.cancellationMs, t.transactionId])
+        guard db.changesCount > 0 else { return false }
+        try linkSource(transactionId: t.transactionId, recordId: previousRecordId)
+        touched.transaction(t.transactionId)
+        return true
+    }
+
+    /// The storefront, currency, gross and date of a transaction's sale entry, if posted.
+    public func saleBooking(_ transactionId: String, book: Book) throws -> (storefront: String, currency: String, grossMinor: Int64, date: String)? {
+        try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT storefront, currency, gross_minor, date FROM entry WHERE book = ? AND transaction_id = ? AND kind = 'sale'
+            """), arguments: [book.rawValue, transactionId]).map { ($0[0], $0[1], $0[2], $0[3]) }
+    }
+
     /// Links a later source of a transaction, stored or not (`transaction_source`: every
     /// source but the one that stored it, the transaction's `first_record_id`; ledgers
     /// written before 2026-11-22 link that one too).

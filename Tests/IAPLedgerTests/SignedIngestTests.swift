@@ -470,6 +470,47 @@ final class SignedIngestTests: XCTestCase {
     /// storefront are not one purchase: a TRANSACTION_CONFLICT naming both, the first kept,
     /// and a refund the second reports is not posted from it. A legacy receipt of the same
     /// transaction read later (no price, no storefront) agrees with the signed one.
+    /// A legacy receipt names no storefront or price; a signed record of the same purchase does,
+    /// and accounting.md books a sale in the transaction's own storefront at its own price. Read
+    /// the same night, or while the sale waits for its order, the signed record gives them; once
+    /// the sale is posted from the receipt alone, a booking that differs is said
+    /// (SIGNED_AFTER_POSTING), the entry kept. `verify` re-derives each from the record it was
+    /// taken from.
+    func testASignedRecordGivesAReceiptsTransactionItsOwnStorefrontAndPrice() throws {
+        func receipt(_ id: String) -> String {
+            Receipt.response([Receipt.item(id, product: "com.example.product", purchased: "2023-11-13T22:13:20Z")],
+                             environment: "Sandbox", bundle: "com.example")
+        }
+        // The same night: 9040's receipt, then its signed record (AUS, 2.99 AUD).
+        try ws.write("inbox/receipts/a.jsonl", receipt("9040") + "\n" + receipt("9041") + "\n" + receipt("9042") + "\n")
+        try ws.write("inbox/signed/a.jws", try transaction("9040", price: 2990, storefront: "AUS", currency: "AUD") + "\n")
+        try ws.run("2023-11-14")
+        XCTAssertEqual(try rows("SELECT transaction_id, storefront, currency, gross_minor FROM entry WHERE kind = 'sale' ORDER BY 1"),
+                       [["9040", "AUS", "AUD", "299"]])
+        XCTAssertEqual(try rows("SELECT transaction_id, substr(pending_reason, 1, 10) FROM store_transaction WHERE sale_status = 'pending' ORDER BY 1"),
+                       [["9041", "ORDER_WAIT"], ["9042", "ORDER_WAIT"]])
+        // 9041 waits for its order; its signed record comes the next night and books it.
+        try ws.write("inbox/signed/b.jws", try transaction("9041", price: 2990, storefront: "AUS", currency: "AUD") + "\n")
+        try ws.run("2023-11-15")
+        XCTAssertEqual(try rows("SELECT storefront, gross_minor FROM entry WHERE transaction_id = '9041'"), [["AUS", "299"]])
+        // 9042's wait ends (booked at default_storefront, USA, 1.99 USD); its signed record says AUS.
+        try ws.run("2023-11-16")
+        XCTAssertEqual(try rows("SELECT storefront, gross_minor FROM entry WHERE transaction_id = '9042'"), [["USA", "199"]])
+        try ws.write("inbox/signed/c.jws", try transaction("9042", price: 2990, storefront: "AUS", currency: "AUD") + "\n")
+        try ws.run("2023-11-17")
+        XCTAssertEqual(try rows("SELECT storefront, gross_minor FROM entry WHERE transaction_id = '9042'"), [["USA", "199"]], "never rewritten")
+        let said = try rows("SELECT transaction_id, message FROM finding WHERE code = 'SIGNED_AFTER_POSTING'")
+        XCTAssertEqual(said.map { $0[0] }, ["9042"])
+        XCTAssertTrue(said.first?[1].contains("inbox/signed/c.jws:1 gives storefront AUS, price 2.99 AUD; the sale was booked on 2023-11-13 from its legacy receipt, which names neither, at storefront USA, gross 1.99 USD") == true, "\(said)")
+        XCTAssertEqual(try rows("SELECT count(*) FROM finding WHERE code = 'TRANSACTION_CONFLICT'"), [["0"]])
+        let r = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(r.ok, "\(r.problems)")
+        XCTAssertEqual(r.rederived, 3)
+        // Each keeps both records as sources: trace lists the receipt and the signed record.
+        let t = try XCTUnwrap(ledger().read { try $0.traceTransaction("9040", asOf: nil) })
+        XCTAssertEqual(Set(t.sources.map(\.path)), ["inbox/receipts/a.jsonl", "inbox/signed/a.jws"])
+    }
+
     func testSignedRecordsDisagreeingOnPriceOrStorefrontConflict() throws {
         try ws.write("inbox/signed/a.jws", [try transaction("9030"), try transaction("9031"), try transaction("9032")].joined(separator: "\n") + "\n")
         try ws.run("2023-11-17")
