@@ -79,6 +79,17 @@ public struct Day: Hashable, Comparable, Sendable, CustomStringConvertible, Coda
         }
     }
 
+    /// An instant as ISO 8601 in UTC, to the millisecond when it has one
+    /// (`2026-11-03T23:59:59Z`, `2026-11-03T10:00:00.250Z`).
+    public static func instantText(_ ms: Int64) -> String {
+        let day = Day(epochMilliseconds: ms)
+        let inDay = ms - Int64(day.daysSinceEpoch) * 86_400_000
+        let s = inDay / 1000, milli = inDay % 1000
+        func two(_ v: Int64) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        let fraction = milli == 0 ? "" : "." + String(String(milli + 1000).dropFirst())
+        return "\(day)T\(two(s / 3600)):\(two(s / 60 % 60)):\(two(s % 60))\(fraction)Z"
+    }
+
     public static func < (a: Day, b: Day) -> Bool { a.daysSinceEpoch < b.daysSinceEpoch }
     public static func + (a: Day, n: Int) -> Day { Day(daysSinceEpoch: a.daysSinceEpoch + n) }
     public static func - (a: Day, b: Day) -> Int { a.daysSinceEpoch - b.daysSinceEpoch }

@@ -125,8 +125,14 @@ public struct JSONParser {
         // What a JSON array cut off after a comma leaves for its next record.
         if b[i] == UInt8(ascii: ",") { throw fail("a ',' with no value after it: the array is cut off (truncated JSON)") }
         let v = try parseValue()
+        let end = i
         skipSpace()
-        guard i == b.count else { throw fail("unexpected text after the JSON value") }
+        guard i == b.count else {
+            // Documents one a line in a file read whole (a `.json` meant to be `.jsonl`).
+            let another = b[end..<i].contains(0x0A) && (b[i] == UInt8(ascii: "{") || b[i] == UInt8(ascii: "["))
+            throw fail(another ? "unexpected text after the JSON value: another document starts on a later line (a .json file holds one document or an array; documents one a line go in a .jsonl file)"
+                               : "unexpected text after the JSON value")
+        }
         return v
     }
 

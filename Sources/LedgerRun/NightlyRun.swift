@@ -1151,7 +1151,12 @@ struct Ingest {
             if e.book != t.book { differences.append("environment \(e.book.rawValue) vs \(t.book.rawValue)") }
             if e.productId != t.productId { differences.append("product \(e.productId) vs \(t.productId)") }
             if e.quantity != t.quantity { differences.append("quantity \(e.quantity) vs \(t.quantity)") }
-            if e.purchaseMs != t.purchaseMs { differences.append("purchase date \(Day(epochMilliseconds: e.purchaseMs)) vs \(Day(epochMilliseconds: t.purchaseMs))") }
+            if e.purchaseMs != t.purchaseMs {
+                // The same day apart by hours: the instants say what differs.
+                let (a, b) = (Day(epochMilliseconds: e.purchaseMs), Day(epochMilliseconds: t.purchaseMs))
+                differences.append(a == b ? "purchase instant \(Day.instantText(e.purchaseMs)) vs \(Day.instantText(t.purchaseMs))"
+                                          : "purchase date \(a) vs \(b)")
+            }
             // Signed records carry the price and storefront (receipts do not, and the first
             // source is kept): a record that disagrees with the stored ones is not that purchase.
             if let a = e.priceMilliunits, let b = t.priceMilliunits,

@@ -52,8 +52,10 @@ extension Ingest {
                 continue
             }
             guard let jws = prepared.jws, let verdict = prepared.verdict else {
-                try reject(fileId: fileId, location: location, sha: sha, code: "MALFORMED",
-                           reason: "not a notification body {\"signedPayload\": \"...\"} (or not valid JSON)", raw: raw)
+                // Which of the two: JSON that does not parse (with where and why), or no body.
+                var reason = "not a notification body {\"signedPayload\": \"...\"}"
+                do { _ = try JSONParser.parse(record.text) } catch { reason = "not valid JSON (\(error))" }
+                try reject(fileId: fileId, location: location, sha: sha, code: "MALFORMED", reason: reason, raw: raw)
                 continue
             }
             switch verdict {

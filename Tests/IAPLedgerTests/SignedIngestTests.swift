@@ -300,6 +300,24 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
     }
 
+    /// Two records of a transaction a few hours apart on the same day say the instants (the
+    /// dates alike read "2023-11-13 vs 2023-11-13"); notification bodies one a line in a `.json`
+    /// file are rejected saying that a `.json` holds one document and `.jsonl` one a line.
+    func testAConflictOfHoursAndDocumentsOneALineInAJSONFileAreSaid() throws {
+        try ws.write("inbox/signed/a.jws", try transaction("9060") + "\n")
+        try ws.run("2023-11-14")
+        try ws.write("inbox/signed/b.jws", try transaction("9060", purchase: t0 - 86_400_000 + 3_600_250) + "\n")
+        let body = try notification("ONE_TIME_CHARGE", transaction: try transaction("9061"))
+        try ws.write("inbox/signed/c.json", body + "\n" + body + "\n")
+        try ws.run("2023-11-15")
+        let conflict = try rows("SELECT message FROM finding WHERE code = 'TRANSACTION_CONFLICT'")
+        XCTAssertTrue(conflict.first?[0].contains("purchase instant 2023-11-13T22:13:20Z vs 2023-11-13T23:13:20.250Z") == true, "\(conflict)")
+        let rejected = try rows("SELECT reason FROM source_record WHERE outcome = 'rejected'")
+        XCTAssertTrue(rejected.first?[0].contains("another document starts on a later line (a .json file holds one document or an array; documents one a line go in a .jsonl file)") == true, "\(rejected)")
+        XCTAssertEqual(Day.instantText(0), "1970-01-01T00:00:00Z")
+        XCTAssertEqual(Day.instantText(86_400_000 * 365 + 45_296_007), "1971-01-01T12:34:56.007Z")
+    }
+
     func testProratedRefundAndReversal() throws {
         // Sale: 1.99 USD, tax excluded: N = 199, C = round(59.7) = 60, P = 139.
         try ws.write("inbox/signed/n1.json", try notification("ONE_TIME_CHARGE", transaction: try transaction("9003")))
