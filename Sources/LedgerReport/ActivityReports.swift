@@ -64,6 +64,7 @@ extension FinanceReport {
         let salesWaiting = try reader.waitingSaleCount(book: book.rawValue, datedThrough: asOf)
         let recordsWaiting = try reader.pendingRecordCountNow()
         let late = try reader.lateEntries(book: book, asOf: asOf)
+        let free = try reader.freeTransactionCount(book: book.rawValue, datedThrough: asOf)
         return SheetContent(
             key: "summary",
             tables: [
@@ -79,7 +80,8 @@ extension FinanceReport {
             values: ["sales_waiting": String(salesWaiting), "records_waiting": String(recordsWaiting),
                      "commission_returned": Self.grouped(Currency.format(minor: total.refundCommission, currency: reportingCurrency)),
                      "commission_after_refunds": Self.grouped(Currency.format(minor: total.commission - total.refundCommission, currency: reportingCurrency)),
-                     "late_entries": Self.lateEntriesText(late, asOf: asOf, currency: reportingCurrency)])
+                     "late_entries": Self.lateEntriesText(late, asOf: asOf, currency: reportingCurrency),
+                     "free_transactions": String(free)])
     }
 
     /// "2026-11 holds 45 sales and 4 refunds of earlier months (net after refunds 123.45 USD);

@@ -154,6 +154,15 @@ extension LedgerReader {
         }
     }
 
+    /// The book's free transactions (a free trial or offer, a family member's access: a gross of
+    /// zero, no entry) dated on or before `day`: counted in the Summary, as accounting.md asks.
+    public func freeTransactionCount(book: String, datedThrough day: Day) throws -> Int {
+        try Int.fetchOne(db.cachedStatement(sql: """
+            SELECT count(*) FROM store_transaction INDEXED BY store_transaction_free
+            WHERE sale_status = 'free' AND book = ? AND purchase_ms < ?
+            """), arguments: [book, (day + 1).epochMilliseconds]) ?? 0
+    }
+
     /// The receipt records waiting for verification now (read by any run so far): a record that
     /// did not verify tells no date, so any of them may belong to a workbook's figures.
     public func pendingRecordCountNow() throws -> Int {

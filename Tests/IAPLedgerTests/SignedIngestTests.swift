@@ -444,9 +444,13 @@ final class SignedIngestTests: XCTestCase {
         try ws.write("inbox/signed/t.jws", try signer.sign(payload: TestSigner.transactionPayload(
             transactionId: "9041", purchaseDateMs: t0 - 86_400_000, signedDateMs: t0, inAppOwnershipType: "FAMILY_SHARED",
             storefront: "USA", priceMilliunits: 1990, currency: "USD")) + "\n")
-        try ws.run("2023-11-20")
+        let night = try ws.run("2023-11-20")
         XCTAssertEqual(try rows("SELECT sale_status FROM store_transaction WHERE transaction_id = '9041'"), [["free"]])
         XCTAssertEqual(try rows("SELECT count(*) FROM entry"), [["0"]])
+        // Counted in the reports (accounting.md): its book's Summary (sandbox: the test data is) says how many.
+        let summary = try XCTUnwrap(XLSXReader.sheets(try XCTUnwrap(night.workbooks.first { $0.lastPathComponent.hasPrefix("sandbox-") }))["Summary"])
+        let note = try XCTUnwrap(summary.compactMap(\.first).first { $0.hasPrefix("Not in these figures") })
+        XCTAssertTrue(note.contains("Free transactions (1 dated on or before 2023-11-20:"), note)
     }
 
     /// `iapledger verify` reads signed sources as the night did: a `.json` notification body
