@@ -86,7 +86,7 @@ public enum RulesReader {
             let cur = fx.value(row, "currency")
             guard Currency.isKnown(cur) else { throw err("currency \"\(cur)\" is not a known ISO 4217 code") }
             guard let r = ExactDecimal(fx.value(row, "rate")), !r.isNegative, !r.isZero else {
-                throw err("rate \"\(fx.value(row, "rate"))\" is not a positive decimal")
+                throw err("rate \"\(fx.value(row, "rate"))\" is not a positive decimal of digits and one point, with at most 18 decimals and 18 digits in all (such as 1.0823)")
             }
             guard seen.insert("\(m)|\(cur)").inserted else { throw err("a second rate for \(cur) in \(m)") }
             rates.append((m, cur, r))

@@ -464,6 +464,17 @@ final class HostileInputTests: XCTestCase {
         XCTAssertThrowsError(try ws.run("2026-11-03")) { XCTAssertTrue("\($0)".contains("prices.csv"), "\($0)") }
     }
 
+    /// An FX rate past what an exact decimal here holds (19 decimals) stops the run saying what
+    /// a rate may be; 18 decimals are read exactly.
+    func testAnFXRateWithTooManyDecimalsSaysWhatARateMayBe() throws {
+        try ws.write("rules/fx.csv", TestWorkspace.defaultFX + "\n2026-11,EUR,0.3050000000000000001\n")
+        XCTAssertThrowsError(try ws.run("2026-11-03")) {
+            XCTAssertTrue("\($0)".contains("fx.csv:8: rate \"0.3050000000000000001\" is not a positive decimal of digits and one point, with at most 18 decimals"), "\($0)")
+        }
+        try ws.write("rules/fx.csv", TestWorkspace.defaultFX + "\n2026-11,EUR,0.305000000000000001\n")
+        XCTAssertNoThrow(try ws.run("2026-11-03"))
+    }
+
     /// A price of 0 in the list made every sale of the product a "free trial", with no entry
     /// and no finding: it is an error in the rules, naming file and line.
     func testAPriceOfZeroInTheRulesStopsTheRun() throws {
