@@ -19,7 +19,7 @@ public enum ExceptionCategory: String, CaseIterable, Sendable {
         case .duplicateCredit: return "two or more active orders credit the same transaction"
         case .sandboxCreditedInProduction: return "a production credit for a sandbox (test) purchase"
         case .refundedStillCredited: return "the purchase was refunded in full but the credit stands"
-        case .notCredited: return "a paid production purchase that no order credits (lost order)"
+        case .notCredited: return "a production purchase (paid, or free) that no order credits (lost order)"
         case .creditedWithoutTransaction: return "a production credit naming no store transaction, or one the store never reported"
         case .creditedUnverified: return "a production credit whose transaction is pending verification or was rejected"
         case .accountMismatch: return "the app account token of the order and of the transaction differ"
@@ -213,7 +213,7 @@ public struct Reconciler {
             }
             // NOT_CREDITED: a verified production purchase in scope, not refunded, that no active order names.
             if active.isEmpty && t.book == .production && !t.refunded && inScope(t.productId) {
-                raise(.notCredited, t, nil, "paid production transaction \(t.transactionId) (\(t.productId) x \(t.quantity)) has no active order")
+                raise(.notCredited, t, nil, "production transaction \(t.transactionId) (\(t.productId) x \(t.quantity)) has no active order")
             }
         }
         for o in active where o.environment == "production" {

@@ -72,18 +72,26 @@ public enum ClosedPeriods {
                          "  previously closed through: \(previous.map { "\($0.month) (\(describe($0)))" } ?? "nothing")",
                          "  entries dated \(close.month.lastDay) or earlier now post on \(close.month.next.firstDay), marked late"]
             if let w = configWarning { lines.append("  warning: \(w)") }
-            if !waitingSales.isEmpty {
-                let total = waitingSales.reduce(0) { $0 + $1.count }
-                lines.append("  warning: \(total) sale\(total == 1 ? "" : "s") dated \(close.month.lastDay) or earlier still wait\(total == 1 ? "s" : ""), so \(total == 1 ? "it is" : "they are") not in the closed months' figures; once posted \(total == 1 ? "it goes" : "they go") to \(close.month.next.firstDay) or later, marked late (see the Pending sheet, or trace each):")
-                for w in waitingSales {
-                    lines.append("    \(w.book): \(w.count) waiting, \(w.code) (the earliest dated \(w.earliest))")
-                }
-            }
-            if pendingRecords > 0 {
-                lines.append("  warning: \(pendingRecords) receipt record\(pendingRecords == 1 ? "" : "s") still wait\(pendingRecords == 1 ? "s" : "") for verification and may hold sales of the closed months (Run Info lists them)")
-            }
+            lines += ClosedPeriods.warnings(closing: close.month, waitingSales: waitingSales, pendingRecords: pendingRecords)
             return lines.joined(separator: "\n")
         }
+    }
+
+    /// What the closed months' figures leave out, as `close` and a run closing by config say it.
+    static func warnings(closing month: Month, waitingSales: [(book: String, code: String, count: Int, earliest: Day)],
+                         pendingRecords: Int) -> [String] {
+        var lines: [String] = []
+        if !waitingSales.isEmpty {
+            let total = waitingSales.reduce(0) { $0 + $1.count }
+            lines.append("  warning: \(total) sale\(total == 1 ? "" : "s") dated \(month.lastDay) or earlier still wait\(total == 1 ? "s" : ""), so \(total == 1 ? "it is" : "they are") not in the closed months' figures; once posted \(total == 1 ? "it goes" : "they go") to \(month.next.firstDay) or later, marked late (see the Pending sheet, or trace each):")
+            for w in waitingSales {
+                lines.append("    \(w.book): \(w.count) waiting, \(w.code) (the earliest dated \(w.earliest))")
+            }
+        }
+        if pendingRecords > 0 {
+            lines.append("  warning: \(pendingRecords) receipt record\(pendingRecords == 1 ? "" : "s") still wait\(pendingRecords == 1 ? "s" : "") for verification and may hold sales of the closed months (Run Info lists them)")
+        }
+        return lines
     }
 
     /// `iapledger close YYYY-MM`: records in the ledger that months through `month` are closed.

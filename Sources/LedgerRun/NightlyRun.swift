@@ -52,6 +52,10 @@ public struct NightlyRun {
         /// Entries dated after the as-of date (a purchase or refund dated in the future of the
         /// night: posted, in none of its workbooks), and the latest of their dates.
         public var datedAfterAsOf: (count: Int, latest: Day?) = (0, nil)
+        /// The month this run closed by the config's `closed_through` (nil when it closed
+        /// none), and what those months' figures leave out, as `close` says it.
+        public var closedByConfig: Month? = nil
+        public var closeWarnings: [String] = []
     }
 
     /// What an inbox folder reads, by extension.
@@ -129,6 +133,7 @@ public struct NightlyRun {
         var commitStart: UInt64 = 0
         var filesRead = 0, filesSkipped = 0
         var closedThrough: Month? = nil
+        var closedByConfig: Month? = nil
         var nothingNewSince: Int64? = nil
         let (runId, counts) = try NothingNew.catching(&nothingNewSince) { try ledger.write { w -> (Int64, LedgerWriter.RunCounts) in
             let sameNight = try w.sameNight(asOf: asOf)
@@ -139,10 +144,12 @@ public struct NightlyRun {
             // Closed periods first: a config that would reopen a month stops the run here, and the
             // Poster dates entries by the effective closed-through month (the store checks it too).
             var postingConfig = config
+            let closedBefore = try w.latestClose()?.month
             postingConfig.closedThrough = try ClosedPeriods.effective(
                 configMonth: config.closedThrough, configPath: workspace.configURL.path, writer: w, asOf: asOf,
                 lastNight: lastNight, closedAt: Self.timestamp(), closedBy: ClosedPeriods.currentUser())
             closedThrough = postingConfig.closedThrough
+            closedByConfig = closedThrough != closedBefore ? closedThrough : nil
             let poster = Poster(config: postingConfig, rules: rules)
             var counts = LedgerWriter.RunCounts()
             var ingest = Ingest(writer: w, runId: runId, verifier: verifier, counts: counts)
@@ -246,7 +253,13 @@ public struct NightlyRun {
                       recordCounts: nothingNewSince == nil ? Self.counted(notPostedRecords.map { "\($0.outcome) \($0.code)" }) : [],
                       findingCounts: nothingNewSince == nil ? Self.counted(newFindingRows.map(\.code)) : [],
                       nothingNewSinceRun: nothingNewSince,
-                      notRead: notRead, datedAfterAsOf: datedAfter)
+                      notRead: notRead, datedAfterAsOf: datedAfter, closedByConfig: closedByConfig,
+                      closeWarnings: try closedByConfig.map { m in
+                          try ledger.read { r in
+                              ClosedPeriods.warnings(closing: m, waitingSales: try r.waitingSales(datedThrough: m.lastDay),
+                                                     pendingRecords: try r.pendingRecordCountNow())
+                          }
+                      } ?? [])
     }
 
     /// Posts every sale still waiting (new ones and those that waited for a rule) and every

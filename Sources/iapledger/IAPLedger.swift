@@ -142,6 +142,10 @@ func printSummary(_ r: NightlyRun.Result) {
         let n = r.datedAfterAsOf.count
         print("  \(n) entr\(n == 1 ? "y is" : "ies are") dated after \(r.asOf) (the latest \(latest)): in the ledger, in no workbook as of \(r.asOf) (`iapledger balance --through \(latest)` includes \(n == 1 ? "it" : "them"))")
     }
+    if let m = r.closedByConfig {
+        print("  closed through \(m): [periods] closed_through in iapledger.toml; entries dated \(m.lastDay) or earlier now post on \(m.next.firstDay), marked late")
+        for line in r.closeWarnings { print(line) }
+    }
     if !r.notRead.isEmpty {
         print("  inbox files not read (rename or move them):")
         // Every one: a folder of more than a few such files is already one line.

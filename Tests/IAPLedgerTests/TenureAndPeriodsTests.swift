@@ -438,7 +438,7 @@ final class TenureAndPeriodsTests: XCTestCase {
         try ws.write("iapledger.toml", TestWorkspace.defaultConfig + "\n[periods]\nclosed_through = \"2026-09\"\n")
         try ws.write("inbox/receipts/a.json", Receipt.response([Receipt.item("2001", purchased: "2026-09-20T10:00:00Z"),
                                                                  Receipt.item("2002", purchased: "2026-10-03T10:00:00Z")]))
-        try ws.run("2026-10-10")
+        XCTAssertEqual(try ws.run("2026-10-10").closedByConfig?.description, "2026-09")
         XCTAssertEqual(try rows("SELECT transaction_id, date, original_date, late FROM entry ORDER BY transaction_id"),
                        [["2001", "2026-10-01", "2026-09-20", "1"], ["2002", "2026-10-03", "2026-10-03", "0"]])
         XCTAssertEqual(try rows("SELECT month, source FROM period_close"), [["2026-09", "config"]])
@@ -459,9 +459,15 @@ final class TenureAndPeriodsTests: XCTestCase {
 
         // The same month again in the config changes nothing; a later one is recorded (once its
         // last night has run).
-        try ws.run("2026-10-31")
+        try ws.write("inbox/receipts/c.json", Receipt.response([Receipt.item("2004", product: "coins.none", purchased: "2026-10-05T10:00:00Z")]))
+        XCTAssertNil(try ws.run("2026-10-31").closedByConfig)
         try ws.write("iapledger.toml", TestWorkspace.defaultConfig + "\n[periods]\nclosed_through = \"2026-10\"\n")
-        try ws.run("2026-11-02")
+        // The run that closes by config says what the closed months leave out, as close does.
+        let closing = try ws.run("2026-11-02")
+        XCTAssertEqual(closing.closedByConfig?.description, "2026-10")
+        XCTAssertEqual(closing.closeWarnings.first?.hasPrefix("  warning: 1 sale dated 2026-10-31 or earlier still waits"), true, "\(closing.closeWarnings)")
+        XCTAssertEqual(closing.closeWarnings.dropFirst().first, "    production: 1 waiting, MISSING_RULE (the earliest dated 2026-10-05)")
+        XCTAssertNil(try ws.run("2026-11-03").closedByConfig, "recorded once")
         XCTAssertEqual(try rows("SELECT month, source FROM period_close ORDER BY month"), [["2026-09", "config"], ["2026-10", "config"]])
     }
 
