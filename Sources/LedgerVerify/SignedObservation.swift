@@ -29,8 +29,6 @@ extension SignedTransaction {
         if let e = expiresDateMs, !StoreBounds.plausibleDate(e) {
             return .failure(.init("transaction \(transactionId) has expires date \(Day(epochMilliseconds: e)), outside 2008-2099"))
         }
-        // ISO codes, read in upper case as the rules and Apple write them (`deu` is `DEU`).
-        let currency = currency.map(Self.asciiUppercased), storefront = storefront.map(Self.asciiUppercased)
         if let c = currency, !Currency.isKnown(c) { return .failure(.init("transaction \(transactionId) has unknown currency \(c)")) }
         // A family-sharing revocation takes access away; nobody is refunded.
         var cancellation: Int64? = nil
@@ -43,25 +41,11 @@ extension SignedTransaction {
                 return .failure(.init(StoreBounds.refundedBeforeBought(transactionId, refundMs: r, purchaseMs: purchase)))
             }
             cancellation = r
-            // The refunded share: a prorated refund's percentage, which one without a type gives
-            // too (accounting.md prorates by revocationPercentage); a record whose type and
-            // percentage contradict each other, or a prorated one without its share, tells no
-            // amount to refund.
-            if let p = revocationPercentage, !(p > 0 && p <= 100_000) {
-                return .failure(.init("transaction \(transactionId) has revocationPercentage \(p): not from 1 to 100000"))
-            }
-            switch revocationType {
-            case "REFUND_PRORATED":
-                guard let p = revocationPercentage else {
-                    return .failure(.init("transaction \(transactionId) is a REFUND_PRORATED revocation without its revocationPercentage: the share refunded is not known"))
+            if revocationType == "REFUND_PRORATED", let p = revocationPercentage {
+                guard p > 0 && p <= 100_000 else {
+                    return .failure(.init("transaction \(transactionId) has revocationPercentage \(p): not from 1 to 100000"))
                 }
                 percentage = p
-            case "REFUND_FULL":
-                if let p = revocationPercentage, p != 100_000 {
-                    return .failure(.init("transaction \(transactionId) is a REFUND_FULL revocation with revocationPercentage \(p), not 100000: which was refunded is not known"))
-                }
-            default:
-                percentage = revocationPercentage
             }
         }
         return .success(TransactionObservation(
@@ -72,13 +56,6 @@ extension SignedTransaction {
             // A family member's access to what the purchaser bought: the purchaser's transaction
             // is the paid one; booking this one too would count the revenue twice.
             isFreeTrial: inAppOwnershipType == "FAMILY_SHARED"))
-    }
-}
-
-extension SignedTransaction {
-    /// `text` with its ASCII letters in upper case (other characters as they are).
-    static func asciiUppercased(_ text: String) -> String {
-        String(decoding: text.utf8.map { $0 >= 0x61 && $0 <= 0x7A ? $0 - 0x20 : $0 }, as: UTF8.self)
     }
 }
 

@@ -275,31 +275,6 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(codes[6], "UNKNOWN_SIGNED_PAYLOAD", "a JWS, but of nothing the tool reads: not called malformed")
     }
 
-    /// A revocation's share: a percentage without a type prorates (accounting.md prorates by
-    /// revocationPercentage); a prorated one without its percentage, or a full one with another
-    /// percentage, tells no amount: not stored, an INVALID_TRANSACTION finding says why. ISO codes in lower case
-    /// (`aus`, `aud`) are read in upper case.
-    func testRevocationSharesAndLowerCaseCodesInSignedTransactions() throws {
-        let refundAt = t0 + 2 * 86_400_000
-        try ws.write("inbox/signed/a.jws", [
-            try transaction("9050", storefront: "aus", currency: "aud"),
-            try transaction("9051", revocation: refundAt, percentage: 25_000),
-            try transaction("9052", revocation: refundAt, type: "REFUND_PRORATED"),
-            try transaction("9053", revocation: refundAt, type: "REFUND_FULL", percentage: 50_000),
-        ].joined(separator: "\n") + "\n")
-        try ws.run("2023-11-20")
-        XCTAssertEqual(try rows("SELECT storefront, currency FROM entry WHERE transaction_id = '9050'"), [["AUS", "AUD"]])
-        // 1.99 USD, 25%: N' = round(49.75) = 50, C' = round(14.9...) of C = 60: 15, P' = 35.
-        XCTAssertEqual(try rows("SELECT net_minor, commission_minor, proceeds_minor, refund_percentage FROM entry WHERE transaction_id = '9051' AND kind = 'refund'"),
-                       [["50", "15", "35", "25000"]])
-        let refused = try rows("SELECT transaction_id, message FROM finding WHERE code = 'INVALID_TRANSACTION' ORDER BY transaction_id")
-        XCTAssertEqual(refused.map { $0[0] }, ["9052", "9053"])
-        XCTAssertTrue(refused.first?[1].contains("a.jws:3: transaction 9052 is a REFUND_PRORATED revocation without its revocationPercentage") == true, "\(refused)")
-        XCTAssertTrue(refused.last?[1].contains("a.jws:4: transaction 9053 is a REFUND_FULL revocation with revocationPercentage 50000") == true, "\(refused)")
-        XCTAssertEqual(try rows("SELECT count(*) FROM store_transaction WHERE transaction_id IN ('9052', '9053')"), [["0"]])
-        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
-    }
-
     /// Two records of a transaction a few hours apart on the same day say the instants (the
     /// dates alike read "2023-11-13 vs 2023-11-13"); notification bodies one a line in a `.json`
     /// file are rejected saying that a `.json` holds one document and `.jsonl` one a line.
