@@ -1137,10 +1137,21 @@ struct Ingest {
             // transaction is taken from the signed record; once posted, a booking that differs
             // is told (entries are never rewritten).
             let bringsOwn = (t.storefront != nil || t.priceMilliunits != nil) && e.storefront == nil && e.priceMilliunits == nil
-            if bringsOwn && existing.firstRecordId != recordId && Self.sameTransaction(e, t),
-               try writer.adoptRecord(t, recordId: recordId, previousRecordId: existing.firstRecordId) {
-                try writer.resolvePendingRecords(transactionId: t.transactionId, runId: runId, note: "verified by \(location)")
-                return true
+            if bringsOwn && existing.firstRecordId != recordId && existing.saleStatus == "pending" && Self.sameTransaction(e, t) {
+                // What else the signed record would change: its subscription, expiry, free
+                // status or account token. A record that differs there is not taken (the first is
+                // kept, and said), so that a renewal never moves chain unseen.
+                let others = Self.otherDifferences(e, t)
+                if others.isEmpty, try writer.adoptRecord(t, recordId: recordId, previousRecordId: existing.firstRecordId) {
+                    try writer.resolvePendingRecords(transactionId: t.transactionId, runId: runId, note: "verified by \(location)")
+                    return true
+                }
+                if !others.isEmpty {
+                    try writer.openFinding(code: "TRANSACTION_CONFLICT", transactionId: t.transactionId, recordId: recordId, message: """
+                        \(location) reports transaction \(t.transactionId) differently from its first source, a legacy receipt: \
+                        \(others.joined(separator: ", ")); the first is kept, and the storefront and price the signed record gives are not taken
+                        """, runId: runId)
+                }
             }
             // (A receipt may list a transaction twice: its first record is not linked again.)
             if existing.firstRecordId != recordId { try writer.linkSource(transactionId: t.transactionId, recordId: recordId) }
@@ -1152,7 +1163,8 @@ struct Ingest {
                 if (t.storefront.map { $0 != booked.storefront } ?? false) || (t.currency.map { $0 != booked.currency } ?? false)
                     || (own.map { $0 != booked.grossMinor } ?? false) {
                     func amount(_ minor: Int64, _ currency: String) -> String { Currency.format(minor: minor, currency: currency) + " " + currency }
-                    try writer.openFinding(code: "SIGNED_AFTER_POSTING", transactionId: t.transactionId, recordId: recordId, message: """
+                    // One finding per sale (refreshed by each later record saying so), not per record.
+                    try writer.openFinding(code: "SIGNED_AFTER_POSTING", transactionId: t.transactionId, recordId: nil, message: """
                         \(location) gives storefront \(t.storefront ?? "(none)")\(own.map { ", price " + amount($0, t.currency ?? booked.currency) } ?? ""); \
                         the sale was booked on \(booked.date) from its legacy receipt, which names neither, at storefront \(booked.storefront), \
                         gross \(amount(booked.grossMinor, booked.currency)). The entry stays as posted (entries are never rewritten): \
@@ -1203,6 +1215,18 @@ struct Ingest {
     /// Whether two records give the same purchase: book, product, quantity and instant.
     static func sameTransaction(_ a: TransactionObservation, _ b: TransactionObservation) -> Bool {
         a.book == b.book && a.productId == b.productId && a.quantity == b.quantity && a.purchaseMs == b.purchaseMs
+    }
+
+    /// Where a signed record `b` of the same purchase gives more than storefront and price
+    /// differently from the stored `a`: the subscription it renews, its expiry, whether it is
+    /// free, its account token (each compared when both give it).
+    static func otherDifferences(_ a: TransactionObservation, _ b: TransactionObservation) -> [String] {
+        var out: [String] = []
+        if let x = a.originalTransactionId, let y = b.originalTransactionId, x != y { out.append("original transaction \(x) vs \(y)") }
+        if let x = a.expiresMs, let y = b.expiresMs, x != y { out.append("expiry \(Day.instantText(x)) vs \(Day.instantText(y))") }
+        if a.isFreeTrial != b.isFreeTrial { out.append(a.isFreeTrial ? "free vs paid" : "paid vs free") }
+        if let x = a.appAccountToken, let y = b.appAccountToken, x != y { out.append("app account token \(x) vs \(y)") }
+        return out
     }
 }
 

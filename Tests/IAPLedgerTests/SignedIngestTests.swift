@@ -519,15 +519,28 @@ final class SignedIngestTests: XCTestCase {
         try ws.run("2023-11-16")
         XCTAssertEqual(try rows("SELECT storefront, gross_minor FROM entry WHERE transaction_id = '9042'"), [["USA", "199"]])
         try ws.write("inbox/signed/c.jws", try transaction("9042", price: 2990, storefront: "AUS", currency: "AUD") + "\n")
+        // 9043's signed record names another subscription than its receipt: not taken, said.
+        try ws.write("inbox/receipts/d.jsonl", Receipt.response([Receipt.item("9043", product: "com.example.product", purchased: "2023-11-13T22:13:20Z",
+                                                                               original: "9000")], environment: "Sandbox", bundle: "com.example") + "\n")
+        try ws.write("inbox/signed/d.jws", try signer.sign(payload: TestSigner.transactionPayload(
+            transactionId: "9043", originalTransactionId: "9999", purchaseDateMs: t0 - 86_400_000, signedDateMs: t0, environment: "Sandbox",
+            storefront: "AUS", priceMilliunits: 2990, currency: "AUD")) + "\n")
         try ws.run("2023-11-17")
+        XCTAssertEqual(try rows("SELECT original_transaction_id, ifnull(storefront, '') FROM store_transaction WHERE transaction_id = '9043'"), [["9000", ""]])
+        let conflict = try rows("SELECT message FROM finding WHERE code = 'TRANSACTION_CONFLICT' AND transaction_id = '9043'")
+        XCTAssertTrue(conflict.first?[0].contains("original transaction 9000 vs 9999; the first is kept, and the storefront and price the signed record gives are not taken") == true, "\(conflict)")
+        // A later signed record of the posted 9042 refreshes its one finding.
+        try ws.write("inbox/signed/e.jws", try transaction("9042", price: 2990, environment: "Sandbox", storefront: "AUS", currency: "AUD") + " \n")
+        try ws.run("2023-11-18")
+        XCTAssertEqual(try rows("SELECT count(*) FROM finding WHERE code = 'SIGNED_AFTER_POSTING'"), [["1"]])
         XCTAssertEqual(try rows("SELECT storefront, gross_minor FROM entry WHERE transaction_id = '9042'"), [["USA", "199"]], "never rewritten")
         let said = try rows("SELECT transaction_id, message FROM finding WHERE code = 'SIGNED_AFTER_POSTING'")
         XCTAssertEqual(said.map { $0[0] }, ["9042"])
-        XCTAssertTrue(said.first?[1].contains("inbox/signed/c.jws:1 gives storefront AUS, price 2.99 AUD; the sale was booked on 2023-11-13 from its legacy receipt, which names neither, at storefront USA, gross 1.99 USD") == true, "\(said)")
-        XCTAssertEqual(try rows("SELECT count(*) FROM finding WHERE code = 'TRANSACTION_CONFLICT'"), [["0"]])
+        XCTAssertTrue(said.first?[1].contains("inbox/signed/e.jws:1 gives storefront AUS, price 2.99 AUD; the sale was booked on 2023-11-13 from its legacy receipt, which names neither, at storefront USA, gross 1.99 USD") == true, "\(said)")
+        XCTAssertEqual(try rows("SELECT transaction_id FROM finding WHERE code = 'TRANSACTION_CONFLICT'"), [["9043"]])
         let r = try Audit(workspace: ws.workspace).run()
         XCTAssertTrue(r.ok, "\(r.problems)")
-        XCTAssertEqual(r.rederived, 3)
+        XCTAssertEqual(r.rederived, 4)
         // Each keeps both records as sources: trace lists the receipt and the signed record.
         let t = try XCTUnwrap(ledger().read { try $0.traceTransaction("9040", asOf: nil) })
         XCTAssertEqual(Set(t.sources.map(\.path)), ["inbox/receipts/a.jsonl", "inbox/signed/a.jws"])
