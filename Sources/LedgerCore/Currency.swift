@@ -20,11 +20,18 @@ public enum Currency {
         "SBD": 2, "MVR": 2, "SCR": 2, "CVE": 2, "GMD": 2, "LRD": 2, "SLL": 2, "MWK": 2,
     ]
 
-    /// The exponent of `code`, or nil for a currency iapledger does not know.
-    public static func exponent(_ code: String) -> Int? { exponents[code] }
+    /// The exponent of `code`, or nil for a currency iapledger does not know. A code in lower
+    /// case (`eur`, as some signed data writes it) is the same code.
+    public static func exponent(_ code: String) -> Int? { exponents[code] ?? exponents[isoUppercased(code)] }
 
-    /// Whether `code` looks like an ISO 4217 code and is known.
-    public static func isKnown(_ code: String) -> Bool { exponents[code] != nil }
+    /// Whether `code` looks like an ISO 4217 code and is known (in either case).
+    public static func isKnown(_ code: String) -> Bool { exponent(code) != nil }
+
+    /// An ISO code as the rules and Apple write it: its ASCII letters in upper case.
+    public static func isoUppercased(_ code: String) -> String {
+        guard code.utf8.contains(where: { $0 >= 0x61 && $0 <= 0x7A }) else { return code }
+        return String(decoding: code.utf8.map { $0 >= 0x61 && $0 <= 0x7A ? $0 - 0x20 : $0 }, as: UTF8.self)
+    }
 
     /// Converts a major-unit decimal (`"1.990"`, `"120"`) to minor units of `code`.
     /// Nil when the text has more decimals than the currency allows (a price of `0.999 USD`

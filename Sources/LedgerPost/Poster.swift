@@ -24,7 +24,8 @@ public struct Poster {
     /// The storefront a transaction is booked in, and where that came from: the transaction's
     /// own, else its order's (the earliest credited), else `default_storefront`.
     public func storefront(of t: TransactionObservation, orderStorefront: (code: String, orderId: String)?) -> (code: String, source: String) {
-        if let s = t.storefront, !s.isEmpty { return (s, "transaction") }
+        // A signed record's codes as stored (some write `deu`): rules and Apple write them in upper case.
+        if let s = t.storefront, !s.isEmpty { return (Currency.isoUppercased(s), "transaction") }
         if let o = orderStorefront, !o.code.isEmpty { return (o.code, "order \(o.orderId)") }
         return (config.defaultStorefront, "default_storefront")
     }
@@ -59,7 +60,7 @@ public struct Poster {
         guard let sf = rules.storefront(storefrontCode, on: day) else {
             return .missingRule("no storefront rule for \(storefrontCode) in force on \(day) in rules/storefronts.csv")
         }
-        let currency = t.currency ?? sf.currency
+        let currency = t.currency.map(Currency.isoUppercased) ?? sf.currency
         guard let exponent = Currency.exponent(currency) else {
             return .missingRule("unknown currency \(currency): no ISO 4217 minor-unit exponent")
         }

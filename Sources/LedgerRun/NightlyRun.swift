@@ -1160,7 +1160,8 @@ struct Ingest {
                 let own = t.priceMilliunits.map { milli -> Int64 in
                     roundHalfEven(Int128(milli) * pow10(Currency.exponent(t.currency ?? booked.currency) ?? 2), 1000)
                 }
-                if (t.storefront.map { $0 != booked.storefront } ?? false) || (t.currency.map { $0 != booked.currency } ?? false)
+                if (t.storefront.map { Currency.isoUppercased($0) != booked.storefront } ?? false)
+                    || (t.currency.map { Currency.isoUppercased($0) != booked.currency } ?? false)
                     || (own.map { $0 != booked.grossMinor } ?? false) {
                     func amount(_ minor: Int64, _ currency: String) -> String { Currency.format(minor: minor, currency: currency) + " " + currency }
                     // One finding per sale (refreshed by each later record saying so), not per record.
@@ -1185,13 +1186,13 @@ struct Ingest {
             // Signed records carry the price and storefront (receipts do not, and the first
             // source is kept): a record that disagrees with the stored ones is not that purchase.
             if let a = e.priceMilliunits, let b = t.priceMilliunits,
-               a != b || (e.currency != nil && t.currency != nil && e.currency != t.currency) {
+               a != b || (e.currency != nil && t.currency != nil && Currency.isoUppercased(e.currency!) != Currency.isoUppercased(t.currency!)) {
                 func price(_ milliunits: Int64, _ currency: String?) -> String {
                     "\(ExactDecimal(mantissa: milliunits, scale: 3))" + (currency.map { " \($0)" } ?? "")
                 }
                 differences.append("price \(price(a, e.currency)) vs \(price(b, t.currency))")
             }
-            if let a = e.storefront, let b = t.storefront, !a.isEmpty, !b.isEmpty, a != b {
+            if let a = e.storefront, let b = t.storefront, !a.isEmpty, !b.isEmpty, Currency.isoUppercased(a) != Currency.isoUppercased(b) {
                 differences.append("storefront \(a) vs \(b)")
             }
             agrees = differences.isEmpty

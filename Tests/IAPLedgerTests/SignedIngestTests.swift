@@ -275,6 +275,24 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(codes[6], "UNKNOWN_SIGNED_PAYLOAD", "a JWS, but of nothing the tool reads: not called malformed")
     }
 
+    /// ISO codes a signed record writes in lower case (`aus`, `aud`) are the same codes: the
+    /// record is kept as read (so `verify` re-derives it as read), the sale booked in AUS and
+    /// AUD, and a record of it in upper case is no conflict. (`aud` was refused as an unknown
+    /// currency, and `aus` waited for ever for a rule.)
+    func testLowerCaseCodesInASignedRecordAreTheSameCodes() throws {
+        try ws.write("inbox/signed/a.jws", try transaction("9070", storefront: "aus", currency: "aud") + "\n")
+        try ws.run("2023-11-14")
+        XCTAssertEqual(try rows("SELECT storefront, currency FROM store_transaction WHERE transaction_id = '9070'"), [["aus", "aud"]])
+        XCTAssertEqual(try rows("SELECT storefront, currency, gross_minor FROM entry WHERE transaction_id = '9070'"), [["AUS", "AUD", "199"]])
+        try ws.write("inbox/signed/b.jws", try transaction("9070", storefront: "AUS", currency: "AUD") + "\n")
+        try ws.run("2023-11-15")
+        XCTAssertEqual(try rows("SELECT count(*) FROM finding WHERE code = 'TRANSACTION_CONFLICT'"), [["0"]])
+        let r = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(r.ok, "\(r.problems)")
+        XCTAssertEqual(Currency.exponent("kwd"), 3)
+        XCTAssertEqual(Currency.isoUppercased("deu"), "DEU")
+    }
+
     /// Two records of a transaction a few hours apart on the same day say the instants (the
     /// dates alike read "2023-11-13 vs 2023-11-13"); notification bodies one a line in a `.json`
     /// file are rejected saying that a `.json` holds one document and `.jsonl` one a line.
