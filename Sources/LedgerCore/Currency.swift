@@ -20,12 +20,12 @@ public enum Currency {
         "SBD": 2, "MVR": 2, "SCR": 2, "CVE": 2, "GMD": 2, "LRD": 2, "SLL": 2, "MWK": 2,
     ]
 
-    /// The exponent of `code`, or nil for a currency iapledger does not know. A code in lower
-    /// case (`eur`, as some signed data writes it) is the same code.
-    public static func exponent(_ code: String) -> Int? { exponents[code] ?? exponents[isoUppercased(code)] }
+    /// The exponent of `code`, or nil for a currency iapledger does not know (upper case only:
+    /// a signed record's `eur` is read through `isoUppercased` where it is booked).
+    public static func exponent(_ code: String) -> Int? { exponents[code] }
 
-    /// Whether `code` looks like an ISO 4217 code and is known (in either case).
-    public static func isKnown(_ code: String) -> Bool { exponent(code) != nil }
+    /// Whether `code` looks like an ISO 4217 code and is known.
+    public static func isKnown(_ code: String) -> Bool { exponents[code] != nil }
 
     /// An ISO code as the rules and Apple write it: its ASCII letters in upper case.
     public static func isoUppercased(_ code: String) -> String {

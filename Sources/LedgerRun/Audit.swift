@@ -403,7 +403,7 @@ public struct Audit {
     static func whyNotFree(_ t: TransactionObservation, rules: () throws -> Rules) -> String? {
         if t.isFreeTrial { return nil }
         if let milli = t.priceMilliunits {
-            let gross = roundHalfEven(Int128(milli) * pow10(t.currency.flatMap(Currency.exponent) ?? 0), 1000)
+            let gross = roundHalfEven(Int128(milli) * pow10(t.currency.flatMap { Currency.exponent(Currency.isoUppercased($0)) } ?? 0), 1000)
             if gross == 0 { return nil }
             return "its signed price, \(milli) milliunits\(t.currency.map { " of \($0)" } ?? ""), is a gross of \(gross) minor unit\(gross == 1 ? "" : "s")"
         }

@@ -1158,7 +1158,7 @@ struct Ingest {
             if bringsOwn && existing.saleStatus == "posted" && Self.sameTransaction(e, t),
                let booked = try writer.saleBooking(t.transactionId, book: e.book) {
                 let own = t.priceMilliunits.map { milli -> Int64 in
-                    roundHalfEven(Int128(milli) * pow10(Currency.exponent(t.currency ?? booked.currency) ?? 2), 1000)
+                    roundHalfEven(Int128(milli) * pow10(Currency.exponent(Currency.isoUppercased(t.currency ?? booked.currency)) ?? 2), 1000)
                 }
                 if (t.storefront.map { Currency.isoUppercased($0) != booked.storefront } ?? false)
                     || (t.currency.map { Currency.isoUppercased($0) != booked.currency } ?? false)
@@ -1166,7 +1166,7 @@ struct Ingest {
                     func amount(_ minor: Int64, _ currency: String) -> String { Currency.format(minor: minor, currency: currency) + " " + currency }
                     // One finding per sale (refreshed by each later record saying so), not per record.
                     try writer.openFinding(code: "SIGNED_AFTER_POSTING", transactionId: t.transactionId, recordId: nil, message: """
-                        \(location) gives storefront \(t.storefront ?? "(none)")\(own.map { ", price " + amount($0, t.currency ?? booked.currency) } ?? ""); \
+                        \(location) gives storefront \(t.storefront ?? "(none)")\(own.map { ", price " + amount($0, Currency.isoUppercased(t.currency ?? booked.currency)) } ?? ""); \
                         the sale was booked on \(booked.date) from its legacy receipt, which names neither, at storefront \(booked.storefront), \
                         gross \(amount(booked.grossMinor, booked.currency)). The entry stays as posted (entries are never rewritten): \
                         book the difference by hand if it matters

@@ -29,7 +29,10 @@ extension SignedTransaction {
         if let e = expiresDateMs, !StoreBounds.plausibleDate(e) {
             return .failure(.init("transaction \(transactionId) has expires date \(Day(epochMilliseconds: e)), outside 2008-2099"))
         }
-        if let c = currency, !Currency.isKnown(c) { return .failure(.init("transaction \(transactionId) has unknown currency \(c)")) }
+        // Kept as read; a code in lower case (`aud`) is the same code, booked in upper case.
+        if let c = currency, !Currency.isKnown(Currency.isoUppercased(c)) {
+            return .failure(.init("transaction \(transactionId) has unknown currency \(c)"))
+        }
         // A family-sharing revocation takes access away; nobody is refunded.
         var cancellation: Int64? = nil
         var percentage: Int64? = nil
