@@ -262,14 +262,14 @@ public struct NightlyRun {
                       } ?? [])
     }
 
-    /// Posts every sale still waiting (new ones and those that waited for a rule) and every
-    /// refund that is due. Returns the number of entries written.
     /// Each distinct key with its count, the commonest first (then by key).
     static func counted(_ keys: [String]) -> [(key: String, count: Int)] {
         Dictionary(keys.map { ($0, 1) }, uniquingKeysWith: +).map { (key: $0.key, count: $0.value) }
             .sorted { $0.count != $1.count ? $0.count > $1.count : $0.key < $1.key }
     }
 
+    /// Posts every sale still waiting (new ones and those that waited for a rule) and every
+    /// refund that is due. Returns the number of entries written.
     static func post(writer w: LedgerWriter, poster: Poster, runId: Int64, asOf: Day, tick: RunProgress.Ticker? = nil) throws -> Int {
         var posted = 0
         // Subscription chains read once per stage: posting changes no transaction a chain holds.
@@ -1131,48 +1131,6 @@ struct Ingest {
             // New: its sale is posted below.
         } else if let existing = try writer.transaction(t.transactionId) {
             let e = existing.observation
-            // A signed record of a transaction a legacy receipt brought: the receipt carries no
-            // storefront or price, the signed record does (accounting.md books the sale in the
-            // transaction's own storefront at its own price). While the sale waits, the
-            // transaction is taken from the signed record; once posted, a booking that differs
-            // is told (entries are never rewritten).
-            let bringsOwn = (t.storefront != nil || t.priceMilliunits != nil) && e.storefront == nil && e.priceMilliunits == nil
-            if bringsOwn && existing.firstRecordId != recordId && existing.saleStatus == "pending" && Self.sameTransaction(e, t) {
-                // What else the signed record would change: its subscription, expiry, free
-                // status or account token. A record that differs there is not taken (the first is
-                // kept, and said), so that a renewal never moves chain unseen.
-                let others = Self.otherDifferences(e, t)
-                if others.isEmpty, try writer.adoptRecord(t, recordId: recordId, previousRecordId: existing.firstRecordId) {
-                    try writer.resolvePendingRecords(transactionId: t.transactionId, runId: runId, note: "verified by \(location)")
-                    return true
-                }
-                if !others.isEmpty {
-                    try writer.openFinding(code: "TRANSACTION_CONFLICT", transactionId: t.transactionId, recordId: recordId, message: """
-                        \(location) reports transaction \(t.transactionId) differently from its first source, a legacy receipt: \
-                        \(others.joined(separator: ", ")); the first is kept, and the storefront and price the signed record gives are not taken
-                        """, runId: runId)
-                }
-            }
-            // (A receipt may list a transaction twice: its first record is not linked again.)
-            if existing.firstRecordId != recordId { try writer.linkSource(transactionId: t.transactionId, recordId: recordId) }
-            if bringsOwn && existing.saleStatus == "posted" && Self.sameTransaction(e, t),
-               let booked = try writer.saleBooking(t.transactionId, book: e.book) {
-                let own = t.priceMilliunits.map { milli -> Int64 in
-                    roundHalfEven(Int128(milli) * pow10(Currency.exponent(Currency.isoUppercased(t.currency ?? booked.currency)) ?? 2), 1000)
-                }
-                if (t.storefront.map { Currency.isoUppercased($0) != booked.storefront } ?? false)
-                    || (t.currency.map { Currency.isoUppercased($0) != booked.currency } ?? false)
-                    || (own.map { $0 != booked.grossMinor } ?? false) {
-                    func amount(_ minor: Int64, _ currency: String) -> String { Currency.format(minor: minor, currency: currency) + " " + currency }
-                    // One finding per sale (refreshed by each later record saying so), not per record.
-                    try writer.openFinding(code: "SIGNED_AFTER_POSTING", transactionId: t.transactionId, recordId: nil, message: """
-                        \(location) gives storefront \(t.storefront ?? "(none)")\(own.map { ", price " + amount($0, Currency.isoUppercased(t.currency ?? booked.currency)) } ?? ""); \
-                        the sale was booked on \(booked.date) from its legacy receipt, which names neither, at storefront \(booked.storefront), \
-                        gross \(amount(booked.grossMinor, booked.currency)). The entry stays as posted (entries are never rewritten): \
-                        book the difference by hand if it matters
-                        """, runId: runId)
-                }
-            }
             var differences: [String] = []
             if e.book != t.book { differences.append("environment \(e.book.rawValue) vs \(t.book.rawValue)") }
             if e.productId != t.productId { differences.append("product \(e.productId) vs \(t.productId)") }
@@ -1195,6 +1153,16 @@ struct Ingest {
             if let a = e.storefront, let b = t.storefront, !a.isEmpty, !b.isEmpty, Currency.isoUppercased(a) != Currency.isoUppercased(b) {
                 differences.append("storefront \(a) vs \(b)")
             }
+            // A signed record of the purchase a legacy receipt brought (which names no storefront
+            // or price, so none was compared above): it gives the transaction its own.
+            if differences.isEmpty, existing.firstRecordId != recordId, e.storefront == nil, e.priceMilliunits == nil,
+               t.storefront != nil || t.priceMilliunits != nil,
+               try signedOverReceipt(existing, t, recordId: recordId, location: location) {
+                try writer.resolvePendingRecords(transactionId: t.transactionId, runId: runId, note: "verified by \(location)")
+                return true
+            }
+            // (A receipt may list a transaction twice: its first record is not linked again.)
+            if existing.firstRecordId != recordId { try writer.linkSource(transactionId: t.transactionId, recordId: recordId) }
             agrees = differences.isEmpty
             if !agrees {
                 // A record that contradicts the transaction is not trusted for its refund either:
@@ -1213,9 +1181,44 @@ struct Ingest {
         return agrees
     }
 
-    /// Whether two records give the same purchase: book, product, quantity and instant.
-    static func sameTransaction(_ a: TransactionObservation, _ b: TransactionObservation) -> Bool {
-        a.book == b.book && a.productId == b.productId && a.quantity == b.quantity && a.purchaseMs == b.purchaseMs
+    /// A signed record `t` of the purchase a legacy receipt brought (`existing`, which names no
+    /// storefront or price): accounting.md books the sale in the transaction's own storefront
+    /// at its own price. While the sale waits, the transaction is taken from the signed record
+    /// (true), unless it gives more than storefront and price differently (said, the first
+    /// kept, so that a renewal never moves chain unseen); once posted, a booking that differs is
+    /// said (entries are never rewritten).
+    mutating func signedOverReceipt(_ existing: StoredTransaction, _ t: TransactionObservation, recordId: Int64,
+                                    location: SourceLocation) throws -> Bool {
+        let e = existing.observation
+        switch existing.saleStatus {
+        case "pending":
+            let others = Self.otherDifferences(e, t)
+            guard others.isEmpty else {
+                try writer.openFinding(code: "TRANSACTION_CONFLICT", transactionId: t.transactionId, recordId: recordId, message: """
+                    \(location) reports transaction \(t.transactionId) differently from its first source, a legacy receipt: \
+                    \(others.joined(separator: ", ")); the first is kept, and the storefront and price the signed record gives are not taken
+                    """, runId: runId)
+                return false
+            }
+            return try writer.adoptRecord(t, recordId: recordId, previousRecordId: existing.firstRecordId)
+        case "posted":
+            guard let booked = try writer.entry(book: e.book, transactionId: t.transactionId, kind: .sale) else { return false }
+            let currency = Currency.isoUppercased(t.currency ?? booked.figures.currency)
+            let own = t.priceMilliunits.map { roundHalfEven(Int128($0) * pow10(Currency.exponent(currency) ?? 2), 1000) }
+            guard (t.storefront.map { Currency.isoUppercased($0) != booked.storefront } ?? false)
+                    || currency != booked.figures.currency || (own.map { $0 != booked.figures.grossMinor } ?? false) else { return false }
+            func amount(_ minor: Int64, _ currency: String) -> String { Currency.format(minor: minor, currency: currency) + " " + currency }
+            // One finding per sale (refreshed by each later record saying so), not per record.
+            try writer.openFinding(code: "SIGNED_AFTER_POSTING", transactionId: t.transactionId, recordId: nil, message: """
+                \(location) gives storefront \(t.storefront ?? "(none)")\(own.map { ", price " + amount($0, currency) } ?? ""); \
+                the sale was booked on \(booked.date) from its legacy receipt, which names neither, at storefront \(booked.storefront), \
+                gross \(amount(booked.figures.grossMinor, booked.figures.currency)). The entry stays as posted (entries are never rewritten): \
+                book the difference by hand if it matters
+                """, runId: runId)
+            return false
+        default:
+            return false
+        }
     }
 
     /// Where a signed record `b` of the same purchase gives more than storefront and price

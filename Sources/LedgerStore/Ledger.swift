@@ -701,13 +701,6 @@ public final class LedgerWriter: LedgerReader {
         return true
     }
 
-    /// The storefront, currency, gross and date of a transaction's sale entry, if posted.
-    public func saleBooking(_ transactionId: String, book: Book) throws -> (storefront: String, currency: String, grossMinor: Int64, date: String)? {
-        try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT storefront, currency, gross_minor, date FROM entry WHERE book = ? AND transaction_id = ? AND kind = 'sale'
-            """), arguments: [book.rawValue, transactionId]).map { ($0[0], $0[1], $0[2], $0[3]) }
-    }
-
     /// Links a later source of a transaction, stored or not (`transaction_source`: every
     /// source but the one that stored it, the transaction's `first_record_id`; ledgers
     /// written before 2026-11-22 link that one too).

@@ -116,15 +116,11 @@ extension LedgerReader {
 /// Late entries of a book, for the Summary's note: those in a month's figures (dated in a
 /// month already closed when they arrived, posted on the first open day), and those dated on
 /// or before a date but posted after it (its month was closed before they arrived).
-public struct LateEntries: Equatable {
+public struct LateEntries {
     /// By the month they are posted in: sales, refunds and refund reversals (counted as
     /// entries), and their effect on net after refunds, in the reporting currency.
     public var byMonth: [(month: Month, sales: Int, refunds: Int, reversals: Int, netAfterRefundsMinor: Int64)] = []
     public var postedLater: (sales: Int, refunds: Int, reversals: Int, netAfterRefundsMinor: Int64) = (0, 0, 0, 0)
-
-    public static func == (a: LateEntries, b: LateEntries) -> Bool {
-        a.byMonth.map { "\($0)" } == b.byMonth.map { "\($0)" } && "\(a.postedLater)" == "\(b.postedLater)"
-    }
 }
 
 extension LedgerReader {
