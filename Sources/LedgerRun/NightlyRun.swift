@@ -1223,12 +1223,15 @@ struct Ingest {
 
     /// Where a signed record `b` of the same purchase gives more than storefront and price
     /// differently from the stored `a`: the subscription it renews, its expiry, whether it is
-    /// free, its account token (each compared when both give it).
+    /// free (a trial, or a price of 0), its account token (each compared when both give it).
     static func otherDifferences(_ a: TransactionObservation, _ b: TransactionObservation) -> [String] {
         var out: [String] = []
         if let x = a.originalTransactionId, let y = b.originalTransactionId, x != y { out.append("original transaction \(x) vs \(y)") }
         if let x = a.expiresMs, let y = b.expiresMs, x != y { out.append("expiry \(Day.instantText(x)) vs \(Day.instantText(y))") }
-        if a.isFreeTrial != b.isFreeTrial { out.append(a.isFreeTrial ? "free vs paid" : "paid vs free") }
+        // Free by the record itself: a trial or shared access, or (signed) a price of 0, as
+        // Apple signs a free trial (an offer, `FREE_TRIAL`, at price 0).
+        func free(_ o: TransactionObservation) -> Bool { o.isFreeTrial || o.priceMilliunits == 0 }
+        if free(a) != free(b) { out.append(free(a) ? "free vs paid" : "paid vs free") }
         if let x = a.appAccountToken, let y = b.appAccountToken, x != y { out.append("app account token \(x) vs \(y)") }
         return out
     }

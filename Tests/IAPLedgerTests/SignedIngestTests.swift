@@ -563,6 +563,28 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(Set(t.sources.map(\.path)), ["inbox/receipts/a.jsonl", "inbox/signed/a.jws"])
     }
 
+    /// Apple signs a free trial as an offer at price 0 (`offerDiscountType` FREE_TRIAL): the
+    /// same free purchase as the legacy receipt's trial, not a conflict ("free vs paid" was
+    /// said of every trial a backend forwarded both ways). A trial receipt whose signed record
+    /// gives a price is still one.
+    func testASignedFreeTrialAtPriceZeroAgreesWithTheReceiptsTrial() throws {
+        func receipt(_ id: String) -> String {
+            Receipt.response([Receipt.item(id, product: "com.example.product", purchased: "2023-11-13T22:13:20Z", trial: true)],
+                             environment: "Sandbox", bundle: "com.example")
+        }
+        try ws.write("inbox/receipts/a.jsonl", receipt("9050") + "\n" + receipt("9051") + "\n")
+        try ws.write("inbox/signed/a.jws", try transaction("9050", price: 0, offer: 1) + "\n" + (try transaction("9051", price: 1990)) + "\n")
+        try ws.run("2023-11-14")
+        XCTAssertEqual(try rows("SELECT transaction_id FROM finding WHERE code = 'TRANSACTION_CONFLICT'"), [["9051"]])
+        let conflict = try rows("SELECT message FROM finding WHERE code = 'TRANSACTION_CONFLICT'")
+        XCTAssertTrue(conflict.first?[0].contains("free vs paid") == true, "\(conflict)")
+        XCTAssertEqual(try rows("SELECT transaction_id, sale_status, ifnull(storefront, ''), ifnull(price_milliunits, '') FROM store_transaction ORDER BY 1"),
+                       [["9050", "free", "USA", "0"], ["9051", "pending", "", ""]], "9051 waits for its order's storefront")
+        XCTAssertEqual(try rows("SELECT count(*) FROM entry"), [["0"]])
+        let r = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(r.ok, "\(r.problems)")
+    }
+
     func testSignedRecordsDisagreeingOnPriceOrStorefrontConflict() throws {
         try ws.write("inbox/signed/a.jws", [try transaction("9030"), try transaction("9031"), try transaction("9032")].joined(separator: "\n") + "\n")
         try ws.run("2023-11-17")

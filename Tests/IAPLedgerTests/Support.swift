@@ -116,11 +116,12 @@ enum Receipt {
     static func ms(_ iso: String) -> Int64 { ISOTimestamp.milliseconds(iso)! }
 
     static func item(_ id: String, product: String = "coins.100", quantity: Int = 1, purchased: String,
-                     cancelled: String? = nil, original: String? = nil, expires: String? = nil, token: String? = nil) -> String {
+                     cancelled: String? = nil, original: String? = nil, expires: String? = nil, token: String? = nil,
+                     trial: Bool = false) -> String {
         var fields = [
             "\"quantity\": \"\(quantity)\"", "\"product_id\": \"\(product)\"", "\"transaction_id\": \"\(id)\"",
             "\"original_transaction_id\": \"\(original ?? id)\"", "\"purchase_date\": \"\(purchased.replacingOccurrences(of: "T", with: " ").replacingOccurrences(of: "Z", with: "")) Etc/GMT\"",
-            "\"purchase_date_ms\": \"\(ms(purchased))\"", "\"is_trial_period\": \"false\"",
+            "\"purchase_date_ms\": \"\(ms(purchased))\"", "\"is_trial_period\": \"\(trial)\"",
         ]
         if let c = cancelled { fields += ["\"cancellation_date_ms\": \"\(ms(c))\"", "\"cancellation_reason\": \"0\""] }
         if let e = expires { fields += ["\"expires_date_ms\": \"\(ms(e))\""] }
