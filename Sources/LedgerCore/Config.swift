@@ -8,6 +8,8 @@ public struct WorkspaceConfig: Sendable, Equatable {
         public var description: String { "\(from)..\(to)" }
     }
 
+    /// The SHA-256 of the config file as read, when read from a file.
+    public var sourceSHA256: String? = nil
     public var reportingCurrency: String = "USD"
     public var bundleIds: [String] = []
     public var defaultStorefront: String = "USA"
@@ -87,6 +89,8 @@ public struct Rules: Sendable {
     public private(set) var prices: [String: [PriceRule]] = [:]   // key "product|storefront"
     public private(set) var products: [String: ProductRule] = [:]
     public private(set) var fx: [String: [Month: ExactDecimal]] = [:]
+    /// The SHA-256 of each rules file as read (`prices.csv` and the rest), when read from files.
+    public var sourceSHA256: [String: String] = [:]
 
     public init(storefronts: [StorefrontRule] = [], prices: [PriceRule] = [], products: [ProductRule] = [],
                 fx: [(Month, String, ExactDecimal)] = []) {

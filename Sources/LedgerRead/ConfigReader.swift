@@ -9,7 +9,9 @@ public enum ConfigReader {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw ReadError.file(displayPath, "cannot be read (missing or unreadable); run `iapledger init` to create a workspace")
         }
-        return try parse(String(decoding: data, as: UTF8.self), displayPath: displayPath)
+        var config = try parse(String(decoding: data, as: UTF8.self), displayPath: displayPath)
+        config.sourceSHA256 = Hashing.sha256Hex(data)
+        return config
     }
 
     public static func parse(_ text: String, displayPath: String = "iapledger.toml") throws -> WorkspaceConfig {

@@ -7,11 +7,13 @@ public enum RulesReader {
     public static let files = ["storefronts.csv", "prices.csv", "products.csv", "fx.csv"]
 
     public static func read(rulesDirectory dir: URL, displayPrefix: String = "rules/") throws -> Rules {
+        var digests: [String: String] = [:]
         func load(_ name: String, _ required: [String]) throws -> CSVTable {
             let display = displayPrefix + name
             guard let data = FileManager.default.contents(atPath: dir.appendingPathComponent(name).path) else {
                 throw ReadError.file(display, "cannot be read (missing or unreadable)")
             }
+            digests[name] = Hashing.sha256Hex(data)
             guard let text = String(validatingUTF8Data: data) else { throw ReadError.file(display, "is not valid UTF-8") }
             do {
                 return try CSVTable(path: display, text: Substring(text), required: required)
@@ -91,7 +93,9 @@ public enum RulesReader {
             guard seen.insert("\(m)|\(cur)").inserted else { throw err("a second rate for \(cur) in \(m)") }
             rates.append((m, cur, r))
         }
-        return Rules(storefronts: storefronts, prices: prices, products: products, fx: rates)
+        var rules = Rules(storefronts: storefronts, prices: prices, products: products, fx: rates)
+        rules.sourceSHA256 = digests
+        return rules
     }
 
     /// A price with more decimals than its storefront's currency has (`0.999` in USD) stops the

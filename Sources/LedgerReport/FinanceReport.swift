@@ -254,6 +254,9 @@ public struct FinanceReport {
             SheetRow([.text("Records pending or rejected, resolved since (ledger)"), .integer(Int64(totals.recordsResolved))]),
             SheetRow([.text("Chain head after run \(latest?.id ?? 0) (last entry's hash)"), .text(totals.chainHead)]),
         ]
+        if let seal = totals.seal {
+            info.append(SheetRow([.text("Ledger seal (the latest: runs, their records and files, closes)"), .text(seal)]))
+        }
         if let x = journalExport {
             info += [
                 SheetRow([.text("Full journal (over the sheet's cap)"), .text(x.fileName)]),

@@ -27,6 +27,10 @@ public struct Audit {
         public var runHeads: [LedgerReader.RunHead] = []
         public var runs: Int { runHeads.count }
         public var chainHead = EntryHash.genesis
+        /// The seals checked, the latest (nil: the ledger has none yet) and each run's.
+        public var seals = 0
+        public var seal: String? = nil
+        public var runSeals: [Int64: String] = [:]
         public var problems: [Problem] = []
         public var ok: Bool { problems.isEmpty }
         /// The first entry that fails (lowest id), if any entry does.
@@ -55,7 +59,7 @@ public struct Audit {
             case (_?, let a?):
                 report.problems.append(Problem(entryId: nil, message: "the ledger's \(key) differs from the one iapledger created: it was altered (now: \(a))", schema: true))
             case (_?, nil):
-                report.problems.append(Problem(entryId: nil, message: "the ledger's \(key) is missing: it was dropped, so what it enforces (append-only entries and runs, closed periods, unique keys) was not enforced while it was gone", schema: true))
+                report.problems.append(Problem(entryId: nil, message: "the ledger's \(key) is missing: it was dropped, so \(Self.enforced(by: key)) was not enforced while it was gone", schema: true))
             case (nil, let a?):
                 report.problems.append(Problem(entryId: nil, message: "the ledger holds \(key), which iapledger never created: \(a)", schema: true))
             case (nil, nil):
@@ -170,7 +174,7 @@ public struct Audit {
                 func fail(_ m: String) { report.problems.append(Problem(entryId: e.entryId, message: "refund of transaction \(e.transactionId): \(m)")) }
                 guard e.stored else { fail("its transaction is not stored in its book"); continue }
                 guard let ms = e.cancellationMs else {
-                    fail("its transaction stores no refund (no cancellation date): the refund was removed from the stored transaction")
+                    fail("its transaction stores no refund (no cancellation date): the refund entry was written without one (forged), or the refund was removed from the stored transaction")
                     continue
                 }
                 if Day(epochMilliseconds: ms).description != e.originalDate {
@@ -223,10 +227,17 @@ public struct Audit {
                     // head changed by hand.
                     let chainBroken = firstChainBreak.map { $0 <= (run.lastEntryId ?? 0) + 1 } ?? false
                     report.problems.append(Problem(entryId: nil, message: chainBroken
-                        ? "run \(run.runId) committed with chain head \(head), but the ledger's entries up to that run now hash to \(run.expected): entries were removed or rewritten"
+                        ? "run \(run.runId) committed with chain head \(head), but the ledger's entries up to that run now hash to \(run.expected): entries were added, removed or rewritten"
                         : "run \(run.runId)'s recorded chain head \(head) differs from the head its entries give now, \(run.expected), though their chain is unbroken: the run's recorded head was changed, or its last entries were removed, or the entries up to it rewritten with every hash after them (compare with the head kept outside the ledger for that night)"))
                 }
             }
+            // The seals: what the entries' chain does not cover (records, files, runs' counts,
+            // closes), sealed as written and chained.
+            let seals = try r.checkSeals()
+            for p in seals.problems { report.problems.append(Problem(entryId: nil, message: p)) }
+            report.seals = seals.seals
+            report.seal = seals.latest
+            report.runSeals = seals.runSeals
             // Each run recorded how many entries it wrote: entries removed (the chain and head
             // rewritten after them) leave their run short.
             for m in try r.runEntryCountMismatches() {
@@ -379,19 +390,50 @@ public struct Audit {
         case .failure(let why): return .failure(Why("its source record \(where_) does not give the transaction again: \(why)"))
         }
         guard let stored = try reader.transaction(transactionId)?.observation else { return .failure(Why("the transaction is not stored")) }
-        var differences: [String] = []
-        if obs.productId != stored.productId || (e.map { obs.productId != $0.productId } ?? false) { differences.append("product") }
+        var differences: [String] = [], fromEntry: [String] = []
+        if obs.productId != stored.productId { differences.append("product") }
+        if let e, obs.productId != e.productId { fromEntry.append("product") }
         if obs.quantity != stored.quantity { differences.append("quantity") }
-        if obs.purchaseMs != stored.purchaseMs || (e.map { Day(epochMilliseconds: obs.purchaseMs) != $0.originalDate } ?? false) { differences.append("purchase date") }
-        if obs.book != stored.book || (e.map { obs.book != $0.book } ?? false) { differences.append("environment") }
+        if obs.purchaseMs != stored.purchaseMs { differences.append("purchase date") }
+        if let e, Day(epochMilliseconds: obs.purchaseMs) != e.originalDate { fromEntry.append("date (the purchase date)") }
+        if obs.book != stored.book { differences.append("environment") }
+        if let e, obs.book != e.book { fromEntry.append("book") }
         if obs.priceMilliunits != stored.priceMilliunits { differences.append("price") }
         if obs.originalTransactionId != stored.originalTransactionId { differences.append("original transaction") }
         if obs.appAccountToken != stored.appAccountToken { differences.append("app account token") }
         if obs.expiresMs != stored.expiresMs { differences.append("expiry date") }
         if obs.storefront != stored.storefront || obs.currency != stored.currency { differences.append("storefront or currency") }
         if obs.isFreeTrial != stored.isFreeTrial || obs.hasOffer != stored.hasOffer { differences.append("trial or offer") }
-        if !differences.isEmpty { return .failure(Why("its source record \(where_) differs from the stored transaction in \(differences.joined(separator: ", "))")) }
+        if !differences.isEmpty || !fromEntry.isEmpty {
+            let parts = (differences.isEmpty ? [] : ["from the stored transaction in \(differences.joined(separator: ", "))"])
+                + (fromEntry.isEmpty ? [] : ["from its sale entry in \(fromEntry.joined(separator: ", "))"])
+            return .failure(Why("its source record \(where_) differs \(parts.joined(separator: ", and "))"))
+        }
         return .success((obs, where_))
+    }
+
+    /// What a schema object (`trigger period_close_no_delete`, `index ...`) enforces, said
+    /// when it is missing.
+    static func enforced(by key: String) -> String {
+        let name = key.split(separator: " ").last.map(String.init) ?? key
+        let rules: [(prefix: String, what: String)] = [
+            ("entry_not_in_closed_period", "that no entry is dated in a closed month"),
+            ("entry_late_is_moved_forward", "that a late entry is moved to the first open month"),
+            ("entry_", "that entries are append-only (never changed or deleted)"),
+            ("posting_rule_", "that the posting rules never change"),
+            ("posting_", "that postings are never changed or deleted"),
+            ("period_close_", "that closed months stay closed (closes forward only, never changed or deleted)"),
+            ("run_input_", "that the rules and config a run posted by are recorded once"),
+            ("run_", "that finished runs (their counts, chain head and close) are never changed or deleted"),
+            ("source_record_resolved_once", "that a resolved source record stays resolved as it was"),
+            ("source_record_", "that source records are kept as read (text, hash, outcome, reason) and never deleted"),
+            ("source_chunk_", "that the records' stored text is never changed or deleted"),
+            ("source_file_", "that the files read are recorded once (path, hash, counts) and never removed"),
+            ("seal_", "that seals are never changed or deleted"),
+            ("exception_episode_", "that closed exception episodes are never changed or removed"),
+        ]
+        if let r = rules.first(where: { name.hasPrefix($0.prefix) }) { return "what it enforces (\(r.what))" }
+        return key.hasPrefix("index") ? "what it enforces (a unique key, or a lookup the checks rely on)" : "what it enforces"
     }
 
     /// Nil when the night would find the transaction free (a gross of zero: Poster's `.free`),
@@ -455,7 +497,7 @@ public struct Audit {
                notification.transaction?.transactionId == e.transactionId { return nil }
         }
         return stored.isEmpty
-            ? "no REFUND_REVERSED notification is stored for the transaction: the reversal was asked for by hand"
+            ? "no REFUND_REVERSED notification is stored for the transaction: the reversal was written by hand, or its notification's row was deleted"
             : "none of its \(stored.count) REFUND_REVERSED notification record\(stored.count == 1 ? "" : "s") verifies again as Apple's for this transaction"
     }
 

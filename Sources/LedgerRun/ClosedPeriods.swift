@@ -65,12 +65,15 @@ public enum ClosedPeriods {
         public var waitingSales: [(book: String, code: String, count: Int, earliest: Day)] = []
         /// Receipt records waiting for verification (any date: they may hold sales of the month).
         public var pendingRecords = 0
+        /// The ledger's seal after the close (LedgerSeal): keep it with the nights' chain heads.
+        public var seal: String? = nil
 
         public var description: String {
             var lines = ["Closed \(close.month): months through \(close.month) are closed in \(ledgerPath)",
                          "  by \(close.closedBy) at \(close.closedAt)",
                          "  previously closed through: \(previous.map { "\($0.month) (\(describe($0)))" } ?? "nothing")",
                          "  entries dated \(close.month.lastDay) or earlier now post on \(close.month.next.firstDay), marked late"]
+            if let seal { lines.append("  seal: \(seal) (the ledger's seal, now covering this close; keep it: `iapledger verify` shows it again)") }
             if let w = configWarning { lines.append("  warning: \(w)") }
             lines += ClosedPeriods.warnings(closing: close.month, waitingSales: waitingSales, pendingRecords: pendingRecords)
             return lines.joined(separator: "\n")
@@ -120,12 +123,13 @@ public enum ClosedPeriods {
                 throw PeriodError("\(month) cannot be closed yet: the last night ran as of \(last), so what arrives for \(last + 1) to \(month.lastDay) is not in the books and would post late, after the close; run `iapledger run --as-of \(month.lastDay)` (or a later date) first")
             }
             let close = PeriodClose(month: month, closedAt: closedAt, closedBy: closedBy, source: .closeCommand)
-            try w.recordClose(close)
+            let seal = try w.recordClose(close)
             var warning: String? = nil
             if let c = config.closedThrough, c < month {
                 warning = "\(workspace.configURL.path) has [periods] closed_through = \"\(c)\", now earlier than the ledger: runs refuse until it says \"\(month)\" or later, or is removed"
             }
             var result = CloseResult(close: close, previous: previous, ledgerPath: ledger.path, configWarning: warning)
+            result.seal = seal
             result.waitingSales = try w.waitingSales(datedThrough: month.lastDay)
             result.pendingRecords = try w.pendingRecordCountNow()
             return result

@@ -139,6 +139,9 @@ public struct NightlyRun {
             let sameNight = try w.sameNight(asOf: asOf)
             let lastNight = try w.lastAsOf()
             let runId = try w.beginRun(asOf: asOf, toolVersion: Self.toolVersion, startedAt: Self.timestamp())
+            // What the night posts by, fingerprinted as read (sealed with the run).
+            try w.recordInputs(runId: runId, (config.sourceSHA256.map { [("iapledger.toml", $0)] } ?? [])
+                                + rules.sourceSHA256.sorted { $0.key < $1.key }.map { ("rules/" + $0.key, $0.value) })
             let reconciler = Reconciler(products: rules.products)
             try w.skipTouchedKeysIfReconcilingAll(reconciler, runId: runId)
             // Closed periods first: a config that would reopen a month stops the run here, and the

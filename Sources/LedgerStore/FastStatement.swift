@@ -96,4 +96,9 @@ struct FastRow {
         return String(decoding: UnsafeBufferPointer(start: p, count: Int(sqlite3_column_bytes(handle, i))), as: UTF8.self)
     }
     func textOrNil(_ i: Int32) -> String? { isNull(i) ? nil : text(i) }
+    /// A text column's UTF-8 bytes, valid until the row moves on.
+    func bytes(_ i: Int32) -> UnsafeRawBufferPointer {
+        guard let p = sqlite3_column_text(handle, i) else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        return UnsafeRawBufferPointer(start: p, count: Int(sqlite3_column_bytes(handle, i)))
+    }
 }

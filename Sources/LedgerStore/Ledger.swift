@@ -548,13 +548,16 @@ public final class LedgerWriter: LedgerReader {
         public init() {}
     }
 
-    public func finishRun(_ id: Int64, counts: RunCounts, finishedAt: String) throws {
+    /// Finishes the run and seals it (LedgerSeal). Returns its seal.
+    @discardableResult
+    public func finishRun(_ id: Int64, counts: RunCounts, finishedAt: String) throws -> String {
         try db.cachedStatement(sql: """
             UPDATE run SET finished_at = ?, records_read = ?, records_verified = ?, records_pending = ?,
                 records_rejected = ?, records_skipped = ?, entries_posted = ?, chain_head = ?,
                 closed_through = (SELECT max(month) FROM period_close) WHERE id = ?
             """).execute( arguments: [finishedAt, counts.read, counts.verified, counts.pending, counts.rejected,
                              counts.skipped, counts.entriesPosted, try currentChainHead(), id])
+        return try sealRun(id)
     }
 
     public func addFile(runId: Int64, path: String, kind: String, sha256: String, statKey: String? = nil, sizeBytes: Int64,

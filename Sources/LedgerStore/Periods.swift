@@ -38,8 +38,11 @@ extension LedgerReader {
 extension LedgerWriter {
     /// Records that months through `close.month` are closed. The database refuses a month
     /// earlier than or equal to one already closed (periods close forward only).
-    public func recordClose(_ close: PeriodClose) throws {
+    /// The close is sealed as it is recorded (LedgerSeal); returns its seal.
+    @discardableResult
+    public func recordClose(_ close: PeriodClose) throws -> String {
         try db.cachedStatement(sql: "INSERT INTO period_close (month, closed_at, closed_by, source) VALUES (?, ?, ?, ?)").execute(
                        arguments: [close.month.description, close.closedAt, close.closedBy, close.source.rawValue])
+        return try sealClose(month: close.month.description)
     }
 }

@@ -122,6 +122,8 @@ public struct LedgerTotals: Equatable {
     public var postings = 0
     /// The hash of the last entry (the head of the hash chain; the genesis hash while empty).
     public var chainHead = EntryHash.genesis
+    /// The ledger's latest seal (LedgerSeal: runs, their records, closes); nil before any.
+    public var seal: String? = nil
 }
 
 extension LedgerReader {
@@ -350,6 +352,7 @@ extension LedgerReader {
             SELECT ifnull(max(id), 0) FROM posting WHERE entry_id = (SELECT max(id) FROM entry)
             """)) ?? 0
         t.chainHead = try String.fetchOne(db.cachedStatement(sql: "SELECT hash FROM entry ORDER BY id DESC LIMIT 1")) ?? EntryHash.genesis
+        t.seal = try latestSeal()?.seal
         return t
     }
 }

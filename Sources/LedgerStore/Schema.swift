@@ -544,6 +544,48 @@ enum Schema {
                     BEGIN SELECT RAISE(ABORT, 'an exception episode is history: it is never removed'); END;
                 """)
         }
+        // The ledger's seal (LedgerSeal.swift): the entries' hash chain covered the entries
+        // alone, so a record's outcome, reason or resolution, a file's name or a run's counts
+        // edited by hand (a rejected record marked resolved, its text rewritten with its hash),
+        // or a close deleted, left every chain head as it was. Each run and each close now
+        // seals what it wrote, chained to the seal before it. A record's reason and the rest of
+        // what it was read with never change, and a resolved record stays resolved as it was.
+        m.registerMigration("v22-seals", foreignKeyChecks: .immediate) { db in
+            try db.execute(sql: """
+                CREATE TABLE run_input (
+                    run_id INTEGER NOT NULL REFERENCES run(id),
+                    path TEXT NOT NULL,
+                    sha256 TEXT NOT NULL,
+                    PRIMARY KEY (run_id, path)
+                ) STRICT;
+                CREATE TRIGGER run_input_no_update BEFORE UPDATE ON run_input
+                    BEGIN SELECT RAISE(ABORT, 'the rules and config a run posted by are recorded once: never changed'); END;
+                CREATE TRIGGER run_input_no_delete BEFORE DELETE ON run_input
+                    BEGIN SELECT RAISE(ABORT, 'the rules and config a run posted by are recorded once: never removed'); END;
+                CREATE TABLE seal (
+                    id INTEGER PRIMARY KEY,
+                    run_id INTEGER UNIQUE REFERENCES run(id),
+                    close_month TEXT UNIQUE,
+                    last_record_id INTEGER,
+                    digest TEXT NOT NULL,
+                    seal TEXT NOT NULL,
+                    CHECK ((run_id IS NULL) <> (close_month IS NULL)),
+                    CHECK ((run_id IS NULL) = (last_record_id IS NULL))
+                ) STRICT;
+                CREATE TRIGGER seal_no_update BEFORE UPDATE ON seal
+                    BEGIN SELECT RAISE(ABORT, 'a seal is never changed'); END;
+                CREATE TRIGGER seal_no_delete BEFORE DELETE ON seal
+                    BEGIN SELECT RAISE(ABORT, 'seals are never deleted'); END;
+                DROP TRIGGER source_record_text_fixed;
+                CREATE TRIGGER source_record_text_fixed
+                    BEFORE UPDATE OF file_id, line, record_sha256, outcome, raw, chunk_id, chunk_offset, chunk_length,
+                                     reason_code, reason, status_code, environment, account_id, order_id, received_at ON source_record
+                    BEGIN SELECT RAISE(ABORT, 'a source record is kept as it was read: its text, hash, outcome and reason never change'); END;
+                CREATE TRIGGER source_record_resolved_once BEFORE UPDATE OF resolved_run_id, resolved_note ON source_record
+                    WHEN OLD.resolved_run_id IS NOT NULL
+                    BEGIN SELECT RAISE(ABORT, 'a resolved source record stays resolved as it was'); END;
+                """)
+        }
         return m
     }
 

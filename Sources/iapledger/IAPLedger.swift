@@ -125,6 +125,7 @@ func printSummary(_ r: NightlyRun.Result) {
     let t = r.totals
     print("  ledger: \(t.transactionsPosted) transactions posted, \(t.transactionsPending) waiting (for a rule or an order), \(t.transactionsFree) free; \(t.entries) entries")
     print("  chain head: \(t.chainHead) (the last entry's hash; keep it: `iapledger verify --runs` shows it again)")
+    if let seal = t.seal { print("  seal: \(seal) (the ledger's seal: its records, files and closes too; keep it: `iapledger verify` shows it again)") }
     if !r.problems.isEmpty {
         let findings = r.problems.count - r.problemRecords
         print("  this run: \(r.problemRecords) record\(r.problemRecords == 1 ? "" : "s") still pending or rejected (not posted), \(findings) new finding\(findings == 1 ? "" : "s"); see Run Info in the workbook:")
@@ -340,14 +341,18 @@ struct Verify: ParsableCommand {
         try runReporting {
             let report = try Audit(workspace: Workspace(ws.url)).run()
             if runs {
-                print("run  as of       finished at           last entry  chain head now (recorded head differs: see the problems)")
+                print("run  as of       finished at           last entry  chain head now                                                    seal")
                 for r in report.runHeads {
                     let last = r.lastEntryId.map { "#\($0)" } ?? "none"
-                    print("\(String(r.runId).padding(toLength: 4, withPad: " ", startingAt: 0)) \(r.asOf) \(r.finishedAt.padding(toLength: 21, withPad: " ", startingAt: 0)) \(last.padding(toLength: 11, withPad: " ", startingAt: 0)) \(r.expected)")
+                    let differs = r.head.map { $0 != r.expected } ?? true
+                    print("\(String(r.runId).padding(toLength: 4, withPad: " ", startingAt: 0)) \(r.asOf) \(r.finishedAt.padding(toLength: 21, withPad: " ", startingAt: 0)) \(last.padding(toLength: 11, withPad: " ", startingAt: 0)) \(r.expected)\(differs ? "*" : " ") \(report.runSeals[r.runId] ?? "-")")
+                }
+                if report.runHeads.contains(where: { r in r.head.map { $0 != r.expected } ?? true }) {
+                    print("* the run recorded another chain head: see the problems below")
                 }
             }
             if report.ok {
-                print("verify: OK: \(report.entries) entries in an unbroken hash chain (head \(report.chainHead)), \(report.rederived) re-derived from their source records, \(report.runs) run\(report.runs == 1 ? "" : "s") with \(report.runs == 1 ? "its chain head" : "their chain heads"), \(report.records) source records hashing as when read, the schema's triggers and keys as created, every entry and every book balanced, the month totals equal to the postings")
+                print("verify: OK: \(report.entries) entries in an unbroken hash chain (head \(report.chainHead)), \(report.rederived) re-derived from their source records, \(report.runs) run\(report.runs == 1 ? "" : "s") with \(report.runs == 1 ? "its chain head" : "their chain heads"), \(report.records) source records hashing as when read, the schema's triggers and keys as created, every entry and every book balanced, the month totals equal to the postings\(report.seal.map { ", \(report.seals) seal\(report.seals == 1 ? " matching what it sealed" : "s matching what they sealed") (latest \($0))" } ?? "")")
                 return
             }
             FileHandle.standardError.write(Data("verify: FAILED: \(report.problems.count) problem(s)\(report.firstFailingEntry.map { "; first failing entry #\($0)" } ?? "")\n".utf8))

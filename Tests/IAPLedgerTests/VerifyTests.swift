@@ -319,7 +319,8 @@ final class VerifyTests: XCTestCase {
     func testAnErasedRunHeadIsCaught() throws {
         try tamper(past: "run_finished_no_update", "UPDATE run SET chain_head = NULL")
         let r = try Audit(workspace: ws.workspace).run()
-        XCTAssertEqual(r.problems.map(\.message), ["run 1 (as of 2026-10-07) is finished but has no recorded chain head: it was erased (every run records one when it commits)"])
+        XCTAssertEqual(r.problems.map(\.message), ["run 1 (as of 2026-10-07) is finished but has no recorded chain head: it was erased (every run records one when it commits)",
+                                                  Self.sealDiffers(run: 1, seal: 1, records: 4)])
     }
 
     /// A trigger dropped, one rewritten to do nothing, and one added are each named.
@@ -411,9 +412,10 @@ final class VerifyTests: XCTestCase {
                 AND name NOT IN ('grdb_migrations', 'posting_rule') AND name NOT LIKE 'sqlite_%'
                 """)
             // A table a later migration creates (exception_episode) is not in the v12 ledger:
-            // it must be empty here, and the upgrade creates it.
+            // it must be empty here, and the upgrade creates it. The seals (v22) are left out:
+            // a ledger of v12 has none, and its first run after the upgrade seals what came before.
             let oldTables = Set(try String.fetchAll(d, sql: "SELECT name FROM main.sqlite_schema WHERE type = 'table'"))
-            for t in tables where !oldTables.contains(t) {
+            for t in tables where !oldTables.contains(t) && t != "seal" && t != "run_input" {
                 XCTAssertEqual(try Int.fetchOne(d, sql: "SELECT count(*) FROM now.\(t)"), 0, t)
             }
             try d.inTransaction {
@@ -565,7 +567,7 @@ final class VerifyTests: XCTestCase {
         XCTAssertEqual(try rows("SELECT count(*) FROM entry WHERE transaction_id = '8002' AND kind = 'refund_reversal'"), [["1"]], "the night posted it")
         let r = try Audit(workspace: ws.workspace).run()
         XCTAssertEqual(r.problems.map(\.description).filter { $0.contains("refund_reversal") }.count, 1, "\(r.problems)")
-        XCTAssertTrue(r.problems.contains { $0.message == "refund_reversal of transaction 8002: no REFUND_REVERSED notification is stored for the transaction: the reversal was asked for by hand" }, "\(r.problems)")
+        XCTAssertTrue(r.problems.contains { $0.message == "refund_reversal of transaction 8002: no REFUND_REVERSED notification is stored for the transaction: the reversal was written by hand, or its notification's row was deleted" }, "\(r.problems)")
     }
 
     /// A night does not build on a ledger changed by hand: it checks cheaply before it writes
@@ -633,6 +635,78 @@ final class VerifyTests: XCTestCase {
         try tamper(past: "run_finished_no_update", "UPDATE run SET closed_through = '2026-10' WHERE id = 1")
         r = try Audit(workspace: ws.workspace).run()
         XCTAssertTrue(r.problems.contains { $0.message.contains("transaction 8101: dated 2026-10-01, in a month closed (through 2026-10) when run 1 committed before this entry was written") }, "\(r.problems)")
+    }
+
+    /// The problem a run's seal that no longer matches what it sealed gives.
+    static func sealDiffers(run: Int, seal: Int, records: Int) -> String {
+        "run \(run)'s seal (#\(seal)) does not match what it sealed: the run's counts or chain head, the config and rules it posted by, or the files, records (their text's hash, outcome, reason) and resolutions of records up to #\(records) were changed since it was written"
+    }
+
+    /// What the entries' chain does not cover is sealed (LedgerSeal), run by run and close by
+    /// close: a rejected record marked resolved by hand (no trigger in the way), a file
+    /// renamed or a run's counts edited past their trigger, no longer give their run's seal;
+    /// a record's reason cannot be changed at all; a close deleted is named by its seal, and
+    /// deleted with its seal it changes the latest seal, the one kept outside the ledger.
+    func testTheSealCoversRecordsFilesRunsAndCloses() throws {
+        try ws.write("inbox/receipts/other-app.jsonl", Receipt.response([Receipt.item("8201", purchased: "2026-10-07T10:00:00Z")], bundle: "com.other.app"))
+        let night2 = try ws.run("2026-10-08")
+        XCTAssertEqual(night2.counts.rejected, 1)
+        let closed = try ClosedPeriods.close(month: Month(iso: "2026-09")!, workspace: ws.workspace, asOf: Day(iso: "2026-10-08")!,
+                                             closedBy: "alice", closedAt: "2026-10-08T09:00:00Z")
+        let closeSeal = try XCTUnwrap(closed.seal)
+        XCTAssertTrue(closed.description.contains("seal: \(closeSeal)"), closed.description)
+        var r = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(r.ok, "\(r.problems)")
+        XCTAssertEqual(r.seals, 3, "runs 1 and 2, and the close")
+        XCTAssertEqual(r.seal, closeSeal)
+        XCTAssertEqual(r.runSeals[2], night2.totals.seal, "the seal the night printed")
+        XCTAssertEqual(try rows("SELECT path FROM run_input WHERE run_id = 2 ORDER BY path").map { $0[0] },
+                       ["iapledger.toml", "rules/fx.csv", "rules/prices.csv", "rules/products.csv", "rules/storefronts.csv"])
+
+        let saved = dbPath + ".saved"
+        try FileManager.default.copyItem(atPath: dbPath, toPath: saved)
+        func restore() throws {
+            try FileManager.default.removeItem(atPath: dbPath)
+            try FileManager.default.copyItem(atPath: saved, toPath: dbPath)
+        }
+        func problems() throws -> [String] { try Audit(workspace: ws.workspace).run().problems.map(\.message) }
+        let run2 = "run 2's seal (#2) does not match what it sealed"
+
+        // The rejected record "resolved" by hand: no trigger stops it; the seal shows it.
+        try DatabaseQueue(path: dbPath).write { try $0.execute(sql: "UPDATE source_record SET resolved_run_id = 2, resolved_note = 'corrected copy received' WHERE outcome = 'rejected'") }
+        XCTAssertTrue(try problems().contains { $0.hasPrefix(run2) })
+        // Once resolved, it stays resolved as it was.
+        XCTAssertThrowsError(try DatabaseQueue(path: dbPath).write { try $0.execute(sql: "UPDATE source_record SET resolved_run_id = NULL WHERE outcome = 'rejected'") }) {
+            XCTAssertTrue("\($0)".contains("a resolved source record stays resolved as it was"), "\($0)")
+        }
+        try restore()
+        // A record's reason never changes.
+        XCTAssertThrowsError(try DatabaseQueue(path: dbPath).write { try $0.execute(sql: "UPDATE source_record SET reason = 'ok' WHERE outcome = 'rejected'") }) {
+            XCTAssertTrue("\($0)".contains("its text, hash, outcome and reason never change"), "\($0)")
+        }
+        // A file renamed, a run's counts edited: past their triggers, put back.
+        try tamper(past: "source_file_fixed", "UPDATE source_file SET path = 'inbox/receipts/elsewhere.jsonl' WHERE path = 'inbox/receipts/other-app.jsonl'")
+        XCTAssertTrue(try problems().contains { $0.hasPrefix(run2) })
+        try restore()
+        try tamper(past: "run_finished_no_update", "UPDATE run SET records_rejected = 0, records_verified = records_verified + 1 WHERE id = 2")
+        XCTAssertTrue(try problems().contains { $0.hasPrefix(run2) })
+        try restore()
+        // The close deleted: its seal names it.
+        try tamper(past: "period_close_no_delete", "DELETE FROM period_close")
+        XCTAssertTrue(try problems().contains { $0 == "the seal of the close of 2026-09 (#3) seals a close the ledger no longer holds: it was deleted" })
+        // Deleted with its seal, triggers put back: the ledger holds together, but its latest
+        // seal is no longer the one `close` printed.
+        try tamper(past: "seal_no_delete", "DELETE FROM seal WHERE close_month IS NOT NULL")
+        r = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(r.ok, "\(r.problems)")
+        XCTAssertNotEqual(r.seal, closeSeal)
+        XCTAssertEqual(r.seal, night2.totals.seal)
+        try restore()
+        // A seal rewritten alone does not chain.
+        try tamper(past: "seal_no_update", "UPDATE seal SET digest = 'x' || substr(digest, 2) WHERE id = 1")
+        let p = try problems()
+        XCTAssertTrue(p.contains { $0.hasPrefix("run 1's seal (#1) does not match what it sealed") }, "\(p)")
+        XCTAssertTrue(p.contains { $0 == "run 1's seal (#1) does not follow from the seal before it and its digest: the seals were rewritten" }, "\(p)")
     }
 
     /// A table dropped, a column renamed, a view replaced: verify stopped at SQLite's error
@@ -734,9 +808,10 @@ final class VerifyTests: XCTestCase {
         }
         let refundMissing = "transaction 8002: its stored refund (dated 2026-10-06) has no refund entry, though its sale is posted: every night posts such a refund before it commits, so the entry was removed"
         XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.message),
-                       [refundMissing, "run 1 recorded 4 entries posted, but 3 entries belong to it: entries were removed or added after it committed"])
+                       [refundMissing, Self.sealDiffers(run: 1, seal: 1, records: 4),
+                        "run 1 recorded 4 entries posted, but 3 entries belong to it: entries were removed or added after it committed"])
         try tamper(past: "run_finished_no_update", "UPDATE run SET entries_posted = 3")
-        XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.message), [refundMissing])
+        XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.message), [refundMissing, Self.sealDiffers(run: 1, seal: 1, records: 4)])
     }
 
     /// The reverse: a refund entry whose transaction no longer stores the refund (or another
@@ -745,7 +820,7 @@ final class VerifyTests: XCTestCase {
         let db = try DatabaseQueue(path: dbPath)
         try db.write { try $0.execute(sql: "UPDATE store_transaction SET cancellation_ms = NULL WHERE transaction_id = '8002'") }
         XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.description),
-                       ["entry #4: refund of transaction 8002: its transaction stores no refund (no cancellation date): the refund was removed from the stored transaction"])
+                       ["entry #4: refund of transaction 8002: its transaction stores no refund (no cancellation date): the refund entry was written without one (forged), or the refund was removed from the stored transaction"])
         try db.write { try $0.execute(sql: "UPDATE store_transaction SET cancellation_ms = 1791367200000, revocation_percentage = 50000 WHERE transaction_id = '8002'") }
         let messages = try Audit(workspace: ws.workspace).run().problems.map(\.description)
         XCTAssertTrue(messages.contains("entry #4: refund of transaction 8002: dated 2026-10-06 (its original date), but its transaction's stored refund is dated 2026-10-07"), "\(messages)")
@@ -769,6 +844,7 @@ final class VerifyTests: XCTestCase {
             DELETE FROM source_record WHERE file_id = \(file)
             """)
         XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.message), [
+            Self.sealDiffers(run: 2, seal: 2, records: 6),
             "source file inbox/receipts/next.jsonl (read by run 2) recorded 2 new records, but 0 are stored: source records were deleted (or added) after it was read",
             "run 2 recorded reading 2 records, but its files hold 0: source records were deleted (or added) after it committed",
         ])
@@ -793,6 +869,7 @@ final class VerifyTests: XCTestCase {
         let head = try rows("SELECT hash FROM entry WHERE id = 4")[0][0]
         XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.message), [
             "run 1's recorded chain head \(String(repeating: "0", count: 64)) differs from the head its entries give now, \(head), though their chain is unbroken: the run's recorded head was changed, or its last entries were removed, or the entries up to it rewritten with every hash after them (compare with the head kept outside the ledger for that night)",
+            Self.sealDiffers(run: 1, seal: 1, records: 4),
         ])
     }
 

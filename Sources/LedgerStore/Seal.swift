@@ -1,0 +1,295 @@
+import GRDB
+import GRDBSQLite
+import LedgerCore
+
+/// The ledger's seal: what the entries' hash chain does not cover, sealed as it is written.
+///
+/// Each finished run and each close (by `close` or by the config) is a seal row, in the order
+/// written: a digest of what it wrote and the seal, `SHA-256("<seal before>\n<digest>")`, the
+/// seal before being 64 zeros for the first. A run's digest is the SHA-256 of a text of lines
+/// (fields separated by tabs; a backslash, tab, carriage return or line feed inside a field
+/// written `\\`, `\t`, `\r`, `\n`):
+///
+///     iapledger seal 1
+///     run  <id> <as of> <records read> <verified> <pending> <rejected> <skipped> <entries posted> <chain head> <closed through or empty>
+///     input  <path> <sha256>                  the config and rules files it posted by, by path
+///     file  <id> <path> <kind> <sha256> <size> <records> <new records>    the files it read, by id
+///     record  <id> <file id> <line> <sha256> <outcome> <reason code> <reason>   its records, by id
+///     resolved  <id> <resolved by run> <note>  the records it resolved, by id
+///
+/// (the first run sealed covers the files and records of the runs before it too, and the
+/// records they resolved). A close's digest is that of
+///
+///     iapledger seal 1
+///     close  <month> <closed at> <closed by> <source>
+///
+/// So a record's outcome, reason or resolution, its text with its hash, a file's name, a run's
+/// counts or a close, changed or deleted by hand, no longer give the seal, and `verify` says
+/// which seal; the latest seal, kept outside the ledger, covers the whole ledger.
+public enum LedgerSeal {
+    public static let genesis = String(repeating: "0", count: 64)
+
+    /// The seal after `previous`, for an event whose digest is `digest`.
+    public static func chain(previous: String, digest: String) -> String {
+        Hashing.sha256Hex(utf8: previous + "\n" + digest)
+    }
+
+    /// The text of a digest, hashed as it is written.
+    struct Text {
+        private var hasher = StreamingSHA256()
+        private var line: [UInt8] = []
+
+        init() {
+            line.reserveCapacity(512)
+            line.append(contentsOf: Array("iapledger seal 1\n".utf8))
+        }
+
+        mutating func field(_ text: String?) {
+            if line.last != 0x0A && !line.isEmpty { line.append(0x09) }
+            guard var text else { return }
+            text.withUTF8 { append(escaping: UnsafeRawBufferPointer($0)) }
+        }
+
+        mutating func field(_ value: Int64?) {
+            if line.last != 0x0A && !line.isEmpty { line.append(0x09) }
+            guard let value else { return }
+            line.append(contentsOf: Array(String(value).utf8))
+        }
+
+        mutating func field(bytes: UnsafeRawBufferPointer) {
+            if line.last != 0x0A && !line.isEmpty { line.append(0x09) }
+            append(escaping: bytes)
+        }
+
+        private mutating func append(escaping bytes: UnsafeRawBufferPointer) {
+            for b in bytes {
+                switch b {
+                case 0x5C: line.append(0x5C); line.append(0x5C)
+                case 0x09: line.append(0x5C); line.append(0x74)
+                case 0x0D: line.append(0x5C); line.append(0x72)
+                case 0x0A: line.append(0x5C); line.append(0x6E)
+                default: line.append(b)
+                }
+            }
+        }
+
+        /// Ends a line (and hands the text so far to the hash).
+        mutating func endLine() {
+            line.append(0x0A)
+            if line.count >= 64 * 1024 { flush() }
+        }
+
+        private mutating func flush() {
+            line.withUnsafeBytes { hasher.update(bytes: $0) }
+            line.removeAll(keepingCapacity: true)
+        }
+
+        mutating func digest() -> String {
+            flush()
+            return hasher.finalizeHex()
+        }
+    }
+
+    /// The digest of run `runId`'s seal, from the ledger as it stands: the run itself, its
+    /// config and rules, and the files, records and resolutions of the runs after
+    /// `previousRunId` (the run sealed before it; 0 for the first) up to it, whose records are
+    /// those after `previousLastRecordId` up to `lastRecordId`.
+    static func runDigest(_ db: Database, runId: Int64, previousRunId: Int64, previousLastRecordId: Int64,
+                          lastRecordId: Int64) throws -> String? {
+        guard let run = try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT id, as_of, records_read, records_verified, records_pending, records_rejected, records_skipped,
+                   entries_posted, chain_head, closed_through FROM run WHERE id = ?
+            """), arguments: [runId]) else { return nil }
+        var text = Text()
+        text.field("run"); text.field(run[0] as Int64); text.field(run[1] as String)
+        for i in 2...7 { text.field(run[i] as Int64) }
+        text.field(run[8] as String?); text.field(run[9] as String?)
+        text.endLine()
+        for r in try Row.fetchAll(db.cachedStatement(sql: "SELECT path, sha256 FROM run_input WHERE run_id = ? ORDER BY path"),
+                                  arguments: [runId]) {
+            text.field("input"); text.field(r[0] as String); text.field(r[1] as String); text.endLine()
+        }
+        for r in try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT id, path, kind, sha256, size_bytes, records, new_records FROM source_file
+            WHERE run_id > ? AND run_id <= ? ORDER BY id
+            """), arguments: [previousRunId, runId]) {
+            text.field("file"); text.field(r[0] as Int64); text.field(r[1] as String); text.field(r[2] as String)
+            text.field(r[3] as String); text.field(r[4] as Int64); text.field(r[5] as Int64); text.field(r[6] as Int64)
+            text.endLine()
+        }
+        var records = FastStatement(try db.cachedStatement(sql: """
+            SELECT id, file_id, line, record_sha256, outcome, reason_code, reason FROM source_record
+            WHERE id > ? AND id <= ? ORDER BY id
+            """), in: db)
+        records.bind(previousLastRecordId); records.bind(lastRecordId)
+        try records.forEachRow { r in
+            text.field("record"); text.field(r.int64(0)); text.field(r.int64(1)); text.field(r.int64(2))
+            for i: Int32 in 3...6 {
+                if r.isNull(i) { text.field(nil as String?) } else { text.field(bytes: r.bytes(i)) }
+            }
+            text.endLine()
+        }
+        for r in try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT id, resolved_run_id, resolved_note FROM source_record INDEXED BY source_record_open
+            WHERE outcome <> 'verified' AND resolved_run_id > ? AND resolved_run_id <= ? ORDER BY id
+            """), arguments: [previousRunId, runId]) {
+            text.field("resolved"); text.field(r[0] as Int64); text.field(r[1] as Int64); text.field(r[2] as String?)
+            text.endLine()
+        }
+        return text.digest()
+    }
+
+    /// The digest of the close of `month`'s seal; nil when no such close is recorded.
+    static func closeDigest(_ db: Database, month: String) throws -> String? {
+        guard let r = try Row.fetchOne(db.cachedStatement(sql: "SELECT month, closed_at, closed_by, source FROM period_close WHERE month = ?"),
+                                       arguments: [month]) else { return nil }
+        var text = Text()
+        text.field("close"); text.field(r[0] as String); text.field(r[1] as String); text.field(r[2] as String); text.field(r[3] as String)
+        text.endLine()
+        return text.digest()
+    }
+
+    /// A seal row as stored.
+    public struct Stored {
+        public var id: Int64
+        public var runId: Int64?
+        public var closeMonth: String?
+        public var lastRecordId: Int64?
+        public var digest: String
+        public var seal: String
+    }
+
+    static func stored(_ db: Database, sql: String, arguments: StatementArguments = []) throws -> [Stored] {
+        try Row.fetchAll(db, sql: "SELECT id, run_id, close_month, last_record_id, digest, seal FROM seal " + sql, arguments: arguments).map {
+            Stored(id: $0[0], runId: $0[1], closeMonth: $0[2], lastRecordId: $0[3], digest: $0[4], seal: $0[5])
+        }
+    }
+
+    /// Whether the ledger has seals (schema v22 and after).
+    static func available(_ db: Database) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'seal'") ?? false
+    }
+}
+
+extension LedgerWriter {
+    /// Records the config and rules files the run posts by (path and SHA-256 as read).
+    public func recordInputs(runId: Int64, _ inputs: [(path: String, sha256: String)]) throws {
+        for i in inputs {
+            try db.cachedStatement(sql: "INSERT INTO run_input (run_id, path, sha256) VALUES (?, ?, ?)").execute(arguments: [runId, i.path, i.sha256])
+        }
+    }
+
+    /// The seal the ledger holds last (64 zeros for none).
+    func latestSeal() throws -> String {
+        try String.fetchOne(db.cachedStatement(sql: "SELECT seal FROM seal ORDER BY id DESC LIMIT 1")) ?? LedgerSeal.genesis
+    }
+
+    /// Seals the finished run `runId` (called as it finishes, in its transaction). Returns the seal.
+    @discardableResult
+    func sealRun(_ runId: Int64) throws -> String {
+        let previous = try Row.fetchOne(db.cachedStatement(sql: "SELECT run_id, last_record_id FROM seal WHERE run_id IS NOT NULL ORDER BY id DESC LIMIT 1"))
+        let previousRunId: Int64 = previous?[0] ?? 0, previousLast: Int64 = previous?[1] ?? 0
+        let last = try Int64.fetchOne(db.cachedStatement(sql: "SELECT max(id) FROM source_record")) ?? 0
+        guard let digest = try LedgerSeal.runDigest(db, runId: runId, previousRunId: previousRunId,
+                                                    previousLastRecordId: previousLast, lastRecordId: last) else {
+            fatalError("run \(runId) is sealed in its own transaction")
+        }
+        let seal = LedgerSeal.chain(previous: try latestSeal(), digest: digest)
+        try db.cachedStatement(sql: "INSERT INTO seal (run_id, last_record_id, digest, seal) VALUES (?, ?, ?, ?)")
+            .execute(arguments: [runId, last, digest, seal])
+        return seal
+    }
+
+    /// Seals the close of `month`, just recorded. Returns the seal.
+    @discardableResult
+    func sealClose(month: String) throws -> String {
+        guard let digest = try LedgerSeal.closeDigest(db, month: month) else { fatalError("the close of \(month) is sealed as it is recorded") }
+        let seal = LedgerSeal.chain(previous: try latestSeal(), digest: digest)
+        try db.cachedStatement(sql: "INSERT INTO seal (close_month, digest, seal) VALUES (?, ?, ?)").execute(arguments: [month, digest, seal])
+        return seal
+    }
+}
+
+extension LedgerReader {
+    /// The ledger's latest seal, nil when it has none (a ledger no run has sealed yet).
+    public func latestSeal() throws -> LedgerSeal.Stored? {
+        guard try LedgerSeal.available(db) else { return nil }
+        return try LedgerSeal.stored(db, sql: "ORDER BY id DESC LIMIT 1").first
+    }
+
+    /// Each seal, checked again from the ledger as it stands: every problem found, and the
+    /// seal the ledger's content gives now (nil when it has none).
+    public func checkSeals() throws -> (problems: [String], seals: Int, latest: String?, runSeals: [Int64: String]) {
+        guard try LedgerSeal.available(db) else { return ([], 0, nil, [:]) }
+        let seals = try LedgerSeal.stored(db, sql: "ORDER BY id")
+        var problems: [String] = []
+        var previous = LedgerSeal.genesis, previousRunId: Int64 = 0, previousLast: Int64 = 0, previousId: Int64 = 0
+        var runSeals: [Int64: String] = [:]
+        var firstSealedRun: Int64? = nil
+        for s in seals {
+            if s.id != previousId + 1 {
+                problems.append("seal\(s.id - 1 == previousId + 1 ? " #\(previousId + 1) is" : "s #\(previousId + 1) to #\(s.id - 1) are") missing (seal ids run on without a gap, and none is ever deleted)")
+            }
+            previousId = s.id
+            let what: String, digest: String?
+            if let runId = s.runId, let last = s.lastRecordId {
+                what = "run \(runId)'s seal (#\(s.id))"
+                firstSealedRun = firstSealedRun ?? runId
+                if last < previousLast {
+                    problems.append("\(what) ends at record #\(last), before the seal before it (#\(previousLast))")
+                }
+                digest = try LedgerSeal.runDigest(db, runId: runId, previousRunId: previousRunId, previousLastRecordId: previousLast,
+                                                  lastRecordId: last)
+                if digest == nil { problems.append("\(what) seals run \(runId), which the ledger no longer holds") }
+                else if digest != s.digest {
+                    problems.append("\(what) does not match what it sealed: the run's counts or chain head, the config and rules it posted by, or the files, records (their text's hash, outcome, reason) and resolutions of records up to #\(last) were changed since it was written")
+                }
+                // A record the seal covers must belong to a file of the runs it seals.
+                if let stray = try Row.fetchOne(db, sql: """
+                    SELECT r.id, f.run_id FROM source_record r LEFT JOIN source_file f ON f.id = r.file_id
+                    WHERE r.id > ? AND r.id <= ? AND (f.run_id IS NULL OR f.run_id <= ? OR f.run_id > ?) LIMIT 1
+                    """, arguments: [previousLast, last, previousRunId, runId]) {
+                    problems.append("record #\(stray[0] as Int64), under \(what), belongs to \((stray[1] as Int64?).map { "run \($0)" } ?? "no file the ledger holds"), not to the runs it seals")
+                }
+                previousRunId = runId; previousLast = last
+                runSeals[runId] = s.seal
+            } else if let month = s.closeMonth {
+                what = "the seal of the close of \(month) (#\(s.id))"
+                digest = try LedgerSeal.closeDigest(db, month: month)
+                if digest == nil { problems.append("\(what) seals a close the ledger no longer holds: it was deleted") }
+                else if digest != s.digest { problems.append("\(what) does not match the close as recorded now (its date, who closed, how): changed since") }
+            } else {
+                what = "seal #\(s.id)"; digest = nil
+                problems.append("seal #\(s.id) seals neither a run nor a close")
+            }
+            if LedgerSeal.chain(previous: previous, digest: s.digest) != s.seal {
+                problems.append("\(what) does not follow from the seal before it and its digest: the seals were rewritten")
+            }
+            previous = s.seal
+        }
+        // What came after the first seal is sealed: every finished run, every close, every record.
+        if let first = firstSealedRun {
+            let unsealed = try Int64.fetchAll(db, sql: """
+                SELECT id FROM run WHERE finished_at IS NOT NULL AND id > ? AND id NOT IN (SELECT run_id FROM seal WHERE run_id IS NOT NULL) ORDER BY id
+                """, arguments: [first])
+            if !unsealed.isEmpty { problems.append("run\(unsealed.count == 1 ? "" : "s") \(unsealed.map(String.init).joined(separator: ", ")) finished with no seal (every run seals what it wrote since run \(first)): the seal was deleted") }
+            let lastRecord = try Int64.fetchOne(db, sql: "SELECT max(id) FROM source_record") ?? 0
+            if lastRecord > previousLast { problems.append("records #\(previousLast + 1) to #\(lastRecord) are under no seal: written after the last run, by hand") }
+        }
+        // Closes are forward only: those from the first seal on are sealed (a close recorded by
+        // hand, past the seal, is named), those before it predate seals.
+        if let first = seals.first {
+            let from: (month: String, inclusive: Bool)
+            if let month = first.closeMonth { from = (month, true) }
+            else { from = (try String.fetchOne(db, sql: "SELECT ifnull(closed_through, '') FROM run WHERE id = ?", arguments: [first.runId]) ?? "", false) }
+            let unsealed = try String.fetchAll(db, sql: """
+                SELECT month FROM period_close WHERE (month > ? OR (? AND month = ?))
+                  AND month NOT IN (SELECT close_month FROM seal WHERE close_month IS NOT NULL) ORDER BY month
+                """, arguments: [from.month, from.inclusive, from.month])
+            if !unsealed.isEmpty {
+                problems.append("the close\(unsealed.count == 1 ? "" : "s") of \(unsealed.joined(separator: ", ")) \(unsealed.count == 1 ? "has" : "have") no seal (every close seals itself as it is recorded): recorded by hand, or its seal deleted")
+            }
+        }
+        return (problems, seals.count, seals.last?.seal, runSeals)
+    }
+}
