@@ -230,16 +230,14 @@ public struct NightlyRun {
             CrashPoint.hit("report:previous month \(previous)")
             sets.append(try ReportSet(ledger: ledger, config: config, asOf: previous.lastDay, runId: nil, workspace: workspace, layouts: layouts))
         }
-        let files: [ReportFile]
+        var files: [ReportFile] = []
+        var workbooksFailed: Error? = nil
         do {
             files = try ReportSet.write(sets, progress: progress)
         } catch {
             // The ledger is committed; only files under reports/ are missing (none half-written).
-            throw StoreError(message: """
-                \(error)
-                the night's ledger is committed (run \(runId)) but its workbooks were not all written; \
-                fix the cause and run `iapledger run` again: it writes them again
-                """)
+            // The night's summary is still said, with the error.
+            workbooksFailed = error
         }
         let totals = try ledger.read { try $0.totals() }
         let datedAfter = try ledger.read { try $0.entriesDated(after: asOf) }
@@ -249,8 +247,7 @@ public struct NightlyRun {
         let newFindingRows = try ledger.read { try $0.findings(openOnly: true) }.filter { $0.firstRunId == runId }
         let newFindings = newFindingRows.map { "\($0.code) \($0.transactionId): \($0.message)" }
         let problems = nothingNewSince == nil ? notPosted + newFindings : []
-        CrashPoint.hit("report:done")
-        return Result(runId: runId, asOf: asOf, counts: counts, filesRead: filesRead, filesSkipped: filesSkipped,
+        let result = Result(runId: runId, asOf: asOf, counts: counts, filesRead: filesRead, filesSkipped: filesSkipped,
                       totals: totals, workbooks: files.map(\.url), keptFiles: files.filter(\.kept).map(\.url), problems: problems,
                       problemRecords: nothingNewSince == nil ? notPosted.count : 0,
                       recordCounts: nothingNewSince == nil ? Self.counted(notPostedRecords.map { "\($0.outcome) \($0.code)" }) : [],
@@ -263,6 +260,13 @@ public struct NightlyRun {
                                                      pendingRecords: try r.pendingRecordCountNow())
                           }
                       } ?? [])
+        if let workbooksFailed {
+            throw WorkbooksNotWritten(result: result, message: "\(workbooksFailed)".replacingOccurrences(of: "\n", with: "; ")
+                + "; the night's ledger is committed (run \(runId)) but its workbooks were not all written: fix the cause and run "
+                + "`iapledger run --as-of \(asOf)` again, which writes them again (after a later night has run, `iapledger report --as-of \(asOf)` does)")
+        }
+        CrashPoint.hit("report:done")
+        return result
     }
 
     /// Each distinct key with its count, the commonest first (then by key).
@@ -482,8 +486,9 @@ struct InputFile {
     var statKey: String? = nil
 
     static func load(url: URL, kind: String, workspace: Workspace) throws -> (InputFile, Data) {
-        guard let data = FileManager.default.contents(atPath: url.path) else {
-            throw ReadError.file(url.path, "cannot be read (permissions?)")
+        let data: Data
+        do { data = try Data(contentsOf: url) } catch {
+            throw ReadError.file(url.path, "cannot be read: \(WriteAside.describe(error))")
         }
         return (InputFile(url: url, path: workspace.relative(url), kind: kind, sizeBytes: data.count,
                           sha256: Hashing.sha256Hex(data)), data)
@@ -1238,6 +1243,13 @@ struct Ingest {
         if let x = a.appAccountToken, let y = b.appAccountToken, x != y { out.append("app account token \(x) vs \(y)") }
         return out
     }
+}
+
+/// A night committed, and its workbooks were not all written: the night's summary, and why.
+public struct WorkbooksNotWritten: Error, CustomStringConvertible {
+    public var result: NightlyRun.Result
+    public var message: String
+    public var description: String { message }
 }
 
 /// Thrown inside the run's database transaction when a re-run of the last night changed

@@ -173,14 +173,35 @@ final class JobResults: @unchecked Sendable {
 /// still running), into `reports/<that date>/`.
 public enum PeriodReport {
     public static func write(workspace: Workspace, period: Month) throws -> (asOf: Day, files: [ReportFile]) {
-        let layouts = try workspace.loadLayouts()
-        let (config, ledger) = try workspace.openExistingLedger()
-        let lastNight = try ledger.read { try $0.lastAsOf() }
-        var asOf = period.lastDay
-        if let last = lastNight, last < asOf { asOf = last }
-        guard asOf >= period.firstDay else {
-            throw StoreError(message: "\(period) is after the last night (\(lastNight.map(\.description) ?? "none")): nothing to report yet")
+        try write(workspace: workspace) { lastNight in
+            var asOf = period.lastDay
+            if let last = lastNight, last < asOf { asOf = last }
+            guard asOf >= period.firstDay else {
+                throw StoreError(message: "\(period) is after the last night (\(lastNight.map(\.description) ?? "none")): nothing to report yet")
+            }
+            return asOf
         }
+    }
+
+    /// `iapledger report --as-of YYYY-MM-DD`: the set of a day up to the last night, into
+    /// `reports/<day>/` (a night's own, with its Run Info, when a night ran as of that day): a
+    /// night whose workbooks failed after its commit gets them back after a later night ran.
+    public static func write(workspace: Workspace, asOf day: Day) throws -> [ReportFile] {
+        try write(workspace: workspace) { lastNight in
+            guard let last = lastNight, day <= last else {
+                throw StoreError(message: "\(day) is after the last night (\(lastNight.map(\.description) ?? "none")): a night's workbooks are written by `iapledger run --as-of \(day)`")
+            }
+            return day
+        }.files
+    }
+
+    static func write(workspace: Workspace, day: (Day?) throws -> Day) throws -> (asOf: Day, files: [ReportFile]) {
+        let layouts = try workspace.loadLayouts()
+        // Not beside a night writing the same sets (the last rename would win, file by file).
+        let lock = try RunLock(url: workspace.lockURL)
+        defer { lock.release() }
+        let (config, ledger) = try workspace.openExistingLedger()
+        let asOf = try day(try ledger.read { try $0.lastAsOf() })
         workspace.removeStaleTempFiles()
         let files = try ReportSet(ledger: ledger, config: config, asOf: asOf, runId: nil, workspace: workspace, layouts: layouts).writeAll()
         return (asOf, files)

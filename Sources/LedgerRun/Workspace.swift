@@ -73,10 +73,19 @@ public struct Workspace {
     /// a process still alive (a `report` command running beside) are left alone.
     public func removeStaleTempFiles() {
         let fm = FileManager.default
-        guard let names = try? fm.contentsOfDirectory(atPath: tempURL.path) else { return }
-        for name in names {
-            if let pid = WriteAside.pid(ofTempName: name), pid != getpid(), kill(pid, 0) == 0 || errno == EPERM { continue }
+        func alive(_ pid: Int32) -> Bool { pid != getpid() && (kill(pid, 0) == 0 || errno == EPERM) }
+        for name in (try? fm.contentsOfDirectory(atPath: tempURL.path)) ?? [] {
+            if let pid = WriteAside.pid(ofTempName: name), alive(pid) { continue }
             try? fm.removeItem(at: tempURL.appendingPathComponent(name))
+        }
+        // With reports/ on another filesystem a finished file is copied beside its final name
+        // (`.<name>.<pid>.partial`) before its rename: a killed copy is left there.
+        for day in (try? fm.contentsOfDirectory(atPath: reportsURL.path)) ?? [] {
+            let dir = reportsURL.appendingPathComponent(day)
+            for name in (try? fm.contentsOfDirectory(atPath: dir.path)) ?? [] where name.hasPrefix(".") {
+                guard let pid = WriteAside.pid(ofTempName: String(name.dropFirst())), !alive(pid) else { continue }
+                try? fm.removeItem(at: dir.appendingPathComponent(name))
+            }
         }
     }
 

@@ -22,7 +22,10 @@ public final class Ledger {
         var config = Configuration()
         config.foreignKeysEnabled = true
         config.readonly = readOnly
-        config.busyMode = .immediateError
+        // Another process reading the ledger (a `verify`, `trace`, `balance` or `report`, a
+        // sqlite3 shell) is waited for, as a reader waits for a night's commit: failing at once
+        // paged the operator for an auditor's `verify`.
+        config.busyMode = .timeout(Self.busyTimeoutSeconds)
         config.label = "iapledger"
         do {
             queue = try DatabaseQueue(path: path, configuration: config)
@@ -90,11 +93,16 @@ public final class Ledger {
         }
     }
 
+    /// How long a connection waits for another process's lock on the ledger before it gives up.
+    nonisolated(unsafe) public static var busyTimeoutSeconds: TimeInterval = 600
+
     /// What a write failure of the disk or the file's permissions means for the user: SQLite
     /// rolled the transaction back (or does so from its journal when the ledger is next opened).
     static func advice(_ e: DatabaseError) -> String {
         let unchanged = "; nothing of this run was written (the ledger is as it was before it)"
         switch e.resultCode {
+        case .SQLITE_BUSY, .SQLITE_LOCKED:
+            return unchanged + ": another process held the ledger for over \(Int(busyTimeoutSeconds)) s (a `verify`, `report`, `trace` or `balance` reading it, or another program); run again when it has finished"
         case .SQLITE_FULL:
             return unchanged + ": free space on the disk and run again"
         case .SQLITE_IOERR:
@@ -237,7 +245,9 @@ public final class Ledger {
         do {
             return try queue.read { db in try body(LedgerReader(db: db)) }
         } catch let e as DatabaseError {
-            throw StoreError(message: "\(path): \(e.message ?? e.description)")
+            let busy = e.resultCode == .SQLITE_BUSY || e.resultCode == .SQLITE_LOCKED
+            throw StoreError(message: "\(path): \(e.message ?? e.description)"
+                + (busy ? ": a night was writing it for over \(Int(Self.busyTimeoutSeconds)) s; try again when it has committed" : ""))
         }
     }
 }

@@ -27,6 +27,16 @@ public enum WriteAside {
         return parts.last.flatMap { Int32($0) }
     }
 
+    /// A Foundation file error as its cause (`No space left on device`), not its dump.
+    public static func describe(_ error: Error) -> String {
+        let ns = error as NSError
+        if let underlying = ns.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
+            return String(cString: strerror(Int32(underlying.code)))
+        }
+        if ns.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(ns.code))) }
+        return ns.localizedDescription
+    }
+
     /// Renames the finished temp file to `url` (replacing an older file of that name at once).
     public static func moveIntoPlace(_ temp: URL, to url: URL) throws {
         CrashPoint.hit("rename:before \(url.lastPathComponent)")
@@ -43,7 +53,7 @@ public enum WriteAside {
                 try? FileManager.default.removeItem(at: temp)
             } catch {
                 try? FileManager.default.removeItem(at: beside)
-                throw WriteError(message: "\(url.path): cannot copy the finished file into place: \(error)")
+                throw WriteError(message: "\(url.path): cannot copy the finished file into place: \(Self.describe(error))")
             }
             if rename(beside.path, url.path) != 0 {
                 let e = errno

@@ -101,7 +101,14 @@ struct Run: ParsableCommand {
         try runReporting {
             let day = try parseAsOf(asOf, why: "the ledger keeps each night's date and nights go forward, so every later run dated today would be refused")
             let progress = RunProgress(showProgress: noProgress ? false : nil)
-            let result = try NightlyRun(workspace: Workspace(ws.url), asOf: day, progress: progress).run()
+            let result: NightlyRun.Result
+            do {
+                result = try NightlyRun(workspace: Workspace(ws.url), asOf: day, progress: progress).run()
+            } catch let failed as WorkbooksNotWritten {
+                // Committed: the night's summary (its chain head and seal to keep) before the error.
+                printSummary(failed.result)
+                throw failed
+            }
             printSummary(result)
             if timings {
                 print("  timings:")
@@ -365,14 +372,27 @@ struct Verify: ParsableCommand {
 
 struct Report: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Write a month's workbooks again (closed months included): the books as of the month's last day.")
+        abstract: "Write a month's workbooks again (closed months included): the books as of the month's last day; or a day's.")
 
     @OptionGroup var ws: WorkspaceOption
-    @Option(help: "The month, YYYY-MM.") var period: String
+    @Option(help: "The month, YYYY-MM: its set as of its last day (or the last night's, for the month running).") var period: String?
+    @Option(name: .customLong("as-of"), help: "A day up to the last night's, YYYY-MM-DD: its set (a night's, when its workbooks failed after its commit and a later night has run).")
+    var asOf: String?
+
+    func validate() throws {
+        if (period == nil) == (asOf == nil) { throw ValidationError("give --period YYYY-MM or --as-of YYYY-MM-DD") }
+    }
 
     func run() throws {
         try runReporting {
-            guard let month = Month(iso: period) else { throw ValidationError("--period must be a month YYYY-MM, got \(period)") }
+            if let asOf {
+                guard let day = Day(iso: asOf) else { throw ValidationError("--as-of must be a date YYYY-MM-DD, got \(asOf)") }
+                let files = try PeriodReport.write(workspace: Workspace(ws.url), asOf: day)
+                print("iapledger report as of \(day): the books as of \(day)")
+                for f in files { printReportFile(f.url, kept: f.kept) }
+                return
+            }
+            guard let period, let month = Month(iso: period) else { throw ValidationError("--period must be a month YYYY-MM, got \(period ?? "")") }
             let (asOf, files) = try PeriodReport.write(workspace: Workspace(ws.url), period: month)
             print("iapledger report \(month): the books as of \(asOf)")
             for f in files { printReportFile(f.url, kept: f.kept) }

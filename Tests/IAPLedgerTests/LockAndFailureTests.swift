@@ -74,7 +74,11 @@ final class LockAndFailureTests: XCTestCase {
         let applied = try DatabaseQueue(path: path).read { try String.fetchAll($0, sql: "SELECT identifier FROM grdb_migrations") }
         XCTAssertEqual(applied.count, 7, "the failed migration left nothing behind")
 
-        // A ledger to upgrade that another process holds locked is not called a foreign schema.
+        // A ledger to upgrade that another process holds locked (for longer than a connection
+        // waits) is not called a foreign schema.
+        let timeout = Ledger.busyTimeoutSeconds
+        Ledger.busyTimeoutSeconds = 0.2
+        defer { Ledger.busyTimeoutSeconds = timeout }
         let lockedPath = ws.root.appendingPathComponent("locked.sqlite").path
         let older = try DatabaseQueue(path: lockedPath)
         try Schema.migrator().migrate(older, upTo: "v7-refunds-due")
@@ -199,6 +203,63 @@ final class LockAndFailureTests: XCTestCase {
         XCTAssertEqual(again.counts.entriesPosted, 0, "the night was committed once")
         XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: day.path)),
                        ["finance-2026-10-08.xlsx", "sandbox-2026-10-08.xlsx", "reconciliation-2026-10-08.xlsx"])
+    }
+
+    /// A night whose workbooks fail after its commit says its summary (the result carried by
+    /// the error, on one line) and how to get them back; once a later night has run (the
+    /// scheduler does not wait), `report --as-of` writes that night's set, with its Run Info.
+    /// A partial file a killed copy left beside its final name under reports/ is removed.
+    func testANightsWorkbooksLostAfterItsCommitAreWrittenAgainByReportAsOf() throws {
+        try ws.run("2026-10-07")
+        // reports/2026-10-08 a file, not a folder: no workbook can be written there.
+        try ws.write("reports/2026-10-08", "in the way")
+        try ws.write("inbox/receipts/s.jsonl", Receipt.response([Receipt.item("6002", purchased: "2026-10-06T10:00:00Z")]) + "\n")
+        XCTAssertThrowsError(try ws.run("2026-10-08")) { error in
+            guard let failed = error as? WorkbooksNotWritten else { return XCTFail("\(error)") }
+            XCTAssertEqual(failed.result.counts.entriesPosted, 1)
+            XCTAssertNotNil(failed.result.totals.seal)
+            XCTAssertFalse(failed.message.contains("\n"), failed.message)
+            XCTAssertTrue(failed.message.contains("iapledger report --as-of 2026-10-08"), failed.message)
+        }
+        try FileManager.default.removeItem(at: ws.root.appendingPathComponent("reports/2026-10-08"))
+        try ws.run("2026-10-09")
+        let stale = ws.root.appendingPathComponent("reports/2026-10-09/.finance-2026-10-09.xlsx.999999.partial")
+        try ws.write("reports/2026-10-09/.finance-2026-10-09.xlsx.999999.partial", "half")
+        let files = try PeriodReport.write(workspace: ws.workspace, asOf: Day(iso: "2026-10-08")!)
+        XCTAssertEqual(files.map(\.url.lastPathComponent), ["finance-2026-10-08.xlsx", "sandbox-2026-10-08.xlsx", "reconciliation-2026-10-08.xlsx"])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: stale.path), "the dead process's partial copy is removed")
+        let info = try XCTUnwrap(try XLSXReader.sheets(ws.root.appendingPathComponent("reports/2026-10-08/finance-2026-10-08.xlsx"))["Run Info"])
+        XCTAssertTrue(info.contains { $0.first == "Run number" && $0.dropFirst().first == "2" }, "that night's run: \(info.prefix(12))")
+        XCTAssertThrowsError(try PeriodReport.write(workspace: ws.workspace, asOf: Day(iso: "2026-10-10")!)) {
+            XCTAssertTrue("\($0)".contains("after the last night (2026-10-09)"), "\($0)")
+        }
+        // Not beside a night: `report` takes the run's lock.
+        let held = try RunLock(url: ws.workspace.lockURL)
+        defer { held.release() }
+        XCTAssertThrowsError(try PeriodReport.write(workspace: ws.workspace, asOf: Day(iso: "2026-10-08")!)) {
+            XCTAssertTrue("\($0)".contains("another iapledger run is in progress"), "\($0)")
+        }
+    }
+
+    /// Another process reading the ledger (an auditor's `verify`, a sqlite3 shell) when the
+    /// night commits is waited for: it failed at once with "database is locked".
+    func testANightWaitsForAReaderOfTheLedger() throws {
+        try ws.run("2026-10-07")
+        try ws.write("inbox/receipts/s.jsonl", Receipt.response([Receipt.item("6002", purchased: "2026-10-06T10:00:00Z")]) + "\n")
+        let reader = try DatabaseQueue(path: ws.root.appendingPathComponent("ledger.sqlite").path)
+        let reading = expectation(description: "the reader held its transaction")
+        let started = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            try? reader.read { db in
+                _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM entry")
+                started.signal()
+                Thread.sleep(forTimeInterval: 1.5)
+            }
+            reading.fulfill()
+        }
+        started.wait()
+        XCTAssertEqual(try ws.run("2026-10-08").counts.entriesPosted, 1)
+        wait(for: [reading], timeout: 10)
     }
 
     /// Inputs no user can read (root included): a link to a file that is gone, a folder named
