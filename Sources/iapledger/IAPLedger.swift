@@ -98,6 +98,7 @@ struct Run: ParsableCommand {
     var noProgress = false
 
     func run() throws {
+        StopSignals.sayWhenStopped(asOf: asOf)
         try runReporting {
             let day = try parseAsOf(asOf, why: "the ledger keeps each night's date and nights go forward, so every later run dated today would be refused")
             let progress = RunProgress(showProgress: noProgress ? false : nil)
@@ -114,6 +115,26 @@ struct Run: ParsableCommand {
                 print("  timings:")
                 print(progress.table(), terminator: "")
             }
+        }
+    }
+}
+
+/// SIGTERM (systemd's stop or timeout) and SIGINT end the night as SIGKILL would (the
+/// ledger as before the night, or after its commit), but with a line in the log saying so.
+enum StopSignals {
+    nonisolated(unsafe) static var sources: [DispatchSourceSignal] = []
+
+    static func sayWhenStopped(asOf: String?) {
+        for (sig, name) in [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler {
+                let message = "iapledger: stopped by \(name): a night stopped before its commit leaves the ledger as it was, one stopped after it lacks only its workbooks; run `iapledger run\(asOf.map { " --as-of \($0)" } ?? "")` again: it completes what this one did not\n"
+                FileHandle.standardError.write(Data(message.utf8))
+                _exit(128 + sig)
+            }
+            source.resume()
+            sources.append(source)
         }
     }
 }
@@ -240,6 +261,7 @@ struct Demo: ParsableCommand {
     @Option(name: .customLong("as-of"), help: "The books' date, YYYY-MM-DD (default: today, UTC; later than tomorrow is refused, as for run).") var asOf: String?
 
     func run() throws {
+        StopSignals.sayWhenStopped(asOf: asOf)
         try runReporting {
             let day = try parseAsOf(asOf, why: "the demo's night would be dated in the future, and every run before that date refused")
             let result = try DemoWorkspace.create(at: URL(fileURLWithPath: dir), transactions: transactions, seed: seed, asOf: day)
