@@ -4,7 +4,7 @@ import Foundation
 /// can kill the process with SIGKILL. Inactive unless the environment sets one of
 ///
 /// - `IAPLEDGER_TEST_KILL_AT=N`: the process kills itself (SIGKILL, no clean-up of any kind)
-///   at the Nth point it passes;
+///   at the Nth point it passes (SIGTERM with `IAPLEDGER_TEST_KILL_SIGNAL=TERM`);
 /// - `IAPLEDGER_TEST_CHECKPOINT_LOG=path`: each point passed appends `N<TAB>name` to `path`,
 ///   so a test can count the points of a run and choose where to kill.
 ///
@@ -52,6 +52,12 @@ public enum CrashPoint {
             }
         }
         if let k = killAt, hits == k {
+            // `IAPLEDGER_TEST_KILL_SIGNAL=TERM`: SIGTERM instead, as systemd stops a service,
+            // and this thread waits here for the process to end.
+            if ProcessInfo.processInfo.environment["IAPLEDGER_TEST_KILL_SIGNAL"] == "TERM" {
+                kill(getpid(), SIGTERM)
+                while true { sleep(1) }
+            }
             kill(getpid(), SIGKILL)
         }
     }

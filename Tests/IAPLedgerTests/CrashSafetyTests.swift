@@ -63,6 +63,30 @@ final class CrashSafetyTests: ScratchTestCase {
         return chosen.sorted()
     }
 
+    /// SIGTERM (systemd's stop or timeout) in the middle of posting: the run says so on stderr
+    /// and ends (143), the ledger as before it, and the next run gives the uninterrupted one's.
+    func testARunStoppedBySIGTERMSaysSoAndTheNextRunCompletesIt() throws {
+        let base = try baseWorkspace()
+        let beforeDump = try Resilience.ledgerDump(base)
+        let a = newScratch("term-a")
+        try Resilience.copy(base, to: a)
+        let logURL = newScratch("term-log")
+        XCTAssertEqual(try Resilience.cli(runArgs(a), environment: ["IAPLEDGER_TEST_CHECKPOINT_LOG": logURL.path]).status, 0)
+        let aDump = try Resilience.ledgerDump(a)
+        let posting = try String(contentsOf: logURL, encoding: .utf8).split(separator: "\n")
+            .map { $0.split(separator: "\t", maxSplits: 1) }.filter { $0[1].hasPrefix("post:") }.map { Int($0[0])! }
+        let n = try XCTUnwrap(posting.dropFirst(posting.count / 2).first)
+        let c = newScratch("term-c")
+        try Resilience.copy(base, to: c)
+        let stopped = try Resilience.cli(runArgs(c), environment: ["IAPLEDGER_TEST_KILL_AT": "\(n)", "IAPLEDGER_TEST_KILL_SIGNAL": "TERM"])
+        XCTAssertEqual(stopped.reason, .exit, stopped.err)
+        XCTAssertEqual(stopped.status, 128 + SIGTERM)
+        XCTAssertTrue(stopped.err.hasPrefix("iapledger: stopped by SIGTERM: a night stopped before its commit leaves the ledger as it was"), stopped.err)
+        XCTAssertTrue(try Resilience.ledgerDump(c) == beforeDump, "stopped before its commit")
+        XCTAssertEqual(try Resilience.cli(runArgs(c)).status, 0)
+        XCTAssertTrue(try Resilience.ledgerDump(c) == aDump)
+    }
+
     func testKilledRunsLeaveTheLedgerWholeAndTheNextRunMatchesAnUninterruptedOne() throws {
         let base = try baseWorkspace()
         let beforeDump = try Resilience.ledgerDump(base)
