@@ -49,6 +49,9 @@ public struct NightlyRun {
         /// (`receipts.jsonl.gz`, `notes.txt`, with what the folder reads) or not in an input
         /// folder (with where inputs are read from): listed every night they stay.
         public var notRead: [String] = []
+        /// Files read before whose bytes changed since (a new version read), with how many of
+        /// their records were new: lines added, or lines changed after they were read.
+        public var changedFiles: [(path: String, newRecords: Int)] = []
         /// Entries dated after the as-of date (a purchase or refund dated in the future of the
         /// night: posted, in none of its workbooks), and the latest of their dates.
         public var datedAfterAsOf: (count: Int, latest: Day?) = (0, nil)
@@ -132,6 +135,7 @@ public struct NightlyRun {
         let progress = self.progress
         var commitStart: UInt64 = 0
         var filesRead = 0, filesSkipped = 0
+        var changedFiles: [(path: String, newRecords: Int)] = []
         var closedThrough: Month? = nil
         var closedByConfig: Month? = nil
         var nothingNewSince: Int64? = nil
@@ -191,6 +195,9 @@ public struct NightlyRun {
                     try ingest.store(file)
                     tick.done = bytes
                     tick.advance(by: ingest.counts.read - before)
+                    // Read before with other bytes: a file changed after it was read (an orders
+                    // file sent again with corrections, a signed file grown, or one edited).
+                    if versionsRead[input.path] != nil { changedFiles.append((input.path, ingest.counts.read - before)) }
                 }
                 while let handed = prepared.next() {
                     try store(handed)
@@ -253,7 +260,7 @@ public struct NightlyRun {
                       recordCounts: nothingNewSince == nil ? Self.counted(notPostedRecords.map { "\($0.outcome) \($0.code)" }) : [],
                       findingCounts: nothingNewSince == nil ? Self.counted(newFindingRows.map(\.code)) : [],
                       nothingNewSinceRun: nothingNewSince,
-                      notRead: notRead, datedAfterAsOf: datedAfter, closedByConfig: closedByConfig,
+                      notRead: notRead, changedFiles: changedFiles, datedAfterAsOf: datedAfter, closedByConfig: closedByConfig,
                       closeWarnings: try closedByConfig.map { m in
                           try ledger.read { r in
                               ClosedPeriods.warnings(closing: m, waitingSales: try r.waitingSales(datedThrough: m.lastDay),
@@ -1179,7 +1186,7 @@ struct Ingest {
                     "; the refund it reports (cancelled \(Day(epochMilliseconds: $0))) is not posted from it, but when a record agreeing with the first source reports it"
                 } : nil
                 try writer.openFinding(code: "TRANSACTION_CONFLICT", transactionId: t.transactionId, recordId: recordId,
-                                       message: "\(location) reports transaction \(t.transactionId) differently from its first source: \(differences.joined(separator: ", ")); the first is kept\(refund ?? "")",
+                                       message: "\(location) reports transaction \(t.transactionId) differently from its first source\(try firstSourceNamed(existing.firstRecordId, location)): \(differences.joined(separator: ", ")); the first is kept\(refund ?? "")",
                                        runId: runId)
             } else if e.cancellationMs == nil, let c = t.cancellationMs {
                 try writer.setCancellation(transactionId: t.transactionId, cancellationMs: c, percentage: t.revocationPercentage)
@@ -1227,6 +1234,17 @@ struct Ingest {
         default:
             return false
         }
+    }
+
+    /// The first source of a transaction, named for a conflict read at `location`: " (path:line,
+    /// read by run N)", saying so when it is the same line of an earlier version of the file
+    /// (the file was changed after it was read).
+    func firstSourceNamed(_ recordId: Int64, _ location: SourceLocation) throws -> String {
+        guard let place = try writer.recordPlace(recordId) else { return "" }
+        if place.path == location.path && place.line == location.line {
+            return " (the same line of this file as run \(place.runId) read it: the file was changed after it was read)"
+        }
+        return " (\(place.path):\(place.line), read by run \(place.runId))"
     }
 
     /// Where a signed record `b` of the same purchase gives more than storefront and price

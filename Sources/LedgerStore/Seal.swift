@@ -172,6 +172,13 @@ public enum LedgerSeal {
 }
 
 extension LedgerWriter {
+    /// Where a stored record was read: its file's path, its line, and the run that read it.
+    public func recordPlace(_ recordId: Int64) throws -> (path: String, line: Int, runId: Int64)? {
+        try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT f.path, r.line, f.run_id FROM source_record r JOIN source_file f ON f.id = r.file_id WHERE r.id = ?
+            """), arguments: [recordId]).map { ($0[0], $0[1], $0[2]) }
+    }
+
     /// Records the config and rules files the run posts by (path and SHA-256 as read).
     public func recordInputs(runId: Int64, _ inputs: [(path: String, sha256: String)]) throws {
         for i in inputs {

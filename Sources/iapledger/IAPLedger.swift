@@ -150,6 +150,10 @@ func printSummary(_ r: NightlyRun.Result) {
         print("  records: \(c.read) new: \(c.verified) verified, \(c.pending) pending, \(c.rejected) rejected; \(c.skipped) already read")
         print("  entries posted: \(c.entriesPosted)")
     }
+    if !r.changedFiles.isEmpty {
+        print("  files read before and changed since (their new records read; a line changed after it was read is a new record): "
+              + r.changedFiles.map { "\(TerminalText.visible($0.path)) (\($0.newRecords) new record\($0.newRecords == 1 ? "" : "s"))" }.joined(separator: ", "))
+    }
     let t = r.totals
     print("  ledger: \(t.transactionsPosted) transactions posted, \(t.transactionsPending) waiting (for a rule or an order), \(t.transactionsFree) free; \(t.entries) entries")
     print("  chain head: \(t.chainHead) (the last entry's hash; keep it: `iapledger verify --runs` shows it again)")

@@ -85,12 +85,27 @@ final class NightlyRunTests: XCTestCase {
         XCTAssertEqual(try ws.run("2026-10-08").counts.entriesPosted, 0)
         XCTAssertEqual(try entries().map { $0[2] }, ["sale"])
         let conflict = try ledger().read { try $0.findings(openOnly: true) }.filter { $0.code == "TRANSACTION_CONFLICT" }
-        XCTAssertEqual(conflict.map(\.message), ["inbox/receipts/b.jsonl:1 reports transaction 1001 differently from its first source: quantity 1 vs 5; the first is kept; the refund it reports (cancelled 2026-10-07) is not posted from it, but when a record agreeing with the first source reports it"])
+        XCTAssertEqual(conflict.map(\.message), ["inbox/receipts/b.jsonl:1 reports transaction 1001 differently from its first source (inbox/receipts/a.jsonl:1, read by run 1): quantity 1 vs 5; the first is kept; the refund it reports (cancelled 2026-10-07) is not posted from it, but when a record agreeing with the first source reports it"])
         try ws.write("inbox/receipts/c.jsonl",
                      Receipt.response([Receipt.item("1001", purchased: "2026-10-05T10:00:00Z", cancelled: "2026-10-07T08:00:00Z")]) + "\n")
         XCTAssertEqual(try ws.run("2026-10-09").counts.entriesPosted, 1)
         XCTAssertEqual(try entries().map { $0[2] + " " + $0[3] }, ["sale 2026-10-05", "refund 2026-10-07"])
         try assertTrialBalanceSumsToZero()
+    }
+
+    /// A file edited after it was read: its changed line is a new record, and the night says
+    /// which files read before changed (with their new records); a conflict the edited line
+    /// raises says its first source is the same line of the file as it was read.
+    func testAFileChangedAfterItWasReadIsSaid() throws {
+        let line1 = Receipt.response([Receipt.item("1101", purchased: "2026-10-05T10:00:00Z")])
+        let line2 = Receipt.response([Receipt.item("1102", purchased: "2026-10-05T11:00:00Z")])
+        try ws.write("inbox/receipts/a.jsonl", line1 + "\n" + line2 + "\n")
+        XCTAssertEqual(try ws.run("2026-10-06").changedFiles.count, 0)
+        try ws.write("inbox/receipts/a.jsonl", line1 + "\n" + Receipt.response([Receipt.item("1102", quantity: 3, purchased: "2026-10-05T11:00:00Z")]) + "\n")
+        let r = try ws.run("2026-10-07")
+        XCTAssertEqual(r.changedFiles.map { "\($0.path) \($0.newRecords)" }, ["inbox/receipts/a.jsonl 1"])
+        let conflict = try ledger().read { try $0.findings(openOnly: true) }.filter { $0.code == "TRANSACTION_CONFLICT" }
+        XCTAssertEqual(conflict.map(\.message), ["inbox/receipts/a.jsonl:2 reports transaction 1102 differently from its first source (the same line of this file as run 1 read it: the file was changed after it was read): quantity 1 vs 3; the first is kept"])
     }
 
     func testSandboxStaysOutOfProduction() throws {
