@@ -637,6 +637,38 @@ final class VerifyTests: XCTestCase {
         XCTAssertTrue(r.problems.contains { $0.message.contains("transaction 8101: dated 2026-10-01, in a month closed (through 2026-10) when run 1 committed before this entry was written") }, "\(r.problems)")
     }
 
+    /// The README's two scripts recompute every entry's hash and every seal from the ledger
+    /// file without iapledger, and print the chain head and the latest seal `verify` gives.
+    func testTheREADMEsScriptsReproduceTheChainHeadAndTheSeal() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") else { throw XCTSkip("python3 is not installed") }
+        _ = try ClosedPeriods.close(month: Month(iso: "2026-09")!, workspace: ws.workspace, asOf: Day(iso: "2026-10-07")!,
+                                    closedBy: "alice\tsmith", closedAt: "2026-10-07T09:00:00Z")
+        let r = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(r.ok, "\(r.problems)")
+        let readme = try String(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("README.md"), encoding: .utf8)
+        func script(_ name: String) throws -> String {
+            let start = try XCTUnwrap(readme.range(of: "```python\n# \(name): python3 \(name) ledger.sqlite\n"))
+            let end = try XCTUnwrap(readme.range(of: "```", range: start.upperBound..<readme.endIndex))
+            return String(readme[start.upperBound..<end.lowerBound])
+        }
+        func run(_ name: String) throws -> String {
+            let url = ws.root.appendingPathComponent(name)
+            try script(name).write(to: url, atomically: true, encoding: .utf8)
+            let p = Process(), out = Pipe()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+            p.arguments = [url.path, dbPath]
+            p.standardOutput = out
+            try p.run()
+            let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            p.waitUntilExit()
+            XCTAssertEqual(p.terminationStatus, 0, name)
+            return text
+        }
+        XCTAssertEqual(try run("chain.py"), "chain head \(r.chainHead)\n")
+        XCTAssertEqual(try run("seal.py"), "seal \(try XCTUnwrap(r.seal))\n")
+    }
+
     /// The problem a run's seal that no longer matches what it sealed gives.
     static func sealDiffers(run: Int, seal: Int, records: Int) -> String {
         "run \(run)'s seal (#\(seal)) does not match what it sealed: the run's counts or chain head, the config and rules it posted by, or the files, records (their text's hash, outcome, reason) and resolutions of records up to #\(records) were changed since it was written"
