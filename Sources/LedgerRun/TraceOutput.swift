@@ -136,7 +136,7 @@ public enum TraceOutput {
         if let r = t.refund_date { line("  refunded on \(r)" + (t.refund_reversed_date.map { ", refund reversed on \($0)" } ?? "")) }
         line("Sources (\(t.sources.count)):")
         for s in t.sources {
-            line("  \(s.path):\(s.line)  file sha256 \(s.sha256)  read \(s.read_on)")
+            line("  \(s.path):\(s.line)  file sha256 \(s.sha256)  read by the night of \(s.read_on)")
             line("    \(s.outcome)" + (s.environment.map { ", environment \($0)" } ?? "") + (s.verification.map { ": \($0)" } ?? ""))
             if let text = s.text { sourceText(text, indent: indent + "    ", into: &out) }
         }
@@ -169,7 +169,8 @@ public enum TraceOutput {
         line("Entries (\(t.entries.count)):")
         for e in t.entries {
             line("  #\(e.entry_id) \(e.kind) on \(e.date)" + (e.late ? " (late; original date \(e.original_date))" : "")
-                 + (e.refund_percentage.map { $0 == 100_000 ? "" : " (\(ExactDecimal(mantissa: $0, scale: 3))% refunded)" } ?? ""))
+                 + (e.refund_percentage.map { $0 == 100_000 ? "" : " (\(ExactDecimal(mantissa: $0, scale: 3))% refunded)" } ?? "")
+                 + ", posted by run \(e.run_id), hash \(e.hash)")
             for p in e.postings {
                 line("      \(p.account.padding(toLength: 30, withPad: " ", startingAt: 0)) \(Currency.format(minor: p.amount_minor, currency: p.currency)) \(p.currency)   reporting \(Currency.format(minor: p.reporting_amount_minor, currency: e.reporting_currency)) \(e.reporting_currency)")
             }

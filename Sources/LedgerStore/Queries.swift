@@ -104,6 +104,16 @@ public struct RunSummary: Equatable {
     /// "full" or "incremental" (nil before reconciliation was recorded per run).
     public var reconciliation: String?
     public var files: [FileRead]
+    /// The config and rules files it posted by, with their SHA-256 as read (runs since schema v22).
+    public var inputs: [(path: String, sha256: String)] = []
+
+    public static func == (a: RunSummary, b: RunSummary) -> Bool {
+        a.id == b.id && a.asOf == b.asOf && a.startedAt == b.startedAt && a.finishedAt == b.finishedAt && a.toolVersion == b.toolVersion
+            && a.recordsRead == b.recordsRead && a.recordsVerified == b.recordsVerified && a.recordsPending == b.recordsPending
+            && a.recordsRejected == b.recordsRejected && a.recordsSkipped == b.recordsSkipped && a.entriesPosted == b.entriesPosted
+            && a.reconciliation == b.reconciliation && a.files == b.files
+            && a.inputs.map { $0.path + " " + $0.sha256 } == b.inputs.map { $0.path + " " + $0.sha256 }
+    }
 }
 
 /// Totals over the whole ledger, for the run summary and Run Info.
@@ -276,11 +286,16 @@ extension LedgerReader {
             """), arguments: [id]).map {
             FileRead(path: $0[0], kind: $0[1], sha256: $0[2], sizeBytes: $0[3], records: $0[4], newRecords: $0[5])
         }
-        return RunSummary(id: id, asOf: Day(iso: r["as_of"] as String)!, startedAt: r["started_at"],
-                          finishedAt: r["finished_at"], toolVersion: r["tool_version"], recordsRead: r["records_read"],
-                          recordsVerified: r["records_verified"], recordsPending: r["records_pending"],
-                          recordsRejected: r["records_rejected"], recordsSkipped: r["records_skipped"],
-                          entriesPosted: r["entries_posted"], reconciliation: r["reconciliation"], files: files)
+        var summary = RunSummary(id: id, asOf: Day(iso: r["as_of"] as String)!, startedAt: r["started_at"],
+                                 finishedAt: r["finished_at"], toolVersion: r["tool_version"], recordsRead: r["records_read"],
+                                 recordsVerified: r["records_verified"], recordsPending: r["records_pending"],
+                                 recordsRejected: r["records_rejected"], recordsSkipped: r["records_skipped"],
+                                 entriesPosted: r["entries_posted"], reconciliation: r["reconciliation"], files: files)
+        if try LedgerSeal.available(db) {
+            summary.inputs = try Row.fetchAll(db.cachedStatement(sql: "SELECT path, sha256 FROM run_input WHERE run_id = ? ORDER BY path"),
+                                              arguments: [id]).map { ($0[0], $0[1]) }
+        }
+        return summary
     }
 
     /// Pending records open on `day` (read on or before it, not resolved by then): a count.

@@ -24,6 +24,9 @@ public struct TransactionTrace: Encodable {
     }
     public struct Entry: Encodable {
         public var entry_id: Int64
+        /// The run that posted it, and its hash (the chain `verify` checks).
+        public var run_id: Int64
+        public var hash: String
         public var kind: String
         public var date: String
         public var original_date: String
@@ -207,7 +210,7 @@ extension LedgerReader {
         for r in try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM entry WHERE transaction_id = ? ORDER BY id"), arguments: [id]) {
             let d = try draft(r)
             if d.kind == .sale { rules = d.rules }
-            entries.append(.init(entry_id: r["id"], kind: d.kind.rawValue, date: d.date.description,
+            entries.append(.init(entry_id: r["id"], run_id: r["run_id"], hash: r["hash"], kind: d.kind.rawValue, date: d.date.description,
                                  original_date: d.originalDate.description, late: d.late, refund_percentage: d.refundPercentage,
                                  reporting_currency: d.figures.reportingCurrency,
                                  postings: d.postings.map { .init(account: $0.account, currency: $0.currency, amount_minor: $0.amountMinor,

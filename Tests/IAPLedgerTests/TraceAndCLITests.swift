@@ -72,6 +72,11 @@ final class TraceAndCLITests: XCTestCase {
                        "ord-7 v1", "REFUNDED_STILL_CREDITED open"] {
             XCTAssertTrue(text.contains(needle), "text trace lacks \(needle):\n\(text)")
         }
+        // Each entry with the run that posted it and its hash (the chain verify checks).
+        let saleHash = try XCTUnwrap(try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path).read {
+            try $0.rawRows("SELECT run_id, hash FROM entry WHERE transaction_id = '7001' AND kind = 'sale'") }.first)
+        XCTAssertTrue(text.contains("sale on 2026-10-05, posted by run \(saleHash[0]), hash \(saleHash[1])"), text)
+        XCTAssertEqual((t["entries"] as! [[String: Any]]).first?["hash"] as? String, saleHash[1])
         let order = try cli(["trace", "ord-7", "--workspace", ws.root.path])
         XCTAssertEqual(order.status, 0)
         XCTAssertTrue(order.out.contains("Order ord-7: 1 version(s)") && order.out.contains("Transaction 7001"), order.out)
