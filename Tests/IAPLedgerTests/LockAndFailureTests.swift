@@ -230,6 +230,10 @@ final class LockAndFailureTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: stale.path), "the dead process's partial copy is removed")
         let info = try XCTUnwrap(try XLSXReader.sheets(ws.root.appendingPathComponent("reports/2026-10-08/finance-2026-10-08.xlsx"))["Run Info"])
         XCTAssertTrue(info.contains { $0.first == "Run number" && $0.dropFirst().first == "2" }, "that night's run: \(info.prefix(12))")
+        // The rules and config it posted by, with their SHA-256 as read.
+        let prices = try Data(contentsOf: ws.root.appendingPathComponent("rules/prices.csv"))
+        XCTAssertTrue(info.contains { Array($0.prefix(3)) == ["rules/prices.csv", "rules", Hashing.sha256Hex(prices)] }, "\(info)")
+        XCTAssertTrue(info.contains { Array($0.prefix(2)) == ["iapledger.toml", "config"] }, "\(info)")
         XCTAssertThrowsError(try PeriodReport.write(workspace: ws.workspace, asOf: Day(iso: "2026-10-10")!)) {
             XCTAssertTrue("\($0)".contains("after the last night (2026-10-09)"), "\($0)")
         }
