@@ -217,9 +217,10 @@ public struct NightlyRun {
             // A re-run of the last night that changed nothing records nothing (rolled back, run row included).
             if let same = sameNight, filesRead == 0, counts.entriesPosted == 0,
                try w.changedNothing(since: same, matched: matched) { throw NothingNew(lastRunId: same.lastRunId) }
+            // The commit stage: the run's row and seal (LedgerSeal), then SQLite's commit.
+            commitStart = DispatchTime.now().uptimeNanoseconds
             try w.finishRun(runId, counts: counts, finishedAt: Self.timestamp())
             CrashPoint.hit("commit:before")
-            commitStart = DispatchTime.now().uptimeNanoseconds
             return (runId, counts)
         } }
         CrashPoint.hit("commit:after")
