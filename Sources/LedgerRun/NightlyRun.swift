@@ -1255,9 +1255,15 @@ struct Ingest {
         var out: [String] = []
         if let x = a.originalTransactionId, let y = b.originalTransactionId, x != y { out.append("original transaction \(x) vs \(y)") }
         if let x = a.expiresMs, let y = b.expiresMs, x != y { out.append("expiry \(Day.instantText(x)) vs \(Day.instantText(y))") }
-        // Free by the record itself: a trial or shared access, or (signed) a price of 0, as
-        // Apple signs a free trial (an offer, `FREE_TRIAL`, at price 0).
-        func free(_ o: TransactionObservation) -> Bool { o.isFreeTrial || o.priceMilliunits == 0 }
+        // Free by the record itself: a trial or shared access, or (signed) a price that is no
+        // minor unit of its currency, as the night decides a gross of zero: Apple signs a free
+        // trial as an offer (`FREE_TRIAL`) at price 0.
+        func free(_ o: TransactionObservation) -> Bool {
+            if o.isFreeTrial { return true }
+            guard let milli = o.priceMilliunits else { return false }
+            let exponent = o.currency.flatMap { Currency.exponent(Currency.isoUppercased($0)) } ?? 0
+            return roundHalfEven(Int128(milli) * pow10(exponent), 1000) == 0
+        }
         if free(a) != free(b) { out.append(free(a) ? "free vs paid" : "paid vs free") }
         if let x = a.appAccountToken, let y = b.appAccountToken, x != y { out.append("app account token \(x) vs \(y)") }
         return out

@@ -109,6 +109,14 @@ public final class RunProgress {
 
     /// Peak resident memory of this process so far (Linux reports ru_maxrss in KiB).
     public static func peakResidentBytes() -> Int {
+        // The high-water mark of this program's own memory (`VmHWM`): `ru_maxrss` also counts
+        // the memory of the process that started it (Linux keeps it across `exec`), so a run
+        // started by a big parent (the benchmark) reported the parent's peak as its own.
+        if let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+           let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+           let kib = Int(line.dropFirst("VmHWM:".count).trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "") {
+            return kib * 1024
+        }
         var usage = rusage()
         guard getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage) == 0 else { return 0 }
         return Int(usage.ru_maxrss) * 1024

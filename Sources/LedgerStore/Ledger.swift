@@ -217,6 +217,10 @@ public final class Ledger {
             if let recorded = try r.latestRecordedClosedThrough(), recorded.month > (try r.closedThroughNow() ?? "") {
                 problems.append("its closed periods end before \(recorded.month), through which run \(recorded.runId) recorded the books closed: a close was deleted, reopening a closed month")
             }
+            // Records resolved by hand would be sealed by this night as its own resolutions.
+            if let last = try r.latestSealedRun() {
+                problems += try LedgerSeal.resolutionsUnsealed(r.db, lastSealedRun: last)
+            }
             for (book, currency, sum) in try r.unbalancedMonthTotals() {
                 problems.append("its month totals of the \(book) book do not balance in \(currency) (they sum to \(sum))")
             }

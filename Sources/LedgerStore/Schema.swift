@@ -582,8 +582,10 @@ enum Schema {
                                      reason_code, reason, status_code, environment, account_id, order_id, received_at ON source_record
                     BEGIN SELECT RAISE(ABORT, 'a source record is kept as it was read: its text, hash, outcome and reason never change'); END;
                 CREATE TRIGGER source_record_resolved_once BEFORE UPDATE OF resolved_run_id, resolved_note ON source_record
-                    WHEN OLD.resolved_run_id IS NOT NULL
-                    BEGIN SELECT RAISE(ABORT, 'a resolved source record stays resolved as it was'); END;
+                    WHEN OLD.resolved_run_id IS NOT NULL OR NEW.resolved_run_id IS NULL
+                      OR NOT EXISTS (SELECT 1 FROM run WHERE id = NEW.resolved_run_id AND finished_at IS NULL)
+                    BEGIN SELECT RAISE(ABORT, 'a source record is resolved once, by the night running, and stays resolved as it was'); END;
+                CREATE INDEX source_record_resolved ON source_record(resolved_run_id) WHERE resolved_run_id IS NOT NULL;
                 """)
         }
         return m

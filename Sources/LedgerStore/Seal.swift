@@ -8,20 +8,23 @@ import LedgerCore
 /// written: a digest of what it wrote and the seal, `SHA-256("<seal before>\n<digest>")`, the
 /// seal before being 64 zeros for the first. A run's digest is the SHA-256 of a text of lines
 /// (fields separated by tabs; a backslash, tab, carriage return or line feed inside a field
-/// written `\\`, `\t`, `\r`, `\n`):
+/// written `\\`, `\t`, `\r`, `\n`, and NULL written `\N`):
 ///
 ///     iapledger seal 1
-///     run  <id> <as of> <records read> <verified> <pending> <rejected> <skipped> <entries posted> <chain head> <closed through or empty>
+///     run  <id> <as of> <records read> <verified> <pending> <rejected> <skipped> <entries posted> <chain head> <closed through> <schema migration> <reconciliation>
 ///     input  <path> <sha256>                  the config and rules files it posted by, by path
 ///     file  <id> <path> <kind> <sha256> <size> <records> <new records>    the files it read, by id
-///     record  <id> <file id> <line> <sha256> <outcome> <reason code> <reason>   its records, by id
+///     record  <id> <file id> <line> <sha256> <outcome> <reason code> <reason> <status code> <environment> <account id> <order id> <received at>
 ///     resolved  <id> <resolved by run> <note>  the records it resolved, by id
 ///
-/// (the first run sealed covers the files and records of the runs before it too, and the
-/// records they resolved). A close's digest is that of
+/// (the records of the files it read, by id; the first run sealed covers the files and
+/// records of the runs before it too, and the records they resolved). A close's digest is that of
 ///
 ///     iapledger seal 1
-///     close  <month> <closed at> <closed by> <source>
+///     close  <month> <closed by> <source>
+///
+/// (not when: a close the config makes is dated by the clock of the night that makes it, and
+/// a night run again after a crash gives the same ledger).
 ///
 /// So a record's outcome, reason or resolution, its text with its hash, a file's name, a run's
 /// counts or a close, changed or deleted by hand, no longer give the seal, and `verify` says
@@ -46,14 +49,22 @@ public enum LedgerSeal {
 
         mutating func field(_ text: String?) {
             if line.last != 0x0A && !line.isEmpty { line.append(0x09) }
-            guard var text else { return }
+            guard var text else { null(); return }
             text.withUTF8 { append(escaping: UnsafeRawBufferPointer($0)) }
         }
 
         mutating func field(_ value: Int64?) {
             if line.last != 0x0A && !line.isEmpty { line.append(0x09) }
-            guard let value else { return }
+            guard let value else { null(); return }
             line.append(contentsOf: Array(String(value).utf8))
+        }
+
+        /// NULL, told apart from an empty text (`\N`: a backslash in a text is written `\\`).
+        private mutating func null() { line.append(0x5C); line.append(0x4E) }
+
+        mutating func nullField() {
+            if line.last != 0x0A && !line.isEmpty { line.append(0x09) }
+            null()
         }
 
         mutating func field(bytes: UnsafeRawBufferPointer) {
@@ -98,12 +109,12 @@ public enum LedgerSeal {
                           lastRecordId: Int64) throws -> String? {
         guard let run = try Row.fetchOne(db.cachedStatement(sql: """
             SELECT id, as_of, records_read, records_verified, records_pending, records_rejected, records_skipped,
-                   entries_posted, chain_head, closed_through FROM run WHERE id = ?
+                   entries_posted, chain_head, closed_through, schema_migration, reconciliation FROM run WHERE id = ?
             """), arguments: [runId]) else { return nil }
         var text = Text()
         text.field("run"); text.field(run[0] as Int64); text.field(run[1] as String)
         for i in 2...7 { text.field(run[i] as Int64) }
-        text.field(run[8] as String?); text.field(run[9] as String?)
+        for i in 8...11 { text.field(run[i] as String?) }
         text.endLine()
         for r in try Row.fetchAll(db.cachedStatement(sql: "SELECT path, sha256 FROM run_input WHERE run_id = ? ORDER BY path"),
                                   arguments: [runId]) {
@@ -118,20 +129,23 @@ public enum LedgerSeal {
             text.endLine()
         }
         var records = FastStatement(try db.cachedStatement(sql: """
-            SELECT id, file_id, line, record_sha256, outcome, reason_code, reason FROM source_record
+            SELECT id, file_id, line, record_sha256, outcome, reason_code, reason, status_code, environment, account_id,
+                   order_id, received_at FROM source_record
             WHERE id > ? AND id <= ? ORDER BY id
             """), in: db)
         records.bind(previousLastRecordId); records.bind(lastRecordId)
         try records.forEachRow { r in
             text.field("record"); text.field(r.int64(0)); text.field(r.int64(1)); text.field(r.int64(2))
-            for i: Int32 in 3...6 {
-                if r.isNull(i) { text.field(nil as String?) } else { text.field(bytes: r.bytes(i)) }
+            for i: Int32 in 3...11 {
+                if r.isNull(i) { text.nullField() }
+                else if i == 7 { text.field(r.int64(i)) }
+                else { text.field(bytes: r.bytes(i)) }
             }
             text.endLine()
         }
         for r in try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT id, resolved_run_id, resolved_note FROM source_record INDEXED BY source_record_open
-            WHERE outcome <> 'verified' AND resolved_run_id > ? AND resolved_run_id <= ? ORDER BY id
+            SELECT id, resolved_run_id, resolved_note FROM source_record
+            WHERE resolved_run_id > ? AND resolved_run_id <= ? ORDER BY id
             """), arguments: [previousRunId, runId]) {
             text.field("resolved"); text.field(r[0] as Int64); text.field(r[1] as Int64); text.field(r[2] as String?)
             text.endLine()
@@ -141,12 +155,26 @@ public enum LedgerSeal {
 
     /// The digest of the close of `month`'s seal; nil when no such close is recorded.
     static func closeDigest(_ db: Database, month: String) throws -> String? {
-        guard let r = try Row.fetchOne(db.cachedStatement(sql: "SELECT month, closed_at, closed_by, source FROM period_close WHERE month = ?"),
+        guard let r = try Row.fetchOne(db.cachedStatement(sql: "SELECT month, closed_by, source FROM period_close WHERE month = ?"),
                                        arguments: [month]) else { return nil }
         var text = Text()
-        text.field("close"); text.field(r[0] as String); text.field(r[1] as String); text.field(r[2] as String); text.field(r[3] as String)
+        text.field("close"); text.field(r[0] as String); text.field(r[1] as String); text.field(r[2] as String)
         text.endLine()
         return text.digest()
+    }
+
+    /// Records marked resolved by a run that never finished, or by one after the last seal (a
+    /// night resolves records only while it runs, and seals them as it commits): set by hand.
+    static func resolutionsUnsealed(_ db: Database, lastSealedRun: Int64) throws -> [String] {
+        let rows = try Row.fetchAll(db, sql: """
+            SELECT r.id, r.resolved_run_id FROM source_record r
+            WHERE r.resolved_run_id IS NOT NULL
+              AND (r.resolved_run_id > ? OR NOT EXISTS (SELECT 1 FROM run WHERE run.id = r.resolved_run_id AND run.finished_at IS NOT NULL))
+            ORDER BY r.id LIMIT 11
+            """, arguments: [lastSealedRun])
+        guard let first = rows.first else { return [] }
+        let ids = rows.prefix(10).map { "#\($0[0] as Int64)" }.joined(separator: ", ") + (rows.count > 10 ? ", ..." : "")
+        return ["source record\(rows.count == 1 ? "" : "s") \(ids) \(rows.count == 1 ? "is" : "are") marked resolved by run \(first[1] as Int64), which \(first[1] as Int64 > lastSealedRun ? "sealed nothing (none after run \(lastSealedRun) did)" : "is not a finished run"): set by hand (a night resolves records while it runs and seals them as it commits)"]
     }
 
     /// A seal row as stored.
@@ -218,6 +246,12 @@ extension LedgerWriter {
 }
 
 extension LedgerReader {
+    /// The last run sealed, nil before any.
+    func latestSealedRun() throws -> Int64? {
+        guard try LedgerSeal.available(db) else { return nil }
+        return try Int64.fetchOne(db, sql: "SELECT max(run_id) FROM seal")
+    }
+
     /// The ledger's latest seal, nil when it has none (a ledger no run has sealed yet).
     public func latestSeal() throws -> LedgerSeal.Stored? {
         guard try LedgerSeal.available(db) else { return nil }
@@ -264,7 +298,7 @@ extension LedgerReader {
                 what = "the seal of the close of \(month) (#\(s.id))"
                 digest = try LedgerSeal.closeDigest(db, month: month)
                 if digest == nil { problems.append("\(what) seals a close the ledger no longer holds: it was deleted") }
-                else if digest != s.digest { problems.append("\(what) does not match the close as recorded now (its date, who closed, how): changed since") }
+                else if digest != s.digest { problems.append("\(what) does not match the close as recorded now (who closed, how): changed since") }
             } else {
                 what = "seal #\(s.id)"; digest = nil
                 problems.append("seal #\(s.id) seals neither a run nor a close")
@@ -282,6 +316,7 @@ extension LedgerReader {
             if !unsealed.isEmpty { problems.append("run\(unsealed.count == 1 ? "" : "s") \(unsealed.map(String.init).joined(separator: ", ")) finished with no seal (every run seals what it wrote since run \(first)): the seal was deleted") }
             let lastRecord = try Int64.fetchOne(db, sql: "SELECT max(id) FROM source_record") ?? 0
             if lastRecord > previousLast { problems.append("records #\(previousLast + 1) to #\(lastRecord) are under no seal: written after the last run, by hand") }
+            problems += try LedgerSeal.resolutionsUnsealed(db, lastSealedRun: previousRunId)
         }
         // Closes are forward only: those from the first seal on are sealed (a close recorded by
         // hand, past the seal, is named), those before it predate seals.

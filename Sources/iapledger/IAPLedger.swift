@@ -123,14 +123,25 @@ struct Run: ParsableCommand {
 /// ledger as before the night, or after its commit), but with a line in the log saying so.
 enum StopSignals {
     nonisolated(unsafe) static var sources: [DispatchSourceSignal] = []
+    /// Its own thread: the global queues may all be busy with the night's work.
+    static let queue = DispatchQueue(label: "iapledger.stop-signals")
 
     static func sayWhenStopped(asOf: String?) {
         for (sig, name) in [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")] {
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            // A signal ignored when the process started (SIGINT of a background job) stays so.
+            func address(_ h: __sighandler_t?) -> UInt { h.map { unsafeBitCast($0, to: UInt.self) } ?? 0 }
+            if address(signal(sig, SIG_IGN)) == address(SIG_IGN) { continue }
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
             source.setEventHandler {
                 let message = "iapledger: stopped by \(name): a night stopped before its commit leaves the ledger as it was, one stopped after it lacks only its workbooks; run `iapledger run\(asOf.map { " --as-of \($0)" } ?? "")` again: it completes what this one did not\n"
                 FileHandle.standardError.write(Data(message.utf8))
+                // Ended by the signal itself, as without this handler (a scheduler sees why).
+                signal(sig, SIG_DFL)
+                var set = sigset_t()
+                sigemptyset(&set)
+                sigaddset(&set, sig)
+                pthread_sigmask(SIG_UNBLOCK, &set, nil)
+                raise(sig)
                 _exit(128 + sig)
             }
             source.resume()

@@ -223,8 +223,14 @@ final class LockAndFailureTests: XCTestCase {
         }
         try FileManager.default.removeItem(at: ws.root.appendingPathComponent("reports/2026-10-08"))
         try ws.run("2026-10-09")
-        let stale = ws.root.appendingPathComponent("reports/2026-10-09/.finance-2026-10-09.xlsx.999999.partial")
-        try ws.write("reports/2026-10-09/.finance-2026-10-09.xlsx.999999.partial", "half")
+        // A process that has ended: its pid is free.
+        let dead = Process()
+        dead.executableURL = URL(fileURLWithPath: "/bin/true")
+        try dead.run()
+        dead.waitUntilExit()
+        let staleName = "reports/2026-10-09/.finance-2026-10-09.xlsx.\(dead.processIdentifier).partial"
+        let stale = ws.root.appendingPathComponent(staleName)
+        try ws.write(staleName, "half")
         let files = try PeriodReport.write(workspace: ws.workspace, asOf: Day(iso: "2026-10-08")!)
         XCTAssertEqual(files.map(\.url.lastPathComponent), ["finance-2026-10-08.xlsx", "sandbox-2026-10-08.xlsx", "reconciliation-2026-10-08.xlsx"])
         XCTAssertFalse(FileManager.default.fileExists(atPath: stale.path), "the dead process's partial copy is removed")
@@ -253,17 +259,22 @@ final class LockAndFailureTests: XCTestCase {
         let reader = try DatabaseQueue(path: ws.root.appendingPathComponent("ledger.sqlite").path)
         let reading = expectation(description: "the reader held its transaction")
         let started = DispatchSemaphore(value: 0)
+        let released = ManagedAtomicDate()
         DispatchQueue.global().async {
             try? reader.read { db in
                 _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM entry")
                 started.signal()
-                Thread.sleep(forTimeInterval: 1.5)
+                Thread.sleep(forTimeInterval: 3)
+                released.set(Date())
             }
             reading.fulfill()
         }
         started.wait()
         XCTAssertEqual(try ws.run("2026-10-08").counts.entriesPosted, 1)
+        let committed = Date()
         wait(for: [reading], timeout: 10)
+        // The night's commit came after the reader let go: it waited for it.
+        XCTAssertLessThan(try XCTUnwrap(released.get()), committed)
     }
 
     /// Inputs no user can read (root included): a link to a file that is gone, a folder named
@@ -381,4 +392,12 @@ final class LockAndFailureTests: XCTestCase {
         XCTAssertNoThrow(try ConfigReader.parse(String(decoding: XCTUnwrap(LedgerTemplates.workspaceFile("iapledger.toml")), as: UTF8.self)),
                          "the shipped example config")
     }
+}
+
+/// A date set on one thread and read on another.
+final class ManagedAtomicDate: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Date?
+    func set(_ d: Date) { lock.lock(); value = d; lock.unlock() }
+    func get() -> Date? { lock.lock(); defer { lock.unlock() }; return value }
 }

@@ -704,13 +704,36 @@ final class VerifyTests: XCTestCase {
         func problems() throws -> [String] { try Audit(workspace: ws.workspace).run().problems.map(\.message) }
         let run2 = "run 2's seal (#2) does not match what it sealed"
 
-        // The rejected record "resolved" by hand: no trigger stops it; the seal shows it.
-        try DatabaseQueue(path: dbPath).write { try $0.execute(sql: "UPDATE source_record SET resolved_run_id = 2, resolved_note = 'corrected copy received' WHERE outcome = 'rejected'") }
+        // The rejected record "resolved" by hand: only the night running resolves records.
+        let resolve = "UPDATE source_record SET resolved_run_id = %d, resolved_note = 'corrected copy received' WHERE outcome = 'rejected'"
+        XCTAssertThrowsError(try DatabaseQueue(path: dbPath).write { try $0.execute(sql: String(format: resolve, 2)) }) {
+            XCTAssertTrue("\($0)".contains("a source record is resolved once, by the night running, and stays resolved as it was"), "\($0)")
+        }
+        // Past the trigger, by a sealed run: that run's seal shows it.
+        try tamper(past: "source_record_resolved_once", String(format: resolve, 2))
         XCTAssertTrue(try problems().contains { $0.hasPrefix(run2) })
         // Once resolved, it stays resolved as it was.
         XCTAssertThrowsError(try DatabaseQueue(path: dbPath).write { try $0.execute(sql: "UPDATE source_record SET resolved_run_id = NULL WHERE outcome = 'rejected'") }) {
-            XCTAssertTrue("\($0)".contains("a resolved source record stays resolved as it was"), "\($0)")
+            XCTAssertTrue("\($0)".contains("stays resolved as it was"), "\($0)")
         }
+        try restore()
+        // By a run to come (which would seal it as its own; foreign keys off, as in the sqlite3
+        // shell): named, and no night builds on it.
+        var noKeys = Configuration()
+        noKeys.foreignKeysEnabled = false
+        let shell = try DatabaseQueue(path: dbPath, configuration: noKeys)
+        let trigger = try shell.read { try String.fetchOne($0, sql: "SELECT sql FROM sqlite_schema WHERE name = 'source_record_resolved_once'")! }
+        try shell.write { d in
+            try d.execute(sql: "DROP TRIGGER source_record_resolved_once")
+            try d.execute(sql: String(format: resolve, 3))
+            try d.execute(sql: trigger)
+        }
+        try shell.close()
+        let rejected = try rows("SELECT id FROM source_record WHERE outcome = 'rejected'")[0][0]
+        let unsealed = "source record #\(rejected) is marked resolved by run 3, which sealed nothing (none after run 2 did): set by hand (a night resolves records while it runs and seals them as it commits)"
+        let found = try problems()
+        XCTAssertTrue(found.contains(unsealed), "\(found)")
+        XCTAssertThrowsError(try ws.run("2026-10-09")) { XCTAssertTrue("\($0)".contains(unsealed), "\($0)") }
         try restore()
         // A record's reason never changes.
         XCTAssertThrowsError(try DatabaseQueue(path: dbPath).write { try $0.execute(sql: "UPDATE source_record SET reason = 'ok' WHERE outcome = 'rejected'") }) {
