@@ -263,6 +263,9 @@ struct Close: ParsableCommand {
             let result = try ClosedPeriods.close(month: m, workspace: Workspace(ws.url), asOf: day,
                                                  closedBy: by == nil ? ClosedPeriods.currentUser() : who, closedAt: NightlyRun.timestamp())
             print(result.description)
+            if result.close.closedBy == "unknown" && by == nil {
+                print("  note: recorded as closed by \"unknown\": neither USER nor LOGNAME is set (cron, systemd without User=); name who closes with --by NAME")
+            }
         }
     }
 }

@@ -297,11 +297,17 @@ final class TraceAndCLITests: XCTestCase {
         let empty = try cli(["close", "2026-10", "--workspace", ws.root.path, "--as-of", "2026-11-01", "--by", " "])
         XCTAssertNotEqual(empty.status, 0, empty.out)
         XCTAssertTrue(empty.err.contains("--by must name someone"), empty.err)
+        // Without --by and without USER or LOGNAME (cron, systemd without User=): said.
+        let anonymous = try Resilience.cli(["close", "2026-09", "--workspace", ws.root.path, "--as-of", "2026-11-01"],
+                                           environment: ["USER": "", "LOGNAME": ""])
+        XCTAssertEqual(anonymous.status, 0, anonymous.err)
+        XCTAssertTrue(anonymous.out.contains("note: recorded as closed by \"unknown\": neither USER nor LOGNAME is set"), anonymous.out)
         let close = try cli(["close", "2026-10", "--workspace", ws.root.path, "--as-of", "2026-11-01", "--by", "carol (controller)"])
         XCTAssertEqual(close.status, 0, close.err)
         XCTAssertTrue(close.out.contains("by carol (controller) at "), close.out)
+        XCTAssertFalse(close.out.contains("note: recorded as closed by"), close.out)
         XCTAssertEqual(try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path, readOnly: true).read {
-            try $0.rawRows("SELECT month, closed_by FROM period_close") }, [["2026-10", "carol (controller)"]])
+            try $0.rawRows("SELECT month, closed_by FROM period_close") }, [["2026-09", "unknown"], ["2026-10", "carol (controller)"]])
     }
 
     /// The README's trace example is only an example: a demo's ids change with its as-of date.
