@@ -31,6 +31,8 @@ public struct Audit {
         public var seals = 0
         public var seal: String? = nil
         public var runSeals: [Int64: String] = [:]
+        /// Every seal, in order (runs' and closes'), to compare with the seals kept outside.
+        public var sealList: [LedgerSeal.Stored] = []
         public var problems: [Problem] = []
         public var ok: Bool { problems.isEmpty }
         /// The first entry that fails (lowest id), if any entry does.
@@ -235,7 +237,8 @@ public struct Audit {
             // closes), sealed as written and chained.
             let seals = try r.checkSeals()
             for p in seals.problems { report.problems.append(Problem(entryId: nil, message: p)) }
-            report.seals = seals.seals
+            report.seals = seals.seals.count
+            report.sealList = seals.seals
             report.seal = seals.latest
             report.runSeals = seals.runSeals
             // Each run recorded how many entries it wrote: entries removed (the chain and head

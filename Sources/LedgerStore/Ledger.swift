@@ -217,9 +217,14 @@ public final class Ledger {
             if let recorded = try r.latestRecordedClosedThrough(), recorded.month > (try r.closedThroughNow() ?? "") {
                 problems.append("its closed periods end before \(recorded.month), through which run \(recorded.runId) recorded the books closed: a close was deleted, reopening a closed month")
             }
-            // Records resolved by hand would be sealed by this night as its own resolutions.
+            // The seals this night builds on: a seal deleted, a sealed close deleted (its month
+            // reopened), records resolved by hand (this night would seal them as its own).
             if let last = try r.latestSealedRun() {
-                problems += try LedgerSeal.resolutionsUnsealed(r.db, lastSealedRun: last)
+                let unsealed = try LedgerSeal.unsealedRuns(r.db)
+                problems += LedgerSeal.describeUnsealed(unsealed)
+                problems += try LedgerSeal.resolutionsUnsealed(r.db, lastSealedRun: last, unsealedRuns: Set(unsealed))
+                problems += try LedgerSeal.sealedClosesGone(r.db).map { "its close of \($0) is gone though sealed: deleted, reopening the month" }
+                problems += try LedgerSeal.implausibleResolutions(r.db)
             }
             for (book, currency, sum) in try r.unbalancedMonthTotals() {
                 problems.append("its month totals of the \(book) book do not balance in \(currency) (they sum to \(sum))")

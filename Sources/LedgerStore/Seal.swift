@@ -176,7 +176,7 @@ public enum LedgerSeal {
 
     /// Records marked resolved by a run that never finished, or by one after the last seal (a
     /// night resolves records only while it runs, and seals them as it commits): set by hand.
-    static func resolutionsUnsealed(_ db: Database, lastSealedRun: Int64) throws -> [String] {
+    static func resolutionsUnsealed(_ db: Database, lastSealedRun: Int64, unsealedRuns: Set<Int64> = []) throws -> [String] {
         let rows = try Row.fetchAll(db, sql: """
             SELECT r.id, r.resolved_run_id FROM source_record r
             WHERE r.resolved_run_id IS NOT NULL
@@ -185,7 +185,59 @@ public enum LedgerSeal {
             """, arguments: [lastSealedRun])
         guard let first = rows.first else { return [] }
         let ids = rows.prefix(10).map { "#\($0[0] as Int64)" }.joined(separator: ", ") + (rows.count > 10 ? ", ..." : "")
-        return ["source record\(rows.count == 1 ? "" : "s") \(ids) \(rows.count == 1 ? "is" : "are") marked resolved by run \(first[1] as Int64), which \(first[1] as Int64 > lastSealedRun ? "sealed nothing (none after run \(lastSealedRun) did)" : "is not a finished run"): set by hand (a night resolves records while it runs and seals them as it commits)"]
+        let run: Int64 = first[1]
+        if unsealedRuns.contains(run) {
+            return ["source record\(rows.count == 1 ? "" : "s") \(ids) \(rows.count == 1 ? "is" : "are") marked resolved by run \(run), whose seal is missing (above)"]
+        }
+        return ["source record\(rows.count == 1 ? "" : "s") \(ids) \(rows.count == 1 ? "is" : "are") marked resolved by run \(run), which \(run > lastSealedRun ? "sealed nothing (none after run \(lastSealedRun) did)" : "is not a finished run"): set by hand (a night resolves records while it runs and seals them as it commits)"]
+    }
+
+    /// Finished runs after the first sealed one that have no seal (deleted).
+    static func unsealedRuns(_ db: Database) throws -> [Int64] {
+        guard let first = try Int64.fetchOne(db, sql: "SELECT run_id FROM seal WHERE run_id IS NOT NULL ORDER BY id LIMIT 1") else { return [] }
+        return try Int64.fetchAll(db, sql: """
+            SELECT id FROM run WHERE finished_at IS NOT NULL AND id > ? AND id NOT IN (SELECT run_id FROM seal WHERE run_id IS NOT NULL) ORDER BY id
+            """, arguments: [first])
+    }
+
+    static func describeUnsealed(_ runs: [Int64]) -> [String] {
+        runs.isEmpty ? [] : ["run\(runs.count == 1 ? "" : "s") \(runs.map(String.init).joined(separator: ", ")) finished with no seal (every run seals what it wrote as it commits): the seal was deleted"]
+    }
+
+    /// Closes a seal names that the ledger no longer holds (deleted, reopening their month).
+    static func sealedClosesGone(_ db: Database) throws -> [String] {
+        try String.fetchAll(db, sql: """
+            SELECT close_month FROM seal WHERE close_month IS NOT NULL AND close_month NOT IN (SELECT month FROM period_close) ORDER BY id
+            """)
+    }
+
+    /// Resolved records with nothing that resolves them in the run named: a pending record is
+    /// resolved once every transaction it names is stored; a rejected order line by a later
+    /// valid line of its order that the run read; a rejected whole file (empty, not UTF-8, too
+    /// large, a bad header) by a later version of the same file that the run read. Any other
+    /// resolution (a rejected receipt, say) was written by hand, even through a run made up.
+    static func implausibleResolutions(_ db: Database) throws -> [String] {
+        let rows = try Row.fetchAll(db, sql: """
+            SELECT r.id, r.resolved_run_id, f.path, r.line, r.outcome, r.reason_code FROM source_record r
+            JOIN source_file f ON f.id = r.file_id
+            WHERE r.resolved_run_id IS NOT NULL AND NOT (
+                (r.outcome = 'pending'
+                 AND EXISTS (SELECT 1 FROM unverified_record_transaction u WHERE u.record_id = r.id)
+                 AND NOT EXISTS (SELECT 1 FROM unverified_record_transaction u WHERE u.record_id = r.id
+                                 AND NOT EXISTS (SELECT 1 FROM store_transaction t WHERE t.transaction_id = u.transaction_id)))
+                OR (r.outcome = 'rejected' AND f.kind = 'orders' AND r.order_id IS NOT NULL
+                    AND EXISTS (SELECT 1 FROM order_version v JOIN source_record r2 ON r2.id = v.record_id
+                                JOIN source_file f2 ON f2.id = r2.file_id
+                                WHERE v.order_id = r.order_id AND f2.run_id = r.resolved_run_id AND r2.id > r.id))
+                OR (r.outcome = 'rejected' AND (r.reason_code = 'EMPTY_FILE' OR r.reason_code = 'INVALID_UTF8'
+                                                OR r.reason_code = 'FILE_TOO_LARGE' OR r.reason_code = 'BAD_CSV')
+                    AND EXISTS (SELECT 1 FROM source_file f2 WHERE f2.path = f.path AND f2.run_id = r.resolved_run_id AND f2.id > f.id))
+            )
+            ORDER BY r.id LIMIT 11
+            """)
+        return rows.prefix(10).map { r in
+            "source record #\(r[0] as Int64) (\(r[2] as String):\(r[3] as Int64), \(r[4] as String)\((r[5] as String?).map { " " + $0 } ?? "")) is marked resolved by run \(r[1] as Int64), but nothing that run read resolves it (a verified record of each transaction it names, a later valid line of its order, a later whole version of its file): resolved by hand"
+        } + (rows.count > 10 ? ["... and more source records resolved by hand"] : [])
     }
 
     /// A seal row as stored.
@@ -271,15 +323,16 @@ extension LedgerReader {
 
     /// Each seal, checked again from the ledger as it stands: every problem found, and the
     /// seal the ledger's content gives now (nil when it has none).
-    public func checkSeals() throws -> (problems: [String], seals: Int, latest: String?, runSeals: [Int64: String]) {
-        guard try LedgerSeal.available(db) else { return ([], 0, nil, [:]) }
+    public func checkSeals() throws -> (problems: [String], seals: [LedgerSeal.Stored], latest: String?, runSeals: [Int64: String]) {
+        guard try LedgerSeal.available(db) else { return ([], [], nil, [:]) }
         let seals = try LedgerSeal.stored(db, sql: "ORDER BY id")
         var problems: [String] = []
         var previous = LedgerSeal.genesis, previousRunId: Int64 = 0, previousLast: Int64 = 0, previousId: Int64 = 0
         var runSeals: [Int64: String] = [:]
         var firstSealedRun: Int64? = nil
         for s in seals {
-            if s.id != previousId + 1 {
+            let afterGap = s.id != previousId + 1
+            if afterGap {
                 problems.append("seal\(s.id - 1 == previousId + 1 ? " #\(previousId + 1) is" : "s #\(previousId + 1) to #\(s.id - 1) are") missing (seal ids run on without a gap, and none is ever deleted)")
             }
             previousId = s.id
@@ -293,7 +346,10 @@ extension LedgerReader {
                 digest = try LedgerSeal.runDigest(db, runId: runId, previousRunId: previousRunId, previousLastRecordId: previousLast,
                                                   lastRecordId: last)
                 if digest == nil { problems.append("\(what) seals run \(runId), which the ledger no longer holds") }
-                else if digest != s.digest {
+                else if afterGap {
+                    // What it sealed began where the missing seal ended: not known here.
+                    problems.append("\(what) was not compared with what it sealed: the seal before it is missing (above), and with it where this one's records begin")
+                } else if digest != s.digest {
                     problems.append("\(what) does not match what it sealed: the run's counts or chain head, the config and rules it posted by, or the files, records (their text's hash, outcome, reason) and resolutions of records up to #\(last) were changed since it was written")
                 }
                 // A record the seal covers must belong to a file of the runs it seals.
@@ -320,15 +376,17 @@ extension LedgerReader {
             previous = s.seal
         }
         // What came after the first seal is sealed: every finished run, every close, every record.
-        if let first = firstSealedRun {
-            let unsealed = try Int64.fetchAll(db, sql: """
-                SELECT id FROM run WHERE finished_at IS NOT NULL AND id > ? AND id NOT IN (SELECT run_id FROM seal WHERE run_id IS NOT NULL) ORDER BY id
-                """, arguments: [first])
-            if !unsealed.isEmpty { problems.append("run\(unsealed.count == 1 ? "" : "s") \(unsealed.map(String.init).joined(separator: ", ")) finished with no seal (every run seals what it wrote since run \(first)): the seal was deleted") }
+        if firstSealedRun != nil {
+            let unsealed = try LedgerSeal.unsealedRuns(db)
+            problems += LedgerSeal.describeUnsealed(unsealed)
             let lastRecord = try Int64.fetchOne(db, sql: "SELECT max(id) FROM source_record") ?? 0
-            if lastRecord > previousLast { problems.append("records #\(previousLast + 1) to #\(lastRecord) are under no seal: written after the last run, by hand") }
-            problems += try LedgerSeal.resolutionsUnsealed(db, lastSealedRun: previousRunId)
+            if lastRecord > previousLast {
+                problems.append("records #\(previousLast + 1) to #\(lastRecord) are under no seal: "
+                    + (unsealed.contains { $0 > previousRunId } ? "the seal of the run that stored them is missing (above)" : "written after the last run, by hand"))
+            }
+            problems += try LedgerSeal.resolutionsUnsealed(db, lastSealedRun: previousRunId, unsealedRuns: Set(unsealed))
         }
+        problems += try LedgerSeal.implausibleResolutions(db)
         // Closes are forward only: those from the first seal on are sealed (a close recorded by
         // hand, past the seal, is named), those before it predate seals.
         if let first = seals.first {
@@ -343,6 +401,6 @@ extension LedgerReader {
                 problems.append("the close\(unsealed.count == 1 ? "" : "s") of \(unsealed.joined(separator: ", ")) \(unsealed.count == 1 ? "has" : "have") no seal (every close seals itself as it is recorded): recorded by hand, or its seal deleted")
             }
         }
-        return (problems, seals.count, seals.last?.seal, runSeals)
+        return (problems, seals, seals.last?.seal, runSeals)
     }
 }

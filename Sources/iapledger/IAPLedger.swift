@@ -397,6 +397,13 @@ struct Verify: ParsableCommand {
                 if report.runHeads.contains(where: { r in r.head.map { $0 != r.expected } ?? true }) {
                     print("* the run recorded another chain head: see the problems below")
                 }
+                if !report.sealList.isEmpty {
+                    print("seals, in order (each night's and each close's, to find one kept outside the ledger):")
+                    for s in report.sealList {
+                        let event = s.runId.map { "run \($0)" } ?? "close of \(s.closeMonth ?? "?")"
+                        print("  #\(String(s.id).padding(toLength: 5, withPad: " ", startingAt: 0)) \(event.padding(toLength: 20, withPad: " ", startingAt: 0)) \(s.seal)")
+                    }
+                }
             }
             if report.ok {
                 print("verify: OK: \(report.entries) entries in an unbroken hash chain (head \(report.chainHead)), \(report.rederived) re-derived from their source records, \(report.runs) run\(report.runs == 1 ? "" : "s") with \(report.runs == 1 ? "its chain head" : "their chain heads"), \(report.records) source records hashing as when read, the schema's triggers and keys as created, every entry and every book balanced, the month totals equal to the postings\(report.seal.map { ", \(report.seals) seal\(report.seals == 1 ? " matching what it sealed" : "s matching what they sealed") (latest \($0))" } ?? "")")

@@ -746,9 +746,23 @@ final class VerifyTests: XCTestCase {
         try tamper(past: "run_finished_no_update", "UPDATE run SET records_rejected = 0, records_verified = records_verified + 1 WHERE id = 2")
         XCTAssertTrue(try problems().contains { $0.hasPrefix(run2) })
         try restore()
-        // The close deleted: its seal names it.
+        // A night made up, no trigger dropped: a run row inserted, the rejected record resolved
+        // by it, the run finished and sealed as a night would. Nothing that run read resolves it.
+        try DatabaseQueue(path: dbPath).write { d in
+            try d.execute(sql: "INSERT INTO run (id, as_of, started_at, tool_version) VALUES (3, '2026-10-09', 'x', 'x')")
+            try d.execute(sql: String(format: resolve, 3))
+            try d.execute(sql: "UPDATE run SET finished_at = 'x', chain_head = (SELECT hash FROM entry ORDER BY id DESC LIMIT 1) WHERE id = 3")
+            let w = LedgerWriter(db: d)
+            try w.sealRun(3)
+        }
+        let madeUp = try problems()
+        XCTAssertTrue(madeUp.contains { $0.hasPrefix("source record #\(rejected) (inbox/receipts/other-app.jsonl:1, rejected WRONG_BUNDLE_ID) is marked resolved by run 3, but nothing that run read resolves it") }, "\(madeUp)")
+        XCTAssertThrowsError(try ws.run("2026-10-10")) { XCTAssertTrue("\($0)".contains("nothing that run read resolves it"), "\($0)") }
+        try restore()
+        // The close deleted: its seal names it, and no night reopens the month.
         try tamper(past: "period_close_no_delete", "DELETE FROM period_close")
         XCTAssertTrue(try problems().contains { $0 == "the seal of the close of 2026-09 (#3) seals a close the ledger no longer holds: it was deleted" })
+        XCTAssertThrowsError(try ws.run("2026-10-09")) { XCTAssertTrue("\($0)".contains("its close of 2026-09 is gone though sealed"), "\($0)") }
         // Deleted with its seal, triggers put back: the ledger holds together, but its latest
         // seal is no longer the one `close` printed.
         try tamper(past: "seal_no_delete", "DELETE FROM seal WHERE close_month IS NOT NULL")
