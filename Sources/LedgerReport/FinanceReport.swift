@@ -269,7 +269,8 @@ public struct FinanceReport {
                       .integer(Int64($0.records)), .integer(Int64($0.newRecords))])
         } + (summary?.inputs ?? []).map {
             // The config and rules the run posted by, fingerprinted as read (sealed with the run).
-            SheetRow([.text($0.path), .text($0.path.hasPrefix("rules/") ? "rules" : "config"), .text($0.sha256), .empty, .empty, .empty])
+            SheetRow([.text($0.path), .text($0.path.hasPrefix("rules/") ? "rules" : $0.path.hasPrefix("trusted root: ") ? "trusted root (certificate SHA-256)" : "config"),
+                      .text($0.sha256), .empty, .empty, .empty])
         }
         // What was open on the as-of date (a month-end set written again later lists neither
         // records read nor findings made after it).

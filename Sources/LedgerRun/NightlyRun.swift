@@ -124,7 +124,8 @@ public struct NightlyRun {
                 + "nights run as of \(closed.month.next.firstDay) or later, and a closed month's workbooks are written again by `iapledger report --period \(closed.month)`")
         }
         let verifier = ReceiptVerifier(bundleIds: config.bundleIds)
-        let signedVerifier = try Self.signedDataVerifier(config: config, workspace: workspace)
+        let roots = try Self.trustedRoots(config: config, workspace: workspace)
+        let signedVerifier = try SignedDataVerifier(trustedRootsDER: roots.map(\.der), bundleIds: config.bundleIds)
 
         let orderFiles = try workspace.inboxFiles(InboxFolder.orders.folder, extensions: InboxFolder.orders.extensions)
         let receiptFiles = try workspace.inboxFiles(InboxFolder.receipts.folder, extensions: InboxFolder.receipts.extensions)
@@ -145,7 +146,8 @@ public struct NightlyRun {
             let runId = try w.beginRun(asOf: asOf, toolVersion: Self.toolVersion, startedAt: Self.timestamp())
             // What the night posts by, fingerprinted as read (sealed with the run).
             try w.recordInputs(runId: runId, (config.sourceSHA256.map { [("iapledger.toml", $0)] } ?? [])
-                                + rules.sourceSHA256.sorted { $0.key < $1.key }.map { ("rules/" + $0.key, $0.value) })
+                                + rules.sourceSHA256.sorted { $0.key < $1.key }.map { ("rules/" + $0.key, $0.value) }
+                                + roots.map { ("trusted root: " + $0.name, Hashing.sha256Hex($0.der)) })
             let reconciler = Reconciler(products: rules.products)
             try w.skipTouchedKeysIfReconcilingAll(reconciler, runId: runId)
             // Closed periods first: a config that would reopen a month stops the run here, and the
@@ -465,16 +467,22 @@ public struct NightlyRun {
 
     /// The verifier of signed data: Apple Root CA - G3 plus the config's `trusted_roots`.
     static func signedDataVerifier(config: WorkspaceConfig, workspace: Workspace) throws -> SignedDataVerifier {
-        var roots = [try SignedDataVerifier.appleRootCAG3()]
+        try SignedDataVerifier(trustedRootsDER: trustedRoots(config: config, workspace: workspace).map(\.der), bundleIds: config.bundleIds)
+    }
+
+    /// The roots signed data is verified to: Apple Root CA - G3 (built in), then the config's
+    /// `trusted_roots`, each named and as DER (its SHA-256 is the certificate's fingerprint).
+    static func trustedRoots(config: WorkspaceConfig, workspace: Workspace) throws -> [(name: String, der: Data)] {
+        var roots = [("Apple Root CA - G3 (built in)", try SignedDataVerifier.appleRootCAG3())]
         for path in config.trustedRoots {
             let url = path.hasPrefix("/") ? URL(fileURLWithPath: path) : workspace.root.appendingPathComponent(path)
             do {
-                roots.append(try SignedDataVerifier.loadCertificateFile(url))
+                roots.append((path, try SignedDataVerifier.loadCertificateFile(url)))
             } catch {
                 throw ReadError.file(url.path, "trusted_roots: \(error)")
             }
         }
-        return try SignedDataVerifier(trustedRootsDER: roots, bundleIds: config.bundleIds)
+        return roots
     }
 
     /// The current time as an ISO 8601 UTC timestamp (`2026-10-02T09:00:00Z`).

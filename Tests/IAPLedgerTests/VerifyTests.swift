@@ -3,6 +3,7 @@ import XCTest
 @testable import LedgerCore
 @testable import LedgerRun
 @testable import LedgerStore
+import LedgerVerify
 
 /// `iapledger verify`: invariants, the hash chain, re-derivation from source records.
 final class VerifyTests: XCTestCase {
@@ -693,7 +694,11 @@ final class VerifyTests: XCTestCase {
         XCTAssertEqual(r.seal, closeSeal)
         XCTAssertEqual(r.runSeals[2], night2.totals.seal, "the seal the night printed")
         XCTAssertEqual(try rows("SELECT path FROM run_input WHERE run_id = 2 ORDER BY path").map { $0[0] },
-                       ["iapledger.toml", "rules/fx.csv", "rules/prices.csv", "rules/products.csv", "rules/storefronts.csv"])
+                       ["iapledger.toml", "rules/fx.csv", "rules/prices.csv", "rules/products.csv", "rules/storefronts.csv",
+                        "trusted root: Apple Root CA - G3 (built in)"])
+        // A root's entry is its certificate's fingerprint, the SHA-256 of its DER.
+        XCTAssertEqual(try rows("SELECT sha256 FROM run_input WHERE run_id = 2 AND path LIKE 'trusted root:%'"),
+                       [[Hashing.sha256Hex(try SignedDataVerifier.appleRootCAG3())]])
 
         let saved = dbPath + ".saved"
         try FileManager.default.copyItem(atPath: dbPath, toPath: saved)
