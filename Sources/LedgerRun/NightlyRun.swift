@@ -244,6 +244,7 @@ public struct NightlyRun {
         var workbooksFailed: Error? = nil
         do {
             files = try ReportSet.write(sets, progress: progress)
+            try ReportFile.register(files, workspace: workspace, ledger: ledger, runId: runId)
         } catch {
             // The ledger is committed; only files under reports/ are missing (none half-written).
             // The night's summary is still said, with the error.

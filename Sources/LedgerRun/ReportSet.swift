@@ -1,6 +1,7 @@
 import Foundation
 import LedgerCore
 import LedgerReport
+import LedgerRead
 import LedgerStore
 import LedgerWrite
 
@@ -133,6 +134,21 @@ public struct ReportFile: Equatable {
     public var kept: Bool = false
 }
 
+extension ReportFile {
+    /// Registers the files written (not those kept as they were) in the ledger: path, SHA-256
+    /// of the bytes on disk, size, when, and the night (`runId`) or `report` (nil) that wrote them.
+    static func register(_ files: [ReportFile], workspace: Workspace, ledger: Ledger, runId: Int64?) throws {
+        var entries: [(path: String, sha256: String, sizeBytes: Int64)] = []
+        for f in files where !f.kept {
+            let (sha, size) = try LineReader.hash(f.url.path)
+            entries.append((workspace.relative(f.url), sha, Int64(size)))
+        }
+        guard !entries.isEmpty else { return }
+        let at = NightlyRun.timestamp()
+        try ledger.write { w in try w.registerReportFiles(entries, writtenAt: at, runId: runId) }
+    }
+}
+
 /// Job results shared by the writing threads.
 final class JobResults: @unchecked Sendable {
     private let lock = NSLock()
@@ -204,6 +220,12 @@ public enum PeriodReport {
         let asOf = try day(try ledger.read { try $0.lastAsOf() })
         workspace.removeStaleTempFiles()
         let files = try ReportSet(ledger: ledger, config: config, asOf: asOf, runId: nil, workspace: workspace, layouts: layouts).writeAll()
+        // Registered in the ledger when it can be written and registers them (a copy of the
+        // ledger kept read-only, or one no night has upgraded yet, is left as it is).
+        if let writable = try? Ledger(path: ledger.path, readOnly: false, migrate: false),
+           (try? writable.read { try $0.registersReportFiles() }) == true {
+            try ReportFile.register(files, workspace: workspace, ledger: writable, runId: nil)
+        }
         return (asOf, files)
     }
 }

@@ -16,7 +16,9 @@ public final class Ledger {
     public let path: String
 
     /// Opens (creating if needed) the ledger at `path` and brings its schema up to date.
-    public init(path: String, readOnly: Bool = false) throws {
+    /// `migrate` false opens a writable ledger as its schema stands (`report` registering the
+    /// files it wrote does not upgrade a ledger; a night does).
+    public init(path: String, readOnly: Bool = false, migrate: Bool = true) throws {
         _ = Self.sqliteTuned
         self.path = path
         var config = Configuration()
@@ -32,7 +34,7 @@ public final class Ledger {
         } catch let e as DatabaseError {
             throw StoreError(message: "\(path): cannot open the ledger database: \(e.message ?? e.description)\(Self.advice(e))")
         }
-        if !readOnly { try Self.migrate(queue, path: path) }
+        if !readOnly && migrate { try Self.migrate(queue, path: path) }
     }
 
     /// Process-wide SQLite settings, made once before the first connection opens (SQLite takes

@@ -588,6 +588,28 @@ enum Schema {
                 CREATE INDEX source_record_resolved ON source_record(resolved_run_id) WHERE resolved_run_id IS NOT NULL;
                 """)
         }
+        // Every workbook and export written under reports/ is registered as written (its path,
+        // SHA-256, size, when, by which night or `report`), never changed or deleted: a file
+        // finance or an auditor holds can be checked against it (`verify --workbook`), and the
+        // versions written over by later ones stay known.
+        m.registerMigration("v23-report-files", foreignKeyChecks: .immediate) { db in
+            try db.execute(sql: """
+                CREATE TABLE report_file (
+                    id INTEGER PRIMARY KEY,
+                    path TEXT NOT NULL,
+                    sha256 TEXT NOT NULL,
+                    size_bytes INTEGER NOT NULL,
+                    written_at TEXT NOT NULL,
+                    run_id INTEGER REFERENCES run(id),
+                    written_by TEXT NOT NULL CHECK (written_by = 'run' OR written_by = 'report')
+                ) STRICT;
+                CREATE INDEX report_file_sha256 ON report_file(sha256);
+                CREATE TRIGGER report_file_no_update BEFORE UPDATE ON report_file
+                    BEGIN SELECT RAISE(ABORT, 'a registered report file is never changed'); END;
+                CREATE TRIGGER report_file_no_delete BEFORE DELETE ON report_file
+                    BEGIN SELECT RAISE(ABORT, 'registered report files are never removed'); END;
+                """)
+        }
         return m
     }
 

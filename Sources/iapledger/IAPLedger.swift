@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LedgerCore
+import LedgerRead
 import LedgerRun
 import LedgerStore
 import LedgerReconcile
@@ -383,9 +384,33 @@ struct Verify: ParsableCommand {
     @OptionGroup var ws: WorkspaceOption
     @Flag(help: "Also list every finished run with the chain head its entries give now, to compare with the head that night printed and wrote on its Run Info sheet.")
     var runs = false
+    @Option(name: .customLong("workbook"), parsing: .upToNextOption,
+            help: "Only check these files (a workbook or journal export someone holds): whether iapledger wrote them as they are, when and for which night.")
+    var workbooks: [String] = []
 
     func run() throws {
         try runReporting {
+            if !workbooks.isEmpty {
+                let (_, ledger) = try Workspace(ws.url).openExistingLedger()
+                guard try ledger.read({ try $0.registersReportFiles() }) else {
+                    throw StoreError(message: "\(ledger.path): this ledger registers no report files yet (its next night upgrades it)")
+                }
+                var unknown = 0
+                for path in workbooks {
+                    let (sha, _) = try LineReader.hash(path)
+                    let found = try ledger.read { try $0.reportFiles(sha256: sha) }
+                    if found.isEmpty {
+                        unknown += 1
+                        print("\(TerminalText.visible(path)): NOT written by iapledger as it is (SHA-256 \(sha) matches no file this ledger registered): changed since it was written, or not from this workspace")
+                    } else {
+                        for f in found {
+                            print("\(TerminalText.visible(path)): written as \(TerminalText.visible(f.path)) at \(f.writtenAt) by \(f.runId.map { "night run \($0)" } ?? "`iapledger report`") (SHA-256 \(sha))")
+                        }
+                    }
+                }
+                if unknown > 0 { throw ExitCode.failure }
+                return
+            }
             let report = try Audit(workspace: Workspace(ws.url)).run()
             if runs {
                 print("run  as of       finished at           last entry  chain head now                                                    seal")

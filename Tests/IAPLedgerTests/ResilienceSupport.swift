@@ -21,7 +21,9 @@ enum Resilience {
         let ledger = try Ledger(path: path)
         return try ledger.read { r in
             var out: [String: [String]] = [:]
-            let tables = try r.rawRows("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").map { $0[0] }
+            // report_file is a log of the files written under reports/: when, and as often as
+            // they were written (a killed run's next run writes them again).
+            let tables = try r.rawRows("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name <> 'report_file' ORDER BY name").map { $0[0] }
             for table in tables {
                 let columns = try r.rawRows("SELECT name FROM pragma_table_info('\(table)') ORDER BY cid").map { $0[0] }
                 let kept = columns.filter { !wallClockColumns.contains("\(table).\($0)") }

@@ -310,6 +310,42 @@ final class TraceAndCLITests: XCTestCase {
             try $0.rawRows("SELECT month, closed_by FROM period_close") }, [["2026-09", "unknown"], ["2026-10", "carol (controller)"]])
     }
 
+    /// Every workbook and export written is registered in the ledger (path, SHA-256, size,
+    /// when, by which night or `report`): `verify --workbook` tells a file finance holds as
+    /// written, or not, and a version written over by `report` stays known.
+    func testWorkbooksAreRegisteredAndVerifyTellsAFileAsWritten() throws {
+        try ws.write("inbox/receipts/day.jsonl", Receipt.response([Receipt.item("4401", purchased: "2026-10-03T10:00:00Z")]) + "\n")
+        XCTAssertEqual(try cli(["run", "--workspace", ws.root.path, "--as-of", "2026-10-31", "--no-progress"]).status, 0)
+        let finance = ws.root.appendingPathComponent("reports/2026-10-31/finance-2026-10-31.xlsx")
+        let db = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path, readOnly: true)
+        let registered = try db.read { try $0.rawRows("SELECT path, sha256, size_bytes, run_id, written_by FROM report_file ORDER BY path") }
+        XCTAssertEqual(registered.map { $0[0] }, ["reports/2026-10-31/finance-2026-10-31.xlsx", "reports/2026-10-31/reconciliation-2026-10-31.xlsx",
+                                                 "reports/2026-10-31/sandbox-2026-10-31.xlsx"])
+        let bytes = try Data(contentsOf: finance)
+        XCTAssertEqual(registered[0], ["reports/2026-10-31/finance-2026-10-31.xlsx", Hashing.sha256Hex(bytes), "\(bytes.count)", "1", "run"])
+
+        let held = ws.root.appendingPathComponent("held.xlsx")
+        try bytes.write(to: held)
+        let genuine = try cli(["verify", "--workspace", ws.root.path, "--workbook", held.path])
+        XCTAssertEqual(genuine.status, 0, genuine.err)
+        XCTAssertTrue(genuine.out.contains("written as reports/2026-10-31/finance-2026-10-31.xlsx at ") && genuine.out.contains("by night run 1"), genuine.out)
+        var edited = bytes
+        edited.append(0x0A)
+        try edited.write(to: held)
+        let changed = try cli(["verify", "--workspace", ws.root.path, "--workbook", held.path])
+        XCTAssertEqual(changed.status, 1)
+        XCTAssertTrue(changed.out.contains("NOT written by iapledger as it is"), changed.out)
+
+        // `report` writes the set again (after a close, Run Info says so): registered beside it.
+        XCTAssertEqual(try cli(["close", "2026-10", "--workspace", ws.root.path, "--as-of", "2026-11-01", "--by", "carol"]).status, 0)
+        XCTAssertEqual(try cli(["report", "--workspace", ws.root.path, "--period", "2026-10"]).status, 0)
+        let versions = try db.read { try $0.reportFiles(path: "reports/2026-10-31/finance-2026-10-31.xlsx") }
+        XCTAssertEqual(versions.map(\.writtenBy), ["run", "report"])
+        XCTAssertNotEqual(versions[0].sha256, versions[1].sha256, "the close changed its Run Info")
+        try bytes.write(to: held)
+        XCTAssertEqual(try cli(["verify", "--workspace", ws.root.path, "--workbook", held.path]).status, 0, "the version written over is still known")
+    }
+
     /// The README's trace example is only an example: a demo's ids change with its as-of date.
     /// The demo names two of its own, a refunded sale and the order that credited it, and
     /// `trace` finds both.
