@@ -246,6 +246,10 @@ public struct NightlyRun {
             files = try ReportSet.write(sets, progress: progress)
             try ReportFile.register(files, workspace: workspace, ledger: ledger, runId: runId)
         } catch {
+            // Those written whole before the failure are in place: registered all the same.
+            if let partly = error as? SetsPartlyWritten {
+                try? ReportFile.register(partly.written, workspace: workspace, ledger: ledger, runId: runId)
+            }
             // The ledger is committed; only files under reports/ are missing (none half-written).
             // The night's summary is still said, with the error.
             workbooksFailed = error

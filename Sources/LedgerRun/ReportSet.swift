@@ -115,7 +115,7 @@ struct ReportSet {
                 }
             }
         }
-        if let error = results.error { throw error }
+        if let error = results.error { throw SetsPartlyWritten(written: results.files.flatMap { $0 }, error: error) }
         for (i, job) in jobs.enumerated() {
             progress.record(.init(name: "  " + job.name, seconds: results.seconds[i], count: 0, unit: "",
                                   peakBytes: 0, inTotal: false))
@@ -129,6 +129,14 @@ struct ReportSet {
 
 /// A file of a set under `reports/`: written by this run, or kept as it was (a journal export
 /// whose entries and columns are unchanged since it was written).
+/// Writing sets failed: the error, and the files that were written whole before it (in place
+/// under reports/, registered all the same).
+public struct SetsPartlyWritten: Error, CustomStringConvertible {
+    public var written: [ReportFile]
+    public var error: Error
+    public var description: String { "\(error)" }
+}
+
 public struct ReportFile: Equatable {
     public var url: URL
     public var kept: Bool = false
@@ -188,7 +196,7 @@ final class JobResults: @unchecked Sendable {
 /// included: the books as of the month's last day (or the last night's date, for the month
 /// still running), into `reports/<that date>/`.
 public enum PeriodReport {
-    public static func write(workspace: Workspace, period: Month) throws -> (asOf: Day, files: [ReportFile]) {
+    public static func write(workspace: Workspace, period: Month) throws -> (asOf: Day, files: [ReportFile], note: String?) {
         try write(workspace: workspace) { lastNight in
             var asOf = period.lastDay
             if let last = lastNight, last < asOf { asOf = last }
@@ -202,16 +210,17 @@ public enum PeriodReport {
     /// `iapledger report --as-of YYYY-MM-DD`: the set of a day up to the last night, into
     /// `reports/<day>/` (a night's own, with its Run Info, when a night ran as of that day): a
     /// night whose workbooks failed after its commit gets them back after a later night ran.
-    public static func write(workspace: Workspace, asOf day: Day) throws -> [ReportFile] {
-        try write(workspace: workspace) { lastNight in
+    public static func write(workspace: Workspace, asOf day: Day) throws -> (files: [ReportFile], note: String?) {
+        let r = try write(workspace: workspace) { lastNight in
             guard let last = lastNight, day <= last else {
                 throw StoreError(message: "\(day) is after the last night (\(lastNight.map(\.description) ?? "none")): a night's workbooks are written by `iapledger run --as-of \(day)`")
             }
             return day
-        }.files
+        }
+        return (r.files, r.note)
     }
 
-    static func write(workspace: Workspace, day: (Day?) throws -> Day) throws -> (asOf: Day, files: [ReportFile]) {
+    static func write(workspace: Workspace, day: (Day?) throws -> Day) throws -> (asOf: Day, files: [ReportFile], note: String?) {
         let layouts = try workspace.loadLayouts()
         // Not beside a night writing the same sets (the last rename would win, file by file).
         let lock = try RunLock(url: workspace.lockURL)
@@ -219,13 +228,28 @@ public enum PeriodReport {
         let (config, ledger) = try workspace.openExistingLedger()
         let asOf = try day(try ledger.read { try $0.lastAsOf() })
         workspace.removeStaleTempFiles()
-        let files = try ReportSet(ledger: ledger, config: config, asOf: asOf, runId: nil, workspace: workspace, layouts: layouts).writeAll()
         // Registered in the ledger when it can be written and registers them (a copy of the
         // ledger kept read-only, or one no night has upgraded yet, is left as it is).
-        if let writable = try? Ledger(path: ledger.path, readOnly: false, migrate: false),
-           (try? writable.read { try $0.registersReportFiles() }) == true {
-            try ReportFile.register(files, workspace: workspace, ledger: writable, runId: nil)
+        func register(_ files: [ReportFile]) -> String? {
+            guard !files.isEmpty else { return nil }
+            do {
+                let writable = try Ledger(path: ledger.path, readOnly: false, migrate: false)
+                guard try writable.read({ try $0.registersReportFiles() }) else {
+                    return "not registered: this ledger registers no report files yet (its next night upgrades it)"
+                }
+                try ReportFile.register(files, workspace: workspace, ledger: writable, runId: nil)
+                return nil
+            } catch {
+                return "not registered in the ledger (\(error)); `verify --workbook` will not know them"
+            }
         }
-        return (asOf, files)
+        let files: [ReportFile]
+        do {
+            files = try ReportSet(ledger: ledger, config: config, asOf: asOf, runId: nil, workspace: workspace, layouts: layouts).writeAll()
+        } catch let partly as SetsPartlyWritten {
+            _ = register(partly.written)
+            throw partly.error
+        }
+        return (asOf, files, register(files))
     }
 }

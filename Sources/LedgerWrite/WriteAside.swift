@@ -11,12 +11,19 @@ import LedgerCore
 public enum WriteAside {
     /// The temp file for `url`, its folder created if needed.
     public static func tempURL(for url: URL, in tempDirectory: URL?) throws -> URL {
-        let fm = FileManager.default
-        try fm.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        func folder(_ dir: URL) throws {
+            do {
+                try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            } catch {
+                throw WriteError(message: "\(dir.path): cannot make the folder for \(url.lastPathComponent): \(describe(error))"
+                    + " (a file of that name in the way?)")
+            }
+        }
+        try folder(url.deletingLastPathComponent())
         guard let dir = tempDirectory else {
             return url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(getpid()).partial")
         }
-        try fm.createDirectory(at: dir, withIntermediateDirectories: true)
+        try folder(dir)
         return dir.appendingPathComponent("\(url.lastPathComponent).\(getpid()).partial")
     }
 

@@ -397,7 +397,12 @@ struct Verify: ParsableCommand {
                 }
                 var unknown = 0
                 for path in workbooks {
-                    let (sha, _) = try LineReader.hash(path)
+                    let sha: String
+                    do { sha = try LineReader.hash(path).sha256 } catch {
+                        unknown += 1
+                        print("\(TerminalText.visible(path)): \(error)")
+                        continue
+                    }
                     let found = try ledger.read { try $0.reportFiles(sha256: sha) }
                     if found.isEmpty {
                         unknown += 1
@@ -459,15 +464,17 @@ struct Report: ParsableCommand {
         try runReporting {
             if let asOf {
                 guard let day = Day(iso: asOf) else { throw ValidationError("--as-of must be a date YYYY-MM-DD, got \(asOf)") }
-                let files = try PeriodReport.write(workspace: Workspace(ws.url), asOf: day)
+                let (files, note) = try PeriodReport.write(workspace: Workspace(ws.url), asOf: day)
                 print("iapledger report as of \(day): the books as of \(day)")
                 for f in files { printReportFile(f.url, kept: f.kept) }
+                if let note { print("  note: the files were written, \(note)") }
                 return
             }
             guard let period, let month = Month(iso: period) else { throw ValidationError("--period must be a month YYYY-MM, got \(period ?? "")") }
-            let (asOf, files) = try PeriodReport.write(workspace: Workspace(ws.url), period: month)
+            let (asOf, files, note) = try PeriodReport.write(workspace: Workspace(ws.url), period: month)
             print("iapledger report \(month): the books as of \(asOf)")
             for f in files { printReportFile(f.url, kept: f.kept) }
+            if let note { print("  note: the files were written, \(note)") }
         }
     }
 }

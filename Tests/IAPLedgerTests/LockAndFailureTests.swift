@@ -220,6 +220,8 @@ final class LockAndFailureTests: XCTestCase {
             XCTAssertNotNil(failed.result.totals.seal)
             XCTAssertFalse(failed.message.contains("\n"), failed.message)
             XCTAssertTrue(failed.message.contains("iapledger report --as-of 2026-10-08"), failed.message)
+            XCTAssertTrue(failed.message.contains("reports/2026-10-08: cannot make the folder for "), failed.message)
+            XCTAssertFalse(failed.message.contains("NSCocoaErrorDomain"), failed.message)
         }
         try FileManager.default.removeItem(at: ws.root.appendingPathComponent("reports/2026-10-08"))
         try ws.run("2026-10-09")
@@ -231,7 +233,7 @@ final class LockAndFailureTests: XCTestCase {
         let staleName = "reports/2026-10-09/.finance-2026-10-09.xlsx.\(dead.processIdentifier).partial"
         let stale = ws.root.appendingPathComponent(staleName)
         try ws.write(staleName, "half")
-        let files = try PeriodReport.write(workspace: ws.workspace, asOf: Day(iso: "2026-10-08")!)
+        let files = try PeriodReport.write(workspace: ws.workspace, asOf: Day(iso: "2026-10-08")!).files
         XCTAssertEqual(files.map(\.url.lastPathComponent), ["finance-2026-10-08.xlsx", "sandbox-2026-10-08.xlsx", "reconciliation-2026-10-08.xlsx"])
         XCTAssertFalse(FileManager.default.fileExists(atPath: stale.path), "the dead process's partial copy is removed")
         let info = try XCTUnwrap(try XLSXReader.sheets(ws.root.appendingPathComponent("reports/2026-10-08/finance-2026-10-08.xlsx"))["Run Info"])
@@ -248,6 +250,37 @@ final class LockAndFailureTests: XCTestCase {
         defer { held.release() }
         XCTAssertThrowsError(try PeriodReport.write(workspace: ws.workspace, asOf: Day(iso: "2026-10-08")!)) {
             XCTAssertTrue("\($0)".contains("another iapledger run is in progress"), "\($0)")
+        }
+    }
+
+    /// A night whose sets fail part way registers the files it did write whole (they are in
+    /// place under reports/): here its Sandbox workbook's name is taken by a folder, and its
+    /// finance workbook, written before, is registered as the night's.
+    func testWorkbooksWrittenBeforeAFailureAreRegistered() throws {
+        try ws.run("2026-10-07")
+        try FileManager.default.createDirectory(at: ws.root.appendingPathComponent("reports/2026-11-02/sandbox-2026-11-02.xlsx"),
+                                                withIntermediateDirectories: true)
+        XCTAssertThrowsError(try ws.run("2026-11-02")) { XCTAssertTrue($0 is WorkbooksNotWritten, "\($0)") }
+        let registered = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path, readOnly: true).read {
+            try $0.rawRows("SELECT path, run_id FROM report_file WHERE run_id = 2 ORDER BY path") }
+        XCTAssertTrue(registered.contains(["reports/2026-11-02/finance-2026-11-02.xlsx", "2"]), "\(registered)")
+        XCTAssertFalse(registered.contains { $0[0].hasSuffix("sandbox-2026-11-02.xlsx") }, "\(registered)")
+    }
+
+    /// `report` writes the workbooks even when it cannot register them in the ledger (here a
+    /// writer holds the ledger longer than a connection waits), and says so.
+    func testAReportThatCannotRegisterItsFilesWritesThemAndSaysSo() throws {
+        try ws.run("2026-10-07")
+        let timeout = Ledger.busyTimeoutSeconds
+        Ledger.busyTimeoutSeconds = 0.2
+        defer { Ledger.busyTimeoutSeconds = timeout }
+        let holder = try DatabaseQueue(path: ws.root.appendingPathComponent("ledger.sqlite").path)
+        try holder.writeWithoutTransaction { d in
+            try d.execute(sql: "BEGIN IMMEDIATE")
+            let r = try PeriodReport.write(workspace: ws.workspace, asOf: Day(iso: "2026-10-07")!)
+            XCTAssertEqual(r.files.count, 3)
+            XCTAssertTrue(r.note?.hasPrefix("not registered in the ledger (") == true, "\(r.note ?? "nil")")
+            try d.execute(sql: "ROLLBACK")
         }
     }
 

@@ -335,6 +335,10 @@ final class TraceAndCLITests: XCTestCase {
         let changed = try cli(["verify", "--workspace", ws.root.path, "--workbook", held.path])
         XCTAssertEqual(changed.status, 1)
         XCTAssertTrue(changed.out.contains("NOT written by iapledger as it is"), changed.out)
+        // A file that cannot be read is said, and the others are still checked.
+        let two = try cli(["verify", "--workspace", ws.root.path, "--workbook", "/nonexistent.xlsx", finance.path])
+        XCTAssertEqual(two.status, 1)
+        XCTAssertTrue(two.out.contains("/nonexistent.xlsx: ") && two.out.contains("\(finance.path): written as"), two.out)
 
         // `report` writes the set again (after a close, Run Info says so): registered beside it.
         XCTAssertEqual(try cli(["close", "2026-10", "--workspace", ws.root.path, "--as-of", "2026-11-01", "--by", "carol"]).status, 0)
