@@ -41,6 +41,12 @@ public enum Currency {
         return Int64(exactly: Int128(value.mantissa) * pow10(e - value.scale))
     }
 
+    /// An App Store Server API price in milliunits as minor units of a currency with `exponent`
+    /// decimals, half to even (accounting.md: `minor = price * 10^exponent / 1000`).
+    public static func minorUnits(milliunits: Int64, exponent: Int) -> Int64 {
+        roundHalfEven(Int128(milliunits) * pow10(exponent), 1000)
+    }
+
     /// Formats minor units as major-unit text with the currency's decimals (`-12.30`, `1500`, `0.300`).
     public static func format(minor: Int64, currency code: String) -> String {
         ExactDecimal(mantissa: minor, scale: exponent(code) ?? 2).description

@@ -126,6 +126,14 @@ public struct TransactionObservation: Sendable, Equatable {
     }
 
     public var purchaseDay: Day { Day(epochMilliseconds: purchaseMs) }
+
+    /// Its own price (signed) as a gross in minor units of its own currency, or of the fewest
+    /// decimals without one; nil without a price. A gross of 0 is a free purchase.
+    public var ownGrossMinor: Int64? {
+        priceMilliunits.map {
+            Currency.minorUnits(milliunits: $0, exponent: currency.flatMap { Currency.exponent(Currency.isoUppercased($0)) } ?? 0)
+        }
+    }
 }
 
 /// One posting of an entry: debit positive, credit negative, in minor units of `currency`,

@@ -76,7 +76,7 @@ public struct Poster {
             grossMinor = 0
             priceSource = "free trial period"
         } else if let milli = t.priceMilliunits {
-            grossMinor = roundHalfEven(Int128(milli) * pow10(exponent), 1000)
+            grossMinor = Currency.minorUnits(milliunits: milli, exponent: exponent)
             priceSource = "signed price \(milli) milliunits"
         } else {
             guard let price = rules.price(product: t.productId, storefront: storefrontCode, on: day) else {

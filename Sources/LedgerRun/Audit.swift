@@ -365,7 +365,7 @@ public struct Audit {
               let exponent = Currency.exponent(e.figures.currency) else { return "its recorded rules cannot be read" }
         let gross: Int64
         if obs.isFreeTrial { gross = 0 }
-        else if let milli = obs.priceMilliunits { gross = roundHalfEven(Int128(milli) * pow10(exponent), 1000) }
+        else if let milli = obs.priceMilliunits { gross = Currency.minorUnits(milliunits: milli, exponent: exponent) }
         else if let unitText = r.unitPrice, let unit = ExactDecimal(unitText),
                 let unitMinor = Currency.minorUnits(ofMajor: unit, currency: e.figures.currency) { gross = unitMinor * obs.quantity }
         else { return "its recorded rules name no unit price" }
@@ -447,8 +447,7 @@ public struct Audit {
     /// have) in force on its purchase day, in any storefront (its order's may have given it).
     static func whyNotFree(_ t: TransactionObservation, rules: () throws -> Rules) -> String? {
         if t.isFreeTrial { return nil }
-        if let milli = t.priceMilliunits {
-            let gross = roundHalfEven(Int128(milli) * pow10(t.currency.flatMap { Currency.exponent(Currency.isoUppercased($0)) } ?? 0), 1000)
+        if let milli = t.priceMilliunits, let gross = t.ownGrossMinor {
             if gross == 0 { return nil }
             return "its signed price, \(milli) milliunits\(t.currency.map { " of \($0)" } ?? ""), is a gross of \(gross) minor unit\(gross == 1 ? "" : "s")"
         }

@@ -1233,7 +1233,7 @@ struct Ingest {
         case "posted":
             guard let booked = try writer.entry(book: e.book, transactionId: t.transactionId, kind: .sale) else { return false }
             let currency = Currency.isoUppercased(t.currency ?? booked.figures.currency)
-            let own = t.priceMilliunits.map { roundHalfEven(Int128($0) * pow10(Currency.exponent(currency) ?? 2), 1000) }
+            let own = t.priceMilliunits.map { Currency.minorUnits(milliunits: $0, exponent: Currency.exponent(currency) ?? 2) }
             guard (t.storefront.map { Currency.isoUppercased($0) != booked.storefront } ?? false)
                     || currency != booked.figures.currency || (own.map { $0 != booked.figures.grossMinor } ?? false) else { return false }
             func amount(_ minor: Int64, _ currency: String) -> String { Currency.format(minor: minor, currency: currency) + " " + currency }
@@ -1271,12 +1271,7 @@ struct Ingest {
         // Free by the record itself: a trial or shared access, or (signed) a price that is no
         // minor unit of its currency, as the night decides a gross of zero: Apple signs a free
         // trial as an offer (`FREE_TRIAL`) at price 0.
-        func free(_ o: TransactionObservation) -> Bool {
-            if o.isFreeTrial { return true }
-            guard let milli = o.priceMilliunits else { return false }
-            let exponent = o.currency.flatMap { Currency.exponent(Currency.isoUppercased($0)) } ?? 0
-            return roundHalfEven(Int128(milli) * pow10(exponent), 1000) == 0
-        }
+        func free(_ o: TransactionObservation) -> Bool { o.isFreeTrial || o.ownGrossMinor == 0 }
         if free(a) != free(b) { out.append(free(a) ? "free vs paid" : "paid vs free") }
         if let x = a.appAccountToken, let y = b.appAccountToken, x != y { out.append("app account token \(x) vs \(y)") }
         return out

@@ -862,7 +862,6 @@ public final class LedgerWriter: LedgerReader {
             """)).map { (Book(rawValue: $0[0])!, $0[1], Day(iso: $0[2] as String)!) }
     }
 
-    /// Whether order `orderId` already has a version read from a record of these bytes.
     /// Whether the order's latest version was read from a row of exactly these bytes.
     public func orderLatestVersionIs(orderId: String, sha256: String) throws -> Bool {
         var f = FastStatement(try db.cachedStatement(sql: """
@@ -881,6 +880,7 @@ public final class LedgerWriter: LedgerReader {
                           arguments: [sha256, path]) ?? false
     }
 
+    /// Whether order `orderId` already has a version read from a record of these bytes.
     public func orderHasVersion(orderId: String, sha256: String) throws -> Bool {
         var f = FastStatement(try db.cachedStatement(sql: """
             SELECT EXISTS (SELECT 1 FROM order_version v JOIN source_record r ON r.id = v.record_id
