@@ -27,12 +27,14 @@ public struct Audit {
         public var runHeads: [LedgerReader.RunHead] = []
         public var runs: Int { runHeads.count }
         public var chainHead = EntryHash.genesis
-        /// The seals checked, the latest (nil: the ledger has none yet) and each run's.
-        public var seals = 0
-        public var seal: String? = nil
-        public var runSeals: [Int64: String] = [:]
         /// Every seal, in order (runs' and closes'), to compare with the seals kept outside.
         public var sealList: [LedgerSeal.Stored] = []
+        /// How many seals were checked, the latest (nil: the ledger has none yet), each run's.
+        public var seals: Int { sealList.count }
+        public var seal: String? { sealList.last?.seal }
+        public var runSeals: [Int64: String] {
+            Dictionary(sealList.compactMap { s in s.runId.map { ($0, s.seal) } }, uniquingKeysWith: { a, _ in a })
+        }
         public var problems: [Problem] = []
         public var ok: Bool { problems.isEmpty }
         /// The first entry that fails (lowest id), if any entry does.
@@ -237,10 +239,7 @@ public struct Audit {
             // closes), sealed as written and chained.
             let seals = try r.checkSeals()
             for p in seals.problems { report.problems.append(Problem(entryId: nil, message: p)) }
-            report.seals = seals.seals.count
             report.sealList = seals.seals
-            report.seal = seals.latest
-            report.runSeals = seals.runSeals
             // Each run recorded how many entries it wrote: entries removed (the chain and head
             // rewritten after them) leave their run short.
             for m in try r.runEntryCountMismatches() {

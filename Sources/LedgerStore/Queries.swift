@@ -104,16 +104,15 @@ public struct RunSummary: Equatable {
     /// "full" or "incremental" (nil before reconciliation was recorded per run).
     public var reconciliation: String?
     public var files: [FileRead]
-    /// The config and rules files it posted by, with their SHA-256 as read (runs since schema v22).
-    public var inputs: [(path: String, sha256: String)] = []
+    /// The config and rules files it posted by, with their SHA-256 as read, and the roots it
+    /// verified signed data to (runs since schema v22).
+    public var inputs: [RunInput] = []
+}
 
-    public static func == (a: RunSummary, b: RunSummary) -> Bool {
-        a.id == b.id && a.asOf == b.asOf && a.startedAt == b.startedAt && a.finishedAt == b.finishedAt && a.toolVersion == b.toolVersion
-            && a.recordsRead == b.recordsRead && a.recordsVerified == b.recordsVerified && a.recordsPending == b.recordsPending
-            && a.recordsRejected == b.recordsRejected && a.recordsSkipped == b.recordsSkipped && a.entriesPosted == b.entriesPosted
-            && a.reconciliation == b.reconciliation && a.files == b.files
-            && a.inputs.map { $0.path + " " + $0.sha256 } == b.inputs.map { $0.path + " " + $0.sha256 }
-    }
+/// A file or certificate a run posted by (`run_input`): its name and SHA-256.
+public struct RunInput: Equatable {
+    public var path: String
+    public var sha256: String
 }
 
 /// Totals over the whole ledger, for the run summary and Run Info.
@@ -293,7 +292,7 @@ extension LedgerReader {
                                  entriesPosted: r["entries_posted"], reconciliation: r["reconciliation"], files: files)
         if try LedgerSeal.available(db) {
             summary.inputs = try Row.fetchAll(db.cachedStatement(sql: "SELECT path, sha256 FROM run_input WHERE run_id = ? ORDER BY path"),
-                                              arguments: [id]).map { ($0[0], $0[1]) }
+                                              arguments: [id]).map { RunInput(path: $0[0], sha256: $0[1]) }
         }
         return summary
     }
