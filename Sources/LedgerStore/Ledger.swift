@@ -725,6 +725,13 @@ public final class LedgerWriter: LedgerReader {
         return true
     }
 
+    /// Where a stored record was read: its file's path, its line, and the run that read it.
+    public func recordPlace(_ recordId: Int64) throws -> (path: String, line: Int, runId: Int64)? {
+        try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT f.path, r.line, f.run_id FROM source_record r JOIN source_file f ON f.id = r.file_id WHERE r.id = ?
+            """), arguments: [recordId]).map { ($0[0], $0[1], $0[2]) }
+    }
+
     /// Links a later source of a transaction, stored or not (`transaction_source`: every
     /// source but the one that stored it, the transaction's `first_record_id`; ledgers
     /// written before 2026-11-22 link that one too).

@@ -47,14 +47,19 @@ public enum LedgerSeal {
             line.append(contentsOf: Array("iapledger seal 1\n".utf8))
         }
 
-        mutating func field(_ text: String?) {
+        /// A tab before every field but a line's first.
+        private mutating func separate() {
             if line.last != 0x0A && !line.isEmpty { line.append(0x09) }
+        }
+
+        mutating func field(_ text: String?) {
+            separate()
             guard var text else { null(); return }
             text.withUTF8 { append(escaping: UnsafeRawBufferPointer($0)) }
         }
 
         mutating func field(_ value: Int64?) {
-            if line.last != 0x0A && !line.isEmpty { line.append(0x09) }
+            separate()
             guard let value else { null(); return }
             // Decimal digits straight into the line (a million records a night, three each).
             if value < 0 { line.append(0x2D) }
@@ -72,12 +77,12 @@ public enum LedgerSeal {
         private mutating func null() { line.append(0x5C); line.append(0x4E) }
 
         mutating func nullField() {
-            if line.last != 0x0A && !line.isEmpty { line.append(0x09) }
+            separate()
             null()
         }
 
         mutating func field(bytes: UnsafeRawBufferPointer) {
-            if line.last != 0x0A && !line.isEmpty { line.append(0x09) }
+            separate()
             append(escaping: bytes)
         }
 
@@ -263,14 +268,8 @@ public enum LedgerSeal {
 }
 
 extension LedgerWriter {
-    /// Where a stored record was read: its file's path, its line, and the run that read it.
-    public func recordPlace(_ recordId: Int64) throws -> (path: String, line: Int, runId: Int64)? {
-        try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT f.path, r.line, f.run_id FROM source_record r JOIN source_file f ON f.id = r.file_id WHERE r.id = ?
-            """), arguments: [recordId]).map { ($0[0], $0[1], $0[2]) }
-    }
-
-    /// Records the config and rules files the run posts by (path and SHA-256 as read).
+    /// Records what the run posts by: its config and rules files (path and SHA-256 as read) and
+    /// the roots it verifies signed data to (their certificates' SHA-256).
     public func recordInputs(runId: Int64, _ inputs: [(path: String, sha256: String)]) throws {
         for i in inputs {
             try db.cachedStatement(sql: "INSERT INTO run_input (run_id, path, sha256) VALUES (?, ?, ?)").execute(arguments: [runId, i.path, i.sha256])
@@ -322,13 +321,12 @@ extension LedgerReader {
     }
 
     /// Each seal, checked again from the ledger as it stands: every problem found, and the
-    /// seal the ledger's content gives now (nil when it has none).
-    public func checkSeals() throws -> (problems: [String], seals: [LedgerSeal.Stored], latest: String?, runSeals: [Int64: String]) {
-        guard try LedgerSeal.available(db) else { return ([], [], nil, [:]) }
+    /// seals as stored, in order.
+    public func checkSeals() throws -> (problems: [String], seals: [LedgerSeal.Stored]) {
+        guard try LedgerSeal.available(db) else { return ([], []) }
         let seals = try LedgerSeal.stored(db, sql: "ORDER BY id")
         var problems: [String] = []
         var previous = LedgerSeal.genesis, previousRunId: Int64 = 0, previousLast: Int64 = 0, previousId: Int64 = 0
-        var runSeals: [Int64: String] = [:]
         var firstSealedRun: Int64? = nil
         for s in seals {
             let afterGap = s.id != previousId + 1
@@ -360,7 +358,6 @@ extension LedgerReader {
                     problems.append("record #\(stray[0] as Int64), under \(what), belongs to \((stray[1] as Int64?).map { "run \($0)" } ?? "no file the ledger holds"), not to the runs it seals")
                 }
                 previousRunId = runId; previousLast = last
-                runSeals[runId] = s.seal
             } else if let month = s.closeMonth {
                 what = "the seal of the close of \(month) (#\(s.id))"
                 digest = try LedgerSeal.closeDigest(db, month: month)
@@ -401,55 +398,6 @@ extension LedgerReader {
                 problems.append("the close\(unsealed.count == 1 ? "" : "s") of \(unsealed.joined(separator: ", ")) \(unsealed.count == 1 ? "has" : "have") no seal (every close seals itself as it is recorded): recorded by hand, or its seal deleted")
             }
         }
-        return (problems, seals, seals.last?.seal, runSeals)
-    }
-}
-
-/// A file written under reports/, as registered.
-public struct RegisteredReportFile: Equatable {
-    public var path: String
-    public var sha256: String
-    public var sizeBytes: Int64
-    public var writtenAt: String
-    public var runId: Int64?
-    public var writtenBy: String
-}
-
-extension LedgerWriter {
-    /// Registers files just written under reports/ (path relative to the workspace, SHA-256 of
-    /// the bytes on disk, size): by the night `runId`, or by `report` (`runId` nil).
-    public func registerReportFiles(_ files: [(path: String, sha256: String, sizeBytes: Int64)], writtenAt: String, runId: Int64?) throws {
-        for f in files {
-            try db.cachedStatement(sql: """
-                INSERT INTO report_file (path, sha256, size_bytes, written_at, run_id, written_by) VALUES (?, ?, ?, ?, ?, ?)
-                """).execute(arguments: [f.path, f.sha256, f.sizeBytes, writtenAt, runId, runId == nil ? "report" : "run"])
-        }
-    }
-}
-
-extension LedgerReader {
-    /// Whether the ledger registers the report files written (schema v23 and after).
-    public func registersReportFiles() throws -> Bool {
-        try Bool.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'report_file'") ?? false
-    }
-
-    /// Every registration of a file with these bytes, oldest first.
-    public func reportFiles(sha256: String) throws -> [RegisteredReportFile] {
-        guard try registersReportFiles() else { return [] }
-        return try Row.fetchAll(db, sql: """
-            SELECT path, sha256, size_bytes, written_at, run_id, written_by FROM report_file WHERE sha256 = ? ORDER BY id
-            """, arguments: [sha256]).map {
-            RegisteredReportFile(path: $0[0], sha256: $0[1], sizeBytes: $0[2], writtenAt: $0[3], runId: $0[4], writtenBy: $0[5])
-        }
-    }
-
-    /// Every registration of a path, oldest first (the versions written there).
-    public func reportFiles(path: String) throws -> [RegisteredReportFile] {
-        guard try registersReportFiles() else { return [] }
-        return try Row.fetchAll(db, sql: """
-            SELECT path, sha256, size_bytes, written_at, run_id, written_by FROM report_file WHERE path = ? ORDER BY id
-            """, arguments: [path]).map {
-            RegisteredReportFile(path: $0[0], sha256: $0[1], sizeBytes: $0[2], writtenAt: $0[3], runId: $0[4], writtenBy: $0[5])
-        }
+        return (problems, seals)
     }
 }
