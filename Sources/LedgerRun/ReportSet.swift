@@ -210,14 +210,13 @@ public enum PeriodReport {
     /// `iapledger report --as-of YYYY-MM-DD`: the set of a day up to the last night, into
     /// `reports/<day>/` (a night's own, with its Run Info, when a night ran as of that day): a
     /// night whose workbooks failed after its commit gets them back after a later night ran.
-    public static func write(workspace: Workspace, asOf day: Day) throws -> (files: [ReportFile], note: String?) {
-        let r = try write(workspace: workspace) { lastNight in
+    public static func write(workspace: Workspace, asOf day: Day) throws -> (asOf: Day, files: [ReportFile], note: String?) {
+        try write(workspace: workspace) { lastNight in
             guard let last = lastNight, day <= last else {
                 throw StoreError(message: "\(day) is after the last night (\(lastNight.map(\.description) ?? "none")): a night's workbooks are written by `iapledger run --as-of \(day)`")
             }
             return day
         }
-        return (r.files, r.note)
     }
 
     static func write(workspace: Workspace, day: (Day?) throws -> Day) throws -> (asOf: Day, files: [ReportFile], note: String?) {

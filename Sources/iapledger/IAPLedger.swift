@@ -391,29 +391,7 @@ struct Verify: ParsableCommand {
     func run() throws {
         try runReporting {
             if !workbooks.isEmpty {
-                let (_, ledger) = try Workspace(ws.url).openExistingLedger()
-                guard try ledger.read({ try $0.registersReportFiles() }) else {
-                    throw StoreError(message: "\(ledger.path): this ledger registers no report files yet (its next night upgrades it)")
-                }
-                var unknown = 0
-                for path in workbooks {
-                    let sha: String
-                    do { sha = try LineReader.hash(path).sha256 } catch {
-                        unknown += 1
-                        print("\(TerminalText.visible(path)): \(error)")
-                        continue
-                    }
-                    let found = try ledger.read { try $0.reportFiles(sha256: sha) }
-                    if found.isEmpty {
-                        unknown += 1
-                        print("\(TerminalText.visible(path)): NOT written by iapledger as it is (SHA-256 \(sha) matches no file this ledger registered): changed since it was written, or not from this workspace")
-                    } else {
-                        for f in found {
-                            print("\(TerminalText.visible(path)): written as \(TerminalText.visible(f.path)) at \(f.writtenAt) by \(f.runId.map { "night run \($0)" } ?? "`iapledger report`") (SHA-256 \(sha))")
-                        }
-                    }
-                }
-                if unknown > 0 { throw ExitCode.failure }
+                if try !checkWorkbooks() { throw ExitCode.failure }
                 return
             }
             let report = try Audit(workspace: Workspace(ws.url)).run()
@@ -447,6 +425,35 @@ struct Verify: ParsableCommand {
     }
 }
 
+extension Verify {
+    /// `--workbook`: each file's registrations (where, when, by which night or `report`); false
+    /// when one is not a file iapledger wrote as it is, or cannot be read.
+    func checkWorkbooks() throws -> Bool {
+        let (_, ledger) = try Workspace(ws.url).openExistingLedger()
+        guard try ledger.read({ try $0.registersReportFiles() }) else {
+            throw StoreError(message: "\(ledger.path): this ledger registers no report files yet (its next night upgrades it)")
+        }
+        var allKnown = true
+        for path in workbooks {
+            let sha: String
+            do { sha = try LineReader.hash(path).sha256 } catch {
+                allKnown = false
+                print("\(TerminalText.visible(path)): \(error)")
+                continue
+            }
+            let found = try ledger.read { try $0.reportFiles(sha256: sha) }
+            if found.isEmpty {
+                allKnown = false
+                print("\(TerminalText.visible(path)): NOT written by iapledger as it is (SHA-256 \(sha) matches no file this ledger registered): changed since it was written, or not from this workspace")
+            }
+            for f in found {
+                print("\(TerminalText.visible(path)): written as \(TerminalText.visible(f.path)) at \(f.writtenAt) by \(f.runId.map { "night run \($0)" } ?? "`iapledger report`") (SHA-256 \(sha))")
+            }
+        }
+        return allKnown
+    }
+}
+
 struct Report: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write a month's workbooks again (closed months included): the books as of the month's last day; or a day's.")
@@ -462,19 +469,17 @@ struct Report: ParsableCommand {
 
     func run() throws {
         try runReporting {
+            let written: (asOf: Day, files: [ReportFile], note: String?), title: String
             if let asOf {
                 guard let day = Day(iso: asOf) else { throw ValidationError("--as-of must be a date YYYY-MM-DD, got \(asOf)") }
-                let (files, note) = try PeriodReport.write(workspace: Workspace(ws.url), asOf: day)
-                print("iapledger report as of \(day): the books as of \(day)")
-                for f in files { printReportFile(f.url, kept: f.kept) }
-                if let note { print("  note: the files were written, \(note)") }
-                return
+                (written, title) = (try PeriodReport.write(workspace: Workspace(ws.url), asOf: day), "as of \(day)")
+            } else {
+                guard let period, let month = Month(iso: period) else { throw ValidationError("--period must be a month YYYY-MM, got \(period ?? "")") }
+                (written, title) = (try PeriodReport.write(workspace: Workspace(ws.url), period: month), month.description)
             }
-            guard let period, let month = Month(iso: period) else { throw ValidationError("--period must be a month YYYY-MM, got \(period ?? "")") }
-            let (asOf, files, note) = try PeriodReport.write(workspace: Workspace(ws.url), period: month)
-            print("iapledger report \(month): the books as of \(asOf)")
-            for f in files { printReportFile(f.url, kept: f.kept) }
-            if let note { print("  note: the files were written, \(note)") }
+            print("iapledger report \(title): the books as of \(written.asOf)")
+            for f in written.files { printReportFile(f.url, kept: f.kept) }
+            if let note = written.note { print("  note: the files were written, \(note)") }
         }
     }
 }
