@@ -148,7 +148,7 @@ public struct NightlyRun {
             try w.recordInputs(runId: runId, (config.sourceSHA256.map { [("iapledger.toml", $0)] } ?? [])
                                 + rules.sourceSHA256.sorted { $0.key < $1.key }.map { ("rules/" + $0.key, $0.value) }
                                 + roots.map { ("trusted root: " + $0.name, Hashing.sha256Hex($0.der)) })
-            let reconciler = Reconciler(products: rules.products)
+            let reconciler = Reconciler(products: rules.products, scope: config.reconciliationScope)
             try w.skipTouchedKeysIfReconcilingAll(reconciler, runId: runId)
             // Closed periods first: a config that would reopen a month stops the run here, and the
             // Poster dates entries by the effective closed-through month (the store checks it too).
@@ -1131,11 +1131,21 @@ struct Ingest {
             for f in findings {
                 try writer.openFinding(code: f.code, transactionId: f.transactionId ?? "", recordId: recordId,
                                        message: "\(location): \(f.message)", runId: runId)
+                try noteRefused(f.code, transactionId: f.transactionId, recordId: recordId)
             }
             for t in transactions {
                 try observe(t, recordId: recordId, location: location)
             }
         }
+    }
+
+    /// A transaction the store named in a verified record but whose item was refused
+    /// (`INVALID_TRANSACTION`) is known to the ledger as unverified: an order crediting it is
+    /// `CREDITED_UNVERIFIED`, not a credit of a transaction the store never reported, and
+    /// `trace` finds the record.
+    mutating func noteRefused(_ code: String, transactionId: String?, recordId: Int64) throws {
+        guard code == "INVALID_TRANSACTION", let id = transactionId, !id.isEmpty else { return }
+        try writer.noteUnverifiedRecord(recordId, transactionIds: [id])
     }
 
     mutating func reject(fileId: Int64, location: SourceLocation, sha: String, code: String, reason: String, raw: RecordText,

@@ -114,6 +114,7 @@ extension Ingest {
         case .failure(let why):
             try writer.openFinding(code: "INVALID_TRANSACTION", transactionId: t.transactionId, recordId: recordId,
                                    message: "\(location): \(why.message)", runId: runId)
+            try noteRefused("INVALID_TRANSACTION", transactionId: t.transactionId, recordId: recordId)
             return false
         }
     }

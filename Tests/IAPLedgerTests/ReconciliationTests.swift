@@ -57,6 +57,17 @@ final class ReconciliationTests: XCTestCase {
             ("product mismatch", [tx("t1")], [order("o1", tx: "t1", product: "coins.550")], [], ["PRODUCT_MISMATCH t1 o1"], 0),
             ("quantity mismatch", [tx("t1", quantity: 2)], [order("o1", tx: "t1", quantity: 1, units: 200)], [], ["QUANTITY_MISMATCH t1 o1"], 0),
             ("units mismatch", [tx("t1")], [order("o1", tx: "t1", units: 1000)], [], ["UNITS_MISMATCH t1 o1"], 0),
+            // Out of scope (a subscription, by default): not reconciled, so neither an
+            // exception nor a match, whatever its orders say.
+            ("out of scope: credited twice, refunded, in sandbox, mismatched",
+             [tx("t1", product: "vip.monthly", refundedInFull: true), tx("t2", book: .sandbox, product: "vip.monthly", quantity: 2)],
+             [order("o1", tx: "t1", product: "vip.monthly", at: 1), order("o2", tx: "t1", product: "vip.monthly", at: 2),
+              order("o3", tx: "t2", product: "coins.100", token: "tok-z")], [], [], 0),
+            ("out of scope: a clean order is not a match", [tx("t1", product: "vip.monthly")],
+             [order("o1", tx: "t1", product: "vip.monthly", units: 0)], [], [], 0),
+            ("an order naming no known transaction is in scope by its product",
+             [], [order("o1", tx: "ghost", product: "vip.monthly"), order("o2", tx: nil, product: "vip.monthly"),
+                  order("o3", tx: "ghost2", product: "coins.100")], [], ["CREDITED_WITHOUT_TRANSACTION ghost2 o3"], 0),
         ]
         for (name, txs, orders, unverified, want, matched) in cases {
             let r = run(txs, orders, unverified: unverified)
@@ -86,6 +97,34 @@ final class ReconciliationTests: XCTestCase {
         return try JSONSerialization.jsonObject(with: Data(text.utf8)) as! [[String: Any]]
     }
 
+    /// `[reconciliation] scope` decides which products are reconciled: a subscription credited
+    /// twice raises nothing and is no match by default; put in scope, the next night (which
+    /// reconciles every group again, the scope having changed) raises its duplicate credit,
+    /// and the Summary says which types are reconciled.
+    func testTheScopeIsConfigurable() throws {
+        try ws.write("inbox/receipts/r.jsonl", Receipt.response([
+            Receipt.item("s1", product: "vip.monthly", purchased: "2026-10-05T10:00:00Z", expires: "2026-11-05T10:00:00Z"),
+            Receipt.item("c1", purchased: "2026-10-05T10:00:00Z")]) + "\n")
+        try ws.write("inbox/orders/o.csv", Self.header + """
+            o-s1a,acct-1,s1,vip.monthly,1,0,2026-10-05T10:01:00Z,production,USA,,
+            o-s1b,acct-1,s1,vip.monthly,1,0,2026-10-05T10:02:00Z,production,USA,,
+            o-c1,acct-1,c1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,
+
+            """)
+        var r = try ws.run("2026-10-07")
+        XCTAssertEqual(try exceptionsJSON().count, 0)
+        var summary = try XLSXReader.sheets(r.workbooks[2])["Summary"]!
+        XCTAssertEqual(summary.first { $0.first == "Matched order/transaction pairs" }?[1], "1", "c1 alone: s1 is not reconciled")
+        XCTAssertEqual(summary.first { $0.first == "Product types reconciled" }?[1].hasPrefix("consumable, non_consumable; "), true)
+
+        try ws.write("iapledger.toml", TestWorkspace.defaultConfig + "\n[reconciliation]\nscope = [\"consumable\", \"non_consumable\", \"auto_renewable\"]\n")
+        r = try ws.run("2026-10-08")
+        XCTAssertEqual(Set(try exceptionsJSON().map { "\($0["category"]!) \($0["order_id"]!)" }), ["DUPLICATE_CREDIT o-s1b"])
+        summary = try XLSXReader.sheets(r.workbooks[2])["Summary"]!
+        XCTAssertEqual(summary.first { $0.first == "Matched order/transaction pairs" }?[1], "2", "c1 and s1's first order")
+        XCTAssertEqual(summary.first { $0.first == "Product types reconciled" }?[1].hasPrefix("consumable, non_consumable, auto_renewable; "), true)
+    }
+
     func testEveryCategoryThroughTheNightlyRun() throws {
         try ws.write("inbox/receipts/r.jsonl", [
             Receipt.response([Receipt.item("m1", purchased: "2026-10-05T10:00:00Z", token: "tok-1")]),     // matched
@@ -98,6 +137,8 @@ final class ReconciliationTests: XCTestCase {
             Receipt.response([Receipt.item("p1", purchased: "2026-10-05T10:00:00Z")]),
             Receipt.response([Receipt.item("q1", quantity: 2, purchased: "2026-10-05T10:00:00Z")]),
             Receipt.response([Receipt.item("n1", purchased: "2026-10-05T10:00:00Z")]),
+            // A verified response whose item is refused (quantity 0): the store named v1.
+            Receipt.response([Receipt.item("v1", quantity: 0, purchased: "2026-10-05T10:00:00Z")]),
         ].joined(separator: "\n"))
         try ws.write("inbox/orders/o.csv", Self.header + """
             o-m1,acct-1,m1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,TOK-1,
@@ -111,6 +152,7 @@ final class ReconciliationTests: XCTestCase {
             o-p1,acct-1,p1,coins.550,1,100,2026-10-05T10:01:00Z,production,USA,,
             o-q1,acct-1,q1,coins.100,1,200,2026-10-05T10:01:00Z,production,USA,,
             o-n1,acct-1,n1,coins.100,1,90,2026-10-05T10:01:00Z,production,USA,,
+            o-v1,acct-1,v1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,
 
             """)
         let r = try ws.run("2026-10-07")
@@ -119,6 +161,7 @@ final class ReconciliationTests: XCTestCase {
             "DUPLICATE_CREDIT d1 o-d1b", "SANDBOX_CREDITED_IN_PRODUCTION s1 o-s1", "REFUNDED_STILL_CREDITED r1 o-r1",
             "NOT_CREDITED l1 null", "CREDITED_WITHOUT_TRANSACTION null o-x1", "CREDITED_UNVERIFIED u1 o-u1",
             "ACCOUNT_MISMATCH a1 o-a1", "PRODUCT_MISMATCH p1 o-p1", "QUANTITY_MISMATCH q1 o-q1", "UNITS_MISMATCH n1 o-n1",
+            "CREDITED_UNVERIFIED v1 o-v1",
         ])
         let first = try exceptionsJSON().first!
         XCTAssertEqual(Set(first.keys), ["category", "transaction_id", "order_id", "status", "first_seen", "resolved_on", "age_days", "detail"])
@@ -128,7 +171,7 @@ final class ReconciliationTests: XCTestCase {
         XCTAssertTrue(book["Summary"]!.contains { $0.first?.hasPrefix("Matched") == true || $0.contains("Matched order/transaction pairs") })
         let summary = book["Summary"]!.first { $0.first == "NOT_CREDITED" }!
         XCTAssertEqual(summary[2], "1")
-        XCTAssertEqual(book["Exceptions"]!.dropFirst(4).count, 10)
+        XCTAssertEqual(book["Exceptions"]!.dropFirst(4).count, 11)
         XCTAssertTrue(book["Pending"]!.contains { $0.contains { $0.contains("r.jsonl:6") } }, "the retryable record waits")
     }
 
