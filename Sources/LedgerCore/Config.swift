@@ -31,6 +31,9 @@ public struct WorkspaceConfig: Sendable, Equatable {
     public var databasePath: String = "ledger.sqlite"
     /// The Journal sheet lists every posting up to this many rows.
     public var journalRowCap: Int = 250_000
+    /// Product types whose transactions reconciliation checks against the orders
+    /// (reconciliation.md: consumable and non-consumable, configurable).
+    public var reconciliationScope: Set<ProductType> = [.consumable, .nonConsumable]
 
     public init() {}
 }

@@ -73,6 +73,11 @@ enum DemoRules {
         # Months up to and including this one are closed: nothing is posted into them.
         # closed_through = "YYYY-MM"
 
+        [reconciliation]
+        # Product types checked against the backend's orders (the subscription and the pass
+        # are credited by entitlement, not per transaction).
+        scope = ["consumable", "non_consumable"]
+
         """
     }
 

@@ -59,12 +59,13 @@ public enum ConfigReader {
             }
         }
         try onlyKnown(table, ["reporting_currency", "bundle_ids", "default_storefront", "order_wait_days", "trusted_roots", "database",
-                              "commission", "periods", "reports"], in: nil)
+                              "commission", "periods", "reports", "reconciliation"], in: nil)
         if let t = table["commission"]?.table {
             try onlyKnown(t, ["standard", "reduced", "subscription_reduced_after_days", "subscription_grace_days", "small_business"], in: "commission")
         }
         if let t = table["periods"]?.table { try onlyKnown(t, ["closed_through"], in: "periods") }
         if let t = table["reports"]?.table { try onlyKnown(t, ["journal_row_cap"], in: "reports") }
+        if let t = table["reconciliation"]?.table { try onlyKnown(t, ["scope"], in: "reconciliation") }
 
         if let s = try string(table, "reporting_currency", "reporting_currency") {
             guard Currency.isKnown(s) else { throw fail("reporting_currency", "\(s) is not a known ISO 4217 currency") }
@@ -115,6 +116,19 @@ public enum ConfigReader {
         if let v = table["reports"] {
             guard let t = v.table else { throw fail("reports", "must be a table [reports]") }
             if let n = try int(t, "journal_row_cap", "reports.journal_row_cap") { c.journalRowCap = n }
+        }
+        if let v = table["reconciliation"] {
+            guard let t = v.table else { throw fail("reconciliation", "must be a table [reconciliation]") }
+            if let s = t["scope"] {
+                let known = ProductType.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
+                guard let arr = s.array else { throw fail("reconciliation.scope", "must be an array of product types (\(known))") }
+                c.reconciliationScope = Set(try arr.map { item in
+                    guard let name = item.string, let type = ProductType(rawValue: name) else {
+                        throw fail("reconciliation.scope", "\(item.string.map { "\"\($0)\"" } ?? "a value") is not a product type; the types are \(known)")
+                    }
+                    return type
+                })
+            }
         }
         return c
     }

@@ -179,6 +179,13 @@ public struct Reconciler {
         var out: [DetectedException] = []
         var raised = Set<String>()   // order ids that raised something
 
+        // Scope (reconciliation.md): only transactions of products whose type is in scope are
+        // reconciled. One out of scope, and the orders naming it, raise nothing and are not
+        // matched either (nothing was checked). An order naming no transaction the ledger holds
+        // is in scope by its own product.
+        let inScopeGroup = g.transaction.map { inScope($0.productId) } ?? active.contains { inScope($0.productId) }
+        guard inScopeGroup else { return GroupResult(exceptions: [], matchedOrderIds: []) }
+
         func raise(_ c: ExceptionCategory, _ t: ReconTransaction?, _ o: ReconOrder?, transactionId: String? = nil, _ detail: String) {
             out.append(DetectedException(category: c, transactionId: t?.transactionId ?? transactionId ?? o?.transactionId ?? "",
                                          orderId: o?.orderId ?? "", accountId: o?.accountId, productId: t?.productId ?? o?.productId,
@@ -212,7 +219,7 @@ public struct Reconciler {
                 }
             }
             // NOT_CREDITED: a verified production purchase in scope, not refunded, that no active order names.
-            if active.isEmpty && t.book == .production && !t.refunded && inScope(t.productId) {
+            if active.isEmpty && t.book == .production && !t.refunded {
                 raise(.notCredited, t, nil, "production transaction \(t.transactionId) (\(t.productId) x \(t.quantity)) has no active order")
             }
         }
@@ -227,8 +234,8 @@ public struct Reconciler {
                 }
             }
         }
-        // Field checks on every active order naming a known, in-scope transaction.
-        if let t, inScope(t.productId) {
+        // Field checks on every active order naming a known transaction.
+        if let t {
             for o in active {
                 if let a = o.appAccountToken, let b = t.appAccountToken, a.lowercased() != b.lowercased() {
                     raise(.accountMismatch, t, o, "order \(o.orderId) (account \(o.accountId)) has app_account_token \(a); the transaction has \(b)")

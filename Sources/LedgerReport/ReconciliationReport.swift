@@ -12,6 +12,8 @@ public struct ReconciliationReport {
     public let layout: ReportLayout
     /// The ledger-wide reads shared with the night's other workbooks.
     public var shared: SharedReads?
+    /// The product types reconciled (`[reconciliation] scope`), said on the Summary.
+    public var scope: Set<ProductType> = [.consumable, .nonConsumable]
 
     public init(reader: LedgerReader, asOf: Day, reportingCurrency: String, runId: Int64?, layout: ReportLayout) {
         self.reader = reader
@@ -89,6 +91,9 @@ public struct ReconciliationReport {
                     SheetRow([.text("Matched order/transaction pairs"), .integer(Int64(matched))]),
                     SheetRow([.text("Resolved since the previous night"), .integer(Int64(resolved))]),
                     SheetRow([.text("Reconciliation state"), .text(stateText)]),
+                    SheetRow([.text("Product types reconciled"), .text(
+                        ProductType.allCases.filter(scope.contains).map(\.rawValue).joined(separator: ", ")
+                        + "; transactions of other products, and their orders, are neither exceptions nor matches")]),
                 ]),
             ],
             values: ["matched": String(matched), "resolved": String(resolved),

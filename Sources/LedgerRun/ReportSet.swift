@@ -71,6 +71,7 @@ struct ReportSet {
             var report = ReconciliationReport(reader: reader, asOf: asOf, reportingCurrency: config.reportingCurrency, runId: runId,
                                               layout: layouts.reconciliation)
             report.shared = shared
+            report.scope = config.reconciliationScope
             try XLSXWriter.write(try report.workbook(), to: url, tempDirectory: workspace.tempURL)
             return [ReportFile(url: url)]
         })

@@ -405,12 +405,17 @@ final class LockAndFailureTests: XCTestCase {
                               ("[commission]\nreduce = \"0.15\"\n", "commission.reduce: unknown setting in [commission]"),
                               ("[period]\nclosed_through = \"2026-09\"\n", "period: unknown setting"),
                               ("bundle_id = [\"com.example.coins\"]\n", "bundle_id: unknown setting"),
+                              ("[reconciliation]\nscope = [\"subscription\"]\n", "reconciliation.scope: \"subscription\" is not a product type"),
+                              ("[reconciliation]\nscopes = []\n", "reconciliation.scopes: unknown setting in [reconciliation]"),
                               (TestWorkspace.defaultConfig.replacingOccurrences(of: "bundle_ids = [\"com.example.coins\"]", with: "bundle_ids = [\" \"]"), "bundle_ids: must be an array of bundle ids")] {
             XCTAssertThrowsError(try ConfigReader.parse(text)) { error in
                 XCTAssertTrue("\(error)".contains("iapledger.toml") && "\(error)".contains(named), "\(error)")
             }
         }
         XCTAssertNoThrow(try ConfigReader.parse(TestWorkspace.defaultConfig + "\n[periods]\nclosed_through = \"2026-09\"\n[reports]\njournal_row_cap = 10\n"))
+        XCTAssertEqual(try ConfigReader.parse(TestWorkspace.defaultConfig + "\n[reconciliation]\nscope = [\"consumable\", \"auto_renewable\"]\n").reconciliationScope,
+                       [.consumable, .autoRenewable])
+        XCTAssertEqual(try ConfigReader.parse(TestWorkspace.defaultConfig).reconciliationScope, [.consumable, .nonConsumable], "the default")
         // Without bundle ids every app's receipts would be posted as this app's revenue: a night
         // refuses to run (the commands that only read the ledger do without them).
         _ = try firstNight()
