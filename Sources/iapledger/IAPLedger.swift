@@ -12,7 +12,7 @@ struct IAPLedger: ParsableCommand {
         commandName: "iapledger",
         abstract: "Nightly in-app-purchase books: verified store data in, double-entry ledger and XLSX workbooks out.",
         version: NightlyRun.toolVersion,
-        subcommands: [Init.self, Run.self, Balance.self, Exceptions.self, Trace.self, Verify.self, Close.self, Report.self, Demo.self]
+        subcommands: [Init.self, Run.self, Balance.self, Exceptions.self, Trace.self, Verify.self, Close.self, Report.self, TrueUpCommand.self, Demo.self]
     )
 }
 
@@ -241,6 +241,36 @@ struct Balance: ParsableCommand {
     }
 }
 
+struct TrueUpCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "true-up",
+        abstract: "Compare App Store Connect financial reports (what Apple pays) with the ledger's estimates of the same days, by currency and product.",
+        discussion: "Reads Apple's monthly financial reports (tab-separated, one per region and fiscal month, as downloaded from App Store Connect), checks each against its own footer, and compares their units and proceeds with the production book's entries whose original date falls in the report's days, in the currencies the reports name. A report that cannot be read, or whose footer disagrees with its rows, stops the command naming the file and line. Nothing is written to the ledger: the differences are for finance to true up. Exit 0 when the comparison was made, differences or not.")
+
+    enum Format: String, ExpressibleByArgument, CaseIterable { case table, csv, json }
+
+    @OptionGroup var ws: WorkspaceOption
+    @Argument(help: "Financial report files (paths as given, not inside the workspace).") var files: [String]
+    @Option(help: "Output format: table, csv or json.") var format: Format = .table
+    @Option(help: "Also write the comparison as a workbook to this path (.xlsx).") var xlsx: String?
+
+    func run() throws {
+        try runReporting {
+            let reports = try files.map { try FinancialReport.read(path: $0) }
+            let (config, ledger) = try Workspace(ws.url).openExistingLedger()
+            let trueUp = try ledger.read { r in
+                try TrueUp.compare(reports: reports, reportingCurrency: config.reportingCurrency) { try r.proceeds(from: $0, through: $1) }
+            }
+            print(trueUp.render(format: format.rawValue), terminator: "")
+            if let xlsx {
+                let url = URL(fileURLWithPath: xlsx)
+                try trueUp.writeWorkbook(to: url, reports: reports)
+                FileHandle.standardError.write(Data("wrote \(url.path)\n".utf8))
+            }
+        }
+    }
+}
+
 struct Close: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Close the books through a month: entries dated in it that arrive later post on the first open day, marked late.",
@@ -295,6 +325,13 @@ struct Demo: ParsableCommand {
                 print("Trace a refunded sale and the order that credited it (sources, rules, entries, exceptions, workbook rows):")
                 print("  iapledger trace \(example.transactionId) --workspace \(dir)")
                 print("  iapledger trace \(example.orderId) --workspace \(dir)")
+            }
+            // Apple's financial reports of the last whole month, to try `true-up` on.
+            if let apple = try DemoAppleReports.write(into: URL(fileURLWithPath: dir), ledger: ledger, asOf: day) {
+                print("Apple's financial reports for \(apple.month) (made from the demo's sales, with differences seeded) are in \(dir)/apple-reports/:")
+                for s in apple.seeded { print("  seeded: \(s)") }
+                print("Compare them with the ledger:")
+                print("  iapledger true-up --workspace \(dir) \(dir)/apple-reports/*.txt")
             }
         }
     }

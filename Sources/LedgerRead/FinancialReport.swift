@@ -1,0 +1,207 @@
+import Foundation
+import LedgerCore
+
+/// An App Store Connect financial report (iap-formats.md section 4): what Apple pays for one
+/// region and one of its fiscal months, tab-separated, one row per product, country, price and
+/// sale or return, then the footer rows `Total_Rows`, `Total_Amount` and `Total_Units`. It is
+/// anonymous (no transaction ids), so it is compared with the ledger by totals.
+public struct FinancialReport: Equatable {
+    public struct Row: Equatable {
+        /// The row's line in the file (the header is line 1).
+        public var line: Int
+        public var start: Day
+        public var end: Day
+        /// `Vendor Identifier`: the product's SKU, for an in-app purchase its product id.
+        public var vendorIdentifier: String
+        public var title: String
+        /// Units: negative on a return (`Sales or Return` `R`).
+        public var quantity: Int64
+        /// `Partner Share` per unit and `Extended Partner Share` (quantity times it), in minor
+        /// units of `partnerShareCurrency`: the proceeds, after Apple's commission and the tax.
+        public var partnerShareMinor: Int64
+        public var extendedPartnerShareMinor: Int64
+        public var partnerShareCurrency: String
+        public var isReturn: Bool
+        /// ISO 3166 alpha-2, as Apple writes it.
+        public var countryOfSale: String
+        public var promoCode: String
+        /// `Customer Price` per unit (tax included, negative on a return), in minor units of
+        /// `customerCurrency`.
+        public var customerPriceMinor: Int64
+        public var customerCurrency: String
+        public var productTypeIdentifier: String
+    }
+
+    public var path: String
+    public var rows: [Row]
+    /// The footer's figures as Apple wrote them (checked against the rows when read).
+    public var totalRows: Int
+    public var totalAmount: ExactDecimal
+    public var totalUnits: Int64
+
+    /// The fiscal periods the rows name (a report holds one).
+    public var periods: [ClosedDays] {
+        Array(Set(rows.map { ClosedDays(start: $0.start, end: $0.end) })).sorted()
+    }
+
+    /// The columns iapledger reads, by name (Apple's 22 columns, in any order; others ignored).
+    static let needed = ["Start Date", "End Date", "Vendor Identifier", "Quantity", "Partner Share",
+                         "Extended Partner Share", "Partner Share Currency", "Sales or Return", "Title",
+                         "Product Type Identifier", "Country Of Sale", "Promo Code", "Customer Price",
+                         "Customer Currency"]
+
+    /// Reads the report at `path`. Any row that cannot be read, a footer that does not agree
+    /// with the rows, or a missing footer refuses the whole file (`ReadError` naming the line):
+    /// a report is compared by its totals, so a part of it would give wrong differences.
+    public static func read(path: String) throws -> FinancialReport {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            let reason = FileManager.default.fileExists(atPath: path) ? "cannot be read (permissions?)" : "no such file"
+            throw ReadError.file(path, "\(reason): not read as an App Store Connect financial report")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw ReadError.file(path, "not UTF-8 text: not an App Store Connect financial report")
+        }
+        return try parse(text, path: path)
+    }
+
+    public static func parse(_ text: String, path: String) throws -> FinancialReport {
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> Substring in
+            line.hasSuffix("\r") ? line.dropLast() : line
+        }
+        while lines.last?.isEmpty == true { lines.removeLast() }
+        guard let headerLine = lines.first else { throw ReadError.file(path, "empty: not an App Store Connect financial report") }
+        let header = headerLine.split(separator: "\t", omittingEmptySubsequences: false).map {
+            String($0).trimmingCharacters(in: .whitespaces)
+        }
+        var column: [String: Int] = [:]
+        for (i, name) in header.enumerated() where column[name] == nil { column[name] = i }
+        let missing = needed.filter { column[$0] == nil }
+        guard missing.isEmpty else {
+            throw ReadError.line(path, 1, "not an App Store Connect financial report: no column \(missing.map { "'\($0)'" }.joined(separator: ", ")) in the header")
+        }
+
+        var rows: [Row] = []
+        var footer: [String: (line: Int, value: Substring)] = [:]
+        for (index, line) in lines.enumerated().dropFirst() {
+            let number = index + 1
+            let fields = line.split(separator: "\t", omittingEmptySubsequences: false)
+            let first = fields.first.map { String($0).trimmingCharacters(in: .whitespaces) } ?? ""
+            if first.hasPrefix("Total_") {
+                guard fields.count >= 2 else { throw ReadError.line(path, number, "\(first) has no value") }
+                guard footer[first] == nil else { throw ReadError.line(path, number, "\(first) a second time") }
+                footer[first] = (number, fields[1])
+                continue
+            }
+            guard footer.isEmpty else {
+                throw ReadError.line(path, number, "a row after the footer (Total_ rows end the report)")
+            }
+            if line.allSatisfy({ $0 == "\t" || $0 == " " }) { continue }
+            guard fields.count >= header.count else {
+                throw ReadError.line(path, number, "\(fields.count) fields, the header has \(header.count)")
+            }
+            func field(_ name: String) -> String {
+                String(fields[column[name]!]).trimmingCharacters(in: .whitespaces)
+            }
+            func day(_ name: String) throws -> Day {
+                let text = field(name)
+                // Apple writes MM/DD/YYYY.
+                let parts = text.split(separator: "/")
+                guard parts.count == 3, let m = Int(parts[0]), let d = Int(parts[1]), let y = Int(parts[2]),
+                      parts[2].count == 4, (1...12).contains(m), (1...Day.daysIn(year: y, month: m)).contains(d) else {
+                    throw ReadError.line(path, number, "\(name) '\(text)' is not a date MM/DD/YYYY")
+                }
+                return Day(year: y, month: m, day: d)
+            }
+            func currency(_ name: String) throws -> String {
+                let code = field(name)
+                guard Currency.isKnown(code) else { throw ReadError.line(path, number, "\(name) '\(code)' is not a currency iapledger knows") }
+                return code
+            }
+            func minor(_ name: String, _ code: String) throws -> Int64 {
+                let text = field(name)
+                guard let value = ExactDecimal(text), let minor = minorUnits(value, code) else {
+                    throw ReadError.line(path, number, "\(name) '\(text)' is not an amount in \(code) (\(Currency.exponent(code) ?? 2) decimals)")
+                }
+                return minor
+            }
+            let start = try day("Start Date"), end = try day("End Date")
+            guard !(end < start) else { throw ReadError.line(path, number, "End Date \(end) is before Start Date \(start)") }
+            let quantityText = field("Quantity")
+            guard let quantity = Int64(quantityText) else {
+                throw ReadError.line(path, number, "Quantity '\(quantityText)' is not a whole number")
+            }
+            let partnerCurrency = try currency("Partner Share Currency"), customerCurrency = try currency("Customer Currency")
+            // Partner Share is the unit's (Apple writes it positive on a return too); Extended
+            // Partner Share is Quantity times it, so negative on a return.
+            let share = abs(try minor("Partner Share", partnerCurrency))
+            let extended = try minor("Extended Partner Share", partnerCurrency)
+            guard extended == quantity * share else {
+                throw ReadError.line(path, number, "Extended Partner Share \(field("Extended Partner Share")) is not Quantity \(quantity) x Partner Share \(field("Partner Share"))")
+            }
+            let kind = field("Sales or Return")
+            guard kind == "S" || kind == "R" else {
+                throw ReadError.line(path, number, "Sales or Return '\(kind)' is neither S nor R")
+            }
+            let product = field("Vendor Identifier")
+            guard !product.isEmpty else { throw ReadError.line(path, number, "no Vendor Identifier") }
+            rows.append(Row(
+                line: number, start: start, end: end, vendorIdentifier: product, title: field("Title"),
+                quantity: quantity, partnerShareMinor: share, extendedPartnerShareMinor: extended,
+                partnerShareCurrency: partnerCurrency, isReturn: kind == "R", countryOfSale: field("Country Of Sale"),
+                promoCode: field("Promo Code"), customerPriceMinor: try minor("Customer Price", customerCurrency),
+                customerCurrency: customerCurrency, productTypeIdentifier: field("Product Type Identifier")))
+        }
+
+        // The footer, checked against the rows.
+        let lastLine = lines.count
+        func footerValue(_ name: String) throws -> (line: Int, value: String) {
+            guard let f = footer[name] else {
+                throw ReadError.line(path, lastLine, "no \(name) row: the report is cut short or not Apple's")
+            }
+            return (f.line, String(f.value).trimmingCharacters(in: .whitespaces))
+        }
+        let rowsFooter = try footerValue("Total_Rows")
+        guard let totalRows = Int(rowsFooter.value), totalRows == rows.count else {
+            throw ReadError.line(path, rowsFooter.line, "Total_Rows \(rowsFooter.value) but the report has \(rows.count) rows")
+        }
+        let amountFooter = try footerValue("Total_Amount")
+        guard let totalAmount = ExactDecimal(amountFooter.value) else {
+            throw ReadError.line(path, amountFooter.line, "Total_Amount '\(amountFooter.value)' is not an amount")
+        }
+        // Total_Amount is the sum of Extended Partner Share, in the report's one currency.
+        let currencies = Set(rows.map(\.partnerShareCurrency))
+        if currencies.count == 1, let code = currencies.first {
+            let sum = rows.reduce(Int64(0)) { $0 + $1.extendedPartnerShareMinor }
+            guard minorUnits(totalAmount, code) == sum else {
+                throw ReadError.line(path, amountFooter.line, "Total_Amount \(amountFooter.value) but the rows' Extended Partner Share sums to \(Currency.format(minor: sum, currency: code)) \(code)")
+            }
+        }
+        let unitsFooter = try footerValue("Total_Units")
+        // Total_Units: Apple's samples give the units sold, returns left out (20 for 20 sold and
+        // one returned); the net count is accepted too, as Apple does not document which.
+        let sold = rows.reduce(Int64(0)) { $0 + max($1.quantity, 0) }
+        let net = rows.reduce(Int64(0)) { $0 + $1.quantity }
+        guard let totalUnits = Int64(unitsFooter.value), totalUnits == sold || totalUnits == net else {
+            throw ReadError.line(path, unitsFooter.line, "Total_Units \(unitsFooter.value) but the rows sell \(sold) units (\(net) net of returns)")
+        }
+        return FinancialReport(path: path, rows: rows, totalRows: totalRows, totalAmount: totalAmount, totalUnits: totalUnits)
+    }
+
+    /// Minor units of `code` for a major-unit amount, trailing zero decimals beyond the
+    /// currency's dropped (Apple prints JPY as `119.00`); nil when a decimal beyond them is not zero.
+    static func minorUnits(_ value: ExactDecimal, _ code: String) -> Int64? {
+        guard let e = Currency.exponent(code) else { return nil }
+        var v = value
+        while v.scale > e && v.mantissa % 10 == 0 { v = ExactDecimal(mantissa: v.mantissa / 10, scale: v.scale - 1) }
+        return Currency.minorUnits(ofMajor: v, currency: code)
+    }
+}
+
+/// Days from `start` through `end`, both included: a fiscal month of Apple's.
+public struct ClosedDays: Hashable, Comparable, CustomStringConvertible {
+    public var start: Day
+    public var end: Day
+    public init(start: Day, end: Day) { self.start = start; self.end = end }
+    public static func < (a: ClosedDays, b: ClosedDays) -> Bool { (a.start, a.end) < (b.start, b.end) }
+    public var description: String { "\(start)..\(end)" }
+}

@@ -1,0 +1,276 @@
+import Foundation
+import LedgerCore
+import LedgerRead
+import LedgerReport
+import LedgerStore
+import LedgerWrite
+
+/// The ledger's estimates against what Apple pays: App Store Connect financial reports
+/// (iap-formats.md section 4, the source of record) compared, by their totals, with the
+/// production book's entries of the same days. The report is anonymous, so the comparison is
+/// by fiscal period, currency and product (Apple's `Vendor Identifier`, for an in-app purchase
+/// its product id). Nothing is posted: the differences are what finance trues up.
+public struct TrueUp {
+    public struct Line: Equatable, Encodable {
+        public var start: Day
+        public var end: Day
+        /// The customer's currency, the ledger's entries' currency.
+        public var currency: String
+        public var productId: String
+        /// Apple's `Title`, when the report has the product.
+        public var title: String
+        /// Units net of returns, of rows with proceeds (free units, promo codes, apart).
+        public var appleUnits: Int64
+        public var appleFreeUnits: Int64
+        public var ledgerUnits: Int64
+        /// Customer prices times units (tax included), in `currency`: Apple's and the ledger's gross.
+        public var appleCustomerSalesMinor: Int64
+        public var ledgerGrossMinor: Int64
+        /// The currency Apple pays the proceeds in (`Partner Share Currency`).
+        public var paidIn: String
+        public var appleProceedsMinor: Int64
+        /// The ledger's proceeds in `paidIn`: its own amounts when Apple pays in the customer's
+        /// currency, its reporting amounts when Apple pays in the reporting currency; nil when
+        /// it holds none in that currency.
+        public var ledgerProceedsMinor: Int64?
+        /// Apple's proceeds less the ledger's: what the books need to agree with Apple.
+        public var differenceMinor: Int64?
+        public var note: String
+    }
+
+    /// One report file read: its path, region's periods and rows.
+    public struct Source: Equatable, Encodable {
+        public var path: String
+        public var periods: [String]
+        public var rows: Int
+        public var totalAmount: String
+        public var currencies: [String]
+    }
+
+    public var lines: [Line]
+    public var sources: [Source]
+    public var reportingCurrency: String
+
+    /// Totals per period and currency paid in.
+    public struct Total: Equatable, Encodable {
+        public var start: Day
+        public var end: Day
+        public var paidIn: String
+        public var appleProceedsMinor: Int64
+        public var ledgerProceedsMinor: Int64?
+        public var differenceMinor: Int64?
+    }
+
+    public var totals: [Total] {
+        var out: [Total] = []
+        for line in lines {
+            if let i = out.firstIndex(where: { $0.start == line.start && $0.end == line.end && $0.paidIn == line.paidIn }) {
+                out[i].appleProceedsMinor += line.appleProceedsMinor
+                out[i].ledgerProceedsMinor = Self.sum(out[i].ledgerProceedsMinor, line.ledgerProceedsMinor)
+                out[i].differenceMinor = Self.sum(out[i].differenceMinor, line.differenceMinor)
+            } else {
+                out.append(Total(start: line.start, end: line.end, paidIn: line.paidIn, appleProceedsMinor: line.appleProceedsMinor,
+                                 ledgerProceedsMinor: line.ledgerProceedsMinor, differenceMinor: line.differenceMinor))
+            }
+        }
+        return out.sorted { ($0.start, $0.end, $0.paidIn) < ($1.start, $1.end, $1.paidIn) }
+    }
+
+    /// Nil when either is (a line not comparable leaves its total without one).
+    static func sum(_ a: Int64?, _ b: Int64?) -> Int64? {
+        guard let a, let b else { return nil }
+        return a + b
+    }
+
+    /// Compares `reports` with the ledger: `ledger` gives the production book's proceeds of a
+    /// period (`LedgerReader.proceeds`). The ledger's side of a period covers the currencies
+    /// its reports name, so a region left out is not counted as missing from Apple's report.
+    public static func compare(reports: [FinancialReport], reportingCurrency: String,
+                               ledger: (Day, Day) throws -> [ProceedsRow]) throws -> TrueUp {
+        struct Key: Hashable { var start: Day; var end: Day; var currency: String; var product: String }
+        var apple: [Key: [FinancialReport.Row]] = [:]
+        var periods: [ClosedDays: Set<String>] = [:]   // customer currencies each period covers
+        var paidInFor: [ClosedDays: [String: Set<String>]] = [:]
+        for report in reports {
+            for row in report.rows {
+                let period = ClosedDays(start: row.start, end: row.end)
+                apple[Key(start: row.start, end: row.end, currency: row.customerCurrency, product: row.vendorIdentifier), default: []].append(row)
+                periods[period, default: []].insert(row.customerCurrency)
+                paidInFor[period, default: [:]][row.customerCurrency, default: []].insert(row.partnerShareCurrency)
+            }
+        }
+        var lines: [Line] = []
+        for period in periods.keys.sorted() {
+            let covered = periods[period]!
+            var ledgerRows: [Key: ProceedsRow] = [:]
+            for r in try ledger(period.start, period.end) where covered.contains(r.currency) {
+                ledgerRows[Key(start: period.start, end: period.end, currency: r.currency, product: r.productId)] = r
+            }
+            let keys = Set(apple.keys.filter { $0.start == period.start && $0.end == period.end }).union(ledgerRows.keys)
+            for key in keys.sorted(by: { ($0.currency, $0.product) < ($1.currency, $1.product) }) {
+                let rows = apple[key] ?? []
+                let l = ledgerRows[key]
+                let paid = Set(rows.map(\.partnerShareCurrency))
+                let periodPaid = paidInFor[period]?[key.currency] ?? []
+                // The currency paid in: the rows'; for a product the report lacks, the one Apple
+                // pays this currency's other products in.
+                let paidIn = paid.count == 1 ? paid.first! : (paid.isEmpty && periodPaid.count == 1 ? periodPaid.first! : key.currency)
+                var line = Line(
+                    start: key.start, end: key.end, currency: key.currency, productId: key.product,
+                    title: rows.first?.title ?? "",
+                    appleUnits: rows.filter { $0.partnerShareMinor != 0 }.reduce(0) { $0 + $1.quantity },
+                    appleFreeUnits: rows.filter { $0.partnerShareMinor == 0 }.reduce(0) { $0 + $1.quantity },
+                    ledgerUnits: l?.units ?? 0,
+                    // A return's customer price is negative with a negative quantity: its units
+                    // take the price off.
+                    appleCustomerSalesMinor: rows.reduce(0) { $0 + $1.quantity * abs($1.customerPriceMinor) },
+                    ledgerGrossMinor: l?.grossMinor ?? 0,
+                    paidIn: paidIn,
+                    appleProceedsMinor: rows.reduce(0) { $0 + $1.extendedPartnerShareMinor },
+                    ledgerProceedsMinor: nil, differenceMinor: nil, note: "")
+                var notes: [String] = []
+                if paid.count > 1 {
+                    notes.append("paid in \(paid.sorted().joined(separator: " and ")): not comparable")
+                } else if paidIn == key.currency {
+                    line.ledgerProceedsMinor = l?.proceedsMinor ?? 0
+                } else if paidIn == reportingCurrency {
+                    line.ledgerProceedsMinor = l?.proceedsReportingMinor ?? 0
+                    notes.append("paid in \(paidIn): the ledger's \(paidIn) proceeds, at its monthly rates")
+                } else {
+                    notes.append("paid in \(paidIn), neither \(key.currency) nor \(reportingCurrency): not comparable")
+                }
+                line.differenceMinor = line.ledgerProceedsMinor.map { line.appleProceedsMinor - $0 }
+                if rows.isEmpty { notes.insert("not in Apple's report", at: 0) }
+                if l == nil { notes.insert("not in the ledger", at: 0) }
+                if !rows.isEmpty && l != nil && line.appleUnits != line.ledgerUnits {
+                    notes.append("units differ by \(line.appleUnits - line.ledgerUnits)")
+                }
+                line.note = notes.joined(separator: "; ")
+                lines.append(line)
+            }
+        }
+        let sources = reports.map {
+            Source(path: $0.path, periods: $0.periods.map(\.description), rows: $0.rows.count, totalAmount: $0.totalAmount.description,
+                   currencies: Array(Set($0.rows.map(\.partnerShareCurrency))).sorted())
+        }
+        return TrueUp(lines: lines, sources: sources, reportingCurrency: reportingCurrency)
+    }
+
+    // MARK: Output
+
+    static func money(_ minor: Int64?, _ currency: String) -> String {
+        minor.map { Currency.format(minor: $0, currency: currency) } ?? ""
+    }
+
+    public func render(format: String) -> String {
+        switch format {
+        case "json":
+            struct Out: Encodable { var reports: [Source]; var lines: [Line]; var totals: [Total] }
+            let enc = JSONEncoder()
+            enc.outputFormatting = [.prettyPrinted, .sortedKeys]
+            enc.keyEncodingStrategy = .convertToSnakeCase
+            return String(decoding: (try? enc.encode(Out(reports: sources, lines: lines, totals: totals))) ?? Data("{}".utf8), as: UTF8.self) + "\n"
+        case "csv":
+            var out = "start,end,currency,product_id,apple_units,apple_free_units,ledger_units,apple_customer_sales,ledger_gross,paid_in,apple_proceeds,ledger_proceeds,difference,note\n"
+            for l in lines {
+                out += [l.start.description, l.end.description, l.currency, l.productId, String(l.appleUnits), String(l.appleFreeUnits),
+                        String(l.ledgerUnits), Self.money(l.appleCustomerSalesMinor, l.currency), Self.money(l.ledgerGrossMinor, l.currency),
+                        l.paidIn, Self.money(l.appleProceedsMinor, l.paidIn), Self.money(l.ledgerProceedsMinor, l.paidIn),
+                        Self.money(l.differenceMinor, l.paidIn), l.note].map(CSV.escape).joined(separator: ",") + "\n"
+            }
+            return out
+        default:
+            var out = ""
+            for s in sources {
+                out += "read \(s.path): \(s.periods.joined(separator: ", ")), \(s.rows) row\(s.rows == 1 ? "" : "s"), Total_Amount \(s.totalAmount) \(s.currencies.joined(separator: "/"))\n"
+            }
+            guard !lines.isEmpty else { return out + "No rows in these reports and no entries in the ledger for their currencies and days.\n" }
+            let header = ["Period", "Currency", "Product", "Units (Apple)", "Units (ledger)", "Paid in", "Proceeds (Apple)",
+                          "Proceeds (ledger)", "Difference", "Note"]
+            var table: [[String]] = [header]
+            for l in lines {
+                table.append(["\(l.start)..\(l.end)", l.currency, l.productId,
+                              String(l.appleUnits) + (l.appleFreeUnits != 0 ? " +\(l.appleFreeUnits) free" : ""), String(l.ledgerUnits),
+                              l.paidIn, Self.money(l.appleProceedsMinor, l.paidIn), Self.money(l.ledgerProceedsMinor, l.paidIn),
+                              Self.money(l.differenceMinor, l.paidIn), l.note])
+            }
+            for t in totals {
+                table.append(["\(t.start)..\(t.end)", "", "total paid in \(t.paidIn)", "", "", t.paidIn,
+                              Self.money(t.appleProceedsMinor, t.paidIn), Self.money(t.ledgerProceedsMinor, t.paidIn),
+                              Self.money(t.differenceMinor, t.paidIn), t.ledgerProceedsMinor == nil ? "some lines not comparable" : ""])
+            }
+            let numeric: Set<Int> = [3, 4, 6, 7, 8]
+            let widths = (0..<header.count).map { c in table.map { $0[c].count }.max() ?? 0 }
+            return out + table.enumerated().map { i, row in
+                row.enumerated().map { c, cell in
+                    let pad = String(repeating: " ", count: widths[c] - cell.count)
+                    return c == row.count - 1 ? cell : numeric.contains(c) ? pad + cell : cell + pad
+                }.joined(separator: "  ") + (i == 0 ? "\n" + widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ") : "")
+            }.joined(separator: "\n") + "\n"
+        }
+    }
+
+    /// The comparison as a workbook: the lines with a total per period and currency paid in,
+    /// then every row of Apple's reports with its file and line.
+    public func workbook(created: Day, reports: [FinancialReport]) -> WorkbookModel {
+        func decimals(_ c: String) -> Int { Currency.exponent(c) ?? 2 }
+        func money(_ minor: Int64?, _ c: String) -> Cell { minor.map { .money(minor: $0, decimals: decimals(c)) } ?? .empty }
+        let columns = [
+            Column("Start", width: 11, kind: .date), Column("End", width: 11, kind: .date), Column("Currency", width: 9),
+            Column("Product", width: 34), Column("Title", width: 24), Column("Units (Apple)", width: 13, kind: .integer),
+            Column("Free units (Apple)", width: 13, kind: .integer), Column("Units (ledger)", width: 13, kind: .integer),
+            Column("Customer sales (Apple)", width: 16, kind: .money), Column("Gross (ledger)", width: 16, kind: .money),
+            Column("Paid in", width: 8), Column("Proceeds (Apple)", width: 16, kind: .money),
+            Column("Proceeds (ledger)", width: 16, kind: .money), Column("Difference", width: 14, kind: .money),
+            Column("Note", width: 60),
+        ]
+        var rows = lines.map { l in
+            SheetRow([.date(l.start), .date(l.end), .text(l.currency), .text(l.productId), .text(l.title), .integer(l.appleUnits),
+                      .integer(l.appleFreeUnits), .integer(l.ledgerUnits), money(l.appleCustomerSalesMinor, l.currency),
+                      money(l.ledgerGrossMinor, l.currency), .text(l.paidIn), money(l.appleProceedsMinor, l.paidIn),
+                      money(l.ledgerProceedsMinor, l.paidIn), money(l.differenceMinor, l.paidIn), .text(l.note)])
+        }
+        for t in totals {
+            rows.append(SheetRow([.date(t.start), .date(t.end), .empty, .text("Total paid in \(t.paidIn)"), .empty, .empty, .empty, .empty,
+                                  .empty, .empty, .text(t.paidIn), money(t.appleProceedsMinor, t.paidIn), money(t.ledgerProceedsMinor, t.paidIn),
+                                  money(t.differenceMinor, t.paidIn),
+                                  .text(t.ledgerProceedsMinor == nil ? "some lines not comparable: see them above" : "")], style: .total))
+        }
+        let rowColumns = [
+            Column("File", width: 40), Column("Line", width: 6, kind: .integer), Column("Start", width: 11, kind: .date),
+            Column("End", width: 11, kind: .date), Column("Vendor Identifier", width: 34), Column("Title", width: 24),
+            Column("Sales or Return", width: 8), Column("Quantity", width: 9, kind: .integer),
+            Column("Partner Share", width: 14, kind: .money), Column("Extended Partner Share", width: 16, kind: .money),
+            Column("Partner Share Currency", width: 9), Column("Country Of Sale", width: 8), Column("Promo Code", width: 8),
+            Column("Customer Price", width: 14, kind: .money), Column("Customer Currency", width: 9),
+        ]
+        var detail: [SheetRow] = []
+        for report in reports {
+            for r in report.rows {
+                detail.append(SheetRow([.text(report.path), .integer(Int64(r.line)), .date(r.start), .date(r.end), .text(r.vendorIdentifier),
+                                        .text(r.title), .text(r.isReturn ? "R" : "S"), .integer(r.quantity),
+                                        money(r.partnerShareMinor, r.partnerShareCurrency), money(r.extendedPartnerShareMinor, r.partnerShareCurrency),
+                                        .text(r.partnerShareCurrency), .text(r.countryOfSale), .text(r.promoCode),
+                                        money(r.customerPriceMinor, r.customerCurrency), .text(r.customerCurrency)]))
+            }
+        }
+        let periods = Set(lines.map { "\($0.start)..\($0.end)" }).sorted().joined(separator: ", ")
+        return WorkbookModel(title: "True-up against App Store Connect financial reports", subject: "iapledger true-up", created: created, sheets: [
+            SheetModel(name: "True-up", title: "Ledger estimates against Apple's financial reports (\(periods))", subtitle: [
+                "Apple's report is the source of record. Each line compares one period, customer currency and product: Apple's units and proceeds (Extended Partner Share) against the production book's entries whose original date is in the period (sales, less refunds, plus reversals).",
+                "Difference = Apple's proceeds less the ledger's, in the currency Apple pays in; where Apple pays in \(reportingCurrency), the ledger's \(reportingCurrency) proceeds at its monthly rates. Apple's fiscal days end in Pacific time; the ledger dates by UTC, so sales near a period's edge may fall on the other side.",
+                "Reports read: \(sources.count) (\(sources.reduce(0) { $0 + $1.rows }) rows, each checked against its footer); every row with its file and line is on the Apple report rows sheet.",
+            ], tables: [TableBlock(columns: columns, rows: rows)]),
+            SheetModel(name: "Apple report rows", title: "Every row of the financial reports read", subtitle: [
+                "As Apple wrote them, one row per line of each file; amounts in their currency's decimals (Apple prints JPY as 119.00: that is 119 yen). Returns have a negative quantity.",
+            ], tables: [TableBlock(columns: rowColumns, rows: detail)]),
+        ])
+    }
+
+    /// Writes `workbook` to `url` (aside, then renamed), dated by the last day compared so the
+    /// same reports and ledger give the same bytes.
+    public func writeWorkbook(to url: URL, reports: [FinancialReport]) throws {
+        let last = lines.map(\.end).max() ?? reports.flatMap(\.rows).map(\.end).max() ?? Day(year: 2000, month: 1, day: 1)
+        try XLSXWriter.write(workbook(created: last, reports: reports), to: url)
+    }
+}

@@ -1,0 +1,180 @@
+import XCTest
+@testable import LedgerCore
+@testable import LedgerRead
+@testable import LedgerRun
+@testable import LedgerStore
+
+/// App Store Connect financial reports (iap-formats.md section 4): read and checked against
+/// their footers (Apple's sample files, and broken copies of them), then compared with the
+/// ledger by period, currency and product (`iapledger true-up`).
+final class TrueUpTests: ScratchTestCase {
+    static let columns = ["Start Date", "End Date", "UPC", "ISRC/ISBN", "Vendor Identifier", "Quantity", "Partner Share",
+                          "Extended Partner Share", "Partner Share Currency", "Sales or Return", "Apple Identifier",
+                          "Artist/Show/Developer/Author", "Title", "Label/Studio/Network/Developer/Publisher", "Grid",
+                          "Product Type Identifier", "ISAN/Other Identifier", "Country Of Sale", "Pre-order Flag", "Promo Code",
+                          "Customer Price", "Customer Currency"]
+
+    /// A report of rows (product, quantity, share, extended, paid in, S/R, country, promo,
+    /// customer price, customer currency) for 10/04/2026 - 10/31/2026, with its footer.
+    static func report(_ rows: [(String, Int, String, String, String, String, String, String, String, String)],
+                       rowsTotal: Int? = nil, amount: String, units: Int) -> String {
+        var text = columns.joined(separator: "\t") + "\n"
+        for r in rows {
+            text += ["10/04/2026", "10/31/2026", "", "", r.0, String(r.1), r.2, r.3, r.4, r.5, "1498765501", "Example Dev",
+                     "Title of \(r.0)", "", "", "IA1", "", r.6, "", r.7, r.8, r.9].joined(separator: "\t") + "\n"
+        }
+        return text + "Total_Rows\t\(rowsTotal ?? rows.count)\nTotal_Amount\t\(amount)\nTotal_Units\t\(units)\n"
+    }
+
+    func testApplesSampleReportsAreReadAndCheckedAgainstTheirFooters() throws {
+        let eu = try FinancialReport.read(path: Fixtures.url("financial-reports/fedoco-apple-slicer__45545510_0914_EU.txt").path)
+        XCTAssertEqual(eu.rows.count, 6)
+        XCTAssertEqual(eu.periods, [ClosedDays(start: Day(iso: "2014-08-31")!, end: Day(iso: "2014-09-27")!)])
+        let ret = try XCTUnwrap(eu.rows.first)
+        XCTAssertEqual([ret.line, Int(ret.quantity), Int(ret.partnerShareMinor), Int(ret.extendedPartnerShareMinor), Int(ret.customerPriceMinor)],
+                       [2, -1, 1217, -1217, -1999])
+        XCTAssertTrue(ret.isReturn)
+        XCTAssertEqual(eu.rows[1].promoCode, "CR")
+        XCTAssertEqual(eu.rows.reduce(0) { $0 + $1.extendedPartnerShareMinor }, 20689, "Total_Amount 206.89")
+        XCTAssertEqual(eu.totalUnits, 20, "units sold, the return left out")
+        // JPY is printed with two decimals: 119.00 is 119 yen.
+        let jp = try FinancialReport.read(path: Fixtures.url("financial-reports/fedoco-apple-slicer__45545510_0914_JP.txt").path)
+        XCTAssertEqual(jp.rows.map(\.extendedPartnerShareMinor), [119, 60])
+        XCTAssertEqual(jp.rows.map(\.customerPriceMinor), [170, 85])
+        let ch = try FinancialReport.read(path: Fixtures.url("financial-reports/fedoco-apple-slicer__45545510_0914_CH.txt").path)
+        XCTAssertEqual(ch.rows.reduce(0) { $0 + $1.extendedPartnerShareMinor }, 3315)
+    }
+
+    /// A report that does not add up, is cut short or has an amount its currency cannot hold
+    /// is refused whole, naming the file and line: compared in part, it would give wrong differences.
+    func testABrokenReportIsRefusedNamingTheLine() throws {
+        let original = try Fixtures.text("financial-reports/fedoco-apple-slicer__45545510_0914_JP.txt")
+        let cases: [(String, String, String)] = [
+            ("rows", original.replacingOccurrences(of: "Total_Rows\t2", with: "Total_Rows\t3"), "r.txt:4: Total_Rows 3 but the report has 2 rows"),
+            ("amount", original.replacingOccurrences(of: "Total_Amount\t179", with: "Total_Amount\t180"), "r.txt:5: Total_Amount 180 but the rows' Extended Partner Share sums to 179 JPY"),
+            ("units", original.replacingOccurrences(of: "Total_Units\t2", with: "Total_Units\t7"), "r.txt:6: Total_Units 7 but the rows sell 2 units"),
+            ("cut short", original.components(separatedBy: "Total_Amount")[0], "no Total_Amount row: the report is cut short"),
+            ("half a yen", original.replacingOccurrences(of: "\t119.00\t119.00\t", with: "\t119.50\t119.50\t"), "r.txt:2: Partner Share '119.50' is not an amount in JPY (0 decimals)"),
+            ("extended", original.replacingOccurrences(of: "\t119.00\t119.00\t", with: "\t119.00\t118.00\t"), "r.txt:2: Extended Partner Share 118.00 is not Quantity 1 x Partner Share 119.00"),
+            ("date", original.replacingOccurrences(of: "08/31/2014\t09/27/2014\t\t\tExample App 3", with: "2014-08-31\t09/27/2014\t\t\tExample App 3"), "r.txt:2: Start Date '2014-08-31' is not a date MM/DD/YYYY"),
+            ("column", original.replacingOccurrences(of: "Partner Share Currency", with: "Currency"), "r.txt:1: not an App Store Connect financial report: no column 'Partner Share Currency'"),
+            ("after the footer", original + "08/31/2014\t09/27/2014\n", "r.txt:7: a row after the footer"),
+            ("kind", original.replacingOccurrences(of: "\tJPY\tS\t225836855", with: "\tJPY\tX\t225836855"), "r.txt:2: Sales or Return 'X' is neither S nor R"),
+        ]
+        for (name, text, message) in cases {
+            XCTAssertThrowsError(try FinancialReport.parse(text, path: "r.txt"), name) { error in
+                XCTAssertTrue("\(error)".hasPrefix("r.txt") && "\(error)".contains(message), "\(name): \(error)")
+            }
+        }
+        XCTAssertThrowsError(try FinancialReport.read(path: "/nonexistent/r.txt")) { XCTAssertTrue("\($0)".contains("/nonexistent/r.txt: no such file"), "\($0)") }
+        // The footer's units may also be the net count (Apple does not say which it writes).
+        XCTAssertNoThrow(try FinancialReport.parse(Self.report([("coins.100", 3, "0.64", "1.92", "EUR", "S", "DE", "", "1.09", "EUR"),
+                                                               ("coins.100", -1, "0.64", "-0.64", "EUR", "R", "DE", "", "-1.09", "EUR")],
+                                                              amount: "1.28", units: 2), path: "r.txt"))
+    }
+
+    /// The comparison: per period, customer currency and product, Apple's units and proceeds
+    /// against the production book's sales less refunds by original date; sandbox, other
+    /// currencies and other days left out; a currency Apple pays in USD compared with the
+    /// ledger's USD proceeds.
+    func testReportsAreComparedWithTheLedgersEntriesOfTheirDays() throws {
+        let ws = try TestWorkspace()
+        defer { ws.remove() }
+        try ws.write("inbox/receipts/r.jsonl", [
+            Receipt.response([Receipt.item("d1", purchased: "2026-10-05T10:00:00Z")]),
+            Receipt.response([Receipt.item("d2", purchased: "2026-10-06T10:00:00Z")]),
+            Receipt.response([Receipt.item("d3", purchased: "2026-10-07T10:00:00Z", cancelled: "2026-10-10T10:00:00Z")]),
+            Receipt.response([Receipt.item("d9", purchased: "2026-11-02T10:00:00Z")]),                 // after the period
+            Receipt.response([Receipt.item("s1", purchased: "2026-10-06T10:00:00Z")], environment: "Sandbox"),
+            Receipt.response([Receipt.item("j1", purchased: "2026-10-07T10:00:00Z")]),
+            Receipt.response([Receipt.item("k1", purchased: "2026-10-09T10:00:00Z")]),
+            Receipt.response([Receipt.item("u1", purchased: "2026-10-08T10:00:00Z")]),                 // USD: no report names it
+        ].joined(separator: "\n") + "\n")
+        try ws.write("inbox/orders/o.csv", ReconciliationTests.header + """
+            o-d1,acct-1,d1,coins.100,1,100,2026-10-05T10:01:00Z,production,DEU,,
+            o-d2,acct-1,d2,coins.100,1,100,2026-10-06T10:01:00Z,production,DEU,,
+            o-d3,acct-1,d3,coins.100,1,100,2026-10-07T10:01:00Z,production,DEU,,2026-10-10T11:00:00Z
+            o-d9,acct-1,d9,coins.100,1,100,2026-11-02T10:01:00Z,production,DEU,,
+            o-s1,acct-1,s1,coins.100,1,100,2026-10-06T10:01:00Z,sandbox,DEU,,
+            o-j1,acct-1,j1,coins.100,1,100,2026-10-07T10:01:00Z,production,JPN,,
+            o-k1,acct-1,k1,coins.100,1,100,2026-10-09T10:01:00Z,production,KWT,,
+            o-u1,acct-1,u1,coins.100,1,100,2026-10-08T10:01:00Z,production,USA,,
+
+            """)
+        try ws.run("2026-11-03")
+        // DEU: 1.09 EUR with 19% tax included, net 0.92, commission 0.28, proceeds 0.64 a unit.
+        let euText = Self.report([
+            ("coins.100", 3, "0.64", "1.92", "EUR", "S", "DE", "", "1.09", "EUR"),
+            ("coins.100", -1, "0.64", "-0.64", "EUR", "R", "DE", "", "-1.09", "EUR"),
+            ("coins.100", 1, "0.00", "0.00", "EUR", "S", "DE", "CR", "0.00", "EUR"),
+            ("coins.550", 1, "3.00", "3.00", "EUR", "S", "AT", "", "4.49", "EUR"),
+        ], amount: "4.28", units: 5)
+        // JPN: 160 JPY, 10% included, net 145, commission 44 (43.5 to even), proceeds 101; Apple counts two.
+        let jpText = Self.report([("coins.100", 2, "101", "202", "JPY", "S", "JP", "", "160", "JPY")], amount: "202", units: 2)
+        // KWT: sold in KWD, paid in USD (a rest-of-world report).
+        let wwText = Self.report([("coins.100", 1, "0.70", "0.70", "USD", "S", "KW", "", "0.300", "KWD")], amount: "0.70", units: 1)
+        let eu = try FinancialReport.parse(euText, path: "eu.txt")
+        let jp = try FinancialReport.parse(jpText, path: "jp.txt")
+        let ww = try FinancialReport.parse(wwText, path: "ww.txt")
+        let ledger = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path, readOnly: true)
+        let k1Reporting = try ledger.read { try Int64.fetchOne($0.db, sql: "SELECT proceeds_reporting_minor FROM entry WHERE transaction_id = 'k1'") }!
+        let t = try ledger.read { r in
+            try TrueUp.compare(reports: [eu, jp, ww], reportingCurrency: "USD") { try r.proceeds(from: $0, through: $1) }
+        }
+        let lines = Dictionary(uniqueKeysWithValues: t.lines.map { ("\($0.currency) \($0.productId)", $0) })
+        XCTAssertEqual(Set(lines.keys), ["EUR coins.100", "EUR coins.550", "JPY coins.100", "KWD coins.100"], "no USD report: u1 is not compared")
+
+        let d = try XCTUnwrap(lines["EUR coins.100"])
+        XCTAssertEqual([d.appleUnits, d.appleFreeUnits, d.ledgerUnits], [2, 1, 2], "three sold, one refunded; sandbox and November left out")
+        XCTAssertEqual([d.appleProceedsMinor, d.ledgerProceedsMinor, d.differenceMinor], [128, 128, 0])
+        XCTAssertEqual([d.appleCustomerSalesMinor, d.ledgerGrossMinor], [218, 218])
+        XCTAssertEqual(d.note, "")
+
+        let missing = try XCTUnwrap(lines["EUR coins.550"])
+        XCTAssertEqual([missing.ledgerUnits, missing.ledgerProceedsMinor, missing.differenceMinor], [0, 0, 300])
+        XCTAssertEqual(missing.note, "not in the ledger")
+
+        let j = try XCTUnwrap(lines["JPY coins.100"])
+        XCTAssertEqual([j.appleProceedsMinor, j.ledgerProceedsMinor, j.differenceMinor], [202, 101, 101])
+        XCTAssertEqual(j.note, "units differ by 1")
+
+        let k = try XCTUnwrap(lines["KWD coins.100"])
+        XCTAssertEqual(k.paidIn, "USD")
+        XCTAssertEqual([k.appleProceedsMinor, k.ledgerProceedsMinor, k.differenceMinor], [70, k1Reporting, 70 - k1Reporting])
+        XCTAssertTrue(k.note.contains("paid in USD: the ledger's USD proceeds"), k.note)
+
+        XCTAssertEqual(t.totals.map { "\($0.paidIn) \($0.appleProceedsMinor) \($0.ledgerProceedsMinor!) \($0.differenceMinor!)" },
+                       ["EUR 428 128 300", "JPY 202 101 101", "USD 70 \(k1Reporting) \(70 - k1Reporting)"])
+
+        // The command: the table, CSV and JSON, and a workbook that reads back with the figures.
+        let dir = newScratch("true-up")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        for (name, text) in [("eu.txt", euText), ("jp.txt", jpText), ("ww.txt", wwText)] {
+            try Data(text.utf8).write(to: dir.appendingPathComponent(name))
+        }
+        let files = ["eu.txt", "jp.txt", "ww.txt"].map { dir.appendingPathComponent($0).path }
+        let book = dir.appendingPathComponent("true-up.xlsx")
+        let table = try Resilience.cli(["true-up", "--workspace", ws.root.path] + files + ["--xlsx", book.path])
+        XCTAssertEqual(table.status, 0, table.err)
+        XCTAssertTrue(table.out.contains("2026-10-04..2026-10-31  JPY       coins.100"), table.out)
+        XCTAssertTrue(table.out.contains("total paid in EUR"), table.out)
+        XCTAssertTrue(table.err.contains("wrote \(book.path)"), table.err)
+        let sheets = try XLSXReader.sheets(book)
+        let rows: [[String]] = sheets["True-up"] ?? []
+        let jpRow = try XCTUnwrap(rows.first { (row: [String]) -> Bool in row.count > 13 && row[2] == "JPY" && row[3] == "coins.100" })
+        XCTAssertEqual(Array(jpRow[5...13]), ["2", "0", "1", "320", "160", "JPY", "202", "101", "101"])
+        let detail: [[String]] = sheets["Apple report rows"] ?? []
+        XCTAssertEqual(detail.filter { (row: [String]) -> Bool in row.first?.hasSuffix(".txt") == true }.count, 6)
+        let csv = try Resilience.cli(["true-up", "--workspace", ws.root.path, "--format", "csv"] + files)
+        XCTAssertTrue(csv.out.contains("2026-10-04,2026-10-31,EUR,coins.100,2,1,2,2.18,2.18,EUR,1.28,1.28,0.00,\n"), csv.out)
+        let json = try Resilience.cli(["true-up", "--workspace", ws.root.path, "--format", "json"] + files)
+        let parsed = try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [String: Any]
+        XCTAssertEqual((parsed?["lines"] as? [Any])?.count, 4)
+        // A broken report stops the command, naming it; nothing is compared.
+        try Data("Start Date\tEnd Date\n".utf8).write(to: dir.appendingPathComponent("bad.txt"))
+        let bad = try Resilience.cli(["true-up", "--workspace", ws.root.path, dir.appendingPathComponent("bad.txt").path])
+        XCTAssertEqual(bad.status, 1)
+        XCTAssertTrue(bad.err.contains("bad.txt:1: not an App Store Connect financial report: no column"), bad.err)
+        XCTAssertEqual(bad.out, "")
+    }
+}
