@@ -33,7 +33,7 @@ public struct WorkspaceConfig: Sendable, Equatable {
     public var journalRowCap: Int = 250_000
     /// Product types whose transactions reconciliation checks against the orders
     /// (reconciliation.md: consumable and non-consumable, configurable).
-    public var reconciliationScope: Set<ProductType> = [.consumable, .nonConsumable]
+    public var reconciliationScope: Set<ProductType> = ProductType.reconciledByDefault
 
     public init() {}
 }
@@ -70,6 +70,10 @@ public struct PriceRule: Sendable, Equatable {
 
 public enum ProductType: String, Sendable, CaseIterable {
     case consumable, nonConsumable = "non_consumable", autoRenewable = "auto_renewable", nonRenewing = "non_renewing"
+
+    /// The types reconciliation checks unless `[reconciliation] scope` says otherwise
+    /// (reconciliation.md).
+    public static let reconciledByDefault: Set<ProductType> = [.consumable, .nonConsumable]
 }
 
 /// One row of `rules/products.csv`.

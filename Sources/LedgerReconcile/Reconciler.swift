@@ -145,7 +145,7 @@ public struct Reconciler {
     /// Product types in scope (default: consumable and non-consumable).
     public var scope: Set<ProductType>
 
-    public init(products: [String: ProductRule], scope: Set<ProductType> = [.consumable, .nonConsumable]) {
+    public init(products: [String: ProductRule], scope: Set<ProductType> = ProductType.reconciledByDefault) {
         self.products = products
         self.scope = scope
     }
@@ -156,10 +156,17 @@ public struct Reconciler {
         return scope.contains(p.type)
     }
 
-    /// A hash of the rules reconciliation depends on (each product's type and units, the scope):
-    /// when it changes, every group is reconciled again, not only the touched ones.
+    /// What this version decides, as a number in the fingerprint: raised when a version
+    /// decides differently (2: out-of-scope groups raise nothing and match nothing), so the
+    /// first night after an upgrade reconciles every group again instead of keeping what the
+    /// version before decided for the groups it does not touch.
+    static let logicVersion = 2
+
+    /// A hash of the rules reconciliation depends on (each product's type and units, the
+    /// scope, the logic's version): when it changes, every group is reconciled again, not only
+    /// the touched ones.
     public var rulesFingerprint: String {
-        var text = "scope:" + scope.map(\.rawValue).sorted().joined(separator: ",") + "\n"
+        var text = "logic:\(Self.logicVersion)\nscope:" + scope.map(\.rawValue).sorted().joined(separator: ",") + "\n"
         for id in products.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
             let p = products[id]!
             text += "\(id.utf8.count):\(id) \(p.type.rawValue) \(p.units)\n"

@@ -13,7 +13,7 @@ public struct ReconciliationReport {
     /// The ledger-wide reads shared with the night's other workbooks.
     public var shared: SharedReads?
     /// The product types reconciled (`[reconciliation] scope`), said on the Summary.
-    public var scope: Set<ProductType> = [.consumable, .nonConsumable]
+    public var scope: Set<ProductType> = ProductType.reconciledByDefault
 
     public init(reader: LedgerReader, asOf: Day, reportingCurrency: String, runId: Int64?, layout: ReportLayout) {
         self.reader = reader

@@ -261,7 +261,7 @@ extension LedgerWriter {
         guard let previousRules else {
             return "the last run recorded no reconciliation (the ledger's first, or one from before reconciliation by groups)"
         }
-        return previousRules != reconciler.rulesFingerprint ? "the product rules changed" : nil
+        return previousRules != reconciler.rulesFingerprint ? "the reconciliation rules changed (a product's type or units, the scope, or iapledger's own)" : nil
     }
 
     /// Called as a run begins: when its reconciliation will be full whatever it touches, what

@@ -610,6 +610,18 @@ enum Schema {
                     BEGIN SELECT RAISE(ABORT, 'registered report files are never removed'); END;
                 """)
         }
+        // unverified_record_transaction (v1) also holds, from v24 on, the transactions named by
+        // verified records whose item was refused (INVALID_TRANSACTION): such a transaction
+        // is known to the ledger as unverified, as one named by a record that did not verify:
+        // nights from now on note it as they open the finding; this notes those of the nights
+        // before (the first night after it reconciles every group again, its logic having changed).
+        m.registerMigration("v24-refused-items-unverified", foreignKeyChecks: .immediate) { db in
+            try db.execute(sql: """
+                INSERT OR IGNORE INTO unverified_record_transaction (record_id, transaction_id)
+                SELECT record_id, transaction_id FROM finding
+                WHERE code = 'INVALID_TRANSACTION' AND record_id IS NOT NULL AND transaction_id <> ''
+                """)
+        }
         return m
     }
 

@@ -76,6 +76,41 @@ final class ReconciliationTests: XCTestCase {
         }
     }
 
+    /// The fingerprint carries the logic's version: a ledger reconciled by the version before
+    /// (out-of-scope groups raising exceptions and matching) is reconciled again in full on the
+    /// first night after the upgrade, not only where that night's data touched it.
+    func testTheFingerprintChangesWithTheLogic() {
+        let r = Reconciler(products: products)
+        var before = "scope:" + r.scope.map(\.rawValue).sorted().joined(separator: ",") + "\n"
+        for id in products.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+            before += "\(id.utf8.count):\(id) \(products[id]!.type.rawValue) \(products[id]!.units)\n"
+        }
+        XCTAssertNotEqual(r.rulesFingerprint, Hashing.sha256Hex(Array(before.utf8)), "the version-1 fingerprint")
+        XCTAssertEqual(Reconciler.logicVersion, 2)
+    }
+
+    /// Migration v24 notes the refused items of the nights before it as unverified, so their
+    /// orders are CREDITED_UNVERIFIED after the upgrade too.
+    func testTheMigrationNotesRefusedItemsOfEarlierNights() throws {
+        try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("v1", quantity: 0, purchased: "2026-10-05T10:00:00Z")]) + "\n")
+        try ws.write("inbox/orders/o.csv", Self.header + "o-v1,acct-1,v1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n")
+        try ws.run("2026-10-07")
+        let path = ws.root.appendingPathComponent("ledger.sqlite").path
+        // As a ledger of v23 had it: no link for the refused item, its order a credit without transaction.
+        try Ledger(path: path).write { w in
+            try w.db.execute(sql: "DELETE FROM unverified_record_transaction")
+            try w.db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v24-refused-items-unverified'")
+        }
+        // A product's units change, so the next night reconciles every group again (as the
+        // first night after the upgrade does, the logic's version being in the fingerprint).
+        try ws.write("rules/products.csv", TestWorkspace.defaultProducts.replacingOccurrences(of: "coins.550,consumable,550", with: "coins.550,consumable,551"))
+        try ws.run("2026-10-08")   // a new night, nothing new to read: the ledger is upgraded first
+        XCTAssertEqual(try Ledger(path: path, readOnly: true).read { try Int.fetchOne($0.db, sql: "SELECT count(*) FROM unverified_record_transaction") }, 1,
+                       "v24 ran again")
+        XCTAssertEqual(Set(try exceptionsJSON().filter { $0["status"] as? String == "open" }.map { "\($0["category"]!) \($0["order_id"]!)" }),
+                       ["CREDITED_UNVERIFIED o-v1"])
+    }
+
     func testOneOrderCanRaiseSeveralInCheckOrder() {
         let r = run([tx("t1", book: .sandbox, quantity: 2)], [order("o1", tx: "t1", quantity: 1, units: 100)])
         XCTAssertEqual(keys(r), ["SANDBOX_CREDITED_IN_PRODUCTION t1 o1", "QUANTITY_MISMATCH t1 o1", "UNITS_MISMATCH t1 o1"])
