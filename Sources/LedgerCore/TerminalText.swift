@@ -19,3 +19,19 @@ public enum TerminalText {
         return out
     }
 }
+
+/// A table for the terminal: a header, a rule under it, columns padded to their widest cell
+/// (numbers to the right), every cell through `TerminalText.visible` (ids and paths come from
+/// input files).
+public enum TextTable {
+    public static func render(_ rows: [[String]], header: [String], rightAligned: Set<Int>) -> String {
+        let table = [header] + rows.map { $0.map(TerminalText.visible) }
+        let widths = (0..<header.count).map { c in table.map { $0[c].count }.max() ?? 0 }
+        return table.enumerated().map { i, row in
+            row.enumerated().map { c, cell in
+                let pad = String(repeating: " ", count: widths[c] - cell.count)
+                return rightAligned.contains(c) ? pad + cell : c == row.count - 1 ? cell : cell + pad
+            }.joined(separator: "  ") + (i == 0 ? "\n" + widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ") : "")
+        }.joined(separator: "\n") + "\n"
+    }
+}

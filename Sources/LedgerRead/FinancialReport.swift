@@ -33,6 +33,8 @@ public struct FinancialReport: Equatable {
     }
 
     public var path: String
+    /// The file's SHA-256 (the same report given twice, under any name, is refused).
+    public var sha256: String = ""
     public var rows: [Row]
     /// The footer's figures as Apple wrote them (checked against the rows when read).
     public var totalRows: Int
@@ -44,6 +46,11 @@ public struct FinancialReport: Equatable {
         Array(Set(rows.map { ClosedDays(start: $0.start, end: $0.end) })).sorted()
     }
 
+    /// A row's amounts (10^12 minor units) and units (10^9) at most: more is no report of
+    /// Apple's, and the products and sums of such values stay far inside 128 bits.
+    static let maxAmountMinor: UInt64 = 1_000_000_000_000
+    static let maxQuantity: UInt64 = 1_000_000_000
+
     /// The columns iapledger reads, by name (Apple's 22 columns, in any order; others ignored).
     static let needed = ["Start Date", "End Date", "Vendor Identifier", "Quantity", "Partner Share",
                          "Extended Partner Share", "Partner Share Currency", "Sales or Return", "Title",
@@ -54,27 +61,37 @@ public struct FinancialReport: Equatable {
     /// with the rows, or a missing footer refuses the whole file (`ReadError` naming the line):
     /// a report is compared by its totals, so a part of it would give wrong differences.
     public static func read(path: String) throws -> FinancialReport {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            let reason = FileManager.default.fileExists(atPath: path) ? "cannot be read (permissions?)" : "no such file"
+        var isDirectory: ObjCBool = false
+        let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+        guard exists, !isDirectory.boolValue, let data = FileManager.default.contents(atPath: path) else {
+            let reason = !exists ? "no such file" : isDirectory.boolValue ? "a folder, not a file" : "cannot be read (permissions?)"
             throw ReadError.file(path, "\(reason): not read as an App Store Connect financial report")
         }
         guard let text = String(data: data, encoding: .utf8) else {
             throw ReadError.file(path, "not UTF-8 text: not an App Store Connect financial report")
         }
-        return try parse(text, path: path)
+        var report = try parse(text, path: path)
+        report.sha256 = Hashing.sha256Hex(data)
+        return report
     }
 
     public static func parse(_ text: String, path: String) throws -> FinancialReport {
-        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> Substring in
-            line.hasSuffix("\r") ? line.dropLast() : line
-        }
+        // Lines end in LF or CRLF (a report opened and saved on Windows); Swift takes CRLF as one
+        // character, so both are separators.
+        var lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" })
         while lines.last?.isEmpty == true { lines.removeLast() }
         guard let headerLine = lines.first else { throw ReadError.file(path, "empty: not an App Store Connect financial report") }
         let header = headerLine.split(separator: "\t", omittingEmptySubsequences: false).map {
             String($0).trimmingCharacters(in: .whitespaces)
         }
         var column: [String: Int] = [:]
-        for (i, name) in header.enumerated() where column[name] == nil { column[name] = i }
+        for (i, name) in header.enumerated() {
+            // Two columns of one name: which one Apple meant cannot be told.
+            guard column[name] == nil || name.isEmpty || !needed.contains(name) else {
+                throw ReadError.line(path, 1, "the column '\(name)' twice in the header")
+            }
+            if column[name] == nil { column[name] = i }
+        }
         let missing = needed.filter { column[$0] == nil }
         guard missing.isEmpty else {
             throw ReadError.line(path, 1, "not an App Store Connect financial report: no column \(missing.map { "'\($0)'" }.joined(separator: ", ")) in the header")
@@ -122,25 +139,39 @@ public struct FinancialReport: Equatable {
                 guard let value = ExactDecimal(text), let minor = minorUnits(value, code) else {
                     throw ReadError.line(path, number, "\(name) '\(text)' is not an amount in \(code) (\(Currency.exponent(code) ?? 2) decimals)")
                 }
+                // Bounded (a trillion minor units a row): more is no report of Apple's.
+                guard minor.magnitude <= maxAmountMinor else {
+                    throw ReadError.line(path, number, "\(name) '\(text)' is implausibly large for one row of a report")
+                }
                 return minor
             }
             let start = try day("Start Date"), end = try day("End Date")
             guard !(end < start) else { throw ReadError.line(path, number, "End Date \(end) is before Start Date \(start)") }
             let quantityText = field("Quantity")
-            guard let quantity = Int64(quantityText) else {
-                throw ReadError.line(path, number, "Quantity '\(quantityText)' is not a whole number")
+            guard let quantity = Int64(quantityText), quantity.magnitude <= maxQuantity else {
+                throw ReadError.line(path, number, "Quantity '\(quantityText)' is not a whole number of units (at most a billion a row)")
             }
             let partnerCurrency = try currency("Partner Share Currency"), customerCurrency = try currency("Customer Currency")
             // Partner Share is the unit's (Apple writes it positive on a return too); Extended
             // Partner Share is Quantity times it, so negative on a return.
             let share = abs(try minor("Partner Share", partnerCurrency))
             let extended = try minor("Extended Partner Share", partnerCurrency)
-            guard extended == quantity * share else {
+            let times = quantity.multipliedReportingOverflow(by: share)
+            guard !times.overflow, extended == times.partialValue else {
                 throw ReadError.line(path, number, "Extended Partner Share \(field("Extended Partner Share")) is not Quantity \(quantity) x Partner Share \(field("Partner Share"))")
             }
             let kind = field("Sales or Return")
             guard kind == "S" || kind == "R" else {
                 throw ReadError.line(path, number, "Sales or Return '\(kind)' is neither S nor R")
+            }
+            // A sale's units are positive, a return's negative; a customer price takes the
+            // sign of its units (a free unit's is 0).
+            guard kind == "S" ? quantity > 0 : quantity < 0 else {
+                throw ReadError.line(path, number, "Quantity \(quantity) on \(kind == "S" ? "a sale (S): a sale's units are positive" : "a return (R): a return's units are negative")")
+            }
+            let customerPrice = try minor("Customer Price", customerCurrency)
+            guard kind == "S" ? customerPrice >= 0 : customerPrice <= 0 else {
+                throw ReadError.line(path, number, "Customer Price \(field("Customer Price")) on \(kind == "S" ? "a sale (S) is negative" : "a return (R) is positive")")
             }
             let product = field("Vendor Identifier")
             guard !product.isEmpty else { throw ReadError.line(path, number, "no Vendor Identifier") }
@@ -148,7 +179,7 @@ public struct FinancialReport: Equatable {
                 line: number, start: start, end: end, vendorIdentifier: product, title: field("Title"),
                 quantity: quantity, partnerShareMinor: share, extendedPartnerShareMinor: extended,
                 partnerShareCurrency: partnerCurrency, isReturn: kind == "R", countryOfSale: field("Country Of Sale"),
-                promoCode: field("Promo Code"), customerPriceMinor: try minor("Customer Price", customerCurrency),
+                promoCode: field("Promo Code"), customerPriceMinor: customerPrice,
                 customerCurrency: customerCurrency, productTypeIdentifier: field("Product Type Identifier")))
         }
 
@@ -168,10 +199,16 @@ public struct FinancialReport: Equatable {
         guard let totalAmount = ExactDecimal(amountFooter.value) else {
             throw ReadError.line(path, amountFooter.line, "Total_Amount '\(amountFooter.value)' is not an amount")
         }
-        // Total_Amount is the sum of Extended Partner Share, in the report's one currency.
-        let currencies = Set(rows.map(\.partnerShareCurrency))
-        if currencies.count == 1, let code = currencies.first {
-            let sum = rows.reduce(Int64(0)) { $0 + $1.extendedPartnerShareMinor }
+        // A report is one region's fiscal month, paid in one currency: its Total_Amount is the
+        // sum of its Extended Partner Share in that currency.
+        if let first = rows.first, let other = rows.first(where: { $0.start != first.start || $0.end != first.end }) {
+            throw ReadError.line(path, other.line, "the period \(ClosedDays(start: other.start, end: other.end)), but line \(first.line) has \(ClosedDays(start: first.start, end: first.end)): a report covers one fiscal month")
+        }
+        if let first = rows.first, let other = rows.first(where: { $0.partnerShareCurrency != first.partnerShareCurrency }) {
+            throw ReadError.line(path, other.line, "Partner Share Currency \(other.partnerShareCurrency), but line \(first.line) has \(first.partnerShareCurrency): a report pays in one currency")
+        }
+        if let code = rows.first?.partnerShareCurrency {
+            let sum = try exactSum(rows.map { Int128($0.extendedPartnerShareMinor) }, path: path)
             guard minorUnits(totalAmount, code) == sum else {
                 throw ReadError.line(path, amountFooter.line, "Total_Amount \(amountFooter.value) but the rows' Extended Partner Share sums to \(Currency.format(minor: sum, currency: code)) \(code)")
             }
@@ -179,12 +216,20 @@ public struct FinancialReport: Equatable {
         let unitsFooter = try footerValue("Total_Units")
         // Total_Units: Apple's samples give the units sold, returns left out (20 for 20 sold and
         // one returned); the net count is accepted too, as Apple does not document which.
-        let sold = rows.reduce(Int64(0)) { $0 + max($1.quantity, 0) }
-        let net = rows.reduce(Int64(0)) { $0 + $1.quantity }
+        let sold = try exactSum(rows.map { Int128(max($0.quantity, 0)) }, path: path)
+        let net = try exactSum(rows.map { Int128($0.quantity) }, path: path)
         guard let totalUnits = Int64(unitsFooter.value), totalUnits == sold || totalUnits == net else {
             throw ReadError.line(path, unitsFooter.line, "Total_Units \(unitsFooter.value) but the rows sell \(sold) units (\(net) net of returns)")
         }
         return FinancialReport(path: path, rows: rows, totalRows: totalRows, totalAmount: totalAmount, totalUnits: totalUnits)
+    }
+
+    /// The sum of `values`, exact, or an error naming `path` when it does not fit 64 bits.
+    public static func exactSum(_ values: [Int128], path: String) throws -> Int64 {
+        guard let sum = Int64(exactly: values.reduce(Int128(0), +)) else {
+            throw ReadError.file(path, "amounts too large to add up: not a report of Apple's")
+        }
+        return sum
     }
 
     /// Minor units of `code` for a major-unit amount, trailing zero decimals beyond the

@@ -20,22 +20,14 @@ public enum BalanceOutput {
             return out
         default:
             let header = ["Book", "Account", "Currency", "Debit", "Credit", "Balance", "Balance (\(reportingCurrency))"]
-            var table: [[String]] = [header]
-            for r in rows {
-                table.append([r.book, r.account, r.currency,
-                              Currency.format(minor: r.debitMinor, currency: r.currency),
-                              Currency.format(minor: r.creditMinor, currency: r.currency),
-                              Currency.format(minor: r.balanceMinor, currency: r.currency),
-                              Currency.format(minor: r.reportingBalanceMinor, currency: reportingCurrency)])
-            }
             if rows.isEmpty { return "No postings in this book yet.\n" }
-            let widths = (0..<header.count).map { c in table.map { $0[c].count }.max() ?? 0 }
-            return table.enumerated().map { i, row in
-                row.enumerated().map { c, cell in
-                    c >= 3 ? String(repeating: " ", count: widths[c] - cell.count) + cell
-                           : cell + String(repeating: " ", count: widths[c] - cell.count)
-                }.joined(separator: "  ") + (i == 0 ? "\n" + widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ") : "")
-            }.joined(separator: "\n") + "\n"
+            return TextTable.render(rows.map { r in
+                [r.book, r.account, r.currency,
+                 Currency.format(minor: r.debitMinor, currency: r.currency),
+                 Currency.format(minor: r.creditMinor, currency: r.currency),
+                 Currency.format(minor: r.balanceMinor, currency: r.currency),
+                 Currency.format(minor: r.reportingBalanceMinor, currency: reportingCurrency)]
+            }, header: header, rightAligned: [3, 4, 5, 6])
         }
     }
 }

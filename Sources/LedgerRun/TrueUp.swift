@@ -50,6 +50,8 @@ public struct TrueUp {
     public var lines: [Line]
     public var sources: [Source]
     public var reportingCurrency: String
+    /// Said before the lines (a period the ledger has no entries for).
+    public var warnings: [String] = []
 
     /// Totals per period and currency paid in.
     public struct Total: Equatable, Encodable {
@@ -87,6 +89,7 @@ public struct TrueUp {
     /// its reports name, so a region left out is not counted as missing from Apple's report.
     public static func compare(reports: [FinancialReport], reportingCurrency: String,
                                ledger: (Day, Day) throws -> [ProceedsRow]) throws -> TrueUp {
+        try checkTogether(reports)
         struct Key: Hashable { var start: Day; var end: Day; var currency: String; var product: String }
         var apple: [Key: [FinancialReport.Row]] = [:]
         var periods: [ClosedDays: Set<String>] = [:]   // customer currencies each period covers
@@ -100,60 +103,112 @@ public struct TrueUp {
             }
         }
         var lines: [Line] = []
+        var warnings: [String] = []
         for period in periods.keys.sorted() {
             let covered = periods[period]!
+            let all = try ledger(period.start, period.end)
+            if all.isEmpty {
+                warnings.append("the ledger has no production entries dated \(period): another workspace, or nights not run for those days?")
+            }
             var ledgerRows: [Key: ProceedsRow] = [:]
-            for r in try ledger(period.start, period.end) where covered.contains(r.currency) {
+            for r in all where covered.contains(r.currency) {
                 ledgerRows[Key(start: period.start, end: period.end, currency: r.currency, product: r.productId)] = r
             }
             let keys = Set(apple.keys.filter { $0.start == period.start && $0.end == period.end }).union(ledgerRows.keys)
             for key in keys.sorted(by: { ($0.currency, $0.product) < ($1.currency, $1.product) }) {
                 let rows = apple[key] ?? []
                 let l = ledgerRows[key]
-                let paid = Set(rows.map(\.partnerShareCurrency))
+                // Apple's rows by the currency it pays them in (one, but where two regions pay
+                // the same customer currency differently); for a product the report lacks, the
+                // currency Apple pays this customer currency's other products in.
+                let paid = Set(rows.map(\.partnerShareCurrency)).sorted()
                 let periodPaid = paidInFor[period]?[key.currency] ?? []
-                // The currency paid in: the rows'; for a product the report lacks, the one Apple
-                // pays this currency's other products in.
-                let paidIn = paid.count == 1 ? paid.first! : (paid.isEmpty && periodPaid.count == 1 ? periodPaid.first! : key.currency)
-                var line = Line(
-                    start: key.start, end: key.end, currency: key.currency, productId: key.product,
-                    title: rows.first?.title ?? "",
-                    appleUnits: rows.filter { $0.partnerShareMinor != 0 }.reduce(0) { $0 + $1.quantity },
-                    appleFreeUnits: rows.filter { $0.partnerShareMinor == 0 }.reduce(0) { $0 + $1.quantity },
-                    ledgerUnits: l?.units ?? 0,
-                    // A return's customer price is negative with a negative quantity: its units
-                    // take the price off.
-                    appleCustomerSalesMinor: rows.reduce(0) { $0 + $1.quantity * abs($1.customerPriceMinor) },
-                    ledgerGrossMinor: l?.grossMinor ?? 0,
-                    paidIn: paidIn,
-                    appleProceedsMinor: rows.reduce(0) { $0 + $1.extendedPartnerShareMinor },
-                    ledgerProceedsMinor: nil, differenceMinor: nil, note: "")
-                var notes: [String] = []
-                if paid.count > 1 {
-                    notes.append("paid in \(paid.sorted().joined(separator: " and ")): not comparable")
-                } else if paidIn == key.currency {
-                    line.ledgerProceedsMinor = l?.proceedsMinor ?? 0
-                } else if paidIn == reportingCurrency {
-                    line.ledgerProceedsMinor = l?.proceedsReportingMinor ?? 0
-                    notes.append("paid in \(paidIn): the ledger's \(paidIn) proceeds, at its monthly rates")
-                } else {
-                    notes.append("paid in \(paidIn), neither \(key.currency) nor \(reportingCurrency): not comparable")
+                let groups: [(String, [FinancialReport.Row])] = paid.isEmpty
+                    ? [(periodPaid.count == 1 ? periodPaid.first! : key.currency, [])]
+                    : paid.map { c in (c, rows.filter { $0.partnerShareCurrency == c }) }
+                for (paidIn, rows) in groups {
+                    // Sums taken in 128 bits, refused if they do not fit 64 (amounts no report has).
+                    func sum(_ values: [Int128]) throws -> Int64 { try FinancialReport.exactSum(values, path: "the reports' \(key.currency) \(key.product)") }
+                    var line = Line(
+                        start: key.start, end: key.end, currency: key.currency, productId: key.product,
+                        title: rows.first?.title ?? "",
+                        appleUnits: try sum(rows.filter { $0.partnerShareMinor != 0 }.map { Int128($0.quantity) }),
+                        appleFreeUnits: try sum(rows.filter { $0.partnerShareMinor == 0 }.map { Int128($0.quantity) }),
+                        ledgerUnits: 0,
+                        // A return's customer price is negative with a negative quantity: its units
+                        // take the price off.
+                        appleCustomerSalesMinor: try sum(rows.map { Int128($0.quantity) * Int128($0.customerPriceMinor.magnitude) }),
+                        ledgerGrossMinor: 0,
+                        paidIn: paidIn,
+                        appleProceedsMinor: try sum(rows.map { Int128($0.extendedPartnerShareMinor) }),
+                        ledgerProceedsMinor: nil, differenceMinor: nil, note: "")
+                    var notes: [String] = []
+                    if groups.count > 1 {
+                        // The ledger cannot tell which region sold what: its side is on no line.
+                        notes.append("Apple pays these sales in \(paid.joined(separator: " and ")), one line each: not comparable; the ledger has "
+                                     + "\(l?.units ?? 0) units, \(money(l?.proceedsMinor ?? 0, key.currency)) \(key.currency) proceeds")
+                    } else {
+                        line.ledgerUnits = l?.units ?? 0
+                        line.ledgerGrossMinor = l?.grossMinor ?? 0
+                        if paidIn == key.currency {
+                            line.ledgerProceedsMinor = l?.proceedsMinor ?? 0
+                        } else if paidIn == reportingCurrency {
+                            line.ledgerProceedsMinor = l?.proceedsReportingMinor ?? 0
+                            notes.append("paid in \(paidIn): the ledger's \(paidIn) proceeds, at its monthly rates")
+                        } else {
+                            notes.append("paid in \(paidIn), neither \(key.currency) nor \(reportingCurrency): not comparable")
+                        }
+                        if !rows.isEmpty && l != nil && line.appleUnits != line.ledgerUnits {
+                            let d = line.appleUnits - line.ledgerUnits
+                            notes.append("Apple counts \(abs(d)) unit\(abs(d) == 1 ? "" : "s") \(d > 0 ? "more" : "fewer") than the ledger")
+                        }
+                    }
+                    line.differenceMinor = line.ledgerProceedsMinor.map { line.appleProceedsMinor - $0 }
+                    if rows.isEmpty { notes.insert("not in Apple's report", at: 0) }
+                    if l == nil { notes.insert("not in the ledger", at: 0) }
+                    line.note = notes.joined(separator: "; ")
+                    lines.append(line)
                 }
-                line.differenceMinor = line.ledgerProceedsMinor.map { line.appleProceedsMinor - $0 }
-                if rows.isEmpty { notes.insert("not in Apple's report", at: 0) }
-                if l == nil { notes.insert("not in the ledger", at: 0) }
-                if !rows.isEmpty && l != nil && line.appleUnits != line.ledgerUnits {
-                    notes.append("units differ by \(line.appleUnits - line.ledgerUnits)")
-                }
-                line.note = notes.joined(separator: "; ")
-                lines.append(line)
+            }
+        }
+        // The totals' sums fit too (`totals` adds them in 64 bits).
+        for paidIn in Set(lines.map(\.paidIn)) {
+            let these = lines.filter { $0.paidIn == paidIn }
+            for values in [these.map(\.appleProceedsMinor), these.compactMap(\.ledgerProceedsMinor), these.compactMap(\.differenceMinor)] {
+                _ = try FinancialReport.exactSum(values.map { Int128($0) }, path: "the reports' \(paidIn) total")
             }
         }
         let sources = reports.map {
             Source(path: $0.path, periods: $0.periods.map(\.description), rows: $0.rows.count, totalAmount: $0.totalAmount.description,
                    currencies: Array(Set($0.rows.map(\.partnerShareCurrency))).sorted())
         }
-        return TrueUp(lines: lines, sources: sources, reportingCurrency: reportingCurrency)
+        return TrueUp(lines: lines, sources: sources, reportingCurrency: reportingCurrency, warnings: warnings)
+    }
+
+    /// Reports that cannot be compared together: the same report given twice (under any name:
+    /// a second download), or reports whose periods overlap without being the same for a
+    /// customer currency (the ledger's sales of the overlap would count in both). Either
+    /// would give differences that are not there.
+    static func checkTogether(_ reports: [FinancialReport]) throws {
+        var bySHA: [String: String] = [:]
+        for r in reports where !r.sha256.isEmpty {
+            if let first = bySHA[r.sha256] {
+                throw ReadError.file(r.path, "the same report as \(first) (the same bytes): given twice, it would count Apple's sales twice")
+            }
+            bySHA[r.sha256] = r.path
+        }
+        var seen: [(period: ClosedDays, currency: String, path: String)] = []
+        for r in reports {
+            for period in r.periods {
+                for currency in Set(r.rows.filter { $0.start == period.start && $0.end == period.end }.map(\.customerCurrency)).sorted() {
+                    if let other = seen.first(where: { $0.currency == currency && $0.period != period
+                                                       && !($0.period.end < period.start || period.end < $0.period.start) }) {
+                        throw ReadError.file(r.path, "its period \(period) overlaps \(other.period) of \(other.path) for \(currency): the ledger's sales of the days both cover would count twice")
+                    }
+                    seen.append((period, currency, r.path))
+                }
+            }
+        }
     }
 
     // MARK: Output
@@ -182,31 +237,24 @@ public struct TrueUp {
         default:
             var out = ""
             for s in sources {
-                out += "read \(s.path): \(s.periods.joined(separator: ", ")), \(s.rows) row\(s.rows == 1 ? "" : "s"), Total_Amount \(s.totalAmount) \(s.currencies.joined(separator: "/"))\n"
+                out += TerminalText.visible("read \(s.path): \(s.periods.joined(separator: ", ")), \(s.rows) row\(s.rows == 1 ? "" : "s"), Total_Amount \(s.totalAmount) \(s.currencies.joined(separator: "/"))") + "\n"
             }
             guard !lines.isEmpty else { return out + "No rows in these reports and no entries in the ledger for their currencies and days.\n" }
             let header = ["Period", "Currency", "Product", "Units (Apple)", "Units (ledger)", "Paid in", "Proceeds (Apple)",
                           "Proceeds (ledger)", "Difference", "Note"]
-            var table: [[String]] = [header]
-            for l in lines {
-                table.append(["\(l.start)..\(l.end)", l.currency, l.productId,
-                              String(l.appleUnits) + (l.appleFreeUnits != 0 ? " +\(l.appleFreeUnits) free" : ""), String(l.ledgerUnits),
-                              l.paidIn, Self.money(l.appleProceedsMinor, l.paidIn), Self.money(l.ledgerProceedsMinor, l.paidIn),
-                              Self.money(l.differenceMinor, l.paidIn), l.note])
+            var table: [[String]] = lines.map { l in
+                ["\(l.start)..\(l.end)", l.currency, l.productId,
+                 String(l.appleUnits) + (l.appleFreeUnits != 0 ? " +\(l.appleFreeUnits) free" : ""), String(l.ledgerUnits),
+                 l.paidIn, Self.money(l.appleProceedsMinor, l.paidIn), Self.money(l.ledgerProceedsMinor, l.paidIn),
+                 Self.money(l.differenceMinor, l.paidIn), l.note]
             }
             for t in totals {
                 table.append(["\(t.start)..\(t.end)", "", "total paid in \(t.paidIn)", "", "", t.paidIn,
                               Self.money(t.appleProceedsMinor, t.paidIn), Self.money(t.ledgerProceedsMinor, t.paidIn),
                               Self.money(t.differenceMinor, t.paidIn), t.ledgerProceedsMinor == nil ? "some lines not comparable" : ""])
             }
-            let numeric: Set<Int> = [3, 4, 6, 7, 8]
-            let widths = (0..<header.count).map { c in table.map { $0[c].count }.max() ?? 0 }
-            return out + table.enumerated().map { i, row in
-                row.enumerated().map { c, cell in
-                    let pad = String(repeating: " ", count: widths[c] - cell.count)
-                    return c == row.count - 1 ? cell : numeric.contains(c) ? pad + cell : cell + pad
-                }.joined(separator: "  ") + (i == 0 ? "\n" + widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ") : "")
-            }.joined(separator: "\n") + "\n"
+            return out + TextTable.render(table, header: header, rightAligned: [3, 4, 6, 7, 8])
+                + "Difference: Apple's proceeds less the ledger's, in the currency Apple pays in (positive: Apple pays more than the ledger estimates).\n"
         }
     }
 
@@ -259,8 +307,17 @@ public struct TrueUp {
             SheetModel(name: "True-up", title: "Ledger estimates against Apple's financial reports (\(periods))", subtitle: [
                 "Apple's report is the source of record. Each line compares one period, customer currency and product: Apple's units and proceeds (Extended Partner Share) against the production book's entries whose original date is in the period (sales, less refunds, plus reversals).",
                 "Difference = Apple's proceeds less the ledger's, in the currency Apple pays in; where Apple pays in \(reportingCurrency), the ledger's \(reportingCurrency) proceeds at its monthly rates. Apple's fiscal days end in Pacific time; the ledger dates by UTC, so sales near a period's edge may fall on the other side.",
-                "Reports read: \(sources.count) (\(sources.reduce(0) { $0 + $1.rows }) rows, each checked against its footer); every row with its file and line is on the Apple report rows sheet.",
-            ], tables: [TableBlock(columns: columns, rows: rows)]),
+                "Reports read: \(sources.count), listed under the lines, each checked against its footer; every row with its file and line is on the Apple report rows sheet.",
+            ] + warnings.map { "Warning: \($0)" }, tables: [
+                TableBlock(columns: columns, rows: rows),
+                TableBlock(heading: "Reports read", columns: [
+                    Column("File", width: 40), Column("Period", width: 24), Column("Rows", width: 8, kind: .integer),
+                    Column("Total_Amount", width: 16), Column("Paid in", width: 8), Column("SHA-256", width: 66),
+                ], rows: zip(sources, reports).map { source, report in
+                    SheetRow([.text(source.path), .text(source.periods.joined(separator: ", ")), .integer(Int64(source.rows)),
+                              .text(source.totalAmount), .text(source.currencies.joined(separator: "/")), .text(report.sha256)])
+                }),
+            ]),
             SheetModel(name: "Apple report rows", title: "Every row of the financial reports read", subtitle: [
                 "As Apple wrote them, one row per line of each file; amounts in their currency's decimals (Apple prints JPY as 119.00: that is 119 yen). Returns have a negative quantity.",
             ], tables: [TableBlock(columns: rowColumns, rows: detail)]),

@@ -261,6 +261,7 @@ struct TrueUpCommand: ParsableCommand {
             let trueUp = try ledger.read { r in
                 try TrueUp.compare(reports: reports, reportingCurrency: config.reportingCurrency) { try r.proceeds(from: $0, through: $1) }
             }
+            for w in trueUp.warnings { FileHandle.standardError.write(Data("iapledger: warning: \(w)\n".utf8)) }
             print(trueUp.render(format: format.rawValue), terminator: "")
             if let xlsx {
                 let url = URL(fileURLWithPath: xlsx)

@@ -136,7 +136,7 @@ final class TrueUpTests: ScratchTestCase {
 
         let j = try XCTUnwrap(lines["JPY coins.100"])
         XCTAssertEqual([j.appleProceedsMinor, j.ledgerProceedsMinor, j.differenceMinor], [202, 101, 101])
-        XCTAssertEqual(j.note, "units differ by 1")
+        XCTAssertEqual(j.note, "Apple counts 1 unit more than the ledger")
 
         let k = try XCTUnwrap(lines["KWD coins.100"])
         XCTAssertEqual(k.paidIn, "USD")
@@ -176,5 +176,105 @@ final class TrueUpTests: ScratchTestCase {
         XCTAssertEqual(bad.status, 1)
         XCTAssertTrue(bad.err.contains("bad.txt:1: not an App Store Connect financial report: no column"), bad.err)
         XCTAssertEqual(bad.out, "")
+    }
+
+    /// Reports that cannot be compared together are refused before anything is compared: the
+    /// same report twice (a second download under another name), a report of two periods or
+    /// two currencies paid in, periods that overlap for a currency; a region paid in two
+    /// currencies for the same customer currency gives a line each, never a sum of both.
+    func testReportsThatWouldMisleadAreRefused() throws {
+        let eu = Self.report([("coins.100", 3, "0.64", "1.92", "EUR", "S", "DE", "", "1.09", "EUR")], amount: "1.92", units: 3)
+        let dir = newScratch("true-up-refused")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        func file(_ name: String, _ text: String) throws -> FinancialReport {
+            let url = dir.appendingPathComponent(name)
+            try Data(text.utf8).write(to: url)
+            return try FinancialReport.read(path: url.path)
+        }
+        let first = try file("a_EU.txt", eu), copy = try file("a_EU (1).txt", eu)
+        XCTAssertThrowsError(try TrueUp.compare(reports: [first, copy], reportingCurrency: "USD") { _, _ in [] }) {
+            XCTAssertTrue("\($0)".contains("a_EU (1).txt: the same report as") && "\($0)".contains("a_EU.txt"), "\($0)")
+        }
+        let overlapping = try file("b_EU.txt", eu.replacingOccurrences(of: "10/04/2026\t10/31/2026", with: "10/15/2026\t11/11/2026"))
+        XCTAssertThrowsError(try TrueUp.compare(reports: [first, overlapping], reportingCurrency: "USD") { _, _ in [] }) {
+            XCTAssertTrue("\($0)".contains("its period 2026-10-15..2026-11-11 overlaps 2026-10-04..2026-10-31") && "\($0)".contains("for EUR"), "\($0)")
+        }
+        // A November report of the same region is another period, compared on its own.
+        let november = try file("c_EU.txt", eu.replacingOccurrences(of: "10/04/2026\t10/31/2026", with: "11/01/2026\t11/28/2026"))
+        XCTAssertEqual(Set(try TrueUp.compare(reports: [first, november], reportingCurrency: "USD") { _, _ in [] }.lines.map(\.start)).count, 2)
+        // Inside one report: one period, one currency paid in, signs as Apple writes them.
+        let twoRows = Self.report([("coins.100", 3, "0.64", "1.92", "EUR", "S", "DE", "", "1.09", "EUR"),
+                                   ("coins.550", 1, "3.00", "3.00", "EUR", "S", "DE", "", "4.49", "EUR")], amount: "4.92", units: 4)
+        for (text, message) in [
+            (twoRows.replacingOccurrences(of: "10/04/2026\t10/31/2026\t\t\tcoins.550", with: "10/04/2026\t10/30/2026\t\t\tcoins.550"),
+             "r.txt:3: the period 2026-10-04..2026-10-30, but line 2 has 2026-10-04..2026-10-31: a report covers one fiscal month"),
+            (twoRows.replacingOccurrences(of: "3.00\t3.00\tEUR", with: "3.00\t3.00\tUSD"),
+             "r.txt:3: Partner Share Currency USD, but line 2 has EUR: a report pays in one currency"),
+            (eu.replacingOccurrences(of: "\t3\t0.64\t1.92\tEUR\tS", with: "\t-3\t0.64\t-1.92\tEUR\tS").replacingOccurrences(of: "Total_Amount\t1.92", with: "Total_Amount\t-1.92").replacingOccurrences(of: "Total_Units\t3", with: "Total_Units\t0"),
+             "r.txt:2: Quantity -3 on a sale (S)"),
+            (eu.replacingOccurrences(of: "\t1.09\tEUR", with: "\t-1.09\tEUR"), "r.txt:2: Customer Price -1.09 on a sale (S) is negative"),
+            (eu.replacingOccurrences(of: "\t3\t0.64\t1.92\t", with: "\t1000000001\t0.64\t640000000.64\t"), "r.txt:2: Quantity '1000000001' is not a whole number of units"),
+            (eu.replacingOccurrences(of: "Title\t", with: "Quantity\t"), "r.txt:1: the column 'Quantity' twice in the header"),
+        ] {
+            XCTAssertThrowsError(try FinancialReport.parse(text, path: "r.txt")) { XCTAssertTrue("\($0)".contains(message), "\($0)") }
+        }
+        // Windows line endings are read as Apple's.
+        XCTAssertEqual(try FinancialReport.parse(eu.replacingOccurrences(of: "\n", with: "\r\n"), path: "r.txt").rows.count, 1)
+        XCTAssertThrowsError(try FinancialReport.read(path: dir.path)) { XCTAssertTrue("\($0)".contains("a folder, not a file"), "\($0)") }
+
+        // EUR customers of two regions, one paid in EUR and one in USD: a line per currency paid
+        // in, the ledger's side on neither (which region sold what cannot be told).
+        let ww = try file("d_WW.txt", Self.report([("coins.100", 1, "0.70", "0.70", "USD", "S", "AD", "", "1.09", "EUR")], amount: "0.70", units: 1))
+        let t = try TrueUp.compare(reports: [first, ww], reportingCurrency: "USD") { _, _ in
+            [ProceedsRow(currency: "EUR", productId: "coins.100", units: 4, grossMinor: 436, proceedsMinor: 256, proceedsReportingMinor: 280, entries: 4)]
+        }
+        XCTAssertEqual(t.lines.map { "\($0.paidIn) \($0.appleProceedsMinor) \($0.ledgerProceedsMinor.map(String.init) ?? "-")" }, ["EUR 192 -", "USD 70 -"])
+        XCTAssertTrue(t.lines[0].note.contains("Apple pays these sales in EUR and USD, one line each: not comparable; the ledger has 4 units, 2.56 EUR"), t.lines[0].note)
+        XCTAssertEqual(t.totals.map { "\($0.paidIn) \($0.appleProceedsMinor)" }, ["EUR 192", "USD 70"], "no currency added to another")
+    }
+
+    /// A late entry (posted on the first open day after its month was closed) counts on its
+    /// own day, where Apple's report counts it; a period the ledger has nothing for is said.
+    func testALateEntryCountsOnItsOwnDay() throws {
+        let ws = try TestWorkspace()
+        defer { ws.remove() }
+        try ws.write("inbox/receipts/r1.jsonl", Receipt.response([Receipt.item("d1", purchased: "2026-10-05T10:00:00Z")]) + "\n")
+        try ws.write("inbox/orders/o1.csv", ReconciliationTests.header + "o-d1,acct-1,d1,coins.100,1,100,2026-10-05T10:01:00Z,production,DEU,,\n")
+        try ws.run("2026-10-31")
+        try ws.write("iapledger.toml", TestWorkspace.defaultConfig + "\n[periods]\nclosed_through = \"2026-10\"\n")
+        // d2 of October arrives in November: posted on 2026-11-01, marked late.
+        try ws.write("inbox/receipts/r2.jsonl", Receipt.response([Receipt.item("d2", purchased: "2026-10-06T10:00:00Z")]) + "\n")
+        try ws.write("inbox/orders/o2.csv", ReconciliationTests.header + "o-d2,acct-1,d2,coins.100,1,100,2026-10-06T10:01:00Z,production,DEU,,\n")
+        try ws.run("2026-11-03")
+        let ledger = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path, readOnly: true)
+        XCTAssertEqual(try ledger.read { try String.fetchOne($0.db, sql: "SELECT date || ' ' || late FROM entry WHERE transaction_id = 'd2'") }, "2026-11-01 1")
+        let october = try FinancialReport.parse(Self.report([("coins.100", 2, "0.64", "1.28", "EUR", "S", "DE", "", "1.09", "EUR")], amount: "1.28", units: 2), path: "eu.txt")
+        let t = try ledger.read { r in try TrueUp.compare(reports: [october], reportingCurrency: "USD") { try r.proceeds(from: $0, through: $1) } }
+        XCTAssertEqual(t.lines.map { "\($0.ledgerUnits) \($0.differenceMinor!)" }, ["2 0"], "d1 and the late d2 both in October")
+        XCTAssertEqual(t.warnings, [])
+        let december = try FinancialReport.parse(Self.report([("coins.100", 1, "0.64", "0.64", "EUR", "S", "DE", "", "1.09", "EUR")], amount: "0.64", units: 1)
+            .replacingOccurrences(of: "10/04/2026\t10/31/2026", with: "11/29/2026\t12/26/2026"), path: "eu.txt")
+        let none = try ledger.read { r in try TrueUp.compare(reports: [december], reportingCurrency: "USD") { try r.proceeds(from: $0, through: $1) } }
+        XCTAssertEqual(none.warnings, ["the ledger has no production entries dated 2026-11-29..2026-12-26: another workspace, or nights not run for those days?"])
+    }
+
+    /// The demo's reports are its own sales but for the two differences it seeds: the true-up
+    /// finds those two and no other.
+    func testTheDemosReportsDifferByWhatItSeeded() throws {
+        let dir = newScratch("true-up-demo")
+        let asOf = Day(iso: "2026-11-20")!
+        _ = try DemoWorkspace.create(at: dir, transactions: 1500, seed: 9, asOf: asOf)
+        _ = try NightlyRun(workspace: Workspace(dir), asOf: asOf).run()
+        let ledger = try Workspace(dir).openExistingLedger().1
+        let written = try XCTUnwrap(try DemoAppleReports.write(into: dir, ledger: ledger, asOf: asOf))
+        XCTAssertEqual(written.month.description, "2026-10")
+        XCTAssertEqual(written.seeded.count, 2)
+        let reports = try written.files.map { try FinancialReport.read(path: $0.path) }
+        let t = try ledger.read { r in try TrueUp.compare(reports: reports, reportingCurrency: "USD") { try r.proceeds(from: $0, through: $1) } }
+        let differing = t.lines.filter { $0.differenceMinor != 0 || $0.appleUnits != $0.ledgerUnits }
+        XCTAssertEqual(differing.count, 2, "\(differing)")
+        XCTAssertEqual(Set(differing.map { "\($0.currency) \($0.productId)" }),
+                       Set(written.seeded.map { String($0.prefix { $0 != ":" }) }))
+        XCTAssertTrue(t.lines.count > 20)
     }
 }
