@@ -186,6 +186,7 @@ public enum TraceOutput {
             line("  \(o.order_id) v\(o.version) \(o.path):\(o.line): account \(o.account_id)\(elsewhere), \(o.product_id) x \(o.quantity), \(o.credited_units) units, \(o.environment), credited \(o.credited_at)" + (o.reversed_at.map { ", reversed \($0)" } ?? ""))
             if let text = o.text { sourceText(text, indent: indent + "    ", into: &out) }
         }
+        if let r = t.reconciliation, !r.note.isEmpty { line("Reconciliation: \(r.note)") }
         line("Exceptions (\(t.exceptions.count)):")
         for x in t.exceptions {
             line("  \(x.category) \(x.status), first seen \(x.first_seen), last seen \(x.last_seen)" + (x.resolved_on.map { ", resolved \($0)" } ?? "") + (x.order_id.map { ", order \($0)" } ?? ""))
@@ -204,6 +205,28 @@ public enum TraceOutput {
             }
         }
         return out.map(TerminalText.visible).joined(separator: "\n") + "\n"
+    }
+
+    /// What reconciliation made of the transaction, said in words: out of scope (its
+    /// product's type is not reconciled: no exception and no match), matched with which orders,
+    /// or neither (its exceptions, or no order, say why).
+    public static func withReconciliation(_ t: TransactionTrace, config: WorkspaceConfig, rules: Rules?) -> TransactionTrace {
+        guard var r = t.reconciliation, t.book != nil, let product = t.product_id else { return t }
+        var out = t
+        let type = rules?.product(product)?.type
+        r.in_scope = rules == nil ? nil : type.map { config.reconciliationScope.contains($0) } ?? true
+        let scope = ProductType.allCases.filter(config.reconciliationScope.contains).map(\.rawValue).joined(separator: ", ")
+        if r.in_scope == false, let type {
+            r.note = "not reconciled: \(product) is \(type.rawValue), out of the scope (\(scope); [reconciliation] scope in iapledger.toml), so it raises no exception and matches no order"
+        } else if !r.matched_orders.isEmpty {
+            r.note = "matched with order\(r.matched_orders.count == 1 ? "" : "s") \(r.matched_orders.joined(separator: ", ")) as of the last run (no exception between them)"
+        } else if t.exceptions.contains(where: { $0.status == "open" }) {
+            r.note = "not matched: see its open exceptions"
+        } else {
+            r.note = "not matched (no active order names it, or the sale is refunded or in the sandbox book)"
+        }
+        out.reconciliation = r
+        return out
     }
 
     /// A record's text as read, under its heading: each of its lines indented, so a JSON

@@ -113,6 +113,16 @@ public struct TransactionTrace: Encodable {
     /// An auto-renewable's days of paid service before this purchase, counted again from its
     /// chain as the ledger holds it now (set by `trace`; nil for other products).
     public var subscription: Subscription? = nil
+    /// How reconciliation took it: the orders matched with it cleanly (as of the last run),
+    /// and, set by `trace` from the rules, whether its product is in the scope at all.
+    public var reconciliation: Reconciliation? = nil
+
+    public struct Reconciliation: Encodable {
+        /// Nil when the rules could not be read.
+        public var in_scope: Bool?
+        public var matched_orders: [String]
+        public var note: String
+    }
 
     /// The count behind the commission rate of an auto-renewable sale (README, "Subscription
     /// tenure"): each earlier transaction of its chain, in purchase order, and each lapse that
@@ -238,7 +248,10 @@ extension LedgerReader {
             notifications: try Row.fetchAll(db.cachedStatement(sql: """
                 SELECT uuid, notification_type, subtype, signed_ms FROM notification WHERE transaction_id = ? ORDER BY signed_ms, uuid
                 """), arguments: [id]).map { .init(uuid: $0[0], type: $0[1], subtype: $0[2], signed_date: ($0[3] as Int64?).map { Day(epochMilliseconds: $0).description }) },
-            reports: try placements(id, book: obs?.book, asOf: asOf))
+            reports: try placements(id, book: obs?.book, asOf: asOf),
+            reconciliation: TransactionTrace.Reconciliation(in_scope: nil, matched_orders: try String.fetchAll(db.cachedStatement(sql: """
+                SELECT order_id FROM reconciled_match WHERE transaction_id = ? ORDER BY order_id
+                """), arguments: [id]), note: ""))
     }
 
     public func traceOrder(_ orderId: String, asOf: Day?, withText: Bool = false) throws -> OrderTrace? {

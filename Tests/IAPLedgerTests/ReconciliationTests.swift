@@ -151,6 +151,11 @@ final class ReconciliationTests: XCTestCase {
         var summary = try XLSXReader.sheets(r.workbooks[2])["Summary"]!
         XCTAssertEqual(summary.first { $0.first == "Matched order/transaction pairs" }?[1], "1", "c1 alone: s1 is not reconciled")
         XCTAssertEqual(summary.first { $0.first == "Product types reconciled" }?[1].hasPrefix("consumable, non_consumable; "), true)
+        // trace says so.
+        let s1 = try Resilience.cli(["trace", "s1", "--workspace", ws.root.path])
+        XCTAssertTrue(s1.out.contains("Reconciliation: not reconciled: vip.monthly is auto_renewable, out of the scope (consumable, non_consumable;"), s1.out)
+        let c1 = try Resilience.cli(["trace", "c1", "--workspace", ws.root.path])
+        XCTAssertTrue(c1.out.contains("Reconciliation: matched with order o-c1 as of the last run"), c1.out)
 
         try ws.write("iapledger.toml", TestWorkspace.defaultConfig + "\n[reconciliation]\nscope = [\"consumable\", \"non_consumable\", \"auto_renewable\"]\n")
         r = try ws.run("2026-10-08")
@@ -158,6 +163,10 @@ final class ReconciliationTests: XCTestCase {
         summary = try XLSXReader.sheets(r.workbooks[2])["Summary"]!
         XCTAssertEqual(summary.first { $0.first == "Matched order/transaction pairs" }?[1], "2", "c1 and s1's first order")
         XCTAssertEqual(summary.first { $0.first == "Product types reconciled" }?[1].hasPrefix("consumable, non_consumable, auto_renewable; "), true)
+        let s1After = try Resilience.cli(["trace", "s1", "--workspace", ws.root.path, "--format", "json"])
+        let reconciliation = try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(s1After.out.utf8)) as? [String: Any])?["reconciliation"] as? [String: Any])
+        XCTAssertEqual(reconciliation["in_scope"] as? Bool, true)
+        XCTAssertEqual(reconciliation["matched_orders"] as? [String], ["o-s1a"])
     }
 
     func testEveryCategoryThroughTheNightlyRun() throws {
