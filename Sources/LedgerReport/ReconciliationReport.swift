@@ -93,7 +93,8 @@ public struct ReconciliationReport {
                     SheetRow([.text("Reconciliation state"), .text(stateText)]),
                     SheetRow([.text("Product types reconciled"), .text(
                         ProductType.allCases.filter(scope.contains).map(\.rawValue).joined(separator: ", ")
-                        + "; transactions of other products, and their orders, are neither exceptions nor matches")]),
+                        + "; transactions of other products, and their orders, are neither exceptions nor matches"
+                        + " ([reconciliation] scope as the config had it when this workbook was written)")]),
                 ]),
             ],
             values: ["matched": String(matched), "resolved": String(resolved),
