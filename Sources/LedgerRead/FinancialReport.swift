@@ -63,9 +63,18 @@ public struct FinancialReport: Equatable {
     public static func read(path: String) throws -> FinancialReport {
         var isDirectory: ObjCBool = false
         let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
-        guard exists, !isDirectory.boolValue, let data = FileManager.default.contents(atPath: path) else {
-            let reason = !exists ? "no such file" : isDirectory.boolValue ? "a folder, not a file" : "cannot be read (permissions?)"
-            throw ReadError.file(path, "\(reason): not read as an App Store Connect financial report")
+        guard exists, !isDirectory.boolValue else {
+            throw ReadError.file(path, "\(!exists ? "no such file" : "a folder, not a file"): not read as an App Store Connect financial report")
+        }
+        // Read through a file descriptor: a pipe (`<(...)`) reads as a file does.
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else {
+            throw ReadError.file(path, "cannot be read: \(String(cString: strerror(errno)))")
+        }
+        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        let data: Data
+        do { data = try handle.readToEnd() ?? Data() } catch {
+            throw ReadError.file(path, "cannot be read: \(error.localizedDescription)")
         }
         guard let text = String(data: data, encoding: .utf8) else {
             throw ReadError.file(path, "not UTF-8 text: not an App Store Connect financial report")
@@ -214,7 +223,7 @@ public struct FinancialReport: Equatable {
             }
         }
         let unitsFooter = try footerValue("Total_Units")
-        // Total_Units: Apple's samples give the units sold, returns left out (20 for 20 sold and
+        // Total_Units: the example reports in Apple's format give the units sold, returns left out (20 for 20 sold and
         // one returned); the net count is accepted too, as Apple does not document which.
         let sold = try exactSum(rows.map { Int128(max($0.quantity, 0)) }, path: path)
         let net = try exactSum(rows.map { Int128($0.quantity) }, path: path)

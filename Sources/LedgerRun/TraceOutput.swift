@@ -186,7 +186,7 @@ public enum TraceOutput {
             line("  \(o.order_id) v\(o.version) \(o.path):\(o.line): account \(o.account_id)\(elsewhere), \(o.product_id) x \(o.quantity), \(o.credited_units) units, \(o.environment), credited \(o.credited_at)" + (o.reversed_at.map { ", reversed \($0)" } ?? ""))
             if let text = o.text { sourceText(text, indent: indent + "    ", into: &out) }
         }
-        if let r = t.reconciliation, !r.note.isEmpty { line("Reconciliation: \(r.note)") }
+        if let r = t.reconciliation, !r.note.isEmpty { line("Reconciliation with the backend's orders: \(r.note)") }
         line("Exceptions (\(t.exceptions.count)):")
         for x in t.exceptions {
             line("  \(x.category) \(x.status), first seen \(x.first_seen), last seen \(x.last_seen)" + (x.resolved_on.map { ", resolved \($0)" } ?? "") + (x.order_id.map { ", order \($0)" } ?? ""))
@@ -217,7 +217,7 @@ public enum TraceOutput {
         r.in_scope = rules == nil ? nil : type.map { config.reconciliationScope.contains($0) } ?? true
         let scope = ProductType.allCases.filter(config.reconciliationScope.contains).map(\.rawValue).joined(separator: ", ")
         if r.in_scope == false, let type {
-            r.note = "not reconciled: \(product) is \(type.rawValue), out of the scope (\(scope); [reconciliation] scope in iapledger.toml), so it raises no exception and matches no order"
+            r.note = "not reconciled: \(product) is \(type.rawValue), and the scope is \(scope) ([reconciliation] scope in iapledger.toml): the orders naming it are not checked against it, so no exception and no match"
         } else if !r.matched_orders.isEmpty {
             r.note = "matched with order\(r.matched_orders.count == 1 ? "" : "s") \(r.matched_orders.joined(separator: ", ")) as of the last run (no exception between them)"
         } else if t.exceptions.contains(where: { $0.status == "open" }) {

@@ -22,10 +22,11 @@ public struct TrueUp {
         /// Units net of returns, of rows with proceeds (free units, promo codes, apart).
         public var appleUnits: Int64
         public var appleFreeUnits: Int64
-        public var ledgerUnits: Int64
+        /// Nil where the ledger's side is on no line (one customer currency paid in two).
+        public var ledgerUnits: Int64?
         /// Customer prices times units (tax included), in `currency`: Apple's and the ledger's gross.
         public var appleCustomerSalesMinor: Int64
-        public var ledgerGrossMinor: Int64
+        public var ledgerGrossMinor: Int64?
         /// The currency Apple pays the proceeds in (`Partner Share Currency`).
         public var paidIn: String
         public var appleProceedsMinor: Int64
@@ -134,19 +135,20 @@ public struct TrueUp {
                         title: rows.first?.title ?? "",
                         appleUnits: try sum(rows.filter { $0.partnerShareMinor != 0 }.map { Int128($0.quantity) }),
                         appleFreeUnits: try sum(rows.filter { $0.partnerShareMinor == 0 }.map { Int128($0.quantity) }),
-                        ledgerUnits: 0,
+                        ledgerUnits: nil,
                         // A return's customer price is negative with a negative quantity: its units
                         // take the price off.
                         appleCustomerSalesMinor: try sum(rows.map { Int128($0.quantity) * Int128($0.customerPriceMinor.magnitude) }),
-                        ledgerGrossMinor: 0,
+                        ledgerGrossMinor: nil,
                         paidIn: paidIn,
                         appleProceedsMinor: try sum(rows.map { Int128($0.extendedPartnerShareMinor) }),
                         ledgerProceedsMinor: nil, differenceMinor: nil, note: "")
                     var notes: [String] = []
                     if groups.count > 1 {
                         // The ledger cannot tell which region sold what: its side is on no line.
+                        let units = l?.units ?? 0
                         notes.append("Apple pays these sales in \(paid.joined(separator: " and ")), one line each: not comparable; the ledger has "
-                                     + "\(l?.units ?? 0) units, \(money(l?.proceedsMinor ?? 0, key.currency)) \(key.currency) proceeds")
+                                     + "\(units) unit\(units == 1 ? "" : "s"), \(money(l?.proceedsMinor ?? 0, key.currency)) \(key.currency) proceeds")
                     } else {
                         line.ledgerUnits = l?.units ?? 0
                         line.ledgerGrossMinor = l?.grossMinor ?? 0
@@ -158,8 +160,8 @@ public struct TrueUp {
                         } else {
                             notes.append("paid in \(paidIn), neither \(key.currency) nor \(reportingCurrency): not comparable")
                         }
-                        if !rows.isEmpty && l != nil && line.appleUnits != line.ledgerUnits {
-                            let d = line.appleUnits - line.ledgerUnits
+                        if !rows.isEmpty, let l, line.appleUnits != l.units {
+                            let d = line.appleUnits - l.units
                             notes.append("Apple counts \(abs(d)) unit\(abs(d) == 1 ? "" : "s") \(d > 0 ? "more" : "fewer") than the ledger")
                         }
                     }
@@ -190,12 +192,22 @@ public struct TrueUp {
     /// customer currency (the ledger's sales of the overlap would count in both). Either
     /// would give differences that are not there.
     static func checkTogether(_ reports: [FinancialReport]) throws {
-        var bySHA: [String: String] = [:]
-        for r in reports where !r.sha256.isEmpty {
-            if let first = bySHA[r.sha256] {
+        var bySHA: [String: String] = [:], byRows: [String: String] = [:]
+        for r in reports {
+            if !r.sha256.isEmpty, let first = bySHA[r.sha256] {
                 throw ReadError.file(r.path, "the same report as \(first) (the same bytes): given twice, it would count Apple's sales twice")
             }
             bySHA[r.sha256] = r.path
+            // The same rows saved again (other line ends, a BOM, columns in another order).
+            let rows = r.rows.map { x in
+                [x.start.description, x.end.description, x.vendorIdentifier, String(x.quantity), String(x.partnerShareMinor),
+                 String(x.extendedPartnerShareMinor), x.partnerShareCurrency, x.isReturn ? "R" : "S", x.countryOfSale, x.promoCode,
+                 String(x.customerPriceMinor), x.customerCurrency].joined(separator: "\t")
+            }.sorted().joined(separator: "\n")
+            if !r.rows.isEmpty, let first = byRows[rows] {
+                throw ReadError.file(r.path, "the same rows as \(first) (the same report saved again?): given twice, it would count Apple's sales twice")
+            }
+            byRows[rows] = r.path
         }
         var seen: [(period: ClosedDays, currency: String, path: String)] = []
         for r in reports {
@@ -229,7 +241,7 @@ public struct TrueUp {
             var out = "start,end,currency,product_id,apple_units,apple_free_units,ledger_units,apple_customer_sales,ledger_gross,paid_in,apple_proceeds,ledger_proceeds,difference,note\n"
             for l in lines {
                 out += [l.start.description, l.end.description, l.currency, l.productId, String(l.appleUnits), String(l.appleFreeUnits),
-                        String(l.ledgerUnits), Self.money(l.appleCustomerSalesMinor, l.currency), Self.money(l.ledgerGrossMinor, l.currency),
+                        l.ledgerUnits.map(String.init) ?? "", Self.money(l.appleCustomerSalesMinor, l.currency), Self.money(l.ledgerGrossMinor, l.currency),
                         l.paidIn, Self.money(l.appleProceedsMinor, l.paidIn), Self.money(l.ledgerProceedsMinor, l.paidIn),
                         Self.money(l.differenceMinor, l.paidIn), l.note].map(CSV.escape).joined(separator: ",") + "\n"
             }
@@ -237,14 +249,15 @@ public struct TrueUp {
         default:
             var out = ""
             for s in sources {
-                out += TerminalText.visible("read \(s.path): \(s.periods.joined(separator: ", ")), \(s.rows) row\(s.rows == 1 ? "" : "s"), Total_Amount \(s.totalAmount) \(s.currencies.joined(separator: "/"))") + "\n"
+                out += TerminalText.visible(s.rows == 0 ? "read \(s.path): no rows (Total_Amount \(s.totalAmount))"
+                    : "read \(s.path): \(s.periods.joined(separator: ", ")), \(s.rows) row\(s.rows == 1 ? "" : "s"), Total_Amount \(s.totalAmount) \(s.currencies.joined(separator: "/"))") + "\n"
             }
             guard !lines.isEmpty else { return out + "No rows in these reports and no entries in the ledger for their currencies and days.\n" }
             let header = ["Period", "Currency", "Product", "Units (Apple)", "Units (ledger)", "Paid in", "Proceeds (Apple)",
                           "Proceeds (ledger)", "Difference", "Note"]
             var table: [[String]] = lines.map { l in
                 ["\(l.start)..\(l.end)", l.currency, l.productId,
-                 String(l.appleUnits) + (l.appleFreeUnits != 0 ? " +\(l.appleFreeUnits) free" : ""), String(l.ledgerUnits),
+                 String(l.appleUnits) + (l.appleFreeUnits != 0 ? " +\(l.appleFreeUnits) free" : ""), l.ledgerUnits.map(String.init) ?? "",
                  l.paidIn, Self.money(l.appleProceedsMinor, l.paidIn), Self.money(l.ledgerProceedsMinor, l.paidIn),
                  Self.money(l.differenceMinor, l.paidIn), l.note]
             }
@@ -274,7 +287,7 @@ public struct TrueUp {
         ]
         var rows = lines.map { l in
             SheetRow([.date(l.start), .date(l.end), .text(l.currency), .text(l.productId), .text(l.title), .integer(l.appleUnits),
-                      .integer(l.appleFreeUnits), .integer(l.ledgerUnits), money(l.appleCustomerSalesMinor, l.currency),
+                      .integer(l.appleFreeUnits), l.ledgerUnits.map(Cell.integer) ?? .empty, money(l.appleCustomerSalesMinor, l.currency),
                       money(l.ledgerGrossMinor, l.currency), .text(l.paidIn), money(l.appleProceedsMinor, l.paidIn),
                       money(l.ledgerProceedsMinor, l.paidIn), money(l.differenceMinor, l.paidIn), .text(l.note)])
         }

@@ -153,9 +153,9 @@ final class ReconciliationTests: XCTestCase {
         XCTAssertEqual(summary.first { $0.first == "Product types reconciled" }?[1].hasPrefix("consumable, non_consumable; "), true)
         // trace says so.
         let s1 = try Resilience.cli(["trace", "s1", "--workspace", ws.root.path])
-        XCTAssertTrue(s1.out.contains("Reconciliation: not reconciled: vip.monthly is auto_renewable, out of the scope (consumable, non_consumable;"), s1.out)
+        XCTAssertTrue(s1.out.contains("Reconciliation with the backend's orders: not reconciled: vip.monthly is auto_renewable, and the scope is consumable, non_consumable"), s1.out)
         let c1 = try Resilience.cli(["trace", "c1", "--workspace", ws.root.path])
-        XCTAssertTrue(c1.out.contains("Reconciliation: matched with order o-c1 as of the last run"), c1.out)
+        XCTAssertTrue(c1.out.contains("Reconciliation with the backend's orders: matched with order o-c1 as of the last run"), c1.out)
 
         try ws.write("iapledger.toml", TestWorkspace.defaultConfig + "\n[reconciliation]\nscope = [\"consumable\", \"non_consumable\", \"auto_renewable\"]\n")
         r = try ws.run("2026-10-08")

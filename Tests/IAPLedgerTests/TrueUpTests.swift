@@ -5,7 +5,7 @@ import XCTest
 @testable import LedgerStore
 
 /// App Store Connect financial reports (iap-formats.md section 4): read and checked against
-/// their footers (Apple's sample files, and broken copies of them), then compared with the
+/// their footers (apple-slicer's example reports in Apple's format, and broken copies), then compared with the
 /// ledger by period, currency and product (`iapledger true-up`).
 final class TrueUpTests: ScratchTestCase {
     static let columns = ["Start Date", "End Date", "UPC", "ISRC/ISBN", "Vendor Identifier", "Quantity", "Partner Share",
@@ -26,7 +26,7 @@ final class TrueUpTests: ScratchTestCase {
         return text + "Total_Rows\t\(rowsTotal ?? rows.count)\nTotal_Amount\t\(amount)\nTotal_Units\t\(units)\n"
     }
 
-    func testApplesSampleReportsAreReadAndCheckedAgainstTheirFooters() throws {
+    func testExampleReportsInApplesFormatAreReadAndCheckedAgainstTheirFooters() throws {
         let eu = try FinancialReport.read(path: Fixtures.url("financial-reports/fedoco-apple-slicer__45545510_0914_EU.txt").path)
         XCTAssertEqual(eu.rows.count, 6)
         XCTAssertEqual(eu.periods, [ClosedDays(start: Day(iso: "2014-08-31")!, end: Day(iso: "2014-09-27")!)])
@@ -195,6 +195,11 @@ final class TrueUpTests: ScratchTestCase {
         XCTAssertThrowsError(try TrueUp.compare(reports: [first, copy], reportingCurrency: "USD") { _, _ in [] }) {
             XCTAssertTrue("\($0)".contains("a_EU (1).txt: the same report as") && "\($0)".contains("a_EU.txt"), "\($0)")
         }
+        // Saved again with other line ends: the same rows, refused too.
+        let resaved = try file("a_EU (2).txt", "\u{FEFF}" + eu.replacingOccurrences(of: "\n", with: "\r\n"))
+        XCTAssertThrowsError(try TrueUp.compare(reports: [first, resaved], reportingCurrency: "USD") { _, _ in [] }) {
+            XCTAssertTrue("\($0)".contains("a_EU (2).txt: the same rows as") && "\($0)".contains("the same report saved again?"), "\($0)")
+        }
         let overlapping = try file("b_EU.txt", eu.replacingOccurrences(of: "10/04/2026\t10/31/2026", with: "10/15/2026\t11/11/2026"))
         XCTAssertThrowsError(try TrueUp.compare(reports: [first, overlapping], reportingCurrency: "USD") { _, _ in [] }) {
             XCTAssertTrue("\($0)".contains("its period 2026-10-15..2026-11-11 overlaps 2026-10-04..2026-10-31") && "\($0)".contains("for EUR"), "\($0)")
@@ -230,6 +235,7 @@ final class TrueUpTests: ScratchTestCase {
         }
         XCTAssertEqual(t.lines.map { "\($0.paidIn) \($0.appleProceedsMinor) \($0.ledgerProceedsMinor.map(String.init) ?? "-")" }, ["EUR 192 -", "USD 70 -"])
         XCTAssertTrue(t.lines[0].note.contains("Apple pays these sales in EUR and USD, one line each: not comparable; the ledger has 4 units, 2.56 EUR"), t.lines[0].note)
+        XCTAssertEqual(t.lines.map { [$0.ledgerUnits, $0.ledgerGrossMinor] }, [[nil, nil], [nil, nil]], "the ledger's side is on neither line")
         XCTAssertEqual(t.totals.map { "\($0.paidIn) \($0.appleProceedsMinor)" }, ["EUR 192", "USD 70"], "no currency added to another")
     }
 
@@ -250,7 +256,7 @@ final class TrueUpTests: ScratchTestCase {
         XCTAssertEqual(try ledger.read { try String.fetchOne($0.db, sql: "SELECT date || ' ' || late FROM entry WHERE transaction_id = 'd2'") }, "2026-11-01 1")
         let october = try FinancialReport.parse(Self.report([("coins.100", 2, "0.64", "1.28", "EUR", "S", "DE", "", "1.09", "EUR")], amount: "1.28", units: 2), path: "eu.txt")
         let t = try ledger.read { r in try TrueUp.compare(reports: [october], reportingCurrency: "USD") { try r.proceeds(from: $0, through: $1) } }
-        XCTAssertEqual(t.lines.map { "\($0.ledgerUnits) \($0.differenceMinor!)" }, ["2 0"], "d1 and the late d2 both in October")
+        XCTAssertEqual(t.lines.map { "\($0.ledgerUnits!) \($0.differenceMinor!)" }, ["2 0"], "d1 and the late d2 both in October")
         XCTAssertEqual(t.warnings, [])
         let december = try FinancialReport.parse(Self.report([("coins.100", 1, "0.64", "0.64", "EUR", "S", "DE", "", "1.09", "EUR")], amount: "0.64", units: 1)
             .replacingOccurrences(of: "10/04/2026\t10/31/2026", with: "11/29/2026\t12/26/2026"), path: "eu.txt")
