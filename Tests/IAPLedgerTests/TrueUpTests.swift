@@ -283,4 +283,29 @@ final class TrueUpTests: ScratchTestCase {
                        Set(written.seeded.map { String($0.prefix { $0 != ":" }) }))
         XCTAssertTrue(t.lines.count > 20)
     }
+
+    /// Seeded mutations of the example reports (bit flips, inserted and deleted bytes, cut
+    /// files, splices of two reports): each is either read whole, its footer agreeing with its
+    /// rows, or refused with an error naming it; never a crash.
+    func testMutatedReportsAreReadWholeOrRefused() throws {
+        let samples = try ["CH", "EU", "JP"].map {
+            Array(try Fixtures.text("financial-reports/fedoco-apple-slicer__45545510_0914_\($0).txt").utf8)
+        }
+        var rng = SplitMix64(20261126)
+        var read = 0, refused = 0
+        for i in 0..<3000 {
+            let bytes = ByteMutator.mutate(samples[i % 3], other: samples[(i + 1) % 3], &rng)
+            let text = String(decoding: bytes, as: UTF8.self)
+            do {
+                let r = try FinancialReport.parse(text, path: "m\(i).txt")
+                XCTAssertEqual(r.rows.count, r.totalRows, "m\(i)")
+                read += 1
+            } catch let e as ReadError {
+                XCTAssertTrue("\(e)".hasPrefix("m\(i).txt"), "\(e)")
+                refused += 1
+            }
+        }
+        XCTAssertGreaterThan(read, 30, "some mutations leave a report that still adds up")
+        XCTAssertGreaterThan(refused, 1000)
+    }
 }
