@@ -37,9 +37,9 @@ final class IncrementalReconciliationTests: ScratchTestCase {
         let ledger = try Ledger(path: copy.path)
         // The finished run is reconciled again on this copy: the trigger that keeps finished runs as they were goes.
         try ledger.write { try $0.db.execute(sql: "DROP TRIGGER run_finished_no_update") }
-        let rules = try Workspace(ws).loadRules()
+        let rules = try Workspace(ws).loadRules(), scope = try Workspace(ws).loadConfig().reconciliationScope
         let summary = try ledger.write { w in
-            try w.reconcile(Reconciler(products: rules.products), runId: runId, asOf: asOf, full: true)
+            try w.reconcile(Reconciler(products: rules.products, scope: scope), runId: runId, asOf: asOf, full: true)
         }
         return (try snapshot(ledger, runId: runId), summary)
     }
