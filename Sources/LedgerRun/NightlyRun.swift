@@ -1164,7 +1164,8 @@ struct Ingest {
     /// Returns false when the record contradicts the stored transaction (TRANSACTION_CONFLICT):
     /// nothing it claims beyond the transaction is trusted.
     @discardableResult
-    mutating func observe(_ t: TransactionObservation, recordId: Int64, location: SourceLocation) throws -> Bool {
+    mutating func observe(_ t: TransactionObservation, recordId: Int64, location: SourceLocation,
+                          refundSaidByCaller: Bool = false) throws -> Bool {
         var agrees = true
         if try writer.insertTransactionIfNew(t, recordId: recordId, runId: runId) {
             // New: its sale is posted below.
@@ -1214,6 +1215,14 @@ struct Ingest {
                                        runId: runId)
             } else if e.cancellationMs == nil, let c = t.cancellationMs {
                 try writer.setCancellation(transactionId: t.transactionId, cancellationMs: c, percentage: t.revocationPercentage)
+            } else if !refundSaidByCaller, let held = e.cancellationMs, let c = t.cancellationMs,
+                      Day(epochMilliseconds: held) != Day(epochMilliseconds: c) {
+                // One refund per transaction (accounting.md): a record reporting it refunded on
+                // another day posts nothing, and is said, not dropped, as a signed REFUND is (a
+                // notification says it itself, with what a reversal makes of it).
+                try writer.openFinding(code: "REFUND_AGAIN", transactionId: t.transactionId, recordId: recordId,
+                                       message: "\(location) reports transaction \(t.transactionId) refunded on \(Day(epochMilliseconds: c)), but the ledger holds its refund of \(Day(epochMilliseconds: held)) (kept): nothing is posted from it. If Apple refunded it a second time, finance books that refund by hand",
+                                       runId: runId)
             }
         }
         try writer.resolvePendingRecords(transactionId: t.transactionId, runId: runId, note: "verified by \(location)")

@@ -107,10 +107,11 @@ extension Ingest {
 
     /// False when the transaction is invalid or contradicts the stored one.
     @discardableResult
-    mutating func observeSigned(_ t: SignedTransaction, recordId: Int64, location: SourceLocation) throws -> Bool {
+    mutating func observeSigned(_ t: SignedTransaction, recordId: Int64, location: SourceLocation,
+                                refundSaidByCaller: Bool = false) throws -> Bool {
         switch t.observation() {
         case .success(let obs):
-            return try observe(obs, recordId: recordId, location: location)
+            return try observe(obs, recordId: recordId, location: location, refundSaidByCaller: refundSaidByCaller)
         case .failure(let why):
             try writer.openFinding(code: "INVALID_TRANSACTION", transactionId: t.transactionId, recordId: recordId,
                                    message: "\(location): \(why.message)", runId: runId)
@@ -148,7 +149,8 @@ extension Ingest {
         // another one after the refund was reversed is a second refund (below).
         let refundedBefore = n.notificationType == "REFUND" ? try writer.transaction(t.transactionId)?.observation.cancellationMs : nil
         // A reversal is requested only by a notification whose transaction agrees with the stored one.
-        let agrees = try observeSigned(t, recordId: recordId, location: location)
+        // A REFUND's other refund date is said below (REFUND_AGAIN or REFUND_AFTER_REVERSAL).
+        let agrees = try observeSigned(t, recordId: recordId, location: location, refundSaidByCaller: n.notificationType == "REFUND")
         if agrees, n.notificationType == "REFUND_REVERSED", let env = t.environment, let book = Book(storeEnvironment: env) {
             let day = Day(epochMilliseconds: n.signedDateMs ?? t.signedDateMs ?? t.purchaseDateMs ?? 0)
             if let first = try writer.reversalRequest(book: book, transactionId: t.transactionId) {

@@ -29,6 +29,23 @@ final class NightlyRunTests: XCTestCase {
         XCTAssertTrue(reporting.values.allSatisfy { $0 == 0 }, "\(reporting)", file: file, line: line)
     }
 
+    /// A receipt reporting an already refunded transaction refunded on another day posts no
+    /// second refund (one per transaction) and is said: REFUND_AGAIN, as for a signed REFUND;
+    /// one reporting the same day changes nothing and says nothing.
+    func testAReceiptWithAnotherRefundDateIsSaid() throws {
+        try ws.write("inbox/receipts/a.jsonl", Receipt.response([Receipt.item("7001", purchased: "2026-10-05T10:00:00Z", cancelled: "2026-10-08T10:00:00Z")]) + "\n")
+        try ws.run("2026-10-09")
+        try ws.write("inbox/receipts/b.jsonl", [
+            Receipt.response([Receipt.item("7001", purchased: "2026-10-05T10:00:00Z", cancelled: "2026-10-08T18:00:00Z")]),   // the same day
+            Receipt.response([Receipt.item("7001", purchased: "2026-10-05T10:00:00Z", cancelled: "2026-10-12T10:00:00Z")]),
+        ].joined(separator: "\n") + "\n")
+        try ws.run("2026-10-13")
+        XCTAssertEqual(try entries("SELECT kind, date FROM entry WHERE transaction_id = '7001' ORDER BY id"), [["sale", "2026-10-05"], ["refund", "2026-10-08"]])
+        let again = try ledger().read { try $0.findings(openOnly: true) }.filter { $0.code == "REFUND_AGAIN" }
+        XCTAssertEqual(again.count, 1, "\(again)")
+        XCTAssertTrue(again.first?.message.contains("b.jsonl:2 reports transaction 7001 refunded on 2026-10-12, but the ledger holds its refund of 2026-10-08 (kept)") == true, "\(again)")
+    }
+
     func testSalesRefundsAndIdempotentReruns() throws {
         let day1 = [
             Receipt.response([Receipt.item("1001", purchased: "2026-10-05T10:00:00Z"),
