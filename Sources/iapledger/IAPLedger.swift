@@ -245,7 +245,7 @@ struct TrueUpCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "true-up",
         abstract: "Compare App Store Connect financial reports (what Apple pays) with the ledger's estimates of the same days, by currency and product.",
-        discussion: "Reads Apple's monthly financial reports (tab-separated, one per region and fiscal month, as downloaded from App Store Connect), checks each against its own footer, and compares their units and proceeds with the production book's entries whose original date falls in the report's days, in the currencies the reports name. A report that cannot be read, or whose footer disagrees with its rows, stops the command naming the file and line. Nothing is written to the ledger: the differences are for finance to true up. Exit 0 when the comparison was made, differences or not.")
+        discussion: "Reads Apple's monthly financial reports (tab-separated, one per region and fiscal month, as downloaded from App Store Connect), checks each against its own footer, and compares their units and proceeds with the production book's entries whose original date falls in the report's days, in the currencies the reports name. A report that cannot be read or whose footer disagrees with its rows, the same report given twice, or reports whose periods overlap stop the command naming the file (and line). Nothing is written to the ledger: the differences are for finance to true up. Exit 0 when the comparison was made, differences or not.")
 
     enum Format: String, ExpressibleByArgument, CaseIterable { case table, csv, json }
 
