@@ -50,6 +50,8 @@ public struct FinancialReport: Equatable {
     /// Apple's, and the products and sums of such values stay far inside 128 bits.
     static let maxAmountMinor: UInt64 = 1_000_000_000_000
     static let maxQuantity: UInt64 = 1_000_000_000
+    /// The largest file read as a report (a region's month is a few megabytes).
+    static let maxBytes = 256 << 20
 
     /// The columns iapledger reads, by name (Apple's 22 columns, in any order; others ignored).
     static let needed = ["Start Date", "End Date", "Vendor Identifier", "Quantity", "Partner Share",
@@ -72,9 +74,20 @@ public struct FinancialReport: Equatable {
             throw ReadError.file(path, "cannot be read: \(String(cString: strerror(errno)))")
         }
         let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        var info = stat()
+        if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size > off_t(maxBytes) {
+            throw ReadError.file(path, "more than \(maxBytes >> 20) MiB: not one App Store Connect financial report")
+        }
         let data: Data
-        do { data = try handle.readToEnd() ?? Data() } catch {
+        do {
+            // Read up to the bound and one byte more: a region's month is a few megabytes, so a
+            // bigger file is not a report (and is not taken into memory whole).
+            data = try handle.read(upToCount: maxBytes + 1) ?? Data()
+        } catch {
             throw ReadError.file(path, "cannot be read: \(error.localizedDescription)")
+        }
+        guard data.count <= maxBytes else {
+            throw ReadError.file(path, "more than \(maxBytes >> 20) MiB: not one App Store Connect financial report")
         }
         guard let text = String(data: data, encoding: .utf8) else {
             throw ReadError.file(path, "not UTF-8 text: not an App Store Connect financial report")

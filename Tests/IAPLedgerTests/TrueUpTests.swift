@@ -226,6 +226,13 @@ final class TrueUpTests: ScratchTestCase {
         // Windows line endings are read as Apple's.
         XCTAssertEqual(try FinancialReport.parse(eu.replacingOccurrences(of: "\n", with: "\r\n"), path: "r.txt").rows.count, 1)
         XCTAssertThrowsError(try FinancialReport.read(path: dir.path)) { XCTAssertTrue("\($0)".contains("a folder, not a file"), "\($0)") }
+        // A file past the bound is refused without being read whole (a sparse file: no disk used).
+        let huge = dir.appendingPathComponent("huge.txt")
+        FileManager.default.createFile(atPath: huge.path, contents: Data(eu.utf8))
+        let h = try FileHandle(forWritingTo: huge)
+        try h.truncate(atOffset: UInt64(FinancialReport.maxBytes) + 10)
+        try h.close()
+        XCTAssertThrowsError(try FinancialReport.read(path: huge.path)) { XCTAssertTrue("\($0)".contains("huge.txt: more than 256 MiB"), "\($0)") }
 
         // EUR customers of two regions, one paid in EUR and one in USD: a line per currency paid
         // in, the ledger's side on neither (which region sold what cannot be told).
