@@ -25,7 +25,7 @@ extension LedgerWriter {
 extension LedgerReader {
     /// Whether the ledger registers the report files written (schema v23 and after).
     public func registersReportFiles() throws -> Bool {
-        try Bool.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'report_file'") ?? false
+        try db.tableExists("report_file")
     }
 
     /// Every registration of a file with these bytes, oldest first.

@@ -263,7 +263,7 @@ public enum LedgerSeal {
 
     /// Whether the ledger has seals (schema v22 and after).
     static func available(_ db: Database) throws -> Bool {
-        try Bool.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'seal'") ?? false
+        try db.tableExists("seal")
     }
 }
 
