@@ -74,6 +74,11 @@ public enum ProductType: String, Sendable, CaseIterable {
     /// The types reconciliation checks unless `[reconciliation] scope` says otherwise
     /// (reconciliation.md).
     public static let reconciledByDefault: Set<ProductType> = [.consumable, .nonConsumable]
+
+    /// The names of `types`, in the order the types are declared (`consumable, non_consumable`).
+    public static func names(_ types: Set<ProductType> = Set(allCases)) -> String {
+        allCases.filter(types.contains).map(\.rawValue).joined(separator: ", ")
+    }
 }
 
 /// One row of `rules/products.csv`.

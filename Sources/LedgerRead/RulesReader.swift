@@ -49,7 +49,7 @@ public enum RulesReader {
             let id = pd.value(row, "product_id")
             guard !id.isEmpty else { throw err("product_id is empty") }
             guard let type = ProductType(rawValue: pd.value(row, "type")) else {
-                throw err("type \"\(pd.value(row, "type"))\" is not one of \(ProductType.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw err("type \"\(pd.value(row, "type"))\" is not one of \(ProductType.names())")
             }
             let unitsText = pd.value(row, "units")
             guard let units = unitsText.isEmpty ? 0 : Int64(unitsText), units >= 0 else { throw err("units must be a whole number >= 0") }

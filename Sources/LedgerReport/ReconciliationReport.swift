@@ -92,7 +92,7 @@ public struct ReconciliationReport {
                     SheetRow([.text("Resolved since the previous night"), .integer(Int64(resolved))]),
                     SheetRow([.text("Reconciliation state"), .text(stateText)]),
                     SheetRow([.text("Product types reconciled"), .text(
-                        ProductType.allCases.filter(scope.contains).map(\.rawValue).joined(separator: ", ")
+                        ProductType.names(scope)
                         + "; transactions of other products, and their orders, are neither exceptions nor matches"
                         + " ([reconciliation] scope as the config had it when this workbook was written)")]),
                 ]),

@@ -215,7 +215,7 @@ public enum TraceOutput {
         var out = t
         let type = rules?.product(product)?.type
         r.in_scope = rules == nil ? nil : type.map { config.reconciliationScope.contains($0) } ?? true
-        let scope = ProductType.allCases.filter(config.reconciliationScope.contains).map(\.rawValue).joined(separator: ", ")
+        let scope = ProductType.names(config.reconciliationScope)
         if r.in_scope == false, let type {
             r.note = "not reconciled: \(product) is \(type.rawValue), and the scope is \(scope) ([reconciliation] scope in iapledger.toml): the orders naming it are not checked against it, so no exception and no match"
         } else if !r.matched_orders.isEmpty {
