@@ -128,8 +128,6 @@ struct ReportSet {
     }
 }
 
-/// A file of a set under `reports/`: written by this run, or kept as it was (a journal export
-/// whose entries and columns are unchanged since it was written).
 /// Writing sets failed: the error, and the files that were written whole before it (in place
 /// under reports/, registered all the same).
 public struct SetsPartlyWritten: Error, CustomStringConvertible {
@@ -138,6 +136,8 @@ public struct SetsPartlyWritten: Error, CustomStringConvertible {
     public var description: String { "\(error)" }
 }
 
+/// A file of a set under `reports/`: written by this run, or kept as it was (a journal export
+/// whose entries and columns are unchanged since it was written).
 public struct ReportFile: Equatable {
     public var url: URL
     public var kept: Bool = false
