@@ -53,6 +53,13 @@ public struct FinancialReport: Equatable {
     /// The largest file read as a report (a region's month is a few megabytes).
     static let maxBytes = 256 << 20
 
+    /// Apple's 22 columns, in Apple's order (iap-formats.md section 4).
+    public static let columns = ["Start Date", "End Date", "UPC", "ISRC/ISBN", "Vendor Identifier", "Quantity", "Partner Share",
+                                 "Extended Partner Share", "Partner Share Currency", "Sales or Return", "Apple Identifier",
+                                 "Artist/Show/Developer/Author", "Title", "Label/Studio/Network/Developer/Publisher", "Grid",
+                                 "Product Type Identifier", "ISAN/Other Identifier", "Country Of Sale", "Pre-order Flag", "Promo Code",
+                                 "Customer Price", "Customer Currency"]
+
     /// The columns iapledger reads, by name (Apple's 22 columns, in any order; others ignored).
     static let needed = ["Start Date", "End Date", "Vendor Identifier", "Quantity", "Partner Share",
                          "Extended Partner Share", "Partner Share Currency", "Sales or Return", "Title",
@@ -74,10 +81,9 @@ public struct FinancialReport: Equatable {
             throw ReadError.file(path, "cannot be read: \(String(cString: strerror(errno)))")
         }
         let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        let tooBig = ReadError.file(path, "more than \(maxBytes >> 20) MiB: not one App Store Connect financial report")
         var info = stat()
-        if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size > off_t(maxBytes) {
-            throw ReadError.file(path, "more than \(maxBytes >> 20) MiB: not one App Store Connect financial report")
-        }
+        if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size > off_t(maxBytes) { throw tooBig }
         let data: Data
         do {
             // Read up to the bound and one byte more: a region's month is a few megabytes, so a
@@ -86,9 +92,7 @@ public struct FinancialReport: Equatable {
         } catch {
             throw ReadError.file(path, "cannot be read: \(error.localizedDescription)")
         }
-        guard data.count <= maxBytes else {
-            throw ReadError.file(path, "more than \(maxBytes >> 20) MiB: not one App Store Connect financial report")
-        }
+        guard data.count <= maxBytes else { throw tooBig }
         guard let text = String(data: data, encoding: .utf8) else {
             throw ReadError.file(path, "not UTF-8 text: not an App Store Connect financial report")
         }

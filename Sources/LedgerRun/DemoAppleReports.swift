@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import LedgerRead
 import LedgerStore
 
 /// The demo's App Store Connect financial reports, to try `iapledger true-up` on: for the last
@@ -85,11 +86,7 @@ public enum DemoAppleReports {
         for currency in Set(order.map(\.currency)).sorted() {
             let rows = order.filter { $0.currency == currency && quantities[$0]! != 0 }
             guard !rows.isEmpty else { continue }
-            var text = ["Start Date", "End Date", "UPC", "ISRC/ISBN", "Vendor Identifier", "Quantity", "Partner Share",
-                        "Extended Partner Share", "Partner Share Currency", "Sales or Return", "Apple Identifier",
-                        "Artist/Show/Developer/Author", "Title", "Label/Studio/Network/Developer/Publisher", "Grid",
-                        "Product Type Identifier", "ISAN/Other Identifier", "Country Of Sale", "Pre-order Flag", "Promo Code",
-                        "Customer Price", "Customer Currency"].joined(separator: "\t") + "\n"
+            var text = FinancialReport.columns.joined(separator: "\t") + "\n"
             var total: Int64 = 0, sold: Int64 = 0
             for r in rows {
                 let units = quantities[r]! * (r.isReturn ? -1 : 1)

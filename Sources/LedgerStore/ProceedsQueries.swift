@@ -16,13 +16,19 @@ public struct ProceedsRow: Equatable {
 }
 
 extension LedgerReader {
+    /// The production book's entries with their transactions, of original dates from `?1`
+    /// through `?2`. A late entry is dated after its original date, never before: the date
+    /// index bounds the read from below.
+    static let productionEntriesOfDays = """
+        FROM entry e JOIN store_transaction t ON t.transaction_id = e.transaction_id
+        WHERE e.book = 'production' AND e.date >= ?1 AND e.original_date >= ?1 AND e.original_date <= ?2
+        """
+
     /// The production book's proceeds by currency and product for entries whose original date
     /// (the day the sale, refund or reversal happened, before a closed month moved a late one
     /// forward) is from `start` through `end`: what Apple's financial report of those days
     /// counts. Sandbox entries are never in it.
     public func proceeds(from start: Day, through end: Day) throws -> [ProceedsRow] {
-        // A late entry is dated after its original date, never before: the date index bounds
-        // the read from below.
         let sign = "CASE e.kind WHEN 'refund' THEN -1 ELSE 1 END"
         let full = "ifnull(e.refund_percentage, 100000) = 100000"
         return try Row.fetchAll(db.cachedStatement(sql: """
@@ -30,8 +36,7 @@ extension LedgerReader {
                    sum(CASE WHEN e.kind = 'sale' OR \(full) THEN \(sign) * t.quantity ELSE 0 END),
                    sum(\(sign) * e.gross_minor), sum(\(sign) * e.proceeds_minor), sum(\(sign) * e.proceeds_reporting_minor),
                    count(*)
-            FROM entry e JOIN store_transaction t ON t.transaction_id = e.transaction_id
-            WHERE e.book = 'production' AND e.date >= ?1 AND e.original_date >= ?1 AND e.original_date <= ?2
+            \(Self.productionEntriesOfDays)
             GROUP BY e.currency, e.product_id ORDER BY e.currency, e.product_id
             """), arguments: [start.description, end.description]).map {
             ProceedsRow(currency: $0[0], productId: $0[1], units: $0[2], grossMinor: $0[3], proceedsMinor: $0[4],
@@ -58,8 +63,7 @@ extension LedgerReader {
     public func proceedsEntries(from start: Day, through end: Day) throws -> [ProceedsEntry] {
         try Row.fetchAll(db.cachedStatement(sql: """
             SELECT e.storefront, e.product_id, e.currency, e.kind = 'refund', t.quantity, e.gross_minor, e.proceeds_minor
-            FROM entry e JOIN store_transaction t ON t.transaction_id = e.transaction_id
-            WHERE e.book = 'production' AND e.date >= ?1 AND e.original_date >= ?1 AND e.original_date <= ?2
+            \(Self.productionEntriesOfDays)
               AND (e.kind = 'sale' OR (e.kind = 'refund' AND ifnull(e.refund_percentage, 100000) = 100000))
             ORDER BY e.id
             """), arguments: [start.description, end.description]).map {
