@@ -141,6 +141,9 @@ public enum CSV {
 public struct CSVTable {
     public let path: String
     public let header: [String]
+    /// The header row's text as it stands in the file (kept with the file, so each row can be
+    /// read again by column name).
+    public let headerRaw: Substring
     public let rows: [CSVRow]
     private let index: [String: Int]
 
@@ -166,8 +169,10 @@ public struct CSVTable {
         }
         badRows = bad
         guard !rows.isEmpty else { throw ReadError.file(path, "is empty: a header row is required (\(required.joined(separator: ",")))") }
-        let header = rows.removeFirst().fields.map(CSV.trimmed)
+        let headerRow = rows.removeFirst()
+        let header = headerRow.fields.map(CSV.trimmed)
         self.header = header
+        self.headerRaw = headerRow.raw
         var index: [String: Int] = [:]
         for (i, h) in header.enumerated() {
             // Two columns of one name: which one a row means cannot be told.

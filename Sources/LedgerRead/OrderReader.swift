@@ -36,17 +36,17 @@ public enum OrderReader {
                                                                         "app_account_token", "reversed_at"])
 
     /// Reads every row of an orders file. A header problem refuses the whole file (one finding);
-    /// a bad row refuses that row only.
-    public static func read(path: String, text: Substring) -> (rows: [OrderRow], fileError: Finding?) {
+    /// a bad row refuses that row only. `header` is the header row's text (nil when the file is refused).
+    public static func read(path: String, text: Substring) -> (rows: [OrderRow], fileError: Finding?, header: Substring?) {
         let table: CSVTable
         do {
             table = try CSVTable(path: path, text: text, required: requiredColumns, rowByRow: true, reads: readColumns)
         } catch let e as CSVError {
-            return ([], Finding(code: "BAD_CSV", message: e.message, location: SourceLocation(path: path, line: e.line)))
+            return ([], Finding(code: "BAD_CSV", message: e.message, location: SourceLocation(path: path, line: e.line)), nil)
         } catch let e as ReadError {
-            return ([], Finding(code: "BAD_CSV", message: e.description, location: SourceLocation(path: path, line: 1)))
+            return ([], Finding(code: "BAD_CSV", message: e.description, location: SourceLocation(path: path, line: 1)), nil)
         } catch {
-            return ([], Finding(code: "BAD_CSV", message: "\(error)", location: SourceLocation(path: path, line: 1)))
+            return ([], Finding(code: "BAD_CSV", message: "\(error)", location: SourceLocation(path: path, line: 1)), nil)
         }
         let bad = table.badRows.map { e in
             OrderRow(line: e.line, raw: e.raw, result: .failure(Finding(code: "BAD_CSV", message: e.message,
@@ -54,7 +54,7 @@ public enum OrderReader {
         }
         return ((table.rows.map { row in
             OrderRow(line: row.line, raw: row.raw, result: parse(row, table), orderId: namedOrder(row, table))
-        } + bad).sorted { $0.line < $1.line }, nil)
+        } + bad).sorted { $0.line < $1.line }, nil, table.headerRaw)
     }
 
     static func namedOrder(_ row: CSVRow, _ t: CSVTable) -> String? {

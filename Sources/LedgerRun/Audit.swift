@@ -22,6 +22,10 @@ public struct Audit {
         public var rederived = 0
         /// Source records whose stored text was hashed again.
         public var records = 0
+        /// Order versions read again from their source line, and those of files read before
+        /// schema v25 (which kept no header to read them by).
+        public var orderVersions = 0
+        public var orderVersionsWithoutHeader = 0
         /// Each finished run's chain head as the ledger's entries now give it (compare with the
         /// head on the Run Info sheet of that night's workbooks, or the run's own output).
         public var runHeads: [LedgerReader.RunHead] = []
@@ -261,11 +265,22 @@ public struct Audit {
             // Every source record's text still hashes to the SHA-256 recorded when it was read
             // (a whole-file rejection keeps the file's hash and no text, or the start of a CSV
             // file that cannot be read).
-            try r.forEachSourceRecordText { path, line, outcome, code, recordSHA, fileSHA, chunk, raw in
+            // And every transaction a verified record reports is stored: the nights store each
+            // (or keep the first of those that conflict), so one missing was deleted, and a sale
+            // waiting for a rule with it, which nothing else holds, would never post.
+            var unstored: [String] = [], unstoredCount = 0
+            try r.forEachSourceRecordText { path, line, outcome, code, recordSHA, fileSHA, chunk, raw, kind in
                 report.records += 1
                 guard let raw else {
                     report.problems.append(Problem(entryId: nil, message: "source record \(path):\(line): its text's chunk \(chunk ?? 0) cannot be read (not the compressed text of its recorded size): it was damaged or altered after it was read"))
                     return
+                }
+                if outcome == "verified" && kind != "orders" {
+                    for id in Self.transactionsReported(kind: kind, path: path, raw: raw, receiptVerifier: receiptVerifier,
+                                                        signedVerifier: signedVerifier) where try !r.transactionIsStored(id) {
+                        unstoredCount += 1
+                        if unstored.count < 20 { unstored.append("\(id) (\(path):\(line))") }
+                    }
                 }
                 if Hashing.sha256Hex(utf8: raw) == recordSHA { return }
                 // A whole-file rejection keeps the file's hash with no text (or the start of an
@@ -273,6 +288,30 @@ public struct Audit {
                 if chunk == nil && outcome == "rejected" && recordSHA == fileSHA
                     && (raw.isEmpty || !["EMPTY_FILE", "INVALID_UTF8", "FILE_TOO_LARGE"].contains(code ?? "")) { return }
                 report.problems.append(Problem(entryId: nil, message: "source record \(path):\(line): its stored text no longer hashes to the SHA-256 recorded when it was read (\(recordSHA)): it was changed after it was read"))
+            }
+            if unstoredCount > 0 {
+                report.problems.append(Problem(entryId: nil, message: "\(unstoredCount) transaction\(unstoredCount == 1 ? "" : "s") reported by verified source records \(unstoredCount == 1 ? "is" : "are") not stored: \(unstored.joined(separator: ", "))\(unstoredCount > unstored.count ? ", ..." : ""): deleted from the ledger after \(unstoredCount == 1 ? "it was" : "they were") read (a sale waiting for a rule or an order, deleted, never posts)"))
+            }
+            // Every order version is its source line read again, by its file's header: a
+            // storefront, account or quantity changed in the ledger would price a sale or
+            // reconcile an order by what the backend never sent.
+            try r.forEachOrderVersion { version, path, line, header, raw in
+                guard let header else { report.orderVersionsWithoutHeader += 1; return }
+                guard let raw else { return }   // its chunk is named above
+                let (rows, fileError, _) = OrderReader.read(path: path, text: Substring(header + "\n" + raw))
+                guard fileError == nil, rows.count == 1, case .success(let o) = rows[0].result else {
+                    report.problems.append(Problem(entryId: nil, message: "order \(version.orderId) (version #\(version.id), from \(path):\(line)): its source line no longer reads as an order under its file's header: the line or the header was changed after it was read"))
+                    return
+                }
+                let read: [String: String?] = ["order_id": o.orderId, "account_id": o.accountId, "transaction_id": o.transactionId,
+                                               "product_id": o.productId, "quantity": String(o.quantity),
+                                               "credited_units": String(o.creditedUnits), "credited_at": o.creditedAt,
+                                               "environment": o.environment, "storefront": o.storefront,
+                                               "app_account_token": o.appAccountToken, "reversed_at": o.reversedAt]
+                let differing = version.fields.filter { f in (read[f.name] ?? nil).flatMap { $0.isEmpty ? nil : $0 } != f.value }
+                if differing.isEmpty { report.orderVersions += 1; return }
+                let said = differing.map { f in "\(f.name) \(f.value.map { "'\($0)'" } ?? "empty") where the line has \((read[f.name] ?? nil).map { "'\($0)'" } ?? "none")" }
+                report.problems.append(Problem(entryId: nil, message: "order \(version.orderId) (version #\(version.id), from \(path):\(line)) is stored with \(said.joined(separator: ", ")): changed in the ledger after it was read"))
             }
             // A ledger not upgraded yet: its stored postings are the ones the upgrade will accept.
             if let problem = try r.storedPostingsProblem() {
@@ -430,7 +469,10 @@ public struct Audit {
             ("source_record_resolved_once", "that a resolved source record stays resolved as it was"),
             ("source_record_", "that source records are kept as read (text, hash, outcome, reason) and never deleted"),
             ("source_chunk_", "that the records' stored text is never changed or deleted"),
+            ("source_file_header_", "that an orders file's header is kept as read"),
             ("source_file_", "that the files read are recorded once (path, hash, counts) and never removed"),
+            ("store_transaction_no_delete", "that stored transactions are never deleted"),
+            ("order_version_", "that order versions are kept as read (a correction is a new version)"),
             ("seal_", "that seals are never changed or deleted"),
             ("exception_episode_", "that closed exception episodes are never changed or removed"),
         ]
@@ -546,6 +588,34 @@ public struct Audit {
             }
         default:
             return .failure(Why("its file kind \(kind) is not one a transaction comes from"))
+        }
+    }
+
+    /// The ids of the transactions a verified record reports, read and verified again as the
+    /// night did (none when it no longer verifies: the sale it brought says so).
+    static func transactionsReported(kind: String, path: String, raw: String, receiptVerifier: ReceiptVerifier,
+                                     signedVerifier: SignedDataVerifier) -> [String] {
+        switch kind {
+        case "receipts":
+            guard let response = try? LegacyReceiptParser.parse(Substring(raw)),
+                  case let .verified(_, transactions, _) = receiptVerifier.verify(response, location: SourceLocation(path: "", line: 0))
+            else { return [] }
+            return transactions.map(\.transactionId)
+        case "signed":
+            let ext = (path as NSString).pathExtension.lowercased()
+            guard let jws = Ingest.jws(in: RawRecord(line: 0, text: Substring(raw)), fileExtension: ext) else { return [] }
+            // A transaction that does not read as one (INVALID_TRANSACTION: out of bounds, no
+            // purchase date) is refused by the night, as a refused item of a receipt is.
+            let t: SignedTransaction?
+            switch signedVerifier.verify(jws) {
+            case .transaction(.success(let v)): t = v
+            case .notification(.success(let n)): t = n.transaction
+            default: t = nil
+            }
+            guard let t, case .success = t.observation() else { return [] }
+            return [t.transactionId]
+        default:
+            return []
         }
     }
 

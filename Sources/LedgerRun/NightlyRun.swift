@@ -532,7 +532,7 @@ struct PreparedFile {
         /// Signed data: one JWS (or notification body) a line, or a `.json` document's elements,
         /// each verified.
         case signed([PreparedSigned])
-        case orders(rows: [OrderRow], hashes: [String], texts: [RecordText], fileError: Finding?, text: String)
+        case orders(rows: [OrderRow], hashes: [String], texts: [RecordText], fileError: Finding?, text: String, header: String?)
         case receipts([PreparedReceipt])
     }
     struct PreparedReceipt {
@@ -598,9 +598,10 @@ struct PreparedFile {
         guard let text = String(validatingUTF8Data: data) else { return PreparedFile(input: input, body: .notText) }
         switch kind {
         case "orders":
-            let (rows, fileError) = OrderReader.read(path: input.path, text: Substring(text))
+            let (rows, fileError, header) = OrderReader.read(path: input.path, text: Substring(text))
             return PreparedFile(input: input, body: .orders(rows: rows, hashes: rows.map { Hashing.sha256Hex(utf8: $0.raw) },
-                                                           texts: RecordText.chunked(rows.map(\.raw)), fileError: fileError, text: text))
+                                                           texts: RecordText.chunked(rows.map(\.raw)), fileError: fileError, text: text,
+                                                           header: header.map(String.init)))
         case "receipts":
             return PreparedFile(input: input, body: .receipts(withTexts(RecordSplitter.jsonDocument(Substring(text)).map {
                 prepareReceipt($0, path: path, verifier: verifier)
@@ -978,8 +979,8 @@ struct Ingest {
         case .alreadyRead: break
         case .tooLarge: try tooLarge(file.input)
         case .signed(let records): try signed(file.input, records: records)
-        case let .orders(rows, hashes, texts, fileError, text):
-            try orders(file.input, rows: rows, hashes: hashes, texts: texts, fileError: fileError, text: text)
+        case let .orders(rows, hashes, texts, fileError, text, header):
+            try orders(file.input, rows: rows, hashes: hashes, texts: texts, fileError: fileError, text: text, header: header)
         case .receipts(let records): try receipts(file.input, records)
         }
     }
@@ -1016,7 +1017,7 @@ struct Ingest {
     }
 
     mutating func orders(_ input: InputFile, rows: [OrderRow], hashes: [String], texts: [RecordText], fileError: Finding?,
-                         text: String) throws {
+                         text: String, header: String?) throws {
         let seen = try writer.recordHashes(path: input.path)
         if let e = fileError {
             let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256, statKey: input.statKey,
@@ -1032,6 +1033,8 @@ struct Ingest {
         // versions replaced: a reversal undone).
         let resent = try writer.fileReadBefore(sha256: input.sha256, otherThan: input.path)
         let (fileId, fresh) = try addFile(input, hashes: hashes, seen: seen)
+        // Its header, kept (and sealed) with the file: each line can be read again by column.
+        if let header { try writer.addFileHeader(fileId: fileId, header: header) }
         for i in fresh {
             let row = rows[i], raw = texts[i], sha = hashes[i]
             counts.read += 1

@@ -115,17 +115,62 @@ extension LedgerReader {
     /// file's path and hash, in id order (streamed: the text of a big ledger is gigabytes).
     /// `chunk` is the id of the chunk holding the text (nil for a text kept in its own row);
     /// `raw` is nil when that chunk cannot be read (damaged or altered).
+    /// `kind` is the file's (`receipts`, `signed`, `orders`).
     public func forEachSourceRecordText(_ body: (_ path: String, _ line: Int, _ outcome: String, _ reasonCode: String?,
                                                  _ recordSHA256: String, _ fileSHA256: String, _ chunk: Int64?,
-                                                 _ raw: String?) throws -> Void) throws {
+                                                 _ raw: String?, _ kind: String) throws -> Void) throws {
         var chunks = chunkReader()
         let cursor = try Row.fetchCursor(db, sql: """
-            SELECT f.path, r.line, r.outcome, r.reason_code, r.record_sha256, f.sha256, CAST(r.raw AS BLOB), \(chunkColumns)
+            SELECT f.path, r.line, r.outcome, r.reason_code, r.record_sha256, f.sha256, CAST(r.raw AS BLOB), \(chunkColumns), f.kind
             FROM source_record r JOIN source_file f ON f.id = r.file_id ORDER BY r.id
             """)
         while let r = try cursor.next() {
-            try body(r[0], r[1], r[2], r[3], r[4], r[5], r[7], try Self.text(r, raw: 6, chunk: 7, &chunks))
+            try body(r[0], r[1], r[2], r[3], r[4], r[5], r[7], try Self.text(r, raw: 6, chunk: 7, &chunks), r[10])
         }
+    }
+
+    /// An order version as stored, field by field (the names of the orders file's columns),
+    /// each as its text (nil when empty).
+    public struct StoredOrderVersion {
+        public var id: Int64
+        public var orderId: String
+        public var fields: [(name: String, value: String?)]
+    }
+
+    /// Every order version with its source line (file, line, text) and its file's header row
+    /// (nil for a file read before schema v25, which kept none), in id order, streamed.
+    public func forEachOrderVersion(_ body: (_ version: StoredOrderVersion, _ path: String, _ line: Int, _ header: String?,
+                                             _ raw: String?) throws -> Void) throws {
+        var chunks = chunkReader()
+        let header = try db.tableExists("source_file_header")
+            ? "(SELECT header FROM source_file_header h WHERE h.file_id = r.file_id)" : "NULL"
+        let cursor = try Row.fetchCursor(db, sql: """
+            SELECT v.id, v.order_id, v.account_id, v.transaction_id, v.product_id, v.quantity, v.credited_units, v.credited_at,
+                   v.environment, v.storefront, v.app_account_token, v.reversed_at,
+                   f.path, r.line, \(header), CAST(r.raw AS BLOB), \(chunkColumns)
+            FROM order_version v JOIN source_record r ON r.id = v.record_id JOIN source_file f ON f.id = r.file_id
+            ORDER BY v.id
+            """)
+        let names = ["order_id", "account_id", "transaction_id", "product_id", "quantity", "credited_units", "credited_at",
+                     "environment", "storefront", "app_account_token", "reversed_at"]
+        while let r = try cursor.next() {
+            let fields = names.enumerated().map { i, name -> (name: String, value: String?) in
+                let v = r[i + 1] as DatabaseValue
+                switch v.storage {
+                case .int64(let n): return (name, String(n))
+                case .string(let t): return (name, t.isEmpty ? nil : t)
+                default: return (name, nil)
+                }
+            }
+            try body(StoredOrderVersion(id: r[0], orderId: r[1], fields: fields), r[12], r[13], r[14],
+                     try Self.text(r, raw: 15, chunk: 16, &chunks))
+        }
+    }
+
+    /// Whether the ledger stores transaction `id` (in either book).
+    public func transactionIsStored(_ id: String) throws -> Bool {
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM store_transaction WHERE transaction_id = ?)"),
+                          arguments: [id]) ?? false
     }
 
     /// Reads chunks by id for `text(_:raw:chunk:_:)`.

@@ -589,6 +589,11 @@ public final class LedgerWriter: LedgerReader {
         return db.lastInsertedRowID
     }
 
+    /// Keeps an orders file's header row as read (the columns its lines are read by).
+    public func addFileHeader(fileId: Int64, header: String) throws {
+        try db.cachedStatement(sql: "INSERT INTO source_file_header (file_id, header) VALUES (?, ?)").execute(arguments: [fileId, header])
+    }
+
     /// Remembers the identity on disk of a file version read before (found again by its hash),
     /// in place of the one it had when read (a file copied again with the same bytes).
     public func rememberStatKey(_ key: String, path: String, sha256: String) throws {

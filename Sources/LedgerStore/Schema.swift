@@ -622,6 +622,29 @@ enum Schema {
                 WHERE code = 'INVALID_TRANSACTION' AND record_id IS NOT NULL AND transaction_id <> ''
                 """)
         }
+        // What the store keeps of what it read is kept as read. A stored transaction is never
+        // removed (a sale waiting for a rule, its row deleted, would never post, and nothing
+        // chained or sealed held it), nor an order version changed or removed (its storefront
+        // prices a sale that has none of its own). The header of each orders file is kept, and
+        // sealed with its file, so `verify` can read every order version again from its line.
+        m.registerMigration("v25-kept-as-read", foreignKeyChecks: .immediate) { db in
+            try db.execute(sql: """
+                CREATE TRIGGER store_transaction_no_delete BEFORE DELETE ON store_transaction
+                    BEGIN SELECT RAISE(ABORT, 'stored transactions are never deleted'); END;
+                CREATE TRIGGER order_version_no_update BEFORE UPDATE ON order_version
+                    BEGIN SELECT RAISE(ABORT, 'an order version is kept as it was read: a correction is a new version'); END;
+                CREATE TRIGGER order_version_no_delete BEFORE DELETE ON order_version
+                    BEGIN SELECT RAISE(ABORT, 'order versions are never deleted'); END;
+                CREATE TABLE source_file_header (
+                    file_id INTEGER PRIMARY KEY REFERENCES source_file(id),
+                    header TEXT NOT NULL
+                ) STRICT;
+                CREATE TRIGGER source_file_header_no_update BEFORE UPDATE ON source_file_header
+                    BEGIN SELECT RAISE(ABORT, 'an orders file''s header is kept as it was read'); END;
+                CREATE TRIGGER source_file_header_no_delete BEFORE DELETE ON source_file_header
+                    BEGIN SELECT RAISE(ABORT, 'an orders file''s header is never removed'); END;
+                """)
+        }
         return m
     }
 

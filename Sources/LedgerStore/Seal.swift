@@ -14,6 +14,7 @@ import LedgerCore
 ///     run  <id> <as of> <records read> <verified> <pending> <rejected> <skipped> <entries posted> <chain head> <closed through> <schema migration> <reconciliation>
 ///     input  <path> <sha256>                  the config and rules files it posted by, by path
 ///     file  <id> <path> <kind> <sha256> <size> <records> <new records>    the files it read, by id
+///     header  <file id> <header row>           after an orders file's line: its header row as read
 ///     record  <id> <file id> <line> <sha256> <outcome> <reason code> <reason> <status code> <environment> <account id> <order id> <received at>
 ///     resolved  <id> <resolved by run> <note>  the records it resolved, by id
 ///
@@ -136,13 +137,20 @@ public enum LedgerSeal {
                                   arguments: [runId]) {
             text.field("input"); text.field(r[0] as String); text.field(r[1] as String); text.endLine()
         }
+        // An orders file's header (schema v25 on) is sealed with its file: a `header` line after
+        // the file's (none for a file read before v25, so earlier seals are as they were).
+        let header = try db.tableExists("source_file_header")
+            ? "(SELECT header FROM source_file_header h WHERE h.file_id = source_file.id)" : "NULL"
         for r in try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT id, path, kind, sha256, size_bytes, records, new_records FROM source_file
+            SELECT id, path, kind, sha256, size_bytes, records, new_records, \(header) FROM source_file
             WHERE run_id > ? AND run_id <= ? ORDER BY id
             """), arguments: [previousRunId, runId]) {
             text.field("file"); text.field(r[0] as Int64); text.field(r[1] as String); text.field(r[2] as String)
             text.field(r[3] as String); text.field(r[4] as Int64); text.field(r[5] as Int64); text.field(r[6] as Int64)
             text.endLine()
+            if let h = r[7] as String? {
+                text.field("header"); text.field(r[0] as Int64); text.field(h); text.endLine()
+            }
         }
         var records = FastStatement(try db.cachedStatement(sql: """
             SELECT id, file_id, line, record_sha256, outcome, reason_code, reason, status_code, environment, account_id,

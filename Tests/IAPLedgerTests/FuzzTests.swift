@@ -120,7 +120,7 @@ final class FuzzTests: ScratchTestCase {
         case "json":
             return RecordSplitter.jsonDocument(Substring(text)).count
         default:
-            let (rows, fileError) = OrderReader.read(path: path, text: Substring(text))
+            let (rows, fileError, _) = OrderReader.read(path: path, text: Substring(text))
             return fileError == nil ? rows.count : 1
         }
     }

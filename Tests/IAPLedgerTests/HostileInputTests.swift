@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import XCTest
 @testable import LedgerCore
 @testable import LedgerRead
@@ -438,7 +439,12 @@ final class HostileInputTests: XCTestCase {
         try ws.write("inbox/orders/o.csv", ReconciliationTests.header + "ord-73,acct-7,7203,coins.100,1,100,2026-11-05T10:01:00Z,production,DEU,,\n")
         try ws.run("2026-11-06")
         XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT sale_status FROM store_transaction") }, [["pending"]], "no EUR rate for November")
-        try ledger().write { try $0.db.execute(sql: "UPDATE order_version SET storefront = 'deu'") }
+        // (As an earlier version stored it: past the trigger that now keeps versions as read.)
+        try ledger().write { w in
+            let trigger = try String.fetchOne(w.db, sql: "SELECT sql FROM sqlite_schema WHERE name = 'order_version_no_update'")!
+            try w.db.execute(sql: "DROP TRIGGER order_version_no_update; UPDATE order_version SET storefront = 'deu'")
+            try w.db.execute(sql: trigger)
+        }
         try ws.write("rules/fx.csv", TestWorkspace.defaultFX + "\n2026-11,EUR,1.10\n")
         try ws.run("2026-11-07")
         XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT storefront, currency FROM entry WHERE transaction_id = '7203'") }, [["DEU", "EUR"]])

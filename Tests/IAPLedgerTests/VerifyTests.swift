@@ -380,7 +380,7 @@ final class VerifyTests: XCTestCase {
         for readOnly in [true, false] {
             let texts = try Ledger(path: path, readOnly: readOnly).read { r in
                 var out: [(String, String)] = []
-                try r.forEachSourceRecordText { _, _, _, _, sha, _, chunk, raw in
+                try r.forEachSourceRecordText { _, _, _, _, sha, _, chunk, raw, _ in
                     XCTAssertNil(chunk)
                     out.append((sha, raw ?? ""))
                 }
@@ -415,9 +415,10 @@ final class VerifyTests: XCTestCase {
             // A table a later migration creates (exception_episode) is not in the v12 ledger:
             // it must be empty here, and the upgrade creates it. The seals (v22) and the report
             // files registered (v23) are left out: a ledger of v12 has none, its first run after
-            // the upgrade seals what came before, and its files were never registered.
+            // the upgrade seals what came before, and its files were never registered; nor are
+            // the orders files' headers (v25), which a ledger of v12 did not keep.
             let oldTables = Set(try String.fetchAll(d, sql: "SELECT name FROM main.sqlite_schema WHERE type = 'table'"))
-            for t in tables where !oldTables.contains(t) && t != "seal" && t != "run_input" && t != "report_file" {
+            for t in tables where !oldTables.contains(t) && !["seal", "run_input", "report_file", "source_file_header"].contains(t) {
                 XCTAssertEqual(try Int.fetchOne(d, sql: "SELECT count(*) FROM now.\(t)"), 0, t)
             }
             try d.inTransaction {
@@ -545,6 +546,58 @@ final class VerifyTests: XCTestCase {
         XCTAssertTrue(r.problems.contains { $0.message.contains("transaction 8002") && $0.message.contains("differs from the stored transaction in app account token") }, "\(messages)")
         // 8004 was posted on the second night: its sale entry exists, so setting `posted` is no lie.
         XCTAssertFalse(messages.contains { $0.contains("transaction 8004") }, "\(messages)")
+    }
+
+    /// A sale waiting for a rule, its stored transaction deleted: nothing chained or sealed
+    /// held the row, and the sale would never post. A trigger refuses the delete, and past it
+    /// `verify` names the transaction its verified record reports.
+    func testADeletedTransactionIsNamedByTheRecordThatReportsIt() throws {
+        try ws.write("inbox/receipts/next.jsonl", Receipt.response([Receipt.item("8005", product: "vip.monthly", purchased: "2026-10-07T10:00:00Z")]))
+        try ws.write("rules/prices.csv", TestWorkspace.defaultPrices.replacingOccurrences(of: "vip.monthly,USA,9.99,2020-01-01", with: "vip.monthly,DEU,9.99,2020-01-01"))
+        try ws.run("2026-10-08")
+        XCTAssertEqual(try rows("SELECT sale_status FROM store_transaction WHERE transaction_id = '8005'"), [["pending"]])
+        let db = try DatabaseQueue(path: dbPath)
+        XCTAssertThrowsError(try db.write { try $0.execute(sql: "DELETE FROM store_transaction WHERE transaction_id = '8005'") })
+        try tamper(past: "store_transaction_no_delete", "DELETE FROM store_transaction WHERE transaction_id = '8005'")
+        let r = try Audit(workspace: ws.workspace).run()
+        XCTAssertEqual(r.problems.map(\.message), ["1 transaction reported by verified source records is not stored: 8005 (inbox/receipts/next.jsonl:1): deleted from the ledger after it was read (a sale waiting for a rule or an order, deleted, never posts)"])
+    }
+
+    /// An order version is its line read again under its file's header: a storefront changed in
+    /// the ledger (it prices a sale without one of its own) is named with the line's value; the
+    /// header is sealed with its file, so changing it instead breaks the run's seal.
+    func testAChangedOrderVersionIsNamedWithItsLinesValue() throws {
+        var r = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(r.ok, "\(r.problems)")
+        XCTAssertEqual(r.orderVersions, 1)
+        XCTAssertEqual(r.orderVersionsWithoutHeader, 0)
+        XCTAssertEqual(try rows("SELECT header FROM source_file_header"), [[String(ReconciliationTests.header.dropLast())]])
+        let db = try DatabaseQueue(path: dbPath)
+        XCTAssertThrowsError(try db.write { try $0.execute(sql: "UPDATE order_version SET storefront = 'USA'") })
+        XCTAssertThrowsError(try db.write { try $0.execute(sql: "DELETE FROM order_version") })
+        XCTAssertThrowsError(try db.write { try $0.execute(sql: "UPDATE source_file_header SET header = 'x'") })
+        try tamper(past: "order_version_no_update", "UPDATE order_version SET storefront = 'USA', quantity = 2 WHERE order_id = 'o1'")
+        r = try Audit(workspace: ws.workspace).run()
+        XCTAssertEqual(r.problems.map(\.message), ["order o1 (version #1, from inbox/orders/o.csv:2) is stored with quantity '2' where the line has '1', storefront 'USA' where the line has 'JPN': changed in the ledger after it was read"])
+        try tamper(past: "order_version_no_update", "UPDATE order_version SET storefront = 'JPN', quantity = 1 WHERE order_id = 'o1'")
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+        // The header rewritten so the columns swap: the line reads otherwise, and the seal breaks.
+        try tamper(past: "source_file_header_no_update", "UPDATE source_file_header SET header = replace(header, 'account_id,transaction_id', 'transaction_id,account_id')")
+        r = try Audit(workspace: ws.workspace).run()
+        let messages = r.problems.map(\.message)
+        XCTAssertTrue(messages.contains(Self.sealDiffers(run: 1, seal: 1, records: 4)), "\(messages)")
+        XCTAssertTrue(messages.contains { $0.hasPrefix("order o1 (version #1, from inbox/orders/o.csv:2) is stored with account_id 'a1' where the line has '8002'") }, "\(messages)")
+    }
+
+    /// A ledger whose orders files were read before their headers were kept (schema v24 and
+    /// before) verifies, its order versions counted as not read again.
+    func testOrderVersionsOfFilesReadBeforeHeadersWereKeptAreCounted() throws {
+        try tamper(past: "source_file_header_no_delete", "DELETE FROM source_file_header")
+        let r = try Audit(workspace: ws.workspace).run()
+        // (The seal covered the header: deleting it breaks run 1's seal, as it should.)
+        XCTAssertEqual(r.problems.map(\.message), [Self.sealDiffers(run: 1, seal: 1, records: 4)])
+        XCTAssertEqual(r.orderVersions, 0)
+        XCTAssertEqual(r.orderVersionsWithoutHeader, 1)
     }
 
     func testASaleMarkedPostedWithoutItsEntryIsCaught() throws {
