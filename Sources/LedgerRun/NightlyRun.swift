@@ -59,6 +59,9 @@ public struct NightlyRun {
         /// none), and what those months' figures leave out, as `close` says it.
         public var closedByConfig: Month? = nil
         public var closeWarnings: [String] = []
+        /// Reconciliation exceptions after the run: open (by category, the commonest first),
+        /// opened by this run (new or reopened), and resolved by it.
+        public var exceptions = ExceptionCounts()
     }
 
     /// What an inbox folder reads, by extension.
@@ -274,7 +277,8 @@ public struct NightlyRun {
                               ClosedPeriods.warnings(closing: m, waitingSales: try r.waitingSales(datedThrough: m.lastDay),
                                                      pendingRecords: try r.pendingRecordCountNow())
                           }
-                      } ?? [])
+                      } ?? [],
+                      exceptions: try ledger.read { try $0.exceptionCounts(runId: runId) })
         if let workbooksFailed {
             throw WorkbooksNotWritten(result: result, message: "\(workbooksFailed)".replacingOccurrences(of: "\n", with: "; ")
                 + "; the night's ledger is committed (run \(runId)) but its workbooks were not all written: fix the cause and run "
@@ -422,7 +426,7 @@ public struct NightlyRun {
                            poster: Poster, asOf: Day) -> Decision {
             if let until = poster.orderWait(of: t, orderStorefront: orderStorefront, asOf: asOf) {
                 return .awaitingOrder("""
-                    no storefront of its own and no order naming it yet: waits for its order until the night of \(until) \
+                    no storefront of its own, and no order naming one yet: waits for an order until the night of \(until) \
                     (order_wait_days = \(poster.config.orderWaitDays)), then is booked at default_storefront \(poster.config.defaultStorefront)
                     """)
             }

@@ -230,6 +230,35 @@ public struct TouchedKeys {
 }
 
 /// How a run reconciled.
+/// Reconciliation exceptions as a run leaves them.
+public struct ExceptionCounts: Equatable, Sendable {
+    /// Open, by category, the commonest first.
+    public var open: [(category: String, count: Int)] = []
+    public var openTotal: Int { open.reduce(0) { $0 + $1.count } }
+    /// Opened by the run (first seen, or seen again after they were resolved).
+    public var opened = 0
+    /// Resolved by the run (no longer detected).
+    public var resolved = 0
+    public init() {}
+    public static func == (a: Self, b: Self) -> Bool {
+        a.open.map { "\($0.category) \($0.count)" } == b.open.map { "\($0.category) \($0.count)" } && a.opened == b.opened && a.resolved == b.resolved
+    }
+}
+
+extension LedgerReader {
+    /// The exceptions open after run `runId`, those it opened and those it resolved.
+    public func exceptionCounts(runId: Int64) throws -> ExceptionCounts {
+        var c = ExceptionCounts()
+        c.open = try Row.fetchAll(db, sql: """
+            SELECT category, count(*) FROM exception WHERE resolved_run_id IS NULL GROUP BY category ORDER BY 2 DESC, 1
+            """).map { ($0[0], $0[1]) }
+        c.opened = try Int.fetchOne(db, sql: "SELECT count(*) FROM exception WHERE resolved_run_id IS NULL AND first_run_id = ?",
+                                    arguments: [runId]) ?? 0
+        c.resolved = try Int.fetchOne(db, sql: "SELECT count(*) FROM exception WHERE resolved_run_id = ?", arguments: [runId]) ?? 0
+        return c
+    }
+}
+
 public struct ReconciliationSummary: Equatable {
     /// "full" (every group) or "incremental" (only the groups the run touched).
     public var mode: String

@@ -168,6 +168,15 @@ func printSummary(_ r: NightlyRun.Result) {
     }
     let t = r.totals
     print("  ledger: \(t.transactionsPosted) transactions posted, \(t.transactionsPending) waiting (for a rule or an order), \(t.transactionsFree) free; \(t.entries) entries")
+    let x = r.exceptions
+    if x.openTotal > 0 || x.resolved > 0 {
+        let tonight = r.nothingNewSinceRun == nil ? " (\(x.opened) opened by this run, \(x.resolved) resolved)" : ""
+        print("  reconciliation: \(x.openTotal) exception\(x.openTotal == 1 ? "" : "s") open\(tonight)"
+              + (x.open.isEmpty ? "" : ": " + x.open.map { "\($0.count) \($0.category)" }.joined(separator: ", "))
+              + "; `iapledger exceptions` lists them, the reconciliation workbook has them with their age")
+    } else {
+        print("  reconciliation: no exception open")
+    }
     print("  chain head: \(t.chainHead) (the last entry's hash; keep it: `iapledger verify --runs` shows it again)")
     if let seal = t.seal { print("  seal: \(seal) (the ledger's seal: its records, files and closes too; keep it: `iapledger verify` shows it again)") }
     if !r.problems.isEmpty {

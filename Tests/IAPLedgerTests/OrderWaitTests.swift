@@ -64,7 +64,7 @@ final class OrderWaitTests: XCTestCase {
         XCTAssertNil(try sale(split), "no order and no storefront of its own yet: it waits")
         let waiting = try status(split)
         XCTAssertEqual(waiting.first, "pending")
-        XCTAssertTrue(waiting.last?.hasPrefix("ORDER_WAIT: no storefront of its own and no order naming it yet: waits for its order until the night of 2026-10-12 (order_wait_days = 2), then is booked at default_storefront USA") == true, "\(waiting)")
+        XCTAssertTrue(waiting.last?.hasPrefix("ORDER_WAIT: no storefront of its own, and no order naming one yet: waits for an order until the night of 2026-10-12 (order_wait_days = 2), then is booked at default_storefront USA") == true, "\(waiting)")
         XCTAssertEqual(try openFindings(split), ["ORDER_WAIT r1"], "said while it waits (Run Info), as no missing rule")
         try split.write("inbox/orders/b.csv", order)
         try split.run("2026-10-11")

@@ -210,6 +210,28 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertTrue(run.out.contains("    findings: 1 MISSING_RULE\n      MISSING_RULE 2001: "), run.out)
     }
 
+    /// The night's summary says what reconciliation left open, by category, and what the night
+    /// opened and resolved: under cron it is the only hint finance gets to look.
+    func testRunSummarySaysTheExceptionsOpen() throws {
+        try ws.write("inbox/receipts/n.jsonl", Receipt.response([Receipt.item("2101", purchased: "2026-11-03T10:00:00Z"),
+                                                                 Receipt.item("2102", purchased: "2026-11-03T10:00:00Z")]) + "\n")
+        try ws.write("inbox/orders/a.csv", ReconciliationTests.header
+                     + "ord-1,acct-1,2101,coins.100,1,100,2026-11-03T10:00:05Z,production,USA,,\n"
+                     + "ord-2,acct-1,2101,coins.100,1,100,2026-11-03T10:00:06Z,production,USA,,\n")
+        var run = try cli(["run", "--workspace", ws.root.path, "--as-of", "2026-11-04", "--no-progress"])
+        XCTAssertEqual(run.status, 0, run.err)
+        XCTAssertTrue(run.out.contains("  reconciliation: 2 exceptions open (2 opened by this run, 0 resolved): 1 DUPLICATE_CREDIT, 1 NOT_CREDITED; `iapledger exceptions` lists them"), run.out)
+        // The duplicate reversed, the lost order sent: both resolved the next night.
+        try ws.write("inbox/orders/b.csv", ReconciliationTests.header
+                     + "ord-2,acct-1,2101,coins.100,1,100,2026-11-03T10:00:06Z,production,USA,,2026-11-04T09:00:00Z\n"
+                     + "ord-3,acct-1,2102,coins.100,1,100,2026-11-04T10:00:06Z,production,USA,,\n")
+        run = try cli(["run", "--workspace", ws.root.path, "--as-of", "2026-11-05", "--no-progress"])
+        XCTAssertEqual(run.status, 0, run.err)
+        XCTAssertTrue(run.out.contains("  reconciliation: 0 exceptions open (0 opened by this run, 2 resolved); "), run.out)
+        run = try cli(["run", "--workspace", ws.root.path, "--as-of", "2026-11-06", "--no-progress"])
+        XCTAssertTrue(run.out.contains("  reconciliation: no exception open\n"), run.out)
+    }
+
     /// Records and findings each show their first ten lines, under their counts by reason:
     /// many records no longer hide every finding, and the rest of each is counted.
     func testRunSummaryListsRecordsAndFindingsEachWithItsCounts() throws {
