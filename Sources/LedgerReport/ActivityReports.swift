@@ -99,7 +99,7 @@ extension FinanceReport {
         let p = late.postedLater
         let moved = p.sales + p.refunds + p.reversals
         if moved > 0 {
-            parts.append("\(entries(p.sales, p.refunds, p.reversals)) dated on or before \(asOf) arrived after its month was closed and \(moved == 1 ? "is" : "are") in later months' figures, not these (net after refunds \(amount(p.netAfterRefundsMinor)))")
+            parts.append("\(entries(p.sales, p.refunds, p.reversals)) dated on or before \(asOf) arrived after the month was closed and \(moved == 1 ? "is" : "are") in later months' figures, not these (net after refunds \(amount(p.netAfterRefundsMinor)))")
         }
         return parts.isEmpty ? "none" : parts.joined(separator: "; ")
     }

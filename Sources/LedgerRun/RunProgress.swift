@@ -135,18 +135,19 @@ public final class RunProgress {
 
     /// The stage table `iapledger run --timings` prints: one line a stage, plain text.
     public func table() -> String {
-        var lines = ["  stage                           seconds      count  per second   peak memory"]
+        // Wide enough for a workbook's name (`reconciliation-2026-11-26.xlsx`, indented).
+        var lines = ["  stage                               seconds      count  per second   peak memory"]
         for s in stages {
             let perSecond = s.seconds > 0 ? Int(Double(s.count) / s.seconds) : 0
             let rate = perSecond > 0 ? RunProgress.grouped(perSecond) + "/s" : ""
-            lines.append("  " + s.name.padding(toLength: 30, withPad: " ", startingAt: 0)
+            lines.append("  " + s.name.padding(toLength: 34, withPad: " ", startingAt: 0)
                          + String(format: "%9.2f", s.seconds)
                          + (s.count > 0 ? RunProgress.grouped(s.count) : "").leftPadded(11)
                          + rate.leftPadded(12)
                          + (s.peakBytes > 0 ? "\(s.peakBytes / (1024 * 1024)) MiB" : "").leftPadded(14))
         }
         let total = stages.filter(\.inTotal).reduce(0) { $0 + $1.seconds }
-        lines.append("  " + "total".padding(toLength: 30, withPad: " ", startingAt: 0) + String(format: "%9.2f", total)
+        lines.append("  " + "total".padding(toLength: 34, withPad: " ", startingAt: 0) + String(format: "%9.2f", total)
                      + "".leftPadded(23) + "\(RunProgress.peakResidentBytes() / (1024 * 1024)) MiB".leftPadded(14))
         return lines.joined(separator: "\n") + "\n"
     }

@@ -444,7 +444,7 @@ struct Verify: ParsableCommand {
             }
             let report = try Audit(workspace: Workspace(ws.url)).run()
             if runs {
-                print("run  as of       finished at           last entry  chain head now                                                    seal")
+                print("run  as of      finished at           last entry  chain head now                                                    seal")
                 for r in report.runHeads {
                     let last = r.lastEntryId.map { "#\($0)" } ?? "none"
                     let differs = r.head.map { $0 != r.expected } ?? true

@@ -81,7 +81,7 @@ final class ReportPeriodTests: XCTestCase {
         let again = try PeriodReport.write(workspace: ws.workspace, period: Month(iso: "2026-10")!).files.map(\.url)
         XCTAssertTrue(again.contains(october))
         let after = try lateNote(october)
-        XCTAssertTrue(after.hasSuffix(": 2 sales and 1 refund dated on or before 2026-10-31 arrived after its month was closed and are in later months' figures, not these (net after refunds 0.99 USD)."), after)
+        XCTAssertTrue(after.hasSuffix(": 2 sales and 1 refund dated on or before 2026-10-31 arrived after the month was closed and are in later months' figures, not these (net after refunds 0.99 USD)."), after)
     }
 
     /// The note's words for refunds and their reversals: each kind counted apart (a late refund
@@ -96,10 +96,10 @@ final class ReportPeriodTests: XCTestCase {
         XCTAssertEqual(FinanceReport.lateEntriesText(late, asOf: asOf, currency: "USD"),
                        "2026-11 holds 1 refund and 1 refund reversal of earlier months (net after refunds 0.00 USD); "
                        + "2026-12 holds 3 sales and 1 refund reversal of earlier months (net after refunds 1,234.56 USD); "
-                       + "1 refund reversal dated on or before 2026-10-31 arrived after its month was closed and is in later months' figures, not these (net after refunds 0.99 USD)")
+                       + "1 refund reversal dated on or before 2026-10-31 arrived after the month was closed and is in later months' figures, not these (net after refunds 0.99 USD)")
         late.postedLater = (2, 1, 1, -5)
         XCTAssertTrue(FinanceReport.lateEntriesText(late, asOf: asOf, currency: "USD")
-            .hasSuffix("2 sales, 1 refund and 1 refund reversal dated on or before 2026-10-31 arrived after its month was closed and are in later months' figures, not these (net after refunds -0.05 USD)"))
+            .hasSuffix("2 sales, 1 refund and 1 refund reversal dated on or before 2026-10-31 arrived after the month was closed and are in later months' figures, not these (net after refunds -0.05 USD)"))
     }
 
     func testTheNightlyRunAlsoWritesTheOpenMonthBefore() throws {
