@@ -268,7 +268,13 @@ public enum TraceOutput {
             out += "  \(x.category) \(x.status)\(about), first seen \(x.first_seen), last seen \(x.last_seen)\(x.resolved_on.map { ", resolved \($0)" } ?? ""): \(x.detail)\n"
         }
         if let t = o.transaction { out += "The transaction it names:\n" + text(t, indent: "  ") }
-        else { out += "It names no transaction the ledger knows.\n" }
+        else if o.versions.isEmpty {
+            out += "No line of it was taken (only the lines not taken, above): it credits nothing in the ledger until a valid line of it is read.\n"
+        } else if let id = o.versions.last?.transaction_id, !id.isEmpty {
+            out += "It names transaction \(id), which the ledger does not know (no record of it was read).\n"
+        } else {
+            out += "It names no transaction.\n"
+        }
         // A reason may quote a refused value as it was read: no control character reaches the terminal.
         return out.split(separator: "\n", omittingEmptySubsequences: false).map { TerminalText.visible(String($0)) }.joined(separator: "\n")
     }

@@ -163,6 +163,8 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertTrue(trace.out.contains("Order ord-71: 0 version(s)"), trace.out)
         XCTAssertTrue(trace.out.contains("inbox/orders/o1.csv:2 rejected, read 2026-10-06: BAD_ORDER: quantity \"abc\""), trace.out)
         XCTAssertTrue(trace.out.contains("still open"), trace.out)
+        XCTAssertTrue(trace.out.contains("No line of it was taken (only the lines not taken, above): it credits nothing in the ledger until a valid line of it is read."), trace.out)
+        XCTAssertFalse(trace.out.contains("names no transaction"), "its refused line names 7101, which the ledger knows: \(trace.out)")
 
         // The backend sends the order again, corrected, the next night.
         try ws.write("inbox/orders/o2.csv", ReconciliationTests.header + "ord-71,acct-7,7101,coins.100,1,100,2026-10-05T10:01:00Z,production,DEU,,\n")
@@ -184,6 +186,7 @@ final class TraceAndCLITests: XCTestCase {
 
         let ord72 = try cli(["trace", "ord-72", "--workspace", ws.root.path]).out
         XCTAssertTrue(ord72.contains("Order ord-72: 1 version(s)") && ord72.contains("o1.csv:4 rejected") && ord72.contains("still open"), ord72)
+        XCTAssertTrue(ord72.contains("It names no transaction.\n"), ord72)
 
         // The same file sent again under another name: its valid line repeats one the order
         // had before, so it corrects nothing: the refused line stays open (and its copy too).
