@@ -10,6 +10,8 @@ public struct WorkspaceConfig: Sendable, Equatable {
 
     /// The SHA-256 of the config file as read, when read from a file.
     public var sourceSHA256: String? = nil
+    /// The config file's bytes as read (kept in the ledger with the run that posts by them).
+    public var sourceData: [UInt8]? = nil
     public var reportingCurrency: String = "USD"
     public var bundleIds: [String] = []
     public var defaultStorefront: String = "USA"
@@ -103,6 +105,8 @@ public struct Rules: Sendable {
     public private(set) var fx: [String: [Month: ExactDecimal]] = [:]
     /// The SHA-256 of each rules file as read (`prices.csv` and the rest), when read from files.
     public var sourceSHA256: [String: String] = [:]
+    /// Each rules file's bytes as read (kept in the ledger with the run that posts by them).
+    public var sourceData: [String: [UInt8]] = [:]
 
     public init(storefronts: [StorefrontRule] = [], prices: [PriceRule] = [], products: [ProductRule] = [],
                 fx: [(Month, String, ExactDecimal)] = []) {
@@ -133,7 +137,7 @@ public struct Rules: Sendable {
     }
 
     /// The last row whose effective date is on or before `day` (rows sorted by date).
-    static func inForce<T>(_ rows: [T], on day: Day, _ date: KeyPath<T, Day>) -> T? {
+    public static func inForce<T>(_ rows: [T], on day: Day, _ date: KeyPath<T, Day>) -> T? {
         var lo = 0, hi = rows.count
         while lo < hi {
             let mid = (lo + hi) / 2

@@ -11,6 +11,7 @@ public enum ConfigReader {
         }
         var config = try parse(String(decoding: data, as: UTF8.self), displayPath: displayPath)
         config.sourceSHA256 = Hashing.sha256Hex(data)
+        config.sourceData = Array(data)
         return config
     }
 

@@ -7,14 +7,25 @@ public enum RulesReader {
     public static let files = ["storefronts.csv", "prices.csv", "products.csv", "fx.csv"]
 
     public static func read(rulesDirectory dir: URL, displayPrefix: String = "rules/") throws -> Rules {
+        var files: [String: [UInt8]] = [:]
+        for name in Self.files {
+            guard let data = FileManager.default.contents(atPath: dir.appendingPathComponent(name).path) else {
+                throw ReadError.file(displayPrefix + name, "cannot be read (missing or unreadable)")
+            }
+            files[name] = Array(data)
+        }
+        return try parse(files: files, displayPrefix: displayPrefix)
+    }
+
+    /// The rules of the files' bytes, by name (`prices.csv` and the rest): the workspace's, or
+    /// those a run kept in the ledger.
+    public static func parse(files: [String: [UInt8]], displayPrefix: String = "rules/") throws -> Rules {
         var digests: [String: String] = [:]
         func load(_ name: String, _ required: [String]) throws -> CSVTable {
             let display = displayPrefix + name
-            guard let data = FileManager.default.contents(atPath: dir.appendingPathComponent(name).path) else {
-                throw ReadError.file(display, "cannot be read (missing or unreadable)")
-            }
+            guard let data = files[name] else { throw ReadError.file(display, "cannot be read (missing or unreadable)") }
             digests[name] = Hashing.sha256Hex(data)
-            guard let text = String(validatingUTF8Data: data) else { throw ReadError.file(display, "is not valid UTF-8") }
+            guard let text = String(validatingUTF8Data: Data(data)) else { throw ReadError.file(display, "is not valid UTF-8") }
             do {
                 return try CSVTable(path: display, text: Substring(text), required: required)
             } catch let e as CSVError {
@@ -95,6 +106,7 @@ public enum RulesReader {
         }
         var rules = Rules(storefronts: storefronts, prices: prices, products: products, fx: rates)
         rules.sourceSHA256 = digests
+        rules.sourceData = files
         return rules
     }
 

@@ -26,6 +26,10 @@ public struct Audit {
         /// schema v25 (which kept no header to read them by).
         public var orderVersions = 0
         public var orderVersionsWithoutHeader = 0
+        /// Sales whose recorded rules were checked against the files their run posted by, and
+        /// those of runs before schema v26 (which kept no files).
+        public var rulesChecked = 0
+        public var rulesNotKept = 0
         /// Each finished run's chain head as the ledger's entries now give it (compare with the
         /// head on the Run Info sheet of that night's workbooks, or the run's own output).
         public var runHeads: [LedgerReader.RunHead] = []
@@ -101,6 +105,7 @@ public struct Audit {
             // chain breaks (a gap or a hash) tells a run's head changed alone from its entries.
             var previousId: Int64 = 0
             var firstChainBreak: Int64? = nil
+            var postedBy = RunRules()
             try r.forEachStoredEntry { id, e, rulesJSON, hash in
                 report.entries += 1
                 func fail(_ m: String) { report.problems.append(Problem(entryId: id, message: "\(e.kind.rawValue) of transaction \(e.transactionId): \(m)")) }
@@ -114,6 +119,23 @@ public struct Audit {
                 while nextRun < runHeads.count, (runHeads[nextRun].lastEntryId ?? 0) < id {
                     if let c = runHeads[nextRun].closedThrough, c > (closedBefore?.month ?? "") { closedBefore = (c, runHeads[nextRun].runId) }
                     nextRun += 1
+                }
+                // The rules a sale recorded are those of the files its run posted by (kept from
+                // schema v26 on): a price, tax or rate rewritten in the entry with every hash
+                // after it no longer agrees with the sealed files.
+                if e.kind == .sale, nextRun < runHeads.count {
+                    switch try postedBy.rules(ofRun: runHeads[nextRun].runId, reader: r) {
+                    case .kept(let rules, let runConfig):
+                        if let why = Self.recordedRulesDiffer(e, rules: rules, config: runConfig) {
+                            fail("its recorded rules are not those of the files run \(runHeads[nextRun].runId) posted by: \(why)")
+                        } else {
+                            report.rulesChecked += 1
+                        }
+                    case .notKept:
+                        report.rulesNotKept += 1
+                    case .unreadable(let why):
+                        fail("the files run \(runHeads[nextRun].runId) posted by, as kept, cannot be read: \(why)")
+                    }
                 }
                 if let closed = closedBefore, e.date.month.description <= closed.month {
                     fail("dated \(e.date), in a month closed (through \(closed.month)) when run \(closed.runId) committed before this entry was written: posted into a closed month, past the trigger that forbids it")
@@ -313,6 +335,7 @@ public struct Audit {
                 let said = differing.map { f in "\(f.name) \(f.value.map { "'\($0)'" } ?? "empty") where the line has \((read[f.name] ?? nil).map { "'\($0)'" } ?? "none")" }
                 report.problems.append(Problem(entryId: nil, message: "order \(version.orderId) (version #\(version.id), from \(path):\(line)) is stored with \(said.joined(separator: ", ")): changed in the ledger after it was read"))
             }
+            for p in try r.inputTextProblems() { report.problems.append(Problem(entryId: nil, message: p)) }
             // A ledger not upgraded yet: its stored postings are the ones the upgrade will accept.
             if let problem = try r.storedPostingsProblem() {
                 report.problems.append(Problem(entryId: nil, message: "the ledger's stored postings: \(problem) (the next `iapledger run` or `close` refuses to upgrade the ledger until it is)", schema: true))
@@ -617,6 +640,84 @@ public struct Audit {
         default:
             return []
         }
+    }
+
+    /// The rules and config each run posted by, as kept in the ledger, read once per distinct
+    /// set of files.
+    struct RunRules {
+        enum Kept { case kept(Rules, WorkspaceConfig), notKept, unreadable(String) }
+        private var byFiles: [String: Kept] = [:]
+        private var byRun: [Int64: Kept] = [:]
+
+        mutating func rules(ofRun runId: Int64, reader: LedgerReader) throws -> Kept {
+            if let k = byRun[runId] { return k }
+            // A ledger before v26 (opened read-only, not upgraded) kept no files, nor, before v22, their list.
+            guard try reader.keepsInputTexts() else { byRun[runId] = .notKept; return .notKept }
+            let files = try reader.runFiles(runId)
+            let key = files.map { "\($0.path)=\($0.sha256)" }.joined(separator: "\n")
+            let kept: Kept
+            if let k = byFiles[key] { kept = k }
+            else {
+                kept = try Self.load(files, reader: reader)
+                byFiles[key] = kept
+            }
+            byRun[runId] = kept
+            return kept
+        }
+
+        static func load(_ files: [(path: String, sha256: String)], reader: LedgerReader) throws -> Kept {
+            guard try reader.keepsInputTexts(), let config = files.first(where: { $0.path == "iapledger.toml" }) else { return .notKept }
+            var texts: [String: [UInt8]] = [:]
+            for f in files {
+                guard let bytes = try reader.inputText(sha256: f.sha256) else { return .notKept }   // before v26 (or deleted: said apart)
+                texts[f.path] = bytes
+            }
+            do {
+                let c = try ConfigReader.parse(String(decoding: texts[config.path]!, as: UTF8.self), displayPath: "iapledger.toml (kept)")
+                var rules: [String: [UInt8]] = [:]
+                for (path, bytes) in texts where path.hasPrefix("rules/") { rules[String(path.dropFirst(6))] = bytes }
+                return .kept(try RulesReader.parse(files: rules, displayPrefix: "rules/ (kept) "), c)
+            } catch {
+                return .unreadable("\(error)")
+            }
+        }
+    }
+
+    /// Nil when the rules a sale recorded are those `rules` and `config` give for it (its
+    /// storefront's tax, its unit price when the rules priced it, the month's rate, the
+    /// commission rate for its day, product and the paid days it recorded); otherwise how not.
+    static func recordedRulesDiffer(_ e: EntryDraft, rules: Rules, config: WorkspaceConfig) -> String? {
+        let a = e.rules, day = e.originalDate
+        var differ: [String] = []
+        if let sf = rules.storefront(a.storefront, on: day) {
+            if sf.taxRate.description != a.taxRate || sf.taxIncluded != a.taxIncluded || sf.effectiveFrom.description != a.storefrontEffectiveFrom {
+                differ.append("tax \(a.taxRate) (\(a.taxIncluded ? "included" : "added"), from \(a.storefrontEffectiveFrom)) where rules/storefronts.csv gives \(sf.taxRate) (\(sf.taxIncluded ? "included" : "added"), from \(sf.effectiveFrom)) for \(a.storefront) on \(day)")
+            }
+        } else {
+            differ.append("rules/storefronts.csv has no row for \(a.storefront) in force on \(day)")
+        }
+        if let unit = a.unitPrice {
+            let price = rules.price(product: e.productId, storefront: a.storefront, on: day)
+            if price?.price.description != unit {
+                differ.append("unit price \(unit) where rules/prices.csv gives \(price.map { "\($0.price)" } ?? "none") for \(e.productId) in \(a.storefront) on \(day)")
+            }
+        }
+        let fx = rules.fxRate(currency: e.figures.currency, month: day.month, reportingCurrency: config.reportingCurrency)
+        if fx?.description != a.fxRate || a.fxMonth != day.month.description {
+            differ.append("rate \(a.fxRate) (\(a.fxMonth)) where rules/fx.csv gives \(fx.map { "\($0)" } ?? "none") for \(e.figures.currency) in \(day.month)")
+        }
+        if let product = rules.product(e.productId) {
+            // The paid days of a subscription are the night's count (its chain), as recorded.
+            let paid = a.commissionReason.range(of: #"has \d+ paid days"#, options: .regularExpression)
+                .flatMap { Int(a.commissionReason[$0].dropFirst(4).prefix { $0.isNumber }) } ?? 0
+            let (rate, reason) = Poster(config: config, rules: rules).commissionRate(product: product, day: day, subscriptionPaidDays: paid)
+            if rate.description != a.commissionRate {
+                differ.append("commission \(a.commissionRate) (\(a.commissionReason)) where iapledger.toml gives \(rate) (\(reason))")
+            }
+        } else {
+            differ.append("rules/products.csv has no row for \(e.productId)")
+        }
+        return differ.isEmpty ? nil : differ.joined(separator: "; ")
     }
 
     /// Why a stored record does not give its transaction again.

@@ -62,6 +62,9 @@ public struct NightlyRun {
         /// Reconciliation exceptions after the run: open (by category, the commonest first),
         /// opened by this run (new or reopened), and resolved by it.
         public var exceptions = ExceptionCounts()
+        /// What changed in the config and rules files since the last night for the days it
+        /// had posted (a rate of a month already posted), with the sales each change concerns.
+        public var rulesChanged: (runId: Int64, lines: [String])? = nil
     }
 
     /// What an inbox folder reads, by extension.
@@ -143,6 +146,7 @@ public struct NightlyRun {
         var closedThrough: Month? = nil
         var closedByConfig: Month? = nil
         var nothingNewSince: Int64? = nil
+        var rulesChanged: (runId: Int64, lines: [String])? = nil
         let (runId, counts) = try NothingNew.catching(&nothingNewSince) { try ledger.write { w -> (Int64, LedgerWriter.RunCounts) in
             let sameNight = try w.sameNight(asOf: asOf)
             let lastNight = try w.lastAsOf()
@@ -151,6 +155,10 @@ public struct NightlyRun {
             try w.recordInputs(runId: runId, (config.sourceSHA256.map { [("iapledger.toml", $0)] } ?? [])
                                 + rules.sourceSHA256.sorted { $0.key < $1.key }.map { ("rules/" + $0.key, $0.value) }
                                 + roots.map { ("trusted root: " + $0.name, Hashing.sha256Hex($0.der)) })
+            // And the files themselves, once per distinct content (what `verify` checks the
+            // entries' recorded rules against, and what the next night compares its rules with).
+            for bytes in (config.sourceData.map { [$0] } ?? []) + rules.sourceData.values { try w.keepInputText(bytes) }
+            rulesChanged = try RulesChanges.sinceLastNight(w, rules: rules, config: config)
             let reconciler = Reconciler(products: rules.products, scope: config.reconciliationScope)
             try w.skipTouchedKeysIfReconcilingAll(reconciler, runId: runId)
             // Closed periods first: a config that would reopen a month stops the run here, and the
@@ -278,7 +286,8 @@ public struct NightlyRun {
                                                      pendingRecords: try r.pendingRecordCountNow())
                           }
                       } ?? [],
-                      exceptions: try ledger.read { try $0.exceptionCounts(runId: runId) })
+                      exceptions: try ledger.read { try $0.exceptionCounts(runId: runId) },
+                      rulesChanged: rulesChanged)
         if let workbooksFailed {
             throw WorkbooksNotWritten(result: result, message: "\(workbooksFailed)".replacingOccurrences(of: "\n", with: "; ")
                 + "; the night's ledger is committed (run \(runId)) but its workbooks were not all written: fix the cause and run "

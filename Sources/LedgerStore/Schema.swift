@@ -645,6 +645,25 @@ enum Schema {
                     BEGIN SELECT RAISE(ABORT, 'an orders file''s header is never removed'); END;
                 """)
         }
+        // The config and rules files a run posts by were recorded by their SHA-256 alone
+        // (`run_input`, sealed): their content is now kept too, once per distinct file, so the
+        // rules each entry recorded can be checked against the files its run read (`verify`),
+        // and a night can say what changed in them since the last (a rate of a month already
+        // posted). Its key is the SHA-256 the seal covers.
+        m.registerMigration("v26-input-texts", foreignKeyChecks: .immediate) { db in
+            try db.execute(sql: """
+                CREATE TABLE input_text (
+                    sha256 TEXT PRIMARY KEY,
+                    codec TEXT NOT NULL CHECK (codec = 'zstd'),
+                    text_bytes INTEGER NOT NULL CHECK (text_bytes >= 0),
+                    data BLOB NOT NULL
+                ) STRICT, WITHOUT ROWID;
+                CREATE TRIGGER input_text_no_update BEFORE UPDATE ON input_text
+                    BEGIN SELECT RAISE(ABORT, 'a kept config or rules file is never changed'); END;
+                CREATE TRIGGER input_text_no_delete BEFORE DELETE ON input_text
+                    BEGIN SELECT RAISE(ABORT, 'a kept config or rules file is never removed'); END;
+                """)
+        }
         return m
     }
 

@@ -168,6 +168,10 @@ func printSummary(_ r: NightlyRun.Result) {
     }
     let t = r.totals
     print("  ledger: \(t.transactionsPosted) transactions posted, \(t.transactionsPending) waiting (for a rule or an order), \(t.transactionsFree) free; \(t.entries) entries")
+    if let changed = r.rulesChanged {
+        print("  rules changed since run \(changed.runId) for days it had posted (entries never change: the sales posted by the rules before keep them; book a correction where one is due):")
+        for line in changed.lines { print("    " + TerminalText.visible(line)) }
+    }
     let x = r.exceptions
     if x.openTotal > 0 || x.resolved > 0 {
         let tonight = r.nothingNewSinceRun == nil ? " (\(x.opened) opened by this run, \(x.resolved) resolved)" : ""
@@ -462,7 +466,7 @@ struct Verify: ParsableCommand {
                 }
             }
             if report.ok {
-                print("verify: OK: \(report.entries) entries in an unbroken hash chain (head \(report.chainHead)), \(report.rederived) re-derived from their source records, \(report.runs) run\(report.runs == 1 ? "" : "s") with \(report.runs == 1 ? "its chain head" : "their chain heads"), \(report.records) source records hashing as when read, every transaction they report stored, \(report.orderVersions) order version\(report.orderVersions == 1 ? "" : "s") as their lines give \(report.orderVersions == 1 ? "it" : "them")\(report.orderVersionsWithoutHeader > 0 ? " (\(report.orderVersionsWithoutHeader) more from files read before this version, which kept no header to read them by)" : ""), the schema's triggers and keys as created, every entry and every book balanced, the month totals equal to the postings\(report.seal.map { ", \(report.seals) seal\(report.seals == 1 ? " matching what it sealed" : "s matching what they sealed") (latest \($0))" } ?? "")")
+                print("verify: OK: \(report.entries) entries in an unbroken hash chain (head \(report.chainHead)), \(report.rederived) re-derived from their source records, \(report.rulesChecked) sale\(report.rulesChecked == 1 ? "'s" : "s'") recorded rules as the config and rules files kept with \(report.rulesChecked == 1 ? "its" : "their") run give them\(report.rulesNotKept > 0 ? " (\(report.rulesNotKept) more posted by runs before this version, which kept no files)" : ""), \(report.runs) run\(report.runs == 1 ? "" : "s") with \(report.runs == 1 ? "its chain head" : "their chain heads"), \(report.records) source records hashing as when read, every transaction they report stored, \(report.orderVersions) order version\(report.orderVersions == 1 ? "" : "s") as their lines give \(report.orderVersions == 1 ? "it" : "them")\(report.orderVersionsWithoutHeader > 0 ? " (\(report.orderVersionsWithoutHeader) more from files read before this version, which kept no header to read them by)" : ""), the schema's triggers and keys as created, every entry and every book balanced, the month totals equal to the postings\(report.seal.map { ", \(report.seals) seal\(report.seals == 1 ? " matching what it sealed" : "s matching what they sealed") (latest \($0))" } ?? "")")
                 return
             }
             FileHandle.standardError.write(Data("verify: FAILED: \(report.problems.count) problem(s)\(report.firstFailingEntry.map { "; first failing entry #\($0)" } ?? "")\n".utf8))

@@ -1,0 +1,102 @@
+import Foundation
+import GRDB
+import LedgerCore
+
+/// The config and rules files the runs posted by, kept whole (schema v26): `input_text`, one
+/// row per distinct content, keyed by its SHA-256 (the one `run_input` records and the seal
+/// covers), compressed as the records' text is.
+extension LedgerWriter {
+    /// Keeps `bytes`, the content whose SHA-256 a run recorded (once per distinct content).
+    public func keepInputText(_ bytes: [UInt8]) throws {
+        try db.cachedStatement(sql: "INSERT OR IGNORE INTO input_text (sha256, codec, text_bytes, data) VALUES (?, 'zstd', ?, ?)")
+            .execute(arguments: [Hashing.sha256Hex(bytes), bytes.count, Data(RecordText.compress(bytes))])
+    }
+}
+
+extension LedgerReader {
+    /// Whether the ledger keeps the files runs posted by (schema v26 on).
+    public func keepsInputTexts() throws -> Bool { try db.tableExists("input_text") }
+
+    /// The content kept under `sha256`; nil when none is kept, or it does not decompress to
+    /// its recorded size.
+    public func inputText(sha256: String) throws -> [UInt8]? {
+        guard try keepsInputTexts(),
+              let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT text_bytes, data FROM input_text WHERE sha256 = ?"),
+                                         arguments: [sha256]) else { return nil }
+        return RecordText.decompress(row[1] ?? Data(), textBytes: row[0])
+    }
+
+    /// The config and rules files run `runId` recorded posting by (path and SHA-256; not the
+    /// roots it trusted).
+    public func runFiles(_ runId: Int64) throws -> [(path: String, sha256: String)] {
+        try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT path, sha256 FROM run_input WHERE run_id = ? AND path NOT LIKE 'trusted root: %' ORDER BY path
+            """), arguments: [runId]).map { ($0[0], $0[1]) }
+    }
+
+    /// The kept files that no longer give their SHA-256 (damaged or altered), and the files of
+    /// runs that kept them (written with schema v26 or later) whose content is missing.
+    public func inputTextProblems() throws -> [String] {
+        guard try keepsInputTexts() else { return [] }
+        var problems: [String] = []
+        for r in try Row.fetchAll(db, sql: "SELECT sha256, text_bytes, data FROM input_text ORDER BY sha256") {
+            let sha: String = r[0]
+            guard let bytes = RecordText.decompress(r[2] ?? Data(), textBytes: r[1]), Hashing.sha256Hex(bytes) == sha else {
+                problems.append("the kept config or rules file \(sha) no longer gives its SHA-256: it was altered after it was kept")
+                continue
+            }
+        }
+        let v26 = Schema.migrator().migrations.firstIndex(of: "v26-input-texts")!
+        let later = Schema.migrator().migrations[v26...].map { "'\($0)'" }.joined(separator: ", ")
+        for r in try Row.fetchAll(db, sql: """
+            SELECT i.run_id, i.path, i.sha256 FROM run_input i JOIN run ON run.id = i.run_id
+            WHERE run.schema_migration IN (\(later)) AND i.path NOT LIKE 'trusted root: %'
+              AND NOT EXISTS (SELECT 1 FROM input_text t WHERE t.sha256 = i.sha256)
+            ORDER BY i.run_id, i.path LIMIT 20
+            """) {
+            problems.append("run \(r[0] as Int64) posted by \(r[1] as String) (SHA-256 \(r[2] as String)), whose content it kept, but the ledger no longer holds it: it was deleted")
+        }
+        return problems
+    }
+}
+
+extension LedgerReader {
+    /// The ledger's last finished run (before the one running, if any).
+    public func lastFinishedRun() throws -> (id: Int64, asOf: Day)? {
+        guard let r = try Row.fetchOne(db.cachedStatement(sql: "SELECT id, as_of FROM run WHERE finished_at IS NOT NULL ORDER BY id DESC LIMIT 1"))
+        else { return nil }
+        return (r[0], Day(iso: r[1] as String)!)
+    }
+
+    /// Sale entries already posted (either book) in `currency` dated (originally) in `month`.
+    public func salesPosted(currency: String, month: Month) throws -> Int {
+        try Int.fetchOne(db.cachedStatement(sql: """
+            SELECT count(*) FROM entry WHERE kind = 'sale' AND currency = ? AND original_date BETWEEN ? AND ?
+            """), arguments: [currency, month.firstDay.description, month.lastDay.description]) ?? 0
+    }
+
+    /// Sale entries already posted (either book) in `storefront` dated (originally) from
+    /// `from` through `through`: of `product` and priced by the rules' unit price when
+    /// `product` is given.
+    public func salesPosted(storefront: String, product: String?, from: Day, through: Day) throws -> Int {
+        let byProduct = product == nil ? "" : " AND product_id = ? AND json_extract(rules_json, '$.unitPrice') IS NOT NULL"
+        var arguments: StatementArguments = [storefront, from.description, through.description]
+        if let product { arguments += [product] }
+        return try Int.fetchOne(db, sql: """
+            SELECT count(*) FROM entry WHERE kind = 'sale' AND storefront = ? AND original_date BETWEEN ? AND ?\(byProduct)
+            """, arguments: arguments) ?? 0
+    }
+
+    /// Sale entries already posted (either book) dated (originally) from `from` through `through`.
+    public func salesPosted(from: Day, through: Day) throws -> Int {
+        try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM entry WHERE kind = 'sale' AND original_date BETWEEN ? AND ?"),
+                         arguments: [from.description, through.description]) ?? 0
+    }
+}
+
+extension LedgerReader {
+    /// The earliest original date of a sale entry (nil before any).
+    public func firstSaleDay() throws -> Day? {
+        try String.fetchOne(db, sql: "SELECT min(original_date) FROM entry WHERE kind = 'sale'").flatMap(Day.init(iso:))
+    }
+}
