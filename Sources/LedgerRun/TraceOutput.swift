@@ -95,20 +95,24 @@ public enum TraceOutput {
         return "\(day)T\(two(seconds / 3600)):\(two(seconds / 60 % 60)):\(two(seconds % 60))\(fraction)Z"
     }
 
-    /// Marks each placement whose workbook (or export) is not under the workspace now.
-    public static func checked(_ t: TransactionTrace, in workspace: Workspace) -> TransactionTrace {
+    /// Marks each placement whose workbook (or export) is not under the workspace now, with
+    /// the registration of the last version iapledger wrote there, if it wrote one.
+    public static func checked(_ t: TransactionTrace, in workspace: Workspace, reader: LedgerReader) throws -> TransactionTrace {
         var t = t
-        t.reports = t.reports.map { p in
+        t.reports = try t.reports.map { p in
             var p = p
             p.written = FileManager.default.fileExists(atPath: workspace.root.appendingPathComponent(p.workbook).path)
+            if p.written == false, let last = try reader.reportFiles(path: p.workbook).last {
+                p.registered = "written at \(last.writtenAt) by \(last.runId.map { "night run \($0)" } ?? "`iapledger report`"), SHA-256 \(last.sha256)"
+            }
             return p
         }
         return t
     }
 
-    public static func checked(_ o: OrderTrace, in workspace: Workspace) -> OrderTrace {
+    public static func checked(_ o: OrderTrace, in workspace: Workspace, reader: LedgerReader) throws -> OrderTrace {
         var o = o
-        o.transaction = o.transaction.map { checked($0, in: workspace) }
+        o.transaction = try o.transaction.map { try checked($0, in: workspace, reader: reader) }
         return o
     }
 
@@ -201,7 +205,10 @@ public enum TraceOutput {
             for p in t.reports {
                 let month = (((p.workbook as NSString).deletingLastPathComponent as NSString).lastPathComponent).prefix(7)
                 line("  \(p.workbook), sheet \(p.sheet), rows \(p.rows.map(String.init).joined(separator: ", "))"
-                     + (p.written == false ? " (not written yet: `iapledger report --period \(month)` writes it)" : ""))
+                     + (p.written == false
+                        ? (p.registered.map { " (missing: iapledger wrote it (\($0)), and it is no longer under reports/: moved or deleted since; `iapledger report --period \(month)` writes it again)" }
+                           ?? " (not written yet: `iapledger report --period \(month)` writes it)")
+                        : ""))
             }
         }
         return out.map(TerminalText.visible).joined(separator: "\n") + "\n"

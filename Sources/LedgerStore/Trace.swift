@@ -86,7 +86,10 @@ public struct TransactionTrace: Encodable {
         /// month before the last night's month and the one before it is written by
         /// `iapledger report --period`, or was written while it was open.
         public var written: Bool? = nil
-        enum CodingKeys: String, CodingKey { case workbook, sheet, rows, written }
+        /// When it is not under `reports/`: the registration of its last version written there
+        /// (`written at ... by ...`), if iapledger wrote it (it was moved or deleted since).
+        public var registered: String? = nil
+        enum CodingKeys: String, CodingKey { case workbook, sheet, rows, written, registered }
     }
 
     public var transaction_id: String

@@ -408,13 +408,13 @@ struct Trace: ParsableCommand {
                 }
                 if var t = try r.traceTransaction(id, asOf: asOf, withText: sourceText) {
                     if let layouts { t = TraceOutput.placed(t, layouts: layouts, journalRowCap: config.journalRowCap) }
-                    t = try withTenure(TraceOutput.checked(t, in: workspace))
+                    t = try withTenure(TraceOutput.checked(t, in: workspace, reader: r))
                     return format == .json ? TraceOutput.json(t) : TraceOutput.text(t)
                 }
                 if var o = try r.traceOrder(id, asOf: asOf, withText: sourceText) {
                     o.transaction = try o.transaction.map(withTenure)
                     if let layouts { o = TraceOutput.placed(o, layouts: layouts, journalRowCap: config.journalRowCap) }
-                    o = TraceOutput.checked(o, in: workspace)
+                    o = try TraceOutput.checked(o, in: workspace, reader: r)
                     return format == .json ? TraceOutput.json(o) : TraceOutput.text(o)
                 }
                 return nil
@@ -481,7 +481,8 @@ extension Verify {
     /// `--workbook`: each file's registrations (where, when, by which night or `report`); false
     /// when one is not a file iapledger wrote as it is, or cannot be read.
     func checkWorkbooks() throws -> Bool {
-        let (_, ledger) = try Workspace(ws.url).openExistingLedger()
+        let workspace = Workspace(ws.url)
+        let (_, ledger) = try workspace.openExistingLedger()
         guard try ledger.read({ try $0.registersReportFiles() }) else {
             throw StoreError(message: "\(ledger.path): this ledger registers no report files yet (its next night upgrades it)")
         }
@@ -500,6 +501,15 @@ extension Verify {
             }
             for f in found {
                 print("\(TerminalText.visible(path)): written as \(TerminalText.visible(f.path)) at \(f.writtenAt) by \(f.runId.map { "night run \($0)" } ?? "`iapledger report`") (SHA-256 \(sha))")
+            }
+            // A file in the workspace's reports/ must be the last version iapledger wrote at that
+            // path: another workbook it wrote, copied over it (another day's), or an earlier
+            // version put back, is genuine bytes in the wrong place.
+            let relative = workspace.relative(URL(fileURLWithPath: path))
+            if relative.hasPrefix("reports/"), let last = try ledger.read({ try $0.reportFiles(path: relative) }).last, last.sha256 != sha, !found.isEmpty {
+                allKnown = false
+                let earlier = found.contains { $0.path == relative }
+                print("\(TerminalText.visible(path)): NOT the file iapledger last wrote at \(TerminalText.visible(relative)) (at \(last.writtenAt), SHA-256 \(last.sha256)): \(earlier ? "an earlier version written there was put back" : "another file it wrote was copied there")")
             }
         }
         return allKnown

@@ -373,6 +373,20 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertNotEqual(versions[0].sha256, versions[1].sha256, "the close changed its Run Info")
         try bytes.write(to: held)
         XCTAssertEqual(try cli(["verify", "--workspace", ws.root.path, "--workbook", held.path]).status, 0, "the version written over is still known")
+        // But in reports/, at its path, only the last version written there is the file: an
+        // earlier one put back, or another workbook copied over it, is named.
+        try bytes.write(to: finance)
+        var back = try cli(["verify", "--workspace", ws.root.path, "--workbook", finance.path])
+        XCTAssertEqual(back.status, 1, back.out)
+        XCTAssertTrue(back.out.contains("NOT the file iapledger last wrote at reports/2026-10-31/finance-2026-10-31.xlsx (at ") && back.out.contains("an earlier version written there was put back"), back.out)
+        try Data(contentsOf: ws.root.appendingPathComponent("reports/2026-10-31/sandbox-2026-10-31.xlsx")).write(to: finance)
+        back = try cli(["verify", "--workspace", ws.root.path, "--workbook", finance.path])
+        XCTAssertEqual(back.status, 1, back.out)
+        XCTAssertTrue(back.out.contains("another file it wrote was copied there"), back.out)
+        // Deleted: trace says iapledger wrote it and it is gone (not "not written yet").
+        try FileManager.default.removeItem(at: finance)
+        let trace = try cli(["trace", "4401", "--workspace", ws.root.path])
+        XCTAssertTrue(trace.out.contains("reports/2026-10-31/finance-2026-10-31.xlsx, sheet Journal, rows ") && trace.out.contains("(missing: iapledger wrote it (written at ") && trace.out.contains("by `iapledger report`, SHA-256 \(versions[1].sha256)), and it is no longer under reports/: moved or deleted since"), trace.out)
     }
 
     /// The README's trace example is only an example: a demo's ids change with its as-of date.
