@@ -174,7 +174,8 @@ public enum TraceOutput {
         for e in t.entries {
             line("  #\(e.entry_id) \(e.kind) on \(e.date)" + (e.late ? " (late; original date \(e.original_date))" : "")
                  + (e.refund_percentage.map { $0 == 100_000 ? "" : " (\(ExactDecimal(mantissa: $0, scale: 3))% refunded)" } ?? "")
-                 + ", posted by run \(e.run_id), hash \(e.hash)")
+                 + ", posted by run \(e.run_id), hash \(e.hash)"
+                 + (e.hash_holds ? "" : " (WARNING: this hash no longer follows from the entry and the one before it: changed after it was written; run `iapledger verify`)"))
             for p in e.postings {
                 line("      \(p.account.padding(toLength: 30, withPad: " ", startingAt: 0)) \(Currency.format(minor: p.amount_minor, currency: p.currency)) \(p.currency)   reporting \(Currency.format(minor: p.reporting_amount_minor, currency: e.reporting_currency)) \(e.reporting_currency)")
             }

@@ -27,6 +27,9 @@ public struct TransactionTrace: Encodable {
         /// The run that posted it, and its hash (the chain `verify` checks).
         public var run_id: Int64
         public var hash: String
+        /// False when its hash no longer follows from its content and the entry before it (it
+        /// was changed after it was written: `verify` says more).
+        public var hash_holds: Bool
         public var kind: String
         public var date: String
         public var original_date: String
@@ -223,7 +226,11 @@ extension LedgerReader {
         for r in try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM entry WHERE transaction_id = ? ORDER BY id"), arguments: [id]) {
             let d = try draft(r)
             if d.kind == .sale { rules = d.rules }
-            entries.append(.init(entry_id: r["id"], run_id: r["run_id"], hash: r["hash"], kind: d.kind.rawValue, date: d.date.description,
+            let entryId: Int64 = r["id"], hash: String = r["hash"]
+            let previous = try String.fetchOne(db.cachedStatement(sql: "SELECT hash FROM entry WHERE id < ? ORDER BY id DESC LIMIT 1"),
+                                               arguments: [entryId]) ?? EntryHash.genesis
+            let holds = EntryHash.hash(previous: previous, entryId: entryId, entry: d, rulesJSON: r["rules_json"]) == hash
+            entries.append(.init(entry_id: entryId, run_id: r["run_id"], hash: hash, hash_holds: holds, kind: d.kind.rawValue, date: d.date.description,
                                  original_date: d.originalDate.description, late: d.late, refund_percentage: d.refundPercentage,
                                  reporting_currency: d.figures.reportingCurrency,
                                  postings: d.postings.map { .init(account: $0.account, currency: $0.currency, amount_minor: $0.amountMinor,

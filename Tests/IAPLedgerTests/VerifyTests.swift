@@ -124,6 +124,11 @@ final class VerifyTests: XCTestCase {
         XCTAssertFalse(r.ok)
         XCTAssertEqual(r.firstFailingEntry, target)
         XCTAssertTrue(r.problems.contains { $0.entryId == target && $0.message.contains("hash") }, "\(r.problems)")
+        // trace shows the entry with a warning that its hash no longer holds (the others hold).
+        let traced = try XCTUnwrap(try Ledger(path: dbPath, readOnly: true).read { try $0.traceTransaction("8003", asOf: nil, withText: false) })
+        XCTAssertEqual(traced.entries.map(\.hash_holds), [false])
+        XCTAssertEqual(try Ledger(path: dbPath, readOnly: true).read { try $0.traceTransaction("8001", asOf: nil, withText: false) }?.entries.map(\.hash_holds), [true])
+        XCTAssertTrue(TraceOutput.text(traced).contains("(WARNING: this hash no longer follows from the entry and the one before it"))
     }
 
     /// Re-balancing a forged change (commission and proceeds moved by the same amount, so the
