@@ -30,6 +30,9 @@ public struct Audit {
         /// those of runs before schema v26 (which kept no files).
         public var rulesChecked = 0
         public var rulesNotKept = 0
+        /// The report files' registrations chain head as they give it now, and how many are chained.
+        public var reportFilesHead: String? = nil
+        public var reportFilesChained = 0
         /// Each finished run's chain head as the ledger's entries now give it (compare with the
         /// head on the Run Info sheet of that night's workbooks, or the run's own output).
         public var runHeads: [LedgerReader.RunHead] = []
@@ -266,6 +269,11 @@ public struct Audit {
             let seals = try r.checkSeals()
             for p in seals.problems { report.problems.append(Problem(entryId: nil, message: p)) }
             report.sealList = seals.seals
+            // The report files' registrations, chained after the seal's reach.
+            let registrations = try r.checkReportFileChain()
+            for p in registrations.problems { report.problems.append(Problem(entryId: nil, message: p)) }
+            report.reportFilesHead = registrations.head
+            report.reportFilesChained = registrations.chained
             // Each run recorded how many entries it wrote: entries removed (the chain and head
             // rewritten after them) leave their run short.
             for m in try r.runEntryCountMismatches() {

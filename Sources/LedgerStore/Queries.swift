@@ -133,6 +133,8 @@ public struct LedgerTotals: Equatable {
     public var chainHead = EntryHash.genesis
     /// The ledger's latest seal (LedgerSeal: runs, their records, closes); nil before any.
     public var seal: String? = nil
+    /// The report files' registrations chain head (ReportFileChain); nil before any.
+    public var reportFilesHead: String? = nil
 }
 
 extension LedgerReader {
@@ -367,6 +369,7 @@ extension LedgerReader {
             """)) ?? 0
         t.chainHead = try String.fetchOne(db.cachedStatement(sql: "SELECT hash FROM entry ORDER BY id DESC LIMIT 1")) ?? EntryHash.genesis
         t.seal = try latestSeal()?.seal
+        t.reportFilesHead = try reportFilesHead()
         return t
     }
 }

@@ -1,4 +1,5 @@
 import GRDB
+import LedgerCore
 
 /// A file written under reports/, as registered.
 public struct RegisteredReportFile: Equatable {
@@ -13,16 +14,74 @@ public struct RegisteredReportFile: Equatable {
 extension LedgerWriter {
     /// Registers files just written under reports/ (path relative to the workspace, SHA-256 of
     /// the bytes on disk, size): by the night `runId`, or by `report` (`runId` nil).
+    /// Each registration is chained (schema v27): its hash covers it and the registration
+    /// before it, as the entries' hashes do (`ReportFileChain`).
     public func registerReportFiles(_ files: [(path: String, sha256: String, sizeBytes: Int64)], writtenAt: String, runId: Int64?) throws {
+        let chained = try db.columns(in: "report_file").contains { $0.name == "hash" }
+        var previous = chained ? try ReportFileChain.head(db) : ReportFileChain.genesis
         for f in files {
+            let id = (try Int64.fetchOne(db, sql: "SELECT max(id) FROM report_file") ?? 0) + 1
+            let registered = RegisteredReportFile(path: f.path, sha256: f.sha256, sizeBytes: f.sizeBytes, writtenAt: writtenAt, runId: runId,
+                                                  writtenBy: runId == nil ? "report" : "run")
+            let hash = chained ? ReportFileChain.hash(previous: previous, id: id, registered) : nil
             try db.cachedStatement(sql: """
-                INSERT INTO report_file (path, sha256, size_bytes, written_at, run_id, written_by) VALUES (?, ?, ?, ?, ?, ?)
-                """).execute(arguments: [f.path, f.sha256, f.sizeBytes, writtenAt, runId, runId == nil ? "report" : "run"])
+                INSERT INTO report_file (id, path, sha256, size_bytes, written_at, run_id, written_by\(chained ? ", hash" : "")) VALUES (?, ?, ?, ?, ?, ?, ?\(chained ? ", ?" : ""))
+                """).execute(arguments: StatementArguments([id, f.path, f.sha256, f.sizeBytes, writtenAt, runId, registered.writtenBy] + (chained ? [hash] : []) as [(any DatabaseValueConvertible)?]))
+            if let hash { previous = hash }
         }
     }
 }
 
+/// The registrations' hash chain (schema v27 on): each registration's hash is the SHA-256 of
+/// `<the hash of the registration before it, or 64 zeros>\nreport <id>|<path>|<sha256>|<size>|<written at>|<run id, or ->|<written by>\n`
+/// (registrations made before v27 have none, and the first one hashed starts from 64 zeros).
+/// A registration is made after its night's commit (its workbooks come after it), so the seal
+/// cannot cover it: the chain's head, printed by the night beside its seal, is the copy kept
+/// outside the ledger that a registration forged or removed would have to match.
+public enum ReportFileChain {
+    public static let genesis = String(repeating: "0", count: 64)
+
+    static func hash(previous: String, id: Int64, _ f: RegisteredReportFile) -> String {
+        Hashing.sha256Hex(utf8: "\(previous)\nreport \(id)|\(f.path)|\(f.sha256)|\(f.sizeBytes)|\(f.writtenAt)|\(f.runId.map(String.init) ?? "-")|\(f.writtenBy)\n")
+    }
+
+    /// The hash of the last registration hashed (64 zeros before any).
+    static func head(_ db: Database) throws -> String {
+        try String.fetchOne(db, sql: "SELECT hash FROM report_file WHERE hash IS NOT NULL ORDER BY id DESC LIMIT 1") ?? genesis
+    }
+}
+
 extension LedgerReader {
+    /// The registrations' chain head (nil for a ledger before v27, or with no registration hashed).
+    public func reportFilesHead() throws -> String? {
+        guard try registersReportFiles(), try db.columns(in: "report_file").contains(where: { $0.name == "hash" }) else { return nil }
+        return try String.fetchOne(db, sql: "SELECT hash FROM report_file WHERE hash IS NOT NULL ORDER BY id DESC LIMIT 1")
+    }
+
+    /// The registrations' chain checked again: each hash from its registration and the one
+    /// before it; none without a hash after the first hashed; ids without a gap from there.
+    /// Returns the problems, the head as the registrations give it now, and how many are chained.
+    public func checkReportFileChain() throws -> (problems: [String], head: String?, chained: Int) {
+        guard try registersReportFiles(), try db.columns(in: "report_file").contains(where: { $0.name == "hash" }) else { return ([], nil, 0) }
+        var problems: [String] = []
+        var previous = ReportFileChain.genesis, previousId: Int64? = nil, chained = 0, head: String? = nil
+        for r in try Row.fetchAll(db, sql: "SELECT id, path, sha256, size_bytes, written_at, run_id, written_by, hash FROM report_file ORDER BY id") {
+            let id: Int64 = r[0]
+            guard let stored = r[7] as String? else {
+                if previousId != nil { problems.append("report file registration #\(id) (\(r[1] as String)) has no hash, after registrations that have: written by hand") }
+                continue
+            }
+            if let p = previousId, id != p + 1 {
+                problems.append("report file registration\(id - p == 2 ? " #\(p + 1) is" : "s #\(p + 1) to #\(id - 1) are") missing: removed (registrations are never deleted)")
+            }
+            let f = RegisteredReportFile(path: r[1], sha256: r[2], sizeBytes: r[3], writtenAt: r[4], runId: r[5], writtenBy: r[6])
+            if ReportFileChain.hash(previous: previous, id: id, f) != stored {
+                problems.append("report file registration #\(id) (\(f.path), SHA-256 \(f.sha256)) does not match its hash: it, or one before it, was changed or added by hand")
+            }
+            previous = stored; previousId = id; chained += 1; head = stored
+        }
+        return (problems, head, chained)
+    }
     /// Whether the ledger registers the report files written (schema v23 and after).
     public func registersReportFiles() throws -> Bool {
         try db.tableExists("report_file")

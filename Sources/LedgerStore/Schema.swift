@@ -664,6 +664,13 @@ enum Schema {
                     BEGIN SELECT RAISE(ABORT, 'a kept config or rules file is never removed'); END;
                 """)
         }
+        // The report files' registrations are made after their night's commit, out of the
+        // seal's reach: a registration forged for an edited workbook (or one removed) held
+        // together. Each is now chained to the one before it (ReportFileChain); the night
+        // prints the head, the copy kept outside the ledger.
+        m.registerMigration("v27-report-file-chain", foreignKeyChecks: .immediate) { db in
+            try db.execute(sql: "ALTER TABLE report_file ADD COLUMN hash TEXT CHECK (hash IS NULL OR length(hash) = 64)")
+        }
         return m
     }
 

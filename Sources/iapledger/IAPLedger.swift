@@ -211,6 +211,9 @@ func printSummary(_ r: NightlyRun.Result) {
     }
     let kept = Set(r.keptFiles)
     for w in r.workbooks { printReportFile(w, kept: kept.contains(w)) }
+    if let head = t.reportFilesHead, !r.workbooks.isEmpty {
+        print("  report files: \(head) (the registrations' chain head after these files; keep it: `iapledger verify --runs` shows it again)")
+    }
 }
 
 /// One file of a set under `reports/`: written, or kept as it was.
@@ -464,9 +467,12 @@ struct Verify: ParsableCommand {
                         print("  #\(String(s.id).padding(toLength: 5, withPad: " ", startingAt: 0)) \(event.padding(toLength: 20, withPad: " ", startingAt: 0)) \(s.seal)")
                     }
                 }
+                if let head = report.reportFilesHead {
+                    print("report files: \(report.reportFilesChained) registrations chained, head \(head) (the head each night prints after its files)")
+                }
             }
             if report.ok {
-                print("verify: OK: \(report.entries) entries in an unbroken hash chain (head \(report.chainHead)), \(report.rederived) re-derived from their source records, \(report.rulesChecked) sale\(report.rulesChecked == 1 ? "'s" : "s'") recorded rules as the config and rules files kept with \(report.rulesChecked == 1 ? "its" : "their") run give them\(report.rulesNotKept > 0 ? " (\(report.rulesNotKept) more posted by runs before this version, which kept no files)" : ""), \(report.runs) run\(report.runs == 1 ? "" : "s") with \(report.runs == 1 ? "its chain head" : "their chain heads"), \(report.records) source records hashing as when read, every transaction they report stored, \(report.orderVersions) order version\(report.orderVersions == 1 ? "" : "s") as their lines give \(report.orderVersions == 1 ? "it" : "them")\(report.orderVersionsWithoutHeader > 0 ? " (\(report.orderVersionsWithoutHeader) more from files read before this version, which kept no header to read them by)" : ""), the schema's triggers and keys as created, every entry and every book balanced, the month totals equal to the postings\(report.seal.map { ", \(report.seals) seal\(report.seals == 1 ? " matching what it sealed" : "s matching what they sealed") (latest \($0))" } ?? "")")
+                print("verify: OK: \(report.entries) entries in an unbroken hash chain (head \(report.chainHead)), \(report.rederived) re-derived from their source records, \(report.rulesChecked) sale\(report.rulesChecked == 1 ? "'s" : "s'") recorded rules as the config and rules files kept with \(report.rulesChecked == 1 ? "its" : "their") run give them\(report.rulesNotKept > 0 ? " (\(report.rulesNotKept) more posted by runs before this version, which kept no files)" : ""), \(report.runs) run\(report.runs == 1 ? "" : "s") with \(report.runs == 1 ? "its chain head" : "their chain heads"), \(report.records) source records hashing as when read, every transaction they report stored, \(report.orderVersions) order version\(report.orderVersions == 1 ? "" : "s") as their lines give \(report.orderVersions == 1 ? "it" : "them")\(report.orderVersionsWithoutHeader > 0 ? " (\(report.orderVersionsWithoutHeader) more from files read before this version, which kept no header to read them by)" : ""), the schema's triggers and keys as created, every entry and every book balanced, the month totals equal to the postings\(report.reportFilesHead.map { ", \(report.reportFilesChained) report file registration\(report.reportFilesChained == 1 ? "" : "s") in an unbroken chain (head \($0))" } ?? "")\(report.seal.map { ", \(report.seals) seal\(report.seals == 1 ? " matching what it sealed" : "s matching what they sealed") (latest \($0))" } ?? "")")
                 return
             }
             FileHandle.standardError.write(Data("verify: FAILED: \(report.problems.count) problem(s)\(report.firstFailingEntry.map { "; first failing entry #\($0)" } ?? "")\n".utf8))
@@ -487,6 +493,12 @@ extension Verify {
             throw StoreError(message: "\(ledger.path): this ledger registers no report files yet (its next night upgrades it)")
         }
         var allKnown = true
+        // The answers rest on the registrations: a chain that does not hold is said first.
+        let chain = try ledger.read { try $0.checkReportFileChain() }
+        for p in chain.problems {
+            allKnown = false
+            print("the ledger's report file registrations do not hold together, so the answers below cannot be trusted: \(p)")
+        }
         for path in workbooks {
             let sha: String
             do { sha = try LineReader.hash(path).sha256 } catch {

@@ -383,6 +383,30 @@ final class TraceAndCLITests: XCTestCase {
         back = try cli(["verify", "--workspace", ws.root.path, "--workbook", finance.path])
         XCTAssertEqual(back.status, 1, back.out)
         XCTAssertTrue(back.out.contains("another file it wrote was copied there"), back.out)
+        // The registrations are chained: verify checks the chain, and one forged for an edited
+        // workbook (no trigger refuses an insert) does not hold, nor does one without a hash.
+        let verified = try cli(["verify", "--workspace", ws.root.path])
+        XCTAssertEqual(verified.status, 0, verified.err)
+        let head = try XCTUnwrap(try db.read { try $0.reportFilesHead() })
+        XCTAssertTrue(verified.out.contains("6 report file registrations in an unbroken chain (head \(head))"), verified.out)
+        let forged = try DatabaseQueue(path: ws.root.appendingPathComponent("ledger.sqlite").path)
+        try forged.write { try $0.execute(sql: """
+            INSERT INTO report_file (path, sha256, size_bytes, written_at, run_id, written_by, hash)
+            VALUES ('reports/2026-10-31/finance-2026-10-31.xlsx', '\(Hashing.sha256Hex(edited))', \(edited.count), '2026-11-01T03:00:00Z', 1, 'run', '\(String(repeating: "a", count: 64))')
+            """) }
+        try edited.write(to: held)
+        let forgedAnswer = try cli(["verify", "--workspace", ws.root.path, "--workbook", held.path])
+        XCTAssertEqual(forgedAnswer.status, 1, forgedAnswer.out)
+        XCTAssertTrue(forgedAnswer.out.contains("the ledger's report file registrations do not hold together, so the answers below cannot be trusted: report file registration #7 (reports/2026-10-31/finance-2026-10-31.xlsx, SHA-256 \(Hashing.sha256Hex(edited))) does not match its hash"), forgedAnswer.out)
+        let triggers = try forged.read { try String.fetchAll($0, sql: "SELECT sql FROM sqlite_schema WHERE name IN ('report_file_no_update', 'report_file_no_delete')") }
+        try forged.write { try $0.execute(sql: "DROP TRIGGER report_file_no_update; DROP TRIGGER report_file_no_delete; UPDATE report_file SET hash = NULL WHERE id = 7") }
+        let unhashed = try cli(["verify", "--workspace", ws.root.path])
+        XCTAssertTrue(unhashed.err.contains("report file registration #7 (reports/2026-10-31/finance-2026-10-31.xlsx) has no hash, after registrations that have: written by hand") || unhashed.out.contains("has no hash, after registrations that have"), unhashed.out + unhashed.err)
+        try forged.write { d in
+            try d.execute(sql: "DELETE FROM report_file WHERE id = 7")
+            for t in triggers { try d.execute(sql: t) }
+        }
+        XCTAssertEqual(try cli(["verify", "--workspace", ws.root.path]).status, 0)
         // Deleted: trace says iapledger wrote it and it is gone (not "not written yet").
         try FileManager.default.removeItem(at: finance)
         let trace = try cli(["trace", "4401", "--workspace", ws.root.path])
