@@ -270,8 +270,9 @@ public enum XLSXWriter {
             }
             row += 1
             if ti == 0 {
-                // The first table's header stays in view and carries the filter.
-                worksheet_freeze_panes(ws, row, 0)
+                // The first table's header stays in view and carries the filter; not below a
+                // sheet's notes (a Summary's), which frozen would fill a laptop's screen.
+                if headerRow <= 4 { worksheet_freeze_panes(ws, row, 0) }
                 // Printed, the header repeats on every page where it is the only table's: above
                 // another table's rows (Run Info's files and findings) it would name the wrong columns.
                 if sheet.tables.count == 1 { worksheet_repeat_rows(ws, headerRow, headerRow) }
