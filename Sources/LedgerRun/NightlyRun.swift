@@ -133,9 +133,11 @@ public struct NightlyRun {
         let roots = try Self.trustedRoots(config: config, workspace: workspace)
         let signedVerifier = try SignedDataVerifier(trustedRootsDER: roots.map(\.der), bundleIds: config.bundleIds)
 
-        let orderFiles = try workspace.inboxFiles(InboxFolder.orders.folder, extensions: InboxFolder.orders.extensions)
-        let receiptFiles = try workspace.inboxFiles(InboxFolder.receipts.folder, extensions: InboxFolder.receipts.extensions)
-        let signedFiles = try workspace.inboxFiles(InboxFolder.signed.folder, extensions: InboxFolder.signed.extensions)
+        // A folder earlier nights read from must be there (a missing one is no empty night).
+        let kindsRead = try ledger.read { try $0.fileKindsRead() }
+        let orderFiles = try workspace.inboxFiles(InboxFolder.orders.folder, extensions: InboxFolder.orders.extensions, readBefore: kindsRead.contains("orders"))
+        let receiptFiles = try workspace.inboxFiles(InboxFolder.receipts.folder, extensions: InboxFolder.receipts.extensions, readBefore: kindsRead.contains("receipts"))
+        let signedFiles = try workspace.inboxFiles(InboxFolder.signed.folder, extensions: InboxFolder.signed.extensions, readBefore: kindsRead.contains("signed"))
         let notRead = workspace.unreadInboxFiles(InboxFolder.all.map { ($0.folder, $0.extensions, $0.described) })
         let inputFiles = orderFiles.map { ($0, "orders") } + receiptFiles.map { ($0, "receipts") } + signedFiles.map { ($0, "signed") }
         let totalBytes = inputFiles.reduce(0) { $0 + Self.fileSize($1.0) }

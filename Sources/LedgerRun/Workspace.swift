@@ -114,9 +114,23 @@ public struct Workspace {
     }
 
     /// The input files of one inbox folder with the given extensions, sorted by name.
-    public func inboxFiles(_ folder: String, extensions: Set<String>) throws -> [URL] {
+    /// `readBefore`: earlier nights read files from this folder. Then the folder missing is a
+    /// failure, not an empty night: a share not mounted read as "nothing arrived" would let sales
+    /// stop waiting for their orders and post at the default storefront. A link to a folder
+    /// that is gone is always one.
+    public func inboxFiles(_ folder: String, extensions: Set<String>, readBefore: Bool = false) throws -> [URL] {
         let dir = inboxURL.appendingPathComponent(folder)
-        guard FileManager.default.fileExists(atPath: dir.path) else { return [] }
+        guard FileManager.default.fileExists(atPath: dir.path) else {
+            var st = stat()
+            if lstat(dir.path, &st) == 0, st.st_mode & S_IFMT == S_IFLNK {
+                let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: dir.path)) ?? "?"
+                throw ReadError.file(dir.path, "is a link to \(target), which is missing (a share not mounted?): nothing was read or written; mount or restore it and run again")
+            }
+            if readBefore {
+                throw ReadError.file(dir.path, "is missing, though earlier nights read files from it (a share not mounted, or the folder moved?): nothing was read or written, since a night that found nothing there would post sales that wait for their orders at the default storefront; restore the folder (empty, if nothing is to be read) and run again")
+            }
+            return []
+        }
         let inputs = try Self.fileNames(in: dir).filter {
             !$0.name.hasPrefix(".") && extensions.contains(($0.name as NSString).pathExtension.lowercased())
         }

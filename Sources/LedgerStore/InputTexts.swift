@@ -100,3 +100,10 @@ extension LedgerReader {
         try String.fetchOne(db, sql: "SELECT min(original_date) FROM entry WHERE kind = 'sale'").flatMap(Day.init(iso:))
     }
 }
+
+extension LedgerReader {
+    /// The kinds of input files (`orders`, `receipts`, `signed`) earlier nights read.
+    public func fileKindsRead() throws -> Set<String> {
+        Set(try String.fetchAll(db, sql: "SELECT DISTINCT kind FROM source_file"))
+    }
+}

@@ -336,6 +336,30 @@ final class LockAndFailureTests: XCTestCase {
         XCTAssertEqual(try Data(contentsOf: db), before, "the ledger is unchanged")
     }
 
+    /// An input folder earlier nights read from, gone (a share not mounted), is no empty night:
+    /// sales waiting for their orders would post at the default storefront. It stops the night,
+    /// naming it; so does a link to a folder that is gone. A folder never read from may be absent.
+    func testAMissingInputFolderEarlierNightsReadFromStopsTheNight() throws {
+        try ws.write("inbox/orders/o.csv", ReconciliationTests.header + "o1,a1,6001,coins.100,1,100,2026-10-05T10:00:01Z,production,USA,,\n")
+        let (db, before) = try firstNight()
+        let orders = ws.root.appendingPathComponent("inbox/orders")
+        try FileManager.default.removeItem(at: orders)
+        XCTAssertThrowsError(try ws.run("2026-10-08")) { error in
+            XCTAssertEqual("\(error)", "\(orders.path): is missing, though earlier nights read files from it (a share not mounted, or the folder moved?): nothing was read or written, since a night that found nothing there would post sales that wait for their orders at the default storefront; restore the folder (empty, if nothing is to be read) and run again")
+        }
+        XCTAssertEqual(try Data(contentsOf: db), before, "the ledger is unchanged")
+        try FileManager.default.createSymbolicLink(atPath: orders.path, withDestinationPath: "/nonexistent-share/orders")
+        XCTAssertThrowsError(try ws.run("2026-10-08")) { error in
+            XCTAssertTrue("\(error)".hasPrefix("\(orders.path): is a link to /nonexistent-share/orders, which is missing"), "\(error)")
+        }
+        XCTAssertEqual(try Data(contentsOf: db), before, "the ledger is unchanged")
+        // An empty folder is an empty night; inbox/signed was never read from, and may be absent.
+        try FileManager.default.removeItem(at: orders)
+        try FileManager.default.createDirectory(at: orders, withIntermediateDirectories: true)
+        try? FileManager.default.removeItem(at: ws.root.appendingPathComponent("inbox/signed"))
+        XCTAssertNoThrow(try ws.run("2026-10-08"))
+    }
+
     /// A named pipe in the inbox (or a link to a device) would block the night for ever, holding
     /// the lock: it is refused by name before anything is read.
     func testAPipeOrADeviceInTheInboxIsRefusedAtOnce() throws {
