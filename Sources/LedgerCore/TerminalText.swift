@@ -1,3 +1,35 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Standard error, written with write(2): a stderr that is closed or cannot be written (a log
+/// on a full disk) loses the text but never stops the process (FileHandle's write traps on a
+/// failed write: a night's error became a crash with no message).
+public enum StandardError {
+    public static func write(_ text: String) {
+        let bytes = Array(text.utf8)
+        bytes.withUnsafeBytes { buffer in
+            guard let base = buffer.baseAddress else { return }
+            var offset = 0
+            while offset < buffer.count {
+                let n = Glibc.write(2, base + offset, buffer.count - offset)
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { return }
+                offset += n
+            }
+        }
+    }
+
+    /// Standard output flushed: nil when all of it was written, else why not (a full disk, a
+    /// closed descriptor), for the command to fail on (data cut short must not exit 0).
+    public static func flushStandardOutput() -> (why: String, readerGone: Bool)? {
+        let flushed = fflush(stdout) == 0
+        guard !flushed || ferror(stdout) != 0 else { return nil }
+        let code = errno
+        return (String(cString: strerror(code)), code == EPIPE)
+    }
+}
+
 /// Text as a terminal may show it. Reasons and findings quote what they refuse as it was read,
 /// and file names are whatever a sender chose: an escape sequence in either (`ESC [2J` clears
 /// the screen, `ESC [1A` moves up a line) could hide lines of a run's summary, and a

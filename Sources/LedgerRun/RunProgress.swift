@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 
 /// Stage timings of a run, and progress lines for long stages when a person is watching.
 ///
@@ -37,7 +38,7 @@ public final class RunProgress {
     }
 
     public static func stderrWrite(_ s: String) {
-        FileHandle.standardError.write(Data(s.utf8))
+        StandardError.write(s)
     }
 
     /// Times `body` as one stage. `total` (in `unit`s) gives the percent; the body reports

@@ -28,6 +28,15 @@ struct WorkspaceOption: ParsableArguments {
 func runReporting(_ body: () throws -> Void) throws {
     do {
         try body()
+        // What it printed is its result (a CSV, a trace, a night's chain head): cut short by a
+        // full disk or a closed output, it must not exit 0.
+        if let failed = StandardError.flushStandardOutput() {
+            // A reader that stopped reading (`| head`) was told what it wanted: said by the status alone.
+            if !failed.readerGone {
+                StandardError.write("iapledger: error: its output could not be written to standard output (\(failed.why)): what the command did is done, what it printed is lost or cut short\n")
+            }
+            throw ExitCode.failure
+        }
     } catch let e as ExitCode {
         throw e
     } catch let e as CleanExit {
@@ -35,7 +44,7 @@ func runReporting(_ body: () throws -> Void) throws {
     } catch let e as ValidationError {
         throw e
     } catch {
-        FileHandle.standardError.write(Data("iapledger: error: \(TerminalText.visible("\(error)"))\n".utf8))
+        StandardError.write("iapledger: error: \(TerminalText.visible("\(error)"))\n")
         throw ExitCode.failure
     }
 }
@@ -135,7 +144,7 @@ enum StopSignals {
             let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
             source.setEventHandler {
                 let message = "iapledger: stopped by \(name): a night stopped before its commit leaves the ledger as it was, one stopped after it lacks only its workbooks; run `iapledger run\(asOf.map { " --as-of \($0)" } ?? "")` again: it completes what this one did not\n"
-                FileHandle.standardError.write(Data(message.utf8))
+                StandardError.write(message)
                 // Ended by the signal itself, as without this handler (a scheduler sees why).
                 signal(sig, SIG_DFL)
                 var set = sigset_t()
@@ -251,7 +260,7 @@ struct Balance: ParsableCommand {
             // Entries dated later are left out, as on the Trial Balance sheet: said, on stderr so
             // that csv and json stay data.
             if let day, case let later = try ledger.read({ try $0.entriesDated(after: day, book: chosen) }), later.count > 0, let latest = later.latest {
-                FileHandle.standardError.write(Data("balance through \(day): \(later.count) entr\(later.count == 1 ? "y" : "ies") dated after it (the latest \(latest)) left out; `--through \(latest)` or `--through all` includes \(later.count == 1 ? "it" : "them")\n".utf8))
+                StandardError.write("balance through \(day): \(later.count) entr\(later.count == 1 ? "y" : "ies") dated after it (the latest \(latest)) left out; `--through \(latest)` or `--through all` includes \(later.count == 1 ? "it" : "them")\n")
             }
         }
     }
@@ -277,12 +286,12 @@ struct TrueUpCommand: ParsableCommand {
             let trueUp = try ledger.read { r in
                 try TrueUp.compare(reports: reports, reportingCurrency: config.reportingCurrency) { try r.proceeds(from: $0, through: $1) }
             }
-            for w in trueUp.warnings { FileHandle.standardError.write(Data("iapledger: warning: \(w)\n".utf8)) }
+            for w in trueUp.warnings { StandardError.write("iapledger: warning: \(w)\n") }
             print(trueUp.render(format: format.rawValue), terminator: "")
             if let xlsx {
                 let url = URL(fileURLWithPath: xlsx)
                 try trueUp.writeWorkbook(to: url, reports: reports)
-                FileHandle.standardError.write(Data("wrote \(url.path)\n".utf8))
+                StandardError.write("wrote \(url.path)\n")
             }
         }
     }
@@ -424,7 +433,7 @@ struct Trace: ParsableCommand {
             }
             guard let found else {
                 // The id is what the user typed (or pasted): shown escaped, as everything else printed is.
-                FileHandle.standardError.write(Data("iapledger: no transaction or order with id \(TerminalText.visible(id)) in this ledger\n".utf8))
+                StandardError.write("iapledger: no transaction or order with id \(TerminalText.visible(id)) in this ledger\n")
                 throw ExitCode.failure
             }
             print(found, terminator: "")
@@ -475,9 +484,9 @@ struct Verify: ParsableCommand {
                 print("verify: OK: \(report.entries) entries in an unbroken hash chain (head \(report.chainHead)), \(report.rederived) re-derived from their source records, \(report.rulesChecked) sale\(report.rulesChecked == 1 ? "'s" : "s'") recorded rules as the config and rules files kept with \(report.rulesChecked == 1 ? "its" : "their") run give them\(report.rulesNotKept > 0 ? " (\(report.rulesNotKept) more posted by runs before this version, which kept no files)" : ""), \(report.runs) run\(report.runs == 1 ? "" : "s") with \(report.runs == 1 ? "its chain head" : "their chain heads"), \(report.records) source records hashing as when read, every transaction they report stored, \(report.orderVersions) order version\(report.orderVersions == 1 ? "" : "s") as their lines give \(report.orderVersions == 1 ? "it" : "them")\(report.orderVersionsWithoutHeader > 0 ? " (\(report.orderVersionsWithoutHeader) more from files read before this version, which kept no header to read them by)" : ""), the schema's triggers and keys as created, every entry and every book balanced, the month totals equal to the postings\(report.reportFilesHead.map { ", \(report.reportFilesChained) report file registration\(report.reportFilesChained == 1 ? "" : "s") in an unbroken chain (head \($0))" } ?? "")\(report.seal.map { ", \(report.seals) seal\(report.seals == 1 ? " matching what it sealed" : "s matching what they sealed") (latest \($0))" } ?? "")")
                 return
             }
-            FileHandle.standardError.write(Data("verify: FAILED: \(report.problems.count) problem(s)\(report.firstFailingEntry.map { "; first failing entry #\($0)" } ?? "")\n".utf8))
-            for p in report.problems.prefix(50) { FileHandle.standardError.write(Data("  \(TerminalText.visible("\(p)"))\n".utf8)) }
-            if report.problems.count > 50 { FileHandle.standardError.write(Data("  ... and \(report.problems.count - 50) more\n".utf8)) }
+            StandardError.write("verify: FAILED: \(report.problems.count) problem(s)\(report.firstFailingEntry.map { "; first failing entry #\($0)" } ?? "")\n")
+            for p in report.problems.prefix(50) { StandardError.write("  \(TerminalText.visible("\(p)"))\n") }
+            if report.problems.count > 50 { StandardError.write("  ... and \(report.problems.count - 50) more\n") }
             throw ExitCode.failure
         }
     }

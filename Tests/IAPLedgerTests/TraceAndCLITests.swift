@@ -235,6 +235,40 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertTrue(run.out.contains("  reconciliation: no exception open\n"), run.out)
     }
 
+    /// A log on a full disk: stderr that cannot be written loses the message but the run still
+    /// ends with its status (it crashed, SIGILL, with no message), and output cut short by a
+    /// full disk (a CSV, a trace, a night's summary) exits 1, saying so on stderr.
+    func testOutputThatCannotBeWrittenIsAFailureNotACrash() throws {
+        guard FileManager.default.fileExists(atPath: "/dev/full") else { throw XCTSkip("no /dev/full") }
+        try ws.write("inbox/receipts/n.jsonl", Receipt.response([Receipt.item("2201", purchased: "2026-11-03T10:00:00Z")]) + "\n")
+        func run(_ args: [String], stdout: String?, stderr: String?) throws -> (status: Int32, reason: Process.TerminationReason, err: String) {
+            let p = Process()
+            p.executableURL = Self.binary
+            p.arguments = args
+            let err = Pipe()
+            p.standardOutput = stdout.map { FileHandle(forWritingAtPath: $0)! } ?? FileHandle.nullDevice
+            p.standardError = stderr.map { FileHandle(forWritingAtPath: $0)! } ?? err
+            try p.run()
+            let e = stderr == nil ? err.fileHandleForReading.readDataToEndOfFile() : Data()
+            p.waitUntilExit()
+            return (p.terminationStatus, p.terminationReason, String(decoding: e, as: UTF8.self))
+        }
+        // A refused night (an as-of date later than tomorrow), its error going to a full stderr.
+        var r = try run(["run", "--workspace", ws.root.path, "--as-of", "2099-01-01", "--no-progress"], stdout: nil, stderr: "/dev/full")
+        XCTAssertEqual(r.reason, .exit)
+        XCTAssertEqual(r.status, 1)
+        // A night whose summary cannot be written: committed, but exit 1, said on stderr.
+        r = try run(["run", "--workspace", ws.root.path, "--as-of", "2026-11-04", "--no-progress"], stdout: "/dev/full", stderr: nil)
+        XCTAssertEqual(r.status, 1)
+        XCTAssertTrue(r.err.contains("its output could not be written to standard output (No space left on device): what the command did is done"), r.err)
+        XCTAssertEqual(try cli(["balance", "--workspace", ws.root.path]).status, 0, "the night was committed")
+        r = try run(["exceptions", "--workspace", ws.root.path, "--status", "all", "--format", "csv"], stdout: "/dev/full", stderr: nil)
+        XCTAssertEqual(r.status, 1)
+        r = try run(["trace", "2201", "--workspace", ws.root.path, "--format", "json"], stdout: "/dev/full", stderr: nil)
+        XCTAssertEqual(r.status, 1)
+        XCTAssertEqual(try run(["trace", "2201", "--workspace", ws.root.path], stdout: "/dev/null", stderr: nil).status, 0)
+    }
+
     /// Records and findings each show their first ten lines, under their counts by reason:
     /// many records no longer hide every finding, and the rest of each is counted.
     func testRunSummaryListsRecordsAndFindingsEachWithItsCounts() throws {
