@@ -29,6 +29,16 @@ public final class Ledger {
         // paged the operator for an auditor's `verify`.
         config.busyMode = .timeout(Self.busyTimeoutSeconds)
         config.label = "iapledger"
+        // A night stopped part way (killed, a full disk) leaves its journal, which SQLite rolls
+        // back on the next read by a connection that can write: a read-only one (`verify`,
+        // `trace`, `balance`) cannot, and fails on it. Opened once for writing first (when the
+        // file can be), the read brings the ledger back to as it was before that night. A night
+        // running holds its journal under its lock: then nothing is rolled back and the read waits.
+        if readOnly, let size = (try? FileManager.default.attributesOfItem(atPath: path + "-journal"))?[.size] as? Int, size > 0 {
+            var writable = config
+            writable.readonly = false
+            _ = try? DatabaseQueue(path: path, configuration: writable).read { try Int.fetchOne($0, sql: "SELECT count(*) FROM sqlite_schema") }
+        }
         do {
             queue = try DatabaseQueue(path: path, configuration: config)
         } catch let e as DatabaseError {
@@ -109,6 +119,8 @@ public final class Ledger {
             return unchanged + ": free space on the disk and run again"
         case .SQLITE_IOERR:
             return unchanged + ": the disk may be full or failing, or the process's file size limit (ulimit -f) too small; fix it and run again"
+        case .SQLITE_READONLY where e.extendedResultCode.rawValue == 776:   // SQLITE_READONLY_ROLLBACK
+            return ": a night stopped part way left its journal (the ledger file's name with -journal), which only a user who can write the ledger can roll back: run any iapledger command (or the next night) as the user the nights run as; the ledger is then as it was before that night"
         case .SQLITE_READONLY, .SQLITE_CANTOPEN, .SQLITE_PERM:
             return unchanged + ": check that the ledger file and its folder are writable by this user (and the file system not mounted read-only)"
         default:

@@ -82,6 +82,12 @@ final class CrashSafetyTests: ScratchTestCase {
         XCTAssertEqual(stopped.reason, .uncaughtSignal, stopped.err)
         XCTAssertEqual(stopped.status, SIGTERM)
         XCTAssertTrue(stopped.err.hasPrefix("iapledger: stopped by SIGTERM: a night stopped before its commit leaves the ledger as it was"), stopped.err)
+        // The commands that only read the ledger work on it at once (they failed on the
+        // journal the night left, which a read-only connection cannot roll back).
+        let journal = c.appendingPathComponent("ledger.sqlite-journal").path
+        XCTAssertGreaterThan((try FileManager.default.attributesOfItem(atPath: journal)[.size] as? Int) ?? 0, 0, "the night left its journal")
+        let verified = try Resilience.cli(["verify", "--workspace", c.path])
+        XCTAssertEqual(verified.status, 0, verified.err)
         XCTAssertTrue(try Resilience.ledgerDump(c) == beforeDump, "stopped before its commit")
         XCTAssertEqual(try Resilience.cli(runArgs(c)).status, 0)
         XCTAssertTrue(try Resilience.ledgerDump(c) == aDump)
