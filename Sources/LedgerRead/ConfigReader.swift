@@ -34,7 +34,10 @@ public enum ConfigReader {
         func rate(_ t: TOMLTable, _ key: String, _ name: String) throws -> ExactDecimal? {
             guard let v = t[key] else { return nil }
             if let s = v.string {
-                guard let d = ExactDecimal(s), !d.isNegative, d <= .one else { throw fail(name, "\"\(s)\" is not a rate between 0 and 1") }
+                guard let d = ExactDecimal(s) else {
+                    throw fail(name, "\"\(s)\" is not a decimal of digits and one point, with at most 18 decimals and 18 digits in all (such as \"0.30\")")
+                }
+                guard !d.isNegative, d <= .one else { throw fail(name, "\"\(s)\" is not a rate between 0 and 1") }
                 return d
             }
             throw fail(name, "write rates as strings, e.g. \(name) = \"0.30\", so they stay exact")

@@ -102,6 +102,11 @@ public struct NightlyRun {
             throw ReadError.file(workspace.configURL.path, "bundle_ids: must name your app's bundle id (bundle_ids = [\"com.example.app\"]): receipts and signed data of any other app are rejected by it, and without it every app's would be posted as your revenue")
         }
         let rules = try workspace.loadRules()
+        // A default storefront the rules do not know would leave every sale without a storefront
+        // of its own waiting for a rule: one line here, instead of a finding for each.
+        guard rules.storefronts[config.defaultStorefront] != nil else {
+            throw ReadError.file(workspace.configURL.path, "default_storefront: \(config.defaultStorefront) has no row in rules/storefronts.csv, so every sale without a storefront of its own (and no order naming one) would wait for a rule: add its row, or name a storefront that has one")
+        }
         let layouts = try workspace.loadLayouts()
         let lock = try RunLock(url: workspace.lockURL)
         defer { lock.release() }

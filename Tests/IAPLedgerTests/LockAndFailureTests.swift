@@ -453,6 +453,15 @@ final class LockAndFailureTests: XCTestCase {
         }
         XCTAssertNoThrow(try ConfigReader.parse(String(decoding: XCTUnwrap(LedgerTemplates.workspaceFile("iapledger.toml")), as: UTF8.self)),
                          "the shipped example config")
+        // A rate of too many digits says so (not "not a rate between 0 and 1").
+        XCTAssertThrowsError(try ConfigReader.parse(TestWorkspace.defaultConfig.replacingOccurrences(of: "reduced = \"0.15\"", with: "reduced = \"0.150000000000000000000000000001\""))) {
+            XCTAssertTrue("\($0)".contains("commission.reduced: \"0.150000000000000000000000000001\" is not a decimal of digits and one point, with at most 18 decimals"), "\($0)")
+        }
+        // A default storefront the rules do not know stops the night with one line.
+        try ws.write("iapledger.toml", TestWorkspace.defaultConfig.replacingOccurrences(of: "default_storefront = \"USA\"", with: "default_storefront = \"ZZZ\""))
+        XCTAssertThrowsError(try ws.run("2026-10-08")) {
+            XCTAssertTrue("\($0)".contains("iapledger.toml: default_storefront: ZZZ has no row in rules/storefronts.csv"), "\($0)")
+        }
     }
 }
 
