@@ -92,7 +92,13 @@ public enum LineReader {
                 }
             }
         }
-        if lineLength > 0 { finishLine() }
+        if lineLength > 0 {
+            // The file ends inside this line (no line end after it): marked, unless it ends in a
+            // CR (a classic Mac line end).
+            let before = records.count, endsInCR = line.last == 0x0D
+            finishLine()
+            if records.count > before && !endsInCR { records[records.count - 1].unterminated = true }
+        }
         return Result(records: records, sha256: sha, sizeBytes: size)
     }
 

@@ -52,9 +52,24 @@ public enum OrderReader {
             OrderRow(line: e.line, raw: e.raw, result: .failure(Finding(code: "BAD_CSV", message: e.message,
                                                                         location: SourceLocation(path: path, line: e.line))))
         }
-        return ((table.rows.map { row in
+        var rows = (table.rows.map { row in
             OrderRow(line: row.line, raw: row.raw, result: parse(row, table), orderId: namedOrder(row, table))
-        } + bad).sorted { $0.line < $1.line }, nil, table.headerRaw)
+        } + bad).sorted { $0.line < $1.line }
+        // The file's last row, with no line end after it, that does not read: cut short while
+        // the file was being written. Its fields before the last one are in place, so an order
+        // id among them names its order (the last may itself be cut).
+        let last = text.utf8.last
+        if last != 0x0A && last != 0x0D, let i = rows.indices.last, case .failure(let f) = rows[i].result {
+            rows[i].result = .failure(Finding(code: "TRUNCATED", message: RawRecord.truncatedReason(f.message), location: f.location))
+            if rows[i].orderId == nil, let row = table.rows.last, row.line == rows[i].line { rows[i].orderId = orderBeforeTheCut(row, table) }
+        }
+        return (rows, nil, table.headerRaw)
+    }
+
+    static func orderBeforeTheCut(_ row: CSVRow, _ t: CSVTable) -> String? {
+        guard let i = t.header.firstIndex(where: { CSV.trimmed($0) == "order_id" }), i < row.fields.count - 1 else { return nil }
+        let id = CSV.trimmed(row.fields[i])
+        return !id.isEmpty && StoreBounds.plausibleIdentifier(id) ? id : nil
     }
 
     static func namedOrder(_ row: CSVRow, _ t: CSVTable) -> String? {

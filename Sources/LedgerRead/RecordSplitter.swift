@@ -7,6 +7,15 @@ public struct RawRecord {
     /// Set when the record could not be read as text (not UTF-8, longer than the limit): the
     /// record is rejected with this code and reason, and `text` holds a short description.
     public var problem: (code: String, reason: String)?
+    /// Set on a file's last line when no line end follows it: the file may have been read while
+    /// it was still being written, and the line cut short (one that does not read is then
+    /// `TRUNCATED`, and read again when the file is read whole).
+    public var unterminated = false
+
+    /// The reason (`TRUNCATED`) of a file's last line that does not read and has no line end after it.
+    public static func truncatedReason(_ why: String) -> String {
+        "cut short: the file ends inside this line, with no line end after it (it was still being written when read); resolved when a later version of the file is read with this line whole (\(why))"
+    }
     public init(line: Int, text: Substring, problem: (code: String, reason: String)? = nil) {
         self.line = line
         self.text = text
@@ -33,7 +42,9 @@ public enum RecordSplitter {
             if contentEnd > start && u[u.index(before: contentEnd)] == 0x0D { contentEnd = u.index(before: contentEnd) }
             let line = text[start..<contentEnd]
             if !line.utf8.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) {
-                out.append(RawRecord(line: lineNo, text: line))
+                var record = RawRecord(line: lineNo, text: line)
+                record.unterminated = end == u.endIndex && contentEnd == end
+                out.append(record)
             }
             start = end < u.endIndex ? u.index(after: end) : end
         }

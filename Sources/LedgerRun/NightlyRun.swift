@@ -642,6 +642,9 @@ struct PreparedFile {
         return out
     }
 
+    /// The reason of a file's last line that does not read and has no line end after it.
+    static func truncated(_ why: String) -> String { RawRecord.truncatedReason(why) }
+
     static func prepareReceipt(_ record: RawRecord, path: String, verifier: ReceiptVerifier) -> PreparedReceipt {
         let parsed: Result<(LegacyResponse, ReceiptOutcome), RecordProblem>
         if let problem = record.problem {
@@ -650,10 +653,10 @@ struct PreparedFile {
             do {
                 let response = try LegacyReceiptParser.parse(record.text)
                 parsed = .success((response, verifier.verify(response, location: SourceLocation(path: path, line: record.line))))
-            } catch let e as LegacyParseError {
-                parsed = .failure(RecordProblem(code: "MALFORMED", reason: e.description))
             } catch {
-                parsed = .failure(RecordProblem(code: "MALFORMED", reason: "\(error)"))
+                let why = (error as? LegacyParseError)?.description ?? "\(error)"
+                parsed = .failure(record.unterminated ? RecordProblem(code: "TRUNCATED", reason: Self.truncated(why))
+                                                      : RecordProblem(code: "MALFORMED", reason: why))
             }
         }
         return PreparedReceipt(record: record, sha256: Hashing.sha256Hex(utf8: record.text), parsed: parsed)
@@ -1003,6 +1006,9 @@ struct Ingest {
             try orders(file.input, rows: rows, hashes: hashes, texts: texts, fileError: fileError, text: text, header: header)
         case .receipts(let records): try receipts(file.input, records)
         }
+        // A line an earlier version of this file ended inside (TRUNCATED), now read whole.
+        if case .alreadyRead = file.body { return }
+        try writer.resolveTruncatedLines(path: file.input.path, sha256: file.input.sha256, runId: runId)
     }
 
     /// An empty or blank file (a transfer that failed?): one rejected record, not silence.

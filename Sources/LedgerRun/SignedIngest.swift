@@ -51,6 +51,21 @@ extension Ingest {
                 try reject(fileId: fileId, location: location, sha: sha, code: problem.code, reason: problem.reason, raw: raw)
                 continue
             }
+            // The file's last line, with no line end after it, that does not read: cut short
+            // while the file was being written (read again when the file is read whole).
+            if record.unterminated {
+                let failed: String?
+                switch prepared.verdict {
+                case nil: failed = "no signed payload"
+                case .transaction(.failure(let e))?, .notification(.failure(let e))?, .renewalInfo(.failure(let e))?: failed = e.description
+                case .unknown?: failed = "not a signed transaction, notification or renewal info"
+                default: failed = nil
+                }
+                if let failed {
+                    try reject(fileId: fileId, location: location, sha: sha, code: "TRUNCATED", reason: PreparedFile.truncated(failed), raw: raw)
+                    continue
+                }
+            }
             guard let jws = prepared.jws, let verdict = prepared.verdict else {
                 // Which of the two: JSON that does not parse (with where and why), or no body.
                 var reason = "not a notification body {\"signedPayload\": \"...\"}"

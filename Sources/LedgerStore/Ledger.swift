@@ -541,6 +541,20 @@ public final class LedgerWriter: LedgerReader {
         return db.changesCount
     }
 
+    /// Resolves the lines earlier versions of `path` ended inside (`TRUNCATED`: no line end
+    /// after them, the file still being written) that this version (`sha256`) holds as a record
+    /// that is not cut short itself.
+    public func resolveTruncatedLines(path: String, sha256: String, runId: Int64) throws {
+        try db.cachedStatement(sql: """
+            UPDATE source_record INDEXED BY source_record_open
+            SET resolved_run_id = ?1, resolved_note = 'line ' || line || ' read again whole in a later version of ' || ?2
+            WHERE outcome <> 'verified' AND outcome = 'rejected' AND reason_code = 'TRUNCATED' AND resolved_run_id IS NULL
+              AND file_id IN (SELECT id FROM source_file WHERE path = ?2 AND sha256 <> ?3)
+              AND line IN (SELECT r.line FROM source_record r JOIN source_file f ON f.id = r.file_id
+                           WHERE f.path = ?2 AND f.sha256 = ?3 AND r.reason_code IS NOT 'TRUNCATED')
+            """).execute(arguments: [runId, path, sha256])
+    }
+
     private func loadUnverifiedIds() throws -> Set<String> {
         if let s = unverifiedIds { return s }
         let s = Set(try String.fetchAll(db, sql: "SELECT DISTINCT transaction_id FROM unverified_record_transaction"))

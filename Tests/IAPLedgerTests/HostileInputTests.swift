@@ -434,6 +434,38 @@ final class HostileInputTests: XCTestCase {
 
     /// An order stored in lower case by an earlier version (before orders were read in upper
     /// case) still names its storefront: its sale, waiting for a rule then, is booked in DEU.
+    /// Files read while they were being written (copied, appended): the last line, with no line
+    /// end after it, cut short, is TRUNCATED (not MALFORMED or BAD_ORDER); an order id before the
+    /// cut names its order. The next night, the files whole, both are resolved. A line cut
+    /// inside its order id names no order (the id itself may be cut).
+    func testLinesCutShortByAFileStillBeingWrittenAreResolvedWhenReadWhole() throws {
+        let r1 = Receipt.response([Receipt.item("7301", purchased: "2026-11-05T10:00:00Z")])
+        let r2 = Receipt.response([Receipt.item("7302", purchased: "2026-11-05T10:00:00Z")])
+        let o1 = "ord-81,acct-8,7301,coins.100,1,100,2026-11-05T10:01:00Z,production,USA,,", o2 = "ord-82,acct-8,7302,coins.100,1,100,2026-11-05T10:02:00Z,production,USA,,"
+        try ws.write("inbox/receipts/r.jsonl", r1 + "\n" + String(r2.prefix(40)))
+        try ws.write("inbox/orders/o.csv", ReconciliationTests.header + o1 + "\n" + String(o2.prefix(30)))
+        try ws.write("inbox/orders/p.csv", ReconciliationTests.header + "ord-8")
+        try ws.run("2026-11-06")
+        let open = try ledger().read { try $0.rawRows("""
+            SELECT f.path, r.line, r.reason_code, ifnull(r.order_id, '-') FROM source_record r JOIN source_file f ON f.id = r.file_id
+            WHERE r.outcome = 'rejected' AND r.resolved_run_id IS NULL ORDER BY f.path
+            """) }
+        XCTAssertEqual(open, [["inbox/orders/o.csv", "3", "TRUNCATED", "ord-82"], ["inbox/orders/p.csv", "2", "TRUNCATED", "-"],
+                              ["inbox/receipts/r.jsonl", "2", "TRUNCATED", "-"]])
+        XCTAssertTrue(try records("inbox/receipts/r.jsonl").last?.reason.hasPrefix("cut short: the file ends inside this line, with no line end after it (it was still being written when read)") ?? false)
+        // Whole, the next night (without a line end after the last line: read as any other).
+        try ws.write("inbox/receipts/r.jsonl", r1 + "\n" + r2)
+        try ws.write("inbox/orders/o.csv", ReconciliationTests.header + o1 + "\n" + o2 + "\n")
+        try ws.run("2026-11-07")
+        XCTAssertEqual(try ledger().read { try $0.rawRows("""
+            SELECT f.path, r.resolved_note FROM source_record r JOIN source_file f ON f.id = r.file_id
+            WHERE r.reason_code = 'TRUNCATED' AND r.resolved_run_id IS NOT NULL ORDER BY f.path
+            """) }, [["inbox/orders/o.csv", "order ord-82 read again from inbox/orders/o.csv:3"],
+                     ["inbox/receipts/r.jsonl", "line 2 read again whole in a later version of inbox/receipts/r.jsonl"]])
+        XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT count(*) FROM entry") }, [["2"]])
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+    }
+
     func testAnOrderStoredInLowerCaseBeforeStillNamesItsStorefront() throws {
         try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("7203", purchased: "2026-11-05T10:00:00Z")]) + "\n")
         try ws.write("inbox/orders/o.csv", ReconciliationTests.header + "ord-73,acct-7,7203,coins.100,1,100,2026-11-05T10:01:00Z,production,DEU,,\n")

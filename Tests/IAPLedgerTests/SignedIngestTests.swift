@@ -431,6 +431,23 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(try rows("SELECT count(*) FROM finding"), [["0"]])
     }
 
+    /// A `.jws` file read while it was being written: its last line, with no line end and cut
+    /// short, is `TRUNCATED`; the next night, the file whole, the line is read and the
+    /// rejection resolved. A whole last line without a line end is read as any other.
+    func testASignedLineCutShortIsTruncatedAndResolvedWhenTheFileIsWhole() throws {
+        let a = try transaction("9081"), b = try transaction("9082")
+        try ws.write("inbox/signed/day.jws", a + "\n" + String(b.prefix(b.count / 2)))
+        try ws.run("2023-11-20")
+        XCTAssertEqual(try rows("SELECT line, outcome, reason_code, resolved_run_id IS NULL FROM source_record ORDER BY id"),
+                       [["1", "verified", "JWS_VERIFIED", "1"], ["2", "rejected", "TRUNCATED", "1"]])
+        try ws.write("inbox/signed/day.jws", a + "\n" + b)
+        try ws.run("2023-11-21")
+        XCTAssertEqual(try rows("SELECT line, outcome, reason_code, resolved_note FROM source_record WHERE reason_code = 'TRUNCATED'"),
+                       [["2", "rejected", "TRUNCATED", "line 2 read again whole in a later version of inbox/signed/day.jws"]])
+        XCTAssertEqual(try rows("SELECT count(*) FROM entry WHERE transaction_id IN ('9081', '9082')"), [["2"]])
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+    }
+
     /// A signed transaction of a family member's shared access moves no money.
     func testAFamilySharedSignedTransactionIsFree() throws {
         try ws.write("inbox/signed/t.jws", try signer.sign(payload: TestSigner.transactionPayload(
