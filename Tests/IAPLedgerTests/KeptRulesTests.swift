@@ -25,15 +25,7 @@ final class KeptRulesTests: XCTestCase {
 
     var dbPath: String { ws.root.appendingPathComponent("ledger.sqlite").path }
 
-    func tamper(past trigger: String, _ sql: String) throws {
-        let db = try DatabaseQueue(path: dbPath)
-        let create = try db.read { try String.fetchOne($0, sql: "SELECT sql FROM sqlite_schema WHERE name = ?", arguments: [trigger])! }
-        try db.write { d in
-            try d.execute(sql: "DROP TRIGGER \(trigger)")
-            try d.execute(sql: sql)
-            try d.execute(sql: create)
-        }
-    }
+    func tamper(past trigger: String, _ sql: String) throws { try Tamper.run(dbPath, past: trigger, sql) }
 
     func testTheFilesARunPostedByAreKeptOnceEach() throws {
         let kept = try Ledger(path: dbPath).read { try $0.rawRows("SELECT sha256 FROM input_text ORDER BY sha256") }.map { $0[0] }

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import XCTest
 import ZIPFoundation
 @testable import LedgerCore
@@ -189,5 +190,20 @@ enum XLSXReader {
         s.replacingOccurrences(of: "&lt;", with: "<").replacingOccurrences(of: "&gt;", with: ">")
             .replacingOccurrences(of: "&quot;", with: "\"").replacingOccurrences(of: "&apos;", with: "'")
             .replacingOccurrences(of: "&amp;", with: "&")
+    }
+}
+
+/// A hand with write access to the ledger file, covering its tracks.
+enum Tamper {
+    /// Runs `sql` on the ledger at `path` past the trigger that refuses it, then creates the
+    /// trigger again as it was (only the content checks can catch it).
+    static func run(_ path: String, past trigger: String, _ sql: String) throws {
+        let db = try DatabaseQueue(path: path)
+        let create = try db.read { try String.fetchOne($0, sql: "SELECT sql FROM sqlite_schema WHERE name = ?", arguments: [trigger])! }
+        try db.write { d in
+            try d.execute(sql: "DROP TRIGGER \(trigger)")
+            try d.execute(sql: sql)
+            try d.execute(sql: create)
+        }
     }
 }

@@ -23,17 +23,7 @@ final class VerifyTests: XCTestCase {
     var dbPath: String { ws.root.appendingPathComponent("ledger.sqlite").path }
     func rows(_ sql: String) throws -> [[String]] { try Ledger(path: dbPath).read { try $0.rawRows(sql) } }
 
-    /// Runs `sql` past the trigger that refuses it, then creates the trigger again as it was,
-    /// as a tamperer covering their tracks would (only the content checks can catch it).
-    func tamper(past trigger: String, _ sql: String) throws {
-        let db = try DatabaseQueue(path: dbPath)
-        let create = try db.read { try String.fetchOne($0, sql: "SELECT sql FROM sqlite_schema WHERE name = ?", arguments: [trigger])! }
-        try db.write { d in
-            try d.execute(sql: "DROP TRIGGER \(trigger)")
-            try d.execute(sql: sql)
-            try d.execute(sql: create)
-        }
-    }
+    func tamper(past trigger: String, _ sql: String) throws { try Tamper.run(dbPath, past: trigger, sql) }
 
     /// Runs `sql` past `trigger` (created again afterwards unless `keepDropped`), with SQL
     /// functions to read and write a chunk's text: `chunk_text(data, text_bytes)` and
