@@ -430,6 +430,22 @@ public struct Audit {
         }
 
         let r = e.rules
+        // Where it was booked: the transaction's own storefront, else an order's that names it,
+        // else the default (checked against the run's kept config with the other rules).
+        if e.storefront != r.storefront { return "booked in \(e.storefront), but its recorded rules say \(r.storefront)" }
+        if let own = obs.storefront, !own.isEmpty {
+            let code = Currency.isoUppercased(own)
+            if r.storefront != code || r.storefrontSource != "transaction" {
+                return "booked in \(r.storefront) (\(r.storefrontSource)), but \(where_) gives the transaction its own storefront, \(code), which it is booked in"
+            }
+        } else if r.storefrontSource.hasPrefix("order ") {
+            let orderId = String(r.storefrontSource.dropFirst(6))
+            if try !reader.orderNamesStorefront(orderId: orderId, transactionId: e.transactionId, storefront: r.storefront) {
+                return "booked in \(r.storefront) as order \(orderId)'s storefront, but no version of that order names this transaction with that storefront"
+            }
+        } else if r.storefrontSource == "transaction" {
+            return "booked in \(r.storefront) as the transaction's own storefront, but \(where_) gives it none"
+        }
         guard let taxRate = ExactDecimal(r.taxRate), let rate = ExactDecimal(r.commissionRate), let fx = ExactDecimal(r.fxRate),
               let exponent = Currency.exponent(e.figures.currency) else { return "its recorded rules cannot be read" }
         let gross: Int64
@@ -697,6 +713,9 @@ public struct Audit {
     static func recordedRulesDiffer(_ e: EntryDraft, rules: Rules, config: WorkspaceConfig) -> String? {
         let a = e.rules, day = e.originalDate
         var differ: [String] = []
+        if a.storefrontSource == "default_storefront" && a.storefront != config.defaultStorefront {
+            differ.append("booked in \(a.storefront) as default_storefront, which iapledger.toml set to \(config.defaultStorefront)")
+        }
         if let sf = rules.storefront(a.storefront, on: day) {
             if sf.taxRate.description != a.taxRate || sf.taxIncluded != a.taxIncluded || sf.effectiveFrom.description != a.storefrontEffectiveFrom {
                 differ.append("tax \(a.taxRate) (\(a.taxIncluded ? "included" : "added"), from \(a.storefrontEffectiveFrom)) where rules/storefronts.csv gives \(sf.taxRate) (\(sf.taxIncluded ? "included" : "added"), from \(sf.effectiveFrom)) for \(a.storefront) on \(day)")

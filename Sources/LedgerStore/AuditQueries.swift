@@ -167,6 +167,14 @@ extension LedgerReader {
         }
     }
 
+    /// Whether a version of order `orderId` names transaction `transactionId` with `storefront`
+    /// (in upper case, as a sale is booked in it).
+    public func orderNamesStorefront(orderId: String, transactionId: String, storefront: String) throws -> Bool {
+        try Bool.fetchOne(db.cachedStatement(sql: """
+            SELECT EXISTS (SELECT 1 FROM order_version WHERE order_id = ? AND transaction_id = ? AND upper(storefront) = ?)
+            """), arguments: [orderId, transactionId, storefront]) ?? false
+    }
+
     /// Whether the ledger stores transaction `id` (in either book).
     public func transactionIsStored(_ id: String) throws -> Bool {
         try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM store_transaction WHERE transaction_id = ?)"),

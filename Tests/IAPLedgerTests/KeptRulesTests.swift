@@ -70,6 +70,22 @@ final class KeptRulesTests: XCTestCase {
         XCTAssertEqual(named, ["sale of transaction 9001: its recorded rules are not those of the files run 1 posted by: unit price 2.09 where rules/prices.csv gives 1.09 for coins.100 in DEU on 2026-10-05; rate 1.20 (2026-10) where rules/fx.csv gives 1.10 for EUR in 2026-10"])
     }
 
+    /// Where a sale is booked is checked too: its order's storefront (a version of that order
+    /// names the transaction with it), or the kept config's default_storefront. A storefront
+    /// rewritten with the rules of another (the tax of FRA) is named.
+    func testASalesStorefrontIsItsOrdersOrTheDefault() throws {
+        try tamper(past: "entry_no_update", """
+            UPDATE entry SET storefront = 'USA', rules_json = replace(rules_json, '"storefront":"DEU"', '"storefront":"USA"') WHERE transaction_id = '9001'
+            """)
+        try tamper(past: "entry_no_update", """
+            UPDATE entry SET storefront = 'DEU', rules_json = replace(rules_json, '"storefront":"USA"', '"storefront":"DEU"') WHERE transaction_id = '9003'
+            """)
+        let r = try Audit(workspace: ws.workspace).run()
+        let messages = r.problems.map(\.message)
+        XCTAssertTrue(messages.contains("sale of transaction 9001: booked in USA as order o1's storefront, but no version of that order names this transaction with that storefront"), "\(messages)")
+        XCTAssertTrue(messages.contains { $0.hasPrefix("sale of transaction 9003: its recorded rules are not those of the files run 1 posted by: booked in DEU as default_storefront, which iapledger.toml set to USA") }, "\(messages)")
+    }
+
     /// A kept file altered or deleted is named; a ledger of runs before v26 (no files kept)
     /// verifies, its sales counted as not checked.
     func testAKeptFileAlteredOrDeletedIsNamed() throws {
