@@ -343,6 +343,16 @@ public struct Audit {
                 let said = differing.map { f in "\(f.name) \(f.value.map { "'\($0)'" } ?? "empty") where the line has \((read[f.name] ?? nil).map { "'\($0)'" } ?? "none")" }
                 report.problems.append(Problem(entryId: nil, message: "order \(version.orderId) (version #\(version.id), from \(path):\(line)) is stored with \(said.joined(separator: ", ")): changed in the ledger after it was read"))
             }
+            // And none is missing: an order version deleted would leave its sale to post at
+            // another storefront (or at the default), and its order out of reconciliation.
+            let missing = try r.missingOrderVersions()
+            for gap in missing.gaps {
+                report.problems.append(Problem(entryId: nil, message: "order version\(gap.count == 1 ? " #\(gap.lowerBound) is" : "s #\(gap.lowerBound) to #\(gap.upperBound) are") missing (version ids run on without a gap, and none is ever deleted): removed"))
+            }
+            if missing.count > 0 {
+                let named = missing.lines.map { "order \($0.orderId) from \($0.path):\($0.line)" }.joined(separator: ", ")
+                report.problems.append(Problem(entryId: nil, message: "\(missing.count) verified order line\(missing.count == 1 ? "" : "s") made no order version, though \(missing.count == 1 ? "it repeats" : "they repeat") no earlier line of \(missing.count == 1 ? "its" : "their") order: \(named)\(missing.count > missing.lines.count ? ", ..." : ""): the version\(missing.count == 1 ? " was" : "s were") deleted (a night stores a version for every new line of an order)"))
+            }
             for p in try r.inputTextProblems() { report.problems.append(Problem(entryId: nil, message: p)) }
             // A ledger not upgraded yet: its stored postings are the ones the upgrade will accept.
             if let problem = try r.storedPostingsProblem() {

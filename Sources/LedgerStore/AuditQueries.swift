@@ -167,6 +167,44 @@ extension LedgerReader {
         }
     }
 
+    /// Order versions missing: ids that do not run on without a gap (a version deleted from
+    /// the middle), and verified order lines that made no version though they repeat no earlier
+    /// line of their order that made one (a night stores a version for every line but one that
+    /// repeats its order's line as it stands). At most `limit` of each.
+    public func missingOrderVersions(limit: Int = 20) throws -> (gaps: [ClosedRange<Int64>], lines: [(orderId: String, path: String, line: Int)], count: Int) {
+        var gaps: [ClosedRange<Int64>] = []
+        var previous: Int64 = 0
+        var recordIds: [Int64] = []
+        let versions = try Row.fetchCursor(db, sql: "SELECT id, record_id FROM order_version ORDER BY id")
+        while let v = try versions.next() {
+            let id: Int64 = v[0]
+            if id > previous + 1 && gaps.count < limit { gaps.append((previous + 1)...(id - 1)) }
+            previous = id
+            recordIds.append(v[1])
+        }
+        recordIds.sort()
+        var next = 0, count = 0
+        var lines: [(orderId: String, path: String, line: Int)] = []
+        let repeats = try db.cachedStatement(sql: """
+            SELECT EXISTS (SELECT 1 FROM order_version v JOIN source_record r2 ON r2.id = v.record_id
+                           WHERE v.order_id = ? AND r2.record_sha256 = ? AND r2.id < ?)
+            """)
+        let records = try Row.fetchCursor(db, sql: """
+            SELECT r.id, r.order_id, r.record_sha256, f.path, r.line FROM source_record r JOIN source_file f ON f.id = r.file_id
+            WHERE r.outcome = 'verified' AND f.kind = 'orders' ORDER BY r.id
+            """)
+        while let r = try records.next() {
+            let id: Int64 = r[0]
+            while next < recordIds.count && recordIds[next] < id { next += 1 }
+            if next < recordIds.count && recordIds[next] == id { continue }
+            guard let orderId: String = r[1] else { continue }
+            if try Bool.fetchOne(repeats, arguments: [orderId, r[2] as String, id]) == true { continue }
+            count += 1
+            if lines.count < limit { lines.append((orderId, r[3], r[4])) }
+        }
+        return (gaps, lines, count)
+    }
+
     /// Whether a version of order `orderId` names transaction `transactionId` with `storefront`
     /// (in upper case, as a sale is booked in it).
     public func orderNamesStorefront(orderId: String, transactionId: String, storefront: String) throws -> Bool {

@@ -585,6 +585,25 @@ final class VerifyTests: XCTestCase {
         XCTAssertTrue(messages.contains { $0.hasPrefix("order o1 (version #1, from inbox/orders/o.csv:2) is stored with account_id 'a1' where the line has '8002'") }, "\(messages)")
     }
 
+    /// An order version deleted (its sale would post at another storefront, its order leave
+    /// reconciliation) is named by the line that made it, and by the gap it leaves among ids.
+    func testADeletedOrderVersionIsNamed() throws {
+        try ws.write("inbox/orders/o2.csv", ReconciliationTests.header + "o2,a1,8003,coins.550,3,1650,2026-10-06T10:00:01Z,production,USA,,\n"
+                     + "o3,a1,8001,coins.100,1,100,2026-10-06T10:00:02Z,production,USA,,\n")
+        // A line that repeats its order's line as it stands makes no version, and is no problem.
+        try ws.write("inbox/orders/again.csv", ReconciliationTests.header + "o1,a1,8002,coins.100,1,100,2026-10-05T10:00:01Z,production,JPN,,\n")
+        try ws.run("2026-10-08")
+        XCTAssertEqual(try rows("SELECT count(*) FROM order_version"), [["3"]])
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+        try tamper(past: "order_version_no_delete", "DELETE FROM order_version WHERE order_id IN ('o2', 'o3')")
+        var r = try Audit(workspace: ws.workspace).run()
+        XCTAssertEqual(r.problems.map(\.message), ["2 verified order lines made no order version, though they repeat no earlier line of their order: order o2 from inbox/orders/o2.csv:2, order o3 from inbox/orders/o2.csv:3: the versions were deleted (a night stores a version for every new line of an order)"])
+        try tamper(past: "order_version_no_delete", "DELETE FROM order_version WHERE order_id = 'o1'")
+        r = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(r.problems.contains { $0.message.hasPrefix("4 verified order lines made no order version, though they repeat no earlier line of their order: order o1 from inbox/orders/o.csv:2, order o1 from inbox/orders/again.csv:2,") }, "\(r.problems)")
+        XCTAssertTrue(r.problems.contains { $0.message == "sale of transaction 8002: booked in JPN as order o1's storefront, but no version of that order names this transaction with that storefront" }, "\(r.problems)")
+    }
+
     /// A ledger whose orders files were read before their headers were kept (schema v24 and
     /// before) verifies, its order versions counted as not read again.
     func testOrderVersionsOfFilesReadBeforeHeadersWereKeptAreCounted() throws {
