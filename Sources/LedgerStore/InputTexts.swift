@@ -68,36 +68,29 @@ extension LedgerReader {
         return (r[0], Day(iso: r[1] as String)!)
     }
 
-    /// Sale entries already posted (either book) in `currency` dated (originally) in `month`.
-    public func salesPosted(currency: String, month: Month) throws -> Int {
-        try Int.fetchOne(db.cachedStatement(sql: """
-            SELECT count(*) FROM entry WHERE kind = 'sale' AND currency = ? AND original_date BETWEEN ? AND ?
-            """), arguments: [currency, month.firstDay.description, month.lastDay.description]) ?? 0
+    /// Sale entries already posted (either book), counted by currency and original month
+    /// ("EUR 2026-10"): one pass over the sales.
+    public func salesPostedByCurrencyAndMonth() throws -> [String: Int] {
+        var out: [String: Int] = [:]
+        for r in try Row.fetchAll(db, sql: """
+            SELECT currency || ' ' || substr(original_date, 1, 7), count(*) FROM entry WHERE kind = 'sale' GROUP BY 1
+            """) { out[r[0]] = r[1] }
+        return out
     }
 
-    /// Sale entries already posted (either book) in `storefront` dated (originally) from
-    /// `from` through `through`: of `product` and priced by the rules' unit price when
-    /// `product` is given.
-    public func salesPosted(storefront: String, product: String?, from: Day, through: Day) throws -> Int {
-        let byProduct = product == nil ? "" : " AND product_id = ? AND json_extract(rules_json, '$.unitPrice') IS NOT NULL"
-        var arguments: StatementArguments = [storefront, from.description, through.description]
-        if let product { arguments += [product] }
-        return try Int.fetchOne(db, sql: """
-            SELECT count(*) FROM entry WHERE kind = 'sale' AND storefront = ? AND original_date BETWEEN ? AND ?\(byProduct)
-            """, arguments: arguments) ?? 0
-    }
-
-    /// Sale entries already posted (either book) dated (originally) from `from` through `through`.
-    public func salesPosted(from: Day, through: Day) throws -> Int {
-        try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM entry WHERE kind = 'sale' AND original_date BETWEEN ? AND ?"),
-                         arguments: [from.description, through.description]) ?? 0
-    }
-}
-
-extension LedgerReader {
-    /// The earliest original date of a sale entry (nil before any).
-    public func firstSaleDay() throws -> Day? {
-        try String.fetchOne(db, sql: "SELECT min(original_date) FROM entry WHERE kind = 'sale'").flatMap(Day.init(iso:))
+    /// Sale entries already posted (either book), counted by original day under their
+    /// storefront (or "storefront|product" of those the rules' unit price priced, when
+    /// `pricedByRules`): one pass over the sales.
+    public func salesPostedByDay(pricedByRules: Bool) throws -> [String: [Day: Int]] {
+        var out: [String: [Day: Int]] = [:]
+        let key = pricedByRules ? "storefront || '|' || product_id" : "storefront"
+        let priced = pricedByRules ? " AND json_extract(rules_json, '$.unitPrice') IS NOT NULL" : ""
+        for r in try Row.fetchAll(db, sql: """
+            SELECT \(key), original_date, count(*) FROM entry WHERE kind = 'sale'\(priced) GROUP BY 1, 2
+            """) {
+            if let day = Day(iso: r[1] as String) { out[r[0], default: [:]][day] = r[2] }
+        }
+        return out
     }
 }
 

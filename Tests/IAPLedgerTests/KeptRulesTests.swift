@@ -121,13 +121,23 @@ final class KeptRulesTests: XCTestCase {
             "rules/fx.csv: EUR 2026-10 1.10 -> 1.12: 1 sale posted at the rate before",
             "rules/prices.csv: coins.100 in JPN on 2026-10-05: 160 from 2020-01-01 -> 170 from 2026-10-05: 1 sale posted from 2026-10-05 at the prices before",
         ])
-        // Said once: the next night posts by the files this one kept.
+        // Said once: the next night posts by the files this one kept. The same values written
+        // otherwise (0.190 for 0.19, 0.3 for 0.300), or a rate added where none was (no sale
+        // posted by it: the way a MISSING_RULE is cleared), say nothing.
+        try ws.write("rules/storefronts.csv", TestWorkspace.defaultStorefronts.replacingOccurrences(of: "0.19,", with: "0.190,"))
+        try ws.write("rules/prices.csv", TestWorkspace.defaultPrices.replacingOccurrences(of: "coins.100,JPN,160,2020-01-01", with: "coins.100,JPN,160,2020-01-01\ncoins.100,JPN,170,2026-10-05\ncoins.100,JPN,180,2026-12-01")
+                     .replacingOccurrences(of: "coins.100,KWT,0.300", with: "coins.100,KWT,0.3"))
+        try ws.write("rules/fx.csv", TestWorkspace.defaultFX.replacingOccurrences(of: "2026-10,EUR,1.10", with: "2026-10,EUR,1.12")
+                     + "\n2026-11,EUR,1.15\n2026-10,GBP,1.25\n")
         night = try ws.run("2026-10-09")
-        XCTAssertNil(night.rulesChanged)
-        // The config: a Small Business Program period added over posted days.
+        XCTAssertNil(night.rulesChanged, "\(night.rulesChanged.map { $0.lines } ?? [])")
+        // The config: a Small Business Program period added over posted days, then shortened.
         try ws.write("iapledger.toml", TestWorkspace.defaultConfig.replacingOccurrences(of: "small_business = []", with: #"small_business = [ { from = "2026-10-01", to = "2026-12-31" } ]"#))
         night = try ws.run("2026-10-10")
-        XCTAssertEqual(night.rulesChanged?.lines, ["iapledger.toml: small_business 2026-10-01..2026-12-31 added: 3 sales posted from 2026-10-01 through 2026-10-09 at the commission before"])
+        XCTAssertEqual(night.rulesChanged?.lines, ["iapledger.toml: small_business: 2026-10-01..2026-10-09 now in the program (it was not): 3 sales posted at the commission before"])
+        try ws.write("iapledger.toml", TestWorkspace.defaultConfig.replacingOccurrences(of: "small_business = []", with: #"small_business = [ { from = "2026-10-01", to = "2026-10-05" } ]"#))
+        night = try ws.run("2026-10-11")
+        XCTAssertEqual(night.rulesChanged?.lines, ["iapledger.toml: small_business: 2026-10-06..2026-10-10 no longer in the program (it was): 1 sale posted at the commission before"])
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
     }
 }
