@@ -23,9 +23,12 @@ public enum StandardError {
     /// Standard output flushed: nil when all of it was written, else why not (a full disk, a
     /// closed descriptor), for the command to fail on (data cut short must not exit 0).
     public static func flushStandardOutput() -> (why: String, readerGone: Bool)? {
+        errno = 0
         let flushed = fflush(stdout) == 0
-        guard !flushed || ferror(stdout) != 0 else { return nil }
         let code = errno
+        guard !flushed || ferror(stdout) != 0 else { return nil }
+        // The error of this flush; one of an earlier write is not known any more (errno moved on).
+        guard !flushed, code != 0 else { return ("an earlier write to it failed", false) }
         return (String(cString: strerror(code)), code == EPIPE)
     }
 }

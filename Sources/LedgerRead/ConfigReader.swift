@@ -82,7 +82,7 @@ public enum ConfigReader {
                 return s
             }
         }
-        if let s = try string(table, "default_storefront", "default_storefront") { c.defaultStorefront = s }
+        if let s = try string(table, "default_storefront", "default_storefront") { c.defaultStorefront = Currency.isoUppercased(s) }   // as orders and transactions are read
         if let n = try int(table, "order_wait_days", "order_wait_days") {
             guard (0...60).contains(n) else { throw fail("order_wait_days", "must be a number of days from 0 to 60") }
             c.orderWaitDays = n

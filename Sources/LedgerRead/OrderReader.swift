@@ -58,10 +58,15 @@ public enum OrderReader {
         // The file's last row, with no line end after it, that does not read: cut short while
         // the file was being written. Its fields before the last one are in place, so an order
         // id among them names its order (the last may itself be cut).
+        // (Cut short: a quote left open, or fewer fields than the header; a whole row with a bad
+        // value is refused for it.)
         let last = text.utf8.last
         if last != 0x0A && last != 0x0D, let i = rows.indices.last, case .failure(let f) = rows[i].result {
-            rows[i].result = .failure(Finding(code: "TRUNCATED", message: RawRecord.truncatedReason(f.message), location: f.location))
-            if rows[i].orderId == nil, let row = table.rows.last, row.line == rows[i].line { rows[i].orderId = orderBeforeTheCut(row, table) }
+            let row = table.rows.last.flatMap { $0.line == rows[i].line ? $0 : nil }
+            if f.code == "BAD_CSV" || (row.map { $0.fields.count < table.header.count } ?? false) {
+                rows[i].result = .failure(Finding(code: "TRUNCATED", message: RawRecord.truncatedReason(f.message), location: f.location))
+                if rows[i].orderId == nil, let row { rows[i].orderId = orderBeforeTheCut(row, table) }
+            }
         }
         return (rows, nil, table.headerRaw)
     }
@@ -70,6 +75,19 @@ public enum OrderReader {
         guard let i = t.header.firstIndex(where: { CSV.trimmed($0) == "order_id" }), i < row.fields.count - 1 else { return nil }
         let id = CSV.trimmed(row.fields[i])
         return !id.isEmpty && StoreBounds.plausibleIdentifier(id) ? id : nil
+    }
+
+    /// The table of an orders file's header row as kept (nil when it does not read as one),
+    /// to read its lines again one at a time (`reread`).
+    public static func table(path: String, header: String) -> CSVTable? {
+        try? CSVTable(path: path, text: Substring(header), required: requiredColumns, rowByRow: true, reads: readColumns)
+    }
+
+    /// One line of an orders file read again under its header's table; nil when it is not one row.
+    public static func reread(line raw: String, table: CSVTable) -> Result<OrderRecord, Finding>? {
+        let rows = CSV.parseRows(Substring(raw))
+        guard rows.count == 1, case .success(let row) = rows[0] else { return nil }
+        return parse(row, table)
     }
 
     static func namedOrder(_ row: CSVRow, _ t: CSVTable) -> String? {

@@ -33,6 +33,8 @@ public struct Audit {
         /// The report files' registrations chain head as they give it now, and how many are chained.
         public var reportFilesHead: String? = nil
         public var reportFilesChained = 0
+        /// The head after each night's or `report`'s registrations, in order.
+        public var reportFilesHeads: [(event: String, head: String)] = []
         /// Each finished run's chain head as the ledger's entries now give it (compare with the
         /// head on the Run Info sheet of that night's workbooks, or the run's own output).
         public var runHeads: [LedgerReader.RunHead] = []
@@ -274,6 +276,7 @@ public struct Audit {
             for p in registrations.problems { report.problems.append(Problem(entryId: nil, message: p)) }
             report.reportFilesHead = registrations.head
             report.reportFilesChained = registrations.chained
+            report.reportFilesHeads = registrations.heads
             // Each run recorded how many entries it wrote: entries removed (the chain and head
             // rewritten after them) leave their run short.
             for m in try r.runEntryCountMismatches() {
@@ -325,11 +328,12 @@ public struct Audit {
             // Every order version is its source line read again, by its file's header: a
             // storefront, account or quantity changed in the ledger would price a sale or
             // reconcile an order by what the backend never sent.
+            var tables: (header: String, table: CSVTable?)? = nil   // the last file's header, read once
             try r.forEachOrderVersion { version, path, line, header, raw in
                 guard let header else { report.orderVersionsWithoutHeader += 1; return }
                 guard let raw else { return }   // its chunk is named above
-                let (rows, fileError, _) = OrderReader.read(path: path, text: Substring(header + "\n" + raw))
-                guard fileError == nil, rows.count == 1, case .success(let o) = rows[0].result else {
+                if tables?.header != header { tables = (header, OrderReader.table(path: path, header: header)) }
+                guard let table = tables?.table, case .success(let o)? = OrderReader.reread(line: raw, table: table) else {
                     report.problems.append(Problem(entryId: nil, message: "order \(version.orderId) (version #\(version.id), from \(path):\(line)): its source line no longer reads as an order under its file's header: the line or the header was changed after it was read"))
                     return
                 }
@@ -745,8 +749,7 @@ public struct Audit {
         }
         if let product = rules.product(e.productId) {
             // The paid days of a subscription are the night's count (its chain), as recorded.
-            let paid = a.commissionReason.range(of: #"has \d+ paid days"#, options: .regularExpression)
-                .flatMap { Int(a.commissionReason[$0].dropFirst(4).prefix { $0.isNumber }) } ?? 0
+            let paid = Self.paidDays(inReason: a.commissionReason)
             let (rate, reason) = Poster(config: config, rules: rules).commissionRate(product: product, day: day, subscriptionPaidDays: paid)
             if rate.description != a.commissionRate {
                 differ.append("commission \(a.commissionRate) (\(a.commissionReason)) where iapledger.toml gives \(rate) (\(reason))")
@@ -755,6 +758,12 @@ public struct Audit {
             differ.append("rules/products.csv has no row for \(e.productId)")
         }
         return differ.isEmpty ? nil : differ.joined(separator: "; ")
+    }
+
+    /// The paid days a subscription's commission reason records ("... has 400 paid days ..."), 0 for none.
+    static func paidDays(inReason reason: String) -> Int {
+        guard let has = reason.range(of: "has "), let end = reason.range(of: " paid days", range: has.upperBound..<reason.endIndex) else { return 0 }
+        return Int(reason[has.upperBound..<end.lowerBound]) ?? 0
     }
 
     /// Why a stored record does not give its transaction again.

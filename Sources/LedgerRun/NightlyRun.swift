@@ -208,6 +208,7 @@ public struct NightlyRun {
                     if case .alreadyRead(let newStatKey) = file.body {
                         if newStatKey, let key = input.statKey { try w.rememberStatKey(key, path: input.path, sha256: input.sha256) }
                         filesSkipped += 1
+                        try ingest.resolveCutLines(file)
                         return
                     }
                     filesRead += 1
@@ -654,9 +655,10 @@ struct PreparedFile {
                 let response = try LegacyReceiptParser.parse(record.text)
                 parsed = .success((response, verifier.verify(response, location: SourceLocation(path: path, line: record.line))))
             } catch {
+                // JSON that ends before it is complete, on a last line with no line end: cut short.
                 let why = (error as? LegacyParseError)?.description ?? "\(error)"
-                parsed = .failure(record.unterminated ? RecordProblem(code: "TRUNCATED", reason: Self.truncated(why))
-                                                      : RecordProblem(code: "MALFORMED", reason: why))
+                parsed = .failure(record.unterminated && why.contains("end of input") ? RecordProblem(code: "TRUNCATED", reason: Self.truncated(why))
+                                                                                     : RecordProblem(code: "MALFORMED", reason: why))
             }
         }
         return PreparedReceipt(record: record, sha256: Hashing.sha256Hex(utf8: record.text), parsed: parsed)
@@ -987,6 +989,10 @@ struct Ingest {
         }
     }
 
+    /// The paths with a line cut short (TRUNCATED) still open, read once a night; the night's
+    /// own are added as they are stored.
+    var truncatedPaths: Set<String>? = nil
+
     init(writer: LedgerWriter, runId: Int64, verifier: ReceiptVerifier, counts: LedgerWriter.RunCounts) {
         self.writer = writer
         self.runId = runId
@@ -1006,9 +1012,31 @@ struct Ingest {
             try orders(file.input, rows: rows, hashes: hashes, texts: texts, fileError: fileError, text: text, header: header)
         case .receipts(let records): try receipts(file.input, records)
         }
-        // A line an earlier version of this file ended inside (TRUNCATED), now read whole.
-        if case .alreadyRead = file.body { return }
-        try writer.resolveTruncatedLines(path: file.input.path, sha256: file.input.sha256, runId: runId)
+        try resolveCutLines(file)
+    }
+
+    /// Resolves the lines earlier versions of this file ended inside (TRUNCATED) that this
+    /// version holds whole: in its records (read now, or when these bytes were read before:
+    /// a file skipped as read), or a line whose text was stored before.
+    mutating func resolveCutLines(_ file: PreparedFile) throws {
+        let path = file.input.path
+        if truncatedPaths == nil { truncatedPaths = try writer.pathsWithOpenTruncatedLines() }
+        guard truncatedPaths!.contains(path) else { return }
+        let whole: [Int]
+        switch file.body {
+        case .receipts(let records): whole = records.filter { !$0.record.unterminated || Self.parsedWhole($0) }.map(\.record.line)
+        case .signed(let records): whole = records.filter { Self.cutShort($0) == nil }.map(\.record.line)
+        case let .orders(rows, _, _, _, _, _):
+            whole = rows.filter { if case .failure(let f) = $0.result, f.code == "TRUNCATED" { return false }; return true }.map(\.line)
+        case .alreadyRead: whole = try writer.wholeLines(path: path, sha256: file.input.sha256)
+        default: whole = []
+        }
+        if !whole.isEmpty { try writer.resolveTruncatedLines(path: path, sha256: file.input.sha256, lines: whole, runId: runId) }
+    }
+
+    static func parsedWhole(_ r: PreparedFile.PreparedReceipt) -> Bool {
+        if case .success = r.parsed { return true }
+        return false
     }
 
     /// An empty or blank file (a transfer that failed?): one rejected record, not silence.
@@ -1088,6 +1116,7 @@ struct Ingest {
             case .failure(let f):
                 _ = try writer.addRecord(.init(fileId: fileId, line: row.line, sha256: sha, outcome: .rejected,
                                                reasonCode: f.code, reason: f.message, orderId: row.orderId, raw: raw))
+                if f.code == "TRUNCATED" { truncatedPaths?.insert(input.path) }
                 if let id = row.orderId { try writer.noteRejectedOrderLine(orderId: id) }
                 counts.rejected += 1
             }
@@ -1185,6 +1214,7 @@ struct Ingest {
         r.reason = reason
         let recordId = try writer.addRecord(r)
         if !transactionIds.isEmpty { try writer.noteUnverifiedRecord(recordId, transactionIds: transactionIds) }
+        if code == "TRUNCATED" { truncatedPaths?.insert(location.path) }
         counts.rejected += 1
     }
 

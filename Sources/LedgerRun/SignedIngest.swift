@@ -51,20 +51,9 @@ extension Ingest {
                 try reject(fileId: fileId, location: location, sha: sha, code: problem.code, reason: problem.reason, raw: raw)
                 continue
             }
-            // The file's last line, with no line end after it, that does not read: cut short
-            // while the file was being written (read again when the file is read whole).
-            if record.unterminated {
-                let failed: String?
-                switch prepared.verdict {
-                case nil: failed = "no signed payload"
-                case .transaction(.failure(let e))?, .notification(.failure(let e))?, .renewalInfo(.failure(let e))?: failed = e.description
-                case .unknown?: failed = "not a signed transaction, notification or renewal info"
-                default: failed = nil
-                }
-                if let failed {
-                    try reject(fileId: fileId, location: location, sha: sha, code: "TRUNCATED", reason: PreparedFile.truncated(failed), raw: raw)
-                    continue
-                }
+            if let failed = Self.cutShort(prepared) {
+                try reject(fileId: fileId, location: location, sha: sha, code: "TRUNCATED", reason: PreparedFile.truncated(failed), raw: raw)
+                continue
             }
             guard let jws = prepared.jws, let verdict = prepared.verdict else {
                 // Which of the two: JSON that does not parse (with where and why), or no body.
@@ -98,6 +87,21 @@ extension Ingest {
                                reason: "not a compact JWS of a signed transaction or a notification", raw: raw)
                 }
             }
+        }
+    }
+
+    /// Why the file's last line, with no line end after it, does not read, when it was cut
+    /// short while the file was being written (read again when the file is read whole); nil
+    /// otherwise. Only a JWS that does not hold together (damaged, its signature cut): a whole
+    /// one refused for what it says (another app, an untrusted chain) is refused as such.
+    static func cutShort(_ prepared: PreparedFile.PreparedSigned) -> String? {
+        guard prepared.record.unterminated else { return nil }
+        switch prepared.verdict {
+        case nil: return "no signed payload"
+        case .transaction(.failure(let e))?, .notification(.failure(let e))?, .renewalInfo(.failure(let e))?:
+            return e.code == "MALFORMED" || e.code == "BAD_SIGNATURE" ? e.description : nil
+        case .unknown?: return "not a signed transaction, notification or renewal info"
+        default: return nil
         }
     }
 

@@ -541,18 +541,33 @@ public final class LedgerWriter: LedgerReader {
         return db.changesCount
     }
 
+    /// The paths with a line cut short (`TRUNCATED`) that is still open.
+    public func pathsWithOpenTruncatedLines() throws -> Set<String> {
+        Set(try String.fetchAll(db, sql: """
+            SELECT DISTINCT f.path FROM source_record r INDEXED BY source_record_open JOIN source_file f ON f.id = r.file_id
+            WHERE r.outcome <> 'verified' AND r.reason_code = 'TRUNCATED' AND r.resolved_run_id IS NULL
+            """))
+    }
+
+    /// The lines the version `sha256` of `path`, read before, holds as records not cut short.
+    public func wholeLines(path: String, sha256: String) throws -> [Int] {
+        try Int.fetchAll(db, sql: """
+            SELECT r.line FROM source_record r JOIN source_file f ON f.id = r.file_id
+            WHERE f.path = ? AND f.sha256 = ? AND r.reason_code IS NOT 'TRUNCATED'
+            """, arguments: [path, sha256])
+    }
+
     /// Resolves the lines earlier versions of `path` ended inside (`TRUNCATED`: no line end
-    /// after them, the file still being written) that this version (`sha256`) holds as a record
-    /// that is not cut short itself.
-    public func resolveTruncatedLines(path: String, sha256: String, runId: Int64) throws {
+    /// after them, the file still being written) that this version (`sha256`) holds whole (`lines`).
+    public func resolveTruncatedLines(path: String, sha256: String, lines: [Int], runId: Int64) throws {
+        let list = "[" + lines.map(String.init).joined(separator: ",") + "]"
         try db.cachedStatement(sql: """
             UPDATE source_record INDEXED BY source_record_open
             SET resolved_run_id = ?1, resolved_note = 'line ' || line || ' read again whole in a later version of ' || ?2
             WHERE outcome <> 'verified' AND outcome = 'rejected' AND reason_code = 'TRUNCATED' AND resolved_run_id IS NULL
               AND file_id IN (SELECT id FROM source_file WHERE path = ?2 AND sha256 <> ?3)
-              AND line IN (SELECT r.line FROM source_record r JOIN source_file f ON f.id = r.file_id
-                           WHERE f.path = ?2 AND f.sha256 = ?3 AND r.reason_code IS NOT 'TRUNCATED')
-            """).execute(arguments: [runId, path, sha256])
+              AND line IN (SELECT value FROM json_each(?4))
+            """).execute(arguments: [runId, path, sha256, list])
     }
 
     private func loadUnverifiedIds() throws -> Set<String> {

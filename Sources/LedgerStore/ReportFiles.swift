@@ -61,10 +61,14 @@ extension LedgerReader {
     /// The registrations' chain checked again: each hash from its registration and the one
     /// before it; none without a hash after the first hashed; ids without a gap from there.
     /// Returns the problems, the head as the registrations give it now, and how many are chained.
-    public func checkReportFileChain() throws -> (problems: [String], head: String?, chained: Int) {
-        guard try registersReportFiles(), try db.columns(in: "report_file").contains(where: { $0.name == "hash" }) else { return ([], nil, 0) }
+    /// `heads`: the head after each night's or `report`'s registrations (what that night
+    /// printed), in order, for a head kept outside to be found.
+    public func checkReportFileChain() throws -> (problems: [String], head: String?, chained: Int, heads: [(event: String, head: String)]) {
+        guard try registersReportFiles(), try db.columns(in: "report_file").contains(where: { $0.name == "hash" }) else { return ([], nil, 0, []) }
         var problems: [String] = []
         var previous = ReportFileChain.genesis, previousId: Int64? = nil, chained = 0, head: String? = nil
+        var heads: [(event: String, head: String)] = []
+        var lastEvent: String? = nil
         for r in try Row.fetchAll(db, sql: "SELECT id, path, sha256, size_bytes, written_at, run_id, written_by, hash FROM report_file ORDER BY id") {
             let id: Int64 = r[0]
             guard let stored = r[7] as String? else {
@@ -79,8 +83,12 @@ extension LedgerReader {
                 problems.append("report file registration #\(id) (\(f.path), SHA-256 \(f.sha256)) does not match its hash: it, or one before it, was changed or added by hand")
             }
             previous = stored; previousId = id; chained += 1; head = stored
+            // One night's (or report's) registrations share their time and writer.
+            let event = "\(f.runId.map { "run \($0)" } ?? "report") at \(f.writtenAt)"
+            if event == lastEvent { heads[heads.count - 1].head = stored } else { heads.append((event, stored)) }
+            lastEvent = event
         }
-        return (problems, head, chained)
+        return (problems, head, chained, heads)
     }
     /// Whether the ledger registers the report files written (schema v23 and after).
     public func registersReportFiles() throws -> Bool {

@@ -248,7 +248,7 @@ public enum LedgerSeal {
                     AND EXISTS (SELECT 1 FROM source_file f2 WHERE f2.path = f.path AND f2.run_id = r.resolved_run_id AND f2.id > f.id))
                 OR (r.outcome = 'rejected' AND r.reason_code = 'TRUNCATED'
                     AND EXISTS (SELECT 1 FROM source_record r2 JOIN source_file f2 ON f2.id = r2.file_id
-                                WHERE f2.path = f.path AND f2.run_id = r.resolved_run_id AND f2.id > f.id
+                                WHERE f2.path = f.path AND f2.sha256 <> f.sha256
                                   AND r2.line = r.line AND r2.reason_code IS NOT 'TRUNCATED'))
             )
             ORDER BY r.id LIMIT 11

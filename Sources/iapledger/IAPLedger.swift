@@ -476,8 +476,11 @@ struct Verify: ParsableCommand {
                         print("  #\(String(s.id).padding(toLength: 5, withPad: " ", startingAt: 0)) \(event.padding(toLength: 20, withPad: " ", startingAt: 0)) \(s.seal)")
                     }
                 }
-                if let head = report.reportFilesHead {
-                    print("report files: \(report.reportFilesChained) registrations chained, head \(head) (the head each night prints after its files)")
+                if !report.reportFilesHeads.isEmpty {
+                    print("report files, the registrations' head after each night's or report's files (as it printed them), in order:")
+                    for h in report.reportFilesHeads {
+                        print("  \(h.event.padding(toLength: 34, withPad: " ", startingAt: 0)) \(h.head)")
+                    }
                 }
             }
             if report.ok {
@@ -563,6 +566,9 @@ struct Report: ParsableCommand {
             print("iapledger report \(title): the books as of \(written.asOf)")
             for f in written.files { printReportFile(f.url, kept: f.kept) }
             if let note = written.note { print("  note: the files were written, \(note)") }
+            else if let head = try Workspace(ws.url).openExistingLedger().1.read({ try $0.reportFilesHead() }) {
+                print("  report files: \(head) (the registrations' chain head after these files; keep it: `iapledger verify --runs` shows it again)")
+            }
         }
     }
 }

@@ -464,6 +464,25 @@ final class HostileInputTests: XCTestCase {
                      ["inbox/receipts/r.jsonl", "line 2 read again whole in a later version of inbox/receipts/r.jsonl"]])
         XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT count(*) FROM entry") }, [["2"]])
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+
+        // A file cut in place, then put back as it was read before (skipped as read): resolved.
+        let whole = try String(contentsOf: ws.root.appendingPathComponent("inbox/orders/o.csv"), encoding: .utf8)
+        try ws.write("inbox/orders/o.csv", String(whole.dropLast(20)))
+        try ws.run("2026-11-08")
+        XCTAssertEqual(try records("inbox/orders/o.csv").filter { $0.code == "TRUNCATED" }.count, 2)
+        try ws.write("inbox/orders/o.csv", whole)
+        try ws.run("2026-11-09")
+        XCTAssertEqual(try ledger().read { try $0.rawRows("""
+            SELECT f.path FROM source_record r JOIN source_file f ON f.id = r.file_id WHERE r.reason_code = 'TRUNCATED' AND r.resolved_run_id IS NULL
+            """) }, [["inbox/orders/p.csv"]], "p.csv was never sent whole")
+        // A whole last line with a bad value, or JSON wrong before its end, is refused for what it
+        // says, line end or not.
+        try ws.write("inbox/orders/q.csv", ReconciliationTests.header + "ord-83,acct-8,7303,coins.100,abc,100,2026-11-05T10:01:00Z,production,USA,,")
+        try ws.write("inbox/receipts/s.jsonl", "{\"status\": 0, ]")
+        try ws.run("2026-11-10")
+        XCTAssertEqual(try records("inbox/orders/q.csv").map(\.code), ["BAD_ORDER"])
+        XCTAssertEqual(try records("inbox/receipts/s.jsonl").map(\.code), ["MALFORMED"])
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
     }
 
     func testAnOrderStoredInLowerCaseBeforeStillNamesItsStorefront() throws {

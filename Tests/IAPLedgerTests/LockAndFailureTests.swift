@@ -457,6 +457,8 @@ final class LockAndFailureTests: XCTestCase {
         XCTAssertThrowsError(try ConfigReader.parse(TestWorkspace.defaultConfig.replacingOccurrences(of: "reduced = \"0.15\"", with: "reduced = \"0.150000000000000000000000000001\""))) {
             XCTAssertTrue("\($0)".contains("commission.reduced: \"0.150000000000000000000000000001\" is not a decimal of digits and one point, with at most 18 decimals"), "\($0)")
         }
+        // Written in lower case, it is the storefront in upper case (as orders' are read).
+        XCTAssertEqual(try ConfigReader.parse(TestWorkspace.defaultConfig.replacingOccurrences(of: "default_storefront = \"USA\"", with: "default_storefront = \"usa\"")).defaultStorefront, "USA")
         // A default storefront the rules do not know stops the night with one line.
         try ws.write("iapledger.toml", TestWorkspace.defaultConfig.replacingOccurrences(of: "default_storefront = \"USA\"", with: "default_storefront = \"ZZZ\""))
         XCTAssertThrowsError(try ws.run("2026-10-08")) {

@@ -423,6 +423,11 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertEqual(verified.status, 0, verified.err)
         let head = try XCTUnwrap(try db.read { try $0.reportFilesHead() })
         XCTAssertTrue(verified.out.contains("6 report file registrations in an unbroken chain (head \(head))"), verified.out)
+        // verify --runs lists the head after each night's or report's files, as each printed it.
+        let runs = try cli(["verify", "--runs", "--workspace", ws.root.path])
+        let listed = runs.out.split(separator: "\n").filter { $0.hasPrefix("  run 1 at ") || $0.hasPrefix("  report at ") }
+        XCTAssertEqual(listed.count, 2, runs.out)
+        XCTAssertTrue(listed.last?.hasSuffix(head) ?? false, runs.out)
         let forged = try DatabaseQueue(path: ws.root.appendingPathComponent("ledger.sqlite").path)
         try forged.write { try $0.execute(sql: """
             INSERT INTO report_file (path, sha256, size_bytes, written_at, run_id, written_by, hash)
