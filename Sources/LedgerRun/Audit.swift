@@ -302,6 +302,13 @@ public struct Audit {
             // (or keep the first of those that conflict), so one missing was deleted, and a sale
             // waiting for a rule with it, which nothing else holds, would never post.
             var unstored: [String] = [], unstoredCount = 0
+            // The notifications the records are (each UUID's first record), and the reversal
+            // each REFUND_REVERSED asks for (the first for a transaction, whose transaction
+            // agreed with the stored one: no conflict or refusal was found in its record).
+            let notificationsStored = try r.notificationUUIDs()
+            let disagreeing = try r.recordsWithTransactionFindings()
+            var notificationsSeen = Set<String>(), notificationsMissing: [String] = []
+            var reversalsAsked: [String: (uuid: String, day: Day, at: String)] = [:]
             try r.forEachSourceRecordText { path, line, outcome, code, recordSHA, fileSHA, chunk, raw, kind in
                 report.records += 1
                 guard let raw else {
@@ -309,10 +316,17 @@ public struct Audit {
                     return
                 }
                 if outcome == "verified" && kind != "orders" {
-                    for id in Self.transactionsReported(kind: kind, path: path, raw: raw, receiptVerifier: receiptVerifier,
-                                                        signedVerifier: signedVerifier) where try !r.transactionIsStored(id) {
+                    let said = Self.reported(kind: kind, path: path, raw: raw, receiptVerifier: receiptVerifier, signedVerifier: signedVerifier)
+                    for id in said.transactions where try !r.transactionIsStored(id) {
                         unstoredCount += 1
                         if unstored.count < 20 { unstored.append("\(id) (\(path):\(line))") }
+                    }
+                    if let n = said.notification, notificationsSeen.insert(n.uuid).inserted {
+                        if !notificationsStored.contains(n.uuid) { notificationsMissing.append("\(n.type) \(n.uuid) (\(path):\(line))") }
+                        if n.type == "REFUND_REVERSED", let id = n.transactionId, let book = n.book, let day = n.day,
+                           !disagreeing.contains("\(path):\(line)"), reversalsAsked["\(book.rawValue)|\(id)"] == nil {
+                            reversalsAsked["\(book.rawValue)|\(id)"] = (n.uuid, day, "\(path):\(line)")
+                        }
                     }
                 }
                 if Hashing.sha256Hex(utf8: raw) == recordSHA { return }
@@ -321,6 +335,25 @@ public struct Audit {
                 if chunk == nil && outcome == "rejected" && recordSHA == fileSHA
                     && (raw.isEmpty || !["EMPTY_FILE", "INVALID_UTF8", "FILE_TOO_LARGE"].contains(code ?? "")) { return }
                 report.problems.append(Problem(entryId: nil, message: "source record \(path):\(line): its stored text no longer hashes to the SHA-256 recorded when it was read (\(recordSHA)): it was changed after it was read"))
+            }
+            for m in notificationsMissing.prefix(20) {
+                report.problems.append(Problem(entryId: nil, message: "notification \(m) is a verified record, but the ledger holds no notification of that UUID: deleted"))
+            }
+            // The reversals asked for are those the notifications ask for, dated as they are: a
+            // request deleted would leave the reversal unposted, one changed would date it elsewhere.
+            for q in try r.reversalRequests() {
+                let key = "\(q.book)|\(q.transactionId)"
+                guard let asked = reversalsAsked.removeValue(forKey: key) else {
+                    report.problems.append(Problem(entryId: nil, message: "the refund reversal of transaction \(q.transactionId) (\(q.book), dated \(q.date), by notification \(q.uuid)) is asked for by no verified REFUND_REVERSED notification: written by hand"))
+                    continue
+                }
+                if asked.uuid != q.uuid || asked.day.description != q.date {
+                    report.problems.append(Problem(entryId: nil, message: "the refund reversal of transaction \(q.transactionId) is asked for by REFUND_REVERSED \(q.uuid) dated \(q.date), but the notification that asked for it, \(asked.uuid) (\(asked.at)), dates it \(asked.day): changed in the ledger after it was read"))
+                }
+            }
+            for (key, asked) in reversalsAsked.sorted(by: { $0.key < $1.key }) {
+                let id = key.split(separator: "|", maxSplits: 1).last.map(String.init) ?? key
+                report.problems.append(Problem(entryId: nil, message: "REFUND_REVERSED \(asked.uuid) (\(asked.at)) asks for the refund reversal of transaction \(id) (dated \(asked.day)), but the ledger holds no such request: deleted (the reversal would never post)"))
             }
             if unstoredCount > 0 {
                 report.problems.append(Problem(entryId: nil, message: "\(unstoredCount) transaction\(unstoredCount == 1 ? "" : "s") reported by verified source records \(unstoredCount == 1 ? "is" : "are") not stored: \(unstored.joined(separator: ", "))\(unstoredCount > unstored.count ? ", ..." : ""): deleted from the ledger after \(unstoredCount == 1 ? "it was" : "they were") read (a sale waiting for a rule or an order, deleted, never posts)"))
@@ -534,6 +567,8 @@ public struct Audit {
             ("source_file_", "that the files read are recorded once (path, hash, counts) and never removed"),
             ("store_transaction_no_delete", "that stored transactions are never deleted"),
             ("order_version_", "that order versions are kept as read (a correction is a new version)"),
+            ("reversal_request_", "that the refund reversals asked for are kept as their notifications asked for them"),
+            ("notification_", "that the notifications read are kept as read"),
             ("seal_", "that seals are never changed or deleted"),
             ("exception_episode_", "that closed exception episodes are never changed or removed"),
         ]
@@ -654,29 +689,45 @@ public struct Audit {
 
     /// The ids of the transactions a verified record reports, read and verified again as the
     /// night did (none when it no longer verifies: the sale it brought says so).
-    static func transactionsReported(kind: String, path: String, raw: String, receiptVerifier: ReceiptVerifier,
-                                     signedVerifier: SignedDataVerifier) -> [String] {
+    /// What a verified record reports, read and verified again as the night did: its
+    /// transactions' ids (none when it no longer verifies: the sale it brought says so), and
+    /// for a notification its UUID, type, and the transaction, book and day a REFUND_REVERSED
+    /// asks a reversal for (as the night dates it: the notification's signedDate).
+    struct Reported {
+        var transactions: [String] = []
+        var notification: (uuid: String, type: String, transactionId: String?, book: Book?, day: Day?)? = nil
+    }
+
+    static func reported(kind: String, path: String, raw: String, receiptVerifier: ReceiptVerifier,
+                         signedVerifier: SignedDataVerifier) -> Reported {
         switch kind {
         case "receipts":
             guard let response = try? LegacyReceiptParser.parse(Substring(raw)),
                   case let .verified(_, transactions, _) = receiptVerifier.verify(response, location: SourceLocation(path: "", line: 0))
-            else { return [] }
-            return transactions.map(\.transactionId)
+            else { return Reported() }
+            return Reported(transactions: transactions.map(\.transactionId))
         case "signed":
             let ext = (path as NSString).pathExtension.lowercased()
-            guard let jws = Ingest.jws(in: RawRecord(line: 0, text: Substring(raw)), fileExtension: ext) else { return [] }
+            guard let jws = Ingest.jws(in: RawRecord(line: 0, text: Substring(raw)), fileExtension: ext) else { return Reported() }
             // A transaction that does not read as one (INVALID_TRANSACTION: out of bounds, no
             // purchase date) is refused by the night, as a refused item of a receipt is.
+            var out = Reported()
             let t: SignedTransaction?
             switch signedVerifier.verify(jws) {
             case .transaction(.success(let v)): t = v
-            case .notification(.success(let n)): t = n.transaction
+            case .notification(.success(let n)):
+                t = n.transaction
+                let readable = t.map { if case .success = $0.observation() { return true }; return false } ?? false
+                out.notification = (n.notificationUUID, n.notificationType, readable ? t?.transactionId : nil,
+                                    t?.environment.flatMap(Book.init(storeEnvironment:)),
+                                    t.map { Day(epochMilliseconds: n.signedDateMs ?? $0.signedDateMs ?? $0.purchaseDateMs ?? 0) })
             default: t = nil
             }
-            guard let t, case .success = t.observation() else { return [] }
-            return [t.transactionId]
+            guard let t, case .success = t.observation() else { return out }
+            out.transactions = [t.transactionId]
+            return out
         default:
-            return []
+            return Reported()
         }
     }
 

@@ -213,6 +213,27 @@ extension LedgerReader {
             """), arguments: [orderId, transactionId, storefront]) ?? false
     }
 
+    /// The UUIDs of the notifications stored.
+    public func notificationUUIDs() throws -> Set<String> {
+        Set(try String.fetchAll(db, sql: "SELECT uuid FROM notification"))
+    }
+
+    /// The records (`path:line`) whose transaction the night refused or found in conflict with
+    /// the stored one (INVALID_TRANSACTION, TRANSACTION_CONFLICT): a REFUND_REVERSED among them
+    /// asks for no reversal.
+    public func recordsWithTransactionFindings() throws -> Set<String> {
+        Set(try String.fetchAll(db, sql: """
+            SELECT f.path || ':' || r.line FROM finding x JOIN source_record r ON r.id = x.record_id JOIN source_file f ON f.id = r.file_id
+            WHERE x.code IN ('INVALID_TRANSACTION', 'TRANSACTION_CONFLICT')
+            """))
+    }
+
+    /// Every refund reversal asked for.
+    public func reversalRequests() throws -> [(book: String, transactionId: String, date: String, uuid: String)] {
+        try Row.fetchAll(db, sql: "SELECT book, transaction_id, date, notification_uuid FROM reversal_request ORDER BY book, transaction_id")
+            .map { ($0[0], $0[1], $0[2], $0[3]) }
+    }
+
     /// Whether the ledger stores transaction `id` (in either book).
     public func transactionIsStored(_ id: String) throws -> Bool {
         try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM store_transaction WHERE transaction_id = ?)"),

@@ -671,6 +671,21 @@ enum Schema {
         m.registerMigration("v27-report-file-chain", foreignKeyChecks: .immediate) { db in
             try db.execute(sql: "ALTER TABLE report_file ADD COLUMN hash TEXT CHECK (hash IS NULL OR length(hash) = 64)")
         }
+        // A refund reversal asked for by Apple's REFUND_REVERSED waits in reversal_request until
+        // its refund posts: deleted, the reversal never posted; its date changed, it posted on
+        // another day. Requests and the notifications they come from are kept as written.
+        m.registerMigration("v28-reversals-kept", foreignKeyChecks: .immediate) { db in
+            try db.execute(sql: """
+                CREATE TRIGGER reversal_request_no_update BEFORE UPDATE ON reversal_request
+                    BEGIN SELECT RAISE(ABORT, 'a refund reversal asked for is kept as its notification asked for it'); END;
+                CREATE TRIGGER reversal_request_no_delete BEFORE DELETE ON reversal_request
+                    BEGIN SELECT RAISE(ABORT, 'a refund reversal asked for is never removed'); END;
+                CREATE TRIGGER notification_no_update BEFORE UPDATE ON notification
+                    BEGIN SELECT RAISE(ABORT, 'a notification is kept as it was read'); END;
+                CREATE TRIGGER notification_no_delete BEFORE DELETE ON notification
+                    BEGIN SELECT RAISE(ABORT, 'notifications are never deleted'); END;
+                """)
+        }
         return m
     }
 

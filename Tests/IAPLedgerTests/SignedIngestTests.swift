@@ -1,3 +1,4 @@
+import GRDB
 import XCTest
 @testable import LedgerCore
 @testable import LedgerRun
@@ -344,6 +345,28 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(traced.refund_reversed_date, "2023-11-19")
         XCTAssertTrue(TraceOutput.text(traced).contains("refunded on 2023-11-16, refund reversed on 2023-11-19"), TraceOutput.text(traced))
         XCTAssertTrue(TraceOutput.json(traced).contains("\"refund_reversed_date\" : \"2023-11-19\""))
+    }
+
+    /// A reversal waiting for its refund is a row (reversal_request) the next night posts from:
+    /// deleted, the reversal would never post; its date changed, it would post on another day.
+    /// Triggers refuse both; past them, `verify` reads the notifications again and names each.
+    func testAWaitingReversalDeletedOrRedatedIsNamed() throws {
+        try ws.write("inbox/signed/n1.json", try notification("ONE_TIME_CHARGE", transaction: try transaction("9056")))
+        try ws.write("inbox/signed/n2.json", try notification("REFUND_REVERSED", uuid: "rr-9056", signed: t0 + 86_400_000, transaction: try transaction("9056")))
+        try ws.run("2023-11-14")
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+        let path = ws.root.appendingPathComponent("ledger.sqlite").path
+        XCTAssertThrowsError(try DatabaseQueue(path: path).write { try $0.execute(sql: "DELETE FROM reversal_request") })
+        XCTAssertThrowsError(try DatabaseQueue(path: path).write { try $0.execute(sql: "UPDATE reversal_request SET date = '2023-12-25'") })
+        try Tamper.run(path, past: "reversal_request_no_update", "UPDATE reversal_request SET date = '2023-12-25'")
+        var r = try Audit(workspace: ws.workspace).run()
+        XCTAssertEqual(r.problems.map(\.message), ["the refund reversal of transaction 9056 is asked for by REFUND_REVERSED rr-9056 dated 2023-12-25, but the notification that asked for it, rr-9056 (inbox/signed/n2.json:1), dates it 2023-11-15: changed in the ledger after it was read"])
+        try Tamper.run(path, past: "reversal_request_no_delete", "DELETE FROM reversal_request")
+        r = try Audit(workspace: ws.workspace).run()
+        XCTAssertEqual(r.problems.map(\.message), ["REFUND_REVERSED rr-9056 (inbox/signed/n2.json:1) asks for the refund reversal of transaction 9056 (dated 2023-11-15), but the ledger holds no such request: deleted (the reversal would never post)"])
+        try Tamper.run(path, past: "notification_no_delete", "DELETE FROM notification WHERE uuid = 'rr-9056'")
+        r = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(r.problems.map(\.message).contains("notification REFUND_REVERSED rr-9056 (inbox/signed/n2.json:1) is a verified record, but the ledger holds no notification of that UUID: deleted"), "\(r.problems)")
     }
 
     /// A REFUND_REVERSED before its refund, and a REFUND whose transaction carries no date:
