@@ -46,7 +46,7 @@ extension FinanceReport {
         func money(_ v: Int64) -> Cell { .money(minor: v, decimals: reportingDecimals) }
         func line(_ label: Cell, _ s: Sums, style: RowStyle = .body) -> SheetRow {
             SheetRow([label, .integer(s.units), money(s.gross), money(s.tax), money(s.net), money(s.commission), money(s.proceeds),
-                      money(s.refunds), money(s.netAfterRefunds), money(s.proceedsAfterRefunds)], style: style)
+                      money(s.refunds), money(s.refundCommission), money(s.netAfterRefunds), money(s.proceedsAfterRefunds)], style: style)
         }
         var monthRows = byMonth.keys.sorted().map { line(.text($0.description), byMonth[$0]!) }
         monthRows.append(line(.text("Total"), total, style: .total))

@@ -56,7 +56,7 @@ public enum ReportSchema {
     static let summaryByMonth = [
         c("month"), c("units", .integer), c("gross_reporting", .money), c("tax_reporting", .money), c("net_reporting", .money),
         c("commission_reporting", .money), c("proceeds_reporting", .money), c("refunds_reporting", .money),
-        c("net_after_refunds_reporting", .money), c("proceeds_after_refunds_reporting", .money),
+        c("commission_returned_reporting", .money), c("net_after_refunds_reporting", .money), c("proceeds_after_refunds_reporting", .money),
     ]
     static let summaryByRegion = [
         c("storefront"), c("units", .integer), c("net_after_refunds_reporting", .money), c("proceeds_after_refunds_reporting", .money),

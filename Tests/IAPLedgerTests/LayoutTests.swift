@@ -177,7 +177,7 @@ final class LayoutTests: XCTestCase {
         let book = try XLSXReader.sheets(url)
         XCTAssertEqual(book["Summary"]![0].first, "Summary: in-app purchase revenue, production book")
         XCTAssertEqual(book["Summary"]!.first { $0.first == "Month" }, ["Month", "Units", "Gross (USD)", "Tax (USD)", "Net sales (USD)", "Commission (USD)",
-                                             "Proceeds (USD)", "Refunds (USD)", "Net after refunds (USD)", "Proceeds after refunds (USD)"])
+                                             "Proceeds (USD)", "Refunds (USD)", "Commission returned (USD)", "Net after refunds (USD)", "Proceeds after refunds (USD)"])
         XCTAssertEqual(book["Trial Balance"]![3], ["Book", "Account", "Currency", "Debit", "Credit", "Balance", "Balance (USD)"])
         XCTAssertEqual(book["Journal"]![0].first, "Journal: production book")
         XCTAssertEqual(book["Journal"]![3], ["Entry", "Date", "Original date", "Late", "Kind", "Transaction", "Product", "Storefront",

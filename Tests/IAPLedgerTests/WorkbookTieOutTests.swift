@@ -48,12 +48,12 @@ final class WorkbookTieOutTests: XCTestCase {
         // Summary totals row.
         let summary = book["Summary"]!
         let total = try XCTUnwrap(summary.first { $0.first == "Total" })
-        let (net, proceeds, refunds, netAfter) = (minor(total[4]), minor(total[6]), minor(total[7]), minor(total[8]))
+        let (net, proceeds, refunds, netAfter) = (minor(total[4]), minor(total[6]), minor(total[7]), minor(total[9]))
         XCTAssertTrue(refunds > 0, "the demo has refunds")
         // The month rows add up to the Total row.
         let monthRows = summary.filter { $0.first.map { $0.count == 7 && $0.hasPrefix("20") } ?? false }
         XCTAssertGreaterThan(monthRows.count, 1)
-        for col in 1...9 {
+        for col in 1...10 {
             XCTAssertEqual(monthRows.map { minor($0[col]) }.reduce(0, +), minor(total[col]), "Summary column \(col)")
         }
 
@@ -91,14 +91,16 @@ final class WorkbookTieOutTests: XCTestCase {
         }
         XCTAssertGreaterThan(rows, 0, "the \(month) Journal lists postings", file: file, line: line)
         let m = try XCTUnwrap(book["Summary"]!.first { $0.first == month }, "Summary row \(month)", file: file, line: line)
-        let (net, commission, proceeds, refunds, netAfter, proceedsAfter) =
-            (minor(m[4]), minor(m[5]), minor(m[6]), minor(m[7]), minor(m[8]), minor(m[9]))
+        let (net, commission, proceeds, refunds, returned, netAfter, proceedsAfter) =
+            (minor(m[4]), minor(m[5]), minor(m[6]), minor(m[7]), minor(m[8]), minor(m[9]), minor(m[10]))
         XCTAssertEqual(net, -journalSales, file: file, line: line)
         XCTAssertEqual(refunds, journalRefunds, file: file, line: line)
         XCTAssertEqual(netAfter, -(journalSales + journalRefunds), file: file, line: line)
         XCTAssertEqual(proceedsAfter, journalReceivable, file: file, line: line)
-        // Commission returned on refunds = refunded net - refunded proceeds.
-        XCTAssertEqual(journalCommission, commission - (refunds - (proceeds - proceedsAfter)), file: file, line: line)
+        // The commission account: the sales' commission less what the refunds returned, which is
+        // the refunded net less the refunded proceeds.
+        XCTAssertEqual(journalCommission, commission - returned, file: file, line: line)
+        XCTAssertEqual(returned, refunds - (proceeds - proceedsAfter), file: file, line: line)
         XCTAssertEqual(net - commission, proceeds, file: file, line: line)
     }
 
@@ -111,9 +113,9 @@ final class WorkbookTieOutTests: XCTestCase {
         let xml = try XLSXParts.read(url, "xl/worksheets/sheet\(summary + 1).xml")
         let notes = try XLSXReader.sheets(url)["Summary"]!.dropFirst().prefix { !($0.first ?? "").isEmpty }
         XCTAssertGreaterThanOrEqual(notes.count, 4, "\(notes)")
-        // The Summary's tables use columns A to J.
+        // The Summary's tables use columns A to K.
         for row in 2...(1 + notes.count) {
-            XCTAssertTrue(xml.contains("<mergeCell ref=\"A\(row):J\(row)\"/>"), "note row \(row) is merged across A:J")
+            XCTAssertTrue(xml.contains("<mergeCell ref=\"A\(row):K\(row)\"/>"), "note row \(row) is merged across A:K")
         }
         let heights = XLSXReader.matches(xml, #"<row r="(\d+)"[^>]* ht="([0-9.]+)""#).compactMap { m in Int(m[0]).map { ($0, Double(m[1]) ?? 0) } }
         let longest = notes.enumerated().max { $0.element[0].count < $1.element[0].count }!
