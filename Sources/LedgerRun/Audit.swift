@@ -305,11 +305,15 @@ public struct Audit {
             // The notifications the records are (each UUID's first record), and the reversal
             // each REFUND_REVERSED asks for (the first for a transaction, whose transaction
             // agreed with the stored one: no conflict or refusal was found in its record).
-            let notificationsStored = try r.notificationUUIDs()
             let disagreeing = try r.recordsWithTransactionFindings()
-            var notificationsSeen = Set<String>(), notificationsMissing: [String] = []
+            var notificationsMissing: [String] = []
             var reversalsAsked: [String: (uuid: String, day: Day, at: String)] = [:]
-            try r.forEachSourceRecordText { path, line, outcome, code, recordSHA, fileSHA, chunk, raw, kind in
+            // Each transaction's first record is the first verified record that reports it (the
+            // night stores it from that one: another made its first would give it that record's
+            // quantity, price or expiry), and a refund a record reports is stored (the sale
+            // waiting with it would post without its refund).
+            var notFirst: [String] = [], refundsMissing: [String] = []
+            try r.forEachSourceRecordText { path, line, outcome, code, recordSHA, fileSHA, chunk, raw, kind, recordId in
                 report.records += 1
                 guard let raw else {
                     report.problems.append(Problem(entryId: nil, message: "source record \(path):\(line): its text's chunk \(chunk ?? 0) cannot be read (not the compressed text of its recorded size): it was damaged or altered after it was read"))
@@ -317,14 +321,29 @@ public struct Audit {
                 }
                 if outcome == "verified" && kind != "orders" {
                     let said = Self.reported(kind: kind, path: path, raw: raw, receiptVerifier: receiptVerifier, signedVerifier: signedVerifier)
-                    for id in said.transactions where try !r.transactionIsStored(id) {
-                        unstoredCount += 1
-                        if unstored.count < 20 { unstored.append("\(id) (\(path):\(line))") }
+                    let agreed = !disagreeing.contains(recordId)
+                    for t in said.transactions {
+                        guard let stored = try r.storedFirstRecord(t.id) else {
+                            unstoredCount += 1
+                            if unstored.count < 20 { unstored.append("\(t.id) (\(path):\(line))") }
+                            continue
+                        }
+                        // (A signed record of a purchase a receipt brought becomes its first while
+                        // its sale waits: it gives the sale its own storefront and price.)
+                        if stored.recordId > recordId && stored.kind != "signed" && agreed && notFirst.count < 20 {
+                            notFirst.append("transaction \(t.id) is first reported by \(path):\(line) (record #\(recordId)), but the ledger holds record #\(stored.recordId) as its first: changed, so the transaction is given another record's figures")
+                        }
+                        if t.refunded && !stored.refunded && agreed && refundsMissing.count < 20 {
+                            refundsMissing.append("transaction \(t.id): \(path):\(line) reports it refunded, but the ledger stores no refund for it: removed (its sale would post, or stay posted, without its refund)")
+                        }
                     }
-                    if let n = said.notification, notificationsSeen.insert(n.uuid).inserted {
-                        if !notificationsStored.contains(n.uuid) { notificationsMissing.append("\(n.type) \(n.uuid) (\(path):\(line))") }
-                        if n.type == "REFUND_REVERSED", let id = n.transactionId, let book = n.book, let day = n.day,
-                           !disagreeing.contains("\(path):\(line)"), reversalsAsked["\(book.rawValue)|\(id)"] == nil {
+                    // Each UUID's notification row names the record it was first stored from: a
+                    // record after it is a resend, which asks for nothing.
+                    if let n = said.notification {
+                        let first = try r.notificationRecord(uuid: n.uuid)
+                        if first == nil && notificationsMissing.count < 20 { notificationsMissing.append("\(n.type) \(n.uuid) (\(path):\(line))") }
+                        if first == recordId, n.type == "REFUND_REVERSED", let id = n.transactionId, let book = n.book, let day = n.day,
+                           agreed, reversalsAsked["\(book.rawValue)|\(id)"] == nil {
                             reversalsAsked["\(book.rawValue)|\(id)"] = (n.uuid, day, "\(path):\(line)")
                         }
                     }
@@ -336,7 +355,8 @@ public struct Audit {
                     && (raw.isEmpty || !["EMPTY_FILE", "INVALID_UTF8", "FILE_TOO_LARGE"].contains(code ?? "")) { return }
                 report.problems.append(Problem(entryId: nil, message: "source record \(path):\(line): its stored text no longer hashes to the SHA-256 recorded when it was read (\(recordSHA)): it was changed after it was read"))
             }
-            for m in notificationsMissing.prefix(20) {
+            for m in notFirst + refundsMissing { report.problems.append(Problem(entryId: nil, message: m)) }
+            for m in notificationsMissing {
                 report.problems.append(Problem(entryId: nil, message: "notification \(m) is a verified record, but the ledger holds no notification of that UUID: deleted"))
             }
             // The reversals asked for are those the notifications ask for, dated as they are: a
@@ -373,6 +393,7 @@ public struct Audit {
                 let read: [String: String?] = ["order_id": o.orderId, "account_id": o.accountId, "transaction_id": o.transactionId,
                                                "product_id": o.productId, "quantity": String(o.quantity),
                                                "credited_units": String(o.creditedUnits), "credited_at": o.creditedAt,
+                                               "credited_ms": String(o.creditedMs),
                                                "environment": o.environment, "storefront": o.storefront,
                                                "app_account_token": o.appAccountToken, "reversed_at": o.reversedAt]
                 let differing = version.fields.filter { f in (read[f.name] ?? nil).flatMap { $0.isEmpty ? nil : $0 } != f.value }
@@ -383,6 +404,9 @@ public struct Audit {
             // And none is missing: an order version deleted would leave its sale to post at
             // another storefront (or at the default), and its order out of reconciliation.
             let missing = try r.missingOrderVersions()
+            for id in missing.reordered {
+                report.problems.append(Problem(entryId: nil, message: "order version #\(id) comes from a line read before the line of a version before it: versions were reordered (an older line made an order's latest state)"))
+            }
             for gap in missing.gaps {
                 report.problems.append(Problem(entryId: nil, message: "order version\(gap.count == 1 ? " #\(gap.lowerBound) is" : "s #\(gap.lowerBound) to #\(gap.upperBound) are") missing (version ids run on without a gap, and none is ever deleted): removed"))
             }
@@ -694,7 +718,8 @@ public struct Audit {
     /// for a notification its UUID, type, and the transaction, book and day a REFUND_REVERSED
     /// asks a reversal for (as the night dates it: the notification's signedDate).
     struct Reported {
-        var transactions: [String] = []
+        /// Each transaction, and whether the record reports it refunded.
+        var transactions: [(id: String, refunded: Bool)] = []
         var notification: (uuid: String, type: String, transactionId: String?, book: Book?, day: Day?)? = nil
     }
 
@@ -705,7 +730,7 @@ public struct Audit {
             guard let response = try? LegacyReceiptParser.parse(Substring(raw)),
                   case let .verified(_, transactions, _) = receiptVerifier.verify(response, location: SourceLocation(path: "", line: 0))
             else { return Reported() }
-            return Reported(transactions: transactions.map(\.transactionId))
+            return Reported(transactions: transactions.map { ($0.transactionId, $0.cancellationMs != nil) })
         case "signed":
             let ext = (path as NSString).pathExtension.lowercased()
             guard let jws = Ingest.jws(in: RawRecord(line: 0, text: Substring(raw)), fileExtension: ext) else { return Reported() }
@@ -723,8 +748,8 @@ public struct Audit {
                                     t.map { Day(epochMilliseconds: n.signedDateMs ?? $0.signedDateMs ?? $0.purchaseDateMs ?? 0) })
             default: t = nil
             }
-            guard let t, case .success = t.observation() else { return out }
-            out.transactions = [t.transactionId]
+            guard let t, case .success(let o) = t.observation() else { return out }
+            out.transactions = [(t.transactionId, o.cancellationMs != nil)]
             return out
         default:
             return Reported()
@@ -778,7 +803,7 @@ public struct Audit {
     static func recordedRulesDiffer(_ e: EntryDraft, rules: Rules, config: WorkspaceConfig) -> String? {
         let a = e.rules, day = e.originalDate
         var differ: [String] = []
-        if a.storefrontSource == "default_storefront" && a.storefront != config.defaultStorefront {
+        if a.storefrontSource == "default_storefront" && a.storefront.uppercased() != config.defaultStorefront.uppercased() {
             differ.append("booked in \(a.storefront) as default_storefront, which iapledger.toml set to \(config.defaultStorefront)")
         }
         if let sf = rules.storefront(a.storefront, on: day) {

@@ -512,8 +512,10 @@ public struct NightlyRun {
     }
 
     /// The current time as an ISO 8601 UTC timestamp (`2026-10-02T09:00:00Z`).
-    public static func timestamp() -> String {
-        ISO8601DateFormatter().string(from: Date())
+    public static func timestamp(milliseconds: Bool = false) -> String {
+        let f = ISO8601DateFormatter()
+        if milliseconds { f.formatOptions = [.withInternetDateTime, .withFractionalSeconds] }
+        return f.string(from: Date())
     }
 }
 
@@ -1254,14 +1256,25 @@ struct Ingest {
             }
             // A signed record of the purchase a legacy receipt brought (which names no storefront
             // or price, so none was compared above): it gives the transaction its own.
+            var conflict = false
             if differences.isEmpty, existing.firstRecordId != recordId, e.storefront == nil, e.priceMilliunits == nil,
-               t.storefront != nil || t.priceMilliunits != nil,
-               try signedOverReceipt(existing, t, recordId: recordId, location: location) {
-                try writer.resolvePendingRecords(transactionId: t.transactionId, runId: runId, note: "verified by \(location)")
-                return true
+               t.storefront != nil || t.priceMilliunits != nil {
+                switch try signedOverReceipt(existing, t, recordId: recordId, location: location) {
+                case .adopted:
+                    try writer.resolvePendingRecords(transactionId: t.transactionId, runId: runId, note: "verified by \(location)")
+                    return true
+                case .kept: break
+                // Said (TRANSACTION_CONFLICT): a record that contradicts the transaction asks for
+                // nothing (no reversal from its notification), as one differing below.
+                case .conflict: conflict = true
+                }
             }
             // (A receipt may list a transaction twice: its first record is not linked again.)
             if existing.firstRecordId != recordId { try writer.linkSource(transactionId: t.transactionId, recordId: recordId) }
+            if conflict {
+                try writer.resolvePendingRecords(transactionId: t.transactionId, runId: runId, note: "verified by \(location)")
+                return false
+            }
             agrees = differences.isEmpty
             if !agrees {
                 // A record that contradicts the transaction is not trusted for its refund either:
@@ -1294,8 +1307,10 @@ struct Ingest {
     /// (true), unless it gives more than storefront and price differently (said, the first
     /// kept, so that a renewal never moves chain unseen); once posted, a booking that differs is
     /// said (entries are never rewritten).
+    enum SignedOverReceipt { case adopted, kept, conflict }
+
     mutating func signedOverReceipt(_ existing: StoredTransaction, _ t: TransactionObservation, recordId: Int64,
-                                    location: SourceLocation) throws -> Bool {
+                                    location: SourceLocation) throws -> SignedOverReceipt {
         let e = existing.observation
         switch existing.saleStatus {
         case "pending":
@@ -1305,15 +1320,15 @@ struct Ingest {
                     \(location) reports transaction \(t.transactionId) differently from its first source, a legacy receipt: \
                     \(others.joined(separator: ", ")); the first is kept, and the storefront and price the signed record gives are not taken
                     """, runId: runId)
-                return false
+                return .conflict
             }
-            return try writer.adoptRecord(t, recordId: recordId, previousRecordId: existing.firstRecordId)
+            return try writer.adoptRecord(t, recordId: recordId, previousRecordId: existing.firstRecordId) ? .adopted : .kept
         case "posted":
-            guard let booked = try writer.entry(book: e.book, transactionId: t.transactionId, kind: .sale) else { return false }
+            guard let booked = try writer.entry(book: e.book, transactionId: t.transactionId, kind: .sale) else { return .kept }
             let currency = Currency.isoUppercased(t.currency ?? booked.figures.currency)
             let own = t.priceMilliunits.map { Currency.minorUnits(milliunits: $0, exponent: Currency.exponent(currency) ?? 2) }
             guard (t.storefront.map { Currency.isoUppercased($0) != booked.storefront } ?? false)
-                    || currency != booked.figures.currency || (own.map { $0 != booked.figures.grossMinor } ?? false) else { return false }
+                    || currency != booked.figures.currency || (own.map { $0 != booked.figures.grossMinor } ?? false) else { return .kept }
             func amount(_ minor: Int64, _ currency: String) -> String { Currency.format(minor: minor, currency: currency) + " " + currency }
             // One finding per sale (refreshed by each later record saying so), not per record.
             try writer.openFinding(code: "SIGNED_AFTER_POSTING", transactionId: t.transactionId, recordId: nil, message: """
@@ -1322,9 +1337,9 @@ struct Ingest {
                 gross \(amount(booked.figures.grossMinor, booked.figures.currency)). The entry stays as posted (entries are never rewritten): \
                 book the difference by hand if it matters
                 """, runId: runId)
-            return false
+            return .kept
         default:
-            return false
+            return .kept
         }
     }
 

@@ -146,15 +146,19 @@ public struct ReportFile: Equatable {
 extension ReportFile {
     /// Registers the files written (not those kept as they were) in the ledger: path, SHA-256
     /// of the bytes on disk, size, when, and the night (`runId`) or `report` (nil) that wrote them.
-    static func register(_ files: [ReportFile], workspace: Workspace, ledger: Ledger, runId: Int64?) throws {
+    /// Registers the files written (not those kept as they were); the registrations' head after them.
+    @discardableResult
+    static func register(_ files: [ReportFile], workspace: Workspace, ledger: Ledger, runId: Int64?) throws -> String? {
         var entries: [(path: String, sha256: String, sizeBytes: Int64)] = []
         for f in files where !f.kept {
             let (sha, size) = try LineReader.hash(f.url.path)
             entries.append((workspace.relative(f.url), sha, Int64(size)))
         }
-        guard !entries.isEmpty else { return }
-        let at = NightlyRun.timestamp()
-        try ledger.write { w in try w.registerReportFiles(entries, writtenAt: at, runId: runId) }
+        guard !entries.isEmpty else { return nil }
+        // To the millisecond: the files of one night or `report` share it, and tell it apart
+        // from the next one's (`verify --runs` lists the head after each).
+        let at = NightlyRun.timestamp(milliseconds: true)
+        return try ledger.write { w in try w.registerReportFiles(entries, writtenAt: at, runId: runId) }
     }
 }
 
@@ -197,7 +201,7 @@ final class JobResults: @unchecked Sendable {
 /// included: the books as of the month's last day (or the last night's date, for the month
 /// still running), into `reports/<that date>/`.
 public enum PeriodReport {
-    public static func write(workspace: Workspace, period: Month) throws -> (asOf: Day, files: [ReportFile], note: String?) {
+    public static func write(workspace: Workspace, period: Month) throws -> (asOf: Day, files: [ReportFile], note: String?, head: String?) {
         try write(workspace: workspace) { lastNight in
             var asOf = period.lastDay
             if let last = lastNight, last < asOf { asOf = last }
@@ -211,7 +215,7 @@ public enum PeriodReport {
     /// `iapledger report --as-of YYYY-MM-DD`: the set of a day up to the last night, into
     /// `reports/<day>/` (a night's own, with its Run Info, when a night ran as of that day): a
     /// night whose workbooks failed after its commit gets them back after a later night ran.
-    public static func write(workspace: Workspace, asOf day: Day) throws -> (asOf: Day, files: [ReportFile], note: String?) {
+    public static func write(workspace: Workspace, asOf day: Day) throws -> (asOf: Day, files: [ReportFile], note: String?, head: String?) {
         try write(workspace: workspace) { lastNight in
             guard let last = lastNight, day <= last else {
                 throw StoreError(message: "\(day) is after the last night (\(lastNight.map(\.description) ?? "none")): a night's workbooks are written by `iapledger run --as-of \(day)`")
@@ -220,7 +224,7 @@ public enum PeriodReport {
         }
     }
 
-    static func write(workspace: Workspace, day: (Day?) throws -> Day) throws -> (asOf: Day, files: [ReportFile], note: String?) {
+    static func write(workspace: Workspace, day: (Day?) throws -> Day) throws -> (asOf: Day, files: [ReportFile], note: String?, head: String?) {
         let layouts = try workspace.loadLayouts()
         // Not beside a night writing the same sets (the last rename would win, file by file).
         let lock = try RunLock(url: workspace.lockURL)
@@ -230,17 +234,18 @@ public enum PeriodReport {
         workspace.removeStaleTempFiles()
         // Registered in the ledger when it can be written and registers them (a copy of the
         // ledger kept read-only, or one no night has upgraded yet, is left as it is).
-        func register(_ files: [ReportFile]) -> String? {
-            guard !files.isEmpty else { return nil }
+        /// Why the files were not registered (nil when they were), and the registrations' head
+        /// after them (as the transaction that registered them left it).
+        func register(_ files: [ReportFile]) -> (note: String?, head: String?) {
+            guard !files.isEmpty else { return (nil, nil) }
             do {
                 let writable = try Ledger(path: ledger.path, readOnly: false, migrate: false)
                 guard try writable.read({ try $0.registersReportFiles() }) else {
-                    return "not registered: this ledger registers no report files yet (its next night upgrades it)"
+                    return ("not registered: this ledger registers no report files yet (its next night upgrades it)", nil)
                 }
-                try ReportFile.register(files, workspace: workspace, ledger: writable, runId: nil)
-                return nil
+                return (nil, try ReportFile.register(files, workspace: workspace, ledger: writable, runId: nil))
             } catch {
-                return "not registered in the ledger (\(error)); `verify --workbook` will not know them"
+                return ("not registered in the ledger (\(error)); `verify --workbook` will not know them", nil)
             }
         }
         let files: [ReportFile]
@@ -250,6 +255,7 @@ public enum PeriodReport {
             _ = register(partly.written)
             throw partly.error
         }
-        return (asOf, files, register(files))
+        let registered = register(files)
+        return (asOf, files, registered.note, registered.head)
     }
 }

@@ -52,34 +52,39 @@ enum RulesChanges {
             }
         }
         if paths.contains("rules/storefronts.csv") {
-            let changes = Set(oldRules.storefronts.keys).union(rules.storefronts.keys).sorted().compactMap { code -> (String, Day)? in
-                firstDifference(oldRules.storefronts[code] ?? [], rules.storefronts[code] ?? [], through: through, \.effectiveFrom) {
-                    $0.currency == $1.currency && $0.taxRate == $1.taxRate && $0.taxIncluded == $1.taxIncluded
-                }.map { (code, $0) }
+            func same(_ x: StorefrontRule, _ y: StorefrontRule) -> Bool {
+                x.currency == y.currency && x.taxRate == y.taxRate && x.taxIncluded == y.taxIncluded
+            }
+            var changes: [(String, Span<StorefrontRule>)] = []
+            for code in Set(oldRules.storefronts.keys).union(rules.storefronts.keys).sorted() {
+                let spans = differingSpans(oldRules.storefronts[code] ?? [], rules.storefronts[code] ?? [], through: through, \StorefrontRule.effectiveFrom, same)
+                changes += spans.map { (code, $0) }
             }
             if !changes.isEmpty {
                 let counts = try r.salesPostedByDay(pricedByRules: false)
-                func says(_ s: StorefrontRule?) -> String { s.map { "\($0.currency), tax \($0.taxRate) \($0.taxIncluded ? "included" : "added") from \($0.effectiveFrom)" } ?? "(none)" }
-                for (code, day) in changes {
-                    let n = sum(counts[code], from: day)
+                func says(_ s: StorefrontRule?) -> String { s.map { "\($0.currency), tax \($0.taxRate) \($0.taxIncluded ? "included" : "added")" } ?? "(none)" }
+                for (code, span) in changes {
+                    let n = sum(counts[code], from: span.from, to: span.to)
                     guard n > 0 else { continue }
-                    lines.append("rules/storefronts.csv: \(code) on \(day): \(says(oldRules.storefront(code, on: day))) -> \(says(rules.storefront(code, on: day))): \(count(n)) from \(day) by the rows before")
+                    lines.append("rules/storefronts.csv: \(code) \(span.from)..\(span.to): \(says(span.old)) -> \(says(span.new)): \(count(n)) by the rows before")
                 }
             }
         }
         if paths.contains("rules/prices.csv") {
-            let changes = Set(oldRules.prices.keys).union(rules.prices.keys).sorted().compactMap { key -> (PriceRule, Day)? in
+            var changes: [(PriceRule, Span<PriceRule>)] = []
+            for key in Set(oldRules.prices.keys).union(rules.prices.keys).sorted() {
                 let a = oldRules.prices[key] ?? [], b = rules.prices[key] ?? []
-                guard let row = a.first ?? b.first else { return nil }
-                return firstDifference(a, b, through: through, \.effectiveFrom) { $0.price == $1.price }.map { (row, $0) }
+                guard let row = a.first ?? b.first else { continue }
+                let spans = differingSpans(a, b, through: through, \PriceRule.effectiveFrom) { $0.price == $1.price }
+                changes += spans.map { (row, $0) }
             }
             if !changes.isEmpty {
                 let counts = try r.salesPostedByDay(pricedByRules: true)
-                func says(_ p: PriceRule?) -> String { p.map { "\($0.price) from \($0.effectiveFrom)" } ?? "(none)" }
-                for (row, day) in changes {
-                    let n = sum(counts[row.storefront + "|" + row.productId], from: day)
+                func says(_ p: PriceRule?) -> String { p.map { "\($0.price)" } ?? "(none)" }
+                for (row, span) in changes {
+                    let n = sum(counts[row.storefront + "|" + row.productId], from: span.from, to: span.to)
                     guard n > 0 else { continue }
-                    lines.append("rules/prices.csv: \(row.productId) in \(row.storefront) on \(day): \(says(oldRules.price(product: row.productId, storefront: row.storefront, on: day))) -> \(says(rules.price(product: row.productId, storefront: row.storefront, on: day))): \(count(n)) from \(day) at the prices before")
+                    lines.append("rules/prices.csv: \(row.productId) in \(row.storefront) \(span.from)..\(span.to): \(says(span.old)) -> \(says(span.new)): \(count(n)) at the prices before")
                 }
             }
         }
@@ -110,18 +115,24 @@ enum RulesChanges {
         return lines.isEmpty ? nil : (last.id, lines)
     }
 
-    /// The first day on or before `through` on which the rows in force differ (rows sorted by
-    /// date; `same` says whether two rows give the same), or nil.
-    static func firstDifference<T>(_ a: [T], _ b: [T], through: Day, _ date: KeyPath<T, Day>, _ same: (T, T) -> Bool) -> Day? {
+    /// A run of days on which the rows in force before and now differ.
+    struct Span<T> { var from: Day; var to: Day; var old: T?; var new: T? }
+
+    /// The runs of days on or before `through` on which a row was in force before and the rows
+    /// in force differ (rows sorted by date; `same` says whether two rows give the same): a rate
+    /// changed for September alone is September, not September to the last night. Days on which
+    /// no row was in force before priced nothing, and are left out.
+    static func differingSpans<T>(_ a: [T], _ b: [T], through: Day, _ date: KeyPath<T, Day>, _ same: (T, T) -> Bool) -> [Span<T>] {
         let days = Set(a.map { $0[keyPath: date] } + b.map { $0[keyPath: date] }).filter { $0 <= through }.sorted()
-        for day in days {
-            switch (Rules.inForce(a, on: day, date), Rules.inForce(b, on: day, date)) {
-            case (nil, nil): continue
-            case let (x?, y?) where same(x, y): continue
-            default: return day
-            }
+        var out: [Span<T>] = []
+        for (i, day) in days.enumerated() {
+            let end = i + 1 < days.count ? days[i + 1] + (-1) : through
+            let x = Rules.inForce(a, on: day, date), y = Rules.inForce(b, on: day, date)
+            guard let x else { continue }
+            if let y, same(x, y) { continue }
+            out.append(Span(from: day, to: end, old: x, new: y))
         }
-        return nil
+        return out
     }
 
     /// The runs of days on or before `through` whose Small Business Program membership differs

@@ -118,14 +118,14 @@ extension LedgerReader {
     /// `kind` is the file's (`receipts`, `signed`, `orders`).
     public func forEachSourceRecordText(_ body: (_ path: String, _ line: Int, _ outcome: String, _ reasonCode: String?,
                                                  _ recordSHA256: String, _ fileSHA256: String, _ chunk: Int64?,
-                                                 _ raw: String?, _ kind: String) throws -> Void) throws {
+                                                 _ raw: String?, _ kind: String, _ recordId: Int64) throws -> Void) throws {
         var chunks = chunkReader()
         let cursor = try Row.fetchCursor(db, sql: """
-            SELECT f.path, r.line, r.outcome, r.reason_code, r.record_sha256, f.sha256, CAST(r.raw AS BLOB), \(chunkColumns), f.kind
+            SELECT f.path, r.line, r.outcome, r.reason_code, r.record_sha256, f.sha256, CAST(r.raw AS BLOB), \(chunkColumns), f.kind, r.id
             FROM source_record r JOIN source_file f ON f.id = r.file_id ORDER BY r.id
             """)
         while let r = try cursor.next() {
-            try body(r[0], r[1], r[2], r[3], r[4], r[5], r[7], try Self.text(r, raw: 6, chunk: 7, &chunks), r[10])
+            try body(r[0], r[1], r[2], r[3], r[4], r[5], r[7], try Self.text(r, raw: 6, chunk: 7, &chunks), r[10], r[11])
         }
     }
 
@@ -146,13 +146,15 @@ extension LedgerReader {
             ? "(SELECT header FROM source_file_header h WHERE h.file_id = r.file_id)" : "NULL"
         let cursor = try Row.fetchCursor(db, sql: """
             SELECT v.id, v.order_id, v.account_id, v.transaction_id, v.product_id, v.quantity, v.credited_units, v.credited_at,
-                   v.environment, v.storefront, v.app_account_token, v.reversed_at,
+                   v.credited_ms, v.environment, v.storefront, v.app_account_token, v.reversed_at,
                    f.path, r.line, \(header), CAST(r.raw AS BLOB), \(chunkColumns)
             FROM order_version v JOIN source_record r ON r.id = v.record_id JOIN source_file f ON f.id = r.file_id
             ORDER BY v.id
             """)
+        // credited_ms orders an order's credits (the earliest credited names a sale's
+        // storefront): read again from credited_at like the rest.
         let names = ["order_id", "account_id", "transaction_id", "product_id", "quantity", "credited_units", "credited_at",
-                     "environment", "storefront", "app_account_token", "reversed_at"]
+                     "credited_ms", "environment", "storefront", "app_account_token", "reversed_at"]
         while let r = try cursor.next() {
             let fields = names.enumerated().map { i, name -> (name: String, value: String?) in
                 let v = r[i + 1] as DatabaseValue
@@ -162,8 +164,8 @@ extension LedgerReader {
                 default: return (name, nil)
                 }
             }
-            try body(StoredOrderVersion(id: r[0], orderId: r[1], fields: fields), r[12], r[13], r[14],
-                     try Self.text(r, raw: 15, chunk: 16, &chunks))
+            try body(StoredOrderVersion(id: r[0], orderId: r[1], fields: fields), r[13], r[14], r[15],
+                     try Self.text(r, raw: 16, chunk: 17, &chunks))
         }
     }
 
@@ -171,26 +173,40 @@ extension LedgerReader {
     /// the middle), and verified order lines that made no version though they repeat no earlier
     /// line of their order that made one (a night stores a version for every line but one that
     /// repeats its order's line as it stands). At most `limit` of each.
-    public func missingOrderVersions(limit: Int = 20) throws -> (gaps: [ClosedRange<Int64>], lines: [(orderId: String, path: String, line: Int)], count: Int) {
-        var gaps: [ClosedRange<Int64>] = []
-        var previous: Int64 = 0
+    /// `reordered`: versions whose source line was read before the line of the version before
+    /// them (a night stores versions in the order it reads their lines: ids swapped would make an
+    /// older line an order's latest state).
+    public func missingOrderVersions(limit: Int = 20) throws -> (gaps: [ClosedRange<Int64>], lines: [(orderId: String, path: String, line: Int)], count: Int,
+                                                                 reordered: [Int64]) {
+        var gaps: [ClosedRange<Int64>] = [], reordered: [Int64] = []
+        var previous: Int64 = 0, previousRecord: Int64 = 0
         var recordIds: [Int64] = []
         let versions = try Row.fetchCursor(db, sql: "SELECT id, record_id FROM order_version ORDER BY id")
         while let v = try versions.next() {
-            let id: Int64 = v[0]
+            let id: Int64 = v[0], record: Int64 = v[1]
             if id > previous + 1 && gaps.count < limit { gaps.append((previous + 1)...(id - 1)) }
-            previous = id
-            recordIds.append(v[1])
+            if record < previousRecord && reordered.count < limit { reordered.append(id) }
+            previous = id; previousRecord = max(previousRecord, record)
+            recordIds.append(record)
         }
         recordIds.sort()
         var next = 0, count = 0
         var lines: [(orderId: String, path: String, line: Int)] = []
-        let repeats = try db.cachedStatement(sql: """
+        // As the night decides: a line repeats its order's latest version read before it, or,
+        // in a file whose bytes were read before under another name (sent again), any version.
+        let latest = try db.cachedStatement(sql: """
+            SELECT r2.record_sha256 FROM order_version v JOIN source_record r2 ON r2.id = v.record_id
+            WHERE v.order_id = ? AND v.record_id < ? ORDER BY v.record_id DESC LIMIT 1
+            """)
+        let any = try db.cachedStatement(sql: """
             SELECT EXISTS (SELECT 1 FROM order_version v JOIN source_record r2 ON r2.id = v.record_id
                            WHERE v.order_id = ? AND r2.record_sha256 = ? AND r2.id < ?)
             """)
+        let resent = try db.cachedStatement(sql: """
+            SELECT EXISTS (SELECT 1 FROM source_file f2 WHERE f2.sha256 = ? AND f2.path <> ? AND f2.id < ?)
+            """)
         let records = try Row.fetchCursor(db, sql: """
-            SELECT r.id, r.order_id, r.record_sha256, f.path, r.line FROM source_record r JOIN source_file f ON f.id = r.file_id
+            SELECT r.id, r.order_id, r.record_sha256, f.path, r.line, f.id, f.sha256 FROM source_record r JOIN source_file f ON f.id = r.file_id
             WHERE r.outcome = 'verified' AND f.kind = 'orders' ORDER BY r.id
             """)
         while let r = try records.next() {
@@ -198,11 +214,14 @@ extension LedgerReader {
             while next < recordIds.count && recordIds[next] < id { next += 1 }
             if next < recordIds.count && recordIds[next] == id { continue }
             guard let orderId: String = r[1] else { continue }
-            if try Bool.fetchOne(repeats, arguments: [orderId, r[2] as String, id]) == true { continue }
+            let sha: String = r[2]
+            if try String.fetchOne(latest, arguments: [orderId, id]) == sha { continue }
+            if try Bool.fetchOne(resent, arguments: [r[6] as String, r[3] as String, r[5] as Int64]) == true,
+               try Bool.fetchOne(any, arguments: [orderId, sha, id]) == true { continue }
             count += 1
             if lines.count < limit { lines.append((orderId, r[3], r[4])) }
         }
-        return (gaps, lines, count)
+        return (gaps, lines, count, reordered)
     }
 
     /// Whether a version of order `orderId` names transaction `transactionId` with `storefront`
@@ -213,18 +232,16 @@ extension LedgerReader {
             """), arguments: [orderId, transactionId, storefront]) ?? false
     }
 
-    /// The UUIDs of the notifications stored.
-    public func notificationUUIDs() throws -> Set<String> {
-        Set(try String.fetchAll(db, sql: "SELECT uuid FROM notification"))
+    /// The record a notification was first stored from (nil when no notification of that UUID is stored).
+    public func notificationRecord(uuid: String) throws -> Int64? {
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT record_id FROM notification WHERE uuid = ?"), arguments: [uuid])
     }
 
-    /// The records (`path:line`) whose transaction the night refused or found in conflict with
-    /// the stored one (INVALID_TRANSACTION, TRANSACTION_CONFLICT): a REFUND_REVERSED among them
-    /// asks for no reversal.
-    public func recordsWithTransactionFindings() throws -> Set<String> {
-        Set(try String.fetchAll(db, sql: """
-            SELECT f.path || ':' || r.line FROM finding x JOIN source_record r ON r.id = x.record_id JOIN source_file f ON f.id = r.file_id
-            WHERE x.code IN ('INVALID_TRANSACTION', 'TRANSACTION_CONFLICT')
+    /// The records whose transaction the night refused or found in conflict with the stored one
+    /// (INVALID_TRANSACTION, TRANSACTION_CONFLICT): a REFUND_REVERSED among them asks for no reversal.
+    public func recordsWithTransactionFindings() throws -> Set<Int64> {
+        Set(try Int64.fetchAll(db, sql: """
+            SELECT record_id FROM finding WHERE code IN ('INVALID_TRANSACTION', 'TRANSACTION_CONFLICT') AND record_id IS NOT NULL
             """))
     }
 
@@ -232,6 +249,16 @@ extension LedgerReader {
     public func reversalRequests() throws -> [(book: String, transactionId: String, date: String, uuid: String)] {
         try Row.fetchAll(db, sql: "SELECT book, transaction_id, date, notification_uuid FROM reversal_request ORDER BY book, transaction_id")
             .map { ($0[0], $0[1], $0[2], $0[3]) }
+    }
+
+    /// The record a stored transaction was first read from (`first_record_id`), and whether it
+    /// stores a refund; nil when the ledger does not store it.
+    public func storedFirstRecord(_ id: String) throws -> (recordId: Int64, kind: String?, refunded: Bool)? {
+        try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT t.first_record_id, f.kind, t.cancellation_ms IS NOT NULL FROM store_transaction t
+            LEFT JOIN source_record r ON r.id = t.first_record_id LEFT JOIN source_file f ON f.id = r.file_id
+            WHERE t.transaction_id = ?
+            """), arguments: [id]).map { ($0[0], $0[1], $0[2]) }
     }
 
     /// Whether the ledger stores transaction `id` (in either book).

@@ -16,7 +16,8 @@ extension LedgerWriter {
     /// the bytes on disk, size): by the night `runId`, or by `report` (`runId` nil).
     /// Each registration is chained (schema v27): its hash covers it and the registration
     /// before it, as the entries' hashes do (`ReportFileChain`).
-    public func registerReportFiles(_ files: [(path: String, sha256: String, sizeBytes: Int64)], writtenAt: String, runId: Int64?) throws {
+    @discardableResult
+    public func registerReportFiles(_ files: [(path: String, sha256: String, sizeBytes: Int64)], writtenAt: String, runId: Int64?) throws -> String? {
         let chained = try db.columns(in: "report_file").contains { $0.name == "hash" }
         var previous = chained ? try ReportFileChain.head(db) : ReportFileChain.genesis
         for f in files {
@@ -29,6 +30,7 @@ extension LedgerWriter {
                 """).execute(arguments: StatementArguments([id, f.path, f.sha256, f.sizeBytes, writtenAt, runId, registered.writtenBy] + (chained ? [hash] : []) as [(any DatabaseValueConvertible)?]))
             if let hash { previous = hash }
         }
+        return chained ? previous : nil
     }
 }
 

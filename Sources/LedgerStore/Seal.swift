@@ -228,7 +228,8 @@ public enum LedgerSeal {
     /// resolved once every transaction it names is stored; a rejected order line by a later
     /// valid line of its order that the run read; a rejected whole file (empty, not UTF-8, too
     /// large, a bad header) by a later version of the same file that the run read; a line cut
-    /// short (TRUNCATED) by a later version of the file holding that line whole. Any other
+    /// short (TRUNCATED) by another version of the file (which held it whole: which lines a
+    /// version held is not kept, only its records; the resolution is sealed). Any other
     /// resolution (a rejected receipt, say) was written by hand, even through a run made up.
     static func implausibleResolutions(_ db: Database) throws -> [String] {
         let rows = try Row.fetchAll(db, sql: """
@@ -247,14 +248,12 @@ public enum LedgerSeal {
                                                 OR r.reason_code = 'FILE_TOO_LARGE' OR r.reason_code = 'BAD_CSV')
                     AND EXISTS (SELECT 1 FROM source_file f2 WHERE f2.path = f.path AND f2.run_id = r.resolved_run_id AND f2.id > f.id))
                 OR (r.outcome = 'rejected' AND r.reason_code = 'TRUNCATED'
-                    AND EXISTS (SELECT 1 FROM source_record r2 JOIN source_file f2 ON f2.id = r2.file_id
-                                WHERE f2.path = f.path AND f2.sha256 <> f.sha256
-                                  AND r2.line = r.line AND r2.reason_code IS NOT 'TRUNCATED'))
+                    AND EXISTS (SELECT 1 FROM source_file f2 WHERE f2.path = f.path AND f2.sha256 <> f.sha256))
             )
             ORDER BY r.id LIMIT 11
             """)
         return rows.prefix(10).map { r in
-            "source record #\(r[0] as Int64) (\(r[2] as String):\(r[3] as Int64), \(r[4] as String)\((r[5] as String?).map { " " + $0 } ?? "")) is marked resolved by run \(r[1] as Int64), but nothing that run read resolves it (a verified record of each transaction it names, a later valid line of its order, a later whole version of its file, a later version holding its cut line whole): resolved by hand"
+            "source record #\(r[0] as Int64) (\(r[2] as String):\(r[3] as Int64), \(r[4] as String)\((r[5] as String?).map { " " + $0 } ?? "")) is marked resolved by run \(r[1] as Int64), but nothing that run read resolves it (a verified record of each transaction it names, a later valid line of its order, a later whole version of its file, another version of the file, for a cut line): resolved by hand"
         } + (rows.count > 10 ? ["... and more source records resolved by hand"] : [])
     }
 

@@ -555,7 +555,7 @@ struct Report: ParsableCommand {
 
     func run() throws {
         try runReporting {
-            let written: (asOf: Day, files: [ReportFile], note: String?), title: String
+            let written: (asOf: Day, files: [ReportFile], note: String?, head: String?), title: String
             if let asOf {
                 guard let day = Day(iso: asOf) else { throw ValidationError("--as-of must be a date YYYY-MM-DD, got \(asOf)") }
                 (written, title) = (try PeriodReport.write(workspace: Workspace(ws.url), asOf: day), "as of \(day)")
@@ -566,7 +566,7 @@ struct Report: ParsableCommand {
             print("iapledger report \(title): the books as of \(written.asOf)")
             for f in written.files { printReportFile(f.url, kept: f.kept) }
             if let note = written.note { print("  note: the files were written, \(note)") }
-            else if let head = try Workspace(ws.url).openExistingLedger().1.read({ try $0.reportFilesHead() }) {
+            else if let head = written.head {
                 print("  report files: \(head) (the registrations' chain head after these files; keep it: `iapledger verify --runs` shows it again)")
             }
         }

@@ -119,7 +119,7 @@ final class KeptRulesTests: XCTestCase {
         XCTAssertEqual(changed.runId, 1)
         XCTAssertEqual(changed.lines, [
             "rules/fx.csv: EUR 2026-10 1.10 -> 1.12: 1 sale posted at the rate before",
-            "rules/prices.csv: coins.100 in JPN on 2026-10-05: 160 from 2020-01-01 -> 170 from 2026-10-05: 1 sale posted from 2026-10-05 at the prices before",
+            "rules/prices.csv: coins.100 in JPN 2026-10-05..2026-10-07: 160 -> 170: 1 sale posted at the prices before",
         ])
         // Said once: the next night posts by the files this one kept. The same values written
         // otherwise (0.190 for 0.19, 0.3 for 0.300), or a rate added where none was (no sale

@@ -14,7 +14,7 @@ final class ReportPeriodTests: XCTestCase {
         try ws.write("inbox/receipts/b.jsonl", Receipt.response([Receipt.item("r2", purchased: "2026-10-02T10:00:00Z")]) + "\n")
         try ws.run("2026-10-03")
 
-        let (asOf, written, _) = try PeriodReport.write(workspace: ws.workspace, period: Month(iso: "2026-09")!)
+        let (asOf, written, _, _) = try PeriodReport.write(workspace: ws.workspace, period: Month(iso: "2026-09")!)
         let files = written.map(\.url)
         XCTAssertEqual(asOf.description, "2026-09-30")
         XCTAssertTrue(files.contains { $0.path.hasSuffix("reports/2026-09-30/finance-2026-09-30.xlsx") })

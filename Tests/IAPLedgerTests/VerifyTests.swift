@@ -375,7 +375,7 @@ final class VerifyTests: XCTestCase {
         for readOnly in [true, false] {
             let texts = try Ledger(path: path, readOnly: readOnly).read { r in
                 var out: [(String, String)] = []
-                try r.forEachSourceRecordText { _, _, _, _, sha, _, chunk, raw, _ in
+                try r.forEachSourceRecordText { _, _, _, _, sha, _, chunk, raw, _, _ in
                     XCTAssertNil(chunk)
                     out.append((sha, raw ?? ""))
                 }
@@ -604,6 +604,52 @@ final class VerifyTests: XCTestCase {
         r = try Audit(workspace: ws.workspace).run()
         XCTAssertTrue(r.problems.contains { $0.message.hasPrefix("4 verified order lines made no order version, though they repeat no earlier line of their order: order o1 from inbox/orders/o.csv:2, order o1 from inbox/orders/again.csv:2,") }, "\(r.problems)")
         XCTAssertTrue(r.problems.contains { $0.message == "sale of transaction 8002: booked in JPN as order o1's storefront, but no version of that order names this transaction with that storefront" }, "\(r.problems)")
+    }
+
+    /// The third round of an auditor's edits: an order's credit time moved (the earliest
+    /// credited names a sale's storefront), two versions of an order swapped (an older line
+    /// made its latest), the newest version of an order deleted where it restored an earlier
+    /// line, and a transaction's first record switched to a later, conflicting one (its
+    /// quantity then taken from it). Each is named.
+    func swapVersions2And3() throws {
+        for sql in ["UPDATE order_version SET id = -2 WHERE id = 2", "UPDATE order_version SET id = 2 WHERE id = 3", "UPDATE order_version SET id = 3 WHERE id = -2"] {
+            try tamper(past: "order_version_no_update", sql)
+        }
+    }
+
+    func testCreditTimesVersionOrderAndFirstRecordsAreChecked() throws {
+        let line = "o1,a1,8002,coins.100,1,100,2026-10-05T10:00:01Z,production,JPN,,"
+        try ws.write("inbox/orders/o2.csv", ReconciliationTests.header + "o1,a1,8002,coins.100,1,100,2026-10-05T10:00:01Z,production,JPN,,2026-10-06T09:00:00Z\n")
+        try ws.write("inbox/receipts/again.jsonl", Receipt.response([Receipt.item("8001", quantity: 5, purchased: "2026-10-05T10:00:00Z")]) + "\n")
+        try ws.run("2026-10-08")
+        // Restored (with another order's line: the same bytes as o.csv would be that file sent
+        // again, which makes no new versions).
+        try ws.write("inbox/orders/o3.csv", ReconciliationTests.header + line + "\no9,a9,8003,coins.550,3,1650,2026-10-06T10:00:09Z,production,USA,,\n")
+        try ws.run("2026-10-09")
+        XCTAssertEqual(try rows("SELECT id, reversed_at IS NOT NULL FROM order_version WHERE order_id = 'o1' ORDER BY id"), [["1", "0"], ["2", "1"], ["3", "0"]])
+        let first = try XCTUnwrap(try rows("SELECT first_record_id FROM store_transaction WHERE transaction_id = '8001'").first?.first)
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+
+        try tamper(past: "order_version_no_update", "UPDATE order_version SET credited_ms = credited_ms - 86400000 WHERE id = 1")
+        var r = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(r.problems.contains { $0.message.hasPrefix("order o1 (version #1, from inbox/orders/o.csv:2) is stored with credited_ms '1791108001000' where the line has '1791194401000'") }, "\(r.problems)")
+        try tamper(past: "order_version_no_update", "UPDATE order_version SET credited_ms = credited_ms + 86400000 WHERE id = 1")
+
+        try swapVersions2And3()
+        r = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(r.problems.contains { $0.message == "order version #3 comes from a line read before the line of a version before it: versions were reordered (an older line made an order's latest state)" }, "\(r.problems)")
+        try swapVersions2And3()
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+
+        try tamper(past: "order_version_no_delete", "DELETE FROM order_version WHERE id = 3")
+        r = try Audit(workspace: ws.workspace).run()
+        XCTAssertEqual(r.problems.map(\.message), ["order version #3 is missing (version ids run on without a gap, and none is ever deleted): removed",
+                                                   "1 verified order line made no order version, though it repeats no earlier line of its order: order o1 from inbox/orders/o3.csv:2: the version was deleted (a night stores a version for every new line of an order)"])
+
+        let conflicting = try XCTUnwrap(try rows("SELECT r.id FROM source_record r JOIN source_file f ON f.id = r.file_id WHERE f.path = 'inbox/receipts/again.jsonl'").first?.first)
+        try DatabaseQueue(path: dbPath).write { try $0.execute(sql: "UPDATE store_transaction SET quantity = 5, first_record_id = \(conflicting) WHERE transaction_id = '8001'") }
+        r = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(r.problems.contains { $0.message == "transaction 8001 is first reported by inbox/receipts/r.jsonl:1 (record #\(first)), but the ledger holds record #\(conflicting) as its first: changed, so the transaction is given another record's figures" }, "\(r.problems)")
     }
 
     /// A ledger whose orders files were read before their headers were kept (schema v24 and
@@ -965,7 +1011,8 @@ final class VerifyTests: XCTestCase {
         let db = try DatabaseQueue(path: dbPath)
         try db.write { try $0.execute(sql: "UPDATE store_transaction SET cancellation_ms = NULL WHERE transaction_id = '8002'") }
         XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.description),
-                       ["entry #4: refund of transaction 8002: its transaction stores no refund (no cancellation date): the refund entry was written without one (forged), or the refund was removed from the stored transaction"])
+                       ["entry #4: refund of transaction 8002: its transaction stores no refund (no cancellation date): the refund entry was written without one (forged), or the refund was removed from the stored transaction",
+                        "transaction 8002: inbox/receipts/r.jsonl:2 reports it refunded, but the ledger stores no refund for it: removed (its sale would post, or stay posted, without its refund)"])
         try db.write { try $0.execute(sql: "UPDATE store_transaction SET cancellation_ms = 1791367200000, revocation_percentage = 50000 WHERE transaction_id = '8002'") }
         let messages = try Audit(workspace: ws.workspace).run().problems.map(\.description)
         XCTAssertTrue(messages.contains("entry #4: refund of transaction 8002: dated 2026-10-06 (its original date), but its transaction's stored refund is dated 2026-10-07"), "\(messages)")
