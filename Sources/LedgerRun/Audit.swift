@@ -312,7 +312,7 @@ public struct Audit {
             // night stores it from that one: another made its first would give it that record's
             // quantity, price or expiry), and a refund a record reports is stored (the sale
             // waiting with it would post without its refund).
-            var notFirst: [String] = [], refundsMissing: [String] = []
+            var notFirst: [String] = [], refundsMissing: [String] = [], flagged = Set<String>()
             try r.forEachSourceRecordText { path, line, outcome, code, recordSHA, fileSHA, chunk, raw, kind, recordId in
                 report.records += 1
                 guard let raw else {
@@ -330,7 +330,8 @@ public struct Audit {
                         }
                         // (A signed record of a purchase a receipt brought becomes its first while
                         // its sale waits: it gives the sale its own storefront and price.)
-                        if stored.recordId > recordId && stored.kind != "signed" && agreed && notFirst.count < 20 {
+                        if stored.recordId > recordId && stored.kind != "signed" && agreed && notFirst.count < 20,
+                           flagged.insert(t.id).inserted {
                             notFirst.append("transaction \(t.id) is first reported by \(path):\(line) (record #\(recordId)), but the ledger holds record #\(stored.recordId) as its first: changed, so the transaction is given another record's figures")
                         }
                         if t.refunded && !stored.refunded && agreed && refundsMissing.count < 20 {
