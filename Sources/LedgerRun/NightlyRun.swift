@@ -267,7 +267,7 @@ public struct NightlyRun {
         } catch {
             // Those written whole before the failure are in place: registered all the same.
             if let partly = error as? SetsPartlyWritten {
-                try? ReportFile.register(partly.written, workspace: workspace, ledger: ledger, runId: runId)
+                _ = try? ReportFile.register(partly.written, workspace: workspace, ledger: ledger, runId: runId)
             }
             // The ledger is committed; only files under reports/ are missing (none half-written).
             // The night's summary is still said, with the error.
