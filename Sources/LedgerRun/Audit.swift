@@ -305,7 +305,6 @@ public struct Audit {
             // The notifications the records are (each UUID's first record), and the reversal
             // each REFUND_REVERSED asks for (the first for a transaction, whose transaction
             // agreed with the stored one: no conflict or refusal was found in its record).
-            let disagreeing = try r.recordsWithTransactionFindings()
             var notificationsMissing: [String] = []
             var reversalsAsked: [String: (uuid: String, day: Day, at: String)] = [:]
             // Each transaction's first record is the first verified record that reports it (the
@@ -321,21 +320,29 @@ public struct Audit {
                 }
                 if outcome == "verified" && kind != "orders" {
                     let said = Self.reported(kind: kind, path: path, raw: raw, receiptVerifier: receiptVerifier, signedVerifier: signedVerifier)
-                    let agreed = !disagreeing.contains(recordId)
+                    // A record agrees with the stored transaction when it reports it as stored,
+                    // field by field (a refund aside): the night takes a refund, or a reversal,
+                    // only from such a record. Judged from the records, not from the findings
+                    // the night wrote (plain rows: one made up would switch the checks off).
+                    var agreed = true
                     for t in said.transactions {
-                        guard let stored = try r.storedFirstRecord(t.id) else {
+                        guard let stored = try r.transaction(t.transactionId) else {
                             unstoredCount += 1
-                            if unstored.count < 20 { unstored.append("\(t.id) (\(path):\(line))") }
+                            if unstored.count < 20 { unstored.append("\(t.transactionId) (\(path):\(line))") }
+                            agreed = false
                             continue
                         }
-                        // (A signed record of a purchase a receipt brought becomes its first while
-                        // its sale waits: it gives the sale its own storefront and price.)
-                        if stored.recordId > recordId && stored.kind != "signed" && agreed && notFirst.count < 20,
-                           flagged.insert(t.id).inserted {
-                            notFirst.append("transaction \(t.id) is first reported by \(path):\(line) (record #\(recordId)), but the ledger holds record #\(stored.recordId) as its first: changed, so the transaction is given another record's figures")
+                        // No record before the first reports it (a conflicting record comes after
+                        // the first; a signed record of a purchase a receipt brought becomes its
+                        // first while its sale waits, giving it its own storefront and price).
+                        if stored.firstRecordId > recordId, notFirst.count < 20, try r.recordKind(stored.firstRecordId) != "signed",
+                           flagged.insert(t.transactionId).inserted {
+                            notFirst.append("transaction \(t.transactionId) is first reported by \(path):\(line) (record #\(recordId)), but the ledger holds record #\(stored.firstRecordId) as its first: changed, so the transaction is given another record's figures")
                         }
-                        if t.refunded && !stored.refunded && agreed && refundsMissing.count < 20 {
-                            refundsMissing.append("transaction \(t.id): \(path):\(line) reports it refunded, but the ledger stores no refund for it: removed (its sale would post, or stay posted, without its refund)")
+                        let same = Self.reportsAsStored(t, stored.observation)
+                        if !same { agreed = false }
+                        if same, t.cancellationMs != nil, stored.observation.cancellationMs == nil, refundsMissing.count < 20 {
+                            refundsMissing.append("transaction \(t.transactionId): \(path):\(line) reports it refunded, but the ledger stores no refund for it: removed (its sale would post, or stay posted, without its refund)")
                         }
                     }
                     // Each UUID's notification row names the record it was first stored from: a
@@ -719,8 +726,8 @@ public struct Audit {
     /// for a notification its UUID, type, and the transaction, book and day a REFUND_REVERSED
     /// asks a reversal for (as the night dates it: the notification's signedDate).
     struct Reported {
-        /// Each transaction, and whether the record reports it refunded.
-        var transactions: [(id: String, refunded: Bool)] = []
+        /// Each transaction as the record reports it.
+        var transactions: [TransactionObservation] = []
         var notification: (uuid: String, type: String, transactionId: String?, book: Book?, day: Day?)? = nil
     }
 
@@ -731,7 +738,7 @@ public struct Audit {
             guard let response = try? LegacyReceiptParser.parse(Substring(raw)),
                   case let .verified(_, transactions, _) = receiptVerifier.verify(response, location: SourceLocation(path: "", line: 0))
             else { return Reported() }
-            return Reported(transactions: transactions.map { ($0.transactionId, $0.cancellationMs != nil) })
+            return Reported(transactions: transactions)
         case "signed":
             let ext = (path as NSString).pathExtension.lowercased()
             guard let jws = Ingest.jws(in: RawRecord(line: 0, text: Substring(raw)), fileExtension: ext) else { return Reported() }
@@ -743,14 +750,14 @@ public struct Audit {
             case .transaction(.success(let v)): t = v
             case .notification(.success(let n)):
                 t = n.transaction
-                let readable = t.map { if case .success = $0.observation() { return true }; return false } ?? false
-                out.notification = (n.notificationUUID, n.notificationType, readable ? t?.transactionId : nil,
+                let observed = t.flatMap { try? $0.observation().get() }
+                out.notification = (n.notificationUUID, n.notificationType, observed?.transactionId,
                                     t?.environment.flatMap(Book.init(storeEnvironment:)),
                                     t.map { Day(epochMilliseconds: n.signedDateMs ?? $0.signedDateMs ?? $0.purchaseDateMs ?? 0) })
             default: t = nil
             }
             guard let t, case .success(let o) = t.observation() else { return out }
-            out.transactions = [(t.transactionId, o.cancellationMs != nil)]
+            out.transactions = [o]
             return out
         default:
             return Reported()
@@ -841,6 +848,17 @@ public struct Audit {
     static func paidDays(inReason reason: String) -> Int {
         guard let has = reason.range(of: "has "), let end = reason.range(of: " paid days", range: has.upperBound..<reason.endIndex) else { return 0 }
         return Int(reason[has.upperBound..<end.lowerBound]) ?? 0
+    }
+
+    /// Whether a record reports a transaction as the ledger stores it, field by field, its
+    /// refund aside (stricter than the night's own comparison, so a record it took a refund or
+    /// a reversal from is one this says agrees, never the reverse).
+    static func reportsAsStored(_ t: TransactionObservation, _ s: TransactionObservation) -> Bool {
+        func up(_ x: String?) -> String? { x.map(Currency.isoUppercased) }
+        return t.productId == s.productId && t.quantity == s.quantity && t.purchaseMs == s.purchaseMs && t.book == s.book
+            && t.originalTransactionId == s.originalTransactionId && t.appAccountToken == s.appAccountToken
+            && t.expiresMs == s.expiresMs && t.priceMilliunits == s.priceMilliunits && up(t.storefront) == up(s.storefront)
+            && up(t.currency) == up(s.currency) && t.isFreeTrial == s.isFreeTrial && t.hasOffer == s.hasOffer
     }
 
     /// Why a stored record does not give its transaction again.

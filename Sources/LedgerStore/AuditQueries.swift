@@ -237,28 +237,16 @@ extension LedgerReader {
         try Int64.fetchOne(db.cachedStatement(sql: "SELECT record_id FROM notification WHERE uuid = ?"), arguments: [uuid])
     }
 
-    /// The records whose transaction the night refused or found in conflict with the stored one
-    /// (INVALID_TRANSACTION, TRANSACTION_CONFLICT): a REFUND_REVERSED among them asks for no reversal.
-    public func recordsWithTransactionFindings() throws -> Set<Int64> {
-        Set(try Int64.fetchAll(db, sql: """
-            SELECT record_id FROM finding WHERE code IN ('INVALID_TRANSACTION', 'TRANSACTION_CONFLICT') AND record_id IS NOT NULL
-            """))
+    /// The kind of file a record was read from (`receipts`, `signed`, `orders`).
+    public func recordKind(_ recordId: Int64) throws -> String? {
+        try String.fetchOne(db.cachedStatement(sql: "SELECT f.kind FROM source_record r JOIN source_file f ON f.id = r.file_id WHERE r.id = ?"),
+                            arguments: [recordId])
     }
 
     /// Every refund reversal asked for.
     public func reversalRequests() throws -> [(book: String, transactionId: String, date: String, uuid: String)] {
         try Row.fetchAll(db, sql: "SELECT book, transaction_id, date, notification_uuid FROM reversal_request ORDER BY book, transaction_id")
             .map { ($0[0], $0[1], $0[2], $0[3]) }
-    }
-
-    /// The record a stored transaction was first read from (`first_record_id`), and whether it
-    /// stores a refund; nil when the ledger does not store it.
-    public func storedFirstRecord(_ id: String) throws -> (recordId: Int64, kind: String?, refunded: Bool)? {
-        try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT t.first_record_id, f.kind, t.cancellation_ms IS NOT NULL FROM store_transaction t
-            LEFT JOIN source_record r ON r.id = t.first_record_id LEFT JOIN source_file f ON f.id = r.file_id
-            WHERE t.transaction_id = ?
-            """), arguments: [id]).map { ($0[0], $0[1], $0[2]) }
     }
 
     /// Whether the ledger stores transaction `id` (in either book).

@@ -451,9 +451,13 @@ public class LedgerReader {
     /// Every version of each file path read so far.
     public func filesRead() throws -> [String: FileVersions] {
         var out: [String: FileVersions] = [:]
-        for r in try Row.fetchAll(db, sql: "SELECT path, sha256, stat_key FROM source_file") {
+        for r in try Row.fetchAll(db, sql: "SELECT path, sha256, stat_key, size_bytes FROM source_file") {
             out[r[0], default: FileVersions()].sha256s.insert(r[1])
-            if let key: String = r[2] { out[r[0], default: FileVersions()].statKeys[key] = r[1] }
+            // An identity on disk is that version's only with its size (the key's third part):
+            // a key set by hand to a grown file's identity would have the night skip what it grew by.
+            if let key: String = r[2], key.split(separator: ":").dropFirst(2).first == Substring(String(r[3] as Int64)) {
+                out[r[0], default: FileVersions()].statKeys[key] = r[1]
+            }
         }
         return out
     }

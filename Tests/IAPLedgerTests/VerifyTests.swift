@@ -1,6 +1,7 @@
 import GRDB
 import XCTest
 @testable import LedgerCore
+@testable import LedgerRead
 @testable import LedgerRun
 @testable import LedgerStore
 import LedgerVerify
@@ -650,6 +651,45 @@ final class VerifyTests: XCTestCase {
         try DatabaseQueue(path: dbPath).write { try $0.execute(sql: "UPDATE store_transaction SET quantity = 5, first_record_id = \(conflicting) WHERE transaction_id = '8001'") }
         r = try Audit(workspace: ws.workspace).run()
         XCTAssertTrue(r.problems.contains { $0.message == "transaction 8001 is first reported by inbox/receipts/r.jsonl:1 (record #\(first)), but the ledger holds record #\(conflicting) as its first: changed, so the transaction is given another record's figures" }, "\(r.problems)")
+    }
+
+    /// A fourth round: the checks judge from the records, not from findings a hand can add (a
+    /// made-up TRANSACTION_CONFLICT on a record switched them off); a file row of no sealed run
+    /// (the night would skip the file it names) is named; and a file's identity on disk set to
+    /// a grown file's is not taken for the version read (the night reads what it grew by).
+    func testMadeUpFindingsFileRowsAndIdentitiesDoNotHideEdits() throws {
+        let record = try XCTUnwrap(try rows("""
+            SELECT r.id FROM source_record r JOIN source_file f ON f.id = r.file_id WHERE f.path = 'inbox/receipts/r.jsonl' AND r.line = 2
+            """).first?.first)
+        try DatabaseQueue(path: dbPath).write { d in
+            try d.execute(sql: "UPDATE store_transaction SET cancellation_ms = NULL WHERE transaction_id = '8002'")
+            try d.execute(sql: "INSERT INTO finding (code, transaction_id, record_id, message, first_run_id, last_run_id) VALUES ('TRANSACTION_CONFLICT', '8002', \(record), 'x', 1, 1)")
+        }
+        var r = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(r.problems.contains { $0.message == "transaction 8002: inbox/receipts/r.jsonl:2 reports it refunded, but the ledger stores no refund for it: removed (its sale would post, or stay posted, without its refund)" }, "\(r.problems)")
+
+        let fresh = try TestWorkspace()
+        defer { fresh.remove() }
+        try fresh.write("inbox/receipts/a.jsonl", Receipt.response([Receipt.item("8101", purchased: "2026-10-05T10:00:00Z")]) + "\n")
+        try fresh.run("2026-10-07")
+        let path = fresh.root.appendingPathComponent("ledger.sqlite").path
+        // The file grows by a line; its row is given the grown file's identity by hand.
+        let grown = Receipt.response([Receipt.item("8101", purchased: "2026-10-05T10:00:00Z")]) + "\n" + Receipt.response([Receipt.item("8102", purchased: "2026-10-06T10:00:00Z")]) + "\n"
+        try fresh.write("inbox/receipts/a.jsonl", grown)
+        let key = try XCTUnwrap(FileStat.key(fresh.root.appendingPathComponent("inbox/receipts/a.jsonl").path))
+        try DatabaseQueue(path: path).write { try $0.execute(sql: "UPDATE source_file SET stat_key = ? WHERE path = 'inbox/receipts/a.jsonl'", arguments: [key]) }
+        Thread.sleep(forTimeInterval: 2.2)   // (a file is taken by its identity once it has settled)
+        try fresh.run("2026-10-08")
+        XCTAssertEqual(try Ledger(path: path).read { try $0.rawRows("SELECT count(*) FROM store_transaction WHERE transaction_id = '8102'") }, [["1"]],
+                       "read, not skipped as the version read before")
+        // A file row of no run names a file as read (foreign keys off, as in the sqlite3 shell): named.
+        var noKeys = Configuration()
+        noKeys.foreignKeysEnabled = false
+        try DatabaseQueue(path: path, configuration: noKeys).write { try $0.execute(sql: """
+            INSERT INTO source_file (run_id, path, kind, sha256, size_bytes, records, new_records) VALUES (0, 'inbox/receipts/b.jsonl', 'receipts', '\(String(repeating: "b", count: 64))', 10, 0, 0)
+            """) }
+        r = try Audit(workspace: fresh.workspace).run()
+        XCTAssertTrue(r.problems.contains { $0.message.hasSuffix("(inbox/receipts/b.jsonl) belongs to run 0, which is not a finished run under a seal: added by hand (a night would take the file it names as read, and skip it)") }, "\(r.problems)")
     }
 
     /// A ledger whose orders files were read before their headers were kept (schema v24 and
