@@ -471,6 +471,28 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
     }
 
+    /// A REFUND_REVERSED (carrying a refund) whose transaction contradicts a waiting receipt
+    /// sale (another subscription) is a conflict: it asks for no reversal and gives no refund,
+    /// as any record that contradicts the first source (the night asked for the reversal, and
+    /// `verify` then found a request no agreeing notification asked for).
+    func testAConflictingSignedRecordOverAWaitingReceiptSaleAsksForNothing() throws {
+        try ws.write("inbox/receipts/w.jsonl", Receipt.response([Receipt.item("9045", product: "com.example.product", purchased: "2023-11-13T22:13:20Z",
+                                                                               original: "9000")], environment: "Sandbox", bundle: "com.example") + "\n")
+        try ws.run("2023-11-14")
+        XCTAssertEqual(try rows("SELECT sale_status FROM store_transaction WHERE transaction_id = '9045'"), [["pending"]], "waits for its order")
+        let refundAt = t0 + 86_400_000
+        let conflicting = try signer.sign(payload: TestSigner.transactionPayload(
+            transactionId: "9045", originalTransactionId: "9999", purchaseDateMs: t0 - 86_400_000, signedDateMs: t0, revocationDateMs: refundAt,
+            revocationReason: 0, environment: "Sandbox", storefront: "AUS", priceMilliunits: 2990, currency: "AUD"))
+        try ws.write("inbox/signed/n.json", try notification("REFUND_REVERSED", signed: refundAt, transaction: conflicting))
+        try ws.run("2023-11-15")
+        XCTAssertEqual(try rows("SELECT code FROM finding WHERE transaction_id = '9045' ORDER BY code"), [["ORDER_WAIT"], ["TRANSACTION_CONFLICT"]])
+        XCTAssertEqual(try rows("SELECT count(*) FROM reversal_request"), [["0"]])
+        XCTAssertEqual(try rows("SELECT cancellation_ms IS NULL FROM store_transaction WHERE transaction_id = '9045'"), [["1"]])
+        let r = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(r.ok, "\(r.problems)")
+    }
+
     /// A signed transaction of a family member's shared access moves no money.
     func testAFamilySharedSignedTransactionIsFree() throws {
         try ws.write("inbox/signed/t.jws", try signer.sign(payload: TestSigner.transactionPayload(
