@@ -307,6 +307,7 @@ public struct Audit {
             // agreed with the stored one: no conflict or refusal was found in its record).
             var notificationsMissing: [String] = []
             var reversalsAsked: [String: (uuid: String, day: Day, at: String)] = [:]
+            var reversalsSaid: [String: [(uuid: String, day: Day, at: String)]] = [:]
             // Each transaction's first record is the first verified record that reports it (the
             // night stores it from that one: another made its first would give it that record's
             // quantity, price or expiry), and a refund a record reports is stored (the sale
@@ -350,9 +351,12 @@ public struct Audit {
                     if let n = said.notification {
                         let first = try r.notificationRecord(uuid: n.uuid)
                         if first == nil && notificationsMissing.count < 20 { notificationsMissing.append("\(n.type) \(n.uuid) (\(path):\(line))") }
-                        if first == recordId, n.type == "REFUND_REVERSED", let id = n.transactionId, let book = n.book, let day = n.day,
-                           agreed, reversalsAsked["\(book.rawValue)|\(id)"] == nil {
-                            reversalsAsked["\(book.rawValue)|\(id)"] = (n.uuid, day, "\(path):\(line)")
+                        if first == recordId, n.type == "REFUND_REVERSED", let id = n.transactionId, let book = n.book, let day = n.day {
+                            let key = "\(book.rawValue)|\(id)"
+                            // Every one may have asked (the night's own comparison is looser than
+                            // this one); one that reports the transaction as stored must have.
+                            reversalsSaid[key, default: []].append((n.uuid, day, "\(path):\(line)"))
+                            if agreed && reversalsAsked[key] == nil { reversalsAsked[key] = (n.uuid, day, "\(path):\(line)") }
                         }
                     }
                 }
@@ -371,12 +375,13 @@ public struct Audit {
             // request deleted would leave the reversal unposted, one changed would date it elsewhere.
             for q in try r.reversalRequests() {
                 let key = "\(q.book)|\(q.transactionId)"
-                guard let asked = reversalsAsked.removeValue(forKey: key) else {
-                    report.problems.append(Problem(entryId: nil, message: "the refund reversal of transaction \(q.transactionId) (\(q.book), dated \(q.date), by notification \(q.uuid)) is asked for by no verified REFUND_REVERSED notification: written by hand"))
+                reversalsAsked.removeValue(forKey: key)
+                guard let said = reversalsSaid[key]?.first(where: { $0.uuid == q.uuid }) else {
+                    report.problems.append(Problem(entryId: nil, message: "the refund reversal of transaction \(q.transactionId) (\(q.book), dated \(q.date), by notification \(q.uuid)) is asked for by no verified REFUND_REVERSED notification of that UUID: written by hand"))
                     continue
                 }
-                if asked.uuid != q.uuid || asked.day.description != q.date {
-                    report.problems.append(Problem(entryId: nil, message: "the refund reversal of transaction \(q.transactionId) is asked for by REFUND_REVERSED \(q.uuid) dated \(q.date), but the notification that asked for it, \(asked.uuid) (\(asked.at)), dates it \(asked.day): changed in the ledger after it was read"))
+                if said.day.description != q.date {
+                    report.problems.append(Problem(entryId: nil, message: "the refund reversal of transaction \(q.transactionId) is asked for by REFUND_REVERSED \(q.uuid) dated \(q.date), but the notification that asked for it (\(said.at)) dates it \(said.day): changed in the ledger after it was read"))
                 }
             }
             for (key, asked) in reversalsAsked.sorted(by: { $0.key < $1.key }) {
