@@ -302,9 +302,9 @@ public struct Audit {
             // (or keep the first of those that conflict), so one missing was deleted, and a sale
             // waiting for a rule with it, which nothing else holds, would never post.
             var unstored: [String] = [], unstoredCount = 0
-            // The notifications the records are (each UUID's first record), and the reversal
-            // each REFUND_REVERSED asks for (the first for a transaction, whose transaction
-            // agreed with the stored one: no conflict or refusal was found in its record).
+            // The notifications the records are (each UUID's first record), and the reversals
+            // the REFUND_REVERSED among them ask for: every one of a UUID may have asked; the
+            // first for a transaction that reports it as stored must have.
             var notificationsMissing: [String] = []
             var reversalsAsked: [String: (uuid: String, day: Day, at: String)] = [:]
             var reversalsSaid: [String: [(uuid: String, day: Day, at: String)]] = [:]
@@ -562,20 +562,11 @@ public struct Audit {
         case .failure(let why): return .failure(Why("its source record \(where_) does not give the transaction again: \(why)"))
         }
         guard let stored = try reader.transaction(transactionId)?.observation else { return .failure(Why("the transaction is not stored")) }
-        var differences: [String] = [], fromEntry: [String] = []
-        if obs.productId != stored.productId { differences.append("product") }
+        let differences = Self.differingFields(obs, stored)
+        var fromEntry: [String] = []
         if let e, obs.productId != e.productId { fromEntry.append("product") }
-        if obs.quantity != stored.quantity { differences.append("quantity") }
-        if obs.purchaseMs != stored.purchaseMs { differences.append("purchase date") }
         if let e, Day(epochMilliseconds: obs.purchaseMs) != e.originalDate { fromEntry.append("date (the purchase date)") }
-        if obs.book != stored.book { differences.append("environment") }
         if let e, obs.book != e.book { fromEntry.append("book") }
-        if obs.priceMilliunits != stored.priceMilliunits { differences.append("price") }
-        if obs.originalTransactionId != stored.originalTransactionId { differences.append("original transaction") }
-        if obs.appAccountToken != stored.appAccountToken { differences.append("app account token") }
-        if obs.expiresMs != stored.expiresMs { differences.append("expiry date") }
-        if obs.storefront != stored.storefront || obs.currency != stored.currency { differences.append("storefront or currency") }
-        if obs.isFreeTrial != stored.isFreeTrial || obs.hasOffer != stored.hasOffer { differences.append("trial or offer") }
         if !differences.isEmpty || !fromEntry.isEmpty {
             let parts = (differences.isEmpty ? [] : ["from the stored transaction in \(differences.joined(separator: ", "))"])
                 + (fromEntry.isEmpty ? [] : ["from its sale entry in \(fromEntry.joined(separator: ", "))"])
@@ -724,8 +715,6 @@ public struct Audit {
         }
     }
 
-    /// The ids of the transactions a verified record reports, read and verified again as the
-    /// night did (none when it no longer verifies: the sale it brought says so).
     /// What a verified record reports, read and verified again as the night did: its
     /// transactions' ids (none when it no longer verifies: the sale it brought says so), and
     /// for a notification its UUID, type, and the transaction, book and day a REFUND_REVERSED
@@ -855,15 +844,29 @@ public struct Audit {
         return Int(reason[has.upperBound..<end.lowerBound]) ?? 0
     }
 
+    /// The fields in which a record's transaction `t` differs from the stored one `s`, its
+    /// refund aside (storefront and currency codes compared in upper case when `codesIgnoringCase`).
+    static func differingFields(_ t: TransactionObservation, _ s: TransactionObservation, codesIgnoringCase: Bool = false) -> [String] {
+        func code(_ x: String?) -> String? { codesIgnoringCase ? x.map(Currency.isoUppercased) : x }
+        var differ: [String] = []
+        if t.productId != s.productId { differ.append("product") }
+        if t.quantity != s.quantity { differ.append("quantity") }
+        if t.purchaseMs != s.purchaseMs { differ.append("purchase date") }
+        if t.book != s.book { differ.append("environment") }
+        if t.priceMilliunits != s.priceMilliunits { differ.append("price") }
+        if t.originalTransactionId != s.originalTransactionId { differ.append("original transaction") }
+        if t.appAccountToken != s.appAccountToken { differ.append("app account token") }
+        if t.expiresMs != s.expiresMs { differ.append("expiry date") }
+        if code(t.storefront) != code(s.storefront) || code(t.currency) != code(s.currency) { differ.append("storefront or currency") }
+        if t.isFreeTrial != s.isFreeTrial || t.hasOffer != s.hasOffer { differ.append("trial or offer") }
+        return differ
+    }
+
     /// Whether a record reports a transaction as the ledger stores it, field by field, its
     /// refund aside (stricter than the night's own comparison, so a record it took a refund or
     /// a reversal from is one this says agrees, never the reverse).
     static func reportsAsStored(_ t: TransactionObservation, _ s: TransactionObservation) -> Bool {
-        func up(_ x: String?) -> String? { x.map(Currency.isoUppercased) }
-        return t.productId == s.productId && t.quantity == s.quantity && t.purchaseMs == s.purchaseMs && t.book == s.book
-            && t.originalTransactionId == s.originalTransactionId && t.appAccountToken == s.appAccountToken
-            && t.expiresMs == s.expiresMs && t.priceMilliunits == s.priceMilliunits && up(t.storefront) == up(s.storefront)
-            && up(t.currency) == up(s.currency) && t.isFreeTrial == s.isFreeTrial && t.hasOffer == s.hasOffer
+        differingFields(t, s, codesIgnoringCase: true).isEmpty
     }
 
     /// Why a stored record does not give its transaction again.

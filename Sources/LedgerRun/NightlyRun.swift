@@ -645,9 +645,6 @@ struct PreparedFile {
         return out
     }
 
-    /// The reason of a file's last line that does not read and has no line end after it.
-    static func truncated(_ why: String) -> String { RawRecord.truncatedReason(why) }
-
     static func prepareReceipt(_ record: RawRecord, path: String, verifier: ReceiptVerifier) -> PreparedReceipt {
         let parsed: Result<(LegacyResponse, ReceiptOutcome), RecordProblem>
         if let problem = record.problem {
@@ -659,7 +656,7 @@ struct PreparedFile {
             } catch {
                 // JSON that ends before it is complete, on a last line with no line end: cut short.
                 let why = (error as? LegacyParseError)?.description ?? "\(error)"
-                parsed = .failure(record.unterminated && why.contains("end of input") ? RecordProblem(code: "TRUNCATED", reason: Self.truncated(why))
+                parsed = .failure(record.unterminated && why.contains("end of input") ? RecordProblem(code: "TRUNCATED", reason: RawRecord.truncatedReason(why))
                                                                                      : RecordProblem(code: "MALFORMED", reason: why))
             }
         }

@@ -32,6 +32,12 @@ enum RulesChanges {
         func sum(_ byDay: [Day: Int]?, from: Day, to: Day = through) -> Int {
             (byDay ?? [:]).reduce(0) { $0 + ($1.key >= from && $1.key <= to ? $1.value : 0) }
         }
+        // The sales by storefront and day, read once (storefronts and the config both need them).
+        var byStorefront: [String: [Day: Int]]? = nil
+        func salesByStorefront() throws -> [String: [Day: Int]] {
+            if byStorefront == nil { byStorefront = try r.salesPostedByDay(pricedByRules: false) }
+            return byStorefront!
+        }
 
         if paths.contains("rules/fx.csv") {
             var changes: [(currency: String, month: Month, a: ExactDecimal?, b: ExactDecimal?)] = []
@@ -61,7 +67,7 @@ enum RulesChanges {
                 changes += spans.map { (code, $0) }
             }
             if !changes.isEmpty {
-                let counts = try r.salesPostedByDay(pricedByRules: false)
+                let counts = try salesByStorefront()
                 func says(_ s: StorefrontRule?) -> String { s.map { "\($0.currency), tax \($0.taxRate) \($0.taxIncluded ? "included" : "added")" } ?? "(none)" }
                 for (code, span) in changes {
                     let n = sum(counts[code], from: span.from, to: span.to)
@@ -98,7 +104,7 @@ enum RulesChanges {
             if a.defaultStorefront != b.defaultStorefront { what.append("default_storefront \(a.defaultStorefront) -> \(b.defaultStorefront)") }
             let periods = smallBusinessChanges(a.smallBusiness, b.smallBusiness, through: through)
             if !what.isEmpty || !periods.isEmpty {
-                let all = try r.salesPostedByDay(pricedByRules: false).values.reduce(into: [Day: Int]()) { total, byDay in
+                let all = try salesByStorefront().values.reduce(into: [Day: Int]()) { total, byDay in
                     for (d, n) in byDay { total[d, default: 0] += n }
                 }
                 if !what.isEmpty, let first = all.keys.min() {

@@ -52,7 +52,7 @@ extension Ingest {
                 continue
             }
             if let failed = Self.cutShort(prepared) {
-                try reject(fileId: fileId, location: location, sha: sha, code: "TRUNCATED", reason: PreparedFile.truncated(failed), raw: raw)
+                try reject(fileId: fileId, location: location, sha: sha, code: "TRUNCATED", reason: RawRecord.truncatedReason(failed), raw: raw)
                 continue
             }
             guard let jws = prepared.jws, let verdict = prepared.verdict else {

@@ -249,12 +249,6 @@ extension LedgerReader {
             .map { ($0[0], $0[1], $0[2], $0[3]) }
     }
 
-    /// Whether the ledger stores transaction `id` (in either book).
-    public func transactionIsStored(_ id: String) throws -> Bool {
-        try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM store_transaction WHERE transaction_id = ?)"),
-                          arguments: [id]) ?? false
-    }
-
     /// Reads chunks by id for `text(_:raw:chunk:_:)`.
     func chunkReader() -> ChunkReader {
         ChunkReader { [db] id in

@@ -41,13 +41,12 @@ extension LedgerReader {
         var problems: [String] = []
         for r in try Row.fetchAll(db, sql: "SELECT sha256, text_bytes, data FROM input_text ORDER BY sha256") {
             let sha: String = r[0]
-            guard let bytes = RecordText.decompress(r[2] ?? Data(), textBytes: r[1]), Hashing.sha256Hex(bytes) == sha else {
+            if RecordText.decompress(r[2] ?? Data(), textBytes: r[1]).map({ Hashing.sha256Hex($0) }) != sha {
                 problems.append("the kept config or rules file \(sha) no longer gives its SHA-256: it was altered after it was kept")
-                continue
             }
         }
-        let v26 = Schema.migrator().migrations.firstIndex(of: "v26-input-texts")!
-        let later = Schema.migrator().migrations[v26...].map { "'\($0)'" }.joined(separator: ", ")
+        let migrations = Schema.migrator().migrations
+        let later = migrations[migrations.firstIndex(of: "v26-input-texts")!...].map { "'\($0)'" }.joined(separator: ", ")
         for r in try Row.fetchAll(db, sql: """
             SELECT i.run_id, i.path, i.sha256 FROM run_input i JOIN run ON run.id = i.run_id
             WHERE run.schema_migration IN (\(later)) AND i.path NOT LIKE 'trusted root: %'

@@ -18,10 +18,11 @@ extension LedgerWriter {
     /// before it, as the entries' hashes do (`ReportFileChain`).
     @discardableResult
     public func registerReportFiles(_ files: [(path: String, sha256: String, sizeBytes: Int64)], writtenAt: String, runId: Int64?) throws -> String? {
-        let chained = try db.columns(in: "report_file").contains { $0.name == "hash" }
-        var previous = chained ? try ReportFileChain.head(db) : ReportFileChain.genesis
+        let chained = try ReportFileChain.available(db)
+        var previous = chained ? try ReportFileChain.head(db) ?? ReportFileChain.genesis : ReportFileChain.genesis
+        var id = try Int64.fetchOne(db, sql: "SELECT max(id) FROM report_file") ?? 0
         for f in files {
-            let id = (try Int64.fetchOne(db, sql: "SELECT max(id) FROM report_file") ?? 0) + 1
+            id += 1
             let registered = RegisteredReportFile(path: f.path, sha256: f.sha256, sizeBytes: f.sizeBytes, writtenAt: writtenAt, runId: runId,
                                                   writtenBy: runId == nil ? "report" : "run")
             let hash = chained ? ReportFileChain.hash(previous: previous, id: id, registered) : nil
@@ -47,17 +48,21 @@ public enum ReportFileChain {
         Hashing.sha256Hex(utf8: "\(previous)\nreport \(id)|\(f.path)|\(f.sha256)|\(f.sizeBytes)|\(f.writtenAt)|\(f.runId.map(String.init) ?? "-")|\(f.writtenBy)\n")
     }
 
-    /// The hash of the last registration hashed (64 zeros before any).
-    static func head(_ db: Database) throws -> String {
-        try String.fetchOne(db, sql: "SELECT hash FROM report_file WHERE hash IS NOT NULL ORDER BY id DESC LIMIT 1") ?? genesis
+    /// Whether the ledger chains its registrations (schema v27 on).
+    static func available(_ db: Database) throws -> Bool {
+        try db.tableExists("report_file") && db.columns(in: "report_file").contains { $0.name == "hash" }
+    }
+
+    /// The hash of the last registration hashed (nil before any).
+    static func head(_ db: Database) throws -> String? {
+        try String.fetchOne(db, sql: "SELECT hash FROM report_file WHERE hash IS NOT NULL ORDER BY id DESC LIMIT 1")
     }
 }
 
 extension LedgerReader {
     /// The registrations' chain head (nil for a ledger before v27, or with no registration hashed).
     public func reportFilesHead() throws -> String? {
-        guard try registersReportFiles(), try db.columns(in: "report_file").contains(where: { $0.name == "hash" }) else { return nil }
-        return try String.fetchOne(db, sql: "SELECT hash FROM report_file WHERE hash IS NOT NULL ORDER BY id DESC LIMIT 1")
+        try ReportFileChain.available(db) ? ReportFileChain.head(db) : nil
     }
 
     /// The registrations' chain checked again: each hash from its registration and the one
@@ -66,7 +71,7 @@ extension LedgerReader {
     /// `heads`: the head after each night's or `report`'s registrations (what that night
     /// printed), in order, for a head kept outside to be found.
     public func checkReportFileChain() throws -> (problems: [String], head: String?, chained: Int, heads: [(event: String, head: String)]) {
-        guard try registersReportFiles(), try db.columns(in: "report_file").contains(where: { $0.name == "hash" }) else { return ([], nil, 0, []) }
+        guard try ReportFileChain.available(db) else { return ([], nil, 0, []) }
         var problems: [String] = []
         var previous = ReportFileChain.genesis, previousId: Int64? = nil, chained = 0, head: String? = nil
         var heads: [(event: String, head: String)] = []

@@ -384,23 +384,21 @@ extension LedgerReader {
             }
             previous = s.seal
         }
-        // Every file read belongs to a finished run the seals cover (a file row made up, of no
-        // run or of a run that never finished, would have the next night skip the file it
-        // names as read), and every record has an id from 1 on.
-        if let lastSealed = seals.last(where: { $0.runId != nil })?.runId {
+        // What came after the first seal is sealed: every finished run, every close, every record.
+        if firstSealedRun != nil {
+            // Every file read belongs to a finished run the seals cover (a file row made up, of no
+            // run or of a run that never finished, would have the next night skip the file it
+            // names as read), and every record has an id from 1 on.
             for r in try Row.fetchAll(db, sql: """
                 SELECT f.id, f.path, f.run_id FROM source_file f
                 WHERE f.run_id > ? OR NOT EXISTS (SELECT 1 FROM run WHERE run.id = f.run_id AND run.finished_at IS NOT NULL)
                 ORDER BY f.id LIMIT 10
-                """, arguments: [lastSealed]) {
+                """, arguments: [previousRunId]) {
                 problems.append("source file #\(r[0] as Int64) (\(r[1] as String)) belongs to run \(r[2] as Int64), which is not a finished run under a seal: added by hand (a night would take the file it names as read, and skip it)")
             }
             if let stray = try Int64.fetchOne(db, sql: "SELECT min(id) FROM source_record WHERE id < 1") {
                 problems.append("source record #\(stray) has an id below 1, under no seal: added by hand")
             }
-        }
-        // What came after the first seal is sealed: every finished run, every close, every record.
-        if firstSealedRun != nil {
             let unsealed = try LedgerSeal.unsealedRuns(db)
             problems += LedgerSeal.describeUnsealed(unsealed)
             let lastRecord = try Int64.fetchOne(db, sql: "SELECT max(id) FROM source_record") ?? 0
