@@ -34,6 +34,8 @@ let package = Package(
         .systemLibrary(name: "CSQLiteTuning", providers: [.apt(["libsqlite3-dev"])]),
         // glibc's malloc.h (malloc_trim): the read stage hands memory back after each big file.
         .systemLibrary(name: "CMalloc"),
+        // sys/xattr.h: report files take the default ACL of the folder they are renamed into.
+        .systemLibrary(name: "CXattr"),
         // Money, exact decimals, currencies, days, and the domain types every stage shares.
         .target(name: "LedgerCore", dependencies: [
             .product(name: "Crypto", package: "swift-crypto"),
@@ -66,7 +68,7 @@ let package = Package(
             .product(name: "TOMLKit", package: "TOMLKit"),
         ]),
         // Write: the only target that talks to libxlsxwriter.
-        .target(name: "LedgerWrite", dependencies: ["LedgerCore", "LedgerReport", "CXlsxWriter", "CGzip"]),
+        .target(name: "LedgerWrite", dependencies: ["LedgerCore", "LedgerReport", "CXlsxWriter", "CGzip", "CXattr"]),
         // Demo: a seeded generator of realistic workspaces.
         .target(name: "LedgerDemo", dependencies: ["LedgerCore"]),
         // Templates: the example workspace (config, rules) and report layouts, kept in the
@@ -102,7 +104,7 @@ let package = Package(
         ], path: "Benchmarks/IAPLedgerBench"),
         .testTarget(name: "IAPLedgerTests", dependencies: [
             "LedgerCore", "LedgerRead", "LedgerVerify", "LedgerPost", "LedgerStore", "LedgerReconcile",
-            "LedgerReport", "LedgerWrite", "LedgerDemo", "LedgerRun", "LedgerTemplates",
+            "LedgerReport", "LedgerWrite", "LedgerDemo", "LedgerRun", "LedgerTemplates", "CXattr",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "ZIPFoundation", package: "ZIPFoundation"),
         ], resources: [.copy("Fixtures")]),

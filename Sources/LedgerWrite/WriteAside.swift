@@ -1,3 +1,4 @@
+import CXattr
 import Foundation
 import LedgerCore
 
@@ -7,7 +8,8 @@ import LedgerCore
 /// The file is written as `<name>.<pid>.partial` in a temp folder (the workspace's
 /// `.iapledger-tmp/`, on the same filesystem, so the rename is atomic); without one, as a
 /// hidden file beside its final name. A partial file left by a killed process is deleted by
-/// the next run (`Workspace.removeStaleTempFiles`).
+/// the next run (`Workspace.removeStaleTempFiles`). Before the rename the finished file takes
+/// what a file created in its folder would have taken (`settle`) and is flushed to disk.
 public enum WriteAside {
     /// The temp file for `url`, its folder created if needed.
     public static func tempURL(for url: URL, in tempDirectory: URL?) throws -> URL {
@@ -44,8 +46,11 @@ public enum WriteAside {
         return ns.localizedDescription
     }
 
-    /// Renames the finished temp file to `url` (replacing an older file of that name at once).
+    /// Renames the finished temp file to `url` (replacing an older file of that name at once),
+    /// settled first (`settle`), and flushes the folder's entry for it to disk.
     public static func moveIntoPlace(_ temp: URL, to url: URL) throws {
+        let folder = url.deletingLastPathComponent()
+        try settle(temp, into: folder)
         CrashPoint.hit("rename:before \(url.lastPathComponent)")
         if rename(temp.path, url.path) != 0 {
             let err = errno
@@ -58,6 +63,7 @@ public enum WriteAside {
                 try? FileManager.default.removeItem(at: beside)
                 try FileManager.default.copyItem(at: temp, to: beside)
                 try? FileManager.default.removeItem(at: temp)
+                try settle(beside, into: folder)
             } catch {
                 try? FileManager.default.removeItem(at: beside)
                 throw WriteError(message: "\(url.path): cannot copy the finished file into place: \(Self.describe(error))")
@@ -68,6 +74,63 @@ public enum WriteAside {
                 throw WriteError(message: "\(url.path): cannot move the finished file into place: \(String(cString: strerror(e)))")
             }
         }
+        syncFolder(folder)
         CrashPoint.hit("rename:after \(url.lastPathComponent)")
+    }
+
+    /// Gives the finished temp file what a file created in `folder` would have taken from it:
+    /// its group, when the folder is set-group-ID (a share's `chmod g+s reports`), and its POSIX
+    /// default ACL (`setfacl -d -m g:finance:r reports`) as the file's own, masked by the mode a
+    /// new file is created with (0666), as the kernel does (`posix_acl_create`); then flushes
+    /// the file to disk, so that the ledger never registers a report file whose bytes a power
+    /// cut could still lose. The temp file is written in the workspace's `.iapledger-tmp/`, so
+    /// without this the folder's settings never reached it (the umask alone did). A change of
+    /// group the process may not make (a user outside that group) is left undone.
+    public static func settle(_ temp: URL, into folder: URL) throws {
+        let fd = open(temp.path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw WriteError(message: "\(temp.path): cannot open the finished file again: \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        var dir = stat()
+        if stat(folder.path, &dir) == 0 {
+            if dir.st_mode & 0o2000 != 0 { _ = fchown(fd, uid_t.max, dir.st_gid) }
+            if let acl = defaultACL(of: folder) {
+                _ = acl.withUnsafeBytes { iap_fsetxattr(fd, "system.posix_acl_access", $0.baseAddress, $0.count) }
+            }
+        }
+        if fsync(fd) != 0 {
+            throw WriteError(message: "\(temp.path): cannot flush the finished file to disk: \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// The folder's default ACL (the `system.posix_acl_default` attribute: a 4-byte version,
+    /// then 8-byte entries of tag, permissions and id, little-endian) as a new file's access
+    /// ACL: the execute bit taken from the owner, the mask (the owning group without one) and
+    /// others, as creating a file with mode 0666 does. Nil when the folder has none.
+    static func defaultACL(of folder: URL) -> [UInt8]? {
+        let name = "system.posix_acl_default"
+        let size = iap_getxattr(folder.path, name, nil, 0)
+        guard size > 4, (size - 4) % 8 == 0 else { return nil }
+        var bytes = [UInt8](repeating: 0, count: size)
+        guard bytes.withUnsafeMutableBytes({ iap_getxattr(folder.path, name, $0.baseAddress, size) }) == size else { return nil }
+        let entries = stride(from: 4, to: size, by: 8)
+        func tag(_ at: Int) -> UInt16 { UInt16(bytes[at]) | UInt16(bytes[at + 1]) << 8 }
+        let (userObj, groupObj, mask, other): (UInt16, UInt16, UInt16, UInt16) = (0x01, 0x04, 0x10, 0x20)
+        let hasMask = entries.contains { tag($0) == mask }
+        for at in entries {
+            let t = tag(at)
+            if t == userObj || t == mask || t == other || (t == groupObj && !hasMask) { bytes[at + 2] &= 0o6 }
+        }
+        return bytes
+    }
+
+    /// The folder's entries flushed to disk (the rename that put a file there), as far as the
+    /// filesystem allows.
+    static func syncFolder(_ folder: URL) {
+        let fd = open(folder.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        _ = fsync(fd)
+        close(fd)
     }
 }

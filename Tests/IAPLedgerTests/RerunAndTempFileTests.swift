@@ -1,3 +1,4 @@
+import CXattr
 import Foundation
 import XCTest
 @testable import LedgerCore
@@ -146,5 +147,56 @@ final class RerunAndTempFileTests: XCTestCase {
                              to: url, tempDirectory: ws.workspace.tempURL)
         XCTAssertNotEqual(try Data(contentsOf: url), Data("old".utf8))
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: url.deletingLastPathComponent().path), ["book.xlsx"])
+    }
+
+    /// A report file written aside takes what a file created in its folder would: the folder's
+    /// group when it is set-group-ID and its default ACL (a share's `chmod g+s`, `setfacl -d`),
+    /// exactly as the kernel gives them to a file created there with mode 0666. It took the
+    /// workspace's instead (the temp folder's), so finance could not read the night's workbooks.
+    func testAReportFileTakesItsFolderGroupAndDefaultACLLikeAFileCreatedThere() throws {
+        let folder = ws.root.appendingPathComponent("reports/shared")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let asRoot = getuid() == 0
+        let group: gid_t = asRoot ? 4242 : getgid()
+        if asRoot { XCTAssertEqual(chown(folder.path, uid_t.max, group), 0) }
+        XCTAssertEqual(chmod(folder.path, 0o2770), 0)
+        // user::rwx, user:4243:r-x, group::r-x, group:4244:rwx, mask::rwx, other::r-x (version 2).
+        var acl: [UInt8] = [2, 0, 0, 0]
+        for (tag, perm, id) in [(0x01, 7, UInt32.max), (0x02, 5, 4243), (0x04, 5, UInt32.max), (0x08, 7, 4244), (0x10, 7, UInt32.max), (0x20, 5, UInt32.max)] as [(UInt16, UInt16, UInt32)] {
+            acl += [UInt8(tag & 0xFF), UInt8(tag >> 8), UInt8(perm & 0xFF), UInt8(perm >> 8)]
+            acl += [UInt8(id & 0xFF), UInt8((id >> 8) & 0xFF), UInt8((id >> 16) & 0xFF), UInt8(id >> 24)]
+        }
+        guard acl.withUnsafeBytes({ iap_setxattr(folder.path, "system.posix_acl_default", $0.baseAddress, $0.count) }) == 0 else {
+            throw XCTSkip("no POSIX ACLs on this filesystem (\(String(cString: strerror(errno))))")
+        }
+        // The kernel's: a file created in the folder.
+        let created = folder.appendingPathComponent("created-here")
+        let fd = open(created.path, O_CREAT | O_WRONLY, 0o666)
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        close(fd)
+        let url = folder.appendingPathComponent("book.xlsx")
+        try XLSXWriter.write(WorkbookModel(title: "t", subject: "s", company: "", created: Day(iso: "2026-11-03")!, sheets: []),
+                             to: url, tempDirectory: ws.workspace.tempURL)
+        func described(_ path: String) -> (gid: gid_t, mode: mode_t, acl: [UInt8]) {
+            var st = stat()
+            XCTAssertEqual(stat(path, &st), 0)
+            let size = iap_getxattr(path, "system.posix_acl_access", nil, 0)
+            var bytes = [UInt8](repeating: 0, count: max(size, 0))
+            if size > 0 { _ = bytes.withUnsafeMutableBytes { iap_getxattr(path, "system.posix_acl_access", $0.baseAddress, size) } }
+            return (st.st_gid, st.st_mode & 0o7777, bytes)
+        }
+        let kernel = described(created.path), written = described(url.path)
+        XCTAssertEqual(written.gid, group)
+        XCTAssertEqual(written.gid, kernel.gid)
+        XCTAssertEqual(written.mode, kernel.mode)
+        XCTAssertEqual(written.mode, 0o664, "mask rw- (x taken, as mode 0666 does), others r--, whatever the umask")
+        XCTAssertFalse(written.acl.isEmpty)
+        XCTAssertEqual(written.acl, kernel.acl, "the named group keeps rwx, limited by the mask")
+        // A folder without those settings: the file as the umask makes it, no ACL.
+        let plain = ws.root.appendingPathComponent("reports/plain/book.xlsx")
+        try XLSXWriter.write(WorkbookModel(title: "t", subject: "s", company: "", created: Day(iso: "2026-11-03")!, sheets: []),
+                             to: plain, tempDirectory: ws.workspace.tempURL)
+        XCTAssertTrue(described(plain.path).acl.isEmpty)
+        XCTAssertEqual(described(plain.path).gid, getgid())
     }
 }
