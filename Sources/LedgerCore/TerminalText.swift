@@ -55,6 +55,26 @@ public enum TerminalText {
     }
 }
 
+/// A path as a shell reads it back, for the commands the tool prints to paste: as it is when
+/// it holds only characters no shell treats specially, else in single quotes (a quote in it
+/// as `'\''`); what a terminal would not show raw goes through `TerminalText.visible` after.
+public enum ShellWord {
+    public static func quoted(_ s: String) -> String {
+        let plain = !s.isEmpty && s.utf8.allSatisfy { b in
+            (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || "_./-+=:,@%".utf8.contains(b)
+        }
+        return TerminalText.visible(plain ? s : "'" + s.replacingAll("'", with: "'\\''") + "'")
+    }
+}
+
+extension String {
+    fileprivate func replacingAll(_ target: Character, with replacement: String) -> String {
+        var out = ""
+        for c in self { if c == target { out += replacement } else { out.append(c) } }
+        return out
+    }
+}
+
 /// A table for the terminal: a header, a rule under it, columns padded to their widest cell
 /// (numbers to the right), every cell through `TerminalText.visible` (ids and paths come from
 /// input files).

@@ -85,6 +85,10 @@ public struct NightlyRun {
     public var log: (String) -> Void
     /// Stage timings, and progress lines on a terminal.
     public var progress: RunProgress
+    /// Called once the night is committed, before its workbooks are written, with its result
+    /// but the files (`workbooks`, `keptFiles` empty; `totals.reportFilesHead` the head
+    /// before them).
+    public var committed: ((Result) -> Void)? = nil
 
     public init(workspace: Workspace, asOf: Day, progress: RunProgress = .silent, log: @escaping (String) -> Void = { _ in }) {
         self.workspace = workspace
@@ -108,6 +112,7 @@ public struct NightlyRun {
             throw ReadError.file(workspace.configURL.path, "default_storefront: \(config.defaultStorefront) has no row in rules/storefronts.csv, so every sale without a storefront of its own (and no order naming one) would wait for a rule: add its row, or name a storefront that has one")
         }
         let layouts = try workspace.loadLayouts()
+        try workspace.checkReportsFolder()
         let lock = try RunLock(url: workspace.lockURL)
         defer { lock.release() }
         CrashPoint.hit("start:locked")
@@ -250,29 +255,9 @@ public struct NightlyRun {
                                   count: 0, unit: "", peakBytes: RunProgress.peakResidentBytes()))
         }
 
-        // The month before, while it is still open, is written again as of its last day: late
-        // data for it changes its books until it is closed. Both sets are written together,
-        // independent workbooks in parallel.
-        var sets = [try ReportSet(ledger: ledger, config: config, asOf: asOf, runId: runId, workspace: workspace, layouts: layouts)]
-        let previous = asOf.month.previous
-        if closedThrough.map({ previous > $0 }) ?? true, try ledger.read({ try $0.hasEntries(through: previous.lastDay) }) {
-            CrashPoint.hit("report:previous month \(previous)")
-            sets.append(try ReportSet(ledger: ledger, config: config, asOf: previous.lastDay, runId: nil, workspace: workspace, layouts: layouts))
-        }
-        var files: [ReportFile] = []
-        var workbooksFailed: Error? = nil
-        do {
-            files = try ReportSet.write(sets, progress: progress)
-            try ReportFile.register(files, workspace: workspace, ledger: ledger, runId: runId)
-        } catch {
-            // Those written whole before the failure are in place: registered all the same.
-            if let partly = error as? SetsPartlyWritten {
-                _ = try? ReportFile.register(partly.written, workspace: workspace, ledger: ledger, runId: runId)
-            }
-            // The ledger is committed; only files under reports/ are missing (none half-written).
-            // The night's summary is still said, with the error.
-            workbooksFailed = error
-        }
+        // The night's summary, as it stands at its commit: said (`committed`) before the
+        // workbooks are written, so that a night stopped while writing them (SIGTERM from a
+        // scheduler, the machine going down) has left its summary in the log all the same.
         let totals = try ledger.read { try $0.totals() }
         let datedAfter = try ledger.read { try $0.entriesDated(after: asOf) }
         // What this run read and could not post, as it stands at the end of the run.
@@ -281,8 +266,8 @@ public struct NightlyRun {
         let newFindingRows = try ledger.read { try $0.findings(openOnly: true) }.filter { $0.firstRunId == runId }
         let newFindings = newFindingRows.map { "\($0.code) \($0.transactionId): \($0.message)" }
         let problems = nothingNewSince == nil ? notPosted + newFindings : []
-        let result = Result(runId: runId, asOf: asOf, counts: counts, filesRead: filesRead, filesSkipped: filesSkipped,
-                      totals: totals, workbooks: files.map(\.url), keptFiles: files.filter(\.kept).map(\.url), problems: problems,
+        var result = Result(runId: runId, asOf: asOf, counts: counts, filesRead: filesRead, filesSkipped: filesSkipped,
+                      totals: totals, workbooks: [], problems: problems,
                       problemRecords: nothingNewSince == nil ? notPosted.count : 0,
                       recordCounts: nothingNewSince == nil ? Self.counted(notPostedRecords.map { "\($0.outcome) \($0.code)" }) : [],
                       findingCounts: nothingNewSince == nil ? Self.counted(newFindingRows.map(\.code)) : [],
@@ -296,6 +281,35 @@ public struct NightlyRun {
                       } ?? [],
                       exceptions: try ledger.read { try $0.exceptionCounts(runId: runId) },
                       rulesChanged: rulesChanged)
+        committed?(result)
+
+        // The month before, while it is still open, is written again as of its last day: late
+        // data for it changes its books until it is closed. Both sets are written together,
+        // independent workbooks in parallel.
+        var sets = [try ReportSet(ledger: ledger, config: config, asOf: asOf, runId: runId, workspace: workspace, layouts: layouts)]
+        let previous = asOf.month.previous
+        if closedThrough.map({ previous > $0 }) ?? true, try ledger.read({ try $0.hasEntries(through: previous.lastDay) }) {
+            CrashPoint.hit("report:previous month \(previous)")
+            sets.append(try ReportSet(ledger: ledger, config: config, asOf: previous.lastDay, runId: nil, workspace: workspace, layouts: layouts))
+        }
+        var files: [ReportFile] = []
+        var workbooksFailed: Error? = nil
+        do {
+            files = try ReportSet.write(sets, progress: progress)
+            result.totals.reportFilesHead = try ReportFile.register(files, workspace: workspace, ledger: ledger, runId: runId) ?? result.totals.reportFilesHead
+        } catch {
+            // Those written whole before the failure are in place: registered all the same.
+            if let partly = error as? SetsPartlyWritten {
+                files = partly.written
+                if let head = try? ReportFile.register(partly.written, workspace: workspace, ledger: ledger, runId: runId) {
+                    result.totals.reportFilesHead = head
+                }
+            }
+            // The ledger is committed; only files under reports/ are missing (none half-written).
+            workbooksFailed = error
+        }
+        result.workbooks = files.map(\.url)
+        result.keptFiles = files.filter(\.kept).map(\.url)
         if let workbooksFailed {
             throw WorkbooksNotWritten(result: result, message: "\(workbooksFailed)".replacingOccurrences(of: "\n", with: "; ")
                 + "; the night's ledger is committed (run \(runId)) but its workbooks were not all written: fix the cause and run "

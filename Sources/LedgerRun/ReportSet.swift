@@ -226,6 +226,7 @@ public enum PeriodReport {
 
     static func write(workspace: Workspace, day: (Day?) throws -> Day) throws -> (asOf: Day, files: [ReportFile], note: String?, head: String?) {
         let layouts = try workspace.loadLayouts()
+        try workspace.checkReportsFolder()
         // Not beside a night writing the same sets (the last rename would win, file by file).
         let lock = try RunLock(url: workspace.lockURL)
         defer { lock.release() }

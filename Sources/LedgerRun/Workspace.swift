@@ -69,6 +69,24 @@ public struct Workspace {
 
     public func reportDirectory(asOf: Day) -> URL { reportsURL.appendingPathComponent(asOf.description) }
 
+    /// `reports/` can take the night's sets: checked before anything is read or written, so that
+    /// a share not mounted (`reports/` a link to a missing folder) or a file in its place stops
+    /// the night with the ledger as it was, instead of after its commit with its workbooks
+    /// missing. A missing `reports/` (not a link) is made when the first set is written.
+    public func checkReportsFolder() throws {
+        var st = stat()
+        guard lstat(reportsURL.path, &st) == 0 else { return }
+        var target = stat()
+        if st.st_mode & S_IFMT == S_IFLNK, stat(reportsURL.path, &target) != 0 {
+            let to = (try? FileManager.default.destinationOfSymbolicLink(atPath: reportsURL.path)) ?? "?"
+            throw ReadError.file(reportsURL.path, "is a link to \(to), which is missing (a share not mounted?): nothing was read or written; mount or restore it and run again")
+        }
+        let type = (st.st_mode & S_IFMT == S_IFLNK ? target : st).st_mode & S_IFMT
+        guard type == S_IFDIR else {
+            throw ReadError.file(reportsURL.path, "is not a folder: the workbooks are written into reports/<date>/; nothing was read or written; move it away and run again")
+        }
+    }
+
     /// Deletes the partial files of processes that died while writing (a killed run); files of
     /// a process still alive (a `report` command running beside) are left alone.
     public func removeStaleTempFiles() {
@@ -92,7 +110,7 @@ public struct Workspace {
     /// Reads the configuration and the rules; a problem here stops the run before anything is written.
     public func loadConfig() throws -> WorkspaceConfig {
         guard FileManager.default.fileExists(atPath: configURL.path) else {
-            throw ReadError.file(configURL.path, "not found: \(root.path) is not an iapledger workspace (run `iapledger init \(root.path)`)")
+            throw ReadError.file(configURL.path, "not found: \(root.path) is not an iapledger workspace (run `iapledger init \(ShellWord.quoted(root.path))`)")
         }
         return try ConfigReader.read(path: configURL.path, displayPath: configURL.path)
     }
@@ -147,7 +165,10 @@ public struct Workspace {
             var st = stat()
             if stat(url.path, &st) == 0 {
                 let type = st.st_mode & S_IFMT
-                if type != S_IFREG && type != S_IFDIR {
+                if type == S_IFDIR {
+                    throw ReadError.file(url.path, "is a folder named like an input file: inputs are files, and a folder's files are not read; nothing was read or written; move or rename it and run again")
+                }
+                if type != S_IFREG {
                     throw ReadError.file(url.path, "is not a regular file (a named pipe, a device or a socket, or a link to one): move it out of the inbox")
                 }
             }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Synchronization
 import LedgerCore
 import LedgerRead
 import LedgerRun
@@ -91,7 +92,7 @@ struct Init: ParsableCommand {
             print("  edit \(ws.configURL.path) and the CSV files in \(ws.rulesURL.path)/")
             print("  put receipt responses in inbox/receipts/, orders in inbox/orders/, signed data in inbox/signed/")
             print("  the workbooks' sheets, columns and formats are in \(ws.layoutsURL.path)/ (optional)")
-            print("  then run: iapledger run --workspace \(ws.root.path)")
+            print("  then run: iapledger run --workspace \(ShellWord.quoted(ws.root.path))")
         }
     }
 }
@@ -112,15 +113,24 @@ struct Run: ParsableCommand {
         try runReporting {
             let day = try parseAsOf(asOf, why: "the ledger keeps each night's date and nights go forward, so every later run dated today would be refused")
             let progress = RunProgress(showProgress: noProgress ? false : nil)
+            var nightly = NightlyRun(workspace: Workspace(ws.url), asOf: day, progress: progress)
+            // The summary is said at the commit, before the workbooks are written (a night stopped
+            // while writing them has it in its log all the same); the files as written, after.
+            nightly.committed = { committed in
+                StopSignals.committedRun.store(committed.runId, ordering: .relaxed)
+                printSummary(committed)
+                fflush(stdout)
+            }
             let result: NightlyRun.Result
             do {
-                result = try NightlyRun(workspace: Workspace(ws.url), asOf: day, progress: progress).run()
+                result = try nightly.run()
             } catch let failed as WorkbooksNotWritten {
-                // Committed: the night's summary (its chain head and seal to keep) before the error.
-                printSummary(failed.result)
+                // Committed: the files written whole before the error, then the error.
+                printReportFiles(failed.result)
+                fflush(stdout)
                 throw failed
             }
-            printSummary(result)
+            printReportFiles(result)
             if timings {
                 print("  timings:")
                 print(progress.table(), terminator: "")
@@ -133,6 +143,9 @@ struct Run: ParsableCommand {
 /// ledger as before the night, or after its commit), but with a line in the log saying so.
 enum StopSignals {
     nonisolated(unsafe) static var sources: [DispatchSourceSignal] = []
+    /// The night's run id once its commit is said (0 before): the line a signal leaves says
+    /// whether the ledger holds the night.
+    static let committedRun = Atomic<Int64>(0)
     /// Its own thread: the global queues may all be busy with the night's work.
     static let queue = DispatchQueue(label: "iapledger.stop-signals")
 
@@ -143,7 +156,11 @@ enum StopSignals {
             if address(signal(sig, SIG_IGN)) == address(SIG_IGN) { continue }
             let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
             source.setEventHandler {
-                let message = "iapledger: stopped by \(name): a night stopped before its commit leaves the ledger as it was, one stopped after it lacks only its workbooks; run `iapledger run\(asOf.map { " --as-of \($0)" } ?? "")` again: it completes what this one did not\n"
+                let again = "`iapledger run\(asOf.map { " --as-of \($0)" } ?? "")`"
+                let run = committedRun.load(ordering: .relaxed)
+                let message = run > 0
+                    ? "iapledger: stopped by \(name) after the night's commit (run \(run), its summary above): the ledger holds the night; some of its workbooks may not be written; run \(again) again: it writes them\n"
+                    : "iapledger: stopped by \(name): a night stopped before its commit leaves the ledger as it was, one stopped after it lacks only its workbooks; run \(again) again: it completes what this one did not\n"
                 StandardError.write(message)
                 // Ended by the signal itself, as without this handler (a scheduler sees why).
                 signal(sig, SIG_DFL)
@@ -164,7 +181,7 @@ func printSummary(_ r: NightlyRun.Result) {
     let c = r.counts
     if let last = r.nothingNewSinceRun {
         // A re-run of the same night with nothing new: nothing recorded, run `last`'s workbooks again.
-        print("iapledger run as of \(r.asOf): nothing new since run \(last) (same as-of date, \(r.filesSkipped) files unchanged, nothing to post); workbooks written again")
+        print("iapledger run as of \(r.asOf): nothing new since run \(last) (same as-of date, \(r.filesSkipped) files unchanged, nothing to post); its workbooks are written again")
     } else {
         print("iapledger run \(r.runId) as of \(r.asOf)")
         print("  files: \(r.filesRead) read, \(r.filesSkipped) unchanged (skipped)")
@@ -218,9 +235,13 @@ func printSummary(_ r: NightlyRun.Result) {
         // Every one: a folder of more than a few such files is already one line.
         for line in r.notRead { print("    " + TerminalText.visible(line)) }
     }
+}
+
+/// The files of a night's sets, as written or kept, and the registrations' head after them.
+func printReportFiles(_ r: NightlyRun.Result) {
     let kept = Set(r.keptFiles)
     for w in r.workbooks { printReportFile(w, kept: kept.contains(w)) }
-    if let head = t.reportFilesHead, !r.workbooks.isEmpty {
+    if let head = r.totals.reportFilesHead, !r.workbooks.isEmpty {
         print("  report files: \(head) (the registrations' chain head after these files; keep it: `iapledger verify --runs` shows it again)")
     }
 }
@@ -343,21 +364,22 @@ struct Demo: ParsableCommand {
             print(result.description)
             let run = try NightlyRun(workspace: Workspace(URL(fileURLWithPath: dir)), asOf: day).run()
             printSummary(run)
+            printReportFiles(run)
             print("")
             print("Workbooks are in \(Workspace(URL(fileURLWithPath: dir)).reportDirectory(asOf: day).path)/")
             // Ids to try `trace` on: they change with the demo's as-of date and seed.
             let ledger = try Workspace(URL(fileURLWithPath: dir)).openExistingLedger().1
             if let example = try ledger.read({ try $0.traceExample() }) {
                 print("Trace a refunded sale and the order that credited it (sources, rules, entries, exceptions, workbook rows):")
-                print("  iapledger trace \(example.transactionId) --workspace \(dir)")
-                print("  iapledger trace \(example.orderId) --workspace \(dir)")
+                print("  iapledger trace \(ShellWord.quoted(example.transactionId)) --workspace \(ShellWord.quoted(dir))")
+                print("  iapledger trace \(ShellWord.quoted(example.orderId)) --workspace \(ShellWord.quoted(dir))")
             }
             // Apple's financial reports of the last whole month, to try `true-up` on.
             if let apple = try DemoAppleReports.write(into: URL(fileURLWithPath: dir), ledger: ledger, asOf: day) {
                 print("Apple's financial reports for \(apple.month) (made from the demo's sales, with differences seeded) are in \(dir)/apple-reports/:")
                 for s in apple.seeded { print("  seeded: \(s)") }
                 print("Compare them with the ledger:")
-                print("  iapledger true-up --workspace \(dir) \(dir)/apple-reports/*.txt")
+                print("  iapledger true-up --workspace \(ShellWord.quoted(dir)) \(ShellWord.quoted(dir + "/apple-reports"))/*.txt")
             }
         }
     }

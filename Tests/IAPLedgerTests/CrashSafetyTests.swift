@@ -93,6 +93,35 @@ final class CrashSafetyTests: ScratchTestCase {
         XCTAssertTrue(try Resilience.ledgerDump(c) == aDump)
     }
 
+    /// SIGTERM while the workbooks are written, after the commit: the night's summary (its
+    /// records, chain head and seal) is in the log already, said at the commit, and the line the
+    /// signal leaves says that the ledger holds the night. The summary used to be printed after
+    /// the last workbook, so such a night left nothing of it.
+    func testARunStoppedAfterItsCommitHasSaidItsSummary() throws {
+        let base = try baseWorkspace()
+        let a = newScratch("term-after-a")
+        try Resilience.copy(base, to: a)
+        let logURL = newScratch("term-after-log")
+        let whole = try Resilience.cli(runArgs(a), environment: ["IAPLEDGER_TEST_CHECKPOINT_LOG": logURL.path])
+        XCTAssertEqual(whole.status, 0)
+        let points = try String(contentsOf: logURL, encoding: .utf8).split(separator: "\n")
+            .map { $0.split(separator: "\t", maxSplits: 1) }
+        let n = try XCTUnwrap(points.first { $0[1].hasPrefix("rename:before") }.map { Int($0[0])! })
+        let c = newScratch("term-after-c")
+        try Resilience.copy(base, to: c)
+        let stopped = try Resilience.cli(runArgs(c), environment: ["IAPLEDGER_TEST_KILL_AT": "\(n)", "IAPLEDGER_TEST_KILL_SIGNAL": "TERM"])
+        XCTAssertEqual(stopped.reason, .uncaughtSignal, stopped.err)
+        XCTAssertTrue(stopped.err.hasPrefix("iapledger: stopped by SIGTERM after the night's commit (run 2, its summary above): the ledger holds the night"), stopped.err)
+        // The summary as the whole night said it, but the files it had no time to write.
+        // (Its seal covers the run's own times, so differs.)
+        func lines(_ out: String) -> [Substring] { out.split(separator: "\n").filter { !$0.hasPrefix("  seal: ") } }
+        let summary = lines(whole.out).filter { !$0.hasPrefix("  wrote ") && !$0.hasPrefix("  kept ") && !$0.hasPrefix("  report files: ") }
+        XCTAssertEqual(lines(stopped.out), summary)
+        XCTAssertTrue(stopped.out.contains("  chain head: "))
+        XCTAssertEqual(try Resilience.cli(runArgs(c)).status, 0)
+        XCTAssertTrue(try Resilience.ledgerDump(c) == Resilience.ledgerDump(a))
+    }
+
     func testKilledRunsLeaveTheLedgerWholeAndTheNextRunMatchesAnUninterruptedOne() throws {
         let base = try baseWorkspace()
         let beforeDump = try Resilience.ledgerDump(base)

@@ -360,6 +360,43 @@ final class LockAndFailureTests: XCTestCase {
         XCTAssertNoThrow(try ws.run("2026-10-08"))
     }
 
+    /// `reports/` a link to a share not mounted, or a file in its place: the night stops before
+    /// it reads or writes anything (it used to commit, then fail on its workbooks with "a file
+    /// of that name in the way?"); `report` too. A folder named like an input file is named.
+    func testAReportsFolderThatCannotTakeTheWorkbooksStopsTheNightBeforeItWrites() throws {
+        let (db, before) = try firstNight()
+        try ws.write("inbox/receipts/later.jsonl", Receipt.response([Receipt.item("6101", purchased: "2026-10-06T10:00:00Z")]) + "\n")
+        let reports = ws.root.appendingPathComponent("reports")
+        try FileManager.default.moveItem(at: reports, to: ws.root.appendingPathComponent("reports-kept"))
+        try FileManager.default.createSymbolicLink(atPath: reports.path, withDestinationPath: "/nonexistent-share/reports")
+        XCTAssertThrowsError(try ws.run("2026-10-08")) { error in
+            XCTAssertEqual("\(error)", "\(reports.path): is a link to /nonexistent-share/reports, which is missing (a share not mounted?): nothing was read or written; mount or restore it and run again")
+        }
+        XCTAssertThrowsError(try PeriodReport.write(workspace: ws.workspace, period: Month(iso: "2026-10")!)) { error in
+            XCTAssertTrue("\(error)".hasPrefix("\(reports.path): is a link to /nonexistent-share/reports, which is missing"), "\(error)")
+        }
+        XCTAssertEqual(try Data(contentsOf: db), before, "the ledger is unchanged")
+        try FileManager.default.removeItem(at: reports)
+        try ws.write("reports", "a file where the folder goes")
+        XCTAssertThrowsError(try ws.run("2026-10-08")) { error in
+            XCTAssertEqual("\(error)", "\(reports.path): is not a folder: the workbooks are written into reports/<date>/; nothing was read or written; move it away and run again")
+        }
+        XCTAssertEqual(try Data(contentsOf: db), before, "the ledger is unchanged")
+        try FileManager.default.removeItem(at: reports)
+        let folder = ws.root.appendingPathComponent("inbox/receipts/day.jsonl")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        XCTAssertThrowsError(try ws.run("2026-10-08")) { error in
+            XCTAssertEqual("\(error)", "\(folder.path): is a folder named like an input file: inputs are files, and a folder's files are not read; nothing was read or written; move or rename it and run again")
+        }
+        XCTAssertEqual(try Data(contentsOf: db), before, "the ledger is unchanged")
+        // A link to a folder that is there is written through; a missing reports/ is made.
+        try FileManager.default.removeItem(at: folder)
+        try FileManager.default.createSymbolicLink(atPath: reports.path, withDestinationPath: ws.root.appendingPathComponent("reports-kept").path)
+        let night = try ws.run("2026-10-08")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: ws.root.appendingPathComponent("reports-kept/2026-10-08/finance-2026-10-08.xlsx").path))
+        XCTAssertEqual(night.counts.entriesPosted, 1)
+    }
+
     /// A named pipe in the inbox (or a link to a device) would block the night for ever, holding
     /// the lock: it is refused by name before anything is read.
     func testAPipeOrADeviceInTheInboxIsRefusedAtOnce() throws {
