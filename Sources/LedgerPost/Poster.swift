@@ -33,8 +33,12 @@ public struct Poster {
     /// The day a sale with no storefront of its own and no order naming one waits until, for an
     /// order to name one (`order_wait_days` after its purchase date), or nil when it is booked
     /// now: on that night or a later one it is booked at `default_storefront`.
+    ///
+    /// A free trial or a family member's access moves no money, so no storefront decides an
+    /// amount: it never waits (it waited, was listed among the sales waiting "to be booked at
+    /// default_storefront", and was then found free).
     public func orderWait(of t: TransactionObservation, orderStorefront: (code: String, orderId: String)?, asOf: Day) -> Day? {
-        guard config.orderWaitDays > 0, t.storefront?.isEmpty ?? true, orderStorefront?.code.isEmpty ?? true else { return nil }
+        guard config.orderWaitDays > 0, !t.isFreeTrial, t.storefront?.isEmpty ?? true, orderStorefront?.code.isEmpty ?? true else { return nil }
         let until = t.purchaseDay + config.orderWaitDays
         return asOf < until ? until : nil
     }
@@ -90,9 +94,12 @@ public struct Poster {
             priceSource = "rules/prices.csv \(price.price) \(currency) from \(price.effectiveFrom) x \(t.quantity)"
         }
 
-        // 5 (looked up first so a missing rate leaves nothing half-computed).
+        // 5 (looked up first so a missing rate leaves nothing half-computed). A gross of zero
+        // (a free trial) has nothing to convert: free without the month's rate (it waited for
+        // one, counted among the sales waiting, and took it from them once it came).
         let month = day.month
-        guard let fx = rules.fxRate(currency: currency, month: month, reportingCurrency: config.reportingCurrency) else {
+        let monthRate = rules.fxRate(currency: currency, month: month, reportingCurrency: config.reportingCurrency)
+        guard let fx = monthRate ?? (grossMinor == 0 ? .one : nil) else {
             return .missingRule("no FX rate for \(currency) in \(month) in rules/fx.csv")
         }
 
@@ -105,7 +112,7 @@ public struct Poster {
                                    storefrontEffectiveFrom: sf.effectiveFrom.description,
                                    taxRate: sf.taxRate.description, taxIncluded: sf.taxIncluded,
                                    priceSource: priceSource, commissionRate: rate.description,
-                                   commissionReason: reason, fxRate: fx.description, fxMonth: month.description,
+                                   commissionReason: reason, fxRate: monthRate == nil ? "none (nothing to convert)" : fx.description, fxMonth: month.description,
                                    unitPrice: unitPrice)
         if grossMinor == 0 { return .free(applied, figures) }
 

@@ -193,6 +193,27 @@ final class PostingScenarioTests: XCTestCase {
         XCTAssertEqual(f.grossMinor, 0)
     }
 
+    /// A free trial (or a family member's access) moves no money: it is free without the
+    /// month's FX rate and without waiting for an order to name its storefront (it waited,
+    /// counted among the sales waiting for a rule, "then booked at default_storefront").
+    func testAFreeTrialNeedsNoRateAndWaitsForNoOrder() {
+        var config = Self.config()
+        config.orderWaitDays = 3
+        let poster = Poster(config: config, rules: Self.rules())
+        var trial = tx(storefront: "DEU", at: "2026-08-05T00:00:00Z")
+        trial.isFreeTrial = true
+        guard case .free(let applied, let f) = poster.sale(of: trial) else { return XCTFail("no EUR rate for 2026-08, yet free") }
+        XCTAssertEqual([f.grossMinor, f.netMinor, f.netReportingMinor, f.proceedsReportingMinor], [0, 0, 0, 0])
+        XCTAssertEqual(applied.fxRate, "none (nothing to convert)")
+        let paid = tx(storefront: "DEU", at: "2026-08-05T00:00:00Z")
+        guard case .missingRule = poster.sale(of: paid) else { return XCTFail("a paid sale still waits for the rate") }
+        var shared = tx(at: "2026-10-05T00:00:00Z")
+        shared.isFreeTrial = true
+        XCTAssertNil(poster.orderWait(of: shared, orderStorefront: nil, asOf: Day(iso: "2026-10-06")!))
+        XCTAssertEqual(poster.orderWait(of: tx(at: "2026-10-05T00:00:00Z"), orderStorefront: nil, asOf: Day(iso: "2026-10-06")!),
+                       Day(iso: "2026-10-08"))
+    }
+
     func testClosedMonthMovesEntryToFirstOpenDay() {
         let poster = Poster(config: Self.config(closedThrough: Month(iso: "2026-09")), rules: Self.rules())
         guard case .post(let e) = poster.sale(of: tx(storefront: "USA", at: "2026-09-15T00:00:00Z")) else { return XCTFail() }

@@ -658,7 +658,8 @@ final class SignedIngestTests: XCTestCase {
         let conflict = try rows("SELECT message FROM finding WHERE code = 'TRANSACTION_CONFLICT'")
         XCTAssertTrue(conflict.first?[0].contains("free vs paid") == true, "\(conflict)")
         XCTAssertEqual(try rows("SELECT transaction_id, sale_status, ifnull(storefront, ''), ifnull(price_milliunits, '') FROM store_transaction ORDER BY 1"),
-                       [["9050", "free", "USA", "0"], ["9051", "pending", "", ""]], "9051 waits for its order's storefront")
+                       [["9050", "free", "USA", "0"], ["9051", "free", "", ""]],
+                       "9051 is the receipt's trial (the first record, kept): free at once, with no order's storefront to wait for")
         XCTAssertEqual(try rows("SELECT count(*) FROM entry"), [["0"]])
         let r = try Audit(workspace: ws.workspace).run()
         XCTAssertTrue(r.ok, "\(r.problems)")
