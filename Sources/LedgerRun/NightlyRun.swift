@@ -158,6 +158,7 @@ public struct NightlyRun {
         var closedThrough: Month? = nil
         var closedByConfig: Month? = nil
         var nothingNewSince: Int64? = nil
+        let lastEntryBefore = try ledger.read { try $0.lastEntryId() }
         var rulesChanged: (runId: Int64, lines: [String])? = nil
         let (runId, counts) = try NothingNew.catching(&nothingNewSince) { try ledger.write { w -> (Int64, LedgerWriter.RunCounts) in
             let sameNight = try w.sameNight(asOf: asOf)
@@ -291,6 +292,20 @@ public struct NightlyRun {
         if closedThrough.map({ previous > $0 }) ?? true, try ledger.read({ try $0.hasEntries(through: previous.lastDay) }) {
             CrashPoint.hit("report:previous month \(previous)")
             sets.append(try ReportSet(ledger: ledger, config: config, asOf: previous.lastDay, runId: nil, workspace: workspace, layouts: layouts))
+        }
+        // An earlier month still open that the night posted entries into (a sale that waited
+        // for its rule), whose set iapledger wrote before: written again, so that no set under
+        // reports/ leaves out what the ledger holds for its month (one never written is left to
+        // `report --period`).
+        for month in try ledger.read({ try $0.monthsOfEntries(after: lastEntryBefore) })
+        where month < previous && closedThrough.map({ month > $0 }) ?? true {
+            let day = month.lastDay
+            let written = try ledger.read { r in
+                try ["finance", "sandbox"].contains { !(try r.reportFiles(path: "reports/\(day)/\($0)-\(day).xlsx").isEmpty) }
+            }
+            guard written else { continue }
+            CrashPoint.hit("report:earlier month \(month)")
+            sets.append(try ReportSet(ledger: ledger, config: config, asOf: day, runId: nil, workspace: workspace, layouts: layouts))
         }
         var files: [ReportFile] = []
         var workbooksFailed: Error? = nil

@@ -1,6 +1,7 @@
 import Foundation
 import LedgerCore
 import LedgerPost
+import LedgerRead
 import LedgerReport
 import LedgerStore
 
@@ -96,14 +97,37 @@ public enum TraceOutput {
     }
 
     /// Marks each placement whose workbook (or export) is not under the workspace now, with
-    /// the registration of the last version iapledger wrote there, if it wrote one.
+    /// the registration of the last version iapledger wrote there, if it wrote one; and each
+    /// whose file may not hold the rows said (`stale`): the rows are placed from the ledger,
+    /// the journal cap and the layouts as they are now, which the file on disk need not be.
     public static func checked(_ t: TransactionTrace, in workspace: Workspace, reader: LedgerReader) throws -> TransactionTrace {
         var t = t
         t.reports = try t.reports.map { p in
             var p = p
-            p.written = FileManager.default.fileExists(atPath: workspace.root.appendingPathComponent(p.workbook).path)
-            if p.written == false, let last = try reader.reportFiles(path: p.workbook).last {
-                p.registered = "written at \(last.writtenAt) by \(last.runId.map { "night run \($0)" } ?? "`iapledger report`"), SHA-256 \(last.sha256)"
+            let url = workspace.root.appendingPathComponent(p.workbook)
+            let folder = (p.workbook as NSString).deletingLastPathComponent
+            let month = String((folder as NSString).lastPathComponent.prefix(7))
+            let again = "`iapledger report --period \(month)` writes it again"
+            func described(_ f: RegisteredReportFile) -> String {
+                "written at \(f.writtenAt) by \(f.runId.map { "night run \($0)" } ?? "`iapledger report`")"
+            }
+            p.written = FileManager.default.fileExists(atPath: url.path)
+            let last = try reader.reportFiles(path: p.workbook).last
+            if p.written == false {
+                if let last {
+                    p.registered = described(last) + ", SHA-256 \(last.sha256)"
+                } else if let other = try reader.reportFiles(inFolder: folder).last {
+                    // The set was written, without this file: by another journal cap or layouts.
+                    p.stale = "not in the set as iapledger wrote it (\(described(other))): the journal cap or the layouts have changed since; \(again)"
+                }
+            } else if let last {
+                let onDisk = try? LineReader.hash(url.path).sha256
+                if onDisk != last.sha256 {
+                    p.stale = "changed since iapledger last wrote it (\(described(last))): `iapledger verify --workbook \(p.workbook)` says more; \(again)"
+                } else if let book = t.book, let setDay = Day(iso: String((folder as NSString).lastPathComponent)),
+                          case let later = try reader.entriesPosted(after: last, book: book, from: setDay.month.firstDay, through: setDay), later > 0 {
+                    p.stale = "\(described(last)), before \(later) entr\(later == 1 ? "y" : "ies") of its month posted since: the rows are those it has when written again; \(again)"
+                }
             }
             return p
         }
@@ -142,6 +166,9 @@ public enum TraceOutput {
         for s in t.sources {
             line("  \(s.path):\(s.line)  file sha256 \(s.sha256)  read by the night of \(s.read_on)")
             line("    \(s.outcome)" + (s.environment.map { ", environment \($0)" } ?? "") + (s.verification.map { ": \($0)" } ?? ""))
+            if let on = s.resolved_on {
+                line("    settled by the night of \(on)" + (s.resolution.map { ": \($0)" } ?? "") + " (no longer waiting)")
+            }
             if let text = s.text { sourceText(text, indent: indent + "    ", into: &out) }
         }
         if let r = t.rules {
@@ -206,10 +233,11 @@ public enum TraceOutput {
             for p in t.reports {
                 let month = (((p.workbook as NSString).deletingLastPathComponent as NSString).lastPathComponent).prefix(7)
                 line("  \(p.workbook), sheet \(p.sheet), rows \(p.rows.map(String.init).joined(separator: ", "))"
-                     + (p.written == false
-                        ? (p.registered.map { " (missing: iapledger wrote it (\($0)), and it is no longer under reports/: moved or deleted since; `iapledger report --period \(month)` writes it again)" }
-                           ?? " (not written yet: `iapledger report --period \(month)` writes it)")
-                        : ""))
+                     + (p.stale.map { " (\($0))" }
+                        ?? (p.written == false
+                            ? (p.registered.map { " (missing: iapledger wrote it (\($0)), and it is no longer under reports/: moved or deleted since; `iapledger report --period \(month)` writes it again)" }
+                               ?? " (not written yet: `iapledger report --period \(month)` writes it)")
+                            : "")))
             }
         }
         return out.map(TerminalText.visible).joined(separator: "\n") + "\n"

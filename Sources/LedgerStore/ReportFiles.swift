@@ -9,6 +9,8 @@ public struct RegisteredReportFile: Equatable {
     public var writtenAt: String
     public var runId: Int64?
     public var writtenBy: String
+    /// The registration's own id (0 where not read from the ledger).
+    public var id: Int64 = 0
 }
 
 extension LedgerWriter {
@@ -112,12 +114,34 @@ extension LedgerReader {
         try registered(where: "path = ?", path)
     }
 
-    private func registered(where condition: String, _ value: String) throws -> [RegisteredReportFile] {
+    /// The files registered in a folder under `reports/` (`reports/2026-10-31`).
+    public func reportFiles(inFolder folder: String) throws -> [RegisteredReportFile] {
+        try registered(where: "substr(path, 1, length(?1) + 1) = ?1 || '/' AND instr(substr(path, length(?1) + 2), '/') = 0", folder)
+    }
+
+    /// How many entries of `book` dated from `first` through `last` were posted after the file
+    /// `file` was written: by a night after the one that wrote it, or, for a file `report`
+    /// wrote, after the last night whose files were registered before it (each night registers
+    /// its files after its commit; a report cannot run beside a night).
+    public func entriesPosted(after file: RegisteredReportFile, book: String, from first: Day, through last: Day) throws -> Int {
+        let runsBefore: Int64
+        if let run = file.runId {
+            runsBefore = run
+        } else {
+            runsBefore = try Int64.fetchOne(db, sql: "SELECT coalesce(max(run_id), 0) FROM report_file WHERE id < ?",
+                                            arguments: [file.id]) ?? 0
+        }
+        return try Int.fetchOne(db, sql: """
+            SELECT count(*) FROM entry WHERE book = ? AND date >= ? AND date <= ? AND run_id > ?
+            """, arguments: [book, first.description, last.description, runsBefore]) ?? 0
+    }
+
+    private func registered(where condition: String, _ values: String...) throws -> [RegisteredReportFile] {
         guard try registersReportFiles() else { return [] }
         return try Row.fetchAll(db, sql: """
-            SELECT path, sha256, size_bytes, written_at, run_id, written_by FROM report_file WHERE \(condition) ORDER BY id
-            """, arguments: [value]).map {
-            RegisteredReportFile(path: $0[0], sha256: $0[1], sizeBytes: $0[2], writtenAt: $0[3], runId: $0[4], writtenBy: $0[5])
+            SELECT path, sha256, size_bytes, written_at, run_id, written_by, id FROM report_file WHERE \(condition) ORDER BY id
+            """, arguments: StatementArguments(values)).map {
+            RegisteredReportFile(path: $0[0], sha256: $0[1], sizeBytes: $0[2], writtenAt: $0[3], runId: $0[4], writtenBy: $0[5], id: $0[6])
         }
     }
 }

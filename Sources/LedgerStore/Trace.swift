@@ -13,8 +13,15 @@ public struct TransactionTrace: Encodable {
         public var verification: String?
         public var environment: String?
         public var read_on: String
+        /// For a record not verified (pending, rejected) that a later one settled: the day of
+        /// the night that did, and how (`verified by inbox/receipts/...:15`).
+        public var resolved_on: String? = nil
+        public var resolution: String? = nil
         /// The record's text as it was read (kept in the ledger), when asked for.
         public var text: String?
+        enum CodingKeys: String, CodingKey {
+            case path, line, sha256, record_sha256, outcome, verification, environment, read_on, resolved_on, resolution, text
+        }
     }
     public struct Posting: Encodable {
         public var account: String
@@ -92,7 +99,12 @@ public struct TransactionTrace: Encodable {
         /// When it is not under `reports/`: the registration of its last version written there
         /// (`written at ... by ...`), if iapledger wrote it (it was moved or deleted since).
         public var registered: String? = nil
-        enum CodingKeys: String, CodingKey { case workbook, sheet, rows, written, registered }
+        /// When the file under `reports/` may not hold these rows as said: changed since
+        /// iapledger wrote it, or written before entries of its month were posted (the rows
+        /// are those the set has when written again), or, not there, its set written with
+        /// another journal cap or layouts.
+        public var stale: String? = nil
+        enum CodingKeys: String, CodingKey { case workbook, sheet, rows, written, registered, stale }
     }
 
     public var transaction_id: String
@@ -204,8 +216,10 @@ extension LedgerReader {
     public func traceTransaction(_ id: String, asOf: Day?, withText: Bool = false) throws -> TransactionTrace? {
         let stored = try transaction(id)
         let sources = try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT f.path, r.line, f.sha256, r.record_sha256, r.outcome, r.reason, r.environment, run.as_of, r.id
+            SELECT f.path, r.line, f.sha256, r.record_sha256, r.outcome, r.reason, r.environment, run.as_of, r.id,
+                   resolved.as_of, r.resolved_note
             FROM source_record r JOIN source_file f ON f.id = r.file_id JOIN run ON run.id = f.run_id
+            LEFT JOIN run resolved ON resolved.id = r.resolved_run_id
             WHERE r.id IN (SELECT first_record_id FROM store_transaction WHERE transaction_id = ?1
                            UNION SELECT record_id FROM transaction_source WHERE transaction_id = ?1
                            UNION SELECT record_id FROM unverified_record_transaction WHERE transaction_id = ?1
@@ -214,7 +228,8 @@ extension LedgerReader {
             """), arguments: [id]).map {
             TransactionTrace.Source(path: $0[0], line: $0[1], sha256: $0[2], record_sha256: $0[3], outcome: $0[4],
                                     verification: $0[5] ?? ($0[4] == "verified" ? "Apple verifyReceipt status 0 (verified by Apple's service)" : nil),
-                                    environment: $0[6], read_on: $0[7], text: withText ? try recordText($0[8]) : nil)
+                                    environment: $0[6], read_on: $0[7], resolved_on: $0[9], resolution: $0[10],
+                                    text: withText ? try recordText($0[8]) : nil)
         }
         // Every version of each order that ever named it, numbered as the order's own: a later
         // version that moved the credit to another transaction (or reversed it) is part of the story.
@@ -238,13 +253,13 @@ extension LedgerReader {
         }
         let status: String
         if let s = stored { status = s.saleStatus }   // pending, posted or free (the table's CHECK)
-        else if sources.contains(where: { $0.outcome == "pending" }) { status = "pending" }
+        else if sources.contains(where: { $0.outcome == "pending" && $0.resolved_on == nil }) { status = "pending" }
         else if !sources.isEmpty { status = "rejected" }
         else { status = "unknown to the store" }
         let obs = stored?.observation
         return TransactionTrace(
             transaction_id: id, book: obs?.book.rawValue, status: status,
-            pending_reason: stored?.saleStatus == "pending" ? stored?.pendingReason : (status == "pending" ? sources.first { $0.outcome == "pending" }?.verification : nil),
+            pending_reason: stored?.saleStatus == "pending" ? stored?.pendingReason : (status == "pending" ? sources.first { $0.outcome == "pending" && $0.resolved_on == nil }?.verification : nil),
             product_id: obs?.productId, quantity: obs?.quantity, purchase_date: obs.map { Day(epochMilliseconds: $0.purchaseMs).description },
             original_transaction_id: obs?.originalTransactionId, storefront: rules?.storefront ?? obs?.storefront,
             app_account_token: obs?.appAccountToken, refund_date: obs?.cancellationMs.map { Day(epochMilliseconds: $0).description },

@@ -245,6 +245,14 @@ final class NightlyRunTests: XCTestCase {
         let r = try ws.run("2026-10-08")
         XCTAssertEqual(r.totals.recordsPending, 0)
         XCTAssertEqual(r.counts.entriesPosted, 1)
+        // Trace says the pending record was settled, and by which record (it said "waiting").
+        let trace = try XCTUnwrap(try ledger().read { try $0.traceTransaction("4001", asOf: Day(iso: "2026-10-08")) })
+        XCTAssertEqual(trace.status, "posted")
+        let pending = try XCTUnwrap(trace.sources.first { $0.outcome == "pending" })
+        XCTAssertEqual(pending.resolved_on, "2026-10-08")
+        XCTAssertEqual(pending.resolution, "verified by inbox/receipts/b.jsonl:1")
+        let text = TraceOutput.text(trace)
+        XCTAssertTrue(text.contains("    settled by the night of 2026-10-08: verified by inbox/receipts/b.jsonl:1 (no longer waiting)"), text)
     }
 
     func testWorkbookTrialBalanceTiesToLedgerAndIsNumeric() throws {

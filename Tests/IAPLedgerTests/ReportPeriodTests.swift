@@ -26,6 +26,55 @@ final class ReportPeriodTests: XCTestCase {
         XCTAssertThrowsError(try PeriodReport.write(workspace: ws.workspace, period: Month(iso: "2026-12")!))
     }
 
+    /// A sale of an earlier month, still open, that waited for its rule and is posted tonight:
+    /// the night writes that month's set again when iapledger wrote it before, so that no set
+    /// under reports/ leaves out what the ledger holds for its month (it stayed as written,
+    /// and trace sent an auditor to rows that held other postings). A month whose set was never
+    /// written is left to `report --period`.
+    func testANightWritesAgainAnEarlierMonthsSetItPostsInto() throws {
+        let ws = try TestWorkspace()
+        defer { ws.remove() }
+        try ws.write("inbox/orders/o.csv", ReconciliationTests.header
+            + "ord-7,acct-7,j7,coins.100,1,100,2026-07-10T10:00:05Z,production,DEU,,\n"
+            + "ord-8,acct-8,a8,coins.100,1,100,2026-08-10T10:00:05Z,production,DEU,,\n")
+        try ws.write("inbox/receipts/a.jsonl", [
+            Receipt.response([Receipt.item("j7", purchased: "2026-07-10T10:00:00Z")]),
+            Receipt.response([Receipt.item("a8", purchased: "2026-08-10T10:00:00Z")]),
+            Receipt.response([Receipt.item("u8", purchased: "2026-08-11T10:00:00Z")]),
+        ].joined(separator: "\n") + "\n")
+        let first = try ws.run("2026-10-07")
+        XCTAssertEqual(first.counts.entriesPosted, 1, "u8 (USD); j7 and a8 wait for EUR rates")
+        let august = ws.root.appendingPathComponent("reports/2026-08-31/finance-2026-08-31.xlsx")
+        _ = try PeriodReport.write(workspace: ws.workspace, period: Month(iso: "2026-08")!)
+        XCTAssertEqual(try XLSXReader.sheets(august)["Journal"]!.dropFirst(4).map { $0[5] }, ["u8", "u8", "u8"])
+
+        try ws.append("rules/fx.csv", "\n2026-07,EUR,1.01\n2026-08,EUR,1.02\n")
+        let second = try ws.run("2026-10-08")
+        XCTAssertEqual(second.counts.entriesPosted, 2)
+        XCTAssertTrue(second.workbooks.contains(august), "\(second.workbooks)")
+        XCTAssertEqual(Set(try XLSXReader.sheets(august)["Journal"]!.dropFirst(4).map { $0[5] }), ["u8", "a8"])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: ws.root.appendingPathComponent("reports/2026-07-31").path),
+                       "July's set was never written")
+        // Trace places a8 in August's set as it now is, with nothing to warn of.
+        let trace = try ws.workspace.openExistingLedger().1.read { r in
+            try TraceOutput.checked(XCTUnwrap(r.traceTransaction("a8", asOf: Day(iso: "2026-10-08"))), in: ws.workspace, reader: r)
+        }
+        XCTAssertEqual(trace.reports.map(\.workbook), ["reports/2026-08-31/finance-2026-08-31.xlsx"])
+        XCTAssertEqual(trace.reports.map(\.written), [true])
+        XCTAssertEqual(trace.reports.map(\.stale), [nil])
+        // Had the set stayed as written, trace would say so: the entries posted after it.
+        let registered = try ws.workspace.openExistingLedger().1.read { r in
+            (try r.reportFiles(path: "reports/2026-08-31/finance-2026-08-31.xlsx"),
+             try r.reportFiles(inFolder: "reports/2026-08-31").count)
+        }
+        XCTAssertEqual(registered.0.count, 2, "by report, then by the night")
+        XCTAssertEqual(registered.1, 6, "two sets of three workbooks")
+        let posted = try ws.workspace.openExistingLedger().1.read { r in
+            try registered.0.map { try r.entriesPosted(after: $0, book: "production", from: Day(iso: "2026-08-01")!, through: Day(iso: "2026-08-31")!) }
+        }
+        XCTAssertEqual(posted, [1, 0], "a8 posted after report wrote the set, none after the night wrote it again")
+    }
+
     /// A set written again for a date a night ran on tells that night's run, as the night's own
     /// set did: `report --period` of the running month rewrites the night's workbooks byte for
     /// byte (it dropped the run's number, counts and input files), and the month before's set,

@@ -574,6 +574,20 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertEqual(placement["written"] as? Bool, true)
         let journal = try XLSXReader.sheets(dir.appendingPathComponent(placement["workbook"] as! String))["Journal"]!
         for row in placement["rows"] as! [Int] { XCTAssertEqual(journal[row - 1][5], sale, "row \(row)") }
+        // The file there is no longer the one iapledger wrote (another of its workbooks copied
+        // over it): trace does not vouch for its rows.
+        let finance = dir.appendingPathComponent(placement["workbook"] as! String)
+        let kept = try Data(contentsOf: finance)
+        try Data(contentsOf: dir.appendingPathComponent("reports/2026-08-31/sandbox-2026-08-31.xlsx")).write(to: finance)
+        let changed = try cli(["trace", sale, "--workspace", dir.path]).out
+        XCTAssertTrue(changed.contains("(changed since iapledger last wrote it (written at ") && changed.contains("`iapledger verify --workbook reports/2026-08-31/finance-2026-08-31.xlsx` says more; `iapledger report --period 2026-08` writes it again)"), changed)
+        try kept.write(to: finance)
+        // A journal cap lowered after the set was written: trace places the postings in the CSV
+        // export, which the set as written has not (it said "not written yet").
+        try TestWorkspace.appendText(dir.appendingPathComponent("iapledger.toml"), "\n[reports]\njournal_row_cap = 5\n")
+        let capped = try cli(["trace", sale, "--workspace", dir.path]).out
+        XCTAssertTrue(capped.contains("reports/2026-08-31/journal-2026-08-31.csv.gz, sheet (CSV, line 1 the header), rows ") && capped.contains("(not in the set as iapledger wrote it (written at ") && capped.contains("the journal cap or the layouts have changed since; `iapledger report --period 2026-08` writes it again)"), capped)
+        XCTAssertFalse(capped.contains("not written yet"), capped)
     }
 
     /// An item kept only as an INVALID_TRANSACTION finding (a quantity of 0) is traced to its
