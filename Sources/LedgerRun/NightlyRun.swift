@@ -65,6 +65,8 @@ public struct NightlyRun {
         /// What changed in the config and rules files since the last night for the days it
         /// had posted (a rate of a month already posted), with the sales each change concerns.
         public var rulesChanged: (runId: Int64, lines: [String])? = nil
+        /// Records an operator dismissed (`iapledger dismiss`) that this run resolved.
+        public var recordsDismissed = 0
     }
 
     /// What an inbox folder reads, by extension.
@@ -159,6 +161,7 @@ public struct NightlyRun {
         var closedByConfig: Month? = nil
         var nothingNewSince: Int64? = nil
         let lastEntryBefore = try ledger.read { try $0.lastEntryId() }
+        var dismissed = 0
         var rulesChanged: (runId: Int64, lines: [String])? = nil
         let (runId, counts) = try NothingNew.catching(&nothingNewSince) { try ledger.write { w -> (Int64, LedgerWriter.RunCounts) in
             let sameNight = try w.sameNight(asOf: asOf)
@@ -237,12 +240,14 @@ public struct NightlyRun {
                 try Self.post(writer: w, poster: poster, runId: runId, asOf: asOf, tick: tick)
             }
             try ingest.openWaitingReversals()
+            // Records an operator dismissed (`iapledger dismiss`) since: resolved with the ask.
+            dismissed = try w.applyDismissals(runId: runId)
             CrashPoint.hit("reconcile:start")
             let matched = try progress.stage("reconcile", unit: "groups") { tick -> Int in
                 try w.reconcile(reconciler, runId: runId, asOf: asOf, defaultStorefront: poster.config.defaultStorefront) { tick.advance(by: $0) }.matched
             }
             // A re-run of the last night that changed nothing records nothing (rolled back, run row included).
-            if let same = sameNight, filesRead == 0, counts.entriesPosted == 0,
+            if let same = sameNight, filesRead == 0, counts.entriesPosted == 0, dismissed == 0,
                try w.changedNothing(since: same, matched: matched) { throw NothingNew(lastRunId: same.lastRunId) }
             // The commit stage: the run's row and seal (LedgerSeal), then SQLite's commit.
             commitStart = DispatchTime.now().uptimeNanoseconds
@@ -282,6 +287,7 @@ public struct NightlyRun {
                       } ?? [],
                       exceptions: try ledger.read { try $0.exceptionCounts(runId: runId) },
                       rulesChanged: rulesChanged)
+        result.recordsDismissed = dismissed
         committed?(result)
 
         // The month before, while it is still open, is written again as of its last day: late

@@ -150,7 +150,7 @@ public struct Workspace {
             return []
         }
         let inputs = try Self.fileNames(in: dir).filter {
-            !$0.name.hasPrefix(".") && extensions.contains(($0.name as NSString).pathExtension.lowercased())
+            !$0.name.hasPrefix(".") && !Self.isOfficeLockFile($0.name) && extensions.contains(($0.name as NSString).pathExtension.lowercased())
         }
         // An input whose name is not UTF-8 cannot be recorded by its path: the night stops naming it.
         if let bad = inputs.first(where: \.invalid) {
@@ -233,6 +233,8 @@ public struct Workspace {
                     // A folder named like an input is read (and refused as one): not listed here.
                     if f.extensions.contains((e.name as NSString).pathExtension.lowercased()) { continue }
                     walk(child, shown: shown, reason: "in a folder inside inbox/\(f.folder)/: only the files directly in it are read")
+                } else if Self.isOfficeLockFile(e.name) {
+                    lines.append("\(shown): not read (an Office lock file: the file of that name is open in Excel, and this one goes when it is closed)")
                 } else if !f.extensions.contains((e.name as NSString).pathExtension.lowercased()) {
                     lines.append("\(shown): not read (\(f.described))")
                 }
@@ -240,6 +242,11 @@ public struct Workspace {
         }
         return lines.sorted()
     }
+
+    /// `~$orders.csv`: the lock file Excel (or Word) keeps beside a file it has open, a few
+    /// bytes of the user's name, never an input (read as orders, it was a rejected file whose
+    /// rejection stayed open after Excel removed it).
+    static func isOfficeLockFile(_ name: String) -> Bool { name.hasPrefix("~$") }
 
     /// The names in a folder, read as bytes: a name that is not UTF-8 would come back from
     /// Foundation with replacement characters, naming a file that does not exist. Such a name

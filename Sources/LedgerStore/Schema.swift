@@ -686,6 +686,24 @@ enum Schema {
                     BEGIN SELECT RAISE(ABORT, 'notifications are never deleted'); END;
                 """)
         }
+        // A record left pending or rejected that no later record will settle leaves the open
+        // lists when an operator dismisses it (`iapledger dismiss`, with who and why): the ask is
+        // kept as made, and the next night resolves the record with it (sealed with its run).
+        m.registerMigration("v29-record-dismissal", foreignKeyChecks: .immediate) { db in
+            try db.execute(sql: """
+                CREATE TABLE record_dismissal (
+                    id INTEGER PRIMARY KEY,
+                    record_id INTEGER NOT NULL UNIQUE REFERENCES source_record(id),
+                    asked_at TEXT NOT NULL,
+                    asked_by TEXT NOT NULL CHECK (length(asked_by) > 0),
+                    reason TEXT NOT NULL CHECK (length(trim(reason)) > 0)
+                ) STRICT;
+                CREATE TRIGGER record_dismissal_no_update BEFORE UPDATE ON record_dismissal
+                    BEGIN SELECT RAISE(ABORT, 'a dismissal is kept as it was asked'); END;
+                CREATE TRIGGER record_dismissal_no_delete BEFORE DELETE ON record_dismissal
+                    BEGIN SELECT RAISE(ABORT, 'a dismissal is never withdrawn'); END;
+                """)
+        }
         return m
     }
 

@@ -229,9 +229,14 @@ public enum LedgerSeal {
     /// valid line of its order that the run read; a rejected whole file (empty, not UTF-8, too
     /// large, a bad header) by a later version of the same file that the run read; a line cut
     /// short (TRUNCATED) by another version of the file (which held it whole: which lines a
-    /// version held is not kept, only its records; the resolution is sealed). Any other
+    /// version held is not kept, only its records; the resolution is sealed); any record by a
+    /// dismissal asked for it (`iapledger dismiss`, schema v29), whose note it carries. Any other
     /// resolution (a rejected receipt, say) was written by hand, even through a run made up.
     static func implausibleResolutions(_ db: Database) throws -> [String] {
+        let dismissed = try db.tableExists("record_dismissal") ? """
+            OR EXISTS (SELECT 1 FROM record_dismissal d WHERE d.record_id = r.id
+                       AND r.resolved_note = 'dismissed by ' || d.asked_by || ' on ' || substr(d.asked_at, 1, 10) || ': ' || d.reason)
+            """ : ""
         let rows = try Row.fetchAll(db, sql: """
             SELECT r.id, r.resolved_run_id, f.path, r.line, r.outcome, r.reason_code FROM source_record r
             JOIN source_file f ON f.id = r.file_id
@@ -249,11 +254,12 @@ public enum LedgerSeal {
                     AND EXISTS (SELECT 1 FROM source_file f2 WHERE f2.path = f.path AND f2.run_id = r.resolved_run_id AND f2.id > f.id))
                 OR (r.outcome = 'rejected' AND r.reason_code = 'TRUNCATED'
                     AND EXISTS (SELECT 1 FROM source_file f2 WHERE f2.path = f.path AND f2.sha256 <> f.sha256))
+                \(dismissed)
             )
             ORDER BY r.id LIMIT 11
             """)
         return rows.prefix(10).map { r in
-            "source record #\(r[0] as Int64) (\(r[2] as String):\(r[3] as Int64), \(r[4] as String)\((r[5] as String?).map { " " + $0 } ?? "")) is marked resolved by run \(r[1] as Int64), but nothing that run read resolves it (a verified record of each transaction it names, a later valid line of its order, a later whole version of its file, another version of the file, for a cut line): resolved by hand"
+            "source record #\(r[0] as Int64) (\(r[2] as String):\(r[3] as Int64), \(r[4] as String)\((r[5] as String?).map { " " + $0 } ?? "")) is marked resolved by run \(r[1] as Int64), but nothing that run read resolves it (a verified record of each transaction it names, a later valid line of its order, a later whole version of its file, another version of the file, for a cut line, a dismissal asked with `iapledger dismiss`): resolved by hand"
         } + (rows.count > 10 ? ["... and more source records resolved by hand"] : [])
     }
 

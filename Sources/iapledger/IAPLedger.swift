@@ -13,7 +13,7 @@ struct IAPLedger: ParsableCommand {
         commandName: "iapledger",
         abstract: "Nightly in-app-purchase books: verified store data in, double-entry ledger and XLSX workbooks out.",
         version: NightlyRun.toolVersion,
-        subcommands: [Init.self, Run.self, Balance.self, Exceptions.self, Trace.self, Verify.self, Close.self, Report.self, TrueUpCommand.self, Demo.self]
+        subcommands: [Init.self, Run.self, Balance.self, Exceptions.self, Trace.self, Verify.self, Close.self, Dismiss.self, Report.self, TrueUpCommand.self, Demo.self]
     )
 }
 
@@ -188,6 +188,9 @@ func printSummary(_ r: NightlyRun.Result) {
         print("  records: \(c.read) new: \(c.verified) verified, \(c.pending) pending, \(c.rejected) rejected; \(c.skipped) already read")
         print("  entries posted: \(c.entriesPosted)")
     }
+    if r.recordsDismissed > 0 {
+        print("  records dismissed (`iapledger dismiss`): \(r.recordsDismissed), off the open lists with who dismissed them and why (trace shows it)")
+    }
     if !r.changedFiles.isEmpty {
         print("  files read before and changed since (their new records read; a line changed after it was read is a new record): "
               + r.changedFiles.map { "\(TerminalText.visible($0.path)) (\($0.newRecords) new record\($0.newRecords == 1 ? "" : "s"))" }.joined(separator: ", "))
@@ -344,6 +347,36 @@ struct Close: ParsableCommand {
             if result.close.closedBy == "unknown" && by == nil {
                 print("  note: recorded as closed by \"unknown\": neither USER nor LOGNAME is set (cron, systemd without User=); name who closes with --by NAME")
             }
+        }
+    }
+}
+
+struct Dismiss: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Take records left pending or rejected that no later record will settle off the open lists, with who and why.",
+        discussion: "For a line or a file read by mistake (an Excel lock file ~$orders.csv, a file saved by a spreadsheet and put back as it was): the ask is kept in the ledger as made, and the next night resolves each record with \"dismissed by <who> on <day>: <why>\" (sealed with its run; trace shows it). Nothing is posted and what a record carried is not applied. A file or line with no record pending or rejected is refused; records settled already are said and left.")
+
+    @Argument(help: "Files read, as the night's summary, Run Info and trace name them (inbox/orders/orders.csv), each with :LINE for one line, else every record of the file (every version read) not settled.")
+    var records: [String]
+    @OptionGroup var ws: WorkspaceOption
+    @Option(help: "Why they are dismissed, as recorded in the ledger.") var reason: String
+    @Option(help: "Who dismisses them, as recorded in the ledger (default: $USER, else $LOGNAME, else unknown).")
+    var by: String?
+
+    func run() throws {
+        try runReporting {
+            func named(_ text: String) -> Bool {
+                !text.trimmingCharacters(in: .whitespaces).isEmpty && text.unicodeScalars.allSatisfy { !CharacterSet.controlCharacters.contains($0) }
+            }
+            guard named(reason) else { throw ValidationError("--reason must say why (no control characters), got \"\(TerminalText.visible(reason))\"") }
+            guard by.map(named) ?? true else { throw ValidationError("--by must name someone (no control characters), got \"\(TerminalText.visible(by ?? ""))\"") }
+            guard !records.isEmpty else { throw ValidationError("name at least one file or file:line") }
+            let workspace = Workspace(ws.url)
+            let result = try LedgerRun.Dismiss.dismiss(records.map { LedgerRun.Dismiss.Target($0, workspace: workspace) }, workspace: workspace,
+                                                       reason: reason.trimmingCharacters(in: .whitespaces),
+                                                       by: by?.trimmingCharacters(in: .whitespaces) ?? ClosedPeriods.currentUser(),
+                                                       at: NightlyRun.timestamp())
+            print(result.description)
         }
     }
 }

@@ -1,0 +1,95 @@
+import Foundation
+import LedgerCore
+import LedgerStore
+
+/// `iapledger dismiss`: records left pending or rejected that no later record will settle,
+/// taken off the open lists by the next night with who asked and why (see `DismissCandidate`).
+public enum Dismiss {
+    /// A file (`inbox/orders/x.csv`, as the summary, Run Info and trace name it) and a line of
+    /// it, or every line (`line` nil).
+    public struct Target: Equatable {
+        public var path: String
+        public var line: Int?
+        /// The path as a file from the current folder, relative to the workspace, when it
+        /// differs (`orders.csv` typed inside `inbox/orders/`): tried when `path` names none.
+        public var fromCurrentFolder: String? = nil
+        public init(path: String, line: Int?) { self.path = path; self.line = line }
+
+        /// `path` or `path:line`: the path relative to the workspace (as the summary, Run Info
+        /// and trace name files), or a path to the file inside the workspace.
+        public init(_ text: String, workspace: Workspace) {
+            var path = text, line: Int? = nil
+            if let colon = text.lastIndex(of: ":"), case let digits = text[text.index(after: colon)...],
+               !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let n = Int(digits) {
+                path = String(text[..<colon]); line = n
+            }
+            let relative = workspace.relative(URL(fileURLWithPath: path))
+            if path.hasPrefix("/") { self.path = relative } else {
+                self.path = path
+                if relative != path && !relative.hasPrefix("/") { fromCurrentFolder = relative }
+            }
+            self.line = line
+        }
+
+        public var description: String { line.map { "\(path):\($0)" } ?? path }
+    }
+
+    public struct Result: CustomStringConvertible {
+        public var asked: [DismissCandidate] = []
+        public var alreadySettled: [DismissCandidate] = []
+        public var alreadyAsked: [DismissCandidate] = []
+        public var note: String
+
+        public var description: String {
+            var lines: [String] = []
+            if asked.isEmpty {
+                lines.append("nothing dismissed: every record named is settled already or dismissed before")
+            } else {
+                let codes: [String] = asked.map { String($0.reason.prefix { $0 != ":" }) }
+                let counted: [(key: String, value: Int)] = Dictionary(codes.map { ($0, 1) }, uniquingKeysWith: +)
+                    .sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
+                let byCode = counted.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+                let one = asked.count == 1
+                let it = one ? "it" : "them"
+                lines.append("dismissed \(asked.count) record\(one ? "" : "s") (\(byCode)): the next night resolves \(it) with \"\(note)\" "
+                             + "and takes \(it) off the open lists (Run Info, the reconciliation workbook's Pending and Rejected sheets); nothing is posted")
+                for c in asked.prefix(10) { lines.append("  \(c.path):\(c.line) \(c.outcome): \(c.reason)") }
+                if asked.count > 10 { lines.append("  ... and \(asked.count - 10) more") }
+            }
+            for c in alreadyAsked.prefix(10) { lines.append("  already dismissed, for the next night: \(c.path):\(c.line)") }
+            for c in alreadySettled.prefix(10) { lines.append("  already settled: \(c.path):\(c.line) (\(c.resolvedNote ?? ""))") }
+            return lines.map(TerminalText.visible).joined(separator: "\n")
+        }
+    }
+
+    public static func dismiss(_ targets: [Target], workspace: Workspace, reason: String, by: String, at: String) throws -> Result {
+        let config = try workspace.loadConfig()
+        let lock = try RunLock(url: workspace.lockURL)
+        defer { lock.release() }
+        let ledgerURL = workspace.ledgerURL(config)
+        guard FileManager.default.fileExists(atPath: ledgerURL.path) else {
+            throw StoreError(message: "\(ledgerURL.path): no ledger yet; run `iapledger run` first")
+        }
+        let ledger = try workspace.openLedgerForWriting(config)
+        let day = String(at.prefix(10))
+        var result = Result(note: "dismissed by \(by) on \(day): \(reason)")
+        try ledger.write { w in
+            var seen = Set<Int64>()
+            for target in targets {
+                var found = try w.dismissCandidates(path: target.path, line: target.line)
+                if found.isEmpty, let other = target.fromCurrentFolder { found = try w.dismissCandidates(path: other, line: target.line) }
+                guard !found.isEmpty else {
+                    throw StoreError(message: "\(target.description): no record of it is pending or rejected in the ledger "
+                        + "(name the file as the night's summary, Run Info and trace do, such as inbox/orders/orders.csv:12); nothing was dismissed")
+                }
+                for c in found where seen.insert(c.recordId).inserted {
+                    if c.resolvedNote != nil { result.alreadySettled.append(c) }
+                    else if c.asked { result.alreadyAsked.append(c) }
+                    else { result.asked.append(c) }
+                }
+            }
+            try w.askDismissal(recordIds: result.asked.map(\.recordId), askedAt: at, askedBy: by, reason: reason)
+        }
+        return result
+    }
+}

@@ -1,0 +1,102 @@
+import Foundation
+import XCTest
+@testable import LedgerCore
+@testable import LedgerRun
+@testable import LedgerStore
+
+/// `iapledger dismiss`: records left pending or rejected that no later record will settle (an
+/// orders file saved by a spreadsheet, then put back as it was) leave the open lists on the
+/// next night, resolved with who dismissed them and why; nothing is posted.
+final class DismissTests: XCTestCase {
+    var ws: TestWorkspace!
+    override func setUpWithError() throws { ws = try TestWorkspace() }
+    override func tearDown() { ws.remove() }
+
+    func ledger() throws -> Ledger { try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path) }
+    func open() throws -> [String] {
+        try ledger().read { try $0.recordProblems() }.filter { !$0.resolved }.map { "\($0.path):\($0.line) \($0.outcome) \($0.code)" }
+    }
+
+    func testDismissedRecordsLeaveTheOpenListsOnTheNextNightWithWhoAndWhy() throws {
+        try ws.write("inbox/orders/o.csv", ReconciliationTests.header
+            + "ord-1,acct-1,7001,coins.100,1,100,11/05/2026 10:01,production,USA,,\n"
+            + "ord-2,acct-2,7002,coins.100,1,100,11/05/2026 10:02,production,USA,,\n")
+        try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("7001", purchased: "2026-10-05T10:00:00Z")]) + "\n{not json\n")
+        try ws.run("2026-10-06")
+        XCTAssertEqual(try open(), ["inbox/orders/o.csv:2 rejected BAD_ORDER", "inbox/orders/o.csv:3 rejected BAD_ORDER",
+                                    "inbox/receipts/r.jsonl:2 rejected MALFORMED"])
+        let before = try ledger().read { try $0.lastEntryId() }
+
+        // A file with no record not verified, and a line with none, are refused; nothing is asked.
+        XCTAssertThrowsError(try LedgerRun.Dismiss.dismiss([.init(path: "inbox/orders/other.csv", line: nil)], workspace: ws.workspace,
+                                                           reason: "typo", by: "alice", at: "2026-10-06T09:00:00Z")) {
+            XCTAssertTrue("\($0)".hasPrefix("inbox/orders/other.csv: no record of it is pending or rejected in the ledger"), "\($0)")
+        }
+        XCTAssertThrowsError(try LedgerRun.Dismiss.dismiss([.init(path: "inbox/receipts/r.jsonl", line: 1)], workspace: ws.workspace,
+                                                           reason: "typo", by: "alice", at: "2026-10-06T09:00:00Z"))
+        XCTAssertEqual(try ledger().read { try $0.dismissalsWaiting() }, 0)
+
+        // The whole orders file (given as a path from inside the workspace) and one receipt line.
+        let asked = try LedgerRun.Dismiss.dismiss(
+            [LedgerRun.Dismiss.Target(ws.root.appendingPathComponent("inbox/orders/o.csv").path, workspace: ws.workspace),
+             LedgerRun.Dismiss.Target("inbox/receipts/r.jsonl:2", workspace: ws.workspace)],
+            workspace: ws.workspace, reason: "saved by Excel, put back as sent", by: "alice", at: "2026-10-06T09:00:00Z")
+        XCTAssertEqual(asked.asked.map { "\($0.path):\($0.line)" }, ["inbox/orders/o.csv:2", "inbox/orders/o.csv:3", "inbox/receipts/r.jsonl:2"])
+        XCTAssertTrue(asked.description.hasPrefix("dismissed 3 records (2 BAD_ORDER, 1 MALFORMED): the next night resolves them with \"dismissed by alice on 2026-10-06: saved by Excel, put back as sent\""), asked.description)
+        XCTAssertEqual(try open().count, 3, "open until the next night")
+        XCTAssertEqual(try ledger().read { try $0.dismissalsWaiting() }, 3)
+        // Asked again before the night: said, not asked twice.
+        let again = try LedgerRun.Dismiss.dismiss([.init(path: "inbox/orders/o.csv", line: 2)], workspace: ws.workspace,
+                                                  reason: "again", by: "bob", at: "2026-10-06T09:05:00Z")
+        XCTAssertTrue(again.asked.isEmpty)
+        XCTAssertEqual(again.alreadyAsked.count, 1)
+
+        // The same night again, with only the dismissals new: recorded, not "nothing new".
+        let night = try ws.run("2026-10-06")
+        XCTAssertNil(night.nothingNewSinceRun)
+        XCTAssertEqual(night.recordsDismissed, 3)
+        XCTAssertEqual(try open(), [])
+        XCTAssertEqual(try ledger().read { try $0.lastEntryId() }, before, "nothing posted")
+        let notes = try ledger().read { try String.fetchAll($0.db, sql: "SELECT resolved_note FROM source_record WHERE resolved_run_id = ? ORDER BY id", arguments: [night.runId]) }
+        XCTAssertEqual(Set(notes), ["dismissed by alice on 2026-10-06: saved by Excel, put back as sent"])
+        // Trace of the order says so; the ledger verifies (the resolutions sealed with the night).
+        let order = try XCTUnwrap(ledger().read { try $0.traceOrder("ord-1", asOf: Day(iso: "2026-10-06")) })
+        XCTAssertEqual(order.lines_not_taken.map(\.resolution), ["dismissed by alice on 2026-10-06: saved by Excel, put back as sent"])
+        XCTAssertEqual(order.lines_not_taken.map(\.resolved_on), ["2026-10-06"])
+        let audit = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(audit.ok, "\(audit.problems)")
+        // Settled already: said, nothing asked; the asks are kept as made.
+        let late = try LedgerRun.Dismiss.dismiss([.init(path: "inbox/orders/o.csv", line: nil)], workspace: ws.workspace,
+                                                 reason: "again", by: "bob", at: "2026-10-07T09:00:00Z")
+        XCTAssertEqual(late.alreadySettled.count, 2)
+        XCTAssertTrue(late.description.hasPrefix("nothing dismissed: every record named is settled already or dismissed before"), late.description)
+        XCTAssertThrowsError(try ledger().write { try $0.db.execute(sql: "UPDATE record_dismissal SET reason = 'other'") })
+        XCTAssertThrowsError(try ledger().write { try $0.db.execute(sql: "DELETE FROM record_dismissal") })
+    }
+
+    /// The command: exit 0 and what it asked; a record it cannot find, exit 1 naming it.
+    func testTheDismissCommand() throws {
+        try ws.write("inbox/receipts/r.jsonl", "{not json\n")
+        try ws.run("2026-10-06")
+        let missing = try Resilience.cli(["dismiss", "inbox/receipts/r.jsonl:9", "--reason", "x", "--workspace", ws.root.path])
+        XCTAssertEqual(missing.status, 1)
+        XCTAssertTrue(missing.err.contains("inbox/receipts/r.jsonl:9: no record of it is pending or rejected in the ledger"), missing.err)
+        let empty = try Resilience.cli(["dismiss", "inbox/receipts/r.jsonl:1", "--reason", " ", "--workspace", ws.root.path])
+        XCTAssertNotEqual(empty.status, 0)
+        let done = try Resilience.cli(["dismiss", "inbox/receipts/r.jsonl:1", "--reason", "test data", "--by", "carol", "--workspace", ws.root.path])
+        XCTAssertEqual(done.status, 0, done.err)
+        XCTAssertTrue(done.out.hasPrefix("dismissed 1 record (1 MALFORMED): the next night resolves it with \"dismissed by carol on "), done.out)
+        let night = try Resilience.cli(["run", "--as-of", "2026-10-07", "--workspace", ws.root.path])
+        XCTAssertTrue(night.out.contains("  records dismissed (`iapledger dismiss`): 1, off the open lists"), night.out)
+    }
+
+    /// Excel's lock file beside an orders file it has open (`~$o.csv`) is no input: listed as
+    /// not read, never a rejected file whose rejection outlives it.
+    func testAnOfficeLockFileIsNotRead() throws {
+        try ws.write("inbox/orders/~$o.csv", "\u{5}alice")
+        let night = try ws.run("2026-10-06")
+        XCTAssertEqual(night.filesRead, 0)
+        XCTAssertEqual(night.notRead, ["inbox/orders/~$o.csv: not read (an Office lock file: the file of that name is open in Excel, and this one goes when it is closed)"])
+        XCTAssertEqual(try open(), [])
+    }
+}
