@@ -44,6 +44,18 @@ public final class Ledger {
         } catch let e as DatabaseError {
             throw StoreError(message: "\(path): cannot open the ledger database: \(e.message ?? e.description)\(Self.advice(e))")
         }
+        // A ledger a newer iapledger has written (a migration this version does not know):
+        // read by this one, its tables would look made by hand; written, misread.
+        let unknown = try? queue.read { db -> [String] in
+            guard try db.tableExists("grdb_migrations") else { return [] }
+            let known = Set(Schema.migrator().migrations)
+            return try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY rowid").filter { !known.contains($0) }
+        }
+        if let unknown, !unknown.isEmpty {
+            throw StoreError(message: "\(path): this ledger was written by a newer version of iapledger (its schema has migration\(unknown.count == 1 ? "" : "s") "
+                + "\(unknown.joined(separator: ", ")), which this version, \(Schema.toolVersionNote), does not know): use that version or a later one; "
+                + "nothing was read or written")
+        }
         if !readOnly && migrate { try Self.migrate(queue, path: path) }
     }
 

@@ -707,6 +707,9 @@ enum Schema {
         return m
     }
 
+    /// How this version is named where a ledger's schema is newer than it knows.
+    static var toolVersionNote: String { "whose newest is \(newestMigration)" }
+
     /// The newest migration: what a run writing the ledger records (`run.schema_migration`).
     static let newestMigration = migrator().migrations.last!
 

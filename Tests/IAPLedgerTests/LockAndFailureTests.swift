@@ -360,6 +360,19 @@ final class LockAndFailureTests: XCTestCase {
         XCTAssertNoThrow(try ws.run("2026-10-08"))
     }
 
+    /// A ledger a newer iapledger wrote (a migration this version does not know) is refused by
+    /// every command, in one line saying so: its new tables looked "created by hand" to `verify`
+    /// and to the night's checks, and a night would have written it by an older schema.
+    func testALedgerWrittenByANewerVersionIsRefusedSayingSo() throws {
+        let (db, _) = try firstNight()
+        try DatabaseQueue(path: db.path).write { try $0.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v99-from-the-future')") }
+        let before = try Data(contentsOf: db)
+        let expected = "\(db.path): this ledger was written by a newer version of iapledger (its schema has migration v99-from-the-future, which this version, whose newest is \(Schema.newestMigration), does not know): use that version or a later one; nothing was read or written"
+        XCTAssertThrowsError(try ws.run("2026-10-08")) { XCTAssertEqual("\($0)", expected) }
+        XCTAssertThrowsError(try ws.workspace.openExistingLedger()) { XCTAssertEqual("\($0)", expected) }
+        XCTAssertEqual(try Data(contentsOf: db), before, "the ledger is unchanged")
+    }
+
     /// `reports/` a link to a share not mounted, or a file in its place: the night stops before
     /// it reads or writes anything (it used to commit, then fail on its workbooks with "a file
     /// of that name in the way?"); `report` too. A folder named like an input file is named.
