@@ -377,6 +377,9 @@ struct Dismiss: ParsableCommand {
                                                        by: by?.trimmingCharacters(in: .whitespaces) ?? ClosedPeriods.currentUser(),
                                                        at: NightlyRun.timestamp())
             print(result.description)
+            if by == nil && ClosedPeriods.currentUser() == "unknown" && !result.asked.isEmpty {
+                print("  note: recorded as dismissed by \"unknown\": neither USER nor LOGNAME is set; name who dismisses with --by NAME")
+            }
         }
     }
 }
