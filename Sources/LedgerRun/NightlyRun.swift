@@ -52,6 +52,9 @@ public struct NightlyRun {
         /// Files read before whose bytes changed since (a new version read), with how many of
         /// their records were new: lines added, or lines changed after they were read.
         public var changedFiles: [(path: String, newRecords: Int)] = []
+        /// Files read whose bytes a file read before under another name had (copied or renamed
+        /// in the inbox): their records are stored again as theirs, nothing is posted twice.
+        public var repeatedFiles: [(path: String, earlier: String, readOn: String)] = []
         /// Entries dated after the as-of date (a purchase or refund dated in the future of the
         /// night: posted, in none of its workbooks), and the latest of their dates.
         public var datedAfterAsOf: (count: Int, latest: Day?) = (0, nil)
@@ -288,6 +291,7 @@ public struct NightlyRun {
                       exceptions: try ledger.read { try $0.exceptionCounts(runId: runId) },
                       rulesChanged: rulesChanged)
         result.recordsDismissed = dismissed
+        if nothingNewSince == nil { result.repeatedFiles = try ledger.read { try $0.filesRepeatingEarlierOnes(runId: runId) } }
         committed?(result)
 
         // The month before, while it is still open, is written again as of its last day: late

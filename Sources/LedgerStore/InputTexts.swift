@@ -98,4 +98,16 @@ extension LedgerReader {
     public func fileKindsRead() throws -> Set<String> {
         Set(try String.fetchAll(db, sql: "SELECT DISTINCT kind FROM source_file"))
     }
+
+    /// The files run `runId` read whose bytes a file read before under another path had (a
+    /// file copied or renamed in the inbox): each with the first such file and the day of the
+    /// night that read it.
+    public func filesRepeatingEarlierOnes(runId: Int64) throws -> [(path: String, earlier: String, readOn: String)] {
+        try Row.fetchAll(db, sql: """
+            SELECT f.path, g.path, run.as_of FROM source_file f
+            JOIN source_file g ON g.id = (SELECT min(id) FROM source_file WHERE sha256 = f.sha256 AND path <> f.path AND id < f.id)
+            JOIN run ON run.id = g.run_id
+            WHERE f.run_id = ? AND f.records > 0 ORDER BY f.id
+            """, arguments: [runId]).map { ($0[0], $0[1], $0[2]) }
+    }
 }

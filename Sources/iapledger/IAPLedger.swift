@@ -188,6 +188,10 @@ func printSummary(_ r: NightlyRun.Result) {
         print("  records: \(c.read) new: \(c.verified) verified, \(c.pending) pending, \(c.rejected) rejected; \(c.skipped) already read")
         print("  entries posted: \(c.entriesPosted)")
     }
+    if !r.repeatedFiles.isEmpty {
+        print("  files read that repeat a file read before under another name (copied or renamed: their records are kept as theirs, and nothing they report is posted twice): "
+              + r.repeatedFiles.map { "\(TerminalText.visible($0.path)) (as \(TerminalText.visible($0.earlier)), read by the night of \($0.readOn))" }.joined(separator: ", "))
+    }
     if r.recordsDismissed > 0 {
         print("  records dismissed (`iapledger dismiss`): \(r.recordsDismissed), off the open lists with who dismissed them and why (trace shows it)")
     }

@@ -149,6 +149,24 @@ final class RerunAndTempFileTests: XCTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: url.deletingLastPathComponent().path), ["book.xlsx"])
     }
 
+    /// A file copied or renamed in the inbox (the same bytes under another name) is read as a
+    /// new file, its records kept as its own; the summary says which file it repeats, so that a
+    /// night of "new" records that posts nothing is explained.
+    func testAFileRepeatingOneReadBeforeUnderAnotherNameIsSaid() throws {
+        try ws.run("2026-11-03")
+        try FileManager.default.copyItem(at: ws.root.appendingPathComponent("inbox/receipts/r.jsonl"),
+                                         to: ws.root.appendingPathComponent("inbox/receipts/r (1).jsonl"))
+        try FileManager.default.moveItem(at: ws.root.appendingPathComponent("inbox/orders/o.csv"),
+                                         to: ws.root.appendingPathComponent("inbox/orders/o-resent.csv"))
+        let night = try ws.run("2026-11-04")
+        XCTAssertEqual(night.counts.entriesPosted, 0)
+        XCTAssertEqual(night.repeatedFiles.map { "\($0.path) = \($0.earlier) \($0.readOn)" },
+                       ["inbox/orders/o-resent.csv = inbox/orders/o.csv 2026-11-03", "inbox/receipts/r (1).jsonl = inbox/receipts/r.jsonl 2026-11-03"])
+        // A file whose bytes are new is not listed.
+        try ws.write("inbox/receipts/s.jsonl", Receipt.response([Receipt.item("8009", purchased: "2026-11-04T10:00:00Z")]) + "\n")
+        XCTAssertEqual(try ws.run("2026-11-05").repeatedFiles.count, 0)
+    }
+
     /// A report file written aside takes what a file created in its folder would: the folder's
     /// group when it is set-group-ID and its default ACL (a share's `chmod g+s`, `setfacl -d`),
     /// exactly as the kernel gives them to a file created there with mode 0666. It took the
