@@ -30,9 +30,21 @@ public struct ReconciliationReport {
     /// not list what later runs found, and ages never come out negative).
     func stateRun() throws -> (id: Int64, asOf: Day)? { try reader.lastRun(onOrBefore: asOf) }
 
-    /// Exceptions open on the as-of date.
+    /// Exceptions open on the as-of date, as the run of that date left them: a sale a later
+    /// run booked (it waited for its rule or its order, and an exception's amount is its
+    /// sale's) shows no amount, as it was not booked then (the set written again later showed
+    /// the amount of a sale in a later month's books).
     func openExceptions() throws -> [ExceptionRow] {
-        try reader.exceptions(openOn: asOf)
+        let open = try reader.exceptions(openOn: asOf)
+        guard let state = try stateRun() else { return open }
+        let later = try reader.salesPosted(afterRun: state.id, of: Set(open.filter { $0.netReportingMinor != nil }.map(\.transactionId)))
+        guard !later.isEmpty else { return open }
+        return open.map { e in
+            guard later.contains(e.transactionId) else { return e }
+            var e = e
+            e.grossMinor = nil; e.currency = nil; e.netReportingMinor = nil
+            return e
+        }
     }
 
     public func workbook() throws -> WorkbookModel {

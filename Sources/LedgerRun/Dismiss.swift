@@ -71,8 +71,7 @@ public enum Dismiss {
             throw StoreError(message: "\(ledgerURL.path): no ledger yet; run `iapledger run` first")
         }
         let ledger = try workspace.openLedgerForWriting(config)
-        let day = String(at.prefix(10))
-        var result = Result(note: "dismissed by \(by) on \(day): \(reason)")
+        var result = Result(note: DismissalNote.text(by: by, at: at, reason: reason))
         try ledger.write { w in
             var seen = Set<Int64>()
             for target in targets {

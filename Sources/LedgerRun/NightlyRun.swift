@@ -163,7 +163,6 @@ public struct NightlyRun {
         var closedThrough: Month? = nil
         var closedByConfig: Month? = nil
         var nothingNewSince: Int64? = nil
-        let lastEntryBefore = try ledger.read { try $0.lastEntryId() }
         var dismissed = 0
         var rulesChanged: (runId: Int64, lines: [String])? = nil
         let (runId, counts) = try NothingNew.catching(&nothingNewSince) { try ledger.write { w -> (Int64, LedgerWriter.RunCounts) in
@@ -303,18 +302,21 @@ public struct NightlyRun {
             CrashPoint.hit("report:previous month \(previous)")
             sets.append(try ReportSet(ledger: ledger, config: config, asOf: previous.lastDay, runId: nil, workspace: workspace, layouts: layouts))
         }
-        // An earlier month still open that the night posted entries into (a sale that waited
-        // for its rule), whose set iapledger wrote before: written again, so that no set under
-        // reports/ leaves out what the ledger holds for its month (one never written is left to
-        // `report --period`).
-        for month in try ledger.read({ try $0.monthsOfEntries(after: lastEntryBefore) })
-        where month < previous && closedThrough.map({ month > $0 }) ?? true {
-            let day = month.lastDay
-            let written = try ledger.read { r in
-                try ["finance", "sandbox"].contains { !(try r.reportFiles(path: "reports/\(day)/\($0)-\(day).xlsx").isEmpty) }
+        // An earlier month still open whose set iapledger wrote before, and whose books have
+        // entries posted since (a sale that waited for its rule): written again, so that no set
+        // under reports/ leaves out what the ledger holds for its month. Judged by the ledger
+        // as it stands, not by what this night posted: a night stopped after its commit, run
+        // again, writes it too. A month whose set was never written is left to `report --period`.
+        for day in try ledger.read({ try $0.registeredMonthEndSets() })
+        where day.month < previous && closedThrough.map({ day.month > $0 }) ?? true {
+            let behind = try ledger.read { r in
+                try [("production", "finance"), ("sandbox", "sandbox")].contains { book, name in
+                    guard let last = try r.reportFiles(path: "reports/\(day)/\(name)-\(day).xlsx").last else { return false }
+                    return try r.entriesPosted(after: last, book: book, from: day.month.firstDay, through: day) > 0
+                }
             }
-            guard written else { continue }
-            CrashPoint.hit("report:earlier month \(month)")
+            guard behind else { continue }
+            CrashPoint.hit("report:earlier month \(day.month)")
             sets.append(try ReportSet(ledger: ledger, config: config, asOf: day, runId: nil, workspace: workspace, layouts: layouts))
         }
         var files: [ReportFile] = []

@@ -118,7 +118,7 @@ public enum TraceOutput {
                     p.registered = described(last) + ", SHA-256 \(last.sha256)"
                 } else if let other = try reader.reportFiles(inFolder: folder).last {
                     // The set was written, without this file: by another journal cap or layouts.
-                    p.stale = "not in the set as iapledger wrote it (\(described(other))): the journal cap or the layouts have changed since; \(again)"
+                    p.stale = "not in the set as iapledger wrote it (\(described(other))): the entries posted since, or a change of the journal cap or the layouts, place these rows elsewhere now; \(again)"
                 }
             } else if let last {
                 let onDisk = try? LineReader.hash(url.path).sha256
@@ -156,7 +156,8 @@ public enum TraceOutput {
         var out: [String] = []
         func line(_ s: String) { out.append(indent + s) }
         line("Transaction \(t.transaction_id): \(t.status)" + (t.book.map { " in the \($0) book" } ?? "")
-             + (t.status == "free" ? " (a free trial or introductory period, or a family member's shared access: no money moved, so no entry)" : ""))
+             + (t.status == "free" ? " (a free trial or introductory period, or a family member's shared access: no money moved, so no entry)" : "")
+             + (t.status == "dismissed" ? " (known only from records an operator dismissed, below: never verified, nothing posted)" : ""))
         if let r = t.pending_reason { line("  waits: \(r)") }
         if let p = t.product_id {
             line("  product \(p) x \(t.quantity ?? 1), purchased \(t.purchase_date ?? "?")" + (t.original_transaction_id.map { ", original transaction \($0)" } ?? ""))

@@ -230,7 +230,7 @@ public struct Workspace {
                 let child = url.appendingPathComponent(e.name)
                 let shown = "inbox/\(f.folder)/\(e.shown)"
                 if isDirectory(child) {
-                    // A folder named like an input is read (and refused as one): not listed here.
+                    // A folder named like an input stops the night (`inboxFiles`): not listed here.
                     if f.extensions.contains((e.name as NSString).pathExtension.lowercased()) { continue }
                     walk(child, shown: shown, reason: "in a folder inside inbox/\(f.folder)/: only the files directly in it are read")
                 } else if Self.isOfficeLockFile(e.name) {

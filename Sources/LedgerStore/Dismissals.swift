@@ -5,9 +5,9 @@ import LedgerCore
 /// `~$orders.csv` read as orders before it was moved, a file saved by a spreadsheet and then put
 /// back as it was): `iapledger dismiss` asks for it to leave the open lists, with who asks and
 /// why (schema v29, `record_dismissal`: kept as asked, never withdrawn). The next night resolves
-/// it with the note `dismissed by <who> on <day>: <why>`, sealed with that night's run, as a
-/// record a later line settles; nothing else changes (it is still not posted, and what it
-/// carried is not applied).
+/// it with the note `dismissed by <who> on <day>: <why>`, and seals the resolution and the ask
+/// with its run, as a record a later line settles; nothing else changes (it is still not
+/// posted, and what it carried is not applied).
 public struct DismissCandidate: Equatable {
     public var recordId: Int64
     public var path: String
@@ -18,6 +18,16 @@ public struct DismissCandidate: Equatable {
     public var resolvedNote: String?
     /// A dismissal asked for it and not yet applied by a night.
     public var asked: Bool
+}
+
+/// The note a night resolves a dismissed record with: `dismissed by <who> on <day>: <why>`.
+public enum DismissalNote {
+    public static func text(by: String, at: String, reason: String) -> String {
+        "dismissed by \(by) on \(at.prefix(10)): \(reason)"
+    }
+    /// The same of a `record_dismissal` row named `d`, in SQL (the night writes it; `verify`
+    /// compares a resolution with it).
+    static let sql = "'dismissed by ' || d.asked_by || ' on ' || substr(d.asked_at, 1, 10) || ': ' || d.reason"
 }
 
 extension LedgerReader {
@@ -53,14 +63,17 @@ extension LedgerWriter {
         for id in recordIds { try insert.execute(arguments: [id, askedAt, askedBy, reason]) }
     }
 
-    /// Resolves, by the night `runId`, every open record a dismissal was asked for; how many.
+    /// Resolves, by the night `runId`, every open record a dismissal was asked for before the
+    /// night began (to the second; one dated later, by a clock set wrong or by hand, waits);
+    /// how many.
     public func applyDismissals(runId: Int64) throws -> Int {
         guard try db.tableExists("record_dismissal") else { return 0 }
         try db.execute(sql: """
-            UPDATE source_record SET resolved_run_id = ?,
-                resolved_note = (SELECT 'dismissed by ' || d.asked_by || ' on ' || substr(d.asked_at, 1, 10) || ': ' || d.reason
-                                 FROM record_dismissal d WHERE d.record_id = source_record.id)
-            WHERE resolved_run_id IS NULL AND outcome <> 'verified' AND id IN (SELECT record_id FROM record_dismissal)
+            UPDATE source_record SET resolved_run_id = ?1,
+                resolved_note = (SELECT \(DismissalNote.sql) FROM record_dismissal d WHERE d.record_id = source_record.id)
+            WHERE resolved_run_id IS NULL AND outcome <> 'verified'
+              AND id IN (SELECT record_id FROM record_dismissal
+                         WHERE substr(asked_at, 1, 19) <= (SELECT substr(started_at, 1, 19) FROM run WHERE id = ?1))
             """, arguments: [runId])
         return db.changesCount
     }

@@ -96,6 +96,16 @@ extension LedgerReader {
         try Int.fetchOne(db.cachedStatement(sql: "SELECT orders_matched FROM run WHERE id = ?"), arguments: [runId]) ?? 0
     }
 
+    /// Those of `transactionIds` whose sale a run after `runId` posted: not booked in the state
+    /// that run left (a workbook written again for its date shows them as not booked then).
+    public func salesPosted(afterRun runId: Int64, of transactionIds: Set<String>) throws -> Set<String> {
+        guard try (Int64.fetchOne(db, sql: "SELECT max(id) FROM run") ?? 0) > runId else { return [] }
+        let statement = try db.cachedStatement(sql: """
+            SELECT 1 FROM entry WHERE book IN ('production', 'sandbox') AND transaction_id = ? AND kind = 'sale' AND run_id > ?
+            """)
+        return try transactionIds.filter { try Bool.fetchOne(statement, arguments: [$0, runId]) ?? false }
+    }
+
     /// The last run whose as-of date is on or before `day`: the state a workbook as of `day`
     /// reports (reconciliation, records and sales waiting), nil when no run had happened by then.
     public func lastRun(onOrBefore day: Day) throws -> (id: Int64, asOf: Day)? {

@@ -9,8 +9,6 @@ public struct RegisteredReportFile: Equatable {
     public var writtenAt: String
     public var runId: Int64?
     public var writtenBy: String
-    /// The registration's own id (0 where not read from the ledger).
-    public var id: Int64 = 0
 }
 
 extension LedgerWriter {
@@ -119,17 +117,28 @@ extension LedgerReader {
         try registered(where: "substr(path, 1, length(?1) + 1) = ?1 || '/' AND instr(substr(path, length(?1) + 2), '/') = 0", folder)
     }
 
+    /// The days of the month-end sets (`reports/<a month's last day>/`) iapledger registered
+    /// files in, earliest first.
+    public func registeredMonthEndSets() throws -> [Day] {
+        guard try registersReportFiles() else { return [] }
+        return try String.fetchAll(db, sql: """
+            SELECT DISTINCT substr(path, 9, 10) FROM report_file WHERE path GLOB 'reports/[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]/*' ORDER BY 1
+            """).compactMap { Day(iso: $0) }.filter { $0 == $0.month.lastDay }
+    }
+
     /// How many entries of `book` dated from `first` through `last` were posted after the file
     /// `file` was written: by a night after the one that wrote it, or, for a file `report`
-    /// wrote, after the last night whose files were registered before it (each night registers
-    /// its files after its commit; a report cannot run beside a night).
+    /// wrote, by a night that finished in a later second than it was written (a report cannot
+    /// run beside a night; the runs' times are kept to the second, so a night that finished in
+    /// the second the file was written counts as after it, and the file as written before it).
     public func entriesPosted(after file: RegisteredReportFile, book: String, from first: Day, through last: Day) throws -> Int {
         let runsBefore: Int64
         if let run = file.runId {
             runsBefore = run
         } else {
-            runsBefore = try Int64.fetchOne(db, sql: "SELECT coalesce(max(run_id), 0) FROM report_file WHERE id < ?",
-                                            arguments: [file.id]) ?? 0
+            runsBefore = try Int64.fetchOne(db, sql: """
+                SELECT coalesce(max(id), 0) FROM run WHERE finished_at IS NOT NULL AND substr(finished_at, 1, 19) < substr(?, 1, 19)
+                """, arguments: [file.writtenAt]) ?? 0
         }
         return try Int.fetchOne(db, sql: """
             SELECT count(*) FROM entry WHERE book = ? AND date >= ? AND date <= ? AND run_id > ?
@@ -139,9 +148,9 @@ extension LedgerReader {
     private func registered(where condition: String, _ values: String...) throws -> [RegisteredReportFile] {
         guard try registersReportFiles() else { return [] }
         return try Row.fetchAll(db, sql: """
-            SELECT path, sha256, size_bytes, written_at, run_id, written_by, id FROM report_file WHERE \(condition) ORDER BY id
+            SELECT path, sha256, size_bytes, written_at, run_id, written_by FROM report_file WHERE \(condition) ORDER BY id
             """, arguments: StatementArguments(values)).map {
-            RegisteredReportFile(path: $0[0], sha256: $0[1], sizeBytes: $0[2], writtenAt: $0[3], runId: $0[4], writtenBy: $0[5], id: $0[6])
+            RegisteredReportFile(path: $0[0], sha256: $0[1], sizeBytes: $0[2], writtenAt: $0[3], runId: $0[4], writtenBy: $0[5])
         }
     }
 }

@@ -113,12 +113,6 @@ extension LedgerReader {
         try Int64.fetchOne(db, sql: "SELECT coalesce(max(id), 0) FROM entry") ?? 0
     }
 
-    /// The months the entries after `entryId` are dated in (those a night posted), earliest first.
-    public func monthsOfEntries(after entryId: Int64) throws -> [Month] {
-        try String.fetchAll(db, sql: "SELECT DISTINCT substr(date, 1, 7) FROM entry WHERE id > ? ORDER BY 1", arguments: [entryId])
-            .compactMap { Month(iso: $0) }
-    }
-
     public func hasEntries(through day: Day) throws -> Bool {
         try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM entry WHERE date <= ? LIMIT 1"), arguments: [day.description]) ?? false
     }

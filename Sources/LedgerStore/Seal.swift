@@ -17,6 +17,7 @@ import LedgerCore
 ///     header  <file id> <header row>           after an orders file's line: its header row as read
 ///     record  <id> <file id> <line> <sha256> <outcome> <reason code> <reason> <status code> <environment> <account id> <order id> <received at>
 ///     resolved  <id> <resolved by run> <note>  the records it resolved, by id
+///     dismissal  <id> <record id> <asked at> <asked by> <reason>  the dismissals those applied, by id
 ///
 /// (the records of the files it read, by id; the first run sealed covers the files and
 /// records of the runs before it too, and the records they resolved). A close's digest is that of
@@ -174,6 +175,18 @@ public enum LedgerSeal {
             text.field("resolved"); text.field(r[0] as Int64); text.field(r[1] as Int64); text.field(r[2] as String?)
             text.endLine()
         }
+        // The dismissals those resolutions applied (schema v29 on), as asked.
+        if try db.tableExists("record_dismissal") {
+            for r in try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT d.id, d.record_id, d.asked_at, d.asked_by, d.reason FROM record_dismissal d
+                JOIN source_record r ON r.id = d.record_id
+                WHERE r.resolved_run_id > ? AND r.resolved_run_id <= ? ORDER BY d.id
+                """), arguments: [previousRunId, runId]) {
+                text.field("dismissal"); text.field(r[0] as Int64); text.field(r[1] as Int64)
+                text.field(r[2] as String); text.field(r[3] as String); text.field(r[4] as String)
+                text.endLine()
+            }
+        }
         return text.digest()
     }
 
@@ -233,9 +246,11 @@ public enum LedgerSeal {
     /// dismissal asked for it (`iapledger dismiss`, schema v29), whose note it carries. Any other
     /// resolution (a rejected receipt, say) was written by hand, even through a run made up.
     static func implausibleResolutions(_ db: Database) throws -> [String] {
+        // A dismissal asked before the night that applied it (to the second: both are kept so).
         let dismissed = try db.tableExists("record_dismissal") ? """
-            OR EXISTS (SELECT 1 FROM record_dismissal d WHERE d.record_id = r.id
-                       AND r.resolved_note = 'dismissed by ' || d.asked_by || ' on ' || substr(d.asked_at, 1, 10) || ': ' || d.reason)
+            OR EXISTS (SELECT 1 FROM record_dismissal d JOIN run ON run.id = r.resolved_run_id
+                       WHERE d.record_id = r.id AND r.resolved_note = \(DismissalNote.sql)
+                         AND substr(d.asked_at, 1, 19) <= substr(run.started_at, 1, 19))
             """ : ""
         let rows = try Row.fetchAll(db, sql: """
             SELECT r.id, r.resolved_run_id, f.path, r.line, r.outcome, r.reason_code FROM source_record r

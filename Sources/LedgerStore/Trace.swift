@@ -254,6 +254,9 @@ extension LedgerReader {
         let status: String
         if let s = stored { status = s.saleStatus }   // pending, posted or free (the table's CHECK)
         else if sources.contains(where: { $0.outcome == "pending" && $0.resolved_on == nil }) { status = "pending" }
+        // Known only from records an operator dismissed (`iapledger dismiss`): not rejected by
+        // the night, taken off the open lists.
+        else if !sources.isEmpty, sources.allSatisfy({ $0.resolution?.hasPrefix("dismissed by ") == true }) { status = "dismissed" }
         else if !sources.isEmpty { status = "rejected" }
         else { status = "unknown to the store" }
         let obs = stored?.observation

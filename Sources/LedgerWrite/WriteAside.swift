@@ -7,7 +7,8 @@ import LedgerCore
 ///
 /// The file is written as `<name>.<pid>.partial` in a temp folder (the workspace's
 /// `.iapledger-tmp/`, on the same filesystem, so the rename is atomic); without one, as a
-/// hidden file beside its final name. A partial file left by a killed process is deleted by
+/// hidden file beside its final name (and copied there when it cannot be renamed from the
+/// temp folder as it is: `moveIntoPlace`). A partial file left by a killed process is deleted by
 /// the next run (`Workspace.removeStaleTempFiles`). Before the rename the finished file takes
 /// what a file created in its folder would have taken (`settle`) and is flushed to disk.
 public enum WriteAside {
@@ -47,23 +48,25 @@ public enum WriteAside {
     }
 
     /// Renames the finished temp file to `url` (replacing an older file of that name at once),
-    /// settled first (`settle`), and flushes the folder's entry for it to disk.
+    /// settled first (`settle`), and flushes the folder's entries to disk. Where the temp file
+    /// cannot take what the folder gives (the folder on another filesystem, or a group the
+    /// process may not give a file of its own), it is copied into a new file beside its final
+    /// name, which the kernel creates with them, and renamed there.
     public static func moveIntoPlace(_ temp: URL, to url: URL) throws {
         let folder = url.deletingLastPathComponent()
-        try settle(temp, into: folder)
+        var a = stat(), b = stat()
+        let sameFilesystem = stat(temp.path, &a) == 0 && stat(folder.path, &b) == 0 && a.st_dev == b.st_dev
+        let settled = sameFilesystem ? try settle(temp, into: folder) : false
         CrashPoint.hit("rename:before \(url.lastPathComponent)")
-        if rename(temp.path, url.path) != 0 {
-            let err = errno
-            guard err == EXDEV else {
-                throw WriteError(message: "\(url.path): cannot move the finished file into place: \(String(cString: strerror(err)))")
+        if settled {
+            guard rename(temp.path, url.path) == 0 else {
+                throw WriteError(message: "\(url.path): cannot move the finished file into place: \(String(cString: strerror(errno)))")
             }
-            // reports/ on another filesystem than the temp folder: copy beside, then rename there.
-            let beside = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(getpid()).partial")
+        } else {
+            let beside = folder.appendingPathComponent(".\(url.lastPathComponent).\(getpid()).partial")
             do {
-                try? FileManager.default.removeItem(at: beside)
-                try FileManager.default.copyItem(at: temp, to: beside)
+                try copy(temp, to: beside)
                 try? FileManager.default.removeItem(at: temp)
-                try settle(beside, into: folder)
             } catch {
                 try? FileManager.default.removeItem(at: beside)
                 throw WriteError(message: "\(url.path): cannot copy the finished file into place: \(Self.describe(error))")
@@ -75,7 +78,36 @@ public enum WriteAside {
             }
         }
         syncFolder(folder)
+        // And the folder's own entry (reports/<date>/, made for this set) in reports/.
+        syncFolder(folder.deletingLastPathComponent())
         CrashPoint.hit("rename:after \(url.lastPathComponent)")
+    }
+
+    /// `from`'s bytes into a new file `to`, created (mode 0666 through the umask, or the
+    /// folder's default ACL; the folder's group when it is set-group-ID) and flushed to disk.
+    static func copy(_ from: URL, to: URL) throws {
+        try? FileManager.default.removeItem(at: to)
+        let input = open(from.path, O_RDONLY | O_CLOEXEC)
+        guard input >= 0 else { throw WriteError(message: "\(from.path): \(String(cString: strerror(errno)))") }
+        defer { close(input) }
+        let output = open(to.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
+        guard output >= 0 else { throw WriteError(message: "\(to.path): \(String(cString: strerror(errno)))") }
+        defer { close(output) }
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n >= 0 else { throw WriteError(message: "\(from.path): \(String(cString: strerror(errno)))") }
+            if n == 0 { break }
+            var done = 0
+            while done < n {
+                let w = buffer.withUnsafeBytes { write(output, $0.baseAddress! + done, n - done) }
+                if w < 0 && errno == EINTR { continue }
+                guard w > 0 else { throw WriteError(message: "\(to.path): \(String(cString: strerror(errno)))") }
+                done += w
+            }
+        }
+        guard fsync(output) == 0 else { throw WriteError(message: "\(to.path): cannot flush it to disk: \(String(cString: strerror(errno)))") }
     }
 
     /// Gives the finished temp file what a file created in `folder` would have taken from it:
@@ -84,17 +116,22 @@ public enum WriteAside {
     /// new file is created with (0666), as the kernel does (`posix_acl_create`); then flushes
     /// the file to disk, so that the ledger never registers a report file whose bytes a power
     /// cut could still lose. The temp file is written in the workspace's `.iapledger-tmp/`, so
-    /// without this the folder's settings never reached it (the umask alone did). A change of
-    /// group the process may not make (a user outside that group) is left undone.
-    public static func settle(_ temp: URL, into folder: URL) throws {
+    /// without this the folder's settings never reached it (the umask alone did). False when
+    /// the folder's group could not be given (a process outside that group may not give it to
+    /// a file; the kernel gives it to a file created there): the caller copies it there.
+    @discardableResult
+    public static func settle(_ temp: URL, into folder: URL) throws -> Bool {
         let fd = open(temp.path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             throw WriteError(message: "\(temp.path): cannot open the finished file again: \(String(cString: strerror(errno)))")
         }
         defer { close(fd) }
-        var dir = stat()
+        var dir = stat(), file = stat()
         if stat(folder.path, &dir) == 0 {
-            if dir.st_mode & 0o2000 != 0 { _ = fchown(fd, uid_t.max, dir.st_gid) }
+            if dir.st_mode & 0o2000 != 0, fstat(fd, &file) == 0, file.st_gid != dir.st_gid,
+               fchown(fd, uid_t.max, dir.st_gid) != 0 {
+                return false
+            }
             if let acl = defaultACL(of: folder) {
                 _ = acl.withUnsafeBytes { iap_fsetxattr(fd, "system.posix_acl_access", $0.baseAddress, $0.count) }
             }
@@ -102,6 +139,7 @@ public enum WriteAside {
         if fsync(fd) != 0 {
             throw WriteError(message: "\(temp.path): cannot flush the finished file to disk: \(String(cString: strerror(errno)))")
         }
+        return true
     }
 
     /// The folder's default ACL (the `system.posix_acl_default` attribute: a 4-byte version,

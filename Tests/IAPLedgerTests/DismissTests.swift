@@ -74,6 +74,21 @@ final class DismissTests: XCTestCase {
         XCTAssertThrowsError(try ledger().write { try $0.db.execute(sql: "DELETE FROM record_dismissal") })
     }
 
+    /// An ask dated after the night began (a clock set wrong, or written by hand) waits: the
+    /// night applies only what was asked before it, and `verify` accepts a dismissal's
+    /// resolution only so.
+    func testADismissalDatedAfterTheNightWaits() throws {
+        try ws.write("inbox/receipts/r.jsonl", "{not json\n")
+        try ws.run("2026-10-06")
+        try ledger().write { try $0.db.execute(sql: "INSERT INTO record_dismissal (record_id, asked_at, asked_by, reason) VALUES (1, '2099-12-31T00:00:00Z', 'ceo', 'x')") }
+        let night = try ws.run("2026-10-07")
+        XCTAssertEqual(night.recordsDismissed, 0)
+        XCTAssertEqual(try open(), ["inbox/receipts/r.jsonl:1 rejected MALFORMED"])
+        XCTAssertEqual(try ledger().read { try $0.dismissalsWaiting() }, 1)
+        let audit = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(audit.ok, "\(audit.problems)")
+    }
+
     /// The command: exit 0 and what it asked; a record it cannot find, exit 1 naming it.
     func testTheDismissCommand() throws {
         try ws.write("inbox/receipts/r.jsonl", "{not json\n")
@@ -88,6 +103,14 @@ final class DismissTests: XCTestCase {
         XCTAssertTrue(done.out.hasPrefix("dismissed 1 record (1 MALFORMED): the next night resolves it with \"dismissed by carol on "), done.out)
         let night = try Resilience.cli(["run", "--as-of", "2026-10-07", "--workspace", ws.root.path])
         XCTAssertTrue(night.out.contains("  records dismissed (`iapledger dismiss`): 1, off the open lists"), night.out)
+        // A transaction known only from a pending record that was dismissed is "dismissed", not "rejected".
+        try ws.write("inbox/receipts/p.jsonl", #"{"status": 21005, "is-retryable": true, "receipt": {"in_app": [{"transaction_id": "7100"}]}}"# + "\n")
+        XCTAssertEqual(try Resilience.cli(["run", "--as-of", "2026-10-08", "--workspace", ws.root.path]).status, 0)
+        XCTAssertEqual(try Resilience.cli(["dismiss", "inbox/receipts/p.jsonl", "--reason", "never re-sent", "--workspace", ws.root.path]).status, 0)
+        XCTAssertEqual(try Resilience.cli(["run", "--as-of", "2026-10-09", "--workspace", ws.root.path]).status, 0)
+        let trace = try Resilience.cli(["trace", "7100", "--workspace", ws.root.path])
+        XCTAssertTrue(trace.out.hasPrefix("Transaction 7100: dismissed (known only from records an operator dismissed, below: never verified, nothing posted)"), trace.out)
+        XCTAssertTrue(trace.out.contains("settled by the night of 2026-10-09: dismissed by "), trace.out)
     }
 
     /// Excel's lock file beside an orders file it has open (`~$o.csv`) is no input: listed as

@@ -72,7 +72,72 @@ final class ReportPeriodTests: XCTestCase {
         let posted = try ws.workspace.openExistingLedger().1.read { r in
             try registered.0.map { try r.entriesPosted(after: $0, book: "production", from: Day(iso: "2026-08-01")!, through: Day(iso: "2026-08-31")!) }
         }
-        XCTAssertEqual(posted, [1, 0], "a8 posted after report wrote the set, none after the night wrote it again")
+        // (u8 too, when the first night finished within the second the report was written.)
+        XCTAssertEqual(posted.count, 2)
+        XCTAssertGreaterThanOrEqual(posted.first ?? 0, 1, "a8 posted after report wrote the set")
+        XCTAssertEqual(posted.last, 0, "none after the night wrote it again")
+    }
+
+    /// A month-end reconciliation workbook written again by a later night (or `report
+    /// --period`) shows the state of the month's last run: an exception whose sale a later run
+    /// booked (it waited for its rule) has no amount there, as on the night itself; it showed
+    /// the amount of a sale in a later month's books, so the filed copy could not be
+    /// reproduced.
+    func testAMonthEndReconciliationWorkbookKeepsItsRunsAmounts() throws {
+        let ws = try TestWorkspace()
+        defer { ws.remove() }
+        try ws.write("inbox/orders/o.csv", ReconciliationTests.header + "ord-8,acct-8,q8,coins.100,2,200,2026-08-20T10:00:05Z,production,DEU,,\n")
+        try ws.write("inbox/receipts/a.jsonl", Receipt.response([Receipt.item("q8", purchased: "2026-08-20T10:00:00Z")]) + "\n")
+        let august = ws.root.appendingPathComponent("reports/2026-08-31/reconciliation-2026-08-31.xlsx")
+        func row() throws -> [String] {
+            try XCTUnwrap(try XLSXReader.sheets(august)["Exceptions"]!.first { $0.contains("q8") && $0.contains("QUANTITY_MISMATCH") })
+        }
+        try ws.run("2026-08-31")
+        let atMonthEnd = try row()
+        XCTAssertEqual(atMonthEnd[5], "", "no EUR rate for 2026-08: the sale is not booked, no amount")
+        try ws.append("rules/fx.csv", "\n2026-08,EUR,1.02\n")
+        let night = try ws.run("2026-09-02")
+        XCTAssertEqual(night.counts.entriesPosted, 1)
+        XCTAssertTrue(night.workbooks.contains(august))
+        XCTAssertEqual(try row(), atMonthEnd, "as the run of 2026-08-31 left it")
+        _ = try PeriodReport.write(workspace: ws.workspace, period: Month(iso: "2026-08")!)
+        XCTAssertEqual(try row(), atMonthEnd)
+        // The night's own set shows the amount, now booked.
+        let september = try XLSXReader.sheets(ws.root.appendingPathComponent("reports/2026-09-02/reconciliation-2026-09-02.xlsx"))["Exceptions"]!
+        XCTAssertEqual(september.first { $0.contains("q8") && $0.contains("QUANTITY_MISMATCH") }?[5], "1.09")
+    }
+
+    /// The same, with the night stopped after its commit before it wrote August's set: the
+    /// re-run (nothing new to read or post) writes it, judging by the ledger, not by what it
+    /// posted itself (it wrote only its own and September's sets).
+    func testARunAgainAfterAStopWritesTheEarlierMonthsSetTheNightDidNot() throws {
+        let ws = try TestWorkspace()
+        defer { ws.remove() }
+        try ws.write("inbox/orders/o.csv", ReconciliationTests.header + "ord-8,acct-8,a8,coins.100,1,100,2026-08-10T10:00:05Z,production,DEU,,\n")
+        try ws.write("inbox/receipts/a.jsonl", [
+            Receipt.response([Receipt.item("a8", purchased: "2026-08-10T10:00:00Z")]),
+            Receipt.response([Receipt.item("u8", purchased: "2026-08-11T10:00:00Z")]),
+        ].joined(separator: "\n") + "\n")
+        try ws.run("2026-10-07")
+        _ = try PeriodReport.write(workspace: ws.workspace, period: Month(iso: "2026-08")!)
+        try ws.append("rules/fx.csv", "\n2026-08,EUR,1.02\n")
+        let copy = ws.root.deletingLastPathComponent().appendingPathComponent(ws.root.lastPathComponent + "-log")
+        defer { try? FileManager.default.removeItem(at: copy) }
+        try Resilience.copy(ws.root, to: copy)
+        let log = copy.appendingPathComponent("checkpoints.log")
+        let args = ["run", "--as-of", "2026-10-08", "--workspace"]
+        XCTAssertEqual(try Resilience.cli(args + [copy.path], environment: ["IAPLEDGER_TEST_CHECKPOINT_LOG": log.path]).status, 0)
+        let point = try XCTUnwrap(try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
+            .map { $0.split(separator: "\t", maxSplits: 1) }.first { $0[1].hasPrefix("report:earlier month 2026-08") }.map { String($0[0]) })
+        let stopped = try Resilience.cli(args + [ws.root.path], environment: ["IAPLEDGER_TEST_KILL_AT": point])
+        XCTAssertEqual(stopped.reason, .uncaughtSignal)
+        let august = ws.root.appendingPathComponent("reports/2026-08-31/finance-2026-08-31.xlsx")
+        XCTAssertEqual(try XLSXReader.sheets(august)["Journal"]!.dropFirst(4).map { $0[5] }, ["u8", "u8", "u8"], "as report wrote it")
+        let again = try Resilience.cli(args + [ws.root.path])
+        XCTAssertEqual(again.status, 0, again.err)
+        XCTAssertTrue(again.out.contains("nothing new since run 2"), again.out)
+        XCTAssertTrue(again.out.contains("wrote \(august.path)"), again.out)
+        XCTAssertEqual(Set(try XLSXReader.sheets(august)["Journal"]!.dropFirst(4).map { $0[5] }), ["u8", "a8"])
     }
 
     /// A set written again for a date a night ran on tells that night's run, as the night's own

@@ -149,6 +149,39 @@ final class RerunAndTempFileTests: XCTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: url.deletingLastPathComponent().path), ["book.xlsx"])
     }
 
+    /// The nights' user outside the group of a set-group-ID `reports/` (a service user, the
+    /// share's group finance): it may not give that group to a file of its own, which the
+    /// kernel gives a file created in the folder; the workbook is copied into the folder and
+    /// takes it (it kept the user's group, silently).
+    func testAWorkbookTakesTheFoldersGroupWhenTheNightsUserIsOutsideIt() throws {
+        let setpriv = URL(fileURLWithPath: "/usr/bin/setpriv")
+        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: setpriv.path) else {
+            throw XCTSkip("needs root to run a night as another user (setpriv, util-linux)")
+        }
+        let binary = TraceAndCLITests.binary
+        guard FileManager.default.fileExists(atPath: binary.path) else { throw XCTSkip("iapledger binary not built at \(binary.path)") }
+        let reports = ws.root.appendingPathComponent("reports")
+        try FileManager.default.createDirectory(at: reports, withIntermediateDirectories: true)
+        let all = try FileManager.default.subpathsOfDirectory(atPath: ws.root.path).map { ws.root.appendingPathComponent($0).path } + [ws.root.path]
+        for path in all { XCTAssertEqual(chown(path, 65534, 65534), 0, path) }
+        XCTAssertEqual(chown(reports.path, uid_t.max, 4321), 0)
+        XCTAssertEqual(chmod(reports.path, 0o2770), 0)
+        let p = Process()
+        p.executableURL = setpriv
+        p.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", binary.path, "run", "--as-of", "2026-11-03", "--workspace", ws.root.path]
+        p.standardOutput = FileHandle.nullDevice
+        try p.run()
+        p.waitUntilExit()
+        XCTAssertEqual(p.terminationStatus, 0)
+        var st = stat()
+        let finance = reports.appendingPathComponent("2026-11-03/finance-2026-11-03.xlsx")
+        XCTAssertEqual(stat(finance.path, &st), 0)
+        XCTAssertEqual(st.st_gid, 4321, "the folder's group, as a file created there takes it")
+        XCTAssertEqual(st.st_uid, 65534)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: finance.deletingLastPathComponent().path).sorted(),
+                       ["finance-2026-11-03.xlsx", "reconciliation-2026-11-03.xlsx", "sandbox-2026-11-03.xlsx"], "no partial file left")
+    }
+
     /// A file copied or renamed in the inbox (the same bytes under another name) is read as a
     /// new file, its records kept as its own; the summary says which file it repeats, so that a
     /// night of "new" records that posts nothing is explained.

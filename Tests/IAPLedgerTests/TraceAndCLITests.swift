@@ -586,7 +586,7 @@ final class TraceAndCLITests: XCTestCase {
         // export, which the set as written has not (it said "not written yet").
         try TestWorkspace.appendText(dir.appendingPathComponent("iapledger.toml"), "\n[reports]\njournal_row_cap = 5\n")
         let capped = try cli(["trace", sale, "--workspace", dir.path]).out
-        XCTAssertTrue(capped.contains("reports/2026-08-31/journal-2026-08-31.csv.gz, sheet (CSV, line 1 the header), rows ") && capped.contains("(not in the set as iapledger wrote it (written at ") && capped.contains("the journal cap or the layouts have changed since; `iapledger report --period 2026-08` writes it again)"), capped)
+        XCTAssertTrue(capped.contains("reports/2026-08-31/journal-2026-08-31.csv.gz, sheet (CSV, line 1 the header), rows ") && capped.contains("(not in the set as iapledger wrote it (written at ") && capped.contains("the entries posted since, or a change of the journal cap or the layouts, place these rows elsewhere now; `iapledger report --period 2026-08` writes it again)"), capped)
         XCTAssertFalse(capped.contains("not written yet"), capped)
     }
 

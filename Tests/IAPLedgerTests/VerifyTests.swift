@@ -799,6 +799,12 @@ final class VerifyTests: XCTestCase {
     /// file without iapledger, and print the chain head and the latest seal `verify` gives.
     func testTheREADMEsScriptsReproduceTheChainHeadAndTheSeal() throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") else { throw XCTSkip("python3 is not installed") }
+        // A record dismissed, and sealed with the night that applies it.
+        try ws.write("inbox/receipts/bad.jsonl", "{not json\n")
+        try ws.run("2026-10-07")
+        _ = try LedgerRun.Dismiss.dismiss([.init(path: "inbox/receipts/bad.jsonl", line: 1)], workspace: ws.workspace,
+                                          reason: "a test\tline", by: "bob", at: "2026-10-07T08:00:00Z")
+        XCTAssertEqual(try ws.run("2026-10-07").recordsDismissed, 1)
         _ = try ClosedPeriods.close(month: Month(iso: "2026-09")!, workspace: ws.workspace, asOf: Day(iso: "2026-10-07")!,
                                     closedBy: "alice\tsmith", closedAt: "2026-10-07T09:00:00Z")
         let r = try Audit(workspace: ws.workspace).run()
