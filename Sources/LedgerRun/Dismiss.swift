@@ -23,7 +23,13 @@ public enum Dismiss {
                !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let n = Int(digits) {
                 path = String(text[..<colon]); line = n
             }
-            let relative = workspace.relative(URL(fileURLWithPath: path))
+            // Through links too (a workspace reached as /srv/books, a link to /data/books).
+            var relative = workspace.relative(URL(fileURLWithPath: path))
+            if relative.hasPrefix("/") {
+                let real = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+                let root = workspace.root.resolvingSymlinksInPath().path + "/"
+                if real.hasPrefix(root) { relative = String(real.dropFirst(root.count)) }
+            }
             if path.hasPrefix("/") { self.path = relative } else {
                 self.path = path
                 if relative != path && !relative.hasPrefix("/") { fromCurrentFolder = relative }

@@ -587,6 +587,12 @@ extension Verify {
             }
             for f in found {
                 print("\(TerminalText.visible(path)): written as \(TerminalText.visible(f.path)) at \(f.writtenAt) by \(f.runId.map { "night run \($0)" } ?? "`iapledger report`") (SHA-256 \(sha))")
+                // Genuine, and superseded: iapledger wrote that path again since (a month-end set
+                // written again with entries posted since, say).
+                if workspace.relative(URL(fileURLWithPath: path)) != f.path,
+                   let last = try ledger.read({ try $0.reportFiles(path: f.path) }).last, last.sha256 != sha {
+                    print("  iapledger has written \(TerminalText.visible(f.path)) again since (at \(last.writtenAt), SHA-256 \(last.sha256)): this copy is an earlier version of it")
+                }
             }
             // A file in the workspace's reports/ must be the last version iapledger wrote at that
             // path: another workbook it wrote, copied over it (another day's), or an earlier

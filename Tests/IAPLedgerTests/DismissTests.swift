@@ -42,6 +42,12 @@ final class DismissTests: XCTestCase {
              LedgerRun.Dismiss.Target("inbox/receipts/r.jsonl:2", workspace: ws.workspace)],
             workspace: ws.workspace, reason: "saved by Excel, put back as sent", by: "alice", at: "2026-10-06T09:00:00Z")
         XCTAssertEqual(asked.asked.map { "\($0.path):\($0.line)" }, ["inbox/orders/o.csv:2", "inbox/orders/o.csv:3", "inbox/receipts/r.jsonl:2"])
+        // A path through a link to the workspace names the same file.
+        let link = ws.root.deletingLastPathComponent().appendingPathComponent(ws.root.lastPathComponent + "-link")
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: ws.root)
+        defer { try? FileManager.default.removeItem(at: link) }
+        XCTAssertEqual(LedgerRun.Dismiss.Target(link.appendingPathComponent("inbox/orders/o.csv").path + ":2", workspace: ws.workspace),
+                       .init(path: "inbox/orders/o.csv", line: 2))
         XCTAssertTrue(asked.description.hasPrefix("dismissed 3 records (2 BAD_ORDER, 1 MALFORMED): the next night resolves them with \"dismissed by alice on 2026-10-06: saved by Excel, put back as sent\""), asked.description)
         XCTAssertEqual(try open().count, 3, "open until the next night")
         XCTAssertEqual(try ledger().read { try $0.dismissalsWaiting() }, 3)

@@ -406,7 +406,10 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertEqual(versions.map(\.writtenBy), ["run", "report"])
         XCTAssertNotEqual(versions[0].sha256, versions[1].sha256, "the close changed its Run Info")
         try bytes.write(to: held)
-        XCTAssertEqual(try cli(["verify", "--workspace", ws.root.path, "--workbook", held.path]).status, 0, "the version written over is still known")
+        let superseded = try cli(["verify", "--workspace", ws.root.path, "--workbook", held.path])
+        XCTAssertEqual(superseded.status, 0, "the version written over is still known")
+        XCTAssertTrue(superseded.out.contains("  iapledger has written reports/2026-10-31/finance-2026-10-31.xlsx again since (at \(versions[1].writtenAt), SHA-256 \(versions[1].sha256)): this copy is an earlier version of it"), superseded.out)
+        XCTAssertFalse(genuine.out.contains("again since"), genuine.out)
         // But in reports/, at its path, only the last version written there is the file: an
         // earlier one put back, or another workbook copied over it, is named.
         try bytes.write(to: finance)
