@@ -88,6 +88,8 @@ let package = Package(
         .target(name: "LedgerRun", dependencies: [
             "LedgerCore", "LedgerRead", "LedgerVerify", "LedgerPost", "LedgerStore", "LedgerReconcile",
             "LedgerReport", "LedgerWrite", "LedgerDemo", "LedgerTemplates", "CMalloc",
+            // Reading a workbook's sheet names back (trace checks the sheet it names is there).
+            .product(name: "ZIPFoundation", package: "ZIPFoundation"),
         ]),
         .executableTarget(name: "iapledger", dependencies: [
             "LedgerRun", "LedgerCore", "LedgerStore", "LedgerReport",

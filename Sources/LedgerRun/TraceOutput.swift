@@ -127,6 +127,8 @@ public enum TraceOutput {
                 } else if let book = t.book, let setDay = Day(iso: String((folder as NSString).lastPathComponent)),
                           case let later = try reader.entriesPosted(after: last, book: book, from: setDay.month.firstDay, through: setDay), later > 0 {
                     p.stale = "\(described(last)), before \(later) entr\(later == 1 ? "y" : "ies") of its month posted since: the rows are those it has when written again; \(again)"
+                } else if p.workbook.hasSuffix(".xlsx"), let names = WorkbookSheets.names(url), !names.contains(p.sheet) {
+                    p.stale = "its sheets as written are \(names.joined(separator: ", ")), none named \(p.sheet): the layouts have changed since it was written (\(described(last))); \(again)"
                 }
             }
             return p

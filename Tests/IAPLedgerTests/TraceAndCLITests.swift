@@ -585,6 +585,16 @@ final class TraceAndCLITests: XCTestCase {
         let changed = try cli(["trace", sale, "--workspace", dir.path]).out
         XCTAssertTrue(changed.contains("(changed since iapledger last wrote it (written at ") && changed.contains("`iapledger verify --workbook reports/2026-08-31/finance-2026-08-31.xlsx` says more; `iapledger report --period 2026-08` writes it again)"), changed)
         try kept.write(to: finance)
+        // A layout that renamed the Journal sheet since the set was written: trace names a
+        // sheet the file has not, and says so.
+        let layout = dir.appendingPathComponent("layouts/finance.toml")
+        let original = try String(contentsOf: layout, encoding: .utf8)
+        try original.replacingOccurrences(of: "name = \"Journal\"", with: "name = \"Postings\"").write(to: layout, atomically: true, encoding: .utf8)
+        let renamed = try cli(["trace", sale, "--workspace", dir.path]).out
+        XCTAssertTrue(renamed.contains("sheet Postings, rows ") && renamed.contains("(its sheets as written are Summary, Trial Balance, Journal, ")
+                      && renamed.contains("none named Postings: the layouts have changed since it was written"), renamed)
+        try original.write(to: layout, atomically: true, encoding: .utf8)
+        XCTAssertFalse(try cli(["trace", sale, "--workspace", dir.path]).out.contains("its sheets as written"))
         // A journal cap lowered after the set was written: trace places the postings in the CSV
         // export, which the set as written has not (it said "not written yet").
         try TestWorkspace.appendText(dir.appendingPathComponent("iapledger.toml"), "\n[reports]\njournal_row_cap = 5\n")
