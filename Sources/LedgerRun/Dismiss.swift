@@ -63,7 +63,9 @@ public enum Dismiss {
                 if asked.count > 10 { lines.append("  ... and \(asked.count - 10) more") }
             }
             for c in alreadyAsked.prefix(10) { lines.append("  already dismissed, for the next night: \(c.path):\(c.line)") }
+            if alreadyAsked.count > 10 { lines.append("  ... and \(alreadyAsked.count - 10) more already dismissed") }
             for c in alreadySettled.prefix(10) { lines.append("  already settled: \(c.path):\(c.line) (\(c.resolvedNote ?? ""))") }
+            if alreadySettled.count > 10 { lines.append("  ... and \(alreadySettled.count - 10) more already settled") }
             return lines.map(TerminalText.visible).joined(separator: "\n")
         }
     }

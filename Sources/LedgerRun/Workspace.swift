@@ -234,7 +234,8 @@ public struct Workspace {
                     if f.extensions.contains((e.name as NSString).pathExtension.lowercased()) { continue }
                     walk(child, shown: shown, reason: "in a folder inside inbox/\(f.folder)/: only the files directly in it are read")
                 } else if Self.isOfficeLockFile(e.name) {
-                    lines.append("\(shown): not read (an Office lock file: the file of that name is open in Excel, and this one goes when it is closed)")
+                    // Excel's own, gone when the file is closed: nothing to rename or move.
+                    continue
                 } else if !f.extensions.contains((e.name as NSString).pathExtension.lowercased()) {
                     lines.append("\(shown): not read (\(f.described))")
                 }

@@ -9,6 +9,8 @@ public struct RegisteredReportFile: Equatable {
     public var writtenAt: String
     public var runId: Int64?
     public var writtenBy: String
+    /// The registration's own id (0 where not read from the ledger).
+    public var id: Int64 = 0
 }
 
 extension LedgerWriter {
@@ -128,17 +130,19 @@ extension LedgerReader {
 
     /// How many entries of `book` dated from `first` through `last` were posted after the file
     /// `file` was written: by a night after the one that wrote it, or, for a file `report`
-    /// wrote, by a night that finished in a later second than it was written (a report cannot
-    /// run beside a night; the runs' times are kept to the second, so a night that finished in
-    /// the second the file was written counts as after it, and the file as written before it).
+    /// wrote (a report cannot run beside a night), by a night after both the last night whose
+    /// files were registered before it and the last night that finished in an earlier second
+    /// (runs' times are kept to the second; a night registers its files after its commit, but
+    /// one stopped in between registered none).
     public func entriesPosted(after file: RegisteredReportFile, book: String, from first: Day, through last: Day) throws -> Int {
         let runsBefore: Int64
         if let run = file.runId {
             runsBefore = run
         } else {
             runsBefore = try Int64.fetchOne(db, sql: """
-                SELECT coalesce(max(id), 0) FROM run WHERE finished_at IS NOT NULL AND substr(finished_at, 1, 19) < substr(?, 1, 19)
-                """, arguments: [file.writtenAt]) ?? 0
+                SELECT max((SELECT coalesce(max(run_id), 0) FROM report_file WHERE id < ?1),
+                           (SELECT coalesce(max(id), 0) FROM run WHERE finished_at IS NOT NULL AND substr(finished_at, 1, 19) < substr(?2, 1, 19)))
+                """, arguments: [file.id, file.writtenAt]) ?? 0
         }
         return try Int.fetchOne(db, sql: """
             SELECT count(*) FROM entry WHERE book = ? AND date >= ? AND date <= ? AND run_id > ?
@@ -148,9 +152,9 @@ extension LedgerReader {
     private func registered(where condition: String, _ values: String...) throws -> [RegisteredReportFile] {
         guard try registersReportFiles() else { return [] }
         return try Row.fetchAll(db, sql: """
-            SELECT path, sha256, size_bytes, written_at, run_id, written_by FROM report_file WHERE \(condition) ORDER BY id
+            SELECT path, sha256, size_bytes, written_at, run_id, written_by, id FROM report_file WHERE \(condition) ORDER BY id
             """, arguments: StatementArguments(values)).map {
-            RegisteredReportFile(path: $0[0], sha256: $0[1], sizeBytes: $0[2], writtenAt: $0[3], runId: $0[4], writtenBy: $0[5])
+            RegisteredReportFile(path: $0[0], sha256: $0[1], sizeBytes: $0[2], writtenAt: $0[3], runId: $0[4], writtenBy: $0[5], id: $0[6])
         }
     }
 }

@@ -358,7 +358,7 @@ struct Close: ParsableCommand {
 struct Dismiss: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Take records left pending or rejected that no later record will settle off the open lists, with who and why.",
-        discussion: "For a line or a file read by mistake (an Excel lock file ~$orders.csv, a file saved by a spreadsheet and put back as it was): the ask is kept in the ledger as made, and the next night resolves each record with \"dismissed by <who> on <day>: <why>\" (sealed with its run; trace shows it). Nothing is posted and what a record carried is not applied. A file or line with no record pending or rejected is refused; records settled already are said and left.")
+        discussion: "For a line or a file read by mistake (a file saved by a spreadsheet and put back as it was, an Excel lock file an earlier version read): the ask is kept in the ledger as made, and the next night resolves each record with \"dismissed by <who> on <day>: <why>\" (sealed with its run; trace shows it). Nothing is posted and what a record carried is not applied. A file or line with no record pending or rejected is refused; records settled already are said and left.")
 
     @Argument(help: "Files read, as the night's summary, Run Info and trace name them (inbox/orders/orders.csv), each with :LINE for one line, else every record of the file (every version read) not settled.")
     var records: [String]
@@ -511,7 +511,7 @@ struct Verify: ParsableCommand {
     @Flag(help: "Also list every finished run with the chain head its entries give now, to compare with the head that night printed and wrote on its Run Info sheet.")
     var runs = false
     @Option(name: .customLong("workbook"), parsing: .upToNextOption,
-            help: "Only check these files (a workbook or journal export someone holds): whether iapledger wrote them as they are, when and for which night.")
+            help: "Only check these files (a workbook or journal export someone holds): whether iapledger wrote them as they are, where, when and by which night or `report`, and whether it has written that path again since.")
     var workbooks: [String] = []
 
     func run() throws {
