@@ -600,6 +600,7 @@ public struct Audit {
             ("seal_", "that seals are never changed or deleted"),
             ("exception_episode_", "that closed exception episodes are never changed or removed"),
             ("record_dismissal_", "that dismissals are kept as asked and never withdrawn"),
+            ("finding_dismissal_", "that dismissals are kept as asked and never withdrawn"),
         ]
         if let r = rules.first(where: { name.hasPrefix($0.prefix) }) { return "what it enforces (\(r.what))" }
         return key.hasPrefix("index") ? "what it enforces (a unique key, or a lookup the checks rely on)" : "what it enforces"

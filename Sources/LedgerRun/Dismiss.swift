@@ -40,17 +40,27 @@ public enum Dismiss {
         public var description: String { line.map { "\(path):\($0)" } ?? path }
     }
 
+    /// The findings finance books by hand, which it may dismiss once booked; the others
+    /// (a sale or a refund waiting) the nights resolve when what they wait for arrives.
+    public static let dismissableFindings: Set<String> = [
+        "PRICE_MISMATCH", "SIGNED_AFTER_POSTING", "STOREFRONT_AFTER_POSTING", "TRANSACTION_CONFLICT",
+        "REFUND_AGAIN", "REFUND_AFTER_REVERSAL", "REVERSAL_REPEATED", "INVALID_TRANSACTION",
+    ]
+
     public struct Result: CustomStringConvertible {
         public var asked: [DismissCandidate] = []
         public var alreadySettled: [DismissCandidate] = []
         public var alreadyAsked: [DismissCandidate] = []
+        public var askedFindings: [FindingCandidate] = []
+        public var findingsAlreadySettled: [FindingCandidate] = []
+        public var findingsAlreadyAsked: [FindingCandidate] = []
         public var note: String
 
         public var description: String {
             var lines: [String] = []
-            if asked.isEmpty {
-                lines.append("nothing dismissed: every record named is settled already or dismissed before")
-            } else {
+            if asked.isEmpty && askedFindings.isEmpty {
+                lines.append("nothing dismissed: every record or finding named is settled already or dismissed before")
+            } else if !asked.isEmpty {
                 let codes: [String] = asked.map { String($0.reason.prefix { $0 != ":" }) }
                 let counted: [(key: String, value: Int)] = Dictionary(codes.map { ($0, 1) }, uniquingKeysWith: +)
                     .sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
@@ -66,11 +76,28 @@ public enum Dismiss {
             if alreadyAsked.count > 10 { lines.append("  ... and \(alreadyAsked.count - 10) more already dismissed") }
             for c in alreadySettled.prefix(10) { lines.append("  already settled: \(c.path):\(c.line) (\(c.resolvedNote ?? ""))") }
             if alreadySettled.count > 10 { lines.append("  ... and \(alreadySettled.count - 10) more already settled") }
+            if !askedFindings.isEmpty {
+                let n = askedFindings.count
+                lines.append("dismissed \(n) finding\(n == 1 ? "" : "s"): the next night resolves \(n == 1 ? "it" : "them") with \"\(note)\" "
+                             + "and takes \(n == 1 ? "it" : "them") off the open lists (Run Info); found again with another message, \(n == 1 ? "it opens" : "each opens") again")
+                for f in askedFindings.prefix(10) { lines.append("  \(f.code) \(f.transactionId): \(f.message)") }
+                if n > 10 { lines.append("  ... and \(n - 10) more") }
+            }
+            for f in findingsAlreadyAsked.prefix(10) { lines.append("  already dismissed, for the next night: \(f.code) \(f.transactionId)") }
+            for f in findingsAlreadySettled.prefix(10) { lines.append("  already resolved: \(f.code) \(f.transactionId)\(f.resolvedNote.map { " (\($0))" } ?? "")") }
             return lines.map(TerminalText.visible).joined(separator: "\n")
         }
     }
 
-    public static func dismiss(_ targets: [Target], workspace: Workspace, reason: String, by: String, at: String) throws -> Result {
+    public static func dismiss(_ targets: [Target], findings: [(code: String, transactionId: String)] = [], workspace: Workspace,
+                               reason: String, by: String, at: String) throws -> Result {
+        for f in findings where !dismissableFindings.contains(f.code) {
+            throw StoreError(message: "\(f.code):\(f.transactionId): "
+                + (["MISSING_RULE", "ORDER_WAIT", "REVERSAL_WAITING", "REFUND_NOT_DATED"].contains(f.code)
+                   ? "\(f.code) is resolved by the nights themselves, when what it waits for arrives (a rule, an order, a refund, a date): add it instead"
+                   : "no such finding code; those finance may dismiss once booked are \(dismissableFindings.sorted().joined(separator: ", "))")
+                + "; nothing was dismissed")
+        }
         let config = try workspace.loadConfig()
         let lock = try RunLock(url: workspace.lockURL)
         defer { lock.release() }
@@ -95,7 +122,20 @@ public enum Dismiss {
                     else { result.asked.append(c) }
                 }
             }
+            var seenFindings = Set<Int64>()
+            for f in findings {
+                let found = try w.findingCandidates(code: f.code, transactionId: f.transactionId)
+                guard !found.isEmpty else {
+                    throw StoreError(message: "\(f.code):\(f.transactionId): the ledger holds no such finding; nothing was dismissed")
+                }
+                for c in found where seenFindings.insert(c.findingId).inserted {
+                    if c.resolved { result.findingsAlreadySettled.append(c) }
+                    else if c.asked { result.findingsAlreadyAsked.append(c) }
+                    else { result.askedFindings.append(c) }
+                }
+            }
             try w.askDismissal(recordIds: result.asked.map(\.recordId), askedAt: at, askedBy: by, reason: reason)
+            try w.askFindingDismissal(result.askedFindings, askedAt: at, askedBy: by, reason: reason)
         }
         return result
     }

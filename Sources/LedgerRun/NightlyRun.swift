@@ -70,6 +70,8 @@ public struct NightlyRun {
         public var rulesChanged: (runId: Int64, lines: [String])? = nil
         /// Records an operator dismissed (`iapledger dismiss`) that this run resolved.
         public var recordsDismissed = 0
+        /// Findings finance dismissed (`iapledger dismiss --finding`) that this run resolved.
+        public var findingsDismissed = 0
     }
 
     /// What an inbox folder reads, by extension.
@@ -163,7 +165,7 @@ public struct NightlyRun {
         var closedThrough: Month? = nil
         var closedByConfig: Month? = nil
         var nothingNewSince: Int64? = nil
-        var dismissed = 0
+        var dismissed = 0, findingsDismissed = 0
         var rulesChanged: (runId: Int64, lines: [String])? = nil
         let (runId, counts) = try NothingNew.catching(&nothingNewSince) { try ledger.write { w -> (Int64, LedgerWriter.RunCounts) in
             let sameNight = try w.sameNight(asOf: asOf)
@@ -244,12 +246,13 @@ public struct NightlyRun {
             try ingest.openWaitingReversals()
             // Records an operator dismissed (`iapledger dismiss`) since: resolved with the ask.
             dismissed = try w.applyDismissals(runId: runId)
+            findingsDismissed = try w.applyFindingDismissals(runId: runId)
             CrashPoint.hit("reconcile:start")
             let matched = try progress.stage("reconcile", unit: "groups") { tick -> Int in
                 try w.reconcile(reconciler, runId: runId, asOf: asOf, defaultStorefront: poster.config.defaultStorefront) { tick.advance(by: $0) }.matched
             }
             // A re-run of the last night that changed nothing records nothing (rolled back, run row included).
-            if let same = sameNight, filesRead == 0, counts.entriesPosted == 0, dismissed == 0,
+            if let same = sameNight, filesRead == 0, counts.entriesPosted == 0, dismissed == 0, findingsDismissed == 0,
                try w.changedNothing(since: same, matched: matched) { throw NothingNew(lastRunId: same.lastRunId) }
             // The commit stage: the run's row and seal (LedgerSeal), then SQLite's commit.
             commitStart = DispatchTime.now().uptimeNanoseconds
@@ -290,6 +293,7 @@ public struct NightlyRun {
                       exceptions: try ledger.read { try $0.exceptionCounts(runId: runId) },
                       rulesChanged: rulesChanged)
         result.recordsDismissed = dismissed
+        result.findingsDismissed = findingsDismissed
         if nothingNewSince == nil { result.repeatedFiles = try ledger.read { try $0.filesRepeatingEarlierOnes(runId: runId) } }
         committed?(result)
 

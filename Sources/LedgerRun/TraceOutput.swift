@@ -229,7 +229,10 @@ public enum TraceOutput {
         }
         if !t.findings.isEmpty {
             line("Findings:")
-            for f in t.findings { line("  \(f.code) first seen \(f.first_seen)\(f.resolved_on.map { ", resolved \($0)" } ?? ", open"): \(f.message)") }
+            for f in t.findings {
+                line("  \(f.code) first seen \(f.first_seen)\(f.resolved_on.map { ", resolved \($0)" } ?? ", open"): \(f.message)")
+                if let r = f.resolution { line("    \(r)") }
+            }
         }
         if !t.reports.isEmpty {
             line("In the reports:")

@@ -56,7 +56,68 @@ extension LedgerReader {
     }
 }
 
+/// A finding named for dismissal (`iapledger dismiss --finding CODE:TRANSACTION`), as it stands.
+public struct FindingCandidate: Equatable {
+    public var findingId: Int64
+    public var code: String
+    public var transactionId: String
+    public var message: String
+    /// Resolved already (by the nights, or a dismissal applied), with its note if any.
+    public var resolved: Bool
+    public var resolvedNote: String?
+    /// A dismissal asked for it as it reads now and not yet applied by a night.
+    public var asked: Bool
+}
+
+extension LedgerReader {
+    /// The findings of `code` about `transactionId` (one per record it names, or one).
+    public func findingCandidates(code: String, transactionId: String) throws -> [FindingCandidate] {
+        let note = try db.columns(in: "finding").contains { $0.name == "resolved_note" } ? "f.resolved_note" : "NULL"
+        let asked = try db.tableExists("finding_dismissal")
+            ? "EXISTS (SELECT 1 FROM finding_dismissal d WHERE d.finding_id = f.id AND d.message = f.message)" : "0"
+        return try Row.fetchAll(db, sql: """
+            SELECT f.id, f.code, f.transaction_id, f.message, f.resolved_run_id IS NOT NULL, \(note), \(asked)
+            FROM finding f WHERE f.code = ? AND f.transaction_id = ? ORDER BY f.id
+            """, arguments: [code, transactionId]).map {
+            FindingCandidate(findingId: $0[0], code: $0[1], transactionId: $0[2], message: $0[3], resolved: $0[4], resolvedNote: $0[5], asked: $0[6])
+        }
+    }
+
+    /// Finding dismissals asked for and not yet applied by a night.
+    public func findingDismissalsWaiting() throws -> Int {
+        guard try db.tableExists("finding_dismissal") else { return 0 }
+        return try Int.fetchOne(db, sql: """
+            SELECT count(*) FROM finding_dismissal d JOIN finding f ON f.id = d.finding_id
+            WHERE f.resolved_run_id IS NULL AND d.message = f.message
+            """) ?? 0
+    }
+}
+
 extension LedgerWriter {
+    /// Records the dismissal of each finding, as its message reads now.
+    public func askFindingDismissal(_ findings: [FindingCandidate], askedAt: String, askedBy: String, reason: String) throws {
+        let insert = try db.cachedStatement(sql: """
+            INSERT INTO finding_dismissal (finding_id, message, asked_at, asked_by, reason) VALUES (?, ?, ?, ?, ?)
+            """)
+        for f in findings { try insert.execute(arguments: [f.findingId, f.message, askedAt, askedBy, reason]) }
+    }
+
+    /// Resolves, by the night `runId`, every open finding a dismissal was asked for as it reads
+    /// now, before the night began; how many. One found again since with another message
+    /// stays open (what it says now was not seen by whoever dismissed it).
+    public func applyFindingDismissals(runId: Int64) throws -> Int {
+        guard try db.tableExists("finding_dismissal") else { return 0 }
+        let asked = """
+            FROM finding_dismissal d WHERE d.finding_id = finding.id AND d.message = finding.message
+              AND substr(d.asked_at, 1, 19) <= (SELECT substr(started_at, 1, 19) FROM run WHERE id = ?1)
+            """
+        try db.execute(sql: """
+            UPDATE finding SET resolved_run_id = ?1, resolved_note = (SELECT \(DismissalNote.sql) \(asked) ORDER BY d.id DESC LIMIT 1)
+            WHERE resolved_run_id IS NULL AND EXISTS (SELECT 1 \(asked))
+            """, arguments: [runId])
+        return db.changesCount
+    }
+
     /// Records the dismissal of each record (open, not asked for before: the caller checks).
     public func askDismissal(recordIds: [Int64], askedAt: String, askedBy: String, reason: String) throws {
         let insert = try db.cachedStatement(sql: "INSERT INTO record_dismissal (record_id, asked_at, asked_by, reason) VALUES (?, ?, ?, ?)")

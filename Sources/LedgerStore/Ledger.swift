@@ -495,6 +495,7 @@ public final class LedgerWriter: LedgerReader {
     private var unverifiedIds: Set<String>?
     /// Open findings as "code transaction-id" (read once per run, kept up to date).
     private var openFindingKeys: Set<String>?
+    private var findingNotesKnown: Bool?
     /// Orders named by an open rejected line of an orders file (read once per run, kept up
     /// to date): a later valid line of the same order resolves them.
     private var rejectedOrderIds: Set<String>?
@@ -882,8 +883,18 @@ public final class LedgerWriter: LedgerReader {
             INSERT INTO finding (code, transaction_id, record_id, message, first_run_id, last_run_id)
             VALUES (?, ?, ?, ?, ?, ?)
             ON CONFLICT (code, transaction_id, ifnull(record_id, 0))
-            DO UPDATE SET message = excluded.message, last_run_id = excluded.last_run_id, resolved_run_id = NULL
+            DO UPDATE SET message = excluded.message, last_run_id = excluded.last_run_id, resolved_run_id = NULL\(try findingNotes ? ", resolved_note = NULL" : "")
             """).execute( arguments: [code, transactionId, recordId, StoreBounds.boundedMessage(message), runId, runId])
+    }
+
+    /// Whether findings keep a resolution note (schema v30 on).
+    var findingNotes: Bool {
+        get throws {
+            if let known = findingNotesKnown { return known }
+            let has = try Bool.fetchOne(db, sql: "SELECT count(*) FROM pragma_table_info('finding') WHERE name = 'resolved_note'") ?? false
+            findingNotesKnown = has
+            return has
+        }
     }
 
     public func resolveFinding(code: String, transactionId: String, runId: Int64) throws {

@@ -79,6 +79,8 @@ public struct TransactionTrace: Encodable {
         public var message: String
         public var first_seen: String
         public var resolved_on: String?
+        /// How it was resolved, when by a dismissal (`dismissed by <who> on <day>: <why>`).
+        public var resolution: String? = nil
     }
     public struct Notification: Encodable {
         public var uuid: String
@@ -270,9 +272,10 @@ extension LedgerReader {
             sources: sources, rules: rules, entries: entries, orders: orders,
             exceptions: try traceExceptions(where: "transaction_id = ?", id),
             findings: try Row.fetchAll(db.cachedStatement(sql: """
-                SELECT f.code, f.message, r1.as_of, r2.as_of FROM finding f JOIN run r1 ON r1.id = f.first_run_id
+                SELECT f.code, f.message, r1.as_of, r2.as_of, \(try db.columns(in: "finding").contains { $0.name == "resolved_note" } ? "f.resolved_note" : "NULL")
+                FROM finding f JOIN run r1 ON r1.id = f.first_run_id
                 LEFT JOIN run r2 ON r2.id = f.resolved_run_id WHERE f.transaction_id = ? ORDER BY f.id
-                """), arguments: [id]).map { .init(code: $0[0], message: $0[1], first_seen: $0[2], resolved_on: $0[3]) },
+                """), arguments: [id]).map { .init(code: $0[0], message: $0[1], first_seen: $0[2], resolved_on: $0[3], resolution: $0[4]) },
             notifications: try Row.fetchAll(db.cachedStatement(sql: """
                 SELECT uuid, notification_type, subtype, signed_ms FROM notification WHERE transaction_id = ? ORDER BY signed_ms, uuid
                 """), arguments: [id]).map { .init(uuid: $0[0], type: $0[1], subtype: $0[2], signed_date: ($0[3] as Int64?).map { Day(epochMilliseconds: $0).description }) },

@@ -195,6 +195,9 @@ func printSummary(_ r: NightlyRun.Result) {
     if r.recordsDismissed > 0 {
         print("  records dismissed (`iapledger dismiss`): \(r.recordsDismissed), off the open lists with who dismissed them and why (trace shows it)")
     }
+    if r.findingsDismissed > 0 {
+        print("  findings dismissed (`iapledger dismiss --finding`): \(r.findingsDismissed), off the open lists with who dismissed them and why (trace shows it)")
+    }
     if !r.changedFiles.isEmpty {
         print("  files read before and changed since (their new records read; a line changed after it was read is a new record): "
               + r.changedFiles.map { "\(TerminalText.visible($0.path)) (\($0.newRecords) new record\($0.newRecords == 1 ? "" : "s"))" }.joined(separator: ", "))
@@ -357,11 +360,13 @@ struct Close: ParsableCommand {
 
 struct Dismiss: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Take records left pending or rejected that no later record will settle off the open lists, with who and why.",
-        discussion: "For a line or a file read by mistake (a file saved by a spreadsheet and put back as it was, an Excel lock file an earlier version read): the ask is kept in the ledger as made, and the next night resolves each record with \"dismissed by <who> on <day>: <why>\" (sealed with its run; trace shows it). Nothing is posted and what a record carried is not applied. A file or line with no record pending or rejected is refused; records settled already are said and left.")
+        abstract: "Take records left pending or rejected that no later record will settle, or findings finance has booked by hand, off the open lists, with who and why.",
+        discussion: "For a line or a file read by mistake (a file saved by a spreadsheet and put back as it was, an Excel lock file an earlier version read): the ask is kept in the ledger as made, and the next night resolves each record with \"dismissed by <who> on <day>: <why>\" (sealed with its run; trace shows it). Nothing is posted and what a record carried is not applied. A file or line with no record pending or rejected is refused; records settled already are said and left. A finding (--finding) is one finance books by hand (PRICE_MISMATCH, SIGNED_AFTER_POSTING, STOREFRONT_AFTER_POSTING, TRANSACTION_CONFLICT, REFUND_AGAIN, REFUND_AFTER_REVERSAL, REVERSAL_REPEATED, INVALID_TRANSACTION); those the nights resolve themselves (MISSING_RULE, ORDER_WAIT, REVERSAL_WAITING, REFUND_NOT_DATED) are refused.")
 
     @Argument(help: "Files read, as the night's summary, Run Info and trace name them (inbox/orders/orders.csv), each with :LINE for one line, else every record of the file (every version read) not settled.")
-    var records: [String]
+    var records: [String] = []
+    @Option(name: .customLong("finding"), help: "A finding left for finance to book by hand, CODE:TRANSACTION (PRICE_MISMATCH:2000000375872989), once booked: it leaves the open lists as it reads now (found again with another message, it opens again). Repeatable.")
+    var findings: [String] = []
     @OptionGroup var ws: WorkspaceOption
     @Option(help: "Why they are dismissed, as recorded in the ledger.") var reason: String
     @Option(help: "Who dismisses them, as recorded in the ledger (default: $USER, else $LOGNAME, else unknown).")
@@ -374,14 +379,20 @@ struct Dismiss: ParsableCommand {
             }
             guard named(reason) else { throw ValidationError("--reason must say why (no control characters), got \"\(TerminalText.visible(reason))\"") }
             guard by.map(named) ?? true else { throw ValidationError("--by must name someone (no control characters), got \"\(TerminalText.visible(by ?? ""))\"") }
-            guard !records.isEmpty else { throw ValidationError("name at least one file or file:line") }
+            guard !records.isEmpty || !findings.isEmpty else { throw ValidationError("name at least one file, file:line or --finding CODE:TRANSACTION") }
+            let findingTargets = try findings.map { text -> (code: String, transactionId: String) in
+                guard let colon = text.firstIndex(of: ":"), colon != text.startIndex, text.index(after: colon) != text.endIndex else {
+                    throw ValidationError("--finding must be CODE:TRANSACTION (PRICE_MISMATCH:2000000375872989), got \"\(TerminalText.visible(text))\"")
+                }
+                return (String(text[..<colon]), String(text[text.index(after: colon)...]))
+            }
             let workspace = Workspace(ws.url)
-            let result = try LedgerRun.Dismiss.dismiss(records.map { LedgerRun.Dismiss.Target($0, workspace: workspace) }, workspace: workspace,
+            let result = try LedgerRun.Dismiss.dismiss(records.map { LedgerRun.Dismiss.Target($0, workspace: workspace) }, findings: findingTargets, workspace: workspace,
                                                        reason: reason.trimmingCharacters(in: .whitespaces),
                                                        by: by?.trimmingCharacters(in: .whitespaces) ?? ClosedPeriods.currentUser(),
                                                        at: NightlyRun.timestamp())
             print(result.description)
-            if by == nil && ClosedPeriods.currentUser() == "unknown" && !result.asked.isEmpty {
+            if by == nil && ClosedPeriods.currentUser() == "unknown" && !(result.asked.isEmpty && result.askedFindings.isEmpty) {
                 print("  note: recorded as dismissed by \"unknown\": neither USER nor LOGNAME is set; name who dismisses with --by NAME")
             }
         }

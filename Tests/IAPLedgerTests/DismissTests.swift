@@ -75,7 +75,7 @@ final class DismissTests: XCTestCase {
         let late = try LedgerRun.Dismiss.dismiss([.init(path: "inbox/orders/o.csv", line: nil)], workspace: ws.workspace,
                                                  reason: "again", by: "bob", at: "2026-10-07T09:00:00Z")
         XCTAssertEqual(late.alreadySettled.count, 2)
-        XCTAssertTrue(late.description.hasPrefix("nothing dismissed: every record named is settled already or dismissed before"), late.description)
+        XCTAssertTrue(late.description.hasPrefix("nothing dismissed: every record or finding named is settled already or dismissed before"), late.description)
         XCTAssertThrowsError(try ledger().write { try $0.db.execute(sql: "UPDATE record_dismissal SET reason = 'other'") })
         XCTAssertThrowsError(try ledger().write { try $0.db.execute(sql: "DELETE FROM record_dismissal") })
     }
@@ -117,6 +117,48 @@ final class DismissTests: XCTestCase {
         let trace = try Resilience.cli(["trace", "7100", "--workspace", ws.root.path])
         XCTAssertTrue(trace.out.hasPrefix("Transaction 7100: dismissed (known only from records an operator dismissed, below: never verified, nothing posted)"), trace.out)
         XCTAssertTrue(trace.out.contains("settled by the night of 2026-10-09: dismissed by "), trace.out)
+    }
+
+    /// A finding finance books by hand, once booked, is dismissed as it reads: the next night
+    /// resolves it with the ask's note (Run Info's open findings no longer list it; trace shows
+    /// the note). Found again with another message, it opens again and stays open. Findings the
+    /// nights resolve themselves (a sale waiting for its rule) are refused.
+    func testAFindingBookedByHandIsDismissedAsItReads() throws {
+        try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("9009", quantity: 0, purchased: "2026-10-05T10:00:00Z")]) + "\n"
+            + Receipt.response([Receipt.item("9010", product: "coins.999", purchased: "2026-10-05T10:00:00Z")]) + "\n")
+        try ws.run("2026-10-06")
+        func openCodes() throws -> [String] { try ledger().read { try $0.findings(openOnly: true) }.map { "\($0.code) \($0.transactionId)" } }
+        let first = try openCodes()
+        XCTAssertTrue(first.contains("INVALID_TRANSACTION 9009") && first.contains("MISSING_RULE 9010"), "\(first)")
+        func dismiss(_ code: String, _ id: String) throws -> LedgerRun.Dismiss.Result {
+            try LedgerRun.Dismiss.dismiss([], findings: [(code, id)], workspace: ws.workspace, reason: "booked by hand, JE-17", by: "dana", at: "2026-10-06T09:00:00Z")
+        }
+        XCTAssertThrowsError(try dismiss("MISSING_RULE", "9010")) {
+            XCTAssertTrue("\($0)".hasPrefix("MISSING_RULE:9010: MISSING_RULE is resolved by the nights themselves"), "\($0)")
+        }
+        XCTAssertThrowsError(try dismiss("NO_SUCH_CODE", "9009")) { XCTAssertTrue("\($0)".contains("no such finding code"), "\($0)") }
+        XCTAssertThrowsError(try dismiss("PRICE_MISMATCH", "9009")) { XCTAssertTrue("\($0)".contains("the ledger holds no such finding"), "\($0)") }
+        let asked = try dismiss("INVALID_TRANSACTION", "9009")
+        XCTAssertEqual(asked.askedFindings.map(\.transactionId), ["9009"])
+        XCTAssertTrue(asked.description.contains("dismissed 1 finding: the next night resolves it with \"dismissed by dana on 2026-10-06: booked by hand, JE-17\""), asked.description)
+        XCTAssertEqual(try ledger().read { try $0.findingDismissalsWaiting() }, 1)
+        let night = try ws.run("2026-10-07")
+        XCTAssertEqual(night.findingsDismissed, 1)
+        XCTAssertFalse(try openCodes().contains("INVALID_TRANSACTION 9009"))
+        let trace = try XCTUnwrap(try ledger().read { try $0.traceTransaction("9009", asOf: Day(iso: "2026-10-07")) })
+        XCTAssertEqual(trace.findings.map(\.resolution), ["dismissed by dana on 2026-10-06: booked by hand, JE-17"])
+        XCTAssertTrue(TraceOutput.text(trace).contains("    dismissed by dana on 2026-10-06: booked by hand, JE-17"))
+        XCTAssertTrue(try dismiss("INVALID_TRANSACTION", "9009").askedFindings.isEmpty, "resolved already")
+        // Found again, saying something else: open again, and the ask (for what it said) does not close it.
+        try ledger().write { w in
+            let record = try XCTUnwrap(Int64.fetchOne(w.db, sql: "SELECT record_id FROM finding WHERE transaction_id = '9009'"))
+            try w.openFinding(code: "INVALID_TRANSACTION", transactionId: "9009", recordId: record, message: "another reason", runId: night.runId)
+        }
+        XCTAssertTrue(try openCodes().contains("INVALID_TRANSACTION 9009"))
+        XCTAssertEqual(try ledger().read { try String.fetchOne($0.db, sql: "SELECT ifnull(resolved_note, 'none') FROM finding WHERE transaction_id = '9009'") }, "none")
+        XCTAssertEqual(try ws.run("2026-10-08").findingsDismissed, 0)
+        XCTAssertTrue(try openCodes().contains("INVALID_TRANSACTION 9009"))
+        XCTAssertThrowsError(try ledger().write { try $0.db.execute(sql: "DELETE FROM finding_dismissal") })
     }
 
     /// Excel's lock file beside an orders file it has open (`~$o.csv`) is no input, nor listed
