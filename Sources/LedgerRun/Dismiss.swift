@@ -23,13 +23,8 @@ public enum Dismiss {
                !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let n = Int(digits) {
                 path = String(text[..<colon]); line = n
             }
-            // Through links too (a workspace reached as /srv/books, a link to /data/books).
-            var relative = workspace.relative(URL(fileURLWithPath: path))
-            if relative.hasPrefix("/") {
-                let real = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
-                let root = workspace.root.resolvingSymlinksInPath().path + "/"
-                if real.hasPrefix(root) { relative = String(real.dropFirst(root.count)) }
-            }
+            // Through links too (`Workspace.relative`).
+            let relative = workspace.relative(URL(fileURLWithPath: path))
             if path.hasPrefix("/") { self.path = relative } else {
                 self.path = path
                 if relative != path && !relative.hasPrefix("/") { fromCurrentFolder = relative }
@@ -84,7 +79,9 @@ public enum Dismiss {
                 if n > 10 { lines.append("  ... and \(n - 10) more") }
             }
             for f in findingsAlreadyAsked.prefix(10) { lines.append("  already dismissed, for the next night: \(f.code) \(f.transactionId)") }
+            if findingsAlreadyAsked.count > 10 { lines.append("  ... and \(findingsAlreadyAsked.count - 10) more already dismissed") }
             for f in findingsAlreadySettled.prefix(10) { lines.append("  already resolved: \(f.code) \(f.transactionId)\(f.resolvedNote.map { " (\($0))" } ?? "")") }
+            if findingsAlreadySettled.count > 10 { lines.append("  ... and \(findingsAlreadySettled.count - 10) more already resolved") }
             return lines.map(TerminalText.visible).joined(separator: "\n")
         }
     }

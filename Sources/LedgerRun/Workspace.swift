@@ -128,7 +128,25 @@ public struct Workspace {
     /// A workspace-relative path, as stored in the ledger and shown to people.
     public func relative(_ url: URL) -> String {
         let p = url.standardizedFileURL.path, r = root.path.hasSuffix("/") ? root.path : root.path + "/"
-        return p.hasPrefix(r) ? String(p.dropFirst(r.count)) : p
+        if p.hasPrefix(r) { return String(p.dropFirst(r.count)) }
+        // Through links (the workspace reached as /srv/books, a link to /data/books; a file
+        // named through either): both resolved, the path's from its deepest folder that exists
+        // (a file gone since is still named).
+        let realRoot = Self.resolved(root.path), real = Self.resolved(p)
+        let rr = realRoot.hasSuffix("/") ? realRoot : realRoot + "/"
+        return real.hasPrefix(rr) ? String(real.dropFirst(rr.count)) : p
+    }
+
+    /// `path` with its links resolved, as far as it exists (the rest appended as given).
+    static func resolved(_ path: String) -> String {
+        var existing = URL(fileURLWithPath: path).standardizedFileURL, rest: [String] = []
+        while !FileManager.default.fileExists(atPath: existing.path) && existing.path != "/" {
+            rest.insert(existing.lastPathComponent, at: 0)
+            existing = existing.deletingLastPathComponent()
+        }
+        var out = existing.resolvingSymlinksInPath()
+        for c in rest { out.appendPathComponent(c) }
+        return out.path
     }
 
     /// The input files of one inbox folder with the given extensions, sorted by name.

@@ -876,6 +876,8 @@ public final class LedgerWriter: LedgerReader {
     }
 
     /// Opens (or refreshes) a finding; it stays open until `resolveFinding` is called.
+    /// Opens the finding, or refreshes it (found again). One dismissed by finance
+    /// (`resolved_note`) stays so while it says the same; saying something else, it opens again.
     public func openFinding(code: String, transactionId: String, recordId: Int64?, message: String, runId: Int64) throws {
         _ = try loadOpenFindingKeys()
         openFindingKeys?.insert("\(code) \(transactionId)")
@@ -883,7 +885,12 @@ public final class LedgerWriter: LedgerReader {
             INSERT INTO finding (code, transaction_id, record_id, message, first_run_id, last_run_id)
             VALUES (?, ?, ?, ?, ?, ?)
             ON CONFLICT (code, transaction_id, ifnull(record_id, 0))
-            DO UPDATE SET message = excluded.message, last_run_id = excluded.last_run_id, resolved_run_id = NULL\(try findingNotes ? ", resolved_note = NULL" : "")
+            DO UPDATE SET message = excluded.message, last_run_id = excluded.last_run_id, \(try findingNotes
+                ? """
+                  resolved_run_id = CASE WHEN resolved_note IS NOT NULL AND message = excluded.message THEN resolved_run_id END,
+                  resolved_note = CASE WHEN resolved_note IS NOT NULL AND message = excluded.message THEN resolved_note END
+                  """
+                : "resolved_run_id = NULL")
             """).execute( arguments: [code, transactionId, recordId, StoreBounds.boundedMessage(message), runId, runId])
     }
 

@@ -381,7 +381,8 @@ struct Dismiss: ParsableCommand {
             guard by.map(named) ?? true else { throw ValidationError("--by must name someone (no control characters), got \"\(TerminalText.visible(by ?? ""))\"") }
             guard !records.isEmpty || !findings.isEmpty else { throw ValidationError("name at least one file, file:line or --finding CODE:TRANSACTION") }
             let findingTargets = try findings.map { text -> (code: String, transactionId: String) in
-                guard let colon = text.firstIndex(of: ":"), colon != text.startIndex, text.index(after: colon) != text.endIndex else {
+                // An empty TRANSACTION names the findings of items that carry none (INVALID_TRANSACTION).
+                guard let colon = text.firstIndex(of: ":"), colon != text.startIndex else {
                     throw ValidationError("--finding must be CODE:TRANSACTION (PRICE_MISMATCH:2000000375872989), got \"\(TerminalText.visible(text))\"")
                 }
                 return (String(text[..<colon]), String(text[text.index(after: colon)...]))

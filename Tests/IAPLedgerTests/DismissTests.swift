@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import XCTest
 @testable import LedgerCore
 @testable import LedgerRun
@@ -48,6 +49,8 @@ final class DismissTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: link) }
         XCTAssertEqual(LedgerRun.Dismiss.Target(link.appendingPathComponent("inbox/orders/o.csv").path + ":2", workspace: ws.workspace),
                        .init(path: "inbox/orders/o.csv", line: 2))
+        XCTAssertEqual(LedgerRun.Dismiss.Target(link.appendingPathComponent("inbox/orders/gone-since.csv").path, workspace: ws.workspace),
+                       .init(path: "inbox/orders/gone-since.csv", line: nil), "a file no longer there, named through the link")
         XCTAssertTrue(asked.description.hasPrefix("dismissed 3 records (2 BAD_ORDER, 1 MALFORMED): the next night resolves them with \"dismissed by alice on 2026-10-06: saved by Excel, put back as sent\""), asked.description)
         XCTAssertEqual(try open().count, 3, "open until the next night")
         XCTAssertEqual(try ledger().read { try $0.dismissalsWaiting() }, 3)
@@ -149,6 +152,15 @@ final class DismissTests: XCTestCase {
         XCTAssertEqual(trace.findings.map(\.resolution), ["dismissed by dana on 2026-10-06: booked by hand, JE-17"])
         XCTAssertTrue(TraceOutput.text(trace).contains("    dismissed by dana on 2026-10-06: booked by hand, JE-17"))
         XCTAssertTrue(try dismiss("INVALID_TRANSACTION", "9009").askedFindings.isEmpty, "resolved already")
+        // Found again saying the same (its order touched, reconciled again): still dismissed,
+        // and the night records nothing new for it.
+        try ledger().write { w in
+            let row = try XCTUnwrap(Row.fetchOne(w.db, sql: "SELECT record_id, message FROM finding WHERE transaction_id = '9009'"))
+            try w.openFinding(code: "INVALID_TRANSACTION", transactionId: "9009", recordId: row[0], message: row[1], runId: night.runId)
+        }
+        XCTAssertFalse(try openCodes().contains("INVALID_TRANSACTION 9009"))
+        XCTAssertEqual(try ledger().read { try String.fetchOne($0.db, sql: "SELECT resolved_note FROM finding WHERE transaction_id = '9009'") },
+                       "dismissed by dana on 2026-10-06: booked by hand, JE-17")
         // Found again, saying something else: open again, and the ask (for what it said) does not close it.
         try ledger().write { w in
             let record = try XCTUnwrap(Int64.fetchOne(w.db, sql: "SELECT record_id FROM finding WHERE transaction_id = '9009'"))

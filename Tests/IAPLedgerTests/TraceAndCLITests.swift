@@ -416,6 +416,13 @@ final class TraceAndCLITests: XCTestCase {
         var back = try cli(["verify", "--workspace", ws.root.path, "--workbook", finance.path])
         XCTAssertEqual(back.status, 1, back.out)
         XCTAssertTrue(back.out.contains("NOT the file iapledger last wrote at reports/2026-10-31/finance-2026-10-31.xlsx (at ") && back.out.contains("an earlier version written there was put back"), back.out)
+        // The same, named through a link to the workspace.
+        let link = ws.root.deletingLastPathComponent().appendingPathComponent(ws.root.lastPathComponent + "-link")
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: ws.root)
+        defer { try? FileManager.default.removeItem(at: link) }
+        let throughLink = try cli(["verify", "--workspace", ws.root.path, "--workbook", link.appendingPathComponent("reports/2026-10-31/finance-2026-10-31.xlsx").path])
+        XCTAssertEqual(throughLink.status, 1, throughLink.out)
+        XCTAssertTrue(throughLink.out.contains("an earlier version written there was put back"), throughLink.out)
         try Data(contentsOf: ws.root.appendingPathComponent("reports/2026-10-31/sandbox-2026-10-31.xlsx")).write(to: finance)
         back = try cli(["verify", "--workspace", ws.root.path, "--workbook", finance.path])
         XCTAssertEqual(back.status, 1, back.out)
