@@ -307,16 +307,17 @@ public struct NightlyRun {
             sets.append(try ReportSet(ledger: ledger, config: config, asOf: previous.lastDay, runId: nil, workspace: workspace, layouts: layouts))
         }
         // An earlier month still open whose set iapledger wrote before, and whose books have
-        // entries posted since (a sale that waited for its rule): written again, so that no set
-        // under reports/ leaves out what the ledger holds for its month. Judged by the ledger
-        // as it stands, not by what this night posted: a night stopped after its commit, run
-        // again, writes it too. A month whose set was never written is left to `report --period`.
+        // entries posted since, dated in it or before it (a sale that waited for its rule; the
+        // set's balances are cumulative): written again, so that no set under reports/ leaves
+        // out what the ledger holds for it. Judged by the ledger as it stands, not by what this
+        // night posted: a night stopped after its commit, run again, writes it too. A month
+        // whose set was never written is left to `report --period`.
         for day in try ledger.read({ try $0.registeredMonthEndSets() })
         where day.month < previous && closedThrough.map({ day.month > $0 }) ?? true {
             let behind = try ledger.read { r in
                 try [("production", "finance"), ("sandbox", "sandbox")].contains { book, name in
                     guard let last = try r.reportFiles(path: "reports/\(day)/\(name)-\(day).xlsx").last else { return false }
-                    return try r.entriesPosted(after: last, book: book, from: day.month.firstDay, through: day) > 0
+                    return try r.anyEntryPosted(after: last, book: book, through: day)
                 }
             }
             guard behind else { continue }

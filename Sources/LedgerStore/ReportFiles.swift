@@ -135,18 +135,28 @@ extension LedgerReader {
     /// (runs' times are kept to the second; a night registers its files after its commit, but
     /// one stopped in between registered none).
     public func entriesPosted(after file: RegisteredReportFile, book: String, from first: Day, through last: Day) throws -> Int {
-        let runsBefore: Int64
-        if let run = file.runId {
-            runsBefore = run
-        } else {
-            runsBefore = try Int64.fetchOne(db, sql: """
-                SELECT max((SELECT coalesce(max(run_id), 0) FROM report_file WHERE id < ?1),
-                           (SELECT coalesce(max(id), 0) FROM run WHERE finished_at IS NOT NULL AND substr(finished_at, 1, 19) < substr(?2, 1, 19)))
-                """, arguments: [file.id, file.writtenAt]) ?? 0
-        }
-        return try Int.fetchOne(db, sql: """
+        try Int.fetchOne(db, sql: """
             SELECT count(*) FROM entry WHERE book = ? AND date >= ? AND date <= ? AND run_id > ?
-            """, arguments: [book, first.description, last.description, runsBefore]) ?? 0
+            """, arguments: [book, first.description, last.description, try runsBefore(file)]) ?? 0
+    }
+
+    /// Whether any entry of `book` dated on or before `day` was posted after `file` was
+    /// written (a month-end set's balances are cumulative: an entry of an earlier month moves
+    /// them too). Read from the entries posted since, newest first, not the whole history.
+    public func anyEntryPosted(after file: RegisteredReportFile, book: String, through day: Day) throws -> Bool {
+        try Bool.fetchOne(db, sql: """
+            SELECT 1 FROM entry WHERE id > (SELECT coalesce((SELECT id FROM entry WHERE run_id <= ? ORDER BY id DESC LIMIT 1), 0))
+              AND book = ? AND date <= ? LIMIT 1
+            """, arguments: [try runsBefore(file), book, day.description]) ?? false
+    }
+
+    /// The last run whose entries `file` holds (see `entriesPosted`).
+    func runsBefore(_ file: RegisteredReportFile) throws -> Int64 {
+        if let run = file.runId { return run }
+        return try Int64.fetchOne(db, sql: """
+            SELECT max((SELECT coalesce(max(run_id), 0) FROM report_file WHERE id < ?1),
+                       (SELECT coalesce(max(id), 0) FROM run WHERE finished_at IS NOT NULL AND substr(finished_at, 1, 19) < substr(?2, 1, 19)))
+            """, arguments: [file.id, file.writtenAt]) ?? 0
     }
 
     private func registered(where condition: String, _ values: String...) throws -> [RegisteredReportFile] {

@@ -49,15 +49,19 @@ final class ReportPeriodTests: XCTestCase {
         XCTAssertEqual(try XLSXReader.sheets(august)["Journal"]!.dropFirst(4).map { $0[5] }, ["u8", "u8", "u8"])
 
         try ws.append("rules/fx.csv", "\n2026-07,EUR,1.01\n2026-08,EUR,1.02\n")
-        let second = try ws.run("2026-10-08")
+        let second = try ws.run("2026-11-02")
         XCTAssertEqual(second.counts.entriesPosted, 2)
         XCTAssertTrue(second.workbooks.contains(august), "\(second.workbooks)")
+        // September's set (written by the first night, as the month before): its balances are
+        // cumulative, and a8 and j7 of earlier months move them, so it is written again too.
+        let september = ws.root.appendingPathComponent("reports/2026-09-30/finance-2026-09-30.xlsx")
+        XCTAssertTrue(second.workbooks.contains(september), "\(second.workbooks)")
         XCTAssertEqual(Set(try XLSXReader.sheets(august)["Journal"]!.dropFirst(4).map { $0[5] }), ["u8", "a8"])
         XCTAssertFalse(FileManager.default.fileExists(atPath: ws.root.appendingPathComponent("reports/2026-07-31").path),
                        "July's set was never written")
         // Trace places a8 in August's set as it now is, with nothing to warn of.
         let trace = try ws.workspace.openExistingLedger().1.read { r in
-            try TraceOutput.checked(XCTUnwrap(r.traceTransaction("a8", asOf: Day(iso: "2026-10-08"))), in: ws.workspace, reader: r)
+            try TraceOutput.checked(XCTUnwrap(r.traceTransaction("a8", asOf: Day(iso: "2026-11-02"))), in: ws.workspace, reader: r)
         }
         XCTAssertEqual(trace.reports.map(\.workbook), ["reports/2026-08-31/finance-2026-08-31.xlsx"])
         XCTAssertEqual(trace.reports.map(\.written), [true])
