@@ -1373,13 +1373,18 @@ struct Ingest {
             guard (t.storefront.map { Currency.isoUppercased($0) != booked.storefront } ?? false)
                     || currency != booked.figures.currency || (own.map { $0 != booked.figures.grossMinor } ?? false) else { return .kept }
             func amount(_ minor: Int64, _ currency: String) -> String { Currency.format(minor: minor, currency: currency) + " " + currency }
-            // One finding per sale (refreshed by each later record saying so), not per record.
-            try writer.openFinding(code: "SIGNED_AFTER_POSTING", transactionId: t.transactionId, recordId: nil, message: """
-                \(location) gives storefront \(t.storefront ?? "(none)")\(own.map { ", price " + amount($0, currency) } ?? ""); \
+            // One finding per sale, not per record: refreshed by a later record that says
+            // something else, left as it is (naming the record that first said it, and
+            // dismissed if finance dismissed it) by one that says the same.
+            let says = """
+                 gives storefront \(t.storefront ?? "(none)")\(own.map { ", price " + amount($0, currency) } ?? ""); \
                 the sale was booked on \(booked.date) from its legacy receipt, which names neither, at storefront \(booked.storefront), \
                 gross \(amount(booked.figures.grossMinor, booked.figures.currency)). The entry stays as posted (entries are never rewritten): \
                 book the difference by hand if it matters
-                """, runId: runId)
+                """
+            if try writer.findingMessage(code: "SIGNED_AFTER_POSTING", transactionId: t.transactionId)?.hasSuffix(says) == true { return .kept }
+            try writer.openFinding(code: "SIGNED_AFTER_POSTING", transactionId: t.transactionId, recordId: nil,
+                                   message: "\(location)" + says, runId: runId)
             return .kept
         default:
             return .kept

@@ -83,6 +83,12 @@ extension LedgerReader {
         }
     }
 
+    /// The message of the finding of `code` about `transactionId` that names no record, if any.
+    public func findingMessage(code: String, transactionId: String) throws -> String? {
+        try String.fetchOne(db.cachedStatement(sql: "SELECT message FROM finding WHERE code = ? AND transaction_id = ? AND record_id IS NULL"),
+                            arguments: [code, transactionId])
+    }
+
     /// Finding dismissals asked for and not yet applied by a night.
     public func findingDismissalsWaiting() throws -> Int {
         guard try db.tableExists("finding_dismissal") else { return 0 }

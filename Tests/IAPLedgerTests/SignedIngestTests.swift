@@ -625,14 +625,23 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(try rows("SELECT original_transaction_id, ifnull(storefront, '') FROM store_transaction WHERE transaction_id = '9043'"), [["9000", ""]])
         let conflict = try rows("SELECT message FROM finding WHERE code = 'TRANSACTION_CONFLICT' AND transaction_id = '9043'")
         XCTAssertTrue(conflict.first?[0].contains("original transaction 9000 vs 9999; the first is kept, and the storefront and price the signed record gives are not taken") == true, "\(conflict)")
-        // A later signed record of the posted 9042 refreshes its one finding.
+        // A later signed record of the posted 9042 saying the same leaves its one finding as it
+        // was, naming the record that first said it (and dismissed, once finance dismissed it).
+        let first = try rows("SELECT message FROM finding WHERE code = 'SIGNED_AFTER_POSTING'")
+        _ = try LedgerRun.Dismiss.dismiss([], findings: [("SIGNED_AFTER_POSTING", "9042")], workspace: ws.workspace,
+                                          reason: "booked", by: "dana", at: "2023-11-17T09:00:00Z")
         try ws.write("inbox/signed/e.jws", try transaction("9042", price: 2990, environment: "Sandbox", storefront: "AUS", currency: "AUD") + " \n")
-        try ws.run("2023-11-18")
-        XCTAssertEqual(try rows("SELECT count(*) FROM finding WHERE code = 'SIGNED_AFTER_POSTING'"), [["1"]])
+        XCTAssertEqual(try ws.run("2023-11-18").findingsDismissed, 1)
+        XCTAssertEqual(try rows("SELECT message, resolved_note FROM finding WHERE code = 'SIGNED_AFTER_POSTING'"),
+                       [[first[0][0], "dismissed by dana on 2023-11-17: booked"]], "the same said again: left as it was, dismissed")
         XCTAssertEqual(try rows("SELECT storefront, gross_minor FROM entry WHERE transaction_id = '9042'"), [["USA", "199"]], "never rewritten")
+        // One saying something else refreshes it, open again.
+        try ws.write("inbox/signed/f.jws", try transaction("9042", price: 3490, environment: "Sandbox", storefront: "AUS", currency: "AUD") + " \n")
+        try ws.run("2023-11-19")
+        XCTAssertEqual(try rows("SELECT count(*) FROM finding WHERE code = 'SIGNED_AFTER_POSTING' AND resolved_run_id IS NULL"), [["1"]])
         let said = try rows("SELECT transaction_id, message FROM finding WHERE code = 'SIGNED_AFTER_POSTING'")
         XCTAssertEqual(said.map { $0[0] }, ["9042"])
-        XCTAssertTrue(said.first?[1].contains("inbox/signed/e.jws:1 gives storefront AUS, price 2.99 AUD; the sale was booked on 2023-11-13 from its legacy receipt, which names neither, at storefront USA, gross 1.99 USD") == true, "\(said)")
+        XCTAssertTrue(said.first?[1].contains("inbox/signed/f.jws:1 gives storefront AUS, price 3.49 AUD; the sale was booked on 2023-11-13 from its legacy receipt, which names neither, at storefront USA, gross 1.99 USD") == true, "\(said)")
         XCTAssertEqual(try rows("SELECT transaction_id FROM finding WHERE code = 'TRANSACTION_CONFLICT'"), [["9043"]])
         let r = try Audit(workspace: ws.workspace).run()
         XCTAssertTrue(r.ok, "\(r.problems)")
