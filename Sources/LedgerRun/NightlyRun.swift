@@ -96,6 +96,8 @@ public struct NightlyRun {
     /// but the files (`workbooks`, `keptFiles` empty; `totals.reportFilesHead` the head
     /// before them).
     public var committed: ((Result) -> Void)? = nil
+    /// ` --workspace <folder>` for the commands its messages tell to run (the command's own).
+    public var workspaceArgument = ""
 
     public init(workspace: Workspace, asOf: Day, progress: RunProgress = .silent, log: @escaping (String) -> Void = { _ in }) {
         self.workspace = workspace
@@ -345,7 +347,7 @@ public struct NightlyRun {
         if let workbooksFailed {
             throw WorkbooksNotWritten(result: result, message: "\(workbooksFailed)".replacingOccurrences(of: "\n", with: "; ")
                 + "; the night's ledger is committed (run \(runId)) but its workbooks were not all written: fix the cause and run "
-                + "`iapledger run --as-of \(asOf)` again, which writes them again (after a later night has run, `iapledger report --as-of \(asOf)` does)")
+                + "`iapledger run --as-of \(asOf)\(workspaceArgument)` again, which writes them again (after a later night has run, `iapledger report --as-of \(asOf)\(workspaceArgument)` does)")
         }
         CrashPoint.hit("report:done")
         return result

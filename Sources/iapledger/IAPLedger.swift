@@ -23,6 +23,9 @@ struct WorkspaceOption: ParsableArguments {
     var workspace: String = "."
 
     var url: URL { URL(fileURLWithPath: workspace) }
+    /// ` --workspace <the folder, absolute>` for the commands a message tells to run again (a
+    /// log read later, from another folder), when the command was given one.
+    var argument: String { workspace == "." ? "" : " --workspace " + ShellWord.quoted(url.standardizedFileURL.path) }
 }
 
 /// Turns known failures into one clear line on stderr and a non-zero exit.
@@ -109,11 +112,12 @@ struct Run: ParsableCommand {
     var noProgress = false
 
     func run() throws {
-        StopSignals.sayWhenStopped(asOf: asOf)
+        StopSignals.sayWhenStopped(asOf: asOf, workspaceArgument: ws.argument)
         try runReporting {
             let day = try parseAsOf(asOf, why: "the ledger keeps each night's date and nights go forward, so every later run dated today would be refused")
             let progress = RunProgress(showProgress: noProgress ? false : nil)
             var nightly = NightlyRun(workspace: Workspace(ws.url), asOf: day, progress: progress)
+            nightly.workspaceArgument = ws.argument
             // The summary is said at the commit, before the workbooks are written (a night stopped
             // while writing them has it in its log all the same); the files as written, after.
             nightly.committed = { committed in
@@ -149,14 +153,14 @@ enum StopSignals {
     /// Its own thread: the global queues may all be busy with the night's work.
     static let queue = DispatchQueue(label: "iapledger.stop-signals")
 
-    static func sayWhenStopped(asOf: String?) {
+    static func sayWhenStopped(asOf: String?, workspaceArgument: String = "") {
         for (sig, name) in [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")] {
             // A signal ignored when the process started (SIGINT of a background job) stays so.
             func address(_ h: __sighandler_t?) -> UInt { h.map { unsafeBitCast($0, to: UInt.self) } ?? 0 }
             if address(signal(sig, SIG_IGN)) == address(SIG_IGN) { continue }
             let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
             source.setEventHandler {
-                let again = "`iapledger run\(asOf.map { " --as-of \($0)" } ?? "")`"
+                let again = "`iapledger run\(asOf.map { " --as-of \($0)" } ?? "")\(workspaceArgument)`"
                 let run = committedRun.load(ordering: .relaxed)
                 let message = run > 0
                     ? "iapledger: stopped by \(name) after the night's commit (run \(run), its summary above): the ledger holds the night; some of its workbooks may not be written; run \(again) again: it writes them\n"
@@ -409,7 +413,7 @@ struct Demo: ParsableCommand {
     @Option(name: .customLong("as-of"), help: "The books' date, YYYY-MM-DD (default: today, UTC; later than tomorrow is refused, as for run).") var asOf: String?
 
     func run() throws {
-        StopSignals.sayWhenStopped(asOf: asOf)
+        StopSignals.sayWhenStopped(asOf: asOf, workspaceArgument: " --workspace " + ShellWord.quoted(URL(fileURLWithPath: dir).standardizedFileURL.path))
         try runReporting {
             let day = try parseAsOf(asOf, why: "the demo's night would be dated in the future, and every run before that date refused")
             let result = try DemoWorkspace.create(at: URL(fileURLWithPath: dir), transactions: transactions, seed: seed, asOf: day)

@@ -112,6 +112,8 @@ final class CrashSafetyTests: ScratchTestCase {
         let stopped = try Resilience.cli(runArgs(c), environment: ["IAPLEDGER_TEST_KILL_AT": "\(n)", "IAPLEDGER_TEST_KILL_SIGNAL": "TERM"])
         XCTAssertEqual(stopped.reason, .uncaughtSignal, stopped.err)
         XCTAssertTrue(stopped.err.hasPrefix("iapledger: stopped by SIGTERM after the night's commit (run 2, its summary above): the ledger holds the night"), stopped.err)
+        // The command to run again names the workspace it was given (a log is read from elsewhere).
+        XCTAssertTrue(stopped.err.contains("run `iapledger run --as-of \(Self.nightTwo) --workspace \(c.standardizedFileURL.path)` again"), stopped.err)
         // The summary as the whole night said it, but the files it had no time to write.
         // (Its seal covers the run's own times, so differs.)
         func lines(_ out: String) -> [Substring] { out.split(separator: "\n").filter { !$0.hasPrefix("  seal: ") } }

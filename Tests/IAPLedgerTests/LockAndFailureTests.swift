@@ -192,9 +192,13 @@ final class LockAndFailureTests: XCTestCase {
         guard Self.immutable(aside, true) else { throw XCTSkip("chattr +i is not available here") }
         defer { _ = Self.immutable(aside, false) }
         try ws.write("inbox/receipts/s.jsonl", Receipt.response([Receipt.item("6002", purchased: "2026-10-06T10:00:00Z")]) + "\n")
-        XCTAssertThrowsError(try ws.run("2026-10-08")) { error in
+        var night = NightlyRun(workspace: ws.workspace, asOf: Day(iso: "2026-10-08")!)
+        night.workspaceArgument = " --workspace /srv/books"
+        XCTAssertThrowsError(try night.run()) { error in
             XCTAssertTrue("\(error)".contains(aside.path), "names the file: \(error)")
             XCTAssertTrue("\(error)".contains("ledger is committed"), "\(error)")
+            // The commands to run again name the workspace the command was given.
+            XCTAssertTrue("\(error)".contains("`iapledger run --as-of 2026-10-08 --workspace /srv/books` again"), "\(error)")
         }
         let day = ws.root.appendingPathComponent("reports/2026-10-08")
         XCTAssertEqual((try? FileManager.default.contentsOfDirectory(atPath: day.path)) ?? [], [], "no workbook, whole or half")
