@@ -63,15 +63,7 @@ public enum ShellWord {
         let plain = !s.isEmpty && s.utf8.allSatisfy { b in
             (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || "_./-+=:,@%".utf8.contains(b)
         }
-        return TerminalText.visible(plain ? s : "'" + s.replacingAll("'", with: "'\\''") + "'")
-    }
-}
-
-extension String {
-    fileprivate func replacingAll(_ target: Character, with replacement: String) -> String {
-        var out = ""
-        for c in self { if c == target { out += replacement } else { out.append(c) } }
-        return out
+        return TerminalText.visible(plain ? s : "'" + s.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'")
     }
 }
 

@@ -53,6 +53,11 @@ public enum Dismiss {
 
         public var description: String {
             var lines: [String] = []
+            // The first ten of a list, and how many more.
+            func list(_ items: [String], more: String) {
+                lines += items.prefix(10).map { "  " + $0 }
+                if items.count > 10 { lines.append("  ... and \(items.count - 10) \(more)") }
+            }
             if asked.isEmpty && askedFindings.isEmpty {
                 lines.append("nothing dismissed: every record or finding named is settled already or dismissed before")
             } else if !asked.isEmpty {
@@ -64,24 +69,19 @@ public enum Dismiss {
                 let it = one ? "it" : "them"
                 lines.append("dismissed \(asked.count) record\(one ? "" : "s") (\(byCode)): the next night resolves \(it) with \"\(note)\" "
                              + "and takes \(it) off the open lists (Run Info, the reconciliation workbook's Pending and Rejected sheets); nothing is posted")
-                for c in asked.prefix(10) { lines.append("  \(c.path):\(c.line) \(c.outcome): \(c.reason)") }
-                if asked.count > 10 { lines.append("  ... and \(asked.count - 10) more") }
+                list(asked.map { "\($0.path):\($0.line) \($0.outcome): \($0.reason)" }, more: "more")
             }
-            for c in alreadyAsked.prefix(10) { lines.append("  already dismissed, for the next night: \(c.path):\(c.line)") }
-            if alreadyAsked.count > 10 { lines.append("  ... and \(alreadyAsked.count - 10) more already dismissed") }
-            for c in alreadySettled.prefix(10) { lines.append("  already settled: \(c.path):\(c.line) (\(c.resolvedNote ?? ""))") }
-            if alreadySettled.count > 10 { lines.append("  ... and \(alreadySettled.count - 10) more already settled") }
+            list(alreadyAsked.map { "already dismissed, for the next night: \($0.path):\($0.line)" }, more: "more already dismissed")
+            list(alreadySettled.map { "already settled: \($0.path):\($0.line) (\($0.resolvedNote ?? ""))" }, more: "more already settled")
             if !askedFindings.isEmpty {
                 let n = askedFindings.count
                 lines.append("dismissed \(n) finding\(n == 1 ? "" : "s"): the next night resolves \(n == 1 ? "it" : "them") with \"\(note)\" "
                              + "and takes \(n == 1 ? "it" : "them") off the open lists (Run Info); found again with another message, \(n == 1 ? "it opens" : "each opens") again")
-                for f in askedFindings.prefix(10) { lines.append("  \(f.code) \(f.transactionId): \(f.message)") }
-                if n > 10 { lines.append("  ... and \(n - 10) more") }
+                list(askedFindings.map { "\($0.code) \($0.transactionId): \($0.message)" }, more: "more")
             }
-            for f in findingsAlreadyAsked.prefix(10) { lines.append("  already dismissed, for the next night: \(f.code) \(f.transactionId)") }
-            if findingsAlreadyAsked.count > 10 { lines.append("  ... and \(findingsAlreadyAsked.count - 10) more already dismissed") }
-            for f in findingsAlreadySettled.prefix(10) { lines.append("  already resolved: \(f.code) \(f.transactionId)\(f.resolvedNote.map { " (\($0))" } ?? "")") }
-            if findingsAlreadySettled.count > 10 { lines.append("  ... and \(findingsAlreadySettled.count - 10) more already resolved") }
+            list(findingsAlreadyAsked.map { "already dismissed, for the next night: \($0.code) \($0.transactionId)" }, more: "more already dismissed")
+            list(findingsAlreadySettled.map { "already resolved: \($0.code) \($0.transactionId)\($0.resolvedNote.map { " (\($0))" } ?? "")" },
+                 more: "more already resolved")
             return lines.map(TerminalText.visible).joined(separator: "\n")
         }
     }

@@ -74,17 +74,21 @@ public struct Workspace {
     /// the night with the ledger as it was, instead of after its commit with its workbooks
     /// missing. A missing `reports/` (not a link) is made when the first set is written.
     public func checkReportsFolder() throws {
+        try Self.refuseDanglingLink(reportsURL)
         var st = stat()
-        guard lstat(reportsURL.path, &st) == 0 else { return }
-        var target = stat()
-        if st.st_mode & S_IFMT == S_IFLNK, stat(reportsURL.path, &target) != 0 {
-            let to = (try? FileManager.default.destinationOfSymbolicLink(atPath: reportsURL.path)) ?? "?"
-            throw ReadError.file(reportsURL.path, "is a link to \(to), which is missing (a share not mounted?): nothing was read or written; mount or restore it and run again")
-        }
-        let type = (st.st_mode & S_IFMT == S_IFLNK ? target : st).st_mode & S_IFMT
-        guard type == S_IFDIR else {
+        guard stat(reportsURL.path, &st) == 0 else { return }
+        guard st.st_mode & S_IFMT == S_IFDIR else {
             throw ReadError.file(reportsURL.path, "is not a folder: the workbooks are written into reports/<date>/; nothing was read or written; move it away and run again")
         }
+    }
+
+    /// A folder the night reads or writes that is a link to a folder gone (a share not
+    /// mounted) stops it before it reads or writes anything.
+    static func refuseDanglingLink(_ url: URL) throws {
+        var st = stat(), target = stat()
+        guard lstat(url.path, &st) == 0, st.st_mode & S_IFMT == S_IFLNK, stat(url.path, &target) != 0 else { return }
+        let to = (try? FileManager.default.destinationOfSymbolicLink(atPath: url.path)) ?? "?"
+        throw ReadError.file(url.path, "is a link to \(to), which is missing (a share not mounted?): nothing was read or written; mount or restore it and run again")
     }
 
     /// Deletes the partial files of processes that died while writing (a killed run); files of
@@ -157,11 +161,7 @@ public struct Workspace {
     public func inboxFiles(_ folder: String, extensions: Set<String>, readBefore: Bool = false) throws -> [URL] {
         let dir = inboxURL.appendingPathComponent(folder)
         guard FileManager.default.fileExists(atPath: dir.path) else {
-            var st = stat()
-            if lstat(dir.path, &st) == 0, st.st_mode & S_IFMT == S_IFLNK {
-                let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: dir.path)) ?? "?"
-                throw ReadError.file(dir.path, "is a link to \(target), which is missing (a share not mounted?): nothing was read or written; mount or restore it and run again")
-            }
+            try Self.refuseDanglingLink(dir)
             if readBefore {
                 throw ReadError.file(dir.path, "is missing, though earlier nights read files from it (a share not mounted, or the folder moved?): nothing was read or written, since a night that found nothing there would post sales that wait for their orders at the default storefront; restore the folder (empty, if nothing is to be read) and run again")
             }

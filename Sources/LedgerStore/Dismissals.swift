@@ -47,13 +47,6 @@ extension LedgerReader {
         }
     }
 
-    /// Dismissals asked for and not yet applied by a night.
-    public func dismissalsWaiting() throws -> Int {
-        guard try db.tableExists("record_dismissal") else { return 0 }
-        return try Int.fetchOne(db, sql: """
-            SELECT count(*) FROM record_dismissal d JOIN source_record r ON r.id = d.record_id WHERE r.resolved_run_id IS NULL
-            """) ?? 0
-    }
 }
 
 /// A finding named for dismissal (`iapledger dismiss --finding CODE:TRANSACTION`), as it stands.
@@ -70,9 +63,14 @@ public struct FindingCandidate: Equatable {
 }
 
 extension LedgerReader {
+    /// Whether findings keep a resolution note (schema v30 on).
+    func hasFindingNotes() throws -> Bool {
+        try db.columns(in: "finding").contains { $0.name == "resolved_note" }
+    }
+
     /// The findings of `code` about `transactionId` (one per record it names, or one).
     public func findingCandidates(code: String, transactionId: String) throws -> [FindingCandidate] {
-        let note = try db.columns(in: "finding").contains { $0.name == "resolved_note" } ? "f.resolved_note" : "NULL"
+        let note = try hasFindingNotes() ? "f.resolved_note" : "NULL"
         let asked = try db.tableExists("finding_dismissal")
             ? "EXISTS (SELECT 1 FROM finding_dismissal d WHERE d.finding_id = f.id AND d.message = f.message)" : "0"
         return try Row.fetchAll(db, sql: """
@@ -89,14 +87,6 @@ extension LedgerReader {
                             arguments: [code, transactionId])
     }
 
-    /// Finding dismissals asked for and not yet applied by a night.
-    public func findingDismissalsWaiting() throws -> Int {
-        guard try db.tableExists("finding_dismissal") else { return 0 }
-        return try Int.fetchOne(db, sql: """
-            SELECT count(*) FROM finding_dismissal d JOIN finding f ON f.id = d.finding_id
-            WHERE f.resolved_run_id IS NULL AND d.message = f.message
-            """) ?? 0
-    }
 }
 
 extension LedgerWriter {

@@ -898,7 +898,7 @@ public final class LedgerWriter: LedgerReader {
     var findingNotes: Bool {
         get throws {
             if let known = findingNotesKnown { return known }
-            let has = try Bool.fetchOne(db, sql: "SELECT count(*) FROM pragma_table_info('finding') WHERE name = 'resolved_note'") ?? false
+            let has = try hasFindingNotes()
             findingNotesKnown = has
             return has
         }

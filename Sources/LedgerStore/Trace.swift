@@ -272,7 +272,7 @@ extension LedgerReader {
             sources: sources, rules: rules, entries: entries, orders: orders,
             exceptions: try traceExceptions(where: "transaction_id = ?", id),
             findings: try Row.fetchAll(db.cachedStatement(sql: """
-                SELECT f.code, f.message, r1.as_of, r2.as_of, \(try db.columns(in: "finding").contains { $0.name == "resolved_note" } ? "f.resolved_note" : "NULL")
+                SELECT f.code, f.message, r1.as_of, r2.as_of, \(try hasFindingNotes() ? "f.resolved_note" : "NULL")
                 FROM finding f JOIN run r1 ON r1.id = f.first_run_id
                 LEFT JOIN run r2 ON r2.id = f.resolved_run_id WHERE f.transaction_id = ? ORDER BY f.id
                 """), arguments: [id]).map { .init(code: $0[0], message: $0[1], first_seen: $0[2], resolved_on: $0[3], resolution: $0[4]) },

@@ -53,6 +53,18 @@ func runReporting(_ body: () throws -> Void) throws {
     }
 }
 
+/// Text that says something: not blank, no control characters (it is recorded in the ledger).
+func isNamed(_ text: String) -> Bool {
+    !text.trimmingCharacters(in: .whitespaces).isEmpty && text.unicodeScalars.allSatisfy { !CharacterSet.controlCharacters.contains($0) }
+}
+
+/// `--by NAME` of `close` and `dismiss`, trimmed (nil when not given: the caller takes $USER).
+func namedBy(_ by: String?) throws -> String? {
+    guard let by else { return nil }
+    guard isNamed(by) else { throw ValidationError("--by must name someone (no control characters), got \"\(TerminalText.visible(by))\"") }
+    return by.trimmingCharacters(in: .whitespaces)
+}
+
 func parseDay(_ text: String?) throws -> Day {
     guard let text else { return todayUTC() }
     guard let d = Day(iso: text) else { throw ValidationError("--as-of must be a date YYYY-MM-DD, got \(text)") }
@@ -348,12 +360,9 @@ struct Close: ParsableCommand {
         try runReporting {
             guard let m = Month(iso: month) else { throw ValidationError("the month must be YYYY-MM, got \(month)") }
             let day = try parseAsOf(asOf, tomorrowAllowed: false, why: "a close dated after today could close a month that is still running")
-            let who = by?.trimmingCharacters(in: .whitespaces) ?? ""
-            guard by == nil || (!who.isEmpty && who.unicodeScalars.allSatisfy({ !CharacterSet.controlCharacters.contains($0) })) else {
-                throw ValidationError("--by must name someone (no control characters), got \"\(TerminalText.visible(by ?? ""))\"")
-            }
+            let who = try namedBy(by)
             let result = try ClosedPeriods.close(month: m, workspace: Workspace(ws.url), asOf: day,
-                                                 closedBy: by == nil ? ClosedPeriods.currentUser() : who, closedAt: NightlyRun.timestamp())
+                                                 closedBy: who ?? ClosedPeriods.currentUser(), closedAt: NightlyRun.timestamp())
             print(result.description)
             if result.close.closedBy == "unknown" && by == nil {
                 print("  note: recorded as closed by \"unknown\": neither USER nor LOGNAME is set (cron, systemd without User=); name who closes with --by NAME")
@@ -378,11 +387,8 @@ struct Dismiss: ParsableCommand {
 
     func run() throws {
         try runReporting {
-            func named(_ text: String) -> Bool {
-                !text.trimmingCharacters(in: .whitespaces).isEmpty && text.unicodeScalars.allSatisfy { !CharacterSet.controlCharacters.contains($0) }
-            }
-            guard named(reason) else { throw ValidationError("--reason must say why (no control characters), got \"\(TerminalText.visible(reason))\"") }
-            guard by.map(named) ?? true else { throw ValidationError("--by must name someone (no control characters), got \"\(TerminalText.visible(by ?? ""))\"") }
+            guard isNamed(reason) else { throw ValidationError("--reason must say why (no control characters), got \"\(TerminalText.visible(reason))\"") }
+            let who = try namedBy(by)
             guard !records.isEmpty || !findings.isEmpty else { throw ValidationError("name at least one file, file:line or --finding CODE:TRANSACTION") }
             let findingTargets = try findings.map { text -> (code: String, transactionId: String) in
                 // An empty TRANSACTION names the findings of items that carry none (INVALID_TRANSACTION).
@@ -394,7 +400,7 @@ struct Dismiss: ParsableCommand {
             let workspace = Workspace(ws.url)
             let result = try LedgerRun.Dismiss.dismiss(records.map { LedgerRun.Dismiss.Target($0, workspace: workspace) }, findings: findingTargets, workspace: workspace,
                                                        reason: reason.trimmingCharacters(in: .whitespaces),
-                                                       by: by?.trimmingCharacters(in: .whitespaces) ?? ClosedPeriods.currentUser(),
+                                                       by: who ?? ClosedPeriods.currentUser(),
                                                        at: NightlyRun.timestamp())
             print(result.description)
             if by == nil && ClosedPeriods.currentUser() == "unknown" && !(result.asked.isEmpty && result.askedFindings.isEmpty) {

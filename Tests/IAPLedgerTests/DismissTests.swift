@@ -5,6 +5,23 @@ import XCTest
 @testable import LedgerRun
 @testable import LedgerStore
 
+extension LedgerReader {
+    /// Dismissals asked for and not yet applied by a night.
+    func dismissalsWaiting() throws -> Int {
+        try Int.fetchOne(db, sql: """
+            SELECT count(*) FROM record_dismissal d JOIN source_record r ON r.id = d.record_id WHERE r.resolved_run_id IS NULL
+            """) ?? 0
+    }
+
+    /// Finding dismissals asked for (for the finding as it reads) and not yet applied by a night.
+    func findingDismissalsWaiting() throws -> Int {
+        try Int.fetchOne(db, sql: """
+            SELECT count(*) FROM finding_dismissal d JOIN finding f ON f.id = d.finding_id
+            WHERE f.resolved_run_id IS NULL AND d.message = f.message
+            """) ?? 0
+    }
+}
+
 /// `iapledger dismiss`: records left pending or rejected that no later record will settle (an
 /// orders file saved by a spreadsheet, then put back as it was) leave the open lists on the
 /// next night, resolved with who dismissed them and why; nothing is posted.
