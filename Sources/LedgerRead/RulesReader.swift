@@ -19,7 +19,12 @@ public enum RulesReader {
 
     /// The rules of the files' bytes, by name (`prices.csv` and the rest): the workspace's, or
     /// those a run kept in the ledger.
-    public static func parse(files: [String: [UInt8]], displayPrefix: String = "rules/") throws -> Rules {
+    ///
+    /// - Parameter checkCodes: refuse a storefront code not written as Apple writes them and a
+    ///   price naming a product or storefront the other files have no row for (checks added
+    ///   after nights had run: the copies earlier runs kept, which `verify` reads back, are read
+    ///   as those nights read them).
+    public static func parse(files: [String: [UInt8]], displayPrefix: String = "rules/", checkCodes: Bool = true) throws -> Rules {
         var digests: [String: String] = [:]
         func load(_ name: String, _ required: [String]) throws -> CSVTable {
             let display = displayPrefix + name
@@ -43,11 +48,14 @@ public enum RulesReader {
             let err = { (m: String) in ReadError.line(sf.path, row.line, m) }
             let code = sf.value(row, "storefront"), cur = sf.value(row, "currency")
             guard !code.isEmpty else { throw err("storefront is empty") }
+            if checkCodes, let problem = storefrontCodeProblem(code) { throw err(problem) }
             guard Currency.isKnown(cur) else { throw err("currency \"\(cur)\" is not a known ISO 4217 code") }
             guard let tax = ExactDecimal(sf.value(row, "tax_rate")), !tax.isNegative, tax < .one else {
-                throw err("tax_rate \"\(sf.value(row, "tax_rate"))\" is not a decimal between 0 and 1")
+                throw err("tax_rate \"\(sf.value(row, "tax_rate"))\" is not a decimal from 0 to below 1 of digits and one point, with at most 18 decimals (such as 0.19)")
             }
-            guard let incl = parseBool(sf.value(row, "tax_included")) else { throw err("tax_included must be true or false") }
+            guard let incl = parseBool(sf.value(row, "tax_included")) else {
+                throw err("tax_included \"\(sf.value(row, "tax_included"))\" must be true or false (yes/no and 1/0 are read too)")
+            }
             guard let from = Day(iso: sf.value(row, "effective_from")) else { throw err("effective_from must be a date YYYY-MM-DD") }
             guard seen.insert("\(code)|\(from)").inserted else { throw err("a second row for \(code) effective \(from)") }
             storefronts.append(StorefrontRule(storefront: code, currency: cur, taxRate: tax, taxIncluded: incl, effectiveFrom: from))
@@ -68,6 +76,7 @@ public enum RulesReader {
             products.append(ProductRule(productId: id, type: type, units: units))
         }
 
+        let productIds = Set(products.map(\.productId)), storefrontCodes = Set(storefronts.map(\.storefront))
         var prices: [PriceRule] = []
         var priceLines: [Int] = []
         seen = []
@@ -75,8 +84,17 @@ public enum RulesReader {
             let err = { (m: String) in ReadError.line(pr.path, row.line, m) }
             let id = pr.value(row, "product_id"), code = pr.value(row, "storefront")
             guard !id.isEmpty, !code.isEmpty else { throw err("product_id and storefront are required") }
+            if checkCodes, let problem = storefrontCodeProblem(code) { throw err(problem) }
+            // A row naming a product or storefront the other files do not have prices no sale
+            // (a typo such as `coins.10O` left the old price in force without a word).
+            guard !checkCodes || productIds.contains(id) else {
+                throw err("product \(id) has no row in \(pd.path): a price for it prices nothing (a typo? add the product there, or remove this row)")
+            }
+            guard !checkCodes || storefrontCodes.contains(code) else {
+                throw err("storefront \(code) has no row in \(sf.path): a price in it prices nothing (a typo? add the storefront there, or remove this row)")
+            }
             guard let price = ExactDecimal(pr.value(row, "price")), !price.isNegative else {
-                throw err("price \"\(pr.value(row, "price"))\" is not a decimal >= 0")
+                throw err("price \"\(pr.value(row, "price"))\" is not a decimal >= 0 of digits and one point, with at most 18 decimals and 18 digits in all (such as 0.99)")
             }
             // A price of 0 made every sale of a product "free": only a non-consumable may be
             // listed at 0 (Apple's free tier, for a free time-limited trial of it); a trial or a
@@ -135,6 +153,16 @@ public enum RulesReader {
                 throw ReadError.line(path, lines[i], "price \(p.price) for \(p.productId) in \(p.storefront) has more decimals than \(sf.currency) allows (\(exponent); the storefront's currency from \(sf.effectiveFrom) in storefronts.csv)")
             }
         }
+    }
+
+    /// Why `code` is not a storefront code as Apple writes them (ISO 3166-1 alpha-3 in
+    /// capitals: `SWE`), or nil. Sales name their storefront that way (signed records and
+    /// orders in lower case are read in capitals), so a row keyed `swe` or `SE` matched none.
+    static func storefrontCodeProblem(_ code: String) -> String? {
+        let bytes = Array(code.utf8)
+        if bytes.count == 3 && bytes.allSatisfy({ (65...90).contains($0) }) { return nil }
+        let upper = bytes.count == 3 && bytes.allSatisfy({ (65...90).contains($0) || (97...122).contains($0) })
+        return "storefront \"\(code)\" is not a storefront code: three capital letters, as Apple writes them (ISO 3166-1 alpha-3\(upper ? ": \(code.uppercased())" : ", such as SWE"))"
     }
 
     static func parseBool(_ s: String) -> Bool? {

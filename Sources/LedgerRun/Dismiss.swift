@@ -38,7 +38,7 @@ public enum Dismiss {
     /// The findings finance books by hand, which it may dismiss once booked; the others
     /// (a sale or a refund waiting) the nights resolve when what they wait for arrives.
     public static let dismissableFindings: Set<String> = [
-        "PRICE_MISMATCH", "SIGNED_AFTER_POSTING", "STOREFRONT_AFTER_POSTING", "TRANSACTION_CONFLICT",
+        "PRICE_MISMATCH", "RULES_CHANGED", "SIGNED_AFTER_POSTING", "STOREFRONT_AFTER_POSTING", "TRANSACTION_CONFLICT",
         "REFUND_AGAIN", "REFUND_AFTER_REVERSAL", "REVERSAL_REPEATED", "INVALID_TRANSACTION",
     ]
 

@@ -65,8 +65,9 @@ public struct NightlyRun {
         /// Reconciliation exceptions after the run: open (by category, the commonest first),
         /// opened by this run (new or reopened), and resolved by it.
         public var exceptions = ExceptionCounts()
-        /// What changed in the config and rules files since the last night for the days it
-        /// had posted (a rate of a month already posted), with the sales each change concerns.
+        /// On the first night after a config or rules file changed: the posted sales the rules
+        /// now book otherwise, added up by what differs (each an open `RULES_CHANGED` finding),
+        /// and those they book as posted again; nil when no file changed or nothing differs.
         public var rulesChanged: (runId: Int64, lines: [String])? = nil
         /// Records an operator dismissed (`iapledger dismiss`) that this run resolved.
         public var recordsDismissed = 0
@@ -180,7 +181,7 @@ public struct NightlyRun {
             // And the files themselves, once per distinct content (what `verify` checks the
             // entries' recorded rules against, and what the next night compares its rules with).
             for bytes in (config.sourceData.map { [$0] } ?? []) + rules.sourceData.values { try w.keepInputText(bytes) }
-            rulesChanged = try RulesChanges.sinceLastNight(w, rules: rules, config: config)
+            rulesChanged = try RulesChanges.sinceLastNight(w, runId: runId, rules: rules, config: config).map { ($0.runId, $0.lines) }
             let reconciler = Reconciler(products: rules.products, scope: config.reconciliationScope)
             try w.skipTouchedKeysIfReconcilingAll(reconciler, runId: runId)
             // Closed periods first: a config that would reopen a month stops the run here, and the

@@ -1,159 +1,212 @@
 import LedgerCore
+import LedgerPost
 import LedgerRead
 import LedgerStore
 
-/// What changed in the config and rules files since the last night, for the days that night
-/// had posted through: a rate, tax or price of days already posted. Entries are never
-/// changed, so the sales posted by the earlier rules keep them; the night says so, with how
-/// many sales each change concerns, for finance to book a correction where one is due.
+/// The posted sales the rules now in force would book otherwise, checked on the first night
+/// after a config or rules file changed. Entries never change: each such sale of the
+/// production book is an open `RULES_CHANGED` finding (on Run Info's open findings, in
+/// `trace`), saying what differs and what today's rules would book, for finance to book a
+/// correction where one is due and dismiss it (`iapledger dismiss --finding`); the night's
+/// summary adds them up by change, with the difference in the reporting currency.
 ///
-/// Values are compared as numbers (`0.190` is `0.19`), and a change that concerns no posted
-/// sale is not said: a rule added where none was in force (the way to clear a `MISSING_RULE`)
-/// priced nothing yet. The counts come from one pass over the sales per kind of rule.
+/// Each sale is compared with the rules as they are now, from what its entry recorded (its
+/// storefront, the paid days of its subscription, the unit price the rules gave it): so an
+/// edit and its undoing leave nothing open (the sale posted between the two, by the mistaken
+/// value, is what stays), a rule dated after the last night behind a sale already posted for
+/// that date counts, and so does a product's type (the commission of a subscription). Values
+/// are compared as numbers (`0.190` is `0.19`), and a row that changes nothing booked (a
+/// storefront row repeated from a later date) concerns no sale. A finding whose sale the
+/// rules book as posted again is resolved.
 enum RulesChanges {
-    /// The lines to say, or nil when nothing posted is concerned (no earlier night, no file
-    /// changed, or only rows of days after the last night's as-of date).
-    static func sinceLastNight(_ r: LedgerReader, rules: Rules, config: WorkspaceConfig) throws -> (runId: Int64, lines: [String])? {
-        guard let last = try r.lastFinishedRun() else { return nil }
+    static let code = "RULES_CHANGED"
+
+    /// What one posted sale recorded and what the rules now give instead.
+    struct Change: Hashable, Comparable {
+        var file: String
+        var key: String
+        var was: String
+        var now: String
+        var description: String { "\(file): \(key.isEmpty ? "" : key + " ")\(was) -> \(now)" }
+        static func < (a: Change, b: Change) -> Bool { (a.file, a.key, a.was, a.now) < (b.file, b.key, b.was, b.now) }
+    }
+
+    /// A posted sale the rules now book otherwise: what differs, and the figures they give
+    /// (nil when they cannot book it: a rule it needs is gone).
+    struct Restated {
+        var changes: [Change]
+        var figures: SaleFigures?
+    }
+
+    struct Outcome {
+        var runId: Int64
+        var lines: [String]
+        var opened: Int
+        var resolved: Int
+    }
+
+    /// Checks every posted production sale against the rules now in force when a config or
+    /// rules file changed since the last night; nil when none changed.
+    static func sinceLastNight(_ w: LedgerWriter, runId: Int64, rules: Rules, config: WorkspaceConfig) throws -> Outcome? {
+        guard let last = try w.lastFinishedRun() else { return nil }
         var current: [String: String] = [:]
         if let sha = config.sourceSHA256 { current["iapledger.toml"] = sha }
         for (name, sha) in rules.sourceSHA256 { current["rules/" + name] = sha }
-        let files = try r.runFiles(last.id)
-        let changed = files.filter { f in current[f.path].map { $0 != f.sha256 } ?? false }
+        let changed = try w.runFiles(last.id).filter { f in current[f.path].map { $0 != f.sha256 } ?? false }
         guard !changed.isEmpty else { return nil }
-        guard case .kept(let oldRules, let oldConfig) = try Audit.RunRules.load(files, reader: r) else {
-            return (last.id, changed.map { "\($0.path): changed (run \(last.id) kept no copy of it, so what changed cannot be said)" })
+
+        // The findings of earlier changes: a sale whose finding says the same as tonight's
+        // check (open, or dismissed once booked) is not said again.
+        let earlier = try w.findingsOfTransactions(code: code)
+        var groups: [[Change]: (count: Int, net: Int64, commission: Int64, proceeds: Int64, unbookable: Int)] = [:]
+        var opened = 0, resolved = 0
+        try w.forEachPostedSale(book: .production) { e in
+            let known = earlier[e.transactionId]
+            guard let r = restated(e, rules: rules, config: config) else {
+                if let known, known.open {
+                    try w.resolveFinding(code: code, transactionId: e.transactionId, runId: runId)
+                    resolved += 1
+                }
+                return
+            }
+            let said = message(e, r)
+            if let known, known.message == said, known.open || known.dismissed { return }
+            try w.openFinding(code: code, transactionId: e.transactionId, recordId: nil, message: said, runId: runId)
+            opened += 1
+            var g = groups[r.changes] ?? (0, 0, 0, 0, 0)
+            g.count += 1
+            if let f = r.figures {
+                g.net += f.netReportingMinor - e.figures.netReportingMinor
+                g.commission += f.commissionReportingMinor - e.figures.commissionReportingMinor
+                g.proceeds += f.proceedsReportingMinor - e.figures.proceedsReportingMinor
+            } else {
+                g.unbookable += 1
+            }
+            groups[r.changes] = g
         }
-        let through = last.asOf
         var lines: [String] = []
-        let paths = Set(changed.map { $0.path })
-        func count(_ n: Int) -> String { "\(n) sale\(n == 1 ? "" : "s") posted" }
-        /// Sales dated from `from` through `through` among counts by day.
-        func sum(_ byDay: [Day: Int]?, from: Day, to: Day = through) -> Int {
-            (byDay ?? [:]).reduce(0) { $0 + ($1.key >= from && $1.key <= to ? $1.value : 0) }
+        let reporting = config.reportingCurrency
+        func amount(_ minor: Int64) -> String { (minor > 0 ? "+" : "") + Currency.format(minor: minor, currency: reporting) }
+        let shown = 20
+        for (changes, g) in groups.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }).prefix(shown) {
+            let booked = g.count - g.unbookable
+            var line = changes.map(\.description).joined(separator: "; ") + ": \(g.count) sale\(g.count == 1 ? "" : "s") posted"
+            if booked > 0 {
+                line += ", today's rules would book net \(amount(g.net)), commission \(amount(g.commission)), proceeds \(amount(g.proceeds)) \(reporting)"
+                    + (g.unbookable > 0 ? " (\(g.unbookable) of them they cannot book)" : "")
+            } else {
+                line += ", which today's rules cannot book"
+            }
+            lines.append(line)
         }
-        // The sales by storefront and day, read once (storefronts and the config both need them).
-        var byStorefront: [String: [Day: Int]]? = nil
-        func salesByStorefront() throws -> [String: [Day: Int]] {
-            if byStorefront == nil { byStorefront = try r.salesPostedByDay(pricedByRules: false) }
-            return byStorefront!
+        if groups.count > shown {
+            let more = groups.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }).dropFirst(shown).reduce(0) { $0 + $1.value.count }
+            lines.append("... and \(groups.count - shown) more changes (\(more) sales): the RULES_CHANGED findings name each sale")
         }
-
-        if paths.contains("rules/fx.csv") {
-            var changes: [(currency: String, month: Month, a: ExactDecimal?, b: ExactDecimal?)] = []
-            for currency in Set(oldRules.fx.keys).union(rules.fx.keys).sorted() {
-                let months = Set((oldRules.fx[currency] ?? [:]).keys).union((rules.fx[currency] ?? [:]).keys)
-                for month in months.sorted() where month.firstDay <= through {
-                    let a = oldRules.fx[currency]?[month], b = rules.fx[currency]?[month]
-                    if a != b { changes.append((currency, month, a, b)) }
-                }
-            }
-            if !changes.isEmpty {
-                let counts = try r.salesPostedByCurrencyAndMonth()
-                for c in changes {
-                    let n = counts["\(c.currency) \(c.month)"] ?? 0
-                    guard n > 0 else { continue }
-                    lines.append("rules/fx.csv: \(c.currency) \(c.month) \(c.a.map { "\($0)" } ?? "(none)") -> \(c.b.map { "\($0)" } ?? "(none)"): \(count(n)) at the rate before")
-                }
-            }
+        if resolved > 0 {
+            lines.append("\(resolved) sale\(resolved == 1 ? "" : "s") the rules book as posted again: \(resolved == 1 ? "its" : "their") RULES_CHANGED finding\(resolved == 1 ? "" : "s") resolved")
         }
-        if paths.contains("rules/storefronts.csv") {
-            func same(_ x: StorefrontRule, _ y: StorefrontRule) -> Bool {
-                x.currency == y.currency && x.taxRate == y.taxRate && x.taxIncluded == y.taxIncluded
-            }
-            var changes: [(String, Span<StorefrontRule>)] = []
-            for code in Set(oldRules.storefronts.keys).union(rules.storefronts.keys).sorted() {
-                let spans = differingSpans(oldRules.storefronts[code] ?? [], rules.storefronts[code] ?? [], through: through, \StorefrontRule.effectiveFrom, same)
-                changes += spans.map { (code, $0) }
-            }
-            if !changes.isEmpty {
-                let counts = try salesByStorefront()
-                func says(_ s: StorefrontRule?) -> String { s.map { "\($0.currency), tax \($0.taxRate) \($0.taxIncluded ? "included" : "added")" } ?? "(none)" }
-                for (code, span) in changes {
-                    let n = sum(counts[code], from: span.from, to: span.to)
-                    guard n > 0 else { continue }
-                    lines.append("rules/storefronts.csv: \(code) \(span.from)..\(span.to): \(says(span.old)) -> \(says(span.new)): \(count(n)) by the rows before")
-                }
-            }
-        }
-        if paths.contains("rules/prices.csv") {
-            var changes: [(PriceRule, Span<PriceRule>)] = []
-            for key in Set(oldRules.prices.keys).union(rules.prices.keys).sorted() {
-                let a = oldRules.prices[key] ?? [], b = rules.prices[key] ?? []
-                guard let row = a.first ?? b.first else { continue }
-                let spans = differingSpans(a, b, through: through, \PriceRule.effectiveFrom) { $0.price == $1.price }
-                changes += spans.map { (row, $0) }
-            }
-            if !changes.isEmpty {
-                let counts = try r.salesPostedByDay(pricedByRules: true)
-                func says(_ p: PriceRule?) -> String { p.map { "\($0.price)" } ?? "(none)" }
-                for (row, span) in changes {
-                    let n = sum(counts[row.storefront + "|" + row.productId], from: span.from, to: span.to)
-                    guard n > 0 else { continue }
-                    lines.append("rules/prices.csv: \(row.productId) in \(row.storefront) \(span.from)..\(span.to): \(says(span.old)) -> \(says(span.new)): \(count(n)) at the prices before")
-                }
-            }
-        }
-        if paths.contains("iapledger.toml") {
-            let a = oldConfig, b = config
-            var what: [String] = []
-            if a.commissionStandard != b.commissionStandard { what.append("standard commission \(a.commissionStandard) -> \(b.commissionStandard)") }
-            if a.commissionReduced != b.commissionReduced { what.append("reduced commission \(a.commissionReduced) -> \(b.commissionReduced)") }
-            if a.subscriptionReducedAfterDays != b.subscriptionReducedAfterDays { what.append("subscription_reduced_after_days \(a.subscriptionReducedAfterDays) -> \(b.subscriptionReducedAfterDays)") }
-            if a.subscriptionGraceDays != b.subscriptionGraceDays { what.append("subscription_grace_days \(a.subscriptionGraceDays) -> \(b.subscriptionGraceDays)") }
-            if a.defaultStorefront != b.defaultStorefront { what.append("default_storefront \(a.defaultStorefront) -> \(b.defaultStorefront)") }
-            let periods = smallBusinessChanges(a.smallBusiness, b.smallBusiness, through: through)
-            if !what.isEmpty || !periods.isEmpty {
-                let all = try salesByStorefront().values.reduce(into: [Day: Int]()) { total, byDay in
-                    for (d, n) in byDay { total[d, default: 0] += n }
-                }
-                if !what.isEmpty, let first = all.keys.min() {
-                    let n = sum(all, from: first)
-                    if n > 0 { lines.append("iapledger.toml: \(what.joined(separator: ", ")): \(count(n)) through \(through) by the settings before") }
-                }
-                for p in periods {
-                    let n = sum(all, from: p.from, to: p.to)
-                    guard n > 0 else { continue }
-                    lines.append("iapledger.toml: small_business: \(p.from)..\(p.to) \(p.nowIn ? "now in the program (it was not)" : "no longer in the program (it was)"): \(count(n)) at the commission before")
-                }
-            }
-        }
-        return lines.isEmpty ? nil : (last.id, lines)
+        return lines.isEmpty ? nil : Outcome(runId: last.id, lines: lines, opened: opened, resolved: resolved)
     }
 
-    /// A run of days on which the rows in force before and now differ.
-    struct Span<T> { var from: Day; var to: Day; var old: T?; var new: T? }
-
-    /// The runs of days on or before `through` on which a row was in force before and the rows
-    /// in force differ (rows sorted by date; `same` says whether two rows give the same): a rate
-    /// changed for September alone is September, not September to the last night. Days on which
-    /// no row was in force before priced nothing, and are left out.
-    static func differingSpans<T>(_ a: [T], _ b: [T], through: Day, _ date: KeyPath<T, Day>, _ same: (T, T) -> Bool) -> [Span<T>] {
-        let days = Set(a.map { $0[keyPath: date] } + b.map { $0[keyPath: date] }).filter { $0 <= through }.sorted()
-        var out: [Span<T>] = []
-        for (i, day) in days.enumerated() {
-            let end = i + 1 < days.count ? days[i + 1] + (-1) : through
-            let x = Rules.inForce(a, on: day, date), y = Rules.inForce(b, on: day, date)
-            guard let x else { continue }
-            if let y, same(x, y) { continue }
-            out.append(Span(from: day, to: end, old: x, new: y))
+    /// The finding's message: what differs, and what each set of rules books.
+    static func message(_ e: EntryDraft, _ r: Restated) -> String {
+        let f0 = e.figures
+        func said(_ f: SaleFigures) -> String {
+            "net \(Currency.format(minor: f.netMinor, currency: f.currency)) \(f.currency) (\(Currency.format(minor: f.netReportingMinor, currency: f.reportingCurrency)) \(f.reportingCurrency)), "
+                + "commission \(Currency.format(minor: f.commissionReportingMinor, currency: f.reportingCurrency)) \(f.reportingCurrency)"
         }
-        return out
+        let what = r.changes.map(\.description).joined(separator: "; ")
+        let now = r.figures.map { "today's rules would book \(said($0))" } ?? "today's rules cannot book it"
+        return "posted \(e.originalDate) by rules the files now give otherwise: \(what); posted at \(said(f0)), \(now): book a correction where one is due (entries never change)"
     }
 
-    /// The runs of days on or before `through` whose Small Business Program membership differs
-    /// between the two lists of periods (a period shortened by five days is those five days).
-    static func smallBusinessChanges(_ a: [WorkspaceConfig.DateRange], _ b: [WorkspaceConfig.DateRange], through: Day)
-        -> [(from: Day, to: Day, nowIn: Bool)] {
-        let bounds = Set((a + b).flatMap { [$0.from, $0.to + 1] }).filter { $0 <= through }.sorted()
-        var out: [(from: Day, to: Day, nowIn: Bool)] = []
-        for (i, start) in bounds.enumerated() {
-            let end = i + 1 < bounds.count ? bounds[i + 1] + (-1) : through
-            let was = a.contains { $0.contains(start) }, now = b.contains { $0.contains(start) }
-            guard was != now else { continue }
-            if let lastRun = out.last, lastRun.nowIn == now, lastRun.to + 1 == start { out[out.count - 1].to = end }
-            else { out.append((start, end, now)) }
+    /// Nil when the rules now in force book the posted sale `e` as it was posted (the same
+    /// amounts); otherwise what differs and what they give. Its storefront is the one it
+    /// recorded (unless that was `default_storefront`, which is the config's now), its paid
+    /// days those it recorded, its quantity its gross over the unit price the rules gave it.
+    static func restated(_ e: EntryDraft, rules: Rules, config: WorkspaceConfig) -> Restated? {
+        let a = e.rules, day = e.originalDate, old = e.figures
+        var changes: [Change] = []
+        var bookable = true
+        var code = a.storefront
+        if a.storefrontSource == "default_storefront" && Currency.isoUppercased(config.defaultStorefront) != Currency.isoUppercased(a.storefront) {
+            code = config.defaultStorefront
+            changes.append(Change(file: "iapledger.toml", key: "default_storefront", was: a.storefront, now: code))
         }
-        return out
+        let sf = rules.storefront(code, on: day)
+        func taxText(_ rate: String, _ included: Bool) -> String { "tax \(rate) \(included ? "included" : "added")" }
+        if let sf {
+            if ExactDecimal(a.taxRate).map({ $0 != sf.taxRate }) ?? true || sf.taxIncluded != a.taxIncluded {
+                changes.append(Change(file: "rules/storefronts.csv", key: code, was: taxText(a.taxRate, a.taxIncluded),
+                                      now: taxText(sf.taxRate.description, sf.taxIncluded)))
+            }
+        } else {
+            changes.append(Change(file: "rules/storefronts.csv", key: code, was: taxText(a.taxRate, a.taxIncluded), now: "(no row)"))
+            bookable = false
+        }
+
+        // The gross: the rules' unit price times the quantity, or what the transaction paid.
+        var gross = old.grossMinor, currency = old.currency
+        if let unitText = a.unitPrice, let unit = ExactDecimal(unitText), let sf {
+            let price = rules.price(product: e.productId, storefront: code, on: day)
+            let oldUnitMinor = Currency.minorUnits(ofMajor: unit, currency: old.currency) ?? 0
+            if let price, price.price != unit || sf.currency != old.currency {
+                changes.append(Change(file: "rules/prices.csv", key: "\(e.productId) in \(code)", was: "\(unitText) \(old.currency)",
+                                      now: "\(price.price) \(sf.currency)"))
+            } else if price == nil {
+                changes.append(Change(file: "rules/prices.csv", key: "\(e.productId) in \(code)", was: "\(unitText) \(old.currency)", now: "(no price)"))
+            }
+            if let price, oldUnitMinor > 0, let newUnit = Currency.minorUnits(ofMajor: price.price, currency: sf.currency) {
+                gross = newUnit * (old.grossMinor / oldUnitMinor)
+                currency = sf.currency
+            } else if price?.price != unit || sf.currency != old.currency {
+                bookable = false
+            }
+        }
+
+        let rate = rules.fxRate(currency: currency, month: day.month, reportingCurrency: config.reportingCurrency)
+        if currency == old.currency, let recorded = ExactDecimal(a.fxRate) {
+            if rate.map({ $0 != recorded }) ?? true {
+                changes.append(Change(file: "rules/fx.csv", key: "\(currency) \(day.month)", was: a.fxRate, now: rate.map(\.description) ?? "(no rate)"))
+            }
+        } else if rate == nil {
+            changes.append(Change(file: "rules/fx.csv", key: "\(currency) \(day.month)", was: "(none)", now: "(no rate)"))
+        }
+        if rate == nil { bookable = false }
+
+        var commission: ExactDecimal? = nil
+        if let product = rules.product(e.productId) {
+            let (c, reason) = Poster(config: config, rules: rules).commissionRate(product: product, day: day, subscriptionPaidDays: Audit.paidDays(inReason: a.commissionReason))
+            commission = c
+            if ExactDecimal(a.commissionRate).map({ $0 != c }) ?? true {
+                changes.append(Change(file: "commission rate", key: "",
+                                      was: "\(a.commissionRate) (\(reasonKind(a.commissionReason)))", now: "\(c) (\(reasonKind(reason)))"))
+            }
+        } else {
+            changes.append(Change(file: "rules/products.csv", key: e.productId, was: "a product", now: "(no row)"))
+            bookable = false
+        }
+
+        guard bookable, let sf, let rate, let commission else {
+            return changes.isEmpty ? nil : Restated(changes: changes, figures: nil)
+        }
+        let figures = Poster.figures(grossMinor: gross, currency: currency, taxRate: sf.taxRate, taxIncluded: sf.taxIncluded,
+                                     commissionRate: commission, fx: rate, reportingCurrency: config.reportingCurrency)
+        let same = figures.currency == old.currency && figures.grossMinor == old.grossMinor && figures.netMinor == old.netMinor
+            && figures.commissionMinor == old.commissionMinor && figures.proceedsMinor == old.proceedsMinor
+            && figures.netReportingMinor == old.netReportingMinor && figures.commissionReportingMinor == old.commissionReportingMinor
+            && figures.proceedsReportingMinor == old.proceedsReportingMinor
+        // Rules written otherwise that book the same amounts concern no correction.
+        guard !same, !changes.isEmpty else { return nil }
+        return Restated(changes: changes, figures: figures)
+    }
+
+    /// A commission reason without what varies sale by sale (a subscription's paid days), so
+    /// that sales changed alike add up under one change.
+    static func reasonKind(_ reason: String) -> String {
+        if reason.hasPrefix("reduced: small business program") { return String(reason.dropFirst("reduced: ".count)) }
+        if reason.contains("subscription has") { return (reason.hasPrefix("reduced") ? "reduced" : "standard") + ": subscription's paid days" }
+        return reason
     }
 }

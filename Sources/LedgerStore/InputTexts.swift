@@ -67,27 +67,22 @@ extension LedgerReader {
         return (r[0], Day(iso: r[1] as String)!)
     }
 
-    /// Sale entries already posted (either book), counted by currency and original month
-    /// ("EUR 2026-10"): one pass over the sales.
-    public func salesPostedByCurrencyAndMonth() throws -> [String: Int] {
-        var out: [String: Int] = [:]
-        for r in try Row.fetchAll(db, sql: """
-            SELECT currency || ' ' || substr(original_date, 1, 7), count(*) FROM entry WHERE kind = 'sale' GROUP BY 1
-            """) { out[r[0]] = r[1] }
-        return out
+    /// Every sale entry of `book`, in entry order, without its postings (its amounts and the
+    /// rules it recorded): what the night after a rules change checks against the rules now.
+    public func forEachPostedSale(book: Book, _ body: (EntryDraft) throws -> Void) throws {
+        let cursor = try Row.fetchCursor(db, sql: "SELECT * FROM entry WHERE kind = 'sale' AND book = ? ORDER BY id", arguments: [book.rawValue])
+        while let r = try cursor.next() { try body(try draft(r, postings: [])) }
     }
 
-    /// Sale entries already posted (either book), counted by original day under their
-    /// storefront (or "storefront|product" of those the rules' unit price priced, when
-    /// `pricedByRules`): one pass over the sales.
-    public func salesPostedByDay(pricedByRules: Bool) throws -> [String: [Day: Int]] {
-        var out: [String: [Day: Int]] = [:]
-        let key = pricedByRules ? "storefront || '|' || product_id" : "storefront"
-        let priced = pricedByRules ? " AND json_extract(rules_json, '$.unitPrice') IS NOT NULL" : ""
+    /// The findings of `code` about a transaction, by transaction: what each says, whether it
+    /// is open, and whether it was dismissed (resolved with a note, schema v30 on).
+    public func findingsOfTransactions(code: String) throws -> [String: (message: String, open: Bool, dismissed: Bool)] {
+        let note = try hasFindingNotes() ? "resolved_note IS NOT NULL" : "0"
+        var out: [String: (message: String, open: Bool, dismissed: Bool)] = [:]
         for r in try Row.fetchAll(db, sql: """
-            SELECT \(key), original_date, count(*) FROM entry WHERE kind = 'sale'\(priced) GROUP BY 1, 2
-            """) {
-            if let day = Day(iso: r[1] as String) { out[r[0], default: [:]][day] = r[2] }
+            SELECT transaction_id, message, resolved_run_id IS NULL, \(note) FROM finding WHERE code = ? AND record_id IS NULL
+            """, arguments: [code]) {
+            out[r[0]] = (r[1], r[2], r[3])
         }
         return out
     }

@@ -221,7 +221,7 @@ func printSummary(_ r: NightlyRun.Result) {
     let t = r.totals
     print("  ledger: \(t.transactionsPosted) transactions posted, \(t.transactionsPending) waiting (for a rule or an order), \(t.transactionsFree) free; \(t.entries) entries")
     if let changed = r.rulesChanged {
-        print("  rules changed since run \(changed.runId) for days it had posted (entries never change: the sales posted by the rules before keep them; book a correction where one is due):")
+        print("  rules changed since run \(changed.runId): posted sales the rules now book otherwise (entries never change: book a correction where one is due; each is an open RULES_CHANGED finding, `iapledger dismiss --finding RULES_CHANGED:ID` once booked):")
         for line in changed.lines { print("    " + TerminalText.visible(line)) }
     }
     let x = r.exceptions
@@ -374,7 +374,7 @@ struct Close: ParsableCommand {
 struct Dismiss: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Take records left pending or rejected that no later record will settle, or findings finance has booked by hand, off the open lists, with who and why.",
-        discussion: "For a line or a file read by mistake (a file saved by a spreadsheet and put back as it was, an Excel lock file an earlier version read): the ask is kept in the ledger as made, and the next night resolves each record with \"dismissed by <who> on <day>: <why>\" (sealed with its run; trace shows it). Nothing is posted and what a record carried is not applied. A file or line with no record pending or rejected is refused; records settled already are said and left. A finding (--finding) is one finance books by hand (PRICE_MISMATCH, SIGNED_AFTER_POSTING, STOREFRONT_AFTER_POSTING, TRANSACTION_CONFLICT, REFUND_AGAIN, REFUND_AFTER_REVERSAL, REVERSAL_REPEATED, INVALID_TRANSACTION); those the nights resolve themselves (MISSING_RULE, ORDER_WAIT, REVERSAL_WAITING, REFUND_NOT_DATED) are refused.")
+        discussion: "For a line or a file read by mistake (a file saved by a spreadsheet and put back as it was, an Excel lock file an earlier version read): the ask is kept in the ledger as made, and the next night resolves each record with \"dismissed by <who> on <day>: <why>\" (sealed with its run; trace shows it). Nothing is posted and what a record carried is not applied. A file or line with no record pending or rejected is refused; records settled already are said and left. A finding (--finding) is one finance books by hand (PRICE_MISMATCH, RULES_CHANGED, SIGNED_AFTER_POSTING, STOREFRONT_AFTER_POSTING, TRANSACTION_CONFLICT, REFUND_AGAIN, REFUND_AFTER_REVERSAL, REVERSAL_REPEATED, INVALID_TRANSACTION); those the nights resolve themselves (MISSING_RULE, ORDER_WAIT, REVERSAL_WAITING, REFUND_NOT_DATED) are refused.")
 
     @Argument(help: "Files read, as the night's summary, Run Info and trace name them (inbox/orders/orders.csv), each with :LINE for one line, else every record of the file (every version read) not settled.")
     var records: [String] = []

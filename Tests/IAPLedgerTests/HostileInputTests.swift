@@ -570,6 +570,53 @@ final class HostileInputTests: XCTestCase {
         XCTAssertNoThrow(try ws.run("2026-11-03"))
     }
 
+    /// A rules maintainer's typos that used to be read without a word: a price for a product
+    /// or a storefront the other files have no row for (`coins.10O` left the old price in
+    /// force), a storefront code not written as Apple writes them (`swe`, `SE`: the sales of
+    /// SWE waited for a rule). Each stops the run naming file and line, the ledger as it was.
+    func testRulesTyposInCodesAndReferencesStopTheRun() throws {
+        try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("1001", purchased: "2026-10-05T10:00:00Z")]) + "\n")
+        try ws.run("2026-11-02")
+        let ledgerURL = ws.root.appendingPathComponent("ledger.sqlite")
+        let before = try Data(contentsOf: ledgerURL)
+        let cases: [(file: String, text: String, says: String)] = [
+            ("rules/prices.csv", TestWorkspace.defaultPrices + "\ncoins.10O,USA,1.09,2026-11-01\n",
+             "prices.csv:9: product coins.10O has no row in"),
+            ("rules/prices.csv", TestWorkspace.defaultPrices + "\ncoins.100,SWE,11.00,2026-11-01\n",
+             "prices.csv:9: storefront SWE has no row in"),
+            ("rules/prices.csv", TestWorkspace.defaultPrices + "\ncoins.100,USAA,1.09,2026-11-01\n",
+             "prices.csv:9: storefront \"USAA\" is not a storefront code: three capital letters, as Apple writes them (ISO 3166-1 alpha-3, such as SWE)"),
+            ("rules/storefronts.csv", TestWorkspace.defaultStorefronts + "\nswe,SEK,0.25,true,2026-01-01\n",
+             "storefronts.csv:6: storefront \"swe\" is not a storefront code: three capital letters, as Apple writes them (ISO 3166-1 alpha-3: SWE)"),
+            ("rules/storefronts.csv", TestWorkspace.defaultStorefronts + "\nSE,SEK,0.25,true,2026-01-01\n",
+             "storefronts.csv:6: storefront \"SE\" is not a storefront code"),
+            ("rules/storefronts.csv", TestWorkspace.defaultStorefronts + "\nSWE,SEK,0.2500000000000000000,true,2026-01-01\n",
+             "storefronts.csv:6: tax_rate \"0.2500000000000000000\" is not a decimal from 0 to below 1 of digits and one point, with at most 18 decimals"),
+            ("rules/storefronts.csv", TestWorkspace.defaultStorefronts + "\nSWE,SEK,0.25,maybe,2026-01-01\n",
+             "storefronts.csv:6: tax_included \"maybe\" must be true or false"),
+            ("rules/prices.csv", TestWorkspace.defaultPrices + "\ncoins.100,USA,10.0000000000000000000,2026-11-01\n",
+             "prices.csv:9: price \"10.0000000000000000000\" is not a decimal >= 0 of digits and one point, with at most 18 decimals"),
+        ]
+        for c in cases {
+            let good = try String(contentsOf: ws.root.appendingPathComponent(c.file), encoding: .utf8)
+            try ws.write(c.file, c.text)
+            XCTAssertThrowsError(try ws.run("2026-11-03"), c.says) { XCTAssertTrue("\($0)".contains(c.says), "\($0)") }
+            XCTAssertEqual(try Data(contentsOf: ledgerURL), before, c.says)
+            try ws.write(c.file, good)
+        }
+        // The copies earlier runs kept are read as those nights read them (verify reads them back).
+        var files: [String: [UInt8]] = [:]
+        for (name, text) in [("storefronts.csv", TestWorkspace.defaultStorefronts + "\nswe,SEK,0.25,true,2026-01-01\n"),
+                             ("prices.csv", TestWorkspace.defaultPrices + "\ncoins.10O,USA,1.09,2026-11-01\n"),
+                             ("products.csv", TestWorkspace.defaultProducts), ("fx.csv", TestWorkspace.defaultFX)] {
+            files[name] = Array(text.utf8)
+        }
+        XCTAssertThrowsError(try RulesReader.parse(files: files))
+        XCTAssertNoThrow(try RulesReader.parse(files: files, checkCodes: false))
+        // Fixed, the night runs.
+        XCTAssertNoThrow(try ws.run("2026-11-03"))
+    }
+
     /// Signed data with absurd values (signed with Apple's test keys, trusted via trusted_roots):
     /// a price of Int64.max in KWD overflowed the reporting amount; now each is a finding.
     func testHostileSignedTransactions() throws {

@@ -107,37 +107,95 @@ final class KeptRulesTests: XCTestCase {
         XCTAssertEqual(r.rulesNotKept, 3)
     }
 
-    /// A rate, a price or a tax of days already posted, changed in the rules files: the next
-    /// night says what changed and how many posted sales the rules before priced (they keep
-    /// them). Rows of days after the last night, and files unchanged, say nothing.
-    func testANightSaysWhatChangedInTheRulesForDaysAlreadyPosted() throws {
+    /// The open RULES_CHANGED findings: transaction id -> message.
+    func rulesChangedFindings() throws -> [String: String] {
+        let ledger = try Ledger(path: dbPath, readOnly: true)
+        return try ledger.read { r in
+            try Dictionary(uniqueKeysWithValues: r.findingsOfTransactions(code: "RULES_CHANGED").filter { $0.value.open }.map { ($0.key, $0.value.message) })
+        }
+    }
+
+    /// A rate, a price or a commission setting changed in the rules files after sales were
+    /// posted by them: the next night opens a RULES_CHANGED finding for each posted sale the
+    /// rules now book otherwise, and adds them up by change with what today's rules would book
+    /// (hand-computed below). An edit and its undoing leave open only what was posted between;
+    /// a rule dated after the last night behind a sale posted for that date counts; the same
+    /// values written otherwise, or a rule added where none was, say nothing.
+    func testANightSaysWhichPostedSalesTheChangedRulesWouldBookOtherwise() throws {
+        // 9001: DEU 1.09 EUR, tax 0.19 included: net 0.92 EUR; at 1.10 net 1.01 USD, commission
+        // 0.28 EUR = 0.31 USD; at 1.12 net 1.03, commission 0.31 (round(28 x 1.12) = 31).
+        // 9002: JPN 160 JPY, tax 0.10 included: net 145, commission 44 (43.5 to even); at 170:
+        // net 155, commission 46 (46.5 to even); at 0.006712 x 100: net 0.97 -> 1.04 USD,
+        // commission 0.30 -> 0.31 USD.
         try ws.write("rules/fx.csv", TestWorkspace.defaultFX.replacingOccurrences(of: "2026-10,EUR,1.10", with: "2026-10,EUR,1.12")
                      + "\n2026-11,EUR,1.15\n")
-        try ws.write("rules/prices.csv", TestWorkspace.defaultPrices.replacingOccurrences(of: "coins.100,JPN,160,2020-01-01", with: "coins.100,JPN,160,2020-01-01\ncoins.100,JPN,170,2026-10-05\ncoins.100,JPN,180,2026-12-01"))
+        let prices = TestWorkspace.defaultPrices.replacingOccurrences(of: "coins.100,JPN,160,2020-01-01", with: "coins.100,JPN,160,2020-01-01\ncoins.100,JPN,170,2026-10-05\ncoins.100,JPN,180,2026-12-01")
+        try ws.write("rules/prices.csv", prices)
         var night = try ws.run("2026-10-08")
         let changed = try XCTUnwrap(night.rulesChanged)
         XCTAssertEqual(changed.runId, 1)
         XCTAssertEqual(changed.lines, [
-            "rules/fx.csv: EUR 2026-10 1.10 -> 1.12: 1 sale posted at the rate before",
-            "rules/prices.csv: coins.100 in JPN 2026-10-05..2026-10-07: 160 -> 170: 1 sale posted at the prices before",
+            "rules/fx.csv: EUR 2026-10 1.10 -> 1.12: 1 sale posted, today's rules would book net +0.02, commission 0.00, proceeds +0.02 USD",
+            "rules/prices.csv: coins.100 in JPN 160 JPY -> 170 JPY: 1 sale posted, today's rules would book net +0.07, commission +0.01, proceeds +0.06 USD",
         ])
-        // Said once: the next night posts by the files this one kept. The same values written
-        // otherwise (0.190 for 0.19, 0.3 for 0.300), or a rate added where none was (no sale
-        // posted by it: the way a MISSING_RULE is cleared), say nothing.
+        var open = try rulesChangedFindings()
+        XCTAssertEqual(Set(open.keys), ["9001", "9002"])
+        XCTAssertEqual(open["9001"], "posted 2026-10-05 by rules the files now give otherwise: rules/fx.csv: EUR 2026-10 1.10 -> 1.12; posted at net 0.92 EUR (1.01 USD), commission 0.31 USD, today's rules would book net 0.92 EUR (1.03 USD), commission 0.31 USD: book a correction where one is due (entries never change)")
+
+        // The same values written otherwise (0.190 for 0.19, 0.3 for 0.300), a rate added where
+        // none was (the way a MISSING_RULE is cleared): nothing new is said, the findings stay.
         try ws.write("rules/storefronts.csv", TestWorkspace.defaultStorefronts.replacingOccurrences(of: "0.19,", with: "0.190,"))
-        try ws.write("rules/prices.csv", TestWorkspace.defaultPrices.replacingOccurrences(of: "coins.100,JPN,160,2020-01-01", with: "coins.100,JPN,160,2020-01-01\ncoins.100,JPN,170,2026-10-05\ncoins.100,JPN,180,2026-12-01")
-                     .replacingOccurrences(of: "coins.100,KWT,0.300", with: "coins.100,KWT,0.3"))
+        try ws.write("rules/prices.csv", prices.replacingOccurrences(of: "coins.100,KWT,0.300", with: "coins.100,KWT,0.3"))
         try ws.write("rules/fx.csv", TestWorkspace.defaultFX.replacingOccurrences(of: "2026-10,EUR,1.10", with: "2026-10,EUR,1.12")
                      + "\n2026-11,EUR,1.15\n2026-10,GBP,1.25\n")
         night = try ws.run("2026-10-09")
         XCTAssertNil(night.rulesChanged, "\(night.rulesChanged.map { $0.lines } ?? [])")
-        // The config: a Small Business Program period added over posted days, then shortened.
-        try ws.write("iapledger.toml", TestWorkspace.defaultConfig.replacingOccurrences(of: "small_business = []", with: #"small_business = [ { from = "2026-10-01", to = "2026-12-31" } ]"#))
-        night = try ws.run("2026-10-10")
-        XCTAssertEqual(night.rulesChanged?.lines, ["iapledger.toml: small_business: 2026-10-01..2026-10-09 now in the program (it was not): 3 sales posted at the commission before"])
-        try ws.write("iapledger.toml", TestWorkspace.defaultConfig.replacingOccurrences(of: "small_business = []", with: #"small_business = [ { from = "2026-10-01", to = "2026-10-05" } ]"#))
+        XCTAssertEqual(Set(try rulesChangedFindings().keys), ["9001", "9002"])
+
+        // A sale posted by the mistaken rate, then the rate put back: the sale posted before
+        // the mistake agrees again (its finding resolved); the one posted by it stays.
+        try ws.write("inbox/receipts/r2.jsonl", Receipt.response([Receipt.item("9004", purchased: "2026-10-09T10:00:00Z")]) + "\n")
+        try ws.write("inbox/orders/o2.csv", ReconciliationTests.header + "o4,a1,9004,coins.100,1,100,2026-10-09T10:00:01Z,production,DEU,,\n")
+        try ws.run("2026-10-10")
+        try ws.write("rules/fx.csv", TestWorkspace.defaultFX + "\n2026-11,EUR,1.15\n2026-10,GBP,1.25\n")
         night = try ws.run("2026-10-11")
-        XCTAssertEqual(night.rulesChanged?.lines, ["iapledger.toml: small_business: 2026-10-06..2026-10-10 no longer in the program (it was): 1 sale posted at the commission before"])
+        XCTAssertEqual(night.rulesChanged?.lines, [
+            "rules/fx.csv: EUR 2026-10 1.12 -> 1.10: 1 sale posted, today's rules would book net -0.02, commission 0.00, proceeds -0.02 USD",
+            "1 sale the rules book as posted again: its RULES_CHANGED finding resolved",
+        ])
+        open = try rulesChangedFindings()
+        XCTAssertEqual(Set(open.keys), ["9002", "9004"])
+
+        // A sale dated after the night, posted, then a price dated before it, after the night.
+        try ws.write("inbox/receipts/r3.jsonl", Receipt.response([Receipt.item("9005", purchased: "2026-10-20T10:00:00Z")]) + "\n")
+        try ws.run("2026-10-12")
+        try ws.write("rules/prices.csv", prices.replacingOccurrences(of: "coins.100,KWT,0.300", with: "coins.100,KWT,0.3") + "\ncoins.100,USA,1.49,2026-10-15\n")
+        night = try ws.run("2026-10-13")
+        XCTAssertEqual(night.rulesChanged?.lines, [
+            "rules/prices.csv: coins.100 in USA 0.99 USD -> 1.49 USD: 1 sale posted, today's rules would book net +0.50, commission +0.15, proceeds +0.35 USD",
+        ])
+
+        // The commission: a Small Business Program period over posted days. 9003 (10-06, 0.99
+        // USD: commission 0.30 -> 0.15 USD, round(14.85) = 15) is the only one of them that
+        // differed in nothing else; 9004 and 9005, already open, now say more (9002, 10-05, is
+        // outside the period and says the same). Once booked, 9003 is dismissed: it stays so
+        // while it says the same.
+        try ws.write("iapledger.toml", TestWorkspace.defaultConfig.replacingOccurrences(of: "small_business = []", with: #"small_business = [ { from = "2026-10-06", to = "2026-10-31" } ]"#))
+        night = try ws.run("2026-10-14")
+        let lines = try XCTUnwrap(night.rulesChanged?.lines)
+        XCTAssertEqual(lines.first, "commission rate: 0.30 (standard) -> 0.15 (small business program 2026-10-06..2026-10-31): 1 sale posted, today's rules would book net 0.00, commission -0.15, proceeds +0.15 USD")
+        XCTAssertEqual(lines.count, 3, "\(lines)")
+        XCTAssertTrue(lines.contains { $0.hasPrefix("rules/fx.csv: EUR 2026-10 1.12 -> 1.10; commission rate: 0.30 (standard) -> 0.15 (small business program 2026-10-06..2026-10-31): 1 sale posted") }, "\(lines)")
+        XCTAssertTrue(lines.contains { $0.hasPrefix("rules/prices.csv: coins.100 in USA 0.99 USD -> 1.49 USD; commission rate: 0.30 (standard) -> 0.15") }, "\(lines)")
+        XCTAssertEqual(Set(try rulesChangedFindings().keys), ["9002", "9003", "9004", "9005"])
+        _ = try LedgerRun.Dismiss.dismiss([], findings: [("RULES_CHANGED", "9003")], workspace: ws.workspace, reason: "booked by hand, JE-31", by: "dana", at: "2026-10-14T09:00:00Z")
+        night = try ws.run("2026-10-15")
+        XCTAssertEqual(night.findingsDismissed, 1)
+        XCTAssertEqual(Set(try rulesChangedFindings().keys), ["9002", "9004", "9005"])
+        try ws.write("rules/fx.csv", TestWorkspace.defaultFX + "\n2026-11,EUR,1.15\n2026-10,GBP,1.25\n2026-12,EUR,1.2\n")
+        night = try ws.run("2026-10-16")
+        XCTAssertNil(night.rulesChanged, "\(night.rulesChanged.map { $0.lines } ?? [])")
+        XCTAssertEqual(Set(try rulesChangedFindings().keys), ["9002", "9004", "9005"])
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
     }
 }
