@@ -74,9 +74,18 @@ public struct ReconciliationReport {
 
     public func summarySheet() throws -> SheetContent {
         let open = try openExceptions()
+        let state = try stateRun()
         var rows: [SheetRow] = []
         var totalCount: Int64 = 0, totalAmount: Int64 = 0
-        for c in ExceptionCategory.allCases {
+        // A day no night had reached (a month-end set of history read later): nothing was
+        // reconciled then, which zeros would have shown as a clean month.
+        if state == nil {
+            for c in ExceptionCategory.allCases {
+                rows.append(SheetRow([.text(c.rawValue), .text(c.meaning), .empty, .empty, .empty]))
+            }
+            rows.append(SheetRow([.text("Not reconciled: no night had run on or before \(asOf)"), .empty, .empty, .empty, .empty], style: .total))
+        }
+        for c in ExceptionCategory.allCases where state != nil {
             let list = open.filter { $0.category == c.rawValue }
             let amounts = list.compactMap(\.netReportingMinor)
             let amount = amounts.reduce(0, +)
@@ -87,14 +96,15 @@ public struct ReconciliationReport {
             totalCount += Int64(list.count)
             totalAmount += amount
         }
-        rows.append(SheetRow([.text("Total open exceptions"), .empty, .integer(totalCount),
-                              .integer(Int64(open.filter { $0.firstSeen == asOf }.count)), .money(minor: totalAmount, decimals: rd)],
-                             style: .total))
-        let state = try stateRun()
+        if state != nil {
+            rows.append(SheetRow([.text("Total open exceptions"), .empty, .integer(totalCount),
+                                  .integer(Int64(open.filter { $0.firstSeen == asOf }.count)), .money(minor: totalAmount, decimals: rd)],
+                                 style: .total))
+        }
         let matched = try (runId ?? state?.id).map { try reader.matchedCount(runId: $0) } ?? 0
         let resolved = try resolvedSinceLastNight().count
         let stateText = state.map { "run \($0.id), as of \($0.asOf) (the last run on or before \(asOf))" }
-            ?? "no run on or before \(asOf): nothing reconciled by then"
+            ?? "no run on or before \(asOf): NOT RECONCILED (the nights that read this day's data ran later; their set, or a later month's, has the exceptions)"
         return SheetContent(
             key: "summary",
             tables: [

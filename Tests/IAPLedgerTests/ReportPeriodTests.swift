@@ -110,6 +110,28 @@ final class ReportPeriodTests: XCTestCase {
         XCTAssertEqual(september.first { $0.contains("q8") && $0.contains("QUANTITY_MISMATCH") }?[5], "1.09")
     }
 
+    /// A month no night had reached (history read by a later first night: the demo's earlier
+    /// months) showed 0 open exceptions in every category, as a clean month would: its
+    /// reconciliation Summary says it was not reconciled and leaves the counts empty.
+    func testAMonthNoNightReachedSaysItWasNotReconciled() throws {
+        let ws = try TestWorkspace()
+        defer { ws.remove() }
+        try ws.write("inbox/orders/o.csv", ReconciliationTests.header + "ord-8,acct-8,q8,coins.100,2,200,2026-10-20T10:00:05Z,production,USA,,\n")
+        try ws.write("inbox/receipts/a.jsonl", Receipt.response([Receipt.item("q8", purchased: "2026-10-20T10:00:00Z")]) + "\n")
+        let night = try ws.run("2026-11-02")
+        let october = ws.root.appendingPathComponent("reports/2026-10-31/reconciliation-2026-10-31.xlsx")
+        XCTAssertTrue(night.workbooks.contains(october))
+        let summary = try XCTUnwrap(try XLSXReader.sheets(october)["Summary"])
+        let quantity = try XCTUnwrap(summary.first { $0.first == "QUANTITY_MISMATCH" })
+        XCTAssertEqual(Array(quantity.dropFirst(2)).filter { !$0.isEmpty }, [], "no count where nothing was reconciled: \(quantity)")
+        XCTAssertTrue(summary.contains { $0.first == "Not reconciled: no night had run on or before 2026-10-31" }, "\(summary)")
+        XCTAssertFalse(summary.contains { $0.first == "Total open exceptions" })
+        XCTAssertTrue(summary.first { $0.first == "Reconciliation state" }?.dropFirst().first?.hasPrefix("no run on or before 2026-10-31: NOT RECONCILED") == true)
+        // The night's own set has the count.
+        let now = try XCTUnwrap(try XLSXReader.sheets(ws.root.appendingPathComponent("reports/2026-11-02/reconciliation-2026-11-02.xlsx"))["Summary"])
+        XCTAssertEqual(now.first { $0.first == "QUANTITY_MISMATCH" }?[2], "1")
+    }
+
     /// The same, with the night stopped after its commit before it wrote August's set: the
     /// re-run (nothing new to read or post) writes it, judging by the ledger, not by what it
     /// posted itself (it wrote only its own and September's sets).
