@@ -96,6 +96,9 @@ public enum XLSXWriter {
         let text: UnsafeMutablePointer<lxw_format>? = nil
         let money: [UnsafeMutablePointer<lxw_format>]       // by decimals 0...3
         let totalText, totalInteger: UnsafeMutablePointer<lxw_format>
+        /// A long text in a wide column (a finding's detail, a record's reason), wrapped; and
+        /// the other texts of its row, at the top of it beside it.
+        let wrappedText, topText: UnsafeMutablePointer<lxw_format>
         let totalMoney: [UnsafeMutablePointer<lxw_format>]
         let numberFormats: NumberFormats
         private let wb: UnsafeMutablePointer<lxw_workbook>
@@ -122,6 +125,8 @@ public enum XLSXWriter {
             date = make { format_set_num_format($0, "yyyy-mm-dd"); format_set_align($0, UInt8(LXW_ALIGN_LEFT.rawValue)) }
             money = (0...3).map { d in make { format_set_num_format($0, Formats.moneyFormat(d)) } }
             totalText = make { format_set_bold($0); format_set_top($0, UInt8(LXW_BORDER_THIN.rawValue)) }
+            wrappedText = make { format_set_text_wrap($0); format_set_align($0, UInt8(LXW_ALIGN_VERTICAL_TOP.rawValue)) }
+            topText = make { format_set_align($0, UInt8(LXW_ALIGN_VERTICAL_TOP.rawValue)) }
             totalInteger = make { format_set_bold($0); format_set_top($0, UInt8(LXW_BORDER_THIN.rawValue)); format_set_num_format($0, "#,##0") }
             totalMoney = (0...3).map { d in make { format_set_bold($0); format_set_top($0, UInt8(LXW_BORDER_THIN.rawValue)); format_set_num_format($0, Formats.moneyFormat(d)) } }
             byFormat["integer|#,##0"] = integer
@@ -197,6 +202,17 @@ public enum XLSXWriter {
         var base = name
         while base.unicodeScalars.count + suffix.count > 31 { base.removeLast() }
         return base + suffix
+    }
+
+    /// Columns this wide or wider wrap a longer text (narrower ones hold codes and amounts).
+    static let wrapFromWidth = 30
+
+    /// The lines a text takes in a column `width` wide (about 1.1 characters of the default
+    /// font per unit of width; bytes counted, so never fewer lines than it needs).
+    @inline(__always)
+    static func lines(_ s: String, width: Int) -> Int {
+        let perLine = max(1, width * 11 / 10), n = s.utf8.count
+        return n <= perLine ? 1 : (n + perLine - 1) / perLine
     }
 
     /// Column widths: the widest column spec of any table at that position.
@@ -311,6 +327,15 @@ public enum XLSXWriter {
                 }
                 if r.style == .body { lastBody = row }
                 let total = r.style == .total
+                // A text longer than its wide column (a detail, a reason) wraps in a row as high
+                // as it needs: unwrapped, the cell beside it cut it off, on screen and printed.
+                var lines = 1
+                if r.style == .body {
+                    for (i, cell) in r.cells.enumerated() where i < widths.count && widths[i] >= Self.wrapFromWidth {
+                        if case .text(let s) = cell { lines = max(lines, Self.lines(s, width: widths[i])) }
+                    }
+                    if lines > 1 { worksheet_set_row(ws, row, Double(15 * min(lines, 20)), nil) }
+                }
                 if total && !previousWasTotal && ti == 0 && !table.columns.isEmpty {
                     // Set while the row above is still the one being written: in constant-memory
                     // mode libxlsxwriter ignores a range that ends on a row already written out.
@@ -325,7 +350,8 @@ public enum XLSXWriter {
                     case .empty:
                         if total { worksheet_write_blank(ws, row, col, f.totalText) }
                     case .text(let s):
-                        worksheet_write_string(ws, row, col, XMLText.safe(s), total ? f.totalText : (r.style == .section ? f.section : f.text))
+                        let wraps = lines > 1 && i < widths.count && widths[i] >= Self.wrapFromWidth && Self.lines(s, width: widths[i]) > 1
+                        worksheet_write_string(ws, row, col, XMLText.safe(s), total ? f.totalText : (r.style == .section ? f.section : (wraps ? f.wrappedText : (lines > 1 ? f.topText : f.text))))
                     case .integer(let v):
                         worksheet_write_number(ws, row, col, cellNumber(v, decimals: 0), cf.integer(total: total))
                     case let .money(minor, decimals):
@@ -378,6 +404,11 @@ public enum XLSXWriter {
             options.y_scale = 1.2
             worksheet_insert_chart_opt(ws, bodies[0].first - 1 + UInt32(drawn * 20), anchorColumn, chart, &options)
             drawn += 1
+        }
+        // Printed, a sheet with charts beside its tables is its tables, one page wide: with the
+        // charts in the page too, the figures came out at half size.
+        if drawn > 0, row > 0, !widths.isEmpty {
+            worksheet_print_area(ws, 0, 0, row - 1, lxw_col_t(widths.count - 1))
         }
     }
 

@@ -1,6 +1,7 @@
 import CGzip
 import Foundation
 import XCTest
+import ZIPFoundation
 @testable import LedgerCore
 @testable import LedgerReport
 @testable import LedgerRun
@@ -189,6 +190,41 @@ final class JournalCapTests: XCTestCase {
             sheets[name]!.dropFirst(3).compactMap { $0.first.flatMap { Int($0) } }
         }
         XCTAssertEqual(numbers, Array(1...25), "every row once, in order")
+    }
+
+    /// A long text in a wide column wrapped in a row as high as it needs (it was cut off by
+    /// the cell beside it, on screen and printed); a short one, or one in a narrow column,
+    /// keeps its row. A sheet with charts prints its tables alone (the charts beside them
+    /// made the printed figures half size).
+    func testLongTextsWrapAndASheetWithChartsPrintsItsTables() throws {
+        let long = String(repeating: "a reason that goes on ", count: 10)   // 220 characters
+        let model = WorkbookModel(title: "t", subject: "s", created: Day(iso: "2026-10-07")!, sheets: [
+            SheetModel(name: "Info", title: "Info", tables: [TableBlock(key: "t", columns: [
+                Column("Code", width: 10, key: "code"), Column("Detail", width: 50, key: "detail"), Column("N", width: 6, kind: .integer, key: "n"),
+            ], rows: [
+                SheetRow([.text("SHORT"), .text("fits"), .integer(1)]),
+                SheetRow([.text(long), .text(long), .integer(2)]),
+                SheetRow([.text("X"), .empty, .integer(3)], style: .total),
+            ])], charts: [ChartSpec(title: "N", kind: .column, table: "t", categoryColumn: "code", valueColumns: ["n"], yAxisTitle: "n")]),
+        ])
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("wrap-\(UUID().uuidString).xlsx")
+        defer { try? FileManager.default.removeItem(at: url) }
+        try XLSXWriter.write(model, to: url)
+        let archive = try XCTUnwrap(Archive(url: url, accessMode: .read))
+        func xml(_ path: String) throws -> String {
+            var data = Data()
+            _ = try archive.extract(try XCTUnwrap(archive[path]), consumer: { data.append($0) })
+            return String(decoding: data, as: UTF8.self)
+        }
+        let sheet = try xml("xl/worksheets/sheet1.xml")
+        // Rows 1-based: title, blank, header (3), "SHORT" (4), the long one (5): 220 bytes in
+        // 55 characters a line is 4 lines, 60 points; the narrow Code column does not count.
+        XCTAssertTrue(sheet.contains(#"<row r="5" ht="60" customHeight="1">"#), sheet)
+        XCTAssertTrue(sheet.contains(#"<row r="4">"#), sheet)
+        let styles = try xml("xl/styles.xml")
+        XCTAssertTrue(styles.contains(#"wrapText="1""#))
+        let workbook = try xml("xl/workbook.xml")
+        XCTAssertTrue(workbook.contains(#"<definedName name="_xlnm.Print_Area" localSheetId="0">Info!$A$1:$C$6</definedName>"#), workbook)
     }
 
     func gunzip(_ url: URL) throws -> String {
