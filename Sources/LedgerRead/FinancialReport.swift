@@ -260,7 +260,7 @@ public struct FinancialReport: Equatable {
 
     /// Minor units of `code` for a major-unit amount, trailing zero decimals beyond the
     /// currency's dropped (Apple prints JPY as `119.00`); nil when a decimal beyond them is not zero.
-    static func minorUnits(_ value: ExactDecimal, _ code: String) -> Int64? {
+    public static func minorUnits(_ value: ExactDecimal, _ code: String) -> Int64? {
         guard let e = Currency.exponent(code) else { return nil }
         var v = value
         while v.scale > e && v.mantissa % 10 == 0 { v = ExactDecimal(mantissa: v.mantissa / 10, scale: v.scale - 1) }

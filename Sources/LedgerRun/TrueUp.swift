@@ -321,16 +321,21 @@ public struct TrueUp {
                 "Apple's report is the source of record. Each line compares one period, customer currency and product: Apple's units and proceeds (Extended Partner Share) against the production book's entries whose original date is in the period (sales, less refunds, plus reversals).",
                 "Difference = Apple's proceeds less the ledger's, in the currency Apple pays in; where Apple pays in \(reportingCurrency), the ledger's \(reportingCurrency) proceeds at its monthly rates. Apple's report days need not be the ledger's UTC days, so sales near a period's edge may fall on the other side.",
                 "Reports read: \(sources.count), listed under the lines, each checked against its footer; every row with its file and line is on the Apple report rows sheet.",
-            ] + warnings.map { "Warning: \($0)" }, tables: [
-                TableBlock(columns: columns, rows: rows),
-                TableBlock(heading: "Reports read", columns: [
-                    Column("File", width: 40), Column("Period", width: 24), Column("Rows", width: 8, kind: .integer),
-                    Column("Total_Amount", width: 16), Column("Paid in", width: 8), Column("SHA-256", width: 66),
-                ], rows: zip(sources, reports).map { source, report in
-                    SheetRow([.text(source.path), .text(source.periods.joined(separator: ", ")), .integer(Int64(source.rows)),
-                              .text(source.totalAmount), .text(source.currencies.joined(separator: "/")), .text(report.sha256)])
-                }),
-            ]),
+            ] + warnings.map { "Warning: \($0)" }, tables: [TableBlock(columns: columns, rows: rows)]),
+            // On a sheet of their own: below the lines, they shared the lines' columns (a wide
+            // SHA-256 and file name made the comparison print at a third of its size).
+            SheetModel(name: "Reports read", title: "The financial reports compared", subtitle: [
+                "Each file as read, checked against its footer: Total_Amount is Apple's sum of the Extended Partner Share, in the currency it pays in.",
+            ], tables: [TableBlock(columns: [
+                Column("File", width: 40), Column("Period", width: 24), Column("Rows", width: 8, kind: .integer),
+                Column("Total_Amount", width: 16, kind: .money), Column("Paid in", width: 8), Column("SHA-256", width: 66),
+            ], rows: zip(sources, reports).map { source, report in
+                // One currency paid in (a report pays in one): its amount in that currency's decimals.
+                let minor = source.currencies.count == 1 ? FinancialReport.minorUnits(report.totalAmount, source.currencies[0]) : nil
+                let total: Cell = minor.map { money($0, source.currencies[0]) } ?? .text(source.totalAmount)
+                return SheetRow([.text(source.path), .text(source.periods.joined(separator: ", ")), .integer(Int64(source.rows)),
+                                 total, .text(source.currencies.joined(separator: "/")), .text(report.sha256)])
+            })]),
             SheetModel(name: "Apple report rows", title: "Every row of the financial reports read", subtitle: [
                 "As Apple wrote them, one row per line of each file; amounts in their currency's decimals (Apple prints JPY as 119.00: that is 119 yen). Returns have a negative quantity.",
             ], tables: [TableBlock(columns: rowColumns, rows: detail)]),

@@ -1,4 +1,5 @@
 import XCTest
+import ZIPFoundation
 @testable import LedgerCore
 @testable import LedgerRead
 @testable import LedgerRun
@@ -163,6 +164,16 @@ final class TrueUpTests: ScratchTestCase {
         let rows: [[String]] = sheets["True-up"] ?? []
         let jpRow = try XCTUnwrap(rows.first { (row: [String]) -> Bool in row.count > 13 && row[2] == "JPY" && row[3] == "coins.100" })
         XCTAssertEqual(Array(jpRow[5...13]), ["2", "0", "1", "320", "160", "JPY", "202", "101", "101"])
+        // The reports read, on a sheet of their own, Total_Amount a number in the currency paid in.
+        let read: [[String]] = sheets["Reports read"] ?? []
+        XCTAssertEqual(read.filter { (row: [String]) -> Bool in row.first?.hasSuffix(".txt") == true }.count, 3)
+        XCTAssertFalse(rows.contains { (row: [String]) -> Bool in row.first?.hasSuffix(".txt") == true }, "not below the lines")
+        let archive = try XCTUnwrap(Archive(url: book, accessMode: .read))
+        var xml = Data()
+        _ = try archive.extract(try XCTUnwrap(archive["xl/worksheets/sheet2.xml"]), consumer: { xml.append($0) })
+        let numbers = try NSRegularExpression(pattern: #"<c r="D[0-9]+" s="[0-9]+"><v>"#)
+        let text = String(decoding: xml, as: UTF8.self)
+        XCTAssertEqual(numbers.numberOfMatches(in: text, range: NSRange(text.startIndex..., in: text)), 3, "Total_Amount as numbers: \(text)")
         let detail: [[String]] = sheets["Apple report rows"] ?? []
         XCTAssertEqual(detail.filter { (row: [String]) -> Bool in row.first?.hasSuffix(".txt") == true }.count, 6)
         let csv = try Resilience.cli(["true-up", "--workspace", ws.root.path, "--format", "csv"] + files)
