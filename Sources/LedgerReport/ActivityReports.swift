@@ -15,6 +15,7 @@ extension FinanceReport {
         var refundCommission: Int64 = 0
         // Transaction-currency figures (meaningful within one currency only).
         var grossTx: Int64 = 0, taxTx: Int64 = 0, netTx: Int64 = 0, commissionTx: Int64 = 0, proceedsTx: Int64 = 0, refundsTx: Int64 = 0
+        var refundCommissionTx: Int64 = 0
 
         mutating func add(_ r: ActivityRow) {
             switch r.kind {
@@ -25,10 +26,10 @@ extension FinanceReport {
                 grossTx += r.grossMinor; taxTx += r.taxMinor; netTx += r.netMinor; commissionTx += r.commissionMinor; proceedsTx += r.proceedsMinor
             case .refund:
                 refunds += r.netReportingMinor; refundProceeds += r.proceedsReportingMinor; refundCount += r.entries; refundsTx += r.netMinor
-                refundCommission += r.commissionReportingMinor
+                refundCommission += r.commissionReportingMinor; refundCommissionTx += r.commissionMinor
             case .refundReversal:
                 refunds -= r.netReportingMinor; refundProceeds -= r.proceedsReportingMinor; refundCount -= r.entries; refundsTx -= r.netMinor
-                refundCommission -= r.commissionReportingMinor
+                refundCommission -= r.commissionReportingMinor; refundCommissionTx -= r.commissionMinor
             }
         }
         /// Net revenue after refunds: what the revenue accounts hold.
@@ -130,14 +131,14 @@ extension FinanceReport {
             let d = decimals(g.currency), s = g.sums, rd = reportingDecimals
             return SheetRow([.text(g.storefront), .text(g.month.description), .text(g.currency), .integer(s.units),
                              money(s.grossTx, d), money(s.taxTx, d), money(s.netTx, d), money(s.commissionTx, d), money(s.proceedsTx, d),
-                             money(s.refundsTx, d),
+                             money(s.refundsTx, d), money(s.refundCommissionTx, d),
                              money(s.gross, rd), money(s.tax, rd), money(s.net, rd), money(s.commission, rd), money(s.proceeds, rd),
-                             money(s.refunds, rd)])
+                             money(s.refunds, rd), money(s.refundCommission, rd)])
         }
         let rd = reportingDecimals
-        rows.append(SheetRow([.text("Total"), .empty, .text(reportingCurrency), .integer(total.units), .empty, .empty, .empty, .empty, .empty, .empty,
+        rows.append(SheetRow([.text("Total"), .empty, .text(reportingCurrency), .integer(total.units), .empty, .empty, .empty, .empty, .empty, .empty, .empty,
                               money(total.gross, rd), money(total.tax, rd), money(total.net, rd), money(total.commission, rd),
-                              money(total.proceeds, rd), money(total.refunds, rd)], style: .total))
+                              money(total.proceeds, rd), money(total.refunds, rd), money(total.refundCommission, rd)], style: .total))
         return SheetContent(key: "revenue_by_region", tables: [TableBlock(key: "by_region", columns: ReportSchema.revenueByRegion, rows: rows)])
     }
 

@@ -71,9 +71,13 @@ public enum ReportSchema {
     ]
     static let revenueByRegion = [
         c("storefront"), c("month"), c("currency"), c("units", .integer),
+        // Commission returned: what the store gave back with the refunds (reversals deducted):
+        // proceeds after refunds are proceeds, less refunds, plus it (the Summary's, and the
+        // Trial Balance's receivable).
         c("gross", .money), c("tax", .money), c("net", .money), c("commission", .money), c("proceeds", .money), c("refunds", .money),
+        c("commission_returned", .money),
         c("gross_reporting", .money), c("tax_reporting", .money), c("net_reporting", .money), c("commission_reporting", .money),
-        c("proceeds_reporting", .money), c("refunds_reporting", .money),
+        c("proceeds_reporting", .money), c("refunds_reporting", .money), c("commission_returned_reporting", .money),
     ]
     static let revenueByProduct = [
         c("product"), c("sales", .integer), c("units", .integer), c("gross_reporting", .money), c("tax_reporting", .money),

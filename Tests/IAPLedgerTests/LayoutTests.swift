@@ -178,13 +178,13 @@ final class LayoutTests: XCTestCase {
         XCTAssertEqual(book["Summary"]![0].first, "Summary: in-app purchase revenue, production book")
         XCTAssertEqual(book["Summary"]!.first { $0.first == "Month" }, ["Month", "Units", "Gross (USD)", "Tax (USD)", "Net sales (USD)", "Commission (USD)",
                                              "Proceeds (USD)", "Refunds (USD)", "Commission returned (USD)", "Net after refunds (USD)", "Proceeds after refunds (USD)"])
-        XCTAssertEqual(book["Trial Balance"]![3], ["Book", "Account", "Currency", "Debit", "Credit", "Balance", "Balance (USD)"])
+        XCTAssertEqual(book["Trial Balance"]![4], ["Book", "Account", "Currency", "Debit", "Credit", "Balance", "Balance (USD)"])
         XCTAssertEqual(book["Journal"]![0].first, "Journal: production book")
         XCTAssertEqual(book["Journal"]![3], ["Entry", "Date", "Original date", "Late", "Kind", "Transaction", "Product", "Storefront",
                                              "Account", "Currency", "Amount", "Amount (USD)"])
-        XCTAssertEqual(book["Revenue by Region"]![3], ["Storefront", "Month", "Currency", "Units", "Gross", "Tax", "Net", "Commission",
-                                                       "Proceeds", "Refunds", "Gross (USD)", "Tax (USD)", "Net (USD)", "Commission (USD)",
-                                                       "Proceeds (USD)", "Refunds (USD)"])
+        XCTAssertEqual(book["Revenue by Region"]![3], ["Storefront", "Month", "Currency", "Units", "Gross", "Tax", "Net sales", "Commission",
+                                                       "Proceeds", "Refunds", "Commission returned", "Gross (USD)", "Tax (USD)", "Net sales (USD)",
+                                                       "Commission (USD)", "Proceeds (USD)", "Refunds (USD)", "Commission returned (USD)"])
         XCTAssertEqual(book["Refunds"]![3].last, "Net refunded (USD)")
         XCTAssertEqual(try XLSXParts.columnWidths(url, sheet: 2), [9, 12, 13, 6, 16, 20, 32, 11, 30, 10, 14, 18])
         let recon = plain.reportDirectory(asOf: asOf).appendingPathComponent("reconciliation-2026-11-21.xlsx")

@@ -27,7 +27,8 @@ final class WorkbookTieOutTests: XCTestCase {
         // Trial Balance sheet == balance --format json (production book).
         let rows = try Ledger(path: dir.appendingPathComponent("ledger.sqlite").path).read { try $0.trialBalance(book: .production) }
         let json = try JSONSerialization.jsonObject(with: Data(BalanceOutput.render(rows, format: "json", reportingCurrency: "USD").utf8)) as! [[String: Any]]
-        let tb = book["Trial Balance"]!.dropFirst(4).filter { !$0[1].hasPrefix("Total") }
+        let header = try XCTUnwrap(book["Trial Balance"]!.firstIndex { $0.first == "Book" })
+        let tb = book["Trial Balance"]!.dropFirst(header + 1).filter { !$0[1].hasPrefix("Total") }
         XCTAssertEqual(tb.count, json.count)
         for j in json {
             let line = try XCTUnwrap(tb.first { $0[1] == j["account"] as? String && $0[2] == j["currency"] as? String })
@@ -49,6 +50,7 @@ final class WorkbookTieOutTests: XCTestCase {
         let summary = book["Summary"]!
         let total = try XCTUnwrap(summary.first { $0.first == "Total" })
         let (net, proceeds, refunds, netAfter) = (minor(total[4]), minor(total[6]), minor(total[7]), minor(total[9]))
+        let (returned, proceedsAfter) = (minor(total[8]), minor(total[10]))
         XCTAssertTrue(refunds > 0, "the demo has refunds")
         // The month rows add up to the Total row.
         let monthRows = summary.filter { $0.first.map { $0.count == 7 && $0.hasPrefix("20") } ?? false }
@@ -57,14 +59,18 @@ final class WorkbookTieOutTests: XCTestCase {
             XCTAssertEqual(monthRows.map { minor($0[col]) }.reduce(0, +), minor(total[col]), "Summary column \(col)")
         }
 
-        // Revenue by Region: the sum of its rows equals the Summary, and its Total row.
+        // Revenue by Region: the sum of its rows equals the Summary, and its Total row; with
+        // the commission returned, proceeds after refunds are the Summary's (and the Trial
+        // Balance's receivable).
         let region = book["Revenue by Region"]!.dropFirst(4)
-        let body = region.filter { $0[0] != "Total" && $0.count >= 16 }
+        let body = region.filter { $0[0] != "Total" && $0.count >= 18 }
         let regionTotal = try XCTUnwrap(region.first { $0[0] == "Total" })
-        for (col, want) in [(12, net), (14, proceeds), (15, refunds)] {
+        for (col, want) in [(13, net), (15, proceeds), (16, refunds), (17, returned)] {
             XCTAssertEqual(body.map { minor($0[col]) }.reduce(0, +), want, "Revenue by Region column \(col)")
             XCTAssertEqual(minor(regionTotal[col]), want)
         }
+        XCTAssertTrue(returned > 0)
+        XCTAssertEqual(minor(regionTotal[15]) - minor(regionTotal[16]) + minor(regionTotal[17]), proceedsAfter)
         // Revenue by Product: the same totals.
         let product = try XCTUnwrap(book["Revenue by Product"]!.first { $0.first == "Total" })
         XCTAssertEqual(minor(product[5]), net)
