@@ -94,7 +94,12 @@ public enum RulesReader {
                 throw err("storefront \(code) has no row in \(sf.path): a price in it prices nothing (a typo? add the storefront there, or remove this row)")
             }
             guard let price = ExactDecimal(pr.value(row, "price")), !price.isNegative else {
-                throw err("price \"\(pr.value(row, "price"))\" is not a decimal >= 0 of digits and one point, with at most 18 decimals and 18 digits in all (such as 0.99)")
+                throw err("price \"\(pr.value(row, "price"))\" is not a decimal >= 0 of digits and one point, with at most 18 decimals (such as 0.99)")
+            }
+            // The bound a signed price has (10 billion units): past it a sale's amounts could
+            // pass what the ledger's integers hold.
+            guard price <= Self.maxPrice else {
+                throw err("price \(price) is more than \(Self.maxPrice), the most a price may be")
             }
             // A price of 0 made every sale of a product "free": only a non-consumable may be
             // listed at 0 (Apple's free tier, for a free time-limited trial of it); a trial or a
@@ -164,6 +169,9 @@ public enum RulesReader {
         let upper = bytes.count == 3 && bytes.allSatisfy({ (65...90).contains($0) || (97...122).contains($0) })
         return "storefront \"\(code)\" is not a storefront code: three capital letters, as Apple writes them (ISO 3166-1 alpha-3\(upper ? ": \(code.uppercased())" : ", such as SWE"))"
     }
+
+    /// The highest unit price the rules may give: `StoreBounds.maxPriceMilliunits`, in units.
+    static let maxPrice = ExactDecimal(mantissa: StoreBounds.maxPriceMilliunits / 1000, scale: 0)
 
     static func parseBool(_ s: String) -> Bool? {
         switch s.lowercased() {

@@ -110,8 +110,8 @@ public struct ReconciliationReport {
             tables: [
                 TableBlock(key: "by_category", columns: ReportSchema.reconciliationByCategory, rows: rows),
                 TableBlock(key: "matching", columns: ReportSchema.reconciliationMatching, rows: [
-                    SheetRow([.text("Matched order/transaction pairs"), .integer(Int64(matched))]),
-                    SheetRow([.text("Resolved since the previous night"), .integer(Int64(resolved))]),
+                    SheetRow([.text("Matched order/transaction pairs"), state == nil ? .text("not reconciled") : .integer(Int64(matched))]),
+                    SheetRow([.text("Resolved since the previous night"), state == nil ? .text("not reconciled") : .integer(Int64(resolved))]),
                     SheetRow([.text("Reconciliation state"), .text(stateText)]),
                     SheetRow([.text("Product types reconciled"), .text(
                         ProductType.names(scope)
@@ -119,10 +119,12 @@ public struct ReconciliationReport {
                         + " ([reconciliation] scope as the config had it when this workbook was written)")]),
                 ]),
             ],
-            values: ["matched": String(matched), "resolved": String(resolved),
-                     // Open exceptions that name a transaction whose sale is not booked (waiting for
-                     // verification, a rule or its order; or free): the amounts leave them out.
-                     "without_amount": String(open.filter { $0.netReportingMinor == nil && $0.category != ExceptionCategory.creditedWithoutTransaction.rawValue }.count)])
+            values: state == nil
+                ? ["matched": "not reconciled", "resolved": "not reconciled", "without_amount": "not reconciled"]
+                : ["matched": String(matched), "resolved": String(resolved),
+                   // Open exceptions that name a transaction whose sale is not booked (waiting for
+                   // verification, a rule or its order; or free): the amounts leave them out.
+                   "without_amount": String(open.filter { $0.netReportingMinor == nil && $0.category != ExceptionCategory.creditedWithoutTransaction.rawValue }.count)])
     }
 
     func cells(_ e: ExceptionRow) -> [Cell] {

@@ -841,9 +841,13 @@ public struct Audit {
     }
 
     /// The paid days a subscription's commission reason records ("... has 400 paid days ..."), 0 for none.
-    static func paidDays(inReason reason: String) -> Int {
-        guard let has = reason.range(of: "has "), let end = reason.range(of: " paid days", range: has.upperBound..<reason.endIndex) else { return 0 }
-        return Int(reason[has.upperBound..<end.lowerBound]) ?? 0
+    static func paidDays(inReason reason: String) -> Int { recordedPaidDays(inReason: reason) ?? 0 }
+
+    /// The paid days a commission reason records, or nil when it records none (a sale in a
+    /// Small Business period, or not a subscription's).
+    static func recordedPaidDays(inReason reason: String) -> Int? {
+        guard let has = reason.range(of: "has "), let end = reason.range(of: " paid days", range: has.upperBound..<reason.endIndex) else { return nil }
+        return Int(reason[has.upperBound..<end.lowerBound])
     }
 
     /// The fields in which a record's transaction `t` differs from the stored one `s`, its

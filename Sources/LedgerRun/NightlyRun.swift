@@ -181,7 +181,7 @@ public struct NightlyRun {
             // And the files themselves, once per distinct content (what `verify` checks the
             // entries' recorded rules against, and what the next night compares its rules with).
             for bytes in (config.sourceData.map { [$0] } ?? []) + rules.sourceData.values { try w.keepInputText(bytes) }
-            rulesChanged = try RulesChanges.sinceLastNight(w, runId: runId, rules: rules, config: config).map { ($0.runId, $0.lines) }
+            rulesChanged = try RulesChanges.sinceLastNight(w, runId: runId, rules: rules, config: config, progress: progress).map { ($0.runId, $0.lines) }
             let reconciler = Reconciler(products: rules.products, scope: config.reconciliationScope)
             try w.skipTouchedKeysIfReconcilingAll(reconciler, runId: runId)
             // Closed periods first: a config that would reopen a month stops the run here, and the

@@ -46,39 +46,72 @@ enum RulesChanges {
     }
 
     /// Checks every posted production sale against the rules now in force when a config or
-    /// rules file changed since the last night; nil when none changed.
-    static func sinceLastNight(_ w: LedgerWriter, runId: Int64, rules: Rules, config: WorkspaceConfig) throws -> Outcome? {
+    /// rules file changed since the last night (a stage of the night, timed as one); nil when
+    /// none changed.
+    static func sinceLastNight(_ w: LedgerWriter, runId: Int64, rules: Rules, config: WorkspaceConfig,
+                               progress: RunProgress = .silent) throws -> Outcome? {
         guard let last = try w.lastFinishedRun() else { return nil }
         var current: [String: String] = [:]
         if let sha = config.sourceSHA256 { current["iapledger.toml"] = sha }
         for (name, sha) in rules.sourceSHA256 { current["rules/" + name] = sha }
         let changed = try w.runFiles(last.id).filter { f in current[f.path].map { $0 != f.sha256 } ?? false }
         guard !changed.isEmpty else { return nil }
+        return try progress.stage("check posted sales against the changed rules", total: try w.postedSales(book: .production), unit: "sales") { tick in
+            try check(w, runId: runId, lastRun: last.id, rules: rules, config: config, tick: tick)
+        }
+    }
 
-        // The findings of earlier changes: a sale whose finding says the same as tonight's
-        // check (open, or dismissed once booked) is not said again.
-        let earlier = try w.findingsOfTransactions(code: code)
+    static func check(_ w: LedgerWriter, runId: Int64, lastRun: Int64, rules: Rules, config: WorkspaceConfig,
+                      tick: RunProgress.Ticker) throws -> Outcome? {
+        // The transactions with a finding of an earlier change; what each says is read only
+        // for those (a finding that says the same as tonight's check, open or dismissed once
+        // booked, is not said again).
+        let earlier = try w.transactionsWithFinding(code: code)
+        // Sales refunded in full (refunds less reversals): booked back at their posted amounts,
+        // so nothing is left to correct; and the share refunded of the others.
+        let refunded = try w.refundedShares(book: .production)
+        // The subscription's paid days: those the sale recorded, unless it recorded none (a
+        // sale in a Small Business period) or its night counted them with another grace period
+        // (the config it posted by, as its run kept it): then counted again from the chain.
+        var postedBy = Audit.RunRules()
+        var chains = NightlyRun.SubscriptionChains()
+        let poster = Poster(config: config, rules: rules)
+        func paidDays(_ e: EntryDraft, runId: Int64) throws -> Int? {
+            guard rules.product(e.productId)?.type == .autoRenewable else { return nil }
+            var recount = Audit.recordedPaidDays(inReason: e.rules.commissionReason) == nil
+            if !recount, case .kept(_, let then) = try postedBy.rules(ofRun: runId, reader: w), then.subscriptionGraceDays != config.subscriptionGraceDays {
+                recount = true
+            }
+            guard recount, let t = try w.transaction(e.transactionId)?.observation else { return nil }
+            return try NightlyRun.subscriptionPaidDays(of: t, writer: w, poster: poster, chains: &chains)
+        }
+
         var groups: [[Change]: (count: Int, net: Int64, commission: Int64, proceeds: Int64, unbookable: Int)] = [:]
         var opened = 0, resolved = 0
-        try w.forEachPostedSale(book: .production) { e in
-            let known = earlier[e.transactionId]
-            guard let r = restated(e, rules: rules, config: config) else {
+        try w.forEachPostedSale(book: .production) { e, postedByRun in
+            tick.advance()
+            let known = earlier.contains(e.transactionId) ? try w.transactionFinding(code: code, transactionId: e.transactionId) : nil
+            let share = refunded[e.transactionId] ?? 0
+            guard share < 100_000, let r = restated(e, rules: rules, config: config, paidDays: try paidDays(e, runId: postedByRun)) else {
                 if let known, known.open {
                     try w.resolveFinding(code: code, transactionId: e.transactionId, runId: runId)
                     resolved += 1
                 }
                 return
             }
-            let said = message(e, r)
+            let said = message(e, r, refundedShare: share)
             if let known, known.message == said, known.open || known.dismissed { return }
             try w.openFinding(code: code, transactionId: e.transactionId, recordId: nil, message: said, runId: runId)
             opened += 1
             var g = groups[r.changes] ?? (0, 0, 0, 0, 0)
             g.count += 1
             if let f = r.figures {
-                g.net += f.netReportingMinor - e.figures.netReportingMinor
-                g.commission += f.commissionReportingMinor - e.figures.commissionReportingMinor
-                g.proceeds += f.proceedsReportingMinor - e.figures.proceedsReportingMinor
+                // What is left to correct: the share not refunded (a refund was booked at the
+                // posted amounts, its share of them).
+                func left(_ d: Int64) -> Int64 { share == 0 ? d : roundHalfEven(Int128(d) * Int128(100_000 - share), 100_000) }
+                g.net += left(f.netReportingMinor - e.figures.netReportingMinor)
+                g.commission += left(f.commissionReportingMinor - e.figures.commissionReportingMinor)
+                g.proceeds += left(f.proceedsReportingMinor - e.figures.proceedsReportingMinor)
             } else {
                 g.unbookable += 1
             }
@@ -88,7 +121,8 @@ enum RulesChanges {
         let reporting = config.reportingCurrency
         func amount(_ minor: Int64) -> String { (minor > 0 ? "+" : "") + Currency.format(minor: minor, currency: reporting) }
         let shown = 20
-        for (changes, g) in groups.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }).prefix(shown) {
+        let sorted = groups.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) })
+        for (changes, g) in sorted.prefix(shown) {
             let booked = g.count - g.unbookable
             var line = changes.map(\.description).joined(separator: "; ") + ": \(g.count) sale\(g.count == 1 ? "" : "s") posted"
             if booked > 0 {
@@ -99,18 +133,18 @@ enum RulesChanges {
             }
             lines.append(line)
         }
-        if groups.count > shown {
-            let more = groups.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }).dropFirst(shown).reduce(0) { $0 + $1.value.count }
-            lines.append("... and \(groups.count - shown) more changes (\(more) sales): the RULES_CHANGED findings name each sale")
+        if sorted.count > shown {
+            let more = sorted.dropFirst(shown).reduce(0) { $0 + $1.value.count }
+            lines.append("... and \(sorted.count - shown) more changes (\(more) sales): the RULES_CHANGED findings name each sale")
         }
         if resolved > 0 {
-            lines.append("\(resolved) sale\(resolved == 1 ? "" : "s") the rules book as posted again: \(resolved == 1 ? "its" : "their") RULES_CHANGED finding\(resolved == 1 ? "" : "s") resolved")
+            lines.append("\(resolved) sale\(resolved == 1 ? "" : "s") the rules book as posted again (or refunded in full since): \(resolved == 1 ? "its" : "their") RULES_CHANGED finding\(resolved == 1 ? "" : "s") resolved")
         }
-        return lines.isEmpty ? nil : Outcome(runId: last.id, lines: lines, opened: opened, resolved: resolved)
+        return lines.isEmpty ? nil : Outcome(runId: lastRun, lines: lines, opened: opened, resolved: resolved)
     }
 
     /// The finding's message: what differs, and what each set of rules books.
-    static func message(_ e: EntryDraft, _ r: Restated) -> String {
+    static func message(_ e: EntryDraft, _ r: Restated, refundedShare share: Int64 = 0) -> String {
         let f0 = e.figures
         func said(_ f: SaleFigures) -> String {
             "net \(Currency.format(minor: f.netMinor, currency: f.currency)) \(f.currency) (\(Currency.format(minor: f.netReportingMinor, currency: f.reportingCurrency)) \(f.reportingCurrency)), "
@@ -118,14 +152,15 @@ enum RulesChanges {
         }
         let what = r.changes.map(\.description).joined(separator: "; ")
         let now = r.figures.map { "today's rules would book \(said($0))" } ?? "today's rules cannot book it"
-        return "posted \(e.originalDate) by rules the files now give otherwise: \(what); posted at \(said(f0)), \(now): book a correction where one is due (entries never change)"
+        let refunded = share == 0 ? "" : " (refunded \(ExactDecimal(mantissa: share, scale: 3))% at the posted amounts: the rest is to correct)"
+        return "posted \(e.originalDate) by rules the files now give otherwise: \(what); posted at \(said(f0)), \(now)\(refunded): book a correction where one is due (entries never change)"
     }
 
     /// Nil when the rules now in force book the posted sale `e` as it was posted (the same
     /// amounts); otherwise what differs and what they give. Its storefront is the one it
     /// recorded (unless that was `default_storefront`, which is the config's now), its paid
     /// days those it recorded, its quantity its gross over the unit price the rules gave it.
-    static func restated(_ e: EntryDraft, rules: Rules, config: WorkspaceConfig) -> Restated? {
+    static func restated(_ e: EntryDraft, rules: Rules, config: WorkspaceConfig, paidDays: Int? = nil) -> Restated? {
         let a = e.rules, day = e.originalDate, old = e.figures
         var changes: [Change] = []
         var bookable = true
@@ -151,9 +186,11 @@ enum RulesChanges {
         if let unitText = a.unitPrice, let unit = ExactDecimal(unitText), let sf {
             let price = rules.price(product: e.productId, storefront: code, on: day)
             let oldUnitMinor = Currency.minorUnits(ofMajor: unit, currency: old.currency) ?? 0
-            if let price, price.price != unit || sf.currency != old.currency {
+            if let price, price.price != unit {
                 changes.append(Change(file: "rules/prices.csv", key: "\(e.productId) in \(code)", was: "\(unitText) \(old.currency)",
                                       now: "\(price.price) \(sf.currency)"))
+            } else if price != nil, sf.currency != old.currency {
+                changes.append(Change(file: "rules/storefronts.csv", key: "\(code) currency", was: old.currency, now: sf.currency))
             } else if price == nil {
                 changes.append(Change(file: "rules/prices.csv", key: "\(e.productId) in \(code)", was: "\(unitText) \(old.currency)", now: "(no price)"))
             }
@@ -177,7 +214,7 @@ enum RulesChanges {
 
         var commission: ExactDecimal? = nil
         if let product = rules.product(e.productId) {
-            let (c, reason) = Poster(config: config, rules: rules).commissionRate(product: product, day: day, subscriptionPaidDays: Audit.paidDays(inReason: a.commissionReason))
+            let (c, reason) = Poster(config: config, rules: rules).commissionRate(product: product, day: day, subscriptionPaidDays: paidDays ?? Audit.paidDays(inReason: a.commissionReason))
             commission = c
             if ExactDecimal(a.commissionRate).map({ $0 != c }) ?? true {
                 changes.append(Change(file: "commission rate", key: "",

@@ -68,21 +68,43 @@ extension LedgerReader {
     }
 
     /// Every sale entry of `book`, in entry order, without its postings (its amounts and the
-    /// rules it recorded): what the night after a rules change checks against the rules now.
-    public func forEachPostedSale(book: Book, _ body: (EntryDraft) throws -> Void) throws {
+    /// rules it recorded), with the run that posted it: what the night after a rules change
+    /// checks against the rules now.
+    public func forEachPostedSale(book: Book, _ body: (EntryDraft, Int64) throws -> Void) throws {
         let cursor = try Row.fetchCursor(db, sql: "SELECT * FROM entry WHERE kind = 'sale' AND book = ? ORDER BY id", arguments: [book.rawValue])
-        while let r = try cursor.next() { try body(try draft(r, postings: [])) }
+        while let r = try cursor.next() { try body(try draft(r, postings: []), r["run_id"]) }
     }
 
-    /// The findings of `code` about a transaction, by transaction: what each says, whether it
-    /// is open, and whether it was dismissed (resolved with a note, schema v30 on).
-    public func findingsOfTransactions(code: String) throws -> [String: (message: String, open: Bool, dismissed: Bool)] {
+    /// How many sale entries `book` holds.
+    public func postedSales(book: Book) throws -> Int {
+        try Int.fetchOne(db, sql: "SELECT count(*) FROM entry WHERE kind = 'sale' AND book = ?", arguments: [book.rawValue]) ?? 0
+    }
+
+    /// The transactions with a finding of `code` about them (not about one record).
+    public func transactionsWithFinding(code: String) throws -> Set<String> {
+        Set(try String.fetchAll(db, sql: "SELECT transaction_id FROM finding WHERE code = ? AND record_id IS NULL", arguments: [code]))
+    }
+
+    /// A transaction's finding of `code`: what it says, whether it is open, and whether it was
+    /// dismissed (resolved with a note, schema v30 on).
+    public func transactionFinding(code: String, transactionId: String) throws -> (message: String, open: Bool, dismissed: Bool)? {
         let note = try hasFindingNotes() ? "resolved_note IS NOT NULL" : "0"
-        var out: [String: (message: String, open: Bool, dismissed: Bool)] = [:]
+        guard let r = try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT message, resolved_run_id IS NULL, \(note) FROM finding WHERE code = ? AND transaction_id = ? AND record_id IS NULL
+            """), arguments: [code, transactionId]) else { return nil }
+        return (r[0], r[1], r[2])
+    }
+
+    /// The share of each refunded sale of `book` refunded now, in thousandths of a percent
+    /// (100000: in full): its refunds less their reversals.
+    public func refundedShares(book: Book) throws -> [String: Int64] {
+        var out: [String: Int64] = [:]
         for r in try Row.fetchAll(db, sql: """
-            SELECT transaction_id, message, resolved_run_id IS NULL, \(note) FROM finding WHERE code = ? AND record_id IS NULL
-            """, arguments: [code]) {
-            out[r[0]] = (r[1], r[2], r[3])
+            SELECT transaction_id, sum(CASE kind WHEN 'refund' THEN 1 ELSE -1 END * ifnull(refund_percentage, 100000))
+            FROM entry WHERE book = ? AND kind IN ('refund', 'refund_reversal') GROUP BY transaction_id
+            """, arguments: [book.rawValue]) {
+            let share: Int64 = r[1]
+            if share > 0 { out[r[0]] = min(share, 100_000) }
         }
         return out
     }

@@ -596,6 +596,8 @@ final class HostileInputTests: XCTestCase {
              "storefronts.csv:6: tax_included \"maybe\" must be true or false"),
             ("rules/prices.csv", TestWorkspace.defaultPrices + "\ncoins.100,USA,10.0000000000000000000,2026-11-01\n",
              "prices.csv:9: price \"10.0000000000000000000\" is not a decimal >= 0 of digits and one point, with at most 18 decimals"),
+            ("rules/prices.csv", TestWorkspace.defaultPrices + "\ncoins.100,USA,12345678901234567,2026-11-01\n",
+             "prices.csv:9: price 12345678901234567 is more than 10000000000, the most a price may be"),
         ]
         for c in cases {
             let good = try String(contentsOf: ws.root.appendingPathComponent(c.file), encoding: .utf8)

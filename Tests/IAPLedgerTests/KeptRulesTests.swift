@@ -109,9 +109,11 @@ final class KeptRulesTests: XCTestCase {
 
     /// The open RULES_CHANGED findings: transaction id -> message.
     func rulesChangedFindings() throws -> [String: String] {
-        let ledger = try Ledger(path: dbPath, readOnly: true)
-        return try ledger.read { r in
-            try Dictionary(uniqueKeysWithValues: r.findingsOfTransactions(code: "RULES_CHANGED").filter { $0.value.open }.map { ($0.key, $0.value.message) })
+        let db = try DatabaseQueue(path: dbPath)
+        return try db.read { db in
+            try Dictionary(uniqueKeysWithValues: Row.fetchAll(db, sql: """
+                SELECT transaction_id, message FROM finding WHERE code = 'RULES_CHANGED' AND resolved_run_id IS NULL
+                """).map { ($0[0] as String, $0[1] as String) })
         }
     }
 
@@ -161,7 +163,7 @@ final class KeptRulesTests: XCTestCase {
         night = try ws.run("2026-10-11")
         XCTAssertEqual(night.rulesChanged?.lines, [
             "rules/fx.csv: EUR 2026-10 1.12 -> 1.10: 1 sale posted, today's rules would book net -0.02, commission 0.00, proceeds -0.02 USD",
-            "1 sale the rules book as posted again: its RULES_CHANGED finding resolved",
+            "1 sale the rules book as posted again (or refunded in full since): its RULES_CHANGED finding resolved",
         ])
         open = try rulesChangedFindings()
         XCTAssertEqual(Set(open.keys), ["9002", "9004"])
@@ -196,6 +198,34 @@ final class KeptRulesTests: XCTestCase {
         night = try ws.run("2026-10-16")
         XCTAssertNil(night.rulesChanged, "\(night.rulesChanged.map { $0.lines } ?? [])")
         XCTAssertEqual(Set(try rulesChangedFindings().keys), ["9002", "9004", "9005"])
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+    }
+
+    /// A subscription's paid days counted again where the grace period changed (a lapse of
+    /// ten days restarts the count under a grace of five): the renewal's commission is a
+    /// RULES_CHANGED finding. A sale refunded in full is none (its refund was booked at its
+    /// posted amounts: nothing left to correct). The check is a timed stage of the night.
+    func testTheCheckCountsPaidDaysAgainAndLeavesSalesRefundedInFull() throws {
+        let config = TestWorkspace.defaultConfig.replacingOccurrences(of: "subscription_reduced_after_days = 365", with: "subscription_reduced_after_days = 30")
+        try ws.write("iapledger.toml", config)
+        try ws.write("inbox/receipts/s.jsonl", [
+            Receipt.response([Receipt.item("S1", product: "vip.monthly", purchased: "2026-08-01T10:00:00Z", original: "S1", expires: "2026-09-01T10:00:00Z")]),
+            Receipt.response([Receipt.item("S2", product: "vip.monthly", purchased: "2026-09-11T10:00:00Z", original: "S1", expires: "2026-10-11T10:00:00Z")]),
+            Receipt.response([Receipt.item("R1", purchased: "2026-10-06T11:00:00Z", cancelled: "2026-10-07T09:00:00Z")]),
+        ].joined(separator: "\n") + "\n")
+        try ws.run("2026-10-08")
+        try ws.write("iapledger.toml", config.replacingOccurrences(of: "subscription_grace_days = 60", with: "subscription_grace_days = 5"))
+        try ws.write("rules/prices.csv", TestWorkspace.defaultPrices.replacingOccurrences(of: "coins.100,USA,0.99,2020-01-01", with: "coins.100,USA,1.09,2020-01-01"))
+        let progress = RunProgress(showProgress: false, out: { _ in })
+        let night = try NightlyRun(workspace: ws.workspace, asOf: Day(iso: "2026-10-09")!, progress: progress).run()
+        let lines = try XCTUnwrap(night.rulesChanged?.lines)
+        // S2: 31 paid days (>= 30, reduced) counted again from its chain: the count restarts
+        // after the lapse of ten days, 0 paid days, standard. 9.99 USD: commission 1.50 -> 3.00.
+        XCTAssertTrue(lines.contains("commission rate: 0.15 (reduced: subscription's paid days) -> 0.30 (standard: subscription's paid days): 1 sale posted, today's rules would book net 0.00, commission +1.50, proceeds -1.50 USD"), "\(lines)")
+        // 9003 (USA, not refunded) at the new price; R1, refunded in full, not.
+        XCTAssertTrue(lines.contains { $0.hasPrefix("rules/prices.csv: coins.100 in USA 0.99 USD -> 1.09 USD: 1 sale posted") }, "\(lines)")
+        XCTAssertEqual(Set(try rulesChangedFindings().keys), ["S2", "9003"])
+        XCTAssertTrue(progress.stages.contains { $0.name == "check posted sales against the changed rules" && $0.count > 0 }, "\(progress.stages.map(\.name))")
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
     }
 }

@@ -126,6 +126,9 @@ final class ReportPeriodTests: XCTestCase {
         XCTAssertEqual(Array(quantity.dropFirst(2)).filter { !$0.isEmpty }, [], "no count where nothing was reconciled: \(quantity)")
         XCTAssertTrue(summary.contains { $0.first == "Not reconciled: no night had run on or before 2026-10-31" }, "\(summary)")
         XCTAssertFalse(summary.contains { $0.first == "Total open exceptions" })
+        XCTAssertEqual(summary.first { $0.first == "Matched order/transaction pairs" }?.dropFirst().first, "not reconciled")
+        XCTAssertTrue(summary.contains { $0.first?.hasPrefix("Matched order/transaction pairs: not reconciled. Resolved since the previous night: not reconciled.") == true },
+                      "\(summary.prefix(4))")
         XCTAssertTrue(summary.first { $0.first == "Reconciliation state" }?.dropFirst().first?.hasPrefix("no run on or before 2026-10-31: NOT RECONCILED") == true)
         // The night's own set has the count.
         let now = try XCTUnwrap(try XLSXReader.sheets(ws.root.appendingPathComponent("reports/2026-11-02/reconciliation-2026-11-02.xlsx"))["Summary"])
