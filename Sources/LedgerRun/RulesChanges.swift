@@ -56,7 +56,7 @@ enum RulesChanges {
         for (name, sha) in rules.sourceSHA256 { current["rules/" + name] = sha }
         let changed = try w.runFiles(last.id).filter { f in current[f.path].map { $0 != f.sha256 } ?? false }
         guard !changed.isEmpty else { return nil }
-        return try progress.stage("check posted sales against the changed rules", total: try w.postedSales(book: .production), unit: "sales") { tick in
+        return try progress.stage("check sales against changed rules", total: try w.postedSales(book: .production), unit: "sales") { tick in
             try check(w, runId: runId, lastRun: last.id, rules: rules, config: config, tick: tick)
         }
     }
