@@ -158,7 +158,7 @@ public enum TraceOutput {
         var out: [String] = []
         func line(_ s: String) { out.append(indent + s) }
         line("Transaction \(t.transaction_id): \(t.status)" + (t.book.map { " in the \($0) book" } ?? "")
-             + (t.status == "free" ? " (a free trial or introductory period, or a family member's shared access: no money moved, so no entry)" : "")
+             + (t.status == "free" ? " (\(t.free_because ?? "free"): no money moved, so no entry)" : "")
              + (t.status == "dismissed" ? " (known only from records an operator dismissed, below: never verified, nothing posted)" : ""))
         if let r = t.pending_reason { line("  waits: \(r)") }
         if let p = t.product_id {

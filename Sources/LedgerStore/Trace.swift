@@ -113,6 +113,9 @@ public struct TransactionTrace: Encodable {
     public var book: String?
     public var status: String
     public var pending_reason: String?
+    /// Why a free transaction moved no money: a trial or a family member's access, a signed
+    /// price of 0, or the rules' price of 0 (a non-consumable's free tier).
+    public var free_because: String? = nil
     public var product_id: String?
     public var quantity: Int64?
     public var purchase_date: String?
@@ -262,7 +265,11 @@ extension LedgerReader {
         else if !sources.isEmpty { status = "rejected" }
         else { status = "unknown to the store" }
         let obs = stored?.observation
-        return TransactionTrace(
+        let freeBecause: String? = status != "free" || obs == nil ? nil
+            : obs!.isFreeTrial ? "a free trial or introductory period, or a family member's shared access"
+            : obs!.priceMilliunits == 0 ? "its signed price is 0 (an offer)"
+            : "rules/prices.csv priced it 0 on its purchase date (a non-consumable's free tier)"
+        var trace = TransactionTrace(
             transaction_id: id, book: obs?.book.rawValue, status: status,
             pending_reason: stored?.saleStatus == "pending" ? stored?.pendingReason : (status == "pending" ? sources.first { $0.outcome == "pending" && $0.resolved_on == nil }?.verification : nil),
             product_id: obs?.productId, quantity: obs?.quantity, purchase_date: obs.map { Day(epochMilliseconds: $0.purchaseMs).description },
@@ -283,6 +290,8 @@ extension LedgerReader {
             reconciliation: TransactionTrace.Reconciliation(in_scope: nil, matched_orders: try String.fetchAll(db.cachedStatement(sql: """
                 SELECT order_id FROM reconciled_match WHERE transaction_id = ? ORDER BY order_id
                 """), arguments: [id]), note: ""))
+        trace.free_because = freeBecause
+        return trace
     }
 
     public func traceOrder(_ orderId: String, asOf: Day?, withText: Bool = false) throws -> OrderTrace? {

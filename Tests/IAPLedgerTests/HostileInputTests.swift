@@ -541,10 +541,17 @@ final class HostileInputTests: XCTestCase {
                 XCTAssertTrue("\($0)".contains("prices.csv") && "\($0)".contains("price 0 for coins.550, a consumable product: only a non-consumable may be priced 0"), "\($0)")
             }
         }
-        // A non-consumable at Apple's free tier (a free time-limited trial of it) may be.
+        // A non-consumable at Apple's free tier (a free time-limited trial of it) may be; trace
+        // says the rules made it free (it called it a free trial or a family member's access).
         try ws.write("rules/products.csv", TestWorkspace.defaultProducts + "\nunlock.trial,non_consumable,0\n")
         try ws.write("rules/prices.csv", TestWorkspace.defaultPrices + "\nunlock.trial,USA,0,2020-01-01\n")
+        try ws.write("inbox/receipts/free.jsonl", Receipt.response([Receipt.item("FT1", product: "unlock.trial", purchased: "2026-10-20T10:00:00Z"),
+                                                                   Receipt.item("FT2", purchased: "2026-10-20T10:00:00Z", trial: true)]) + "\n")
         XCTAssertNoThrow(try ws.run("2026-11-03"))
+        let tier = TraceOutput.text(try XCTUnwrap(ledger().read { try $0.traceTransaction("FT1", asOf: nil) }))
+        XCTAssertTrue(tier.contains("Transaction FT1: free in the production book (rules/prices.csv priced it 0 on its purchase date (a non-consumable's free tier): no money moved, so no entry)"), tier)
+        let trial = TraceOutput.text(try XCTUnwrap(ledger().read { try $0.traceTransaction("FT2", asOf: nil) }))
+        XCTAssertTrue(trial.contains("Transaction FT2: free in the production book (a free trial or introductory period, or a family member's shared access: no money moved"), trial)
     }
 
     /// A price with more decimals than its storefront's currency has surfaced only as a
