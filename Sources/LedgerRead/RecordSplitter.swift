@@ -56,6 +56,17 @@ public enum RecordSplitter {
     /// an array cut off part-way keeps its complete elements, the rest is one record (which
     /// the parser then names as truncated).
     public static func jsonDocument(_ text: Substring) -> [RawRecord] {
+        var records = jsonDocumentRecords(text)
+        // A file that ends without a line end, its last record running to the end: a document
+        // cut short while it was copied reads as such (TRUNCATED, read again once whole), as
+        // the last line of a JSON Lines file does.
+        if let last = records.last, last.text.endIndex == text.endIndex, text.utf8.last != 0x0A {
+            records[records.count - 1].unterminated = true
+        }
+        return records
+    }
+
+    static func jsonDocumentRecords(_ text: Substring) -> [RawRecord] {
         let u = Array(text.utf8)
         var i = 0
         var line = 1

@@ -120,7 +120,7 @@ public struct ReconciliationReport {
                 ]),
             ],
             values: state == nil
-                ? ["matched": "not reconciled", "resolved": "not reconciled", "without_amount": "not reconciled"]
+                ? ["matched": "not reconciled", "resolved": "not reconciled", "without_amount": "none (not reconciled)"]
                 : ["matched": String(matched), "resolved": String(resolved),
                    // Open exceptions that name a transaction whose sale is not booked (waiting for
                    // verification, a rule or its order; or free): the amounts leave them out.
@@ -137,7 +137,16 @@ public struct ReconciliationReport {
         let rows = try openExceptions().map {
             SheetRow(cells($0) + [.integer(Int64($0.ageDays(asOf: asOf))), .text($0.detail)])
         }
-        return SheetContent(key: "exceptions", tables: [TableBlock(key: "exceptions", columns: ReportSchema.exceptions, rows: rows)])
+        return SheetContent(key: "exceptions", tables: [TableBlock(key: "exceptions", columns: ReportSchema.exceptions,
+                                                                    rows: try notReconciled(ReportSchema.exceptions) + rows)])
+    }
+
+    /// On a day no night had reached, the one row of a list: it says so, where an empty list
+    /// would read as nothing to report.
+    func notReconciled(_ columns: [Column]) throws -> [SheetRow] {
+        guard try stateRun() == nil, !columns.isEmpty else { return [] }
+        return [SheetRow([.text("Not reconciled: no night had run on or before \(asOf), so nothing was read or checked by then; the sets of the nights that read this day's data list what they found")]
+                         + Array(repeating: .empty, count: columns.count - 1))]
     }
 
     /// Exceptions resolved after the previous night's as-of date, up to this one.
@@ -153,12 +162,13 @@ public struct ReconciliationReport {
         let rows = try resolvedSinceLastNight().map {
             SheetRow(cells($0) + [.date($0.resolvedOn!), .integer(Int64($0.ageDays(asOf: asOf))), .text($0.detail)])
         }
-        return SheetContent(key: "resolved", tables: [TableBlock(key: "resolved", columns: ReportSchema.resolved, rows: rows)])
+        return SheetContent(key: "resolved", tables: [TableBlock(key: "resolved", columns: ReportSchema.resolved,
+                                                                  rows: try notReconciled(ReportSchema.resolved) + rows)])
     }
 
     /// - Parameter openRecords: the pending records still open on the as-of date.
     public func pendingSheet(openRecords: [RecordProblem]) throws -> SheetContent {
-        var rows: [SheetRow] = []
+        var rows: [SheetRow] = try notReconciled(ReportSchema.pending)
         for p in openRecords {
             rows.append(SheetRow([.text("record waits for verification"), .text("\(p.path):\(p.line)"), .text(p.code), .text(p.reason),
                                   .date(p.firstSeen), .integer(Int64(asOf - p.firstSeen))]))
@@ -178,7 +188,7 @@ public struct ReconciliationReport {
     public func rejectedSheet(openRecords: [RecordProblem]) throws -> SheetContent {
         let open = openRecords
             .sorted { ($0.firstSeen, $0.path, $0.line) < ($1.firstSeen, $1.path, $1.line) }
-        let rows = open.map {
+        let rows = try notReconciled(ReportSchema.rejected) + open.map {
             SheetRow([.text("\($0.path):\($0.line)"), .text($0.code), .text($0.reason), .date($0.firstSeen),
                       .integer(Int64(asOf - $0.firstSeen))])
         }

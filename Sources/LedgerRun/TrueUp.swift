@@ -319,8 +319,8 @@ public struct TrueUp {
         return WorkbookModel(title: "True-up against App Store Connect financial reports", subject: "iapledger true-up", created: created, sheets: [
             SheetModel(name: "True-up", title: "Ledger estimates against Apple's financial reports (\(periods))", subtitle: [
                 "Apple's report is the source of record. Each line compares one period, customer currency and product: Apple's units and proceeds (Extended Partner Share) against the production book's entries whose original date is in the period (sales, less refunds, plus reversals).",
-                "Difference = Apple's proceeds less the ledger's, in the currency Apple pays in; where Apple pays in \(reportingCurrency), the ledger's \(reportingCurrency) proceeds at its monthly rates. Apple's report days need not be the ledger's UTC days, so sales near a period's edge may fall on the other side.",
-                "Reports read: \(sources.count), listed under the lines, each checked against its footer; every row with its file and line is on the Apple report rows sheet.",
+                "Difference = Apple's proceeds less the ledger's, in the currency Apple pays in; where Apple pays in \(reportingCurrency), the ledger's \(reportingCurrency) proceeds at its monthly rates. Apple's report days need not be the ledger's UTC days, so sales near a period's edge may fall on the other side. "
+                    + "Reports read: \(sources.count), each checked against its footer (the Reports read sheet); every row with its file and line is on the Apple report rows sheet.",
             ] + warnings.map { "Warning: \($0)" }, tables: [TableBlock(columns: columns, rows: rows)]),
             // On a sheet of their own: below the lines, they shared the lines' columns (a wide
             // SHA-256 and file name made the comparison print at a third of its size).

@@ -96,9 +96,9 @@ public enum XLSXWriter {
         let text: UnsafeMutablePointer<lxw_format>? = nil
         let money: [UnsafeMutablePointer<lxw_format>]       // by decimals 0...3
         let totalText, totalInteger: UnsafeMutablePointer<lxw_format>
-        /// A long text in a wide column (a finding's detail, a record's reason), wrapped; and
-        /// the other texts of its row, at the top of it beside it.
-        let wrappedText, topText: UnsafeMutablePointer<lxw_format>
+        /// A long text in a wide column (a finding's detail, a record's reason), wrapped (at the
+        /// foot of its row, as Excel sets wrapped text: level with the row's numbers and dates).
+        let wrappedText: UnsafeMutablePointer<lxw_format>
         let totalMoney: [UnsafeMutablePointer<lxw_format>]
         let numberFormats: NumberFormats
         private let wb: UnsafeMutablePointer<lxw_workbook>
@@ -125,8 +125,7 @@ public enum XLSXWriter {
             date = make { format_set_num_format($0, "yyyy-mm-dd"); format_set_align($0, UInt8(LXW_ALIGN_LEFT.rawValue)) }
             money = (0...3).map { d in make { format_set_num_format($0, Formats.moneyFormat(d)) } }
             totalText = make { format_set_bold($0); format_set_top($0, UInt8(LXW_BORDER_THIN.rawValue)) }
-            wrappedText = make { format_set_text_wrap($0); format_set_align($0, UInt8(LXW_ALIGN_VERTICAL_TOP.rawValue)) }
-            topText = make { format_set_align($0, UInt8(LXW_ALIGN_VERTICAL_TOP.rawValue)) }
+            wrappedText = make { format_set_text_wrap($0) }
             totalInteger = make { format_set_bold($0); format_set_top($0, UInt8(LXW_BORDER_THIN.rawValue)); format_set_num_format($0, "#,##0") }
             totalMoney = (0...3).map { d in make { format_set_bold($0); format_set_top($0, UInt8(LXW_BORDER_THIN.rawValue)); format_set_num_format($0, Formats.moneyFormat(d)) } }
             byFormat["integer|#,##0"] = integer
@@ -207,11 +206,11 @@ public enum XLSXWriter {
     /// Columns this wide or wider wrap a longer text (narrower ones hold codes and amounts).
     static let wrapFromWidth = 30
 
-    /// The lines a text takes in a column `width` wide (about 1.1 characters of the default
-    /// font per unit of width; bytes counted, so never fewer lines than it needs).
+    /// The lines a text takes in a column `width` wide (about 1.2 characters of the default
+    /// font per unit of width, a unit being a digit's width; bytes counted).
     @inline(__always)
     static func lines(_ s: String, width: Int) -> Int {
-        let perLine = max(1, width * 11 / 10), n = s.utf8.count
+        let perLine = max(1, width * 6 / 5), n = s.utf8.count
         return n <= perLine ? 1 : (n + perLine - 1) / perLine
     }
 
@@ -351,7 +350,7 @@ public enum XLSXWriter {
                         if total { worksheet_write_blank(ws, row, col, f.totalText) }
                     case .text(let s):
                         let wraps = lines > 1 && i < widths.count && widths[i] >= Self.wrapFromWidth && Self.lines(s, width: widths[i]) > 1
-                        worksheet_write_string(ws, row, col, XMLText.safe(s), total ? f.totalText : (r.style == .section ? f.section : (wraps ? f.wrappedText : (lines > 1 ? f.topText : f.text))))
+                        worksheet_write_string(ws, row, col, XMLText.safe(s), total ? f.totalText : (r.style == .section ? f.section : (wraps ? f.wrappedText : f.text)))
                     case .integer(let v):
                         worksheet_write_number(ws, row, col, cellNumber(v, decimals: 0), cf.integer(total: total))
                     case let .money(minor, decimals):

@@ -263,6 +263,31 @@ final class HostileInputTests: XCTestCase {
         XCTAssertTrue(r2[1].reason.contains("truncated"), r2[1].reason)
     }
 
+    /// A `.json` file read while it was still being copied (no line end at its end): its last
+    /// record, cut short, is TRUNCATED, as a JSON Lines file's last line is, and resolved when
+    /// the file is read whole (it stayed rejected, MALFORMED, until dismissed by hand). A
+    /// document cut before a line end is MALFORMED still: a line end says the writer finished.
+    func testAJSONDocumentReadWhileCopiedIsResolvedWhenReadWhole() throws {
+        let one = Receipt.response([Receipt.item("JD1", purchased: "2026-10-20T10:00:00Z")])
+        let array = "[\n" + [good("JA1"), good("JA2")].joined(separator: ",\n") + "\n]\n"
+        try ws.write("inbox/receipts/one.json", String(one.prefix(one.count / 2)))
+        try ws.write("inbox/receipts/array.json", String(array.prefix(array.count - 30)))
+        try ws.write("inbox/receipts/ended.json", String(one.prefix(one.count / 2)) + "\n")
+        try ws.run("2026-11-03")
+        XCTAssertEqual(try records("inbox/receipts/one.json").map(\.code), ["TRUNCATED"])
+        XCTAssertEqual(try records("inbox/receipts/array.json").map(\.code), ["", "TRUNCATED"])
+        XCTAssertEqual(try records("inbox/receipts/ended.json").map(\.code), ["MALFORMED"])
+        try ws.write("inbox/receipts/one.json", one)
+        try ws.write("inbox/receipts/array.json", array)
+        try ws.run("2026-11-04")
+        XCTAssertEqual(try saleEntries(), ["JA1", "JA2", "JD1"])
+        XCTAssertEqual(try ledger().read { try $0.rawRows("""
+            SELECT f.path, r.line FROM source_record r JOIN source_file f ON f.id = r.file_id
+            WHERE r.outcome = 'rejected' AND r.resolved_run_id IS NULL ORDER BY f.path
+            """) }, [["inbox/receipts/ended.json", "1"]])
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+    }
+
     /// Orders: wrong column counts, unterminated and stray quotes, zero/negative/huge
     /// quantities, dates in 1970 and 2100, fractions of a second: each row on its own.
     func testHostileOrderRows() throws {

@@ -218,7 +218,7 @@ final class JournalCapTests: XCTestCase {
         }
         let sheet = try xml("xl/worksheets/sheet1.xml")
         // Rows 1-based: title, blank, header (3), "SHORT" (4), the long one (5): 220 bytes in
-        // 55 characters a line is 4 lines, 60 points; the narrow Code column does not count.
+        // 60 characters a line is 4 lines, 60 points; the narrow Code column does not count.
         XCTAssertTrue(sheet.contains(#"<row r="5" ht="60" customHeight="1">"#), sheet)
         XCTAssertTrue(sheet.contains(#"<row r="4">"#), sheet)
         let styles = try xml("xl/styles.xml")

@@ -130,7 +130,14 @@ final class ReportPeriodTests: XCTestCase {
         XCTAssertTrue(summary.contains { $0.first?.hasPrefix("Matched order/transaction pairs: not reconciled. Resolved since the previous night: not reconciled.") == true },
                       "\(summary.prefix(4))")
         XCTAssertTrue(summary.first { $0.first == "Reconciliation state" }?.dropFirst().first?.hasPrefix("no run on or before 2026-10-31: NOT RECONCILED") == true)
-        // The night's own set has the count.
+        // Its lists say so in their one row, where empty lists read as a clean month.
+        let sheets = try XLSXReader.sheets(october)
+        for name in ["Exceptions", "Resolved", "Pending", "Rejected"] {
+            XCTAssertTrue(sheets[name]!.contains { $0.first?.hasPrefix("Not reconciled: no night had run on or before 2026-10-31") == true }, name)
+        }
+        // The night's own set has the count, and no such row.
+        XCTAssertFalse(try XLSXReader.sheets(ws.root.appendingPathComponent("reports/2026-11-02/reconciliation-2026-11-02.xlsx"))["Exceptions"]!
+                        .contains { $0.first?.hasPrefix("Not reconciled") == true })
         let now = try XCTUnwrap(try XLSXReader.sheets(ws.root.appendingPathComponent("reports/2026-11-02/reconciliation-2026-11-02.xlsx"))["Summary"])
         XCTAssertEqual(now.first { $0.first == "QUANTITY_MISMATCH" }?[2], "1")
     }
