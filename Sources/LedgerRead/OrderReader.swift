@@ -92,8 +92,15 @@ public enum OrderReader {
 
     static func namedOrder(_ row: CSVRow, _ t: CSVTable) -> String? {
         // A row with more or fewer fields than the header may have them shifted: its
-        // order_id column may hold another field, so it names no order.
-        guard row.fields.count == t.header.count else { return nil }
+        // order_id column may hold another field, so it names no order; unless order_id is
+        // the first column (a field missing or split in two lies after it), as backends write
+        // it. Then a valid line of the order read later resolves the refused one.
+        if row.fields.count != t.header.count {
+            // (At least two fields: the id is followed by its comma, so it was written whole.)
+            guard row.fields.count >= 2, t.header.first.map({ CSV.trimmed($0) == "order_id" }) == true else { return nil }
+            let id = CSV.trimmed(row.fields[0])
+            return !id.isEmpty && StoreBounds.plausibleIdentifier(id) ? id : nil
+        }
         let id = t.value(row, "order_id")
         return !id.isEmpty && StoreBounds.plausibleIdentifier(id) ? id : nil
     }
@@ -102,7 +109,7 @@ public enum OrderReader {
         let loc = SourceLocation(path: t.path, line: row.line)
         func bad(_ m: String) -> Result<OrderRecord, Finding> { .failure(Finding(code: "BAD_ORDER", message: m, location: loc)) }
         if row.fields.count != t.header.count {
-            return bad("has \(row.fields.count) fields, the header has \(t.header.count)")
+            return bad("has \(row.fields.count) fields, the header has \(t.header.count)" + (namedOrder(row, t).map { " (order \($0))" } ?? ""))
         }
         let orderId = t.value(row, "order_id"), account = t.value(row, "account_id"), product = t.value(row, "product_id")
         guard !orderId.isEmpty else { return bad("order_id is empty") }

@@ -263,6 +263,31 @@ final class HostileInputTests: XCTestCase {
         XCTAssertTrue(r2[1].reason.contains("truncated"), r2[1].reason)
     }
 
+    /// An orders row with more or fewer fields than the header names its order when order_id
+    /// is the header's first column (a field missing or split in two lies after it): a valid
+    /// line of the order read later resolves it, as for any other refused line of an order.
+    func testAnOrdersRowWithTheWrongFieldCountNamesItsOrderWhenItComesFirst() throws {
+        try ws.write("inbox/receipts/r.jsonl", good("FC1") + "\n")
+        try ws.write("inbox/orders/a.csv", ReconciliationTests.header + "ord-40,acct-40,FC1,coins.100,1,100\n"
+                     + "ord-41,acct,41,FC1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n")
+        try ws.run("2026-11-03")
+        let refused = try records("inbox/orders/a.csv")
+        XCTAssertEqual(refused.map(\.code), ["BAD_ORDER", "BAD_ORDER"])
+        XCTAssertTrue(refused[0].reason.hasSuffix("has 6 fields, the header has 11 (order ord-40)"), refused[0].reason)
+        XCTAssertTrue(refused[1].reason.hasSuffix("has 12 fields, the header has 11 (order ord-41)"), refused[1].reason)
+        try ws.write("inbox/orders/b.csv", ReconciliationTests.header + "ord-40,acct-40,FC1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n")
+        try ws.run("2026-11-04")
+        XCTAssertEqual(try ledger().read { try $0.rawRows("""
+            SELECT r.line, ifnull(r.resolved_note, '-') FROM source_record r JOIN source_file f ON f.id = r.file_id
+            WHERE f.path = 'inbox/orders/a.csv' ORDER BY r.line
+            """) }, [["2", "order ord-40 read again from inbox/orders/b.csv:2"], ["3", "-"]])
+        // A header with order_id elsewhere: such a row names no order (its fields may be shifted).
+        try ws.write("inbox/orders/c.csv", "account_id,order_id,transaction_id,product_id,quantity,credited_units,credited_at,environment,storefront,app_account_token,reversed_at\n"
+                     + "acct-42,ord-42,FC1,coins.100,1,100\n")
+        try ws.run("2026-11-05")
+        XCTAssertTrue(try records("inbox/orders/c.csv")[0].reason.hasSuffix("has 6 fields, the header has 11"))
+    }
+
     /// A `.json` file read while it was still being copied (no line end at its end): its last
     /// record, cut short, is TRUNCATED, as a JSON Lines file's last line is, and resolved when
     /// the file is read whole (it stayed rejected, MALFORMED, until dismissed by hand). A
