@@ -32,7 +32,7 @@ public enum RulesReader {
             digests[name] = Hashing.sha256Hex(data)
             guard let text = String(validatingUTF8Data: Data(data)) else { throw ReadError.file(display, "is not valid UTF-8") }
             do {
-                return try CSVTable(path: display, text: Substring(text), required: required)
+                return try CSVTable(path: display, text: Substring(withoutComments(text)), required: required)
             } catch let e as CSVError {
                 throw ReadError.line(display, e.line, e.message)
             }
@@ -168,6 +168,22 @@ public enum RulesReader {
         if bytes.count == 3 && bytes.allSatisfy({ (65...90).contains($0) }) { return nil }
         let upper = bytes.count == 3 && bytes.allSatisfy({ (65...90).contains($0) || (97...122).contains($0) })
         return "storefront \"\(code)\" is not a storefront code: three capital letters, as Apple writes them (ISO 3166-1 alpha-3\(upper ? ": \(code.uppercased())" : ", such as SWE"))"
+    }
+
+    /// The text with each comment line (its first character other than a space or tab `#`,
+    /// outside a quoted field) made blank: the CSV reader skips it, and every other line keeps
+    /// its number for the messages.
+    static func withoutComments(_ text: String) -> String {
+        guard text.utf8.contains(UInt8(ascii: "#")) else { return text }
+        var out: [Substring] = []
+        var inQuotes = false
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            let trimmed = line.drop { $0 == " " || $0 == "\t" }
+            if !inQuotes && trimmed.first == "#" { out.append(""); continue }
+            out.append(line)
+            for c in line.utf8 where c == UInt8(ascii: "\"") { inQuotes.toggle() }
+        }
+        return out.joined(separator: "\n")
     }
 
     /// The highest unit price the rules may give: `StoreBounds.maxPriceMilliunits`, in units.

@@ -672,6 +672,10 @@ final class HostileInputTests: XCTestCase {
         }
         XCTAssertThrowsError(try RulesReader.parse(files: files))
         XCTAssertNoThrow(try RulesReader.parse(files: files, checkCodes: false))
+        // Comment lines (# first) are read as blank, and the lines after them keep their numbers.
+        try ws.write("rules/prices.csv", "# prices, \"as sold\"\n  # indented too\n" + TestWorkspace.defaultPrices + "\n# the new ones\ncoins.10O,USA,1.09,2026-11-01\n")
+        XCTAssertThrowsError(try ws.run("2026-11-03")) { XCTAssertTrue("\($0)".contains("prices.csv:12: product coins.10O has no row in"), "\($0)") }
+        try ws.write("rules/prices.csv", "# prices\n" + TestWorkspace.defaultPrices + "\n")
         // Fixed, the night runs.
         XCTAssertNoThrow(try ws.run("2026-11-03"))
     }

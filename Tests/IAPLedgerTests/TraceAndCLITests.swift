@@ -150,14 +150,14 @@ final class TraceAndCLITests: XCTestCase {
                     """)
             }
         }
-        // The short row's fields may be shifted: it is kept with no order id.
-        XCTAssertEqual(try openRejected(), ["ord-71 line 2", "ord-72 line 4", "- line 5"])
+        // The short row's fields may be shifted, but not its first, order_id: it names its order.
+        XCTAssertEqual(try openRejected(), ["ord-71 line 2", "ord-72 line 4", "ord-74 line 5"])
         let shortRow = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path, readOnly: true).read {
             try Row.fetchAll($0.db, sql: "SELECT order_id, outcome FROM source_record WHERE line = 5")
         }
         XCTAssertEqual(shortRow.count, 1)
         XCTAssertEqual(shortRow.first?[1], "rejected")
-        XCTAssertNil(shortRow.first?[0] as String?)
+        XCTAssertEqual(shortRow.first?[0] as String?, "ord-74")
         var trace = try cli(["trace", "ord-71", "--workspace", ws.root.path])
         XCTAssertEqual(trace.status, 0, "an order known only from a refused line is traced: \(trace.err)")
         XCTAssertTrue(trace.out.contains("Order ord-71: 0 version(s)"), trace.out)
@@ -169,7 +169,7 @@ final class TraceAndCLITests: XCTestCase {
         // The backend sends the order again, corrected, the next night.
         try ws.write("inbox/orders/o2.csv", ReconciliationTests.header + "ord-71,acct-7,7101,coins.100,1,100,2026-10-05T10:01:00Z,production,DEU,,\n")
         try ws.run("2026-10-07")
-        XCTAssertEqual(try openRejected(), ["ord-72 line 4", "- line 5"], "the corrected order resolves its refused line; ord-72's later refused line stays open")
+        XCTAssertEqual(try openRejected(), ["ord-72 line 4", "ord-74 line 5"], "the corrected order resolves its refused line; ord-72's later refused line stays open")
         // Run Info's ledger totals count it as resolved, and still add up to every record.
         let (totals, records) = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path, readOnly: true).read {
             (try $0.totals(), try Int.fetchOne($0.db, sql: "SELECT count(*) FROM source_record") ?? 0)
@@ -193,7 +193,7 @@ final class TraceAndCLITests: XCTestCase {
         let first = try String(contentsOf: ws.root.appendingPathComponent("inbox/orders/o1.csv"), encoding: .utf8)
         try ws.write("inbox/orders/o1-resent.csv", first)
         try ws.run("2026-10-08")
-        XCTAssertEqual(try openRejected(), ["ord-72 line 4", "- line 5", "ord-71 line 2", "ord-72 line 4", "- line 5"])
+        XCTAssertEqual(try openRejected(), ["ord-72 line 4", "ord-74 line 5", "ord-71 line 2", "ord-72 line 4", "ord-74 line 5"])
         XCTAssertEqual(try cli(["trace", "ord-99", "--workspace", ws.root.path]).status, 1, "an id nothing names is still not found")
     }
 
