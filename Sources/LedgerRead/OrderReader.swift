@@ -44,7 +44,13 @@ public enum OrderReader {
         } catch let e as CSVError {
             return ([], Finding(code: "BAD_CSV", message: e.message, location: SourceLocation(path: path, line: e.line)), nil)
         } catch let e as ReadError {
-            return ([], Finding(code: "BAD_CSV", message: e.description, location: SourceLocation(path: path, line: 1)), nil)
+            // The finding names the file and line already: the message alone.
+            let message: String, line: Int
+            switch e {
+            case let .file(_, m): (message, line) = (m, 1)
+            case let .line(_, l, m): (message, line) = (m, l)
+            }
+            return ([], Finding(code: "BAD_CSV", message: message, location: SourceLocation(path: path, line: line)), nil)
         } catch {
             return ([], Finding(code: "BAD_CSV", message: "\(error)", location: SourceLocation(path: path, line: 1)), nil)
         }
