@@ -167,7 +167,7 @@ public struct TrueUp {
                     }
                     line.differenceMinor = line.ledgerProceedsMinor.map { line.appleProceedsMinor - $0 }
                     if rows.isEmpty { notes.insert("not in Apple's report", at: 0) }
-                    if l == nil { notes.insert("not in the ledger", at: 0) }
+                    if l == nil { notes.insert("not in the ledger for these days (never received, or dated just outside them)", at: 0) }
                     line.note = notes.joined(separator: "; ")
                     lines.append(line)
                 }

@@ -133,7 +133,7 @@ final class TrueUpTests: ScratchTestCase {
 
         let missing = try XCTUnwrap(lines["EUR coins.550"])
         XCTAssertEqual([missing.ledgerUnits, missing.ledgerProceedsMinor, missing.differenceMinor], [0, 0, 300])
-        XCTAssertEqual(missing.note, "not in the ledger")
+        XCTAssertEqual(missing.note, "not in the ledger for these days (never received, or dated just outside them)")
 
         let j = try XCTUnwrap(lines["JPY coins.100"])
         XCTAssertEqual([j.appleProceedsMinor, j.ledgerProceedsMinor, j.differenceMinor], [202, 101, 101])
