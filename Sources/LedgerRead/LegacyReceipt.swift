@@ -29,6 +29,9 @@ public struct LegacyItem: Equatable {
     /// Set when the response lists this transaction twice (`in_app` and `latest_receipt_info`)
     /// with a different product or quantity: which one is true cannot be told.
     public var disagreement: String?
+    /// Set when its two listings disagree on `is_trial_period`: the first listing's is taken
+    /// (as it always was, so stored records read as before) and the night says so.
+    public var trialDisagreement = false
     /// The purchase date of the copy that carried `cancellationMs`, when another copy did (the
     /// copies' purchase dates may differ by minutes): a refund is compared with its own copy.
     public var cancellationCopyPurchaseMs: Int64?
@@ -163,6 +166,7 @@ public enum LegacyReceiptParser {
                     // Purchase dates are not compared: real responses differ there (a subscription's
                     // `in_app` and `latest_receipt_info` 16 minutes apart, one with milliseconds).
                 }
+                if existing.isTrialPeriod != it.isTrialPeriod { existing.trialDisagreement = true }
                 if existing.cancellationMs == nil, let c = it.cancellationMs {
                     existing.cancellationMs = c
                     existing.cancellationCopyPurchaseMs = it.purchaseMs

@@ -84,7 +84,16 @@ public struct ReceiptVerifier {
         var findings: [Finding] = []
         for item in r.items {
             switch observation(item, book: book, bundleId: r.bundleId) {
-            case .success(let t): transactions.append(t)
+            case .success(let t):
+                transactions.append(t)
+                // Apple's own sandbox responses list a subscription's first period as a free
+                // trial in one array and not in the other: booked by the first listing, said.
+                if item.trialDisagreement {
+                    findings.append(Finding(code: "TRANSACTION_CONFLICT", message: "transaction \(t.transactionId) is listed twice in the response, "
+                        + "a free trial (is_trial_period) in one listing and not in the other: taken as \(t.isFreeTrial ? "a free trial (no entry)" : "paid (posted)"), "
+                        + "as its first listing says; book a correction if Apple's financial report says otherwise",
+                        location: location, transactionId: t.transactionId))
+                }
             case .failure(let why):
                 findings.append(Finding(code: "INVALID_TRANSACTION", message: why.message, location: location, transactionId: item.transactionId))
             }
