@@ -71,6 +71,10 @@ public struct NightlyRun {
         public var rulesChanged: (runId: Int64, lines: [String])? = nil
         /// Records an operator dismissed (`iapledger dismiss`) that this run resolved.
         public var recordsDismissed = 0
+        /// Records of earlier nights pending or rejected that this run's data settled (a pending
+        /// record verified by another, a cut line read whole, a refused order line corrected),
+        /// dismissals aside.
+        public var recordsSettled = 0
         /// Findings finance dismissed (`iapledger dismiss --finding`) that this run resolved.
         public var findingsDismissed = 0
     }
@@ -297,6 +301,7 @@ public struct NightlyRun {
                       rulesChanged: rulesChanged)
         result.recordsDismissed = dismissed
         result.findingsDismissed = findingsDismissed
+        if nothingNewSince == nil { result.recordsSettled = max(0, try ledger.read { try $0.recordsResolved(byRun: runId) } - dismissed) }
         if nothingNewSince == nil { result.repeatedFiles = try ledger.read { try $0.filesRepeatingEarlierOnes(runId: runId) } }
         committed?(result)
 

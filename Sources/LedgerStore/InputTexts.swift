@@ -75,6 +75,11 @@ extension LedgerReader {
         while let r = try cursor.next() { try body(try draft(r, postings: []), r["run_id"]) }
     }
 
+    /// How many records run `runId` resolved (settled by its data, or dismissed).
+    public func recordsResolved(byRun runId: Int64) throws -> Int {
+        try Int.fetchOne(db, sql: "SELECT count(*) FROM source_record WHERE resolved_run_id = ?", arguments: [runId]) ?? 0
+    }
+
     /// How many sale entries `book` holds.
     public func postedSales(book: Book) throws -> Int {
         try Int.fetchOne(db, sql: "SELECT count(*) FROM entry WHERE kind = 'sale' AND book = ?", arguments: [book.rawValue]) ?? 0

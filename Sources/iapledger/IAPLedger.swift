@@ -208,6 +208,9 @@ func printSummary(_ r: NightlyRun.Result) {
         print("  files read that repeat a file read before under another name (copied or renamed: their records are kept as theirs, and nothing they report is posted twice): "
               + r.repeatedFiles.map { "\(TerminalText.visible($0.path)) (as \(TerminalText.visible($0.earlier)), read by the night of \($0.readOn))" }.joined(separator: ", "))
     }
+    if r.recordsSettled > 0 {
+        print("  records settled by this night's data: \(r.recordsSettled) pending or rejected before (verified by another record, a cut line read whole, an order line corrected), off the open lists (trace says how)")
+    }
     if r.recordsDismissed > 0 {
         print("  records dismissed (`iapledger dismiss`): \(r.recordsDismissed), off the open lists with who dismissed them and why (trace shows it)")
     }

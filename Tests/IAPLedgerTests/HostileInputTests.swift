@@ -506,7 +506,7 @@ final class HostileInputTests: XCTestCase {
         // Whole, the next night (without a line end after the last line: read as any other).
         try ws.write("inbox/receipts/r.jsonl", r1 + "\n" + r2)
         try ws.write("inbox/orders/o.csv", ReconciliationTests.header + o1 + "\n" + o2 + "\n")
-        try ws.run("2026-11-07")
+        XCTAssertEqual(try ws.run("2026-11-07").recordsSettled, 2, "the summary counts what the night's data settled")
         XCTAssertEqual(try ledger().read { try $0.rawRows("""
             SELECT f.path, r.resolved_note FROM source_record r JOIN source_file f ON f.id = r.file_id
             WHERE r.reason_code = 'TRUNCATED' AND r.resolved_run_id IS NOT NULL ORDER BY f.path
