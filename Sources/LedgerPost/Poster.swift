@@ -89,7 +89,13 @@ public struct Poster {
             guard let unitMinor = Currency.minorUnits(ofMajor: price.price, currency: currency) else {
                 return .missingRule("price \(price.price) for \(t.productId) in \(storefrontCode) has more decimals than \(currency) allows")
             }
-            grossMinor = unitMinor * t.quantity
+            // (Checked: a price near the rules' bound in a three-decimal currency times a
+            // quantity near the receipts' would pass what 64-bit minor units hold.)
+            let (product, overflow) = unitMinor.multipliedReportingOverflow(by: t.quantity)
+            guard !overflow else {
+                return .missingRule("price \(price.price) \(currency) x \(t.quantity) for \(t.productId) in \(storefrontCode) is more than the ledger's amounts hold")
+            }
+            grossMinor = product
             unitPrice = price.price.description
             priceSource = "rules/prices.csv \(price.price) \(currency) from \(price.effectiveFrom) x \(t.quantity)"
         }

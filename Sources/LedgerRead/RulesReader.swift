@@ -25,6 +25,14 @@ public enum RulesReader {
     ///   after nights had run: the copies earlier runs kept, which `verify` reads back, are read
     ///   as those nights read them).
     public static func parse(files: [String: [UInt8]], displayPrefix: String = "rules/", checkCodes: Bool = true) throws -> Rules {
+        guard !checkCodes else { return try parse(files: files, displayPrefix: displayPrefix, checkCodes: true, comments: true) }
+        // A copy kept by an earlier version holds no comment lines (they were refused), but may
+        // hold a row that would read as one (an id starting with #): read as written first.
+        do { return try parse(files: files, displayPrefix: displayPrefix, checkCodes: false, comments: false) }
+        catch { return try parse(files: files, displayPrefix: displayPrefix, checkCodes: false, comments: true) }
+    }
+
+    static func parse(files: [String: [UInt8]], displayPrefix: String, checkCodes: Bool, comments: Bool) throws -> Rules {
         var digests: [String: String] = [:]
         func load(_ name: String, _ required: [String]) throws -> CSVTable {
             let display = displayPrefix + name
@@ -32,7 +40,7 @@ public enum RulesReader {
             digests[name] = Hashing.sha256Hex(data)
             guard let text = String(validatingUTF8Data: Data(data)) else { throw ReadError.file(display, "is not valid UTF-8") }
             do {
-                return try CSVTable(path: display, text: Substring(withoutComments(text)), required: required)
+                return try CSVTable(path: display, text: Substring(comments ? withoutComments(text) : text), required: required)
             } catch let e as CSVError {
                 throw ReadError.line(display, e.line, e.message)
             }
@@ -98,7 +106,7 @@ public enum RulesReader {
             }
             // The bound a signed price has (10 billion units): past it a sale's amounts could
             // pass what the ledger's integers hold.
-            guard price <= Self.maxPrice else {
+            guard !checkCodes || price <= Self.maxPrice else {
                 throw err("price \(price) is more than \(Self.maxPrice), the most a price may be")
             }
             // A price of 0 made every sale of a product "free": only a non-consumable may be
@@ -175,15 +183,22 @@ public enum RulesReader {
     /// its number for the messages.
     static func withoutComments(_ text: String) -> String {
         guard text.utf8.contains(UInt8(ascii: "#")) else { return text }
-        var out: [Substring] = []
+        // By bytes: a Swift string counts "\r\n" as one character, so a file saved with
+        // Windows line ends would not split on "\n" (its line ends are kept as they are).
+        var out: [UInt8] = []
+        out.reserveCapacity(text.utf8.count)
         var inQuotes = false
-        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
-            let trimmed = line.drop { $0 == " " || $0 == "\t" }
-            if !inQuotes && trimmed.first == "#" { out.append(""); continue }
-            out.append(line)
-            for c in line.utf8 where c == UInt8(ascii: "\"") { inQuotes.toggle() }
+        for (i, line) in text.utf8.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {
+            if i > 0 { out.append(0x0A) }
+            let first = line.first { $0 != 0x20 && $0 != 0x09 }
+            if !inQuotes && first == UInt8(ascii: "#") {
+                if line.last == 0x0D { out.append(0x0D) }   // a blank line, with its line end as written
+                continue
+            }
+            out.append(contentsOf: line)
+            for c in line where c == UInt8(ascii: "\"") { inQuotes.toggle() }
         }
-        return out.joined(separator: "\n")
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// The highest unit price the rules may give: `StoreBounds.maxPriceMilliunits`, in units.

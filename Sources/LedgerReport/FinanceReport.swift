@@ -4,6 +4,11 @@ import LedgerStore
 /// Builds the report models of a book as of a date, from the ledger, laid out by the book's
 /// layout (`finance.toml` or `sandbox.toml`). Plain data only: the writer turns them into XLSX.
 public struct FinanceReport {
+    /// Run Info lists at most this many open findings of each code (then says how many more).
+    public static let findingsListed = 1_000
+    /// This workbook's limit (the tests list fewer).
+    public var findingsLimit = FinanceReport.findingsListed
+
     public let reader: LedgerReader
     public let book: Book
     public let asOf: Day
@@ -278,11 +283,26 @@ public struct FinanceReport {
             SheetRow([.text($0.path), .integer(Int64($0.line)), .text($0.outcome), .text($0.code), .text($0.reason),
                       .date($0.firstSeen), .integer(Int64(asOf - $0.firstSeen))])
         }
-        // This book's findings, and those about transactions no book holds (their record did not verify).
-        let findings = try shared.allFindings(reader).filter { $0.isOpen(on: asOf) && ($0.book ?? book.rawValue) == book.rawValue }.map {
-            SheetRow([.text($0.code), .text($0.transactionId), .text($0.message), .date($0.firstSeen),
-                      .integer(Int64(asOf - $0.firstSeen))])
+        // This book's findings, and those about transactions no book holds (their record did not
+        // verify): the first `findingsListed` of each code, then a row saying how many more
+        // (a rules change may open one for every posted sale: `iapledger findings` lists all).
+        let open = try shared.findingsOpen(on: asOf, limit: findingsLimit, reader)
+        var findings: [SheetRow] = []
+        var previous: String? = nil
+        func more(after code: String) {
+            let total = (open.counts["\(book.rawValue)|\(code)"] ?? 0) + (open.counts["|\(code)"] ?? 0)
+            let listed = findings.filter { if case .text(let c) = $0.cells[0] { return c == code }; return false }.count
+            guard total > listed else { return }
+            findings.append(SheetRow([.text(code), .empty, .text("... and \(total - listed) more open \(code) findings, not listed here: `iapledger findings --code \(code)` lists them all"),
+                                      .empty, .empty]))
         }
+        for f in open.rows where (f.book ?? book.rawValue) == book.rawValue {
+            if let p = previous, p != f.code { more(after: p) }
+            previous = f.code
+            findings.append(SheetRow([.text(f.code), .text(f.transactionId), .text(f.message), .date(f.firstSeen),
+                                      .integer(Int64(asOf - f.firstSeen))]))
+        }
+        if let p = previous { more(after: p) }
         return SheetContent(key: "run_info", tables: [
             TableBlock(key: "info", columns: ReportSchema.runInfo, rows: info),
             TableBlock(key: "files", columns: ReportSchema.runInfoFiles, rows: files),

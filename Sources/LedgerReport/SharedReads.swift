@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 import LedgerStore
 
 /// Reads of the whole ledger that every workbook of a night makes alike (its totals, every
@@ -10,7 +11,7 @@ import LedgerStore
 public final class SharedReads: @unchecked Sendable {
     private let lock = NSLock()
     private var totals: LedgerTotals?
-    private var findings: [FindingRow]?
+    private var openFindings: [Day: (rows: [FindingRow], counts: [String: Int])] = [:]
     private var problems: [RecordProblem]?
 
     public init() {}
@@ -27,13 +28,23 @@ public final class SharedReads: @unchecked Sendable {
     }
 
     func totals(_ reader: LedgerReader) throws -> LedgerTotals { try once(\.totals) { try reader.totals() } }
-    func allFindings(_ reader: LedgerReader) throws -> [FindingRow] { try once(\.findings) { try reader.findings(openOnly: false) } }
+    /// The findings open on `day`, at most `limit` of each book and code, with their counts.
+    func findingsOpen(on day: Day, limit: Int, _ reader: LedgerReader) throws -> (rows: [FindingRow], counts: [String: Int]) {
+        lock.lock()
+        defer { lock.unlock() }
+        if let value = openFindings[day] { return value }
+        let value = try reader.findingsOpen(on: day, limit: limit)
+        openFindings[day] = value
+        return value
+    }
     func recordProblems(_ reader: LedgerReader) throws -> [RecordProblem] { try once(\.problems) { try reader.recordProblems() } }
 }
 
 extension Optional where Wrapped == SharedReads {
     /// Through the shared reads when there are any, else straight from `reader`.
     func totals(_ reader: LedgerReader) throws -> LedgerTotals { try self?.totals(reader) ?? reader.totals() }
-    func allFindings(_ reader: LedgerReader) throws -> [FindingRow] { try self?.allFindings(reader) ?? reader.findings(openOnly: false) }
+    func findingsOpen(on day: Day, limit: Int, _ reader: LedgerReader) throws -> (rows: [FindingRow], counts: [String: Int]) {
+        try self?.findingsOpen(on: day, limit: limit, reader) ?? reader.findingsOpen(on: day, limit: limit)
+    }
     func recordProblems(_ reader: LedgerReader) throws -> [RecordProblem] { try self?.recordProblems(reader) ?? reader.recordProblems() }
 }

@@ -121,9 +121,11 @@ public enum Dismiss {
             }
             var seenFindings = Set<Int64>()
             for f in findings {
-                let found = try w.findingCandidates(code: f.code, transactionId: f.transactionId)
+                // CODE:* is every finding of the code open now (a rules change opens one per sale).
+                let found = f.transactionId == "*" ? try w.openFindingCandidates(code: f.code)
+                    : try w.findingCandidates(code: f.code, transactionId: f.transactionId)
                 guard !found.isEmpty else {
-                    throw StoreError(message: "\(f.code):\(f.transactionId): the ledger holds no such finding; nothing was dismissed")
+                    throw StoreError(message: "\(f.code):\(f.transactionId): the ledger holds no such finding\(f.transactionId == "*" ? " open" : ""); nothing was dismissed")
                 }
                 for c in found where seenFindings.insert(c.findingId).inserted {
                     if c.resolved { result.findingsAlreadySettled.append(c) }

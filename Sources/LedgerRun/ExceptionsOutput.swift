@@ -61,3 +61,44 @@ public enum ExceptionsOutput {
         }
     }
 }
+
+/// Lists findings (`iapledger findings`) for the terminal, CSV or JSON Lines, a row at a time:
+/// a rules change may open one for every posted sale, more than a workbook's Run Info lists.
+public enum FindingsOutput {
+    struct JSONRow: Encodable {
+        var code: String
+        var transaction_id: String
+        var book: String?
+        var status: String
+        var first_seen: String
+        var resolved_on: String?
+        var resolution: String?
+        var detail: String
+    }
+
+    /// Writes every finding of `status` (and `code`) through `write`; returns how many.
+    @discardableResult
+    public static func write(_ reader: LedgerReader, status: String, code: String?, format: String, write: (String) -> Void) throws -> Int {
+        var n = 0
+        let enc = JSONEncoder()
+        enc.outputFormatting = [.sortedKeys]
+        if format == "csv" { write("code,transaction_id,book,status,first_seen,resolved_on,resolution,detail\n") }
+        try reader.forEachFinding(status: status, code: code) { f, note in
+            n += 1
+            let status = f.resolvedOn == nil ? "open" : (note == nil ? "resolved" : "dismissed")
+            switch format {
+            case "json":
+                let row = JSONRow(code: f.code, transaction_id: f.transactionId, book: f.book, status: status, first_seen: f.firstSeen.description,
+                                  resolved_on: f.resolvedOn?.description, resolution: note, detail: f.message)
+                write(String(decoding: (try? enc.encode(row)) ?? Data("{}".utf8), as: UTF8.self) + "\n")
+            case "csv":
+                write([f.code, f.transactionId, f.book ?? "", status, f.firstSeen.description, f.resolvedOn?.description ?? "", note ?? "", f.message]
+                    .map(CSV.escape).joined(separator: ",") + "\n")
+            default:
+                write("\(status.padding(toLength: 9, withPad: " ", startingAt: 0)) \(f.code.padding(toLength: 26, withPad: " ", startingAt: 0)) tx \(f.transactionId.isEmpty ? "-" : TerminalText.visible(f.transactionId)) \(f.book ?? "-") first seen \(f.firstSeen)\(f.resolvedOn.map { " resolved \($0)" } ?? "")\n    \(TerminalText.visible(f.message))\(note.map { "\n    " + TerminalText.visible($0) } ?? "")\n")
+            }
+        }
+        if format == "table" { write(n == 0 ? "No findings.\n" : "\(n) finding(s)\n") }
+        return n
+    }
+}

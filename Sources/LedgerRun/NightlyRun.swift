@@ -34,8 +34,11 @@ public struct NightlyRun {
         /// Those of them kept as they were (a journal export unchanged since it was written).
         public var keptFiles: [URL] = []
         /// The records this run read and could not post (still open at its end), then the
-        /// findings it opened (`MISSING_RULE`, `PRICE_MISMATCH`, ...), one line each.
+        /// first of the findings it opened (`MISSING_RULE`, `PRICE_MISMATCH`, ...; all of
+        /// them are `newFindings`), one line each.
         public var problems: [String]
+        /// How many findings this run opened (still open at its end).
+        public var newFindings = 0
         /// How many of `problems` are records (the rest are findings).
         public var problemRecords = 0
         /// The records of `problems` by outcome and reason code ("pending RETRYABLE"), and its
@@ -281,14 +284,16 @@ public struct NightlyRun {
         // What this run read and could not post, as it stands at the end of the run.
         let notPostedRecords = try ledger.read { try $0.recordProblems() }.filter { $0.runId == runId && !$0.resolved }
         let notPosted = notPostedRecords.map { "\($0.path):\($0.line): \($0.outcome): \($0.reason)" }
-        let newFindingRows = try ledger.read { try $0.findings(openOnly: true) }.filter { $0.firstRunId == runId }
-        let newFindings = newFindingRows.map { "\($0.code) \($0.transactionId): \($0.message)" }
+        // The findings it opened: counted by code and the first of them (a rules change may open
+        // one for every posted sale: not read whole).
+        let opened = try ledger.read { try $0.findingsOpened(byRun: runId, limit: 10) }
+        let newFindings = opened.first.map { "\($0.code) \($0.transactionId): \($0.message)" }
         let problems = nothingNewSince == nil ? notPosted + newFindings : []
         var result = Result(runId: runId, asOf: asOf, counts: counts, filesRead: filesRead, filesSkipped: filesSkipped,
                       totals: totals, workbooks: [], problems: problems,
                       problemRecords: nothingNewSince == nil ? notPosted.count : 0,
                       recordCounts: nothingNewSince == nil ? Self.counted(notPostedRecords.map { "\($0.outcome) \($0.code)" }) : [],
-                      findingCounts: nothingNewSince == nil ? Self.counted(newFindingRows.map(\.code)) : [],
+                      findingCounts: nothingNewSince == nil ? opened.counts.map { (key: $0.code, count: $0.count) } : [],
                       nothingNewSinceRun: nothingNewSince,
                       notRead: notRead, changedFiles: changedFiles, datedAfterAsOf: datedAfter, closedByConfig: closedByConfig,
                       closeWarnings: try closedByConfig.map { m in
@@ -299,6 +304,7 @@ public struct NightlyRun {
                       } ?? [],
                       exceptions: try ledger.read { try $0.exceptionCounts(runId: runId) },
                       rulesChanged: rulesChanged)
+        result.newFindings = nothingNewSince == nil ? opened.counts.reduce(0) { $0 + $1.count } : 0
         result.recordsDismissed = dismissed
         result.findingsDismissed = findingsDismissed
         if nothingNewSince == nil { result.recordsSettled = max(0, try ledger.read { try $0.recordsResolved(byRun: runId) } - dismissed) }
@@ -1240,6 +1246,15 @@ struct Ingest {
             let recordId = try writer.addRecord(info)
             counts.verified += 1
             for f in findings {
+                // Two listings of a transaction that disagree (its trial): said once per
+                // transaction, by the record that first said it; later responses repeating the
+                // subscription's history say it again.
+                if f.code == "TRANSACTION_CONFLICT", let id = f.transactionId {
+                    if try writer.findingMessage(code: f.code, transactionId: id) == nil {
+                        try writer.openFinding(code: f.code, transactionId: id, recordId: nil, message: "\(location): \(f.message)", runId: runId)
+                    }
+                    continue
+                }
                 try writer.openFinding(code: f.code, transactionId: f.transactionId ?? "", recordId: recordId,
                                        message: "\(location): \(f.message)", runId: runId)
                 try noteRefused(f.code, transactionId: f.transactionId, recordId: recordId)

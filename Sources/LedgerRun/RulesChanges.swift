@@ -54,8 +54,15 @@ enum RulesChanges {
         var current: [String: String] = [:]
         if let sha = config.sourceSHA256 { current["iapledger.toml"] = sha }
         for (name, sha) in rules.sourceSHA256 { current["rules/" + name] = sha }
-        let changed = try w.runFiles(last.id).filter { f in current[f.path].map { $0 != f.sha256 } ?? false }
+        let files = try w.runFiles(last.id)
+        let changed = files.filter { f in current[f.path].map { $0 != f.sha256 } ?? false }
         guard !changed.isEmpty else { return nil }
+        // The config alone changed, in nothing a sale is priced by (closed_through each month,
+        // the journal cap, the reconciliation scope): nothing to check.
+        if changed.map(\.path) == ["iapledger.toml"], case .kept(_, let then) = try Audit.RunRules.load(files, reader: w),
+           samePricing(then, config) {
+            return nil
+        }
         return try progress.stage("check sales against changed rules", total: try w.postedSales(book: .production), unit: "sales") { tick in
             try check(w, runId: runId, lastRun: last.id, rules: rules, config: config, tick: tick)
         }
@@ -86,13 +93,22 @@ enum RulesChanges {
             return try NightlyRun.subscriptionPaidDays(of: t, writer: w, poster: poster, chains: &chains)
         }
 
+        // A rules-priced sale whose currency is not its storefront's now: the transaction may
+        // have named its own (read only then).
+        func ownCurrency(_ e: EntryDraft) throws -> String? {
+            guard e.rules.unitPrice != nil, let sf = rules.storefront(e.rules.storefront, on: e.originalDate), sf.currency != e.figures.currency
+            else { return nil }
+            return try w.transaction(e.transactionId)?.observation.currency.map(Currency.isoUppercased)
+        }
+
         var groups: [[Change]: (count: Int, net: Int64, commission: Int64, proceeds: Int64, unbookable: Int)] = [:]
         var opened = 0, resolved = 0
         try w.forEachPostedSale(book: .production) { e, postedByRun in
             tick.advance()
             let known = earlier.contains(e.transactionId) ? try w.transactionFinding(code: code, transactionId: e.transactionId) : nil
             let share = refunded[e.transactionId] ?? 0
-            guard share < 100_000, let r = restated(e, rules: rules, config: config, paidDays: try paidDays(e, runId: postedByRun)) else {
+            guard share < 100_000, let r = restated(e, rules: rules, config: config, paidDays: try paidDays(e, runId: postedByRun),
+                                                    transactionCurrency: try ownCurrency(e)) else {
                 if let known, known.open {
                     try w.resolveFinding(code: code, transactionId: e.transactionId, runId: runId)
                     resolved += 1
@@ -143,6 +159,14 @@ enum RulesChanges {
         return lines.isEmpty ? nil : Outcome(runId: lastRun, lines: lines, opened: opened, resolved: resolved)
     }
 
+    /// Whether two configs price a sale alike (what `Poster` reads of them).
+    static func samePricing(_ a: WorkspaceConfig, _ b: WorkspaceConfig) -> Bool {
+        a.reportingCurrency == b.reportingCurrency && Currency.isoUppercased(a.defaultStorefront) == Currency.isoUppercased(b.defaultStorefront)
+            && a.commissionStandard == b.commissionStandard && a.commissionReduced == b.commissionReduced
+            && a.smallBusiness == b.smallBusiness && a.subscriptionReducedAfterDays == b.subscriptionReducedAfterDays
+            && a.subscriptionGraceDays == b.subscriptionGraceDays
+    }
+
     /// The finding's message: what differs, and what each set of rules books.
     static func message(_ e: EntryDraft, _ r: Restated, refundedShare share: Int64 = 0) -> String {
         let f0 = e.figures
@@ -160,7 +184,10 @@ enum RulesChanges {
     /// amounts); otherwise what differs and what they give. Its storefront is the one it
     /// recorded (unless that was `default_storefront`, which is the config's now), its paid
     /// days those it recorded, its quantity its gross over the unit price the rules gave it.
-    static func restated(_ e: EntryDraft, rules: Rules, config: WorkspaceConfig, paidDays: Int? = nil) -> Restated? {
+    /// - Parameter transactionCurrency: the currency the transaction named itself, if any (a
+    ///   rules-priced sale is priced in it, not in its storefront's).
+    static func restated(_ e: EntryDraft, rules: Rules, config: WorkspaceConfig, paidDays: Int? = nil,
+                         transactionCurrency: String? = nil) -> Restated? {
         let a = e.rules, day = e.originalDate, old = e.figures
         var changes: [Change] = []
         var bookable = true
@@ -186,18 +213,22 @@ enum RulesChanges {
         if let unitText = a.unitPrice, let unit = ExactDecimal(unitText), let sf {
             let price = rules.price(product: e.productId, storefront: code, on: day)
             let oldUnitMinor = Currency.minorUnits(ofMajor: unit, currency: old.currency) ?? 0
-            if let price, price.price != unit {
-                changes.append(Change(file: "rules/prices.csv", key: "\(e.productId) in \(code)", was: "\(unitText) \(old.currency)",
-                                      now: "\(price.price) \(sf.currency)"))
-            } else if price != nil, sf.currency != old.currency {
-                changes.append(Change(file: "rules/storefronts.csv", key: "\(code) currency", was: old.currency, now: sf.currency))
+            // The currency it is priced in: the transaction's own when it named one (as posting
+            // takes it), else the storefront's.
+            let priced = transactionCurrency ?? sf.currency
+            let key = code == a.storefront ? "\(e.productId) in \(code)" : "\(e.productId) in \(a.storefront) -> \(code)"
+            if let price, price.price != unit || code != a.storefront {
+                changes.append(Change(file: "rules/prices.csv", key: key, was: "\(unitText) \(old.currency)", now: "\(price.price) \(priced)"))
+            } else if price != nil, priced != old.currency {
+                changes.append(Change(file: "rules/storefronts.csv", key: "\(code) currency", was: old.currency, now: priced))
             } else if price == nil {
-                changes.append(Change(file: "rules/prices.csv", key: "\(e.productId) in \(code)", was: "\(unitText) \(old.currency)", now: "(no price)"))
+                changes.append(Change(file: "rules/prices.csv", key: key, was: "\(unitText) \(old.currency)", now: "(no price)"))
             }
-            if let price, oldUnitMinor > 0, let newUnit = Currency.minorUnits(ofMajor: price.price, currency: sf.currency) {
-                gross = newUnit * (old.grossMinor / oldUnitMinor)
-                currency = sf.currency
-            } else if price?.price != unit || sf.currency != old.currency {
+            if let price, oldUnitMinor > 0, let newUnit = Currency.minorUnits(ofMajor: price.price, currency: priced),
+               case let (g, overflow) = newUnit.multipliedReportingOverflow(by: old.grossMinor / oldUnitMinor), !overflow {
+                gross = g
+                currency = priced
+            } else if price?.price != unit || priced != old.currency {
                 bookable = false
             }
         }

@@ -81,6 +81,18 @@ extension LedgerReader {
         }
     }
 
+    /// Every open finding of `code`, as it reads now.
+    public func openFindingCandidates(code: String) throws -> [FindingCandidate] {
+        let asked = try db.tableExists("finding_dismissal")
+            ? "EXISTS (SELECT 1 FROM finding_dismissal d WHERE d.finding_id = f.id AND d.message = f.message)" : "0"
+        return try Row.fetchAll(db, sql: """
+            SELECT f.id, f.code, f.transaction_id, f.message, \(asked)
+            FROM finding f WHERE f.code = ? AND f.resolved_run_id IS NULL ORDER BY f.transaction_id, f.id
+            """, arguments: [code]).map {
+            FindingCandidate(findingId: $0[0], code: $0[1], transactionId: $0[2], message: $0[3], resolved: false, resolvedNote: nil, asked: $0[4])
+        }
+    }
+
     /// The message of the finding of `code` about `transactionId` that names no record, if any.
     public func findingMessage(code: String, transactionId: String) throws -> String? {
         try String.fetchOne(db.cachedStatement(sql: "SELECT message FROM finding WHERE code = ? AND transaction_id = ? AND record_id IS NULL"),

@@ -75,9 +75,12 @@ extension LedgerReader {
         while let r = try cursor.next() { try body(try draft(r, postings: []), r["run_id"]) }
     }
 
-    /// How many records run `runId` resolved (settled by its data, or dismissed).
+    /// How many records of earlier runs' files run `runId` resolved (settled by its data, or
+    /// dismissed); its own records settled the same night are not counted.
     public func recordsResolved(byRun runId: Int64) throws -> Int {
-        try Int.fetchOne(db, sql: "SELECT count(*) FROM source_record WHERE resolved_run_id = ?", arguments: [runId]) ?? 0
+        try Int.fetchOne(db, sql: """
+            SELECT count(*) FROM source_record r JOIN source_file f ON f.id = r.file_id WHERE r.resolved_run_id = ? AND f.run_id < ?
+            """, arguments: [runId, runId]) ?? 0
     }
 
     /// How many sale entries `book` holds.

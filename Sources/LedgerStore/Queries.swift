@@ -324,6 +324,75 @@ extension LedgerReader {
         }
     }
 
+    /// The findings open on `day` (raised by a run as of it or before, not resolved by then),
+    /// at most `limit` of each book and code (in transaction order), and how many of each
+    /// there are ("book|code"; an empty book for those of no book): bounded, however many a
+    /// night opened (a rules change may open one for every posted sale).
+    public func findingsOpen(on day: Day, limit: Int) throws -> (rows: [FindingRow], counts: [String: Int]) {
+        var rows: [FindingRow] = [], counts: [String: Int] = [:]
+        for r in try Row.fetchAll(db, sql: """
+            WITH open AS (
+                SELECT f.id, f.code, f.transaction_id,
+                       ifnull((SELECT t.book FROM store_transaction t WHERE t.transaction_id = f.transaction_id),
+                              (SELECT CASE lower(r.environment) WHEN 'sandbox' THEN 'sandbox' WHEN 'production' THEN 'production' END
+                               FROM source_record r WHERE r.id = f.record_id)) AS book
+                FROM finding f JOIN run r1 ON r1.id = f.first_run_id LEFT JOIN run r2 ON r2.id = f.resolved_run_id
+                WHERE r1.as_of <= ?1 AND (f.resolved_run_id IS NULL OR r2.as_of > ?1)),
+            -- Numbered without their messages (the sort a window needs holds every row it numbers).
+            numbered AS (
+                SELECT id, book, row_number() OVER (PARTITION BY ifnull(book, ''), code ORDER BY transaction_id, id) AS n,
+                       count(*) OVER (PARTITION BY ifnull(book, ''), code) AS total
+                FROM open)
+            SELECT f.code, f.transaction_id, f.message, r1.as_of, r2.as_of, f.first_run_id, numbered.book, n, total
+            FROM numbered JOIN finding f ON f.id = numbered.id JOIN run r1 ON r1.id = f.first_run_id LEFT JOIN run r2 ON r2.id = f.resolved_run_id
+            WHERE n <= ?2 ORDER BY f.code, f.transaction_id, f.id
+            """, arguments: [day.description, limit]) {
+            let book: String? = r[6]
+            rows.append(FindingRow(code: r[0], transactionId: r[1], message: r[2], firstSeen: Day(iso: r[3] as String)!,
+                                   resolvedOn: (r[4] as String?).flatMap { Day(iso: $0) }, firstRunId: r[5], book: book))
+            counts["\(book ?? "")|\(r[0] as String)"] = r[8]
+        }
+        return (rows, counts)
+    }
+
+    /// Every finding (open, resolved or both; of one code or all), in code and transaction
+    /// order, read as a stream (a rules change may open one for every posted sale), with its
+    /// book, and the note it was resolved with (a dismissal's; schema v30 on).
+    public func forEachFinding(status: String, code: String?, _ body: (FindingRow, _ note: String?) throws -> Void) throws {
+        var conditions: [String] = []
+        var arguments: [DatabaseValueConvertible] = []
+        if status == "open" { conditions.append("f.resolved_run_id IS NULL") } else if status == "resolved" { conditions.append("f.resolved_run_id IS NOT NULL") }
+        if let code { conditions.append("f.code = ?"); arguments.append(code) }
+        let note = try hasFindingNotes() ? "f.resolved_note" : "NULL"
+        let cursor = try Row.fetchCursor(db, sql: """
+            SELECT f.code, f.transaction_id, f.message, r1.as_of, r2.as_of, f.first_run_id,
+                   ifnull((SELECT t.book FROM store_transaction t WHERE t.transaction_id = f.transaction_id),
+                          (SELECT CASE lower(r.environment) WHEN 'sandbox' THEN 'sandbox' WHEN 'production' THEN 'production' END
+                           FROM source_record r WHERE r.id = f.record_id)), \(note)
+            FROM finding f JOIN run r1 ON r1.id = f.first_run_id LEFT JOIN run r2 ON r2.id = f.resolved_run_id
+            \(conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND "))
+            ORDER BY f.code, f.transaction_id, f.id
+            """, arguments: StatementArguments(arguments))
+        while let r = try cursor.next() {
+            try body(FindingRow(code: r[0], transactionId: r[1], message: r[2], firstSeen: Day(iso: r[3] as String)!,
+                                resolvedOn: (r[4] as String?).flatMap { Day(iso: $0) }, firstRunId: r[5], book: r[6]), r[7])
+        }
+    }
+
+    /// The findings run `runId` opened: how many of each code, and the first `limit` of them.
+    public func findingsOpened(byRun runId: Int64, limit: Int) throws -> (counts: [(code: String, count: Int)], first: [FindingRow]) {
+        let counts = try Row.fetchAll(db, sql: """
+            SELECT code, count(*) FROM finding WHERE first_run_id = ? AND resolved_run_id IS NULL GROUP BY code ORDER BY count(*) DESC, code
+            """, arguments: [runId]).map { ($0[0] as String, $0[1] as Int) }
+        let first = try Row.fetchAll(db, sql: """
+            SELECT f.code, f.transaction_id, f.message, r1.as_of, f.first_run_id FROM finding f JOIN run r1 ON r1.id = f.first_run_id
+            WHERE f.first_run_id = ? AND f.resolved_run_id IS NULL ORDER BY f.code, f.transaction_id, f.id LIMIT ?
+            """, arguments: [runId, limit]).map {
+            FindingRow(code: $0[0], transactionId: $0[1], message: $0[2], firstSeen: Day(iso: $0[3] as String)!, resolvedOn: nil, firstRunId: $0[4])
+        }
+        return (counts, first)
+    }
+
     public func findings(openOnly: Bool) throws -> [FindingRow] {
         try Row.fetchAll(db.cachedStatement(sql: """
             SELECT f.code, f.transaction_id, f.message, r1.as_of, r2.as_of, f.first_run_id,

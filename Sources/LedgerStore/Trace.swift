@@ -267,8 +267,8 @@ extension LedgerReader {
         let obs = stored?.observation
         let freeBecause: String? = status != "free" || obs == nil ? nil
             : obs!.isFreeTrial ? "a free trial or introductory period, or a family member's shared access"
-            : obs!.priceMilliunits == 0 ? "its signed price is 0 (an offer)"
-            : "rules/prices.csv priced it 0 on its purchase date (a non-consumable's free tier)"
+            : obs!.priceMilliunits.map { $0 == 0 ? "its signed price is 0 (an offer)" : "its signed price, \($0) milliunits, is less than the currency's smallest unit" }
+            ?? "rules/prices.csv priced it 0 on its purchase date (a non-consumable's free tier)"
         var trace = TransactionTrace(
             transaction_id: id, book: obs?.book.rawValue, status: status,
             pending_reason: stored?.saleStatus == "pending" ? stored?.pendingReason : (status == "pending" ? sources.first { $0.outcome == "pending" && $0.resolved_on == nil }?.verification : nil),

@@ -90,8 +90,8 @@ public struct ReceiptVerifier {
                 // trial in one array and not in the other: booked by the first listing, said.
                 if item.trialDisagreement {
                     findings.append(Finding(code: "TRANSACTION_CONFLICT", message: "transaction \(t.transactionId) is listed twice in the response, "
-                        + "a free trial (is_trial_period) in one listing and not in the other: taken as \(t.isFreeTrial ? "a free trial (no entry)" : "paid (posted)"), "
-                        + "as its first listing says; book a correction if Apple's financial report says otherwise",
+                        + "a free trial (is_trial_period) in one listing and not in the other: taken as its first listing says (is_trial_period \(item.isTrialPeriod)); "
+                        + "book a correction if Apple's financial report says otherwise",
                         location: location, transactionId: t.transactionId))
                 }
             case .failure(let why):

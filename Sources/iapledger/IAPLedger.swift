@@ -6,6 +6,7 @@ import LedgerRead
 import LedgerRun
 import LedgerStore
 import LedgerReconcile
+import LedgerReport
 
 @main
 struct IAPLedger: ParsableCommand {
@@ -13,7 +14,7 @@ struct IAPLedger: ParsableCommand {
         commandName: "iapledger",
         abstract: "Nightly in-app-purchase books: verified store data in, double-entry ledger and XLSX workbooks out.",
         version: NightlyRun.toolVersion,
-        subcommands: [Init.self, Run.self, Balance.self, Exceptions.self, Trace.self, Verify.self, Close.self, Dismiss.self, Report.self, TrueUpCommand.self, Demo.self]
+        subcommands: [Init.self, Run.self, Balance.self, Exceptions.self, Findings.self, Trace.self, Verify.self, Close.self, Dismiss.self, Report.self, TrueUpCommand.self, Demo.self]
     )
 }
 
@@ -239,17 +240,18 @@ func printSummary(_ r: NightlyRun.Result) {
     print("  chain head: \(t.chainHead) (the last entry's hash; keep it: `iapledger verify --runs` shows it again)")
     if let seal = t.seal { print("  seal: \(seal) (the ledger's seal: its records, files and closes too; keep it: `iapledger verify` shows it again)") }
     if !r.problems.isEmpty {
-        let findings = r.problems.count - r.problemRecords
+        let findings = r.newFindings
         print("  this run: \(r.problemRecords) record\(r.problemRecords == 1 ? "" : "s") still pending or rejected (not posted), \(findings) new finding\(findings == 1 ? "" : "s"); see Run Info in the workbook:")
         // Records, then findings: each kind with its count by reason, then its first ten lines.
-        func list(_ lines: ArraySlice<String>, counts: [(key: String, count: Int)], noun: String) {
+        func list(_ lines: ArraySlice<String>, total: Int, counts: [(key: String, count: Int)], noun: String, all: String) {
             guard !lines.isEmpty else { return }
             print("    \(noun)s: " + counts.map { "\($0.count) \(TerminalText.visible($0.key))" }.joined(separator: ", "))
             for p in lines.prefix(10) { print("      " + TerminalText.visible(p)) }
-            if lines.count > 10 { print("      ... and \(lines.count - 10) more \(noun)\(lines.count - 10 == 1 ? "" : "s") (Run Info lists them all)") }
+            if total > 10 { print("      ... and \(total - 10) more \(noun)\(total - 10 == 1 ? "" : "s") (\(all))") }
         }
-        list(r.problems.prefix(r.problemRecords), counts: r.recordCounts, noun: "record")
-        list(r.problems.dropFirst(r.problemRecords), counts: r.findingCounts, noun: "finding")
+        list(r.problems.prefix(r.problemRecords), total: r.problemRecords, counts: r.recordCounts, noun: "record", all: "Run Info lists them all")
+        list(r.problems.dropFirst(r.problemRecords), total: r.newFindings, counts: r.findingCounts, noun: "finding",
+             all: "`iapledger findings` lists them all, Run Info the first \(FinanceReport.findingsListed) of each code")
     }
     if r.datedAfterAsOf.count > 0, let latest = r.datedAfterAsOf.latest {
         let n = r.datedAfterAsOf.count
@@ -381,7 +383,7 @@ struct Dismiss: ParsableCommand {
 
     @Argument(help: "Files read, as the night's summary, Run Info and trace name them (inbox/orders/orders.csv), each with :LINE for one line, else every record of the file (every version read) not settled.")
     var records: [String] = []
-    @Option(name: .customLong("finding"), help: "A finding left for finance to book by hand, CODE:TRANSACTION (PRICE_MISMATCH:2000000375872989), once booked: it leaves the open lists as it reads now (found again with another message, it opens again). Repeatable.")
+    @Option(name: .customLong("finding"), help: "A finding left for finance to book by hand, CODE:TRANSACTION (PRICE_MISMATCH:2000000375872989), once booked: it leaves the open lists as it reads now (found again with another message, it opens again); CODE:* for every open finding of that code (RULES_CHANGED:*, once the correction of all is booked). Repeatable.")
     var findings: [String] = []
     @OptionGroup var ws: WorkspaceOption
     @Option(help: "Why they are dismissed, as recorded in the ledger.") var reason: String
@@ -472,6 +474,29 @@ struct Exceptions: ParsableCommand {
             }
             let day = try asOf ?? parseDay(nil)
             print(ExceptionsOutput.render(rows, asOf: day, format: format.rawValue), terminator: "")
+        }
+    }
+}
+
+struct Findings: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List findings (MISSING_RULE, ORDER_WAIT, PRICE_MISMATCH, RULES_CHANGED, ...): every one, where Run Info lists the first of each code.",
+        discussion: "Open ones by default. --format csv for a spreadsheet, json for one JSON object a line (JSON Lines). Each row: code, transaction, book, status (open, resolved, or dismissed with `iapledger dismiss`), first seen, resolved on, the dismissal's note, the detail.")
+
+    enum Status: String, ExpressibleByArgument, CaseIterable { case open, resolved, all }
+    enum Format: String, ExpressibleByArgument, CaseIterable { case table, csv, json }
+
+    @OptionGroup var ws: WorkspaceOption
+    @Option(help: "open, resolved or all.") var status: Status = .open
+    @Option(help: "Only this code (e.g. RULES_CHANGED).") var code: String?
+    @Option(help: "Output format: table, csv or json (JSON Lines).") var format: Format = .table
+
+    func run() throws {
+        try runReporting {
+            let (_, ledger) = try Workspace(ws.url).openExistingLedger()
+            try ledger.read { r in
+                try FindingsOutput.write(r, status: status.rawValue, code: code, format: format.rawValue) { print($0, terminator: "") }
+            }
         }
     }
 }

@@ -263,6 +263,20 @@ final class HostileInputTests: XCTestCase {
         XCTAssertTrue(r2[1].reason.contains("truncated"), r2[1].reason)
     }
 
+    /// The rules' highest price in a three-decimal currency times the receipts' highest quantity
+    /// passes 64-bit minor units: the sale waits with a reason (the night crashed, exit 132).
+    func testAPriceTimesAQuantityPastWhatTheLedgerHoldsWaits() throws {
+        try ws.write("rules/prices.csv", TestWorkspace.defaultPrices.replacingOccurrences(of: "coins.100,KWT,0.300,2020-01-01", with: "coins.100,KWT,9999999999.999,2020-01-01"))
+        try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("OV1", quantity: 1_000_000, purchased: "2026-10-05T10:00:00Z"),
+                                                                Receipt.item("OV2", purchased: "2026-10-05T10:00:00Z")]) + "\n")
+        try ws.write("inbox/orders/o.csv", ReconciliationTests.header + "ord-1,a1,OV1,coins.100,1000000,100000000,2026-10-05T10:01:00Z,production,KWT,,\n")
+        XCTAssertNoThrow(try ws.run("2026-11-03"))
+        let waits = try ledger().read { try $0.rawRows("SELECT sale_status, ifnull(pending_reason, '') FROM store_transaction WHERE transaction_id = 'OV1'") }
+        XCTAssertEqual(waits.first?.first, "pending")
+        XCTAssertTrue(waits.first?.last?.contains("price 9999999999.999 KWD x 1000000 for coins.100 in KWT is more than the ledger's amounts hold") ?? false, "\(waits)")
+        XCTAssertEqual(try saleEntries(), ["OV2"])
+    }
+
     /// An orders row with more or fewer fields than the header names its order when order_id
     /// is the header's first column (a field missing or split in two lies after it): a valid
     /// line of the order read later resolves it, as for any other refused line of an order.
@@ -298,7 +312,12 @@ final class HostileInputTests: XCTestCase {
         try ws.write("inbox/receipts/one.json", String(one.prefix(one.count / 2)))
         try ws.write("inbox/receipts/array.json", String(array.prefix(array.count - 30)))
         try ws.write("inbox/receipts/ended.json", String(one.prefix(one.count / 2)) + "\n")
+        // Whole documents saved without a line end (HTTP bodies, json.dump) are not cut short.
+        try ws.write("inbox/signed/whole.json", #"{"signedPayload":"not.a.jws"}"#)
+        try ws.write("inbox/receipts/whole.json", #"{"status": 21002}"#)
         try ws.run("2026-11-03")
+        XCTAssertNotEqual(try records("inbox/signed/whole.json").map(\.code), ["TRUNCATED"])
+        XCTAssertEqual(try records("inbox/receipts/whole.json").map(\.code), ["STATUS_21002"])
         XCTAssertEqual(try records("inbox/receipts/one.json").map(\.code), ["TRUNCATED"])
         XCTAssertEqual(try records("inbox/receipts/array.json").map(\.code), ["", "TRUNCATED"])
         XCTAssertEqual(try records("inbox/receipts/ended.json").map(\.code), ["MALFORMED"])
@@ -309,7 +328,7 @@ final class HostileInputTests: XCTestCase {
         XCTAssertEqual(try ledger().read { try $0.rawRows("""
             SELECT f.path, r.line FROM source_record r JOIN source_file f ON f.id = r.file_id
             WHERE r.outcome = 'rejected' AND r.resolved_run_id IS NULL ORDER BY f.path
-            """) }, [["inbox/receipts/ended.json", "1"]])
+            """) }, [["inbox/receipts/ended.json", "1"], ["inbox/receipts/whole.json", "1"], ["inbox/signed/whole.json", "1"]])
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
     }
 
@@ -675,7 +694,12 @@ final class HostileInputTests: XCTestCase {
         // Comment lines (# first) are read as blank, and the lines after them keep their numbers.
         try ws.write("rules/prices.csv", "# prices, \"as sold\"\n  # indented too\n" + TestWorkspace.defaultPrices + "\n# the new ones\ncoins.10O,USA,1.09,2026-11-01\n")
         XCTAssertThrowsError(try ws.run("2026-11-03")) { XCTAssertTrue("\($0)".contains("prices.csv:12: product coins.10O has no row in"), "\($0)") }
-        try ws.write("rules/prices.csv", "# prices\n" + TestWorkspace.defaultPrices + "\n")
+        // With Windows line ends (a file saved by Excel or Notepad) the same.
+        try ws.write("rules/prices.csv", ("# prices, \"as sold\"\n" + TestWorkspace.defaultPrices + "\n# the new ones\ncoins.10O,USA,1.09,2026-11-01\n")
+                        .replacingOccurrences(of: "\n", with: "\r\n"))
+        XCTAssertThrowsError(try ws.run("2026-11-03")) { XCTAssertTrue("\($0)".contains("prices.csv:11: product coins.10O has no row in"), "\($0)") }
+        XCTAssertEqual(RulesReader.withoutComments("# a\r\nx,y\r\n  # b\r\nz\r\n"), "\r\nx,y\r\n\r\nz\r\n")
+        try ws.write("rules/prices.csv", ("# prices\n" + TestWorkspace.defaultPrices + "\n").replacingOccurrences(of: "\n", with: "\r\n"))
         // Fixed, the night runs.
         XCTAssertNoThrow(try ws.run("2026-11-03"))
     }

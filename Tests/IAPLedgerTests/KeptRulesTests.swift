@@ -2,6 +2,7 @@ import GRDB
 import XCTest
 @testable import LedgerCore
 @testable import LedgerRun
+@testable import LedgerReport
 @testable import LedgerStore
 
 /// The config and rules files each run posts by are kept in the ledger (schema v26): `verify`
@@ -227,5 +228,51 @@ final class KeptRulesTests: XCTestCase {
         XCTAssertEqual(Set(try rulesChangedFindings().keys), ["S2", "9003"])
         XCTAssertTrue(progress.stages.contains { $0.name == "check sales against changed rules" && $0.count > 0 }, "\(progress.stages.map(\.name))")
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+    }
+
+    /// Many findings of one code (a rules change opens one per posted sale): Run Info lists the
+    /// first of each code and says how many more; `iapledger findings` lists every one (CSV,
+    /// JSON Lines); `dismiss --finding CODE:*` takes all of that code off the open lists once
+    /// the correction is booked. A change of the config in nothing a sale is priced by
+    /// (closed_through, the journal cap) checks nothing.
+    func testManyFindingsAreListedBoundedAndDismissedTogether() throws {
+        try ws.write("rules/prices.csv", TestWorkspace.defaultPrices.replacingOccurrences(of: "coins.100,USA,0.99,2020-01-01", with: "coins.100,USA,1.09,2020-01-01")
+                     .replacingOccurrences(of: "coins.100,DEU,1.09,2020-01-01", with: "coins.100,DEU,1.19,2020-01-01")
+                     .replacingOccurrences(of: "coins.100,JPN,160,2020-01-01", with: "coins.100,JPN,170,2020-01-01"))
+        let night = try ws.run("2026-10-08")
+        XCTAssertEqual(night.newFindings, 3)
+        XCTAssertEqual(Set(try rulesChangedFindings().keys), ["9001", "9002", "9003"])
+        // Run Info, two of each code at most: the third is counted, not listed.
+        let ledger = try Ledger(path: dbPath, readOnly: true)
+        let rows = try ledger.read { r -> [[String]] in
+            var report = FinanceReport(reader: r, book: .production, asOf: Day(iso: "2026-10-08")!, reportingCurrency: "USD",
+                                   toolVersion: "t", runId: nil, layout: try ReportLayout.shipped(.finance))
+            report.findingsLimit = 2
+            let table = try XCTUnwrap(try report.runInfoSheet().tables.first { $0.key == "findings" })
+            var out: [[String]] = []
+            try table.rows { row in out.append(row.cells.map { if case .text(let t) = $0 { return t }; return "" }) }
+            return out
+        }
+        XCTAssertEqual(rows.filter { $0[0] == "RULES_CHANGED" }.map { $0[1] }, ["9001", "9002", ""])
+        XCTAssertEqual(rows.last?[2], "... and 1 more open RULES_CHANGED findings, not listed here: `iapledger findings --code RULES_CHANGED` lists them all")
+        // The command lists all of them.
+        let csv = try Resilience.cli(["findings", "--workspace", ws.root.path, "--code", "RULES_CHANGED", "--format", "csv"])
+        XCTAssertEqual(csv.status, 0, csv.err)
+        XCTAssertEqual(csv.out.split(separator: "\n").count, 4, csv.out)
+        XCTAssertTrue(csv.out.hasPrefix("code,transaction_id,book,status,first_seen,resolved_on,resolution,detail\nRULES_CHANGED,9001,production,open,2026-10-08,,,"), csv.out)
+        let json = try Resilience.cli(["findings", "--workspace", ws.root.path, "--format", "json"])
+        XCTAssertEqual(try json.out.split(separator: "\n").map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }.compactMap { $0?["code"] as? String },
+                       ["RULES_CHANGED", "RULES_CHANGED", "RULES_CHANGED"])
+        // All of them dismissed at once.
+        let dismissed = try LedgerRun.Dismiss.dismiss([], findings: [("RULES_CHANGED", "*")], workspace: ws.workspace, reason: "JE-40: price list corrected", by: "dana", at: "2026-10-08T09:00:00Z")
+        XCTAssertEqual(dismissed.askedFindings.count, 3)
+        try ws.write("iapledger.toml", TestWorkspace.defaultConfig + "\n[periods]\nclosed_through = \"2026-09\"\n")
+        let next = try ws.run("2026-10-09")
+        XCTAssertEqual(next.findingsDismissed, 3)
+        XCTAssertNil(next.rulesChanged, "the config changed in nothing a sale is priced by: \(next.rulesChanged.map(\.lines) ?? [])")
+        XCTAssertEqual(try rulesChangedFindings(), [:])
+        let listed = try Resilience.cli(["findings", "--workspace", ws.root.path, "--status", "all"])
+        XCTAssertTrue(listed.out.contains("dismissed RULES_CHANGED"), listed.out)
+        XCTAssertTrue(listed.out.hasSuffix("3 finding(s)\n"), listed.out)
     }
 }

@@ -1,7 +1,9 @@
+import GRDB
 import XCTest
 @testable import LedgerCore
 @testable import LedgerRead
 @testable import LedgerRun
+@testable import LedgerStore
 @testable import LedgerVerify
 
 /// Every real verifyReceipt response in Fixtures/verifyreceipt lands as the status table of
@@ -79,8 +81,25 @@ final class LegacyReceiptTests: XCTestCase {
         XCTAssertEqual(txs.first { $0.transactionId == "1000000131413546" }?.isFreeTrial, false)
         XCTAssertEqual(findings.map(\.code), ["TRANSACTION_CONFLICT"])
         XCTAssertEqual(findings.first?.transactionId, "1000000131413546")
-        XCTAssertTrue(findings.first?.message.contains("a free trial (is_trial_period) in one listing and not in the other: taken as paid (posted), as its first listing says") ?? false,
+        XCTAssertTrue(findings.first?.message.contains("a free trial (is_trial_period) in one listing and not in the other: taken as its first listing says (is_trial_period false)") ?? false,
                       "\(findings)")
+    }
+
+    /// Posted by a night, the disagreement is one finding of the transaction, however many
+    /// responses repeat the subscription's history (each a record of its own).
+    func testTheTrialDisagreementIsOneFindingPerTransaction() throws {
+        let ws = try TestWorkspace(config: TestWorkspace.defaultConfig.replacingOccurrences(of: "com.example.coins", with: "com.musteus.musteus"),
+                                   products: TestWorkspace.defaultProducts + "\ncom.musteus.musteus.subscription.month,auto_renewable,0\n")
+        defer { ws.remove() }
+        let text = try Fixtures.text("verifyreceipt/nov-itunes-receipt__array_of_latest_receipt_info.json")
+        let line = String(decoding: try JSONSerialization.data(withJSONObject: try JSONSerialization.jsonObject(with: Data(text.utf8))), as: UTF8.self)
+        try ws.write("inbox/receipts/a.jsonl", line + "\n" + line + " \n")
+        try ws.run("2026-11-03")
+        let findings = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path, readOnly: true).read {
+            try String.fetchAll($0.db, sql: "SELECT message FROM finding WHERE code = 'TRANSACTION_CONFLICT' AND transaction_id = '1000000131413546'")
+        }
+        XCTAssertEqual(findings.count, 1, "\(findings)")
+        XCTAssertTrue(findings.first?.hasPrefix("inbox/receipts/a.jsonl:1: ") ?? false, "\(findings)")
     }
 
     /// The isowords sample is not copied (licence unchecked); it is checked where ../shared exists.
