@@ -263,6 +263,15 @@ final class HostileInputTests: XCTestCase {
         XCTAssertTrue(r2[1].reason.contains("truncated"), r2[1].reason)
     }
 
+    /// A record settled by the same night's data (a pending response, then its transaction
+    /// verified by another record of the night) is not counted as one of earlier nights'.
+    func testTheSettledCountLeavesOutTheNightsOwnRecords() throws {
+        try ws.write("inbox/receipts/same.jsonl", #"{"response": {"status": 21005, "is-retryable": true}, "transaction_id": "7399"}"# + "\n"
+                     + Receipt.response([Receipt.item("7399", purchased: "2026-11-02T10:00:00Z")]) + "\n")
+        XCTAssertEqual(try ws.run("2026-11-03").recordsSettled, 0)
+        XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT outcome, resolved_run_id FROM source_record WHERE line = 1") }, [["pending", "1"]])
+    }
+
     /// The rules' highest price in a three-decimal currency times the receipts' highest quantity
     /// passes 64-bit minor units: the sale waits with a reason (the night crashed, exit 132).
     func testAPriceTimesAQuantityPastWhatTheLedgerHoldsWaits() throws {
@@ -691,6 +700,12 @@ final class HostileInputTests: XCTestCase {
         }
         XCTAssertThrowsError(try RulesReader.parse(files: files))
         XCTAssertNoThrow(try RulesReader.parse(files: files, checkCodes: false))
+        // ... a price above today's bound, and a product whose id starts with # (no comment then).
+        var older = files
+        older["prices.csv"] = Array((TestWorkspace.defaultPrices + "\n#vip,USA,20000000000,2026-11-01\n").utf8)
+        older["products.csv"] = Array((TestWorkspace.defaultProducts + "\n#vip,consumable,1\n").utf8)
+        XCTAssertEqual(try RulesReader.parse(files: older, checkCodes: false).price(product: "#vip", storefront: "USA", on: Day(iso: "2026-11-02")!)?.price.description,
+                       "20000000000")
         // Comment lines (# first) are read as blank, and the lines after them keep their numbers.
         try ws.write("rules/prices.csv", "# prices, \"as sold\"\n  # indented too\n" + TestWorkspace.defaultPrices + "\n# the new ones\ncoins.10O,USA,1.09,2026-11-01\n")
         XCTAssertThrowsError(try ws.run("2026-11-03")) { XCTAssertTrue("\($0)".contains("prices.csv:12: product coins.10O has no row in"), "\($0)") }
