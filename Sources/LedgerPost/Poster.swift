@@ -91,8 +91,9 @@ public struct Poster {
             }
             // (Checked: a price near the rules' bound in a three-decimal currency times a
             // quantity near the receipts' would pass what 64-bit minor units hold.)
+            // Bounded as a signed price is (10 billion units): so that sums of sales fit too.
             let (product, overflow) = unitMinor.multipliedReportingOverflow(by: t.quantity)
-            guard !overflow else {
+            guard !overflow, product / Self.minorPerUnit(exponent) <= StoreBounds.maxPriceMilliunits / 1000 else {
                 return .missingRule("price \(price.price) \(currency) x \(t.quantity) for \(t.productId) in \(storefrontCode) is more than the ledger's amounts hold")
             }
             grossMinor = product
@@ -144,6 +145,13 @@ public struct Poster {
         let expected = unit * t.quantity
         guard expected != entry.figures.grossMinor else { return nil }
         return "signed price \(milli) milliunits (\(Currency.format(minor: entry.figures.grossMinor, currency: entry.figures.currency)) \(entry.figures.currency)) differs from rules/prices.csv \(rule.price) x \(t.quantity) = \(Currency.format(minor: expected, currency: entry.figures.currency)) for \(t.productId) in \(entry.storefront) on \(t.purchaseDay), with no offer"
+    }
+
+    /// Minor units per unit of a currency of `exponent` decimals.
+    static func minorPerUnit(_ exponent: Int) -> Int64 {
+        var m: Int64 = 1
+        for _ in 0..<max(0, exponent) { m *= 10 }
+        return m
     }
 
     /// The commission rate and why (accounting.md step 3).

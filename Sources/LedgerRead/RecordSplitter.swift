@@ -60,14 +60,15 @@ public enum RecordSplitter {
         // A file that ends without a line end, its last record running to the end: a document
         // cut short while it was copied reads as such (TRUNCATED, read again once whole), as
         // the last line of a JSON Lines file does.
-        if let last = records.last, last.text.endIndex == text.endIndex, text.utf8.last != 0x0A, endsInside(last.text) {
+        if let last = records.last, last.text.endIndex == text.endIndex, text.utf8.last != 0x0A, endsInside(text) {
             records[records.count - 1].unterminated = true
         }
         return records
     }
 
-    /// Whether `text` ends inside a JSON value: an object, array or string left open (a file
-    /// saved whole without a line end at its end, as HTTP bodies are, is not cut short).
+    /// Whether `text` ends inside a JSON value: an object, array or string left open (an array
+    /// cut between its elements included; a file saved whole without a line end at its end, as
+    /// HTTP bodies are, is not cut short).
     static func endsInside(_ text: Substring) -> Bool {
         var depth = 0, inString = false, escaped = false
         for c in text.utf8 {

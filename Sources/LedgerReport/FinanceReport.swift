@@ -286,17 +286,17 @@ public struct FinanceReport {
         // This book's findings, and those about transactions no book holds (their record did not
         // verify): the first `findingsListed` of each code, then a row saying how many more
         // (a rules change may open one for every posted sale: `iapledger findings` lists all).
-        let open = try shared.findingsOpen(on: asOf, limit: findingsLimit, reader)
+        let open = try shared.findingsOpen(on: asOf, book: book.rawValue, limit: findingsLimit, reader)
         var findings: [SheetRow] = []
         var previous: String? = nil
         func more(after code: String) {
-            let total = (open.counts["\(book.rawValue)|\(code)"] ?? 0) + (open.counts["|\(code)"] ?? 0)
+            let total = open.counts[code] ?? 0
             let listed = findings.filter { if case .text(let c) = $0.cells[0] { return c == code }; return false }.count
             guard total > listed else { return }
             findings.append(SheetRow([.text(code), .empty, .text("... and \(total - listed) more open \(code) findings, not listed here: `iapledger findings --code \(code)` lists them all"),
                                       .empty, .empty]))
         }
-        for f in open.rows where (f.book ?? book.rawValue) == book.rawValue {
+        for f in open.rows {
             if let p = previous, p != f.code { more(after: p) }
             previous = f.code
             findings.append(SheetRow([.text(f.code), .text(f.transactionId), .text(f.message), .date(f.firstSeen),

@@ -11,7 +11,7 @@ import LedgerStore
 public final class SharedReads: @unchecked Sendable {
     private let lock = NSLock()
     private var totals: LedgerTotals?
-    private var openFindings: [Day: (rows: [FindingRow], counts: [String: Int])] = [:]
+    private var openFindings: [String: (rows: [FindingRow], counts: [String: Int])] = [:]
     private var problems: [RecordProblem]?
 
     public init() {}
@@ -28,13 +28,14 @@ public final class SharedReads: @unchecked Sendable {
     }
 
     func totals(_ reader: LedgerReader) throws -> LedgerTotals { try once(\.totals) { try reader.totals() } }
-    /// The findings open on `day`, at most `limit` of each book and code, with their counts.
-    func findingsOpen(on day: Day, limit: Int, _ reader: LedgerReader) throws -> (rows: [FindingRow], counts: [String: Int]) {
+    /// The findings of `book` open on `day`, at most `limit` of each code, with their counts.
+    func findingsOpen(on day: Day, book: String, limit: Int, _ reader: LedgerReader) throws -> (rows: [FindingRow], counts: [String: Int]) {
         lock.lock()
         defer { lock.unlock() }
-        if let value = openFindings[day] { return value }
-        let value = try reader.findingsOpen(on: day, limit: limit)
-        openFindings[day] = value
+        let key = "\(day)|\(book)|\(limit)"
+        if let value = openFindings[key] { return value }
+        let value = try reader.findingsOpen(on: day, book: book, limit: limit)
+        openFindings[key] = value
         return value
     }
     func recordProblems(_ reader: LedgerReader) throws -> [RecordProblem] { try once(\.problems) { try reader.recordProblems() } }
@@ -43,8 +44,8 @@ public final class SharedReads: @unchecked Sendable {
 extension Optional where Wrapped == SharedReads {
     /// Through the shared reads when there are any, else straight from `reader`.
     func totals(_ reader: LedgerReader) throws -> LedgerTotals { try self?.totals(reader) ?? reader.totals() }
-    func findingsOpen(on day: Day, limit: Int, _ reader: LedgerReader) throws -> (rows: [FindingRow], counts: [String: Int]) {
-        try self?.findingsOpen(on: day, limit: limit, reader) ?? reader.findingsOpen(on: day, limit: limit)
+    func findingsOpen(on day: Day, book: String, limit: Int, _ reader: LedgerReader) throws -> (rows: [FindingRow], counts: [String: Int]) {
+        try self?.findingsOpen(on: day, book: book, limit: limit, reader) ?? reader.findingsOpen(on: day, book: book, limit: limit)
     }
     func recordProblems(_ reader: LedgerReader) throws -> [RecordProblem] { try self?.recordProblems(reader) ?? reader.recordProblems() }
 }

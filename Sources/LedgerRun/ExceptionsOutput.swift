@@ -62,41 +62,63 @@ public enum ExceptionsOutput {
     }
 }
 
-/// Lists findings (`iapledger findings`) for the terminal, CSV or JSON Lines, a row at a time:
-/// a rules change may open one for every posted sale, more than a workbook's Run Info lists.
+/// Lists findings (`iapledger findings`) for the terminal, CSV or JSON Lines, a page at a
+/// time: a rules change may open one for every posted sale, more than a workbook's Run Info
+/// lists, and each page is read in a short transaction (the output may be read slowly).
 public enum FindingsOutput {
     struct JSONRow: Encodable {
         var code: String
-        var transaction_id: String
+        var transaction_id: String?
         var book: String?
         var status: String
         var first_seen: String
         var resolved_on: String?
         var resolution: String?
         var detail: String
+
+        // Every key, null where there is nothing (as `exceptions --format json` writes them).
+        func encode(to encoder: Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(code, forKey: .code)
+            try c.encode(transaction_id, forKey: .transaction_id)
+            try c.encode(book, forKey: .book)
+            try c.encode(status, forKey: .status)
+            try c.encode(first_seen, forKey: .first_seen)
+            try c.encode(resolved_on, forKey: .resolved_on)
+            try c.encode(resolution, forKey: .resolution)
+            try c.encode(detail, forKey: .detail)
+        }
+        enum CodingKeys: String, CodingKey { case code, transaction_id, book, status, first_seen, resolved_on, resolution, detail }
     }
 
     /// Writes every finding of `status` (and `code`) through `write`; returns how many.
     @discardableResult
-    public static func write(_ reader: LedgerReader, status: String, code: String?, format: String, write: (String) -> Void) throws -> Int {
+    public static func write(_ ledger: Ledger, status: String, code: String?, format: String, pageSize: Int = 5_000,
+                             write: (String) -> Void) throws -> Int {
         var n = 0
         let enc = JSONEncoder()
         enc.outputFormatting = [.sortedKeys]
         if format == "csv" { write("code,transaction_id,book,status,first_seen,resolved_on,resolution,detail\n") }
-        try reader.forEachFinding(status: status, code: code) { f, note in
-            n += 1
-            let status = f.resolvedOn == nil ? "open" : (note == nil ? "resolved" : "dismissed")
-            switch format {
-            case "json":
-                let row = JSONRow(code: f.code, transaction_id: f.transactionId, book: f.book, status: status, first_seen: f.firstSeen.description,
-                                  resolved_on: f.resolvedOn?.description, resolution: note, detail: f.message)
-                write(String(decoding: (try? enc.encode(row)) ?? Data("{}".utf8), as: UTF8.self) + "\n")
-            case "csv":
-                write([f.code, f.transactionId, f.book ?? "", status, f.firstSeen.description, f.resolvedOn?.description ?? "", note ?? "", f.message]
-                    .map(CSV.escape).joined(separator: ",") + "\n")
-            default:
-                write("\(status.padding(toLength: 9, withPad: " ", startingAt: 0)) \(f.code.padding(toLength: 26, withPad: " ", startingAt: 0)) tx \(f.transactionId.isEmpty ? "-" : TerminalText.visible(f.transactionId)) \(f.book ?? "-") first seen \(f.firstSeen)\(f.resolvedOn.map { " resolved \($0)" } ?? "")\n    \(TerminalText.visible(f.message))\(note.map { "\n    " + TerminalText.visible($0) } ?? "")\n")
+        var after: LedgerReader.FindingKey? = nil
+        while true {
+            let page = try ledger.read { try $0.findingsPage(status: status, code: code, after: after, limit: pageSize) }
+            for (f, note, _) in page {
+                n += 1
+                let status = f.resolvedOn == nil ? "open" : (note == nil ? "resolved" : "dismissed")
+                switch format {
+                case "json":
+                    let row = JSONRow(code: f.code, transaction_id: f.transactionId.isEmpty ? nil : f.transactionId, book: f.book, status: status,
+                                      first_seen: f.firstSeen.description, resolved_on: f.resolvedOn?.description, resolution: note, detail: f.message)
+                    write(String(decoding: (try? enc.encode(row)) ?? Data("{}".utf8), as: UTF8.self) + "\n")
+                case "csv":
+                    write([f.code, f.transactionId, f.book ?? "", status, f.firstSeen.description, f.resolvedOn?.description ?? "", note ?? "", f.message]
+                        .map(CSV.escape).joined(separator: ",") + "\n")
+                default:
+                    write("\(status.padding(toLength: 9, withPad: " ", startingAt: 0)) \(f.code.padding(toLength: 26, withPad: " ", startingAt: 0)) tx \(f.transactionId.isEmpty ? "-" : TerminalText.visible(f.transactionId)) \(f.book ?? "-") first seen \(f.firstSeen)\(f.resolvedOn.map { " resolved \($0)" } ?? "")\n    \(TerminalText.visible(f.message))\(note.map { "\n    " + TerminalText.visible($0) } ?? "")\n")
+                }
             }
+            guard page.count == pageSize, let last = page.last else { break }
+            after = last.key
         }
         if format == "table" { write(n == 0 ? "No findings.\n" : "\(n) finding(s)\n") }
         return n

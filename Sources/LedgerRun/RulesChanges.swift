@@ -198,13 +198,14 @@ enum RulesChanges {
         }
         let sf = rules.storefront(code, on: day)
         func taxText(_ rate: String, _ included: Bool) -> String { "tax \(rate) \(included ? "included" : "added")" }
+        let storefrontKey = code == a.storefront ? code : "\(a.storefront) -> \(code)"
         if let sf {
             if ExactDecimal(a.taxRate).map({ $0 != sf.taxRate }) ?? true || sf.taxIncluded != a.taxIncluded {
-                changes.append(Change(file: "rules/storefronts.csv", key: code, was: taxText(a.taxRate, a.taxIncluded),
+                changes.append(Change(file: "rules/storefronts.csv", key: storefrontKey, was: taxText(a.taxRate, a.taxIncluded),
                                       now: taxText(sf.taxRate.description, sf.taxIncluded)))
             }
         } else {
-            changes.append(Change(file: "rules/storefronts.csv", key: code, was: taxText(a.taxRate, a.taxIncluded), now: "(no row)"))
+            changes.append(Change(file: "rules/storefronts.csv", key: storefrontKey, was: taxText(a.taxRate, a.taxIncluded), now: "(no row)"))
             bookable = false
         }
 

@@ -324,11 +324,11 @@ extension LedgerReader {
         }
     }
 
-    /// The findings open on `day` (raised by a run as of it or before, not resolved by then),
-    /// at most `limit` of each book and code (in transaction order), and how many of each
-    /// there are ("book|code"; an empty book for those of no book): bounded, however many a
-    /// night opened (a rules change may open one for every posted sale).
-    public func findingsOpen(on day: Day, limit: Int) throws -> (rows: [FindingRow], counts: [String: Int]) {
+    /// The findings of `book` (and those of no book: about a transaction no book holds) open on
+    /// `day` (raised by a run as of it or before, not resolved by then), at most `limit` of each
+    /// code (in transaction order), and how many of each code there are: bounded, however many
+    /// a night opened (a rules change may open one for every posted sale).
+    public func findingsOpen(on day: Day, book: String, limit: Int) throws -> (rows: [FindingRow], counts: [String: Int]) {
         var rows: [FindingRow] = [], counts: [String: Int] = [:]
         for r in try Row.fetchAll(db, sql: """
             WITH open AS (
@@ -338,45 +338,59 @@ extension LedgerReader {
                                FROM source_record r WHERE r.id = f.record_id)) AS book
                 FROM finding f JOIN run r1 ON r1.id = f.first_run_id LEFT JOIN run r2 ON r2.id = f.resolved_run_id
                 WHERE r1.as_of <= ?1 AND (f.resolved_run_id IS NULL OR r2.as_of > ?1)),
+            mine AS (SELECT * FROM open WHERE ifnull(book, ?3) = ?3),
             -- Numbered without their messages (the sort a window needs holds every row it numbers).
             numbered AS (
-                SELECT id, book, row_number() OVER (PARTITION BY ifnull(book, ''), code ORDER BY transaction_id, id) AS n,
-                       count(*) OVER (PARTITION BY ifnull(book, ''), code) AS total
-                FROM open)
+                SELECT id, book, row_number() OVER (PARTITION BY code ORDER BY transaction_id, id) AS n,
+                       count(*) OVER (PARTITION BY code) AS total
+                FROM mine)
             SELECT f.code, f.transaction_id, f.message, r1.as_of, r2.as_of, f.first_run_id, numbered.book, n, total
             FROM numbered JOIN finding f ON f.id = numbered.id JOIN run r1 ON r1.id = f.first_run_id LEFT JOIN run r2 ON r2.id = f.resolved_run_id
             WHERE n <= ?2 ORDER BY f.code, f.transaction_id, f.id
-            """, arguments: [day.description, limit]) {
+            """, arguments: [day.description, limit, book]) {
             let book: String? = r[6]
             rows.append(FindingRow(code: r[0], transactionId: r[1], message: r[2], firstSeen: Day(iso: r[3] as String)!,
                                    resolvedOn: (r[4] as String?).flatMap { Day(iso: $0) }, firstRunId: r[5], book: book))
-            counts["\(book ?? "")|\(r[0] as String)"] = r[8]
+            counts[r[0] as String] = r[8]
         }
         return (rows, counts)
     }
 
-    /// Every finding (open, resolved or both; of one code or all), in code and transaction
-    /// order, read as a stream (a rules change may open one for every posted sale), with its
-    /// book, and the note it was resolved with (a dismissal's; schema v30 on).
-    public func forEachFinding(status: String, code: String?, _ body: (FindingRow, _ note: String?) throws -> Void) throws {
+    /// The place of a finding in the order `findingsPage` lists them.
+    public struct FindingKey: Sendable { public var code: String; public var transactionId: String; public var id: Int64 }
+
+    /// The findings (open, resolved or both; of one code or all) after `after` in code and
+    /// transaction order, at most `limit`, each with its book, the note it was resolved with
+    /// (a dismissal's; schema v30 on) and its place: a page at a time, each read in a short
+    /// transaction (a listing read whole in one held the ledger's lock while its reader was
+    /// slow, and a night waiting to commit).
+    public func findingsPage(status: String, code: String?, after: FindingKey?, limit: Int) throws -> [(FindingRow, note: String?, key: FindingKey)] {
         var conditions: [String] = []
         var arguments: [DatabaseValueConvertible] = []
         if status == "open" { conditions.append("f.resolved_run_id IS NULL") } else if status == "resolved" { conditions.append("f.resolved_run_id IS NOT NULL") }
         if let code { conditions.append("f.code = ?"); arguments.append(code) }
+        if let after {
+            conditions.append("(f.code, f.transaction_id, f.id) > (?, ?, ?)")
+            arguments += [after.code, after.transactionId, after.id]
+        }
+        arguments.append(limit)
         let note = try hasFindingNotes() ? "f.resolved_note" : "NULL"
         let cursor = try Row.fetchCursor(db, sql: """
             SELECT f.code, f.transaction_id, f.message, r1.as_of, r2.as_of, f.first_run_id,
                    ifnull((SELECT t.book FROM store_transaction t WHERE t.transaction_id = f.transaction_id),
                           (SELECT CASE lower(r.environment) WHEN 'sandbox' THEN 'sandbox' WHEN 'production' THEN 'production' END
-                           FROM source_record r WHERE r.id = f.record_id)), \(note)
+                           FROM source_record r WHERE r.id = f.record_id)), \(note), f.id
             FROM finding f JOIN run r1 ON r1.id = f.first_run_id LEFT JOIN run r2 ON r2.id = f.resolved_run_id
             \(conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND "))
-            ORDER BY f.code, f.transaction_id, f.id
+            ORDER BY f.code, f.transaction_id, f.id LIMIT ?
             """, arguments: StatementArguments(arguments))
+        var page: [(FindingRow, note: String?, key: FindingKey)] = []
         while let r = try cursor.next() {
-            try body(FindingRow(code: r[0], transactionId: r[1], message: r[2], firstSeen: Day(iso: r[3] as String)!,
-                                resolvedOn: (r[4] as String?).flatMap { Day(iso: $0) }, firstRunId: r[5], book: r[6]), r[7])
+            page.append((FindingRow(code: r[0], transactionId: r[1], message: r[2], firstSeen: Day(iso: r[3] as String)!,
+                                    resolvedOn: (r[4] as String?).flatMap { Day(iso: $0) }, firstRunId: r[5], book: r[6]),
+                         r[7], FindingKey(code: r[0], transactionId: r[1], id: r[8])))
         }
+        return page
     }
 
     /// The findings run `runId` opened: how many of each code, and the first `limit` of them.

@@ -494,9 +494,7 @@ struct Findings: ParsableCommand {
     func run() throws {
         try runReporting {
             let (_, ledger) = try Workspace(ws.url).openExistingLedger()
-            try ledger.read { r in
-                try FindingsOutput.write(r, status: status.rawValue, code: code, format: format.rawValue) { print($0, terminator: "") }
-            }
+            try FindingsOutput.write(ledger, status: status.rawValue, code: code, format: format.rawValue) { print($0, terminator: "") }
         }
     }
 }

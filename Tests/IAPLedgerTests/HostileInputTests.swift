@@ -324,9 +324,12 @@ final class HostileInputTests: XCTestCase {
         // Whole documents saved without a line end (HTTP bodies, json.dump) are not cut short.
         try ws.write("inbox/signed/whole.json", #"{"signedPayload":"not.a.jws"}"#)
         try ws.write("inbox/receipts/whole.json", #"{"status": 21002}"#)
+        // An array cut between its elements is cut short too.
+        try ws.write("inbox/signed/between.json", #"[{"signedPayload": "x"},"#)
         try ws.run("2026-11-03")
         XCTAssertNotEqual(try records("inbox/signed/whole.json").map(\.code), ["TRUNCATED"])
         XCTAssertEqual(try records("inbox/receipts/whole.json").map(\.code), ["STATUS_21002"])
+        XCTAssertEqual(try records("inbox/signed/between.json").last?.code, "TRUNCATED")
         XCTAssertEqual(try records("inbox/receipts/one.json").map(\.code), ["TRUNCATED"])
         XCTAssertEqual(try records("inbox/receipts/array.json").map(\.code), ["", "TRUNCATED"])
         XCTAssertEqual(try records("inbox/receipts/ended.json").map(\.code), ["MALFORMED"])
@@ -337,7 +340,8 @@ final class HostileInputTests: XCTestCase {
         XCTAssertEqual(try ledger().read { try $0.rawRows("""
             SELECT f.path, r.line FROM source_record r JOIN source_file f ON f.id = r.file_id
             WHERE r.outcome = 'rejected' AND r.resolved_run_id IS NULL ORDER BY f.path
-            """) }, [["inbox/receipts/ended.json", "1"], ["inbox/receipts/whole.json", "1"], ["inbox/signed/whole.json", "1"]])
+            """) }, [["inbox/receipts/ended.json", "1"], ["inbox/receipts/whole.json", "1"], ["inbox/signed/between.json", "1"],
+                     ["inbox/signed/between.json", "1"], ["inbox/signed/whole.json", "1"]])
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
     }
 

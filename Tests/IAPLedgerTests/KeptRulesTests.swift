@@ -260,7 +260,13 @@ final class KeptRulesTests: XCTestCase {
         XCTAssertEqual(csv.status, 0, csv.err)
         XCTAssertEqual(csv.out.split(separator: "\n").count, 4, csv.out)
         XCTAssertTrue(csv.out.hasPrefix("code,transaction_id,book,status,first_seen,resolved_on,resolution,detail\nRULES_CHANGED,9001,production,open,2026-10-08,,,"), csv.out)
+        // A page at a time (each read in a short transaction): every one, once, in order.
+        var paged: [String] = []
+        try FindingsOutput.write(try Ledger(path: dbPath, readOnly: true), status: "open", code: nil, format: "csv", pageSize: 2) { paged.append($0) }
+        XCTAssertEqual(paged.joined(), csv.out)
         let json = try Resilience.cli(["findings", "--workspace", ws.root.path, "--format", "json"])
+        XCTAssertTrue(json.out.hasPrefix(#"{"book":"production","code":"RULES_CHANGED","detail":"#), json.out)
+        XCTAssertTrue(json.out.contains(#""resolution":null,"resolved_on":null"#), "every key, null where there is nothing: \(json.out)")
         XCTAssertEqual(try json.out.split(separator: "\n").map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }.compactMap { $0?["code"] as? String },
                        ["RULES_CHANGED", "RULES_CHANGED", "RULES_CHANGED"])
         // All of them dismissed at once.
