@@ -110,6 +110,12 @@ public struct Poster {
             return .missingRule("no FX rate for \(currency) in \(month) in rules/fx.csv")
         }
 
+        // (A rate that would take the sale past what the ledger's amounts hold, in the reporting
+        // currency, waits as a missing rule does: the night stopped on it.)
+        guard Self.reportingFits(grossMinor, fx: fx, currency: currency, reportingCurrency: config.reportingCurrency) else {
+            return .missingRule("\(Currency.format(minor: grossMinor, currency: currency)) \(currency) at the rate \(fx) is more than the ledger's amounts hold in \(config.reportingCurrency) (rules/fx.csv for \(currency) in \(month))")
+        }
+
         // 3. Commission rate.
         let (rate, reason) = commissionRate(product: product, day: day, subscriptionPaidDays: subscriptionPaidDays)
         // 2, 4, 5. Net of tax, commission and proceeds, and the reporting amounts.
@@ -185,6 +191,17 @@ public struct Poster {
                            commissionMinor: commissionMinor, proceedsMinor: netMinor - commissionMinor,
                            reportingCurrency: reportingCurrency, grossReportingMinor: grossR, netReportingMinor: netR,
                            commissionReportingMinor: commissionR, proceedsReportingMinor: netR - commissionR)
+    }
+
+    /// Whether `grossMinor` of `currency` at rate `fx` stays within the bound of one sale's
+    /// amounts (`StoreBounds.maxPriceMilliunits` minor units) in the reporting currency.
+    public static func reportingFits(_ grossMinor: Int64, fx: ExactDecimal, currency: String, reportingCurrency: String) -> Bool {
+        let exponent = Currency.exponent(currency) ?? 2, reportingExponent = Currency.exponent(reportingCurrency) ?? 2
+        let (product, overflow) = Int128(grossMinor.magnitude).multipliedReportingOverflow(by: Int128(fx.mantissa))
+        guard !overflow else { return false }
+        let (scaled, overflow2) = product.multipliedReportingOverflow(by: pow10(reportingExponent))
+        guard !overflow2 else { return false }
+        return scaled / (fx.denominator * pow10(exponent)) <= Int128(StoreBounds.maxPriceMilliunits)
     }
 
     /// `round(amount * r * 10^(e_rep - e_cur))`, computed as one exact fraction.

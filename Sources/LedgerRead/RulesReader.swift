@@ -132,6 +132,12 @@ public enum RulesReader {
             guard let r = ExactDecimal(fx.value(row, "rate")), !r.isNegative, !r.isZero else {
                 throw err("rate \"\(fx.value(row, "rate"))\" is not a positive decimal of digits and one point, with at most 18 decimals and 18 digits in all (such as 1.0823)")
             }
+            // No currency is worth a million units of another (a point misplaced, a rate
+            // written the wrong way round); past it a sale's reporting amounts could pass
+            // what the ledger's integers hold.
+            guard !checkCodes || r <= Self.maxRate else {
+                throw err("rate \(r) is more than \(Self.maxRate) units of the reporting currency for one \(cur): a point misplaced, or the rate the wrong way round?")
+            }
             guard seen.insert("\(m)|\(cur)").inserted else { throw err("a second rate for \(cur) in \(m)") }
             rates.append((m, cur, r))
         }
@@ -200,6 +206,9 @@ public enum RulesReader {
         }
         return String(decoding: out, as: UTF8.self)
     }
+
+    /// The highest FX rate the rules may give.
+    static let maxRate = ExactDecimal(mantissa: 1_000_000, scale: 0)
 
     /// The highest unit price the rules may give: `StoreBounds.maxPriceMilliunits`, in units.
     static let maxPrice = ExactDecimal(mantissa: StoreBounds.maxPriceMilliunits / 1000, scale: 0)

@@ -716,7 +716,8 @@ struct PreparedFile {
             } catch {
                 // JSON that ends before it is complete, on a last line with no line end: cut short.
                 let why = (error as? LegacyParseError)?.description ?? "\(error)"
-                parsed = .failure(record.unterminated && why.contains("end of input") ? RecordProblem(code: "TRUNCATED", reason: RawRecord.truncatedReason(why))
+                parsed = .failure(record.unterminated && (why.contains("end of input") || why.contains("truncated"))
+                                  ? RecordProblem(code: "TRUNCATED", reason: RawRecord.truncatedReason(why))
                                                                                      : RecordProblem(code: "MALFORMED", reason: why))
             }
         }

@@ -257,6 +257,7 @@ enum RulesChanges {
             bookable = false
         }
 
+        if let rate, !Poster.reportingFits(gross, fx: rate, currency: currency, reportingCurrency: config.reportingCurrency) { bookable = false }
         guard bookable, let sf, let rate, let commission else {
             return changes.isEmpty ? nil : Restated(changes: changes, figures: nil)
         }

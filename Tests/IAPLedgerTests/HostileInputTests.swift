@@ -284,6 +284,17 @@ final class HostileInputTests: XCTestCase {
         XCTAssertEqual(waits.first?.first, "pending")
         XCTAssertTrue(waits.first?.last?.contains("price 9999999999.999 KWD x 1000000 for coins.100 in KWT is more than the ledger's amounts hold") ?? false, "\(waits)")
         XCTAssertEqual(try saleEntries(), ["OV2"])
+        // A rate that would take a sale past the bound in the reporting currency: it waits (the
+        // night stopped on a precondition); a rate past a million is refused at rules load.
+        try ws.write("rules/prices.csv", TestWorkspace.defaultPrices.replacingOccurrences(of: "coins.100,KWT,0.300,2020-01-01", with: "coins.100,KWT,9000000,2020-01-01"))
+        try ws.write("rules/fx.csv", TestWorkspace.defaultFX.replacingOccurrences(of: "2026-10,KWD,3.2541", with: "2026-10,KWD,999999"))
+        try ws.write("inbox/receipts/r2.jsonl", Receipt.response([Receipt.item("OV3", purchased: "2026-10-06T10:00:00Z")]) + "\n")
+        try ws.write("inbox/orders/o2.csv", ReconciliationTests.header + "ord-3,a1,OV3,coins.100,1,100,2026-10-06T10:01:00Z,production,KWT,,\n")
+        XCTAssertNoThrow(try ws.run("2026-11-04"))
+        let rate = try ledger().read { try $0.rawRows("SELECT ifnull(pending_reason, '') FROM store_transaction WHERE transaction_id = 'OV3'") }
+        XCTAssertTrue(rate.first?.first?.contains("9000000.000 KWD at the rate 999999 is more than the ledger's amounts hold in USD") ?? false, "\(rate)")
+        try ws.write("rules/fx.csv", TestWorkspace.defaultFX.replacingOccurrences(of: "2026-10,KWD,3.2541", with: "2026-10,KWD,123456789012345678"))
+        XCTAssertThrowsError(try ws.run("2026-11-05")) { XCTAssertTrue("\($0)".contains("fx.csv:7: rate 123456789012345678 is more than 1000000 units of the reporting currency for one KWD"), "\($0)") }
     }
 
     /// An orders row with more or fewer fields than the header names its order when order_id
@@ -324,19 +335,22 @@ final class HostileInputTests: XCTestCase {
         // Whole documents saved without a line end (HTTP bodies, json.dump) are not cut short.
         try ws.write("inbox/signed/whole.json", #"{"signedPayload":"not.a.jws"}"#)
         try ws.write("inbox/receipts/whole.json", #"{"status": 21002}"#)
-        // An array cut between its elements is cut short too.
+        // An array cut between its elements is cut short too (receipts and signed data).
         try ws.write("inbox/signed/between.json", #"[{"signedPayload": "x"},"#)
+        try ws.write("inbox/receipts/between.json", "[" + good("JB1") + ",")
         try ws.run("2026-11-03")
         XCTAssertNotEqual(try records("inbox/signed/whole.json").map(\.code), ["TRUNCATED"])
         XCTAssertEqual(try records("inbox/receipts/whole.json").map(\.code), ["STATUS_21002"])
         XCTAssertEqual(try records("inbox/signed/between.json").last?.code, "TRUNCATED")
+        XCTAssertEqual(try records("inbox/receipts/between.json").map(\.code), ["", "TRUNCATED"])
+        try ws.write("inbox/receipts/between.json", "[" + good("JB1") + "," + good("JB2") + "]\n")
         XCTAssertEqual(try records("inbox/receipts/one.json").map(\.code), ["TRUNCATED"])
         XCTAssertEqual(try records("inbox/receipts/array.json").map(\.code), ["", "TRUNCATED"])
         XCTAssertEqual(try records("inbox/receipts/ended.json").map(\.code), ["MALFORMED"])
         try ws.write("inbox/receipts/one.json", one)
         try ws.write("inbox/receipts/array.json", array)
         try ws.run("2026-11-04")
-        XCTAssertEqual(try saleEntries(), ["JA1", "JA2", "JD1"])
+        XCTAssertEqual(try saleEntries(), ["JA1", "JA2", "JD1", "JB1", "JB2"])
         XCTAssertEqual(try ledger().read { try $0.rawRows("""
             SELECT f.path, r.line FROM source_record r JOIN source_file f ON f.id = r.file_id
             WHERE r.outcome = 'rejected' AND r.resolved_run_id IS NULL ORDER BY f.path
