@@ -37,8 +37,10 @@ public struct NightlyRun {
         /// first of the findings it opened (`MISSING_RULE`, `PRICE_MISMATCH`, ...; all of
         /// them are `newFindings`), one line each.
         public var problems: [String]
-        /// How many findings this run opened (still open at its end).
+        /// How many findings this run opened (still open at its end), and how many of earlier
+        /// runs it opened again (found again after they were resolved).
         public var newFindings = 0
+        public var findingsReopened = 0
         /// How many of `problems` are records (the rest are findings).
         public var problemRecords = 0
         /// The records of `problems` by outcome and reason code ("pending RETRYABLE"), and its
@@ -175,7 +177,7 @@ public struct NightlyRun {
         var closedThrough: Month? = nil
         var closedByConfig: Month? = nil
         var nothingNewSince: Int64? = nil
-        var dismissed = 0, findingsDismissed = 0
+        var dismissed = 0, findingsDismissed = 0, findingsReopened = 0
         var rulesChanged: (runId: Int64, lines: [String])? = nil
         let (runId, counts) = try NothingNew.catching(&nothingNewSince) { try ledger.write { w -> (Int64, LedgerWriter.RunCounts) in
             let sameNight = try w.sameNight(asOf: asOf)
@@ -261,6 +263,7 @@ public struct NightlyRun {
             let matched = try progress.stage("reconcile", unit: "groups") { tick -> Int in
                 try w.reconcile(reconciler, runId: runId, asOf: asOf, defaultStorefront: poster.config.defaultStorefront) { tick.advance(by: $0) }.matched
             }
+            findingsReopened = w.findingsReopened
             // A re-run of the last night that changed nothing records nothing (rolled back, run row included).
             if let same = sameNight, filesRead == 0, counts.entriesPosted == 0, dismissed == 0, findingsDismissed == 0,
                try w.changedNothing(since: same, matched: matched) { throw NothingNew(lastRunId: same.lastRunId) }
@@ -305,6 +308,7 @@ public struct NightlyRun {
                       exceptions: try ledger.read { try $0.exceptionCounts(runId: runId) },
                       rulesChanged: rulesChanged)
         result.newFindings = nothingNewSince == nil ? opened.counts.reduce(0) { $0 + $1.count } : 0
+        result.findingsReopened = nothingNewSince == nil ? findingsReopened : 0
         result.recordsDismissed = dismissed
         result.findingsDismissed = findingsDismissed
         if nothingNewSince == nil { result.recordsSettled = max(0, try ledger.read { try $0.recordsResolved(byRun: runId) } - dismissed) }

@@ -495,6 +495,9 @@ public final class LedgerWriter: LedgerReader {
     private var unverifiedIds: Set<String>?
     /// Open findings as "code transaction-id" (read once per run, kept up to date).
     private var openFindingKeys: Set<String>?
+    /// Findings of earlier runs, resolved, that this run opened again (found again, or saying
+    /// something else than when dismissed): counted beside those it opened first.
+    public private(set) var findingsReopened = 0
     private var findingNotesKnown: Bool?
     /// Orders named by an open rejected line of an orders file (read once per run, kept up
     /// to date): a later valid line of the same order resolves them.
@@ -879,9 +882,9 @@ public final class LedgerWriter: LedgerReader {
     /// Opens the finding, or refreshes it (found again). One dismissed by finance
     /// (`resolved_note`) stays so while it says the same; saying something else, it opens again.
     public func openFinding(code: String, transactionId: String, recordId: Int64?, message: String, runId: Int64) throws {
-        _ = try loadOpenFindingKeys()
+        let wasOpen = try loadOpenFindingKeys().contains("\(code) \(transactionId)")
         openFindingKeys?.insert("\(code) \(transactionId)")
-        try db.cachedStatement(sql: """
+        let after = try Row.fetchOne(db.cachedStatement(sql: """
             INSERT INTO finding (code, transaction_id, record_id, message, first_run_id, last_run_id)
             VALUES (?, ?, ?, ?, ?, ?)
             ON CONFLICT (code, transaction_id, ifnull(record_id, 0))
@@ -891,7 +894,9 @@ public final class LedgerWriter: LedgerReader {
                   resolved_note = CASE WHEN resolved_note IS NOT NULL AND message = excluded.message THEN resolved_note END
                   """
                 : "resolved_run_id = NULL")
-            """).execute( arguments: [code, transactionId, recordId, StoreBounds.boundedMessage(message), runId, runId])
+            RETURNING first_run_id, resolved_run_id IS NULL
+            """), arguments: [code, transactionId, recordId, StoreBounds.boundedMessage(message), runId, runId])
+        if !wasOpen, let after, (after[1] as Bool), (after[0] as Int64) != runId { findingsReopened += 1 }
     }
 
     /// Whether findings keep a resolution note (schema v30 on).

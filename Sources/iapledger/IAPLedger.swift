@@ -239,9 +239,11 @@ func printSummary(_ r: NightlyRun.Result) {
     }
     print("  chain head: \(t.chainHead) (the last entry's hash; keep it: `iapledger verify --runs` shows it again)")
     if let seal = t.seal { print("  seal: \(seal) (the ledger's seal: its records, files and closes too; keep it: `iapledger verify` shows it again)") }
-    if !r.problems.isEmpty {
+    if !r.problems.isEmpty || r.findingsReopened > 0 {
         let findings = r.newFindings
-        print("  this run: \(r.problemRecords) record\(r.problemRecords == 1 ? "" : "s") still pending or rejected (not posted), \(findings) new finding\(findings == 1 ? "" : "s"); see Run Info in the workbook:")
+        print("  this run: \(r.problemRecords) record\(r.problemRecords == 1 ? "" : "s") still pending or rejected (not posted), \(findings) new finding\(findings == 1 ? "" : "s")"
+              + (r.findingsReopened > 0 ? " and \(r.findingsReopened) of earlier nights opened again (found again after they were resolved)" : "")
+              + "; see Run Info in the workbook:")
         // Records, then findings: each kind with its count by reason, then its first ten lines.
         func list(_ lines: ArraySlice<String>, total: Int, counts: [(key: String, count: Int)], noun: String, all: String) {
             guard !lines.isEmpty else { return }

@@ -162,6 +162,7 @@ final class KeptRulesTests: XCTestCase {
         try ws.run("2026-10-10")
         try ws.write("rules/fx.csv", TestWorkspace.defaultFX + "\n2026-11,EUR,1.15\n2026-10,GBP,1.25\n")
         night = try ws.run("2026-10-11")
+        XCTAssertEqual(night.findingsReopened, 0)
         XCTAssertEqual(night.rulesChanged?.lines, [
             "rules/fx.csv: EUR 2026-10 1.12 -> 1.10: 1 sale posted, today's rules would book net -0.02, commission 0.00, proceeds -0.02 USD",
             "1 sale the rules book as posted again (or refunded in full since): its RULES_CHANGED finding resolved",
@@ -280,5 +281,12 @@ final class KeptRulesTests: XCTestCase {
         let listed = try Resilience.cli(["findings", "--workspace", ws.root.path, "--status", "all"])
         XCTAssertTrue(listed.out.contains("dismissed RULES_CHANGED"), listed.out)
         XCTAssertTrue(listed.out.hasSuffix("3 finding(s)\n"), listed.out)
+        // Changed again, a dismissed finding saying something else opens again: counted apart
+        // from the night's new ones (its first run is the earlier night's).
+        try ws.write("rules/prices.csv", TestWorkspace.defaultPrices.replacingOccurrences(of: "coins.100,USA,0.99,2020-01-01", with: "coins.100,USA,1.19,2020-01-01"))
+        let again = try ws.run("2026-10-10")
+        XCTAssertEqual(again.newFindings, 0)
+        XCTAssertEqual(again.findingsReopened, 1)
+        XCTAssertEqual(Set(try rulesChangedFindings().keys), ["9003"])
     }
 }
