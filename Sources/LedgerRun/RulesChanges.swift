@@ -70,6 +70,8 @@ enum RulesChanges {
 
     static func check(_ w: LedgerWriter, runId: Int64, lastRun: Int64, rules: Rules, config: WorkspaceConfig,
                       tick: RunProgress.Ticker) throws -> Outcome? {
+        // A sale of a closed month is corrected in an open one: the finding says so.
+        let closedThrough = try w.latestClose()?.month
         // The transactions with a finding of an earlier change; what each says is read only
         // for those (a finding that says the same as tonight's check, open or dismissed once
         // booked, is not said again).
@@ -101,33 +103,48 @@ enum RulesChanges {
             return try w.transaction(e.transactionId)?.observation.currency.map(Currency.isoUppercased)
         }
 
-        var groups: [[Change]: (count: Int, net: Int64, commission: Int64, proceeds: Int64, unbookable: Int)] = [:]
-        var opened = 0, resolved = 0
+        var groups: [[Change]: (count: Int, net: Int64, commission: Int64, proceeds: Int64, unbookable: Int, closed: Int)] = [:]
+        var opened = 0, resolved = 0, reversals = 0
+        // Every finding open after tonight, new or not: what is left to book in all.
+        var open = (count: 0, net: Int64(0), commission: Int64(0), proceeds: Int64(0))
         try w.forEachPostedSale(book: .production) { e, postedByRun in
             tick.advance()
             let known = earlier.contains(e.transactionId) ? try w.transactionFinding(code: code, transactionId: e.transactionId) : nil
             let share = refunded[e.transactionId] ?? 0
+            let closed = closedThrough.map { e.originalDate.month <= $0 } ?? false
             guard share < 100_000, let r = restated(e, rules: rules, config: config, paidDays: try paidDays(e, runId: postedByRun),
                                                     transactionCurrency: try ownCurrency(e)) else {
-                if let known, known.open {
+                if let known, known.open, !known.message.hasPrefix(reversalPrefix) {
                     try w.resolveFinding(code: code, transactionId: e.transactionId, runId: runId)
                     resolved += 1
+                } else if let known, known.dismissed, !known.message.hasPrefix(reversalPrefix), share < 100_000 {
+                    // A correction was booked for it (dismissed), and the rules book it as
+                    // posted again: that correction is to be reversed.
+                    try w.openFinding(code: code, transactionId: e.transactionId, recordId: nil,
+                                      message: reversal(e, dismissedAs: known.message, note: known.note, closed: closed), runId: runId)
+                    reversals += 1
                 }
                 return
             }
-            let said = message(e, r, refundedShare: share)
-            if let known, known.message == said, known.open || known.dismissed { return }
+            let said = message(e, r, refundedShare: share, closed: closed)
+            // What is left to correct: the share not refunded (a refund was booked at the posted
+            // amounts, its share of them).
+            func left(_ d: Int64) -> Int64 { share == 0 ? d : roundHalfEven(Int128(d) * Int128(100_000 - share), 100_000) }
+            let delta = r.figures.map { f in (left(f.netReportingMinor - e.figures.netReportingMinor),
+                                              left(f.commissionReportingMinor - e.figures.commissionReportingMinor),
+                                              left(f.proceedsReportingMinor - e.figures.proceedsReportingMinor)) }
+            if let known, known.message == said, known.open || known.dismissed {
+                if known.open, let delta { open.count += 1; open.net += delta.0; open.commission += delta.1; open.proceeds += delta.2 }
+                return
+            }
             try w.openFinding(code: code, transactionId: e.transactionId, recordId: nil, message: said, runId: runId)
             opened += 1
-            var g = groups[r.changes] ?? (0, 0, 0, 0, 0)
+            var g = groups[r.changes] ?? (0, 0, 0, 0, 0, 0)
             g.count += 1
-            if let f = r.figures {
-                // What is left to correct: the share not refunded (a refund was booked at the
-                // posted amounts, its share of them).
-                func left(_ d: Int64) -> Int64 { share == 0 ? d : roundHalfEven(Int128(d) * Int128(100_000 - share), 100_000) }
-                g.net += left(f.netReportingMinor - e.figures.netReportingMinor)
-                g.commission += left(f.commissionReportingMinor - e.figures.commissionReportingMinor)
-                g.proceeds += left(f.proceedsReportingMinor - e.figures.proceedsReportingMinor)
+            if closed { g.closed += 1 }
+            if let delta {
+                g.net += delta.0; g.commission += delta.1; g.proceeds += delta.2
+                open.count += 1; open.net += delta.0; open.commission += delta.1; open.proceeds += delta.2
             } else {
                 g.unbookable += 1
             }
@@ -141,6 +158,7 @@ enum RulesChanges {
         for (changes, g) in sorted.prefix(shown) {
             let booked = g.count - g.unbookable
             var line = changes.map(\.description).joined(separator: "; ") + ": \(g.count) sale\(g.count == 1 ? "" : "s") posted"
+                + (g.closed > 0 ? " (\(g.closed) of them in months closed: corrected in an open one)" : "")
             if booked > 0 {
                 line += ", today's rules would book net \(amount(g.net)), commission \(amount(g.commission)), proceeds \(amount(g.proceeds)) \(reporting)"
                     + (g.unbookable > 0 ? " (\(g.unbookable) of them they cannot book)" : "")
@@ -153,10 +171,18 @@ enum RulesChanges {
             let more = sorted.dropFirst(shown).reduce(0) { $0 + $1.value.count }
             lines.append("... and \(sorted.count - shown) more changes (\(more) sales): the RULES_CHANGED findings name each sale")
         }
+        if reversals > 0 {
+            lines.append("\(reversals) sale\(reversals == 1 ? "" : "s") whose RULES_CHANGED finding was dismissed (a correction booked) the rules book as posted again: reverse \(reversals == 1 ? "that correction" : "those corrections") (a finding each, open again)")
+        }
+        // What is open in all, said with the night's news when earlier findings are open too.
+        if open.count > 0 && open.count != groups.values.reduce(0, { $0 + $1.count - $1.unbookable })
+            && (!groups.isEmpty || reversals > 0 || resolved > 0) {
+            lines.append("open in all after tonight: \(open.count) RULES_CHANGED finding\(open.count == 1 ? "" : "s"), today's rules would book net \(amount(open.net)), commission \(amount(open.commission)), proceeds \(amount(open.proceeds)) \(reporting) (`iapledger findings --code RULES_CHANGED` lists them)")
+        }
         if resolved > 0 {
             lines.append("\(resolved) sale\(resolved == 1 ? "" : "s") the rules book as posted again (or refunded in full since): \(resolved == 1 ? "its" : "their") RULES_CHANGED finding\(resolved == 1 ? "" : "s") resolved")
         }
-        return lines.isEmpty ? nil : Outcome(runId: lastRun, lines: lines, opened: opened, resolved: resolved)
+        return lines.isEmpty ? nil : Outcome(runId: lastRun, lines: lines, opened: opened + reversals, resolved: resolved)
     }
 
     /// Whether two configs price a sale alike (what `Poster` reads of them).
@@ -168,16 +194,37 @@ enum RulesChanges {
     }
 
     /// The finding's message: what differs, and what each set of rules books.
-    static func message(_ e: EntryDraft, _ r: Restated, refundedShare share: Int64 = 0) -> String {
+    static let reversalPrefix = "reverse the correction: "
+
+    static func message(_ e: EntryDraft, _ r: Restated, refundedShare share: Int64 = 0, closed: Bool = false) -> String {
         let f0 = e.figures
+        func money(_ minor: Int64, _ currency: String, signed: Bool = false) -> String {
+            (signed && minor > 0 ? "+" : "") + Currency.format(minor: minor, currency: currency) + " " + currency
+        }
         func said(_ f: SaleFigures) -> String {
-            "net \(Currency.format(minor: f.netMinor, currency: f.currency)) \(f.currency) (\(Currency.format(minor: f.netReportingMinor, currency: f.reportingCurrency)) \(f.reportingCurrency)), "
-                + "commission \(Currency.format(minor: f.commissionReportingMinor, currency: f.reportingCurrency)) \(f.reportingCurrency)"
+            "net \(money(f.netMinor, f.currency)) (\(money(f.netReportingMinor, f.reportingCurrency))), "
+                + "commission \(money(f.commissionMinor, f.currency)) (\(money(f.commissionReportingMinor, f.reportingCurrency)))"
         }
         let what = r.changes.map(\.description).joined(separator: "; ")
         let now = r.figures.map { "today's rules would book \(said($0))" } ?? "today's rules cannot book it"
+        // The correction, where both sets book in one currency: the difference of each amount.
+        let difference = r.figures.flatMap { f -> String? in
+            guard f.currency == f0.currency else { return nil }
+            return "; the difference: net \(money(f.netMinor - f0.netMinor, f.currency, signed: true)) (\(money(f.netReportingMinor - f0.netReportingMinor, f.reportingCurrency, signed: true))), "
+                + "commission \(money(f.commissionMinor - f0.commissionMinor, f.currency, signed: true)) (\(money(f.commissionReportingMinor - f0.commissionReportingMinor, f.reportingCurrency, signed: true))), "
+                + "proceeds \(money(f.proceedsMinor - f0.proceedsMinor, f.currency, signed: true)) (\(money(f.proceedsReportingMinor - f0.proceedsReportingMinor, f.reportingCurrency, signed: true)))"
+        } ?? ""
         let refunded = share == 0 ? "" : " (refunded \(ExactDecimal(mantissa: share, scale: 3))% at the posted amounts: the rest is to correct)"
-        return "posted \(e.originalDate) by rules the files now give otherwise: \(what); posted at \(said(f0)), \(now)\(refunded): book a correction where one is due (entries never change)"
+        let month = closed ? " (its month, \(e.originalDate.month), is closed: correct it in an open month)" : ""
+        return "posted \(e.originalDate) by rules the files now give otherwise: \(what); posted at \(said(f0)), \(now)\(difference)\(refunded)\(month): book a correction where one is due (entries never change)"
+    }
+
+    /// The finding of a sale whose earlier finding was dismissed (its correction booked) and
+    /// that the rules book as posted again.
+    static func reversal(_ e: EntryDraft, dismissedAs message: String, note: String?, closed: Bool) -> String {
+        reversalPrefix + "posted \(e.originalDate), it is booked again as the rules now give it; its earlier RULES_CHANGED finding was dismissed"
+            + (note.map { " (\($0))" } ?? "") + ", a correction booked for it, which is to be reversed"
+            + (closed ? " in an open month (its month, \(e.originalDate.month), is closed)" : "") + ". The finding said: " + message
     }
 
     /// Nil when the rules now in force book the posted sale `e` as it was posted (the same

@@ -95,12 +95,13 @@ extension LedgerReader {
 
     /// A transaction's finding of `code`: what it says, whether it is open, and whether it was
     /// dismissed (resolved with a note, schema v30 on).
-    public func transactionFinding(code: String, transactionId: String) throws -> (message: String, open: Bool, dismissed: Bool)? {
-        let note = try hasFindingNotes() ? "resolved_note IS NOT NULL" : "0"
+    public func transactionFinding(code: String, transactionId: String) throws -> (message: String, open: Bool, dismissed: Bool, note: String?)? {
+        let note = try hasFindingNotes() ? "resolved_note" : "NULL"
         guard let r = try Row.fetchOne(db.cachedStatement(sql: """
             SELECT message, resolved_run_id IS NULL, \(note) FROM finding WHERE code = ? AND transaction_id = ? AND record_id IS NULL
             """), arguments: [code, transactionId]) else { return nil }
-        return (r[0], r[1], r[2])
+        let n: String? = r[2]
+        return (r[0], r[1], n != nil, n)
     }
 
     /// The share of each refunded sale of `book` refunded now, in thousandths of a percent

@@ -143,7 +143,7 @@ final class KeptRulesTests: XCTestCase {
         ])
         var open = try rulesChangedFindings()
         XCTAssertEqual(Set(open.keys), ["9001", "9002"])
-        XCTAssertEqual(open["9001"], "posted 2026-10-05 by rules the files now give otherwise: rules/fx.csv: EUR 2026-10 1.10 -> 1.12; posted at net 0.92 EUR (1.01 USD), commission 0.31 USD, today's rules would book net 0.92 EUR (1.03 USD), commission 0.31 USD: book a correction where one is due (entries never change)")
+        XCTAssertEqual(open["9001"], "posted 2026-10-05 by rules the files now give otherwise: rules/fx.csv: EUR 2026-10 1.10 -> 1.12; posted at net 0.92 EUR (1.01 USD), commission 0.28 EUR (0.31 USD), today's rules would book net 0.92 EUR (1.03 USD), commission 0.28 EUR (0.31 USD); the difference: net 0.00 EUR (+0.02 USD), commission 0.00 EUR (0.00 USD), proceeds 0.00 EUR (+0.02 USD): book a correction where one is due (entries never change)")
 
         // The same values written otherwise (0.190 for 0.19, 0.3 for 0.300), a rate added where
         // none was (the way a MISSING_RULE is cleared): nothing new is said, the findings stay.
@@ -165,6 +165,7 @@ final class KeptRulesTests: XCTestCase {
         XCTAssertEqual(night.findingsReopened, 0)
         XCTAssertEqual(night.rulesChanged?.lines, [
             "rules/fx.csv: EUR 2026-10 1.12 -> 1.10: 1 sale posted, today's rules would book net -0.02, commission 0.00, proceeds -0.02 USD",
+            "open in all after tonight: 2 RULES_CHANGED findings, today's rules would book net +0.05, commission +0.01, proceeds +0.04 USD (`iapledger findings --code RULES_CHANGED` lists them)",
             "1 sale the rules book as posted again (or refunded in full since): its RULES_CHANGED finding resolved",
         ])
         open = try rulesChangedFindings()
@@ -177,6 +178,7 @@ final class KeptRulesTests: XCTestCase {
         night = try ws.run("2026-10-13")
         XCTAssertEqual(night.rulesChanged?.lines, [
             "rules/prices.csv: coins.100 in USA 0.99 USD -> 1.49 USD: 1 sale posted, today's rules would book net +0.50, commission +0.15, proceeds +0.35 USD",
+            "open in all after tonight: 3 RULES_CHANGED findings, today's rules would book net +0.55, commission +0.16, proceeds +0.39 USD (`iapledger findings --code RULES_CHANGED` lists them)",
         ])
 
         // The commission: a Small Business Program period over posted days. 9003 (10-06, 0.99
@@ -188,7 +190,8 @@ final class KeptRulesTests: XCTestCase {
         night = try ws.run("2026-10-14")
         let lines = try XCTUnwrap(night.rulesChanged?.lines)
         XCTAssertEqual(lines.first, "commission rate: 0.30 (standard) -> 0.15 (small business program 2026-10-06..2026-10-31): 1 sale posted, today's rules would book net 0.00, commission -0.15, proceeds +0.15 USD")
-        XCTAssertEqual(lines.count, 3, "\(lines)")
+        XCTAssertEqual(lines.count, 4, "\(lines)")
+        XCTAssertEqual(lines.last, "open in all after tonight: 4 RULES_CHANGED findings, today's rules would book net +0.55, commission -0.38, proceeds +0.93 USD (`iapledger findings --code RULES_CHANGED` lists them)")
         XCTAssertTrue(lines.contains { $0.hasPrefix("rules/fx.csv: EUR 2026-10 1.12 -> 1.10; commission rate: 0.30 (standard) -> 0.15 (small business program 2026-10-06..2026-10-31): 1 sale posted") }, "\(lines)")
         XCTAssertTrue(lines.contains { $0.hasPrefix("rules/prices.csv: coins.100 in USA 0.99 USD -> 1.49 USD; commission rate: 0.30 (standard) -> 0.15") }, "\(lines)")
         XCTAssertEqual(Set(try rulesChangedFindings().keys), ["9002", "9003", "9004", "9005"])
@@ -281,12 +284,46 @@ final class KeptRulesTests: XCTestCase {
         let listed = try Resilience.cli(["findings", "--workspace", ws.root.path, "--status", "all"])
         XCTAssertTrue(listed.out.contains("dismissed RULES_CHANGED"), listed.out)
         XCTAssertTrue(listed.out.hasSuffix("3 finding(s)\n"), listed.out)
-        // Changed again, a dismissed finding saying something else opens again: counted apart
-        // from the night's new ones (its first run is the earlier night's).
+        // Changed again (USA's price now 1.19, DEU's and JPN's put back): 9003's dismissed
+        // finding, saying something else, opens again; the corrections booked for 9001 and 9002
+        // are to be reversed, the rules booking them as posted again: each a finding open
+        // again. All three counted apart from the night's new ones (their first run is earlier).
         try ws.write("rules/prices.csv", TestWorkspace.defaultPrices.replacingOccurrences(of: "coins.100,USA,0.99,2020-01-01", with: "coins.100,USA,1.19,2020-01-01"))
         let again = try ws.run("2026-10-10")
         XCTAssertEqual(again.newFindings, 0)
-        XCTAssertEqual(again.findingsReopened, 1)
-        XCTAssertEqual(Set(try rulesChangedFindings().keys), ["9003"])
+        XCTAssertEqual(again.findingsReopened, 3)
+        let lines = try XCTUnwrap(again.rulesChanged?.lines)
+        XCTAssertTrue(lines.contains("2 sales whose RULES_CHANGED finding was dismissed (a correction booked) the rules book as posted again: reverse those corrections (a finding each, open again)"), "\(lines)")
+        let reversals = try rulesChangedFindings()
+        XCTAssertEqual(Set(reversals.keys), ["9001", "9002", "9003"])
+        XCTAssertTrue(reversals["9001"]?.hasPrefix("reverse the correction: posted 2026-10-05, it is booked again as the rules now give it; its earlier RULES_CHANGED finding was dismissed (dismissed by dana on 2026-10-08: JE-40: price list corrected)") ?? false,
+                      "\(reversals)")
+        // USA's put back too: 9003 (open, not booked) is resolved; the reversals stay, said once.
+        try ws.write("rules/prices.csv", TestWorkspace.defaultPrices)
+        let undone = try XCTUnwrap(try ws.run("2026-10-11").rulesChanged?.lines)
+        XCTAssertEqual(undone, ["1 sale the rules book as posted again (or refunded in full since): its RULES_CHANGED finding resolved"])
+        XCTAssertEqual(Set(try rulesChangedFindings().keys), ["9001", "9002"])
+        try ws.write("rules/fx.csv", TestWorkspace.defaultFX + "\n2026-12,EUR,1.2\n")
+        XCTAssertNil(try ws.run("2026-10-12").rulesChanged)
+        XCTAssertEqual(Set(try rulesChangedFindings().keys), ["9001", "9002"])
+    }
+
+    /// A sale of a closed month: its finding and the summary say it is corrected in an open
+    /// month; and the summary says what is open in all when some findings were open before.
+    func testASaleOfAClosedMonthIsCorrectedInAnOpenOne() throws {
+        try ws.write("inbox/receipts/n.jsonl", Receipt.response([Receipt.item("9101", purchased: "2026-11-02T10:00:00Z")]) + "\n")
+        try ws.run("2026-10-31")
+        try ws.run("2026-11-03")
+        _ = try ClosedPeriods.close(month: Month(iso: "2026-10")!, workspace: ws.workspace, asOf: Day(iso: "2026-11-03")!, closedBy: "carol", closedAt: "2026-11-03T09:00:00Z")
+        try ws.write("rules/prices.csv", TestWorkspace.defaultPrices.replacingOccurrences(of: "coins.100,JPN,160,2020-01-01", with: "coins.100,JPN,170,2020-01-01"))
+        let night = try ws.run("2026-11-04")
+        let lines = try XCTUnwrap(night.rulesChanged?.lines)
+        XCTAssertTrue(lines.contains { $0.hasPrefix("rules/prices.csv: coins.100 in JPN 160 JPY -> 170 JPY: 1 sale posted (1 of them in months closed: corrected in an open one)") }, "\(lines)")
+        XCTAssertTrue(try rulesChangedFindings()["9002"]?.contains("(its month, 2026-10, is closed: correct it in an open month)") ?? false)
+        // A second change: the first finding stays open as it was, and the summary adds up both.
+        try ws.write("rules/prices.csv", TestWorkspace.defaultPrices.replacingOccurrences(of: "coins.100,JPN,160,2020-01-01", with: "coins.100,JPN,170,2020-01-01")
+                        .replacingOccurrences(of: "coins.100,USA,0.99,2020-01-01", with: "coins.100,USA,1.09,2020-01-01"))
+        let second = try XCTUnwrap(try ws.run("2026-11-05").rulesChanged?.lines)
+        XCTAssertTrue(second.contains { $0.hasPrefix("open in all after tonight: 3 RULES_CHANGED findings, today's rules would book") }, "\(second)")
     }
 }
