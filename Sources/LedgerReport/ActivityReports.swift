@@ -66,6 +66,8 @@ extension FinanceReport {
         let recordsWaiting = try reader.pendingRecordCountNow()
         let late = try reader.lateEntries(book: book, asOf: asOf)
         let free = try reader.freeTransactionCount(book: book.rawValue, datedThrough: asOf)
+        // Posted sales the rules now book otherwise (a correction to book), open on the date.
+        let rulesChanged = try shared.findingsOpen(on: asOf, book: book.rawValue, limit: findingsLimit, reader).counts["RULES_CHANGED"] ?? 0
         return SheetContent(
             key: "summary",
             tables: [
@@ -82,7 +84,8 @@ extension FinanceReport {
                      "commission_returned": Self.grouped(Currency.format(minor: total.refundCommission, currency: reportingCurrency)),
                      "commission_after_refunds": Self.grouped(Currency.format(minor: total.commission - total.refundCommission, currency: reportingCurrency)),
                      "late_entries": Self.lateEntriesText(late, asOf: asOf, currency: reportingCurrency),
-                     "free_transactions": String(free)])
+                     "free_transactions": String(free),
+                     "rules_changed": rulesChanged == 0 ? "none" : "\(rulesChanged) (Run Info lists them, `iapledger findings --code RULES_CHANGED` every one)"])
     }
 
     /// "2026-11 holds 45 sales and 4 refunds of earlier months (net after refunds 123.45 USD);

@@ -107,7 +107,7 @@ public enum ReportSchema {
     static func bookSheets(sandbox: Bool) -> [SheetSchema] {
         [
             SheetSchema("summary", [TableSchema("by_month", summaryByMonth), TableSchema("by_region", summaryByRegion)],
-                        placeholders: ["sales_waiting", "records_waiting", "commission_returned", "commission_after_refunds", "late_entries", "free_transactions"]),
+                        placeholders: ["sales_waiting", "records_waiting", "commission_returned", "commission_after_refunds", "late_entries", "free_transactions", "rules_changed"]),
             SheetSchema("trial_balance", [TableSchema("balances", trialBalance)]),
             SheetSchema("journal", [TableSchema("postings", journal)]),
             SheetSchema("revenue_by_region", [TableSchema("by_region", revenueByRegion)]),

@@ -246,6 +246,10 @@ final class KeptRulesTests: XCTestCase {
         let night = try ws.run("2026-10-08")
         XCTAssertEqual(night.newFindings, 3)
         XCTAssertEqual(Set(try rulesChangedFindings().keys), ["9001", "9002", "9003"])
+        // The Summary's notes say so, beside the figures they concern.
+        let summary = try XCTUnwrap(try XLSXReader.sheets(try XCTUnwrap(night.workbooks.first { $0.lastPathComponent == "finance-2026-10-08.xlsx" }))["Summary"])
+        XCTAssertTrue(summary.contains { $0.first == "Posted sales the rules now book otherwise, a correction to book for each (RULES_CHANGED findings, from a rules or config file changed after they were posted): 3 (Run Info lists them, `iapledger findings --code RULES_CHANGED` every one)." },
+                      "\(summary.prefix(8))")
         // Run Info, two of each code at most: the third is counted, not listed.
         let ledger = try Ledger(path: dbPath, readOnly: true)
         let rows = try ledger.read { r -> [[String]] in

@@ -104,7 +104,7 @@ final class LayoutTests: XCTestCase {
         let overview = try XCTUnwrap(book["Overview 2026"])
         // The header row is under the title and the lines of the shipped subtitle.
         let header = try XCTUnwrap(overview.firstIndex { $0.first == "Month" })
-        XCTAssertEqual(header, 1 + 5 + 1, "title, five subtitle lines, a blank row")
+        XCTAssertEqual(header, 1 + 6 + 1, "title, six subtitle lines, a blank row")
         XCTAssertEqual(overview[header], ["Month", "Refunds (USD)", "Net sales (USD)", "Units"])
         XCTAssertNotNil(overview.first { $0.first == "Total" })
         XCTAssertFalse(overview.contains { $0.first == "Proceeds by region (storefront)" })
