@@ -115,7 +115,9 @@ enum RulesChanges {
             guard share < 100_000, let r = restated(e, rules: rules, config: config, paidDays: try paidDays(e, runId: postedByRun),
                                                     transactionCurrency: try ownCurrency(e)) else {
                 if let known, known.open, !known.message.hasPrefix(reversalPrefix) {
-                    try w.resolveFinding(code: code, transactionId: e.transactionId, runId: runId)
+                    try w.resolveFinding(code: code, transactionId: e.transactionId, runId: runId,
+                                         saying: "resolved: " + (share >= 100_000 ? "refunded in full since (its refund booked at the posted amounts), nothing is left to correct"
+                                                                 : "the rules book it as posted again, no correction is due") + "; it said: " + known.message)
                     resolved += 1
                 } else if let known, known.dismissed, !known.message.hasPrefix(reversalPrefix), share < 100_000 {
                     // A correction was booked for it (dismissed), and the rules book it as

@@ -909,6 +909,16 @@ public final class LedgerWriter: LedgerReader {
         }
     }
 
+    /// Resolves a finding saying why (its text becomes `message`): a finding a night resolves
+    /// by itself keeps, for the audit trail, what settled it rather than what it asked.
+    public func resolveFinding(code: String, transactionId: String, runId: Int64, saying message: String) throws {
+        guard try loadOpenFindingKeys().contains("\(code) \(transactionId)") else { return }
+        openFindingKeys?.remove("\(code) \(transactionId)")
+        try db.cachedStatement(sql: """
+            UPDATE finding SET resolved_run_id = ?, message = ? WHERE code = ? AND transaction_id = ? AND resolved_run_id IS NULL
+            """).execute(arguments: [runId, StoreBounds.boundedMessage(message), code, transactionId])
+    }
+
     public func resolveFinding(code: String, transactionId: String, runId: Int64) throws {
         guard try loadOpenFindingKeys().contains("\(code) \(transactionId)") else { return }
         openFindingKeys?.remove("\(code) \(transactionId)")

@@ -170,6 +170,11 @@ final class KeptRulesTests: XCTestCase {
         ])
         open = try rulesChangedFindings()
         XCTAssertEqual(Set(open.keys), ["9002", "9004"])
+        // The resolved one says what settled it, and what it had said (the audit trail).
+        let settled = try DatabaseQueue(path: dbPath).read {
+            try String.fetchOne($0, sql: "SELECT message FROM finding WHERE code = 'RULES_CHANGED' AND transaction_id = '9001'")
+        }
+        XCTAssertTrue(settled?.hasPrefix("resolved: the rules book it as posted again, no correction is due; it said: posted 2026-10-05 by rules the files now give otherwise: rules/fx.csv: EUR 2026-10 1.10 -> 1.12") ?? false, settled ?? "")
 
         // A sale dated after the night, posted, then a price dated before it, after the night.
         try ws.write("inbox/receipts/r3.jsonl", Receipt.response([Receipt.item("9005", purchased: "2026-10-20T10:00:00Z")]) + "\n")
