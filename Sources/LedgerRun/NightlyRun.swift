@@ -190,6 +190,10 @@ public struct NightlyRun {
             // And the files themselves, once per distinct content (what `verify` checks the
             // entries' recorded rules against, and what the next night compares its rules with).
             for bytes in (config.sourceData.map { [$0] } ?? []) + rules.sourceData.values { try w.keepInputText(bytes) }
+            // Findings finance dismissed since (booked by hand), first: the rules check below
+            // then knows which corrections were booked (a rule undone the same night asks for
+            // their reversal; checked before, the booking was lost).
+            findingsDismissed = try w.applyFindingDismissals(runId: runId)
             rulesChanged = try RulesChanges.sinceLastNight(w, runId: runId, rules: rules, config: config, progress: progress).map { ($0.runId, $0.lines) }
             let reconciler = Reconciler(products: rules.products, scope: config.reconciliationScope)
             try w.skipTouchedKeysIfReconcilingAll(reconciler, runId: runId)
@@ -258,7 +262,7 @@ public struct NightlyRun {
             try ingest.openWaitingReversals()
             // Records an operator dismissed (`iapledger dismiss`) since: resolved with the ask.
             dismissed = try w.applyDismissals(runId: runId)
-            findingsDismissed = try w.applyFindingDismissals(runId: runId)
+            findingsDismissed += try w.applyFindingDismissals(runId: runId)
             CrashPoint.hit("reconcile:start")
             let matched = try progress.stage("reconcile", unit: "groups") { tick -> Int in
                 try w.reconcile(reconciler, runId: runId, asOf: asOf, defaultStorefront: poster.config.defaultStorefront) { tick.advance(by: $0) }.matched

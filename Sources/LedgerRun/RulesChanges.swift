@@ -104,7 +104,7 @@ enum RulesChanges {
         }
 
         var groups: [[Change]: (count: Int, net: Int64, commission: Int64, proceeds: Int64, unbookable: Int, closed: Int)] = [:]
-        var opened = 0, resolved = 0, reversals = 0
+        var opened = 0, resolved = 0, reversals = 0, reversalsOpen = 0
         // Every finding open after tonight, new or not: what is left to book in all.
         var open = (count: 0, net: Int64(0), commission: Int64(0), proceeds: Int64(0))
         try w.forEachPostedSale(book: .production) { e, postedByRun in
@@ -114,7 +114,16 @@ enum RulesChanges {
             let closed = closedThrough.map { e.originalDate.month <= $0 } ?? false
             guard share < 100_000, let r = restated(e, rules: rules, config: config, paidDays: try paidDays(e, runId: postedByRun),
                                                     transactionCurrency: try ownCurrency(e)) else {
-                if let known, known.open, !known.message.hasPrefix(reversalPrefix) {
+                if let known, known.open, known.message.hasPrefix(reversalPrefix) {
+                    reversalsOpen += 1   // still to reverse
+                } else if let known, known.open, known.message.contains(bookedMarker), share < 100_000 {
+                    // Open again after a correction was booked, and now as posted: that
+                    // correction is to be reversed.
+                    try w.openFinding(code: code, transactionId: e.transactionId, recordId: nil,
+                                      message: reversal(e, dismissedAs: known.message, note: nil, closed: closed), runId: runId)
+                    reversals += 1
+                    reversalsOpen += 1
+                } else if let known, known.open {
                     try w.resolveFinding(code: code, transactionId: e.transactionId, runId: runId,
                                          saying: "resolved: " + (share >= 100_000 ? "refunded in full since (its refund booked at the posted amounts), nothing is left to correct"
                                                                  : "the rules book it as posted again, no correction is due") + "; it said: " + known.message)
@@ -125,19 +134,27 @@ enum RulesChanges {
                     try w.openFinding(code: code, transactionId: e.transactionId, recordId: nil,
                                       message: reversal(e, dismissedAs: known.message, note: known.note, closed: closed), runId: runId)
                     reversals += 1
+                    reversalsOpen += 1
                 }
                 return
             }
-            let said = message(e, r, refundedShare: share, closed: closed)
+            var said = message(e, r, refundedShare: share, closed: closed)
             // What is left to correct: the share not refunded (a refund was booked at the posted
             // amounts, its share of them).
             func left(_ d: Int64) -> Int64 { share == 0 ? d : roundHalfEven(Int128(d) * Int128(100_000 - share), 100_000) }
             let delta = r.figures.map { f in (left(f.netReportingMinor - e.figures.netReportingMinor),
                                               left(f.commissionReportingMinor - e.figures.commissionReportingMinor),
                                               left(f.proceedsReportingMinor - e.figures.proceedsReportingMinor)) }
-            if let known, known.message == said, known.open || known.dismissed {
+            // (A finding that said more after tonight's text, the booking it follows, is the same.)
+            if let known, known.message == said || known.message.hasPrefix(said + " "), known.open || known.dismissed {
                 if known.open, let delta { open.count += 1; open.net += delta.0; open.commission += delta.1; open.proceeds += delta.2 }
                 return
+            }
+            // A correction was booked for an earlier finding of it (dismissed) that said
+            // something else (another change, since partly undone): it is to be set against
+            // this one, which says so.
+            if let known, known.dismissed, !known.message.hasPrefix(reversalPrefix) {
+                said += " " + followsBooking(note: known.note, dismissedAs: known.message)
             }
             try w.openFinding(code: code, transactionId: e.transactionId, recordId: nil, message: said, runId: runId)
             opened += 1
@@ -177,9 +194,10 @@ enum RulesChanges {
             lines.append("\(reversals) sale\(reversals == 1 ? "" : "s") whose RULES_CHANGED finding was dismissed (a correction booked) the rules book as posted again: reverse \(reversals == 1 ? "that correction" : "those corrections") (a finding each, open again)")
         }
         // What is open in all, said with the night's news when earlier findings are open too.
-        if open.count > 0 && open.count != groups.values.reduce(0, { $0 + $1.count - $1.unbookable })
+        if (open.count > 0 && open.count != groups.values.reduce(0, { $0 + $1.count - $1.unbookable }) || reversalsOpen > reversals)
             && (!groups.isEmpty || reversals > 0 || resolved > 0) {
-            lines.append("open in all after tonight: \(open.count) RULES_CHANGED finding\(open.count == 1 ? "" : "s"), today's rules would book net \(amount(open.net)), commission \(amount(open.commission)), proceeds \(amount(open.proceeds)) \(reporting) (`iapledger findings --code RULES_CHANGED` lists them)")
+            lines.append("open in all after tonight: \(open.count) RULES_CHANGED finding\(open.count == 1 ? "" : "s") to book, today's rules would book net \(amount(open.net)), commission \(amount(open.commission)), proceeds \(amount(open.proceeds)) \(reporting)"
+                + (reversalsOpen > 0 ? ", and \(reversalsOpen) correction\(reversalsOpen == 1 ? "" : "s") to reverse" : "") + " (`iapledger findings --code RULES_CHANGED` lists them)")
         }
         if resolved > 0 {
             lines.append("\(resolved) sale\(resolved == 1 ? "" : "s") the rules book as posted again (or refunded in full since): \(resolved == 1 ? "its" : "their") RULES_CHANGED finding\(resolved == 1 ? "" : "s") resolved")
@@ -219,6 +237,14 @@ enum RulesChanges {
         let refunded = share == 0 ? "" : " (refunded \(ExactDecimal(mantissa: share, scale: 3))% at the posted amounts: the rest is to correct)"
         let month = closed ? " (its month, \(e.originalDate.month), is closed: correct it in an open month)" : ""
         return "posted \(e.originalDate) by rules the files now give otherwise: \(what); posted at \(said(f0)), \(now)\(difference)\(refunded)\(month): book a correction where one is due (entries never change)"
+    }
+
+    /// What a finding adds when a correction was booked for an earlier finding of the sale.
+    static let bookedMarker = "A correction was booked for its earlier finding"
+
+    static func followsBooking(note: String?, dismissedAs message: String) -> String {
+        bookedMarker + (note.map { " (\($0))" } ?? "")
+            + ": set it against this one (reverse it and book this difference). The earlier finding said: " + message
     }
 
     /// The finding of a sale whose earlier finding was dismissed (its correction booked) and

@@ -165,7 +165,7 @@ final class KeptRulesTests: XCTestCase {
         XCTAssertEqual(night.findingsReopened, 0)
         XCTAssertEqual(night.rulesChanged?.lines, [
             "rules/fx.csv: EUR 2026-10 1.12 -> 1.10: 1 sale posted, today's rules would book net -0.02, commission 0.00, proceeds -0.02 USD",
-            "open in all after tonight: 2 RULES_CHANGED findings, today's rules would book net +0.05, commission +0.01, proceeds +0.04 USD (`iapledger findings --code RULES_CHANGED` lists them)",
+            "open in all after tonight: 2 RULES_CHANGED findings to book, today's rules would book net +0.05, commission +0.01, proceeds +0.04 USD (`iapledger findings --code RULES_CHANGED` lists them)",
             "1 sale the rules book as posted again (or refunded in full since): its RULES_CHANGED finding resolved",
         ])
         open = try rulesChangedFindings()
@@ -183,7 +183,7 @@ final class KeptRulesTests: XCTestCase {
         night = try ws.run("2026-10-13")
         XCTAssertEqual(night.rulesChanged?.lines, [
             "rules/prices.csv: coins.100 in USA 0.99 USD -> 1.49 USD: 1 sale posted, today's rules would book net +0.50, commission +0.15, proceeds +0.35 USD",
-            "open in all after tonight: 3 RULES_CHANGED findings, today's rules would book net +0.55, commission +0.16, proceeds +0.39 USD (`iapledger findings --code RULES_CHANGED` lists them)",
+            "open in all after tonight: 3 RULES_CHANGED findings to book, today's rules would book net +0.55, commission +0.16, proceeds +0.39 USD (`iapledger findings --code RULES_CHANGED` lists them)",
         ])
 
         // The commission: a Small Business Program period over posted days. 9003 (10-06, 0.99
@@ -196,7 +196,7 @@ final class KeptRulesTests: XCTestCase {
         let lines = try XCTUnwrap(night.rulesChanged?.lines)
         XCTAssertEqual(lines.first, "commission rate: 0.30 (standard) -> 0.15 (small business program 2026-10-06..2026-10-31): 1 sale posted, today's rules would book net 0.00, commission -0.15, proceeds +0.15 USD")
         XCTAssertEqual(lines.count, 4, "\(lines)")
-        XCTAssertEqual(lines.last, "open in all after tonight: 4 RULES_CHANGED findings, today's rules would book net +0.55, commission -0.38, proceeds +0.93 USD (`iapledger findings --code RULES_CHANGED` lists them)")
+        XCTAssertEqual(lines.last, "open in all after tonight: 4 RULES_CHANGED findings to book, today's rules would book net +0.55, commission -0.38, proceeds +0.93 USD (`iapledger findings --code RULES_CHANGED` lists them)")
         XCTAssertTrue(lines.contains { $0.hasPrefix("rules/fx.csv: EUR 2026-10 1.12 -> 1.10; commission rate: 0.30 (standard) -> 0.15 (small business program 2026-10-06..2026-10-31): 1 sale posted") }, "\(lines)")
         XCTAssertTrue(lines.contains { $0.hasPrefix("rules/prices.csv: coins.100 in USA 0.99 USD -> 1.49 USD; commission rate: 0.30 (standard) -> 0.15") }, "\(lines)")
         XCTAssertEqual(Set(try rulesChangedFindings().keys), ["9002", "9003", "9004", "9005"])
@@ -307,14 +307,19 @@ final class KeptRulesTests: XCTestCase {
         XCTAssertEqual(Set(reversals.keys), ["9001", "9002", "9003"])
         XCTAssertTrue(reversals["9001"]?.hasPrefix("reverse the correction: posted 2026-10-05, it is booked again as the rules now give it; its earlier RULES_CHANGED finding was dismissed (dismissed by dana on 2026-10-08: JE-40: price list corrected)") ?? false,
                       "\(reversals)")
-        // USA's put back too: 9003 (open, not booked) is resolved; the reversals stay, said once.
+        // 9003's finding, open again, says a correction was booked for its earlier one.
+        XCTAssertTrue(reversals["9003"]?.contains("A correction was booked for its earlier finding (dismissed by dana on 2026-10-08: JE-40: price list corrected): set it against this one (reverse it and book this difference). The earlier finding said: posted 2026-10-06") ?? false,
+                      reversals["9003"] ?? "")
+        // USA's put back too: the correction booked for 9003 is to be reversed as well; the
+        // reversals stay, said once.
         try ws.write("rules/prices.csv", TestWorkspace.defaultPrices)
         let undone = try XCTUnwrap(try ws.run("2026-10-11").rulesChanged?.lines)
-        XCTAssertEqual(undone, ["1 sale the rules book as posted again (or refunded in full since): its RULES_CHANGED finding resolved"])
-        XCTAssertEqual(Set(try rulesChangedFindings().keys), ["9001", "9002"])
+        XCTAssertEqual(undone.first, "1 sale whose RULES_CHANGED finding was dismissed (a correction booked) the rules book as posted again: reverse that correction (a finding each, open again)")
+        XCTAssertTrue(undone.contains("open in all after tonight: 0 RULES_CHANGED findings to book, today's rules would book net 0.00, commission 0.00, proceeds 0.00 USD, and 3 corrections to reverse (`iapledger findings --code RULES_CHANGED` lists them)"), "\(undone)")
+        XCTAssertTrue(try rulesChangedFindings()["9003"]?.hasPrefix("reverse the correction: ") ?? false)
         try ws.write("rules/fx.csv", TestWorkspace.defaultFX + "\n2026-12,EUR,1.2\n")
         XCTAssertNil(try ws.run("2026-10-12").rulesChanged)
-        XCTAssertEqual(Set(try rulesChangedFindings().keys), ["9001", "9002"])
+        XCTAssertEqual(Set(try rulesChangedFindings().keys), ["9001", "9002", "9003"])
     }
 
     /// A sale of a closed month: its finding and the summary say it is corrected in an open
@@ -333,6 +338,21 @@ final class KeptRulesTests: XCTestCase {
         try ws.write("rules/prices.csv", TestWorkspace.defaultPrices.replacingOccurrences(of: "coins.100,JPN,160,2020-01-01", with: "coins.100,JPN,170,2020-01-01")
                         .replacingOccurrences(of: "coins.100,USA,0.99,2020-01-01", with: "coins.100,USA,1.09,2020-01-01"))
         let second = try XCTUnwrap(try ws.run("2026-11-05").rulesChanged?.lines)
-        XCTAssertTrue(second.contains { $0.hasPrefix("open in all after tonight: 3 RULES_CHANGED findings, today's rules would book") }, "\(second)")
+        XCTAssertTrue(second.contains { $0.hasPrefix("open in all after tonight: 3 RULES_CHANGED findings to book, today's rules would book") }, "\(second)")
+    }
+
+    /// Corrections booked (dismissed) and the rule undone before the next night: that night
+    /// applies the dismissals first, then asks for the corrections' reversal (it resolved the
+    /// findings, the booking lost).
+    func testARuleUndoneBeforeTheNightAfterItsCorrectionsWereBookedAsksForTheirReversal() throws {
+        try ws.write("rules/fx.csv", TestWorkspace.defaultFX.replacingOccurrences(of: "2026-10,EUR,1.10", with: "2026-10,EUR,11.0"))
+        try ws.run("2026-10-08")
+        XCTAssertEqual(Set(try rulesChangedFindings().keys), ["9001"])
+        _ = try LedgerRun.Dismiss.dismiss([], findings: [("RULES_CHANGED", "*")], workspace: ws.workspace, reason: "JE-7", by: "dana", at: "2026-10-08T09:00:00Z")
+        try ws.write("rules/fx.csv", TestWorkspace.defaultFX)
+        let night = try ws.run("2026-10-09")
+        XCTAssertEqual(night.findingsDismissed, 1)
+        XCTAssertEqual(night.rulesChanged?.lines.first, "1 sale whose RULES_CHANGED finding was dismissed (a correction booked) the rules book as posted again: reverse that correction (a finding each, open again)")
+        XCTAssertTrue(try rulesChangedFindings()["9001"]?.hasPrefix("reverse the correction: posted 2026-10-05, it is booked again as the rules now give it; its earlier RULES_CHANGED finding was dismissed (dismissed by dana on 2026-10-08: JE-7)") ?? false)
     }
 }
