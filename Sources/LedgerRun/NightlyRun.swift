@@ -262,7 +262,6 @@ public struct NightlyRun {
             try ingest.openWaitingReversals()
             // Records an operator dismissed (`iapledger dismiss`) since: resolved with the ask.
             dismissed = try w.applyDismissals(runId: runId)
-            findingsDismissed += try w.applyFindingDismissals(runId: runId)
             CrashPoint.hit("reconcile:start")
             let matched = try progress.stage("reconcile", unit: "groups") { tick -> Int in
                 try w.reconcile(reconciler, runId: runId, asOf: asOf, defaultStorefront: poster.config.defaultStorefront) { tick.advance(by: $0) }.matched

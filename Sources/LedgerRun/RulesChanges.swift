@@ -116,11 +116,11 @@ enum RulesChanges {
                                                     transactionCurrency: try ownCurrency(e)) else {
                 if let known, known.open, known.message.hasPrefix(reversalPrefix) {
                     reversalsOpen += 1   // still to reverse
-                } else if let known, known.open, known.message.contains(bookedMarker), share < 100_000 {
+                } else if let known, known.open, let booked = bookedCorrection(known), share < 100_000 {
                     // Open again after a correction was booked, and now as posted: that
                     // correction is to be reversed.
                     try w.openFinding(code: code, transactionId: e.transactionId, recordId: nil,
-                                      message: reversal(e, dismissedAs: known.message, note: nil, closed: closed), runId: runId)
+                                      message: reversal(e, dismissedAs: booked.text, note: booked.note, closed: closed), runId: runId)
                     reversals += 1
                     reversalsOpen += 1
                 } else if let known, known.open {
@@ -138,23 +138,22 @@ enum RulesChanges {
                 }
                 return
             }
-            var said = message(e, r, refundedShare: share, closed: closed)
+            let base = message(e, r, refundedShare: share, closed: closed)
+            // The correction booked for exactly this (dismissed as it reads now): nothing new.
+            if let known, known.dismissed, known.message == base || known.message.hasPrefix(base + " ") { return }
+            // A correction booked and not reversed (a dismissed finding that said something
+            // else, an open reversal, an open finding that carries one): set against this one.
+            let booked = known.flatMap(bookedCorrection)
+            let said = booked.map { base + " " + followsBooking(note: $0.note, dismissedAs: $0.text) } ?? base
             // What is left to correct: the share not refunded (a refund was booked at the posted
             // amounts, its share of them).
             func left(_ d: Int64) -> Int64 { share == 0 ? d : roundHalfEven(Int128(d) * Int128(100_000 - share), 100_000) }
             let delta = r.figures.map { f in (left(f.netReportingMinor - e.figures.netReportingMinor),
                                               left(f.commissionReportingMinor - e.figures.commissionReportingMinor),
                                               left(f.proceedsReportingMinor - e.figures.proceedsReportingMinor)) }
-            // (A finding that said more after tonight's text, the booking it follows, is the same.)
-            if let known, known.message == said || known.message.hasPrefix(said + " "), known.open || known.dismissed {
-                if known.open, let delta { open.count += 1; open.net += delta.0; open.commission += delta.1; open.proceeds += delta.2 }
+            if let known, known.open, known.message == said {
+                if let delta { open.count += 1; open.net += delta.0; open.commission += delta.1; open.proceeds += delta.2 }
                 return
-            }
-            // A correction was booked for an earlier finding of it (dismissed) that said
-            // something else (another change, since partly undone): it is to be set against
-            // this one, which says so.
-            if let known, known.dismissed, !known.message.hasPrefix(reversalPrefix) {
-                said += " " + followsBooking(note: known.note, dismissedAs: known.message)
             }
             try w.openFinding(code: code, transactionId: e.transactionId, recordId: nil, message: said, runId: runId)
             opened += 1
@@ -196,8 +195,11 @@ enum RulesChanges {
         // What is open in all, said with the night's news when earlier findings are open too.
         if (open.count > 0 && open.count != groups.values.reduce(0, { $0 + $1.count - $1.unbookable }) || reversalsOpen > reversals)
             && (!groups.isEmpty || reversals > 0 || resolved > 0) {
-            lines.append("open in all after tonight: \(open.count) RULES_CHANGED finding\(open.count == 1 ? "" : "s") to book, today's rules would book net \(amount(open.net)), commission \(amount(open.commission)), proceeds \(amount(open.proceeds)) \(reporting)"
-                + (reversalsOpen > 0 ? ", and \(reversalsOpen) correction\(reversalsOpen == 1 ? "" : "s") to reverse" : "") + " (`iapledger findings --code RULES_CHANGED` lists them)")
+            let toBook = "\(open.count) RULES_CHANGED finding\(open.count == 1 ? "" : "s") to book, today's rules would book net \(amount(open.net)), commission \(amount(open.commission)), proceeds \(amount(open.proceeds)) \(reporting)"
+            let toReverse = "\(reversalsOpen) correction\(reversalsOpen == 1 ? "" : "s") to reverse"
+            lines.append("open in all after tonight: "
+                + (open.count == 0 ? toReverse : reversalsOpen == 0 ? toBook : toBook + ", and " + toReverse)
+                + " (`iapledger findings --code RULES_CHANGED` lists them)")
         }
         if resolved > 0 {
             lines.append("\(resolved) sale\(resolved == 1 ? "" : "s") the rules book as posted again (or refunded in full since): \(resolved == 1 ? "its" : "their") RULES_CHANGED finding\(resolved == 1 ? "" : "s") resolved")
@@ -241,10 +243,34 @@ enum RulesChanges {
 
     /// What a finding adds when a correction was booked for an earlier finding of the sale.
     static let bookedMarker = "A correction was booked for its earlier finding"
+    static let bookedSaid = ": set it against this one (reverse it and book this difference). The earlier finding said: "
+    static let reversalSaid = ". The finding said: "
+
+    /// The correction booked for a sale and not reversed, as its finding `known` tells it: a
+    /// finding dismissed (booked as it read), an open reversal or an open finding that carries
+    /// one (both quote it, with its dismissal's note); nil when none stands (a reversal itself
+    /// dismissed: booked and reversed).
+    static func bookedCorrection(_ known: (message: String, open: Bool, dismissed: Bool, note: String?)) -> (note: String?, text: String)? {
+        let m = known.message
+        if known.dismissed { return m.hasPrefix(reversalPrefix) ? nil : (known.note, m) }
+        guard known.open else { return nil }
+        if m.hasPrefix(reversalPrefix) {
+            let note = between(m, "was dismissed (", "), a correction booked")
+            return (note, m.range(of: reversalSaid).map { String(m[$0.upperBound...]) } ?? m)
+        }
+        guard let marker = m.range(of: bookedMarker) else { return nil }
+        let tail = m[marker.upperBound...]
+        let note = tail.hasPrefix(" (") ? between(String(tail), " (", bookedSaid) : nil
+        return (note, tail.range(of: bookedSaid).map { String(tail[$0.upperBound...]) } ?? String(tail))
+    }
+
+    static func between(_ s: String, _ a: String, _ b: String) -> String? {
+        guard let r = s.range(of: a), let e = s.range(of: b, range: r.upperBound..<s.endIndex) else { return nil }
+        return String(s[r.upperBound..<e.lowerBound])
+    }
 
     static func followsBooking(note: String?, dismissedAs message: String) -> String {
-        bookedMarker + (note.map { " (\($0))" } ?? "")
-            + ": set it against this one (reverse it and book this difference). The earlier finding said: " + message
+        bookedMarker + (note.map { " (\($0))" } ?? "") + bookedSaid + message
     }
 
     /// The finding of a sale whose earlier finding was dismissed (its correction booked) and
@@ -252,7 +278,7 @@ enum RulesChanges {
     static func reversal(_ e: EntryDraft, dismissedAs message: String, note: String?, closed: Bool) -> String {
         reversalPrefix + "posted \(e.originalDate), it is booked again as the rules now give it; its earlier RULES_CHANGED finding was dismissed"
             + (note.map { " (\($0))" } ?? "") + ", a correction booked for it, which is to be reversed"
-            + (closed ? " in an open month (its month, \(e.originalDate.month), is closed)" : "") + ". The finding said: " + message
+            + (closed ? " in an open month (its month, \(e.originalDate.month), is closed)" : "") + reversalSaid + message
     }
 
     /// Nil when the rules now in force book the posted sale `e` as it was posted (the same
