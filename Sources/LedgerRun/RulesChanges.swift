@@ -116,11 +116,11 @@ enum RulesChanges {
                                                     transactionCurrency: try ownCurrency(e)) else {
                 if let known, known.open, known.message.hasPrefix(reversalPrefix) {
                     reversalsOpen += 1   // still to reverse
-                } else if let known, known.open, let booked = bookedCorrection(known), share < 100_000 {
-                    // Open again after a correction was booked, and now as posted: that
-                    // correction is to be reversed.
+                } else if let known, known.open, let booked = bookedCorrection(known) {
+                    // Open again after a correction was booked, and now as posted (or refunded
+                    // in full at its posted amounts): that correction is to be reversed.
                     try w.openFinding(code: code, transactionId: e.transactionId, recordId: nil,
-                                      message: reversal(e, dismissedAs: booked.text, note: booked.note, closed: closed), runId: runId)
+                                      message: reversal(e, dismissedAs: booked.text, note: booked.note, closed: closed, refunded: share >= 100_000), runId: runId)
                     reversals += 1
                     reversalsOpen += 1
                 } else if let known, known.open {
@@ -128,11 +128,12 @@ enum RulesChanges {
                                          saying: "resolved: " + (share >= 100_000 ? "refunded in full since (its refund booked at the posted amounts), nothing is left to correct"
                                                                  : "the rules book it as posted again, no correction is due") + "; it said: " + known.message)
                     resolved += 1
-                } else if let known, known.dismissed, !known.message.hasPrefix(reversalPrefix), share < 100_000 {
+                } else if let known, known.dismissed, !known.message.hasPrefix(reversalPrefix) {
                     // A correction was booked for it (dismissed), and the rules book it as
-                    // posted again: that correction is to be reversed.
+                    // posted again (or it was refunded in full since, at its posted amounts):
+                    // that correction is to be reversed.
                     try w.openFinding(code: code, transactionId: e.transactionId, recordId: nil,
-                                      message: reversal(e, dismissedAs: known.message, note: known.note, closed: closed), runId: runId)
+                                      message: reversal(e, dismissedAs: known.message, note: known.note, closed: closed, refunded: share >= 100_000), runId: runId)
                     reversals += 1
                     reversalsOpen += 1
                 }
@@ -190,7 +191,7 @@ enum RulesChanges {
             lines.append("... and \(sorted.count - shown) more changes (\(more) sales): the RULES_CHANGED findings name each sale")
         }
         if reversals > 0 {
-            lines.append("\(reversals) sale\(reversals == 1 ? "" : "s") whose RULES_CHANGED finding was dismissed (a correction booked) the rules book as posted again: reverse \(reversals == 1 ? "that correction" : "those corrections") (a finding each, open again)")
+            lines.append("\(reversals) sale\(reversals == 1 ? "" : "s") whose RULES_CHANGED finding was dismissed (a correction booked) the rules book as posted again (or refunded in full since): reverse \(reversals == 1 ? "that correction" : "those corrections") (a finding each, open again)")
         }
         // What is open in all, said with the night's news when earlier findings are open too.
         if (open.count > 0 && open.count != groups.values.reduce(0, { $0 + $1.count - $1.unbookable }) || reversalsOpen > reversals)
@@ -275,8 +276,10 @@ enum RulesChanges {
 
     /// The finding of a sale whose earlier finding was dismissed (its correction booked) and
     /// that the rules book as posted again.
-    static func reversal(_ e: EntryDraft, dismissedAs message: String, note: String?, closed: Bool) -> String {
-        reversalPrefix + "posted \(e.originalDate), it is booked again as the rules now give it; its earlier RULES_CHANGED finding was dismissed"
+    static func reversal(_ e: EntryDraft, dismissedAs message: String, note: String?, closed: Bool, refunded: Bool = false) -> String {
+        reversalPrefix + "posted \(e.originalDate), "
+            + (refunded ? "it was refunded in full since, at its posted amounts" : "it is booked again as the rules now give it")
+            + "; its earlier RULES_CHANGED finding was dismissed"
             + (note.map { " (\($0))" } ?? "") + ", a correction booked for it, which is to be reversed"
             + (closed ? " in an open month (its month, \(e.originalDate.month), is closed)" : "") + reversalSaid + message
     }

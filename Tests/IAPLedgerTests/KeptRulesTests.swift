@@ -302,7 +302,7 @@ final class KeptRulesTests: XCTestCase {
         XCTAssertEqual(again.newFindings, 0)
         XCTAssertEqual(again.findingsReopened, 3)
         let lines = try XCTUnwrap(again.rulesChanged?.lines)
-        XCTAssertTrue(lines.contains("2 sales whose RULES_CHANGED finding was dismissed (a correction booked) the rules book as posted again: reverse those corrections (a finding each, open again)"), "\(lines)")
+        XCTAssertTrue(lines.contains("2 sales whose RULES_CHANGED finding was dismissed (a correction booked) the rules book as posted again (or refunded in full since): reverse those corrections (a finding each, open again)"), "\(lines)")
         let reversals = try rulesChangedFindings()
         XCTAssertEqual(Set(reversals.keys), ["9001", "9002", "9003"])
         XCTAssertTrue(reversals["9001"]?.hasPrefix("reverse the correction: posted 2026-10-05, it is booked again as the rules now give it; its earlier RULES_CHANGED finding was dismissed (dismissed by dana on 2026-10-08: JE-40: price list corrected)") ?? false,
@@ -314,7 +314,7 @@ final class KeptRulesTests: XCTestCase {
         // reversals stay, said once.
         try ws.write("rules/prices.csv", TestWorkspace.defaultPrices)
         let undone = try XCTUnwrap(try ws.run("2026-10-11").rulesChanged?.lines)
-        XCTAssertEqual(undone.first, "1 sale whose RULES_CHANGED finding was dismissed (a correction booked) the rules book as posted again: reverse that correction (a finding each, open again)")
+        XCTAssertEqual(undone.first, "1 sale whose RULES_CHANGED finding was dismissed (a correction booked) the rules book as posted again (or refunded in full since): reverse that correction (a finding each, open again)")
         XCTAssertTrue(undone.contains("open in all after tonight: 3 corrections to reverse (`iapledger findings --code RULES_CHANGED` lists them)"), "\(undone)")
         XCTAssertTrue(try rulesChangedFindings()["9003"]?.hasPrefix("reverse the correction: ") ?? false)
         try ws.write("rules/fx.csv", TestWorkspace.defaultFX + "\n2026-12,EUR,1.2\n")
@@ -352,7 +352,7 @@ final class KeptRulesTests: XCTestCase {
         try ws.write("rules/fx.csv", TestWorkspace.defaultFX)
         let night = try ws.run("2026-10-09")
         XCTAssertEqual(night.findingsDismissed, 1)
-        XCTAssertEqual(night.rulesChanged?.lines.first, "1 sale whose RULES_CHANGED finding was dismissed (a correction booked) the rules book as posted again: reverse that correction (a finding each, open again)")
+        XCTAssertEqual(night.rulesChanged?.lines.first, "1 sale whose RULES_CHANGED finding was dismissed (a correction booked) the rules book as posted again (or refunded in full since): reverse that correction (a finding each, open again)")
         XCTAssertTrue(try rulesChangedFindings()["9001"]?.hasPrefix("reverse the correction: posted 2026-10-05, it is booked again as the rules now give it; its earlier RULES_CHANGED finding was dismissed (dismissed by dana on 2026-10-08: JE-7)") ?? false)
     }
 
@@ -399,5 +399,21 @@ final class KeptRulesTests: XCTestCase {
         XCTAssertEqual(Set(open.keys), ["9001"], "\(redo.rulesChanged?.lines ?? [])")
         XCTAssertTrue(open["9001"]?.hasPrefix("posted 2026-10-05 by rules the files now give otherwise: rules/fx.csv: EUR 2026-10 1.10 -> 1.20;") ?? false)
         XCTAssertFalse(open["9001"]?.contains("A correction was booked") ?? true, "booked and reversed: nothing stands")
+    }
+
+    /// A sale whose correction was booked, then refunded in full (its refund at the posted
+    /// amounts): the booked correction is to be reversed (it was left standing).
+    func testACorrectionBookedForASaleRefundedInFullSinceIsToBeReversed() throws {
+        try ws.write("rules/fx.csv", TestWorkspace.defaultFX.replacingOccurrences(of: "2026-10,EUR,1.10", with: "2026-10,EUR,1.20"))
+        try ws.run("2026-10-08")
+        _ = try LedgerRun.Dismiss.dismiss([], findings: [("RULES_CHANGED", "*")], workspace: ws.workspace, reason: "JE-9", by: "dana", at: "2026-10-08T09:00:00Z")
+        try ws.write("inbox/receipts/refund.jsonl", Receipt.response([Receipt.item("9001", purchased: "2026-10-05T10:00:00Z", cancelled: "2026-10-08T12:00:00Z")]) + "\n")
+        try ws.run("2026-10-09")
+        // (The check runs on a night after a rules file changed, before that night reads.)
+        try ws.write("rules/fx.csv", TestWorkspace.defaultFX.replacingOccurrences(of: "2026-10,EUR,1.10", with: "2026-10,EUR,1.20") + "\n2026-12,EUR,1.2\n")
+        try ws.run("2026-10-10")
+        let found = try rulesChangedFindings()
+        XCTAssertTrue(found["9001"]?.hasPrefix("reverse the correction: posted 2026-10-05, it was refunded in full since, at its posted amounts; its earlier RULES_CHANGED finding was dismissed (dismissed by dana on 2026-10-08: JE-9)") ?? false,
+                      "\(found)")
     }
 }
