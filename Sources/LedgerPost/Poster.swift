@@ -93,7 +93,7 @@ public struct Poster {
             // quantity near the receipts' would pass what 64-bit minor units hold.)
             // Bounded as a signed price is (10 billion units): so that sums of sales fit too.
             let (product, overflow) = unitMinor.multipliedReportingOverflow(by: t.quantity)
-            guard !overflow, product / Self.minorPerUnit(exponent) <= StoreBounds.maxPriceMilliunits / 1000 else {
+            guard !overflow, Int128(product) / pow10(exponent) <= Int128(StoreBounds.maxPriceMilliunits / 1000) else {
                 return .missingRule("price \(price.price) \(currency) x \(t.quantity) for \(t.productId) in \(storefrontCode) is more than the ledger's amounts hold")
             }
             grossMinor = product
@@ -151,13 +151,6 @@ public struct Poster {
         let expected = unit * t.quantity
         guard expected != entry.figures.grossMinor else { return nil }
         return "signed price \(milli) milliunits (\(Currency.format(minor: entry.figures.grossMinor, currency: entry.figures.currency)) \(entry.figures.currency)) differs from rules/prices.csv \(rule.price) x \(t.quantity) = \(Currency.format(minor: expected, currency: entry.figures.currency)) for \(t.productId) in \(entry.storefront) on \(t.purchaseDay), with no offer"
-    }
-
-    /// Minor units per unit of a currency of `exponent` decimals.
-    static func minorPerUnit(_ exponent: Int) -> Int64 {
-        var m: Int64 = 1
-        for _ in 0..<max(0, exponent) { m *= 10 }
-        return m
     }
 
     /// The commission rate and why (accounting.md step 3).

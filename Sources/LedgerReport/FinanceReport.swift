@@ -288,21 +288,20 @@ public struct FinanceReport {
         // (a rules change may open one for every posted sale: `iapledger findings` lists all).
         let open = try shared.findingsOpen(on: asOf, book: book.rawValue, limit: findingsLimit, reader)
         var findings: [SheetRow] = []
-        var previous: String? = nil
-        func more(after code: String) {
-            let total = open.counts[code] ?? 0
-            let listed = findings.filter { if case .text(let c) = $0.cells[0] { return c == code }; return false }.count
-            guard total > listed else { return }
-            findings.append(SheetRow([.text(code), .empty, .text("... and \(total - listed) more open \(code) findings, not listed here: `iapledger findings --code \(code)` lists them all"),
+        // The rows come in code order: after each code's listed rows, how many more it has.
+        var current: (code: String, listed: Int)? = nil
+        func closeCode() {
+            guard let c = current, let total = open.counts[c.code], total > c.listed else { return }
+            findings.append(SheetRow([.text(c.code), .empty, .text("... and \(total - c.listed) more open \(c.code) findings, not listed here: `iapledger findings --code \(c.code)` lists them all"),
                                       .empty, .empty]))
         }
         for f in open.rows {
-            if let p = previous, p != f.code { more(after: p) }
-            previous = f.code
+            if current?.code != f.code { closeCode(); current = (f.code, 0) }
+            current!.listed += 1
             findings.append(SheetRow([.text(f.code), .text(f.transactionId), .text(f.message), .date(f.firstSeen),
                                       .integer(Int64(asOf - f.firstSeen))]))
         }
-        if let p = previous { more(after: p) }
+        closeCode()
         return SheetContent(key: "run_info", tables: [
             TableBlock(key: "info", columns: ReportSchema.runInfo, rows: info),
             TableBlock(key: "files", columns: ReportSchema.runInfoFiles, rows: files),

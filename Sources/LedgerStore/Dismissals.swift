@@ -71,22 +71,24 @@ extension LedgerReader {
     /// The findings of `code` about `transactionId` (one per record it names, or one).
     public func findingCandidates(code: String, transactionId: String) throws -> [FindingCandidate] {
         let note = try hasFindingNotes() ? "f.resolved_note" : "NULL"
-        let asked = try db.tableExists("finding_dismissal")
-            ? "EXISTS (SELECT 1 FROM finding_dismissal d WHERE d.finding_id = f.id AND d.message = f.message)" : "0"
         return try Row.fetchAll(db, sql: """
-            SELECT f.id, f.code, f.transaction_id, f.message, f.resolved_run_id IS NOT NULL, \(note), \(asked)
+            SELECT f.id, f.code, f.transaction_id, f.message, f.resolved_run_id IS NOT NULL, \(note), \(try dismissalAsked())
             FROM finding f WHERE f.code = ? AND f.transaction_id = ? ORDER BY f.id
             """, arguments: [code, transactionId]).map {
             FindingCandidate(findingId: $0[0], code: $0[1], transactionId: $0[2], message: $0[3], resolved: $0[4], resolvedNote: $0[5], asked: $0[6])
         }
     }
 
+    /// Whether a dismissal was asked for finding `f` as it reads now (SQL; false before v30).
+    func dismissalAsked() throws -> String {
+        try db.tableExists("finding_dismissal")
+            ? "EXISTS (SELECT 1 FROM finding_dismissal d WHERE d.finding_id = f.id AND d.message = f.message)" : "0"
+    }
+
     /// Every open finding of `code`, as it reads now.
     public func openFindingCandidates(code: String) throws -> [FindingCandidate] {
-        let asked = try db.tableExists("finding_dismissal")
-            ? "EXISTS (SELECT 1 FROM finding_dismissal d WHERE d.finding_id = f.id AND d.message = f.message)" : "0"
-        return try Row.fetchAll(db, sql: """
-            SELECT f.id, f.code, f.transaction_id, f.message, \(asked)
+        try Row.fetchAll(db, sql: """
+            SELECT f.id, f.code, f.transaction_id, f.message, \(try dismissalAsked())
             FROM finding f WHERE f.code = ? AND f.resolved_run_id IS NULL ORDER BY f.transaction_id, f.id
             """, arguments: [code]).map {
             FindingCandidate(findingId: $0[0], code: $0[1], transactionId: $0[2], message: $0[3], resolved: false, resolvedNote: nil, asked: $0[4])

@@ -909,22 +909,14 @@ public final class LedgerWriter: LedgerReader {
         }
     }
 
-    /// Resolves a finding saying why (its text becomes `message`): a finding a night resolves
-    /// by itself keeps, for the audit trail, what settled it rather than what it asked.
-    public func resolveFinding(code: String, transactionId: String, runId: Int64, saying message: String) throws {
+    /// Resolves an open finding; `saying`, its text becomes that (a finding a night resolves by
+    /// itself then keeps, for the audit trail, what settled it rather than what it asked).
+    public func resolveFinding(code: String, transactionId: String, runId: Int64, saying message: String? = nil) throws {
         guard try loadOpenFindingKeys().contains("\(code) \(transactionId)") else { return }
         openFindingKeys?.remove("\(code) \(transactionId)")
         try db.cachedStatement(sql: """
-            UPDATE finding SET resolved_run_id = ?, message = ? WHERE code = ? AND transaction_id = ? AND resolved_run_id IS NULL
-            """).execute(arguments: [runId, StoreBounds.boundedMessage(message), code, transactionId])
-    }
-
-    public func resolveFinding(code: String, transactionId: String, runId: Int64) throws {
-        guard try loadOpenFindingKeys().contains("\(code) \(transactionId)") else { return }
-        openFindingKeys?.remove("\(code) \(transactionId)")
-        try db.cachedStatement(sql: """
-            UPDATE finding SET resolved_run_id = ? WHERE code = ? AND transaction_id = ? AND resolved_run_id IS NULL
-            """).execute( arguments: [runId, code, transactionId])
+            UPDATE finding SET resolved_run_id = ?, message = ifnull(?, message) WHERE code = ? AND transaction_id = ? AND resolved_run_id IS NULL
+            """).execute(arguments: [runId, message.map(StoreBounds.boundedMessage), code, transactionId])
     }
 
     /// Records a notification; false when its UUID was seen before (a resend: a no-op).

@@ -324,6 +324,14 @@ extension LedgerReader {
         }
     }
 
+    /// A finding's book (SQL over `finding f`): its transaction's, else that of the record
+    /// that raised it; NULL when neither is known (a record with no environment).
+    static let findingBook = """
+        ifnull((SELECT t.book FROM store_transaction t WHERE t.transaction_id = f.transaction_id),
+               (SELECT CASE lower(r.environment) WHEN 'sandbox' THEN 'sandbox' WHEN 'production' THEN 'production' END
+                FROM source_record r WHERE r.id = f.record_id))
+        """
+
     /// The findings of `book` (and those of no book: about a transaction no book holds) open on
     /// `day` (raised by a run as of it or before, not resolved by then), at most `limit` of each
     /// code (in transaction order), and how many of each code there are: bounded, however many
@@ -333,9 +341,7 @@ extension LedgerReader {
         for r in try Row.fetchAll(db, sql: """
             WITH open AS (
                 SELECT f.id, f.code, f.transaction_id,
-                       ifnull((SELECT t.book FROM store_transaction t WHERE t.transaction_id = f.transaction_id),
-                              (SELECT CASE lower(r.environment) WHEN 'sandbox' THEN 'sandbox' WHEN 'production' THEN 'production' END
-                               FROM source_record r WHERE r.id = f.record_id)) AS book
+                       \(Self.findingBook) AS book
                 FROM finding f JOIN run r1 ON r1.id = f.first_run_id LEFT JOIN run r2 ON r2.id = f.resolved_run_id
                 WHERE r1.as_of <= ?1 AND (f.resolved_run_id IS NULL OR r2.as_of > ?1)),
             mine AS (SELECT * FROM open WHERE ifnull(book, ?3) = ?3),
@@ -377,9 +383,7 @@ extension LedgerReader {
         let note = try hasFindingNotes() ? "f.resolved_note" : "NULL"
         let cursor = try Row.fetchCursor(db, sql: """
             SELECT f.code, f.transaction_id, f.message, r1.as_of, r2.as_of, f.first_run_id,
-                   ifnull((SELECT t.book FROM store_transaction t WHERE t.transaction_id = f.transaction_id),
-                          (SELECT CASE lower(r.environment) WHEN 'sandbox' THEN 'sandbox' WHEN 'production' THEN 'production' END
-                           FROM source_record r WHERE r.id = f.record_id)), \(note), f.id
+                   \(Self.findingBook), \(note), f.id
             FROM finding f JOIN run r1 ON r1.id = f.first_run_id LEFT JOIN run r2 ON r2.id = f.resolved_run_id
             \(conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND "))
             ORDER BY f.code, f.transaction_id, f.id LIMIT ?
@@ -410,9 +414,7 @@ extension LedgerReader {
     public func findings(openOnly: Bool) throws -> [FindingRow] {
         try Row.fetchAll(db.cachedStatement(sql: """
             SELECT f.code, f.transaction_id, f.message, r1.as_of, r2.as_of, f.first_run_id,
-                   ifnull((SELECT t.book FROM store_transaction t WHERE t.transaction_id = f.transaction_id),
-                          (SELECT CASE lower(r.environment) WHEN 'sandbox' THEN 'sandbox' WHEN 'production' THEN 'production' END
-                           FROM source_record r WHERE r.id = f.record_id))
+                   \(Self.findingBook)
             FROM finding f JOIN run r1 ON r1.id = f.first_run_id LEFT JOIN run r2 ON r2.id = f.resolved_run_id
             \(openOnly ? "WHERE f.resolved_run_id IS NULL" : "")
             ORDER BY f.code, f.transaction_id, f.id
