@@ -101,12 +101,15 @@ public struct TransactionObservation: Sendable, Equatable {
     public var hasOffer: Bool
     /// A free trial period (legacy `is_trial_period`): nothing was paid, so no sale is posted.
     public var isFreeTrial: Bool
+    /// A subscription the user upgraded from (legacy `is_upgraded`, signed `isUpgraded`): its
+    /// cancellation is the upgrade, for which Apple refunds the unused time, prorated.
+    public var upgraded: Bool
 
     public init(transactionId: String, originalTransactionId: String? = nil, productId: String,
                 quantity: Int64 = 1, purchaseMs: Int64, expiresMs: Int64? = nil, cancellationMs: Int64? = nil,
                 revocationPercentage: Int64? = nil, book: Book, bundleId: String? = nil,
                 storefront: String? = nil, currency: String? = nil, priceMilliunits: Int64? = nil,
-                appAccountToken: String? = nil, hasOffer: Bool = false, isFreeTrial: Bool = false) {
+                appAccountToken: String? = nil, hasOffer: Bool = false, isFreeTrial: Bool = false, upgraded: Bool = false) {
         self.transactionId = transactionId
         self.originalTransactionId = originalTransactionId
         self.productId = productId
@@ -123,6 +126,7 @@ public struct TransactionObservation: Sendable, Equatable {
         self.appAccountToken = appAccountToken
         self.hasOffer = hasOffer
         self.isFreeTrial = isFreeTrial
+        self.upgraded = upgraded
     }
 
     public var purchaseDay: Day { Day(epochMilliseconds: purchaseMs) }

@@ -16,6 +16,8 @@ public struct LegacyItem: Equatable {
     public var webOrderLineItemId: String?
     public var bundleId: String?
     public var isTrialPeriod: Bool = false
+    /// `is_upgraded`: the user upgraded from this subscription (its `cancellation_date` is the upgrade).
+    public var isUpgraded: Bool = false
     /// `in_app_ownership_type` `FAMILY_SHARED`: a family member's access, not a purchase.
     public var isFamilyShared: Bool = false
     /// An id field (`transaction_id`, `original_transaction_id`, `product_id`) holding neither
@@ -167,6 +169,7 @@ public enum LegacyReceiptParser {
                     // `in_app` and `latest_receipt_info` 16 minutes apart, one with milliseconds).
                 }
                 if existing.isTrialPeriod != it.isTrialPeriod { existing.trialDisagreement = true }
+                if it.isUpgraded { existing.isUpgraded = true }
                 if existing.cancellationMs == nil, let c = it.cancellationMs {
                     existing.cancellationMs = c
                     existing.cancellationCopyPurchaseMs = it.purchaseMs
@@ -210,6 +213,7 @@ public enum LegacyReceiptParser {
         it.webOrderLineItemId = d["web_order_line_item_id"]?.scalarText
         it.bundleId = d["bid"]?.scalarText ?? d["bundle_id"]?.scalarText
         it.isTrialPeriod = d["is_trial_period"]?.bool ?? false
+        it.isUpgraded = d["is_upgraded"]?.bool ?? false
         it.isFamilyShared = d["in_app_ownership_type"]?.scalarText == "FAMILY_SHARED"
         return it
     }

@@ -1304,6 +1304,7 @@ struct Ingest {
         var agrees = true
         if try writer.insertTransactionIfNew(t, recordId: recordId, runId: runId) {
             // New: its sale is posted below.
+            if t.cancellationMs != nil { try noteUpgradeRefund(t, location: location) }
         } else if let existing = try writer.transaction(t.transactionId) {
             let e = existing.observation
             var differences: [String] = []
@@ -1361,6 +1362,7 @@ struct Ingest {
                                        runId: runId)
             } else if e.cancellationMs == nil, let c = t.cancellationMs {
                 try writer.setCancellation(transactionId: t.transactionId, cancellationMs: c, percentage: t.revocationPercentage)
+                try noteUpgradeRefund(t, location: location)
             } else if !refundSaidByCaller, let held = e.cancellationMs, let c = t.cancellationMs,
                       Day(epochMilliseconds: held) != Day(epochMilliseconds: c) {
                 // One refund per transaction (accounting.md): a record reporting it refunded on
@@ -1373,6 +1375,24 @@ struct Ingest {
         }
         try writer.resolvePendingRecords(transactionId: t.transactionId, runId: runId, note: "verified by \(location)")
         return agrees
+    }
+
+    /// A refund the ledger takes from the cancellation of a subscription the user upgraded from
+    /// (`is_upgraded`) with no refund percentage: posted in full, as accounting.md books a
+    /// cancellation, but Apple refunds an upgrade's unused time only, prorated. Said once per
+    /// transaction (`UPGRADE_REFUND`), for finance to book the difference by hand.
+    mutating func noteUpgradeRefund(_ t: TransactionObservation, location: SourceLocation) throws {
+        guard t.upgraded, t.revocationPercentage == nil, let c = t.cancellationMs,
+              try writer.findingMessage(code: "UPGRADE_REFUND", transactionId: t.transactionId) == nil else { return }
+        let refunded = t.expiresMs.map { expires in
+            expires > c ? "; its period ran to \(Day(epochMilliseconds: expires)), so Apple's refund is about the unused part from \(Day(epochMilliseconds: c))" : ""
+        } ?? ""
+        try writer.openFinding(code: "UPGRADE_REFUND", transactionId: t.transactionId, recordId: nil, message: """
+            \(location): transaction \(t.transactionId) was cancelled on \(Day(epochMilliseconds: c)) because the user upgraded \
+            (is_upgraded): its refund is posted in full, as accounting.md books a cancellation with no refund percentage, \
+            but Apple refunds an upgraded subscription's unused time only, prorated\(refunded). Compare with Apple's \
+            financial report (iapledger true-up) and book the difference by hand
+            """, runId: runId)
     }
 
     /// A signed record `t` of the purchase a legacy receipt brought (`existing`, which names no

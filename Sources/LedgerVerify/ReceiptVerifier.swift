@@ -142,7 +142,7 @@ public struct ReceiptVerifier {
             priceMilliunits: nil, appAccountToken: it.appAccountToken, hasOffer: false,
             // A family member's shared access moves no money, like a trial: the purchaser's
             // transaction is the paid one, and booking both would count the revenue twice.
-            isFreeTrial: it.isTrialPeriod || it.isFamilyShared))
+            isFreeTrial: it.isTrialPeriod || it.isFamilyShared, upgraded: it.isUpgraded))
     }
 }
 

@@ -74,6 +74,8 @@ public struct SignedTransaction: Equatable, Sendable {
     public var revocationType: String?
     /// Thousandths of a percent: 100000 = 100%.
     public var revocationPercentage: Int64?
+    /// The user upgraded from this subscription to another of its group.
+    public var isUpgraded: Bool?
     public var offerType: Int64?
     public var offerIdentifier: String?
     public var offerDiscountType: String?
@@ -95,7 +97,7 @@ public struct SignedTransaction: Equatable, Sendable {
         originalPurchaseDateMs: Int64? = nil, expiresDateMs: Int64? = nil, signedDateMs: Int64? = nil,
         revocationDateMs: Int64? = nil, quantity: Int64? = nil, type: String? = nil,
         appAccountToken: String? = nil, inAppOwnershipType: String? = nil, revocationReason: Int64? = nil,
-        revocationType: String? = nil, revocationPercentage: Int64? = nil, offerType: Int64? = nil,
+        revocationType: String? = nil, revocationPercentage: Int64? = nil, isUpgraded: Bool? = nil, offerType: Int64? = nil,
         offerIdentifier: String? = nil, offerDiscountType: String? = nil, environment: String? = nil,
         storefront: String? = nil, storefrontId: String? = nil, transactionReason: String? = nil,
         currency: String? = nil, priceMilliunits: Int64? = nil, rawPayloadJSON: String
@@ -117,6 +119,7 @@ public struct SignedTransaction: Equatable, Sendable {
         self.revocationReason = revocationReason
         self.revocationType = revocationType
         self.revocationPercentage = revocationPercentage
+        self.isUpgraded = isUpgraded
         self.offerType = offerType
         self.offerIdentifier = offerIdentifier
         self.offerDiscountType = offerDiscountType
@@ -313,6 +316,16 @@ struct SignedDataFields {
         }
     }
 
+    /// true/false field.
+    func bool(_ key: String) throws -> Bool? {
+        switch object[key] {
+        case nil, .null?: return nil
+        case .bool(let b)?: return b
+        case let other?:
+            throw SignedDataJSONError(message: "field \(path)\(key) should be true or false but is \(other.typeName)")
+        }
+    }
+
     func object(_ key: String) throws -> SignedDataFields? {
         switch object[key] {
         case nil, .null?: return nil
@@ -349,6 +362,7 @@ extension SignedTransaction {
             revocationReason: try f.int64("revocationReason"),
             revocationType: try f.string("revocationType"),
             revocationPercentage: try f.int64("revocationPercentage"),
+            isUpgraded: try f.bool("isUpgraded"),
             offerType: try f.int64("offerType"),
             offerIdentifier: try f.string("offerIdentifier"),
             offerDiscountType: try f.string("offerDiscountType"),

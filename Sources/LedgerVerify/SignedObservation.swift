@@ -58,7 +58,7 @@ extension SignedTransaction {
             appAccountToken: appAccountToken?.lowercased(), hasOffer: offerType != nil || offerIdentifier != nil,
             // A family member's access to what the purchaser bought: the purchaser's transaction
             // is the paid one; booking this one too would count the revenue twice.
-            isFreeTrial: inAppOwnershipType == "FAMILY_SHARED"))
+            isFreeTrial: inAppOwnershipType == "FAMILY_SHARED", upgraded: isUpgraded == true))
     }
 }
 

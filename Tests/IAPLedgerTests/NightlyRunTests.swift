@@ -46,6 +46,34 @@ final class NightlyRunTests: XCTestCase {
         XCTAssertTrue(again.first?.message.contains("b.jsonl:2 reports transaction 7001 refunded on 2026-10-12, but the ledger holds its refund of 2026-10-08 (kept)") == true, "\(again)")
     }
 
+    /// A subscription the user upgraded from (`is_upgraded`) carries the upgrade as its
+    /// cancellation: the refund is posted in full (accounting.md books a cancellation so), and
+    /// said once per transaction (UPGRADE_REFUND), since Apple refunds only the unused time.
+    /// A cancellation without `is_upgraded` says nothing.
+    func testAnUpgradesCancellationIsPostedInFullAndSaid() throws {
+        let upgraded = Receipt.item("7201", purchased: "2026-10-05T10:00:00Z", cancelled: "2026-10-20T10:00:00Z",
+                                    expires: "2026-11-05T10:00:00Z", upgraded: true)
+        try ws.write("inbox/receipts/a.jsonl", [
+            Receipt.response([upgraded, Receipt.item("7202", purchased: "2026-10-06T10:00:00Z", cancelled: "2026-10-21T10:00:00Z")]),
+            Receipt.response([upgraded]),   // listed again by a later receipt: said once
+        ].joined(separator: "\n") + "\n")
+        try ws.run("2026-10-22")
+        XCTAssertEqual(try entries("SELECT transaction_id, kind, date FROM entry ORDER BY id"),
+                       [["7201", "sale", "2026-10-05"], ["7202", "sale", "2026-10-06"], ["7201", "refund", "2026-10-20"], ["7202", "refund", "2026-10-21"]])
+        XCTAssertEqual(try entries("SELECT gross_minor FROM entry WHERE transaction_id = '7201' AND kind = 'refund'"),
+                       try entries("SELECT gross_minor FROM entry WHERE transaction_id = '7201' AND kind = 'sale'"), "refunded in full")
+        let said = try ledger().read { try $0.findings(openOnly: true) }.filter { $0.code == "UPGRADE_REFUND" }
+        XCTAssertEqual(said.map(\.transactionId), ["7201"])
+        XCTAssertTrue(said.first?.message.contains("a.jsonl:1: transaction 7201 was cancelled on 2026-10-20 because the user upgraded (is_upgraded): its refund is posted in full") == true, "\(said)")
+        XCTAssertTrue(said.first?.message.contains("its period ran to 2026-11-05, so Apple's refund is about the unused part from 2026-10-20") == true, "\(said)")
+        // A later receipt listing it again says nothing more.
+        try ws.write("inbox/receipts/b.jsonl", Receipt.response([upgraded]) + "\n")
+        try ws.run("2026-10-23")
+        XCTAssertEqual(try entries("SELECT count(*) FROM finding WHERE code = 'UPGRADE_REFUND'"), [["1"]])
+        XCTAssertTrue(LedgerRun.Dismiss.dismissableFindings.contains("UPGRADE_REFUND"))
+        try assertTrialBalanceSumsToZero()
+    }
+
     func testSalesRefundsAndIdempotentReruns() throws {
         let day1 = [
             Receipt.response([Receipt.item("1001", purchased: "2026-10-05T10:00:00Z"),

@@ -422,6 +422,26 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
     }
 
+    /// A signed transaction the user upgraded from (`isUpgraded`) refunded with no percentage is
+    /// refunded in full and said (UPGRADE_REFUND); one whose prorated percentage is given posts
+    /// that share and says nothing.
+    func testAnUpgradedSignedTransactionsRefundIsSaidUnlessItsShareIsGiven() throws {
+        let at = t0 + 2 * 86_400_000
+        func upgraded(_ id: String, percentage: Int64?) throws -> String {
+            try signer.sign(payload: TestSigner.transactionPayload(
+                transactionId: id, productId: "com.example.product", purchaseDateMs: t0 - 86_400_000, signedDateMs: t0,
+                revocationDateMs: at, revocationReason: 0, revocationType: percentage == nil ? nil : "REFUND_PRORATED",
+                revocationPercentage: percentage, environment: "Sandbox", storefront: "USA", priceMilliunits: 1990,
+                currency: "USD", extra: ["isUpgraded": true]))
+        }
+        try ws.write("inbox/signed/t.txt", try upgraded("9301", percentage: nil) + "\n" + (try upgraded("9302", percentage: 40_000)) + "\n")
+        try ws.run("2023-11-20")
+        XCTAssertEqual(try rows("SELECT transaction_id, refund_percentage FROM entry WHERE kind = 'refund' ORDER BY transaction_id"),
+                       [["9301", "100000"], ["9302", "40000"]])
+        XCTAssertEqual(try rows("SELECT transaction_id FROM finding WHERE code = 'UPGRADE_REFUND'"), [["9301"]])
+        XCTAssertTrue(try rows("SELECT message FROM finding WHERE code = 'UPGRADE_REFUND'").first?.first?.contains("t.txt:1: transaction 9301 was cancelled on 2023-11-16 because the user upgraded") == true)
+    }
+
     /// A second refund read before the reversal of the first (the same night, its file read
     /// first): it was dropped in silence (the first refund's date kept, no reversal asked for
     /// yet). It is said (REFUND_AGAIN), and the reversal then posts as usual.

@@ -118,7 +118,7 @@ enum Receipt {
 
     static func item(_ id: String, product: String = "coins.100", quantity: Int = 1, purchased: String,
                      cancelled: String? = nil, original: String? = nil, expires: String? = nil, token: String? = nil,
-                     trial: Bool = false) -> String {
+                     trial: Bool = false, upgraded: Bool = false) -> String {
         var fields = [
             "\"quantity\": \"\(quantity)\"", "\"product_id\": \"\(product)\"", "\"transaction_id\": \"\(id)\"",
             "\"original_transaction_id\": \"\(original ?? id)\"", "\"purchase_date\": \"\(purchased.replacingOccurrences(of: "T", with: " ").replacingOccurrences(of: "Z", with: "")) Etc/GMT\"",
@@ -127,6 +127,7 @@ enum Receipt {
         if let c = cancelled { fields += ["\"cancellation_date_ms\": \"\(ms(c))\"", "\"cancellation_reason\": \"0\""] }
         if let e = expires { fields += ["\"expires_date_ms\": \"\(ms(e))\""] }
         if let t = token { fields += ["\"app_account_token\": \"\(t)\""] }
+        if upgraded { fields += ["\"is_upgraded\": \"true\""] }
         return "{" + fields.joined(separator: ", ") + "}"
     }
 
