@@ -16,6 +16,14 @@ struct IAPLedger: ParsableCommand {
         version: NightlyRun.toolVersion,
         subcommands: [Init.self, Run.self, Balance.self, Exceptions.self, Findings.self, Trace.self, Verify.self, Close.self, Dismiss.self, Report.self, TrueUpCommand.self, Demo.self]
     )
+
+    static func main() {
+        // A reader that went away (`| head`, a logger that died) makes a write fail with EPIPE,
+        // which the commands see and exit 1 on, instead of SIGPIPE ending the process where it
+        // stands: a night killed so after its commit wrote no workbooks and said nothing.
+        signal(SIGPIPE, SIG_IGN)
+        main(nil)
+    }
 }
 
 /// Options every command shares.
@@ -30,14 +38,17 @@ struct WorkspaceOption: ParsableArguments {
 }
 
 /// Turns known failures into one clear line on stderr and a non-zero exit.
-func runReporting(_ body: () throws -> Void) throws {
+/// - Parameter sayReaderGone: say on stderr that the output was cut short also when its reader
+///   went away (a night's log piped to a logger that died), not only on a full disk.
+func runReporting(sayReaderGone: Bool = false, _ body: () throws -> Void) throws {
     do {
         try body()
         // What it printed is its result (a CSV, a trace, a night's chain head): cut short by a
         // full disk or a closed output, it must not exit 0.
         if let failed = StandardError.flushStandardOutput() {
-            // A reader that stopped reading (`| head`) was told what it wanted: said by the status alone.
-            if !failed.readerGone {
+            // A reader that stopped reading (`| head`) was told what it wanted: said by the status
+            // alone (but for a night, whose summary is its log).
+            if !failed.readerGone || sayReaderGone {
                 StandardError.write("iapledger: error: its output could not be written to standard output (\(failed.why)): what the command did is done, what it printed is lost or cut short\n")
             }
             throw ExitCode.failure
@@ -126,7 +137,7 @@ struct Run: ParsableCommand {
 
     func run() throws {
         StopSignals.sayWhenStopped(asOf: asOf, workspaceArgument: ws.argument)
-        try runReporting {
+        try runReporting(sayReaderGone: true) {
             let day = try parseAsOf(asOf, why: "the ledger keeps each night's date and nights go forward, so every later run dated today would be refused")
             let progress = RunProgress(showProgress: noProgress ? false : nil)
             var nightly = NightlyRun(workspace: Workspace(ws.url), asOf: day, progress: progress)

@@ -269,6 +269,36 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertEqual(try run(["trace", "2201", "--workspace", ws.root.path], stdout: "/dev/null", stderr: nil).status, 0)
     }
 
+    /// A night whose log reader went away (a pipe closed at its other end: `| logger` that
+    /// died) was ended by SIGPIPE after its commit, with no workbooks and no message. It now
+    /// writes its workbooks and exits 1, saying on stderr that its summary was cut short; a
+    /// command read by `| head` exits 1 too, quietly.
+    func testANightWhoseReaderWentAwayWritesItsWorkbooksAndSaysSo() throws {
+        try ws.write("inbox/receipts/n.jsonl", Receipt.response([Receipt.item("2301", purchased: "2026-11-03T10:00:00Z")]) + "\n")
+        func run(_ args: [String]) throws -> (status: Int32, reason: Process.TerminationReason, err: String) {
+            let p = Process()
+            p.executableURL = Self.binary
+            p.arguments = args
+            let out = Pipe(), err = Pipe()
+            p.standardOutput = out
+            p.standardError = err
+            try out.fileHandleForReading.close()   // nobody reads: every write fails (EPIPE)
+            try p.run()
+            let e = err.fileHandleForReading.readDataToEndOfFile()
+            p.waitUntilExit()
+            return (p.terminationStatus, p.terminationReason, String(decoding: e, as: UTF8.self))
+        }
+        var r = try run(["run", "--workspace", ws.root.path, "--as-of", "2026-11-04", "--no-progress"])
+        XCTAssertEqual(r.reason, .exit, "not ended by a signal: \(r)")
+        XCTAssertEqual(r.status, 1)
+        XCTAssertTrue(r.err.contains("its output could not be written to standard output (Broken pipe): what the command did is done"), r.err)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: ws.root.appendingPathComponent("reports/2026-11-04/finance-2026-11-04.xlsx").path))
+        r = try run(["balance", "--workspace", ws.root.path])
+        XCTAssertEqual(r.reason, .exit)
+        XCTAssertEqual(r.status, 1)
+        XCTAssertEqual(r.err, "", "a reader that stopped reading is answered by the status alone")
+    }
+
     /// Records and findings each show their first ten lines, under their counts by reason:
     /// many records no longer hide every finding, and the rest of each is counted.
     func testRunSummaryListsRecordsAndFindingsEachWithItsCounts() throws {
