@@ -49,9 +49,24 @@ public struct Workspace {
         return (config, ledger)
     }
 
-    /// Opens the ledger for writing (creating it on the first run).
+    /// Opens the ledger for writing (creating it on the first run). A ledger missing where
+    /// `reports/` holds earlier nights' workbooks is refused: a new one would write over the
+    /// month-end sets from nothing (a ledger moved, misspelt in `database`, or on a share not
+    /// mounted).
     public func openLedgerForWriting(_ config: WorkspaceConfig) throws -> Ledger {
-        let ledger = try Ledger(path: ledgerURL(config).path)
+        let url = ledgerURL(config)
+        try Self.refuseDanglingLink(url)
+        var st = stat()
+        if lstat(url.path, &st) != 0 && errno == ENOENT {
+            let sets = earlierSets()
+            if let last = sets.last {
+                throw ReadError.file(url.path, "is missing, but reports/ holds the workbooks of \(sets.count) earlier "
+                    + "\(sets.count == 1 ? "night" : "nights") (the last \(last)): a new ledger would write over them from nothing. "
+                    + "Nothing was read or written. Restore the ledger (or mount its share, or correct `database` in "
+                    + "iapledger.toml); to start new books from the inbox, move reports/ aside first")
+            }
+        }
+        let ledger = try Ledger(path: url.path)
         try checkReportingCurrency(config, ledger)
         return ledger
     }
@@ -68,6 +83,17 @@ public struct Workspace {
     }
 
     public func reportDirectory(asOf: Day) -> URL { reportsURL.appendingPathComponent(asOf.description) }
+
+    /// The days of `reports/` holding a workbook a night wrote (`reports/<date>/*.xlsx`), in order.
+    func earlierSets() -> [Day] {
+        let fm = FileManager.default
+        return ((try? fm.contentsOfDirectory(atPath: reportsURL.path)) ?? []).compactMap { name -> Day? in
+            guard let day = Day(iso: name),
+                  let files = try? fm.contentsOfDirectory(atPath: reportsURL.appendingPathComponent(name).path),
+                  files.contains(where: { $0.hasSuffix(".xlsx") && !$0.hasPrefix(".") }) else { return nil }
+            return day
+        }.sorted()
+    }
 
     /// `reports/` can take the night's sets: checked before anything is read or written, so that
     /// a share not mounted (`reports/` a link to a missing folder) or a file in its place stops

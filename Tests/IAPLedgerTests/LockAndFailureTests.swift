@@ -35,6 +35,29 @@ final class LockAndFailureTests: XCTestCase {
         XCTAssertEqual(try ws.run("2026-10-07").counts.entriesPosted, 1, "the lock is free again")
     }
 
+    /// A ledger gone (moved, misspelt in `database`, on a share not mounted) where reports/
+    /// holds earlier nights' workbooks: a new ledger would have been started from nothing and
+    /// written over the month-end sets. Refused, nothing written; with reports/ moved aside
+    /// (new books on purpose), the night runs.
+    func testAMissingLedgerBesideEarlierWorkbooksIsRefused() throws {
+        let (db, _) = try firstNight()
+        let workbook = ws.root.appendingPathComponent("reports/2026-10-07/finance-2026-10-07.xlsx")
+        let written = try Data(contentsOf: workbook)
+        try FileManager.default.moveItem(at: db, to: ws.root.appendingPathComponent("ledger-moved.sqlite"))
+        XCTAssertThrowsError(try ws.run("2026-10-08")) { error in
+            XCTAssertTrue("\(error)".contains("ledger.sqlite: is missing, but reports/ holds the workbooks of 1 earlier night (the last 2026-10-07): a new ledger would write over them from nothing. Nothing was read or written."), "\(error)")
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: db.path), "no ledger started")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: ws.root.appendingPathComponent("reports/2026-10-08").path))
+        XCTAssertEqual(try Data(contentsOf: workbook), written)
+        // A ledger named by a link to a file gone is said as such.
+        try FileManager.default.createSymbolicLink(atPath: db.path, withDestinationPath: "/nonexistent/ledger.sqlite")
+        XCTAssertThrowsError(try ws.run("2026-10-08")) { XCTAssertTrue("\($0)".contains("is a link to /nonexistent/ledger.sqlite, which is missing"), "\($0)") }
+        try FileManager.default.removeItem(at: db)
+        try FileManager.default.moveItem(at: ws.root.appendingPathComponent("reports"), to: ws.root.appendingPathComponent("reports-before"))
+        XCTAssertEqual(try ws.run("2026-10-08").counts.entriesPosted, 1, "new books, on purpose")
+    }
+
     func testAReadOnlyLedgerFailsCleanlyAndStaysUnchanged() throws {
         let (db, before) = try firstNight()
         try ws.write("inbox/receipts/s.jsonl", Receipt.response([Receipt.item("6002", purchased: "2026-10-06T10:00:00Z")]) + "\n")
