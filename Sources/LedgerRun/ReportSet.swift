@@ -56,7 +56,10 @@ struct ReportSet {
                     // (the month before, most nights), once checked whole.
                     let inputs = try report.journalExportInputs(journal)
                     let target = dir.appendingPathComponent(name)
-                    let kept = GzipCSVWriter.kept(target, inputs: inputs, rows: journal.rowCount)
+                    // Kept only as registered when written: an export changed since (its gzip
+                    // comment and row count left as they were) is written again, not vouched for.
+                    let registered = try reader.reportFiles(path: workspace.relative(target)).last?.sha256
+                    let kept = GzipCSVWriter.kept(target, inputs: inputs, rows: journal.rowCount, registeredSHA256: registered)
                     let csv = try kept ?? GzipCSVWriter.write(journal, to: target, tempDirectory: workspace.tempURL, inputs: inputs)
                     report.journalExport = JournalExport(fileName: name, rows: csv.rows, sha256: csv.sha256)
                     exports.append(ReportFile(url: csv.url, kept: kept != nil))

@@ -113,16 +113,19 @@ public enum GzipCSVWriter {
     }
 
     /// The export at `url` when it was made from `inputs` (its gzip comment says so), holds
-    /// `rows` rows and a header line, and is whole: one gzip member that decompresses to the
-    /// file's last byte with its checksum and length right. Nil otherwise (missing, made from
-    /// other inputs, cut short, changed, or with anything appended), and the caller writes it
-    /// again. Rows are counted as CSV records (a line break inside a quoted field is part of
-    /// its field). Checking a month's export took a quarter of a second where writing it took
-    /// three.
-    public static func kept(_ url: URL, inputs: String, rows: Int) -> Written? {
-        guard let data = try? Data(contentsOf: url), gzipComment(data.prefix(4096)) == comment(inputs: inputs, rows: rows),
-              let records = csvRecords(gzip: data), records == rows + 1 else { return nil }
-        return Written(url: url, rows: rows, sha256: Hashing.sha256Hex(data))
+    /// `rows` rows and a header line, is whole (one gzip member that decompresses to the file's
+    /// last byte with its checksum and length right) and has the bytes registered when it was
+    /// written (`registeredSHA256`: an amount changed inside, its comment and rows left as they
+    /// were, is not kept). Nil otherwise (missing, never registered, made from other inputs, cut
+    /// short, changed, or with anything appended), and the caller writes it again. Rows are
+    /// counted as CSV records (a line break inside a quoted field is part of its field).
+    /// Checking a month's export took a quarter of a second where writing it took three.
+    public static func kept(_ url: URL, inputs: String, rows: Int, registeredSHA256: String?) -> Written? {
+        guard let registeredSHA256, let data = try? Data(contentsOf: url),
+              gzipComment(data.prefix(4096)) == comment(inputs: inputs, rows: rows) else { return nil }
+        let sha = Hashing.sha256Hex(data)
+        guard sha == registeredSHA256, let records = csvRecords(gzip: data), records == rows + 1 else { return nil }
+        return Written(url: url, rows: rows, sha256: sha)
     }
 
     /// The number of CSV records in `gzip`, a single gzip member and nothing after it; nil when

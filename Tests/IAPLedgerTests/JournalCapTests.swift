@@ -94,6 +94,15 @@ final class JournalCapTests: XCTestCase {
         try (first + Data("appended".utf8)).write(to: oct)
         XCTAssertEqual(try nextNight().keptFiles, [])
         XCTAssertEqual(try Data(contentsOf: oct), first)
+        // A row changed inside, compressed again behind the same comment (whole, as many rows):
+        // written again, not kept and vouched for by the workbook's Run Info.
+        let rows = try gunzip(oct)
+        XCTAssertTrue(rows.contains(",901,"), rows)
+        let header = first.prefix(through: try XCTUnwrap(first[10...].firstIndex(of: 0)))
+        try Self.gzipMember(header: Data(header), content: Data(rows.replacingOccurrences(of: ",901,", with: ",909,").utf8)).write(to: oct)
+        XCTAssertTrue(try gunzip(oct).contains(",909,"), "a whole gzip file")
+        XCTAssertEqual(try nextNight().keptFiles, [])
+        XCTAssertEqual(try Data(contentsOf: oct), first)
 
         // A late October sale: the export lists it.
         try ws.write("inbox/receipts/late.jsonl", Receipt.response([Receipt.item("970", purchased: "2026-10-20T10:00:00Z")]))
@@ -225,6 +234,29 @@ final class JournalCapTests: XCTestCase {
         XCTAssertTrue(styles.contains(#"wrapText="1""#))
         let workbook = try xml("xl/workbook.xml")
         XCTAssertTrue(workbook.contains(#"<definedName name="_xlnm.Print_Area" localSheetId="0">Info!$A$1:$C$6</definedName>"#), workbook)
+    }
+
+    /// A gzip member: `header` (another member's, through its comment) before `content`
+    /// deflated, its CRC-32 and length after.
+    static func gzipMember(header: Data, content: Data) -> Data {
+        var stream = z_stream()
+        _ = deflateInit2_(&stream, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size))
+        var buffer = [UInt8](repeating: 0, count: content.count + 1024)
+        content.withUnsafeBytes { src in
+            stream.next_in = UnsafeMutablePointer(mutating: src.bindMemory(to: Bytef.self).baseAddress)
+            stream.avail_in = UInt32(src.count)
+            buffer.withUnsafeMutableBufferPointer { dst in
+                stream.next_out = dst.baseAddress
+                stream.avail_out = UInt32(dst.count)
+                _ = deflate(&stream, Z_FINISH)
+            }
+        }
+        var out = header
+        out.append(contentsOf: buffer[0..<Int(stream.total_out)])
+        deflateEnd(&stream)
+        let crc = content.withUnsafeBytes { crc32(0, $0.bindMemory(to: Bytef.self).baseAddress, UInt32($0.count)) }
+        for v in [UInt32(crc), UInt32(content.count)] { withUnsafeBytes(of: v.littleEndian) { out.append(contentsOf: $0) } }
+        return out
     }
 
     func gunzip(_ url: URL) throws -> String {
