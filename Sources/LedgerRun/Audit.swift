@@ -456,10 +456,10 @@ public struct Audit {
             }
             // The month totals the reports read equal the postings and entries they sum.
             let stored = try r.monthTotals(recomputed: false), recomputed = try r.monthTotals(recomputed: true)
-            for (name, a, b) in [("balance_month", stored.balances, recomputed.balances), ("activity_month", stored.activity, recomputed.activity)] where a != b {
-                let first = zip(a, b).first { $0 != $1 }.map { "stored \($0.0), the entries give \($0.1)" }
-                    ?? "\(a.count) rows stored, the entries give \(b.count)"
-                report.problems.append(Problem(entryId: nil, message: "the month totals (\(name)) differ from the postings and entries they sum: \(first)"))
+            for (name, a, b, keyFields) in [("balance_month", stored.balances, recomputed.balances, 4), ("activity_month", stored.activity, recomputed.activity, 6)] where a != b {
+                let differences = Self.rowDifferences(stored: a, given: b, keyFields: keyFields)
+                report.problems.append(Problem(entryId: nil, message: "the month totals (\(name)) differ from the postings and entries they sum: "
+                    + differences.prefix(3).joined(separator: "; ") + (differences.count > 3 ? "; and \(differences.count - 3) more" : "")))
             }
         } } catch let e as StoreError where !schemaDifferences.isEmpty {
             // A schema altered in a way the check above does not see (a column of another type)
@@ -473,6 +473,22 @@ public struct Audit {
             return ($0.entryId ?? Int64.max) < ($1.entryId ?? Int64.max)
         }
         return report
+    }
+
+    /// The rows of `stored` and `given` (fields joined by `|`, the first `keyFields` their key)
+    /// that differ, each said by its key: changed, missing (the entries give it) or extra.
+    static func rowDifferences(stored: [String], given: [String], keyFields: Int) -> [String] {
+        func key(_ row: String) -> String { row.split(separator: "|", omittingEmptySubsequences: false).prefix(keyFields).joined(separator: "|") }
+        let s = Dictionary(stored.map { (key($0), $0) }, uniquingKeysWith: { a, _ in a })
+        let g = Dictionary(given.map { (key($0), $0) }, uniquingKeysWith: { a, _ in a })
+        return Set(s.keys).union(g.keys).sorted().compactMap { k in
+            switch (s[k], g[k]) {
+            case let (a?, b?): return a == b ? nil : "stored \(a), the entries give \(b)"
+            case let (nil, b?): return "no row stored for \(k), the entries give \(b)"
+            case let (a?, nil): return "stored \(a), which the entries do not give"
+            default: return nil
+            }
+        }
     }
 
     static func describe(_ r: PostingRule) -> String {

@@ -338,6 +338,25 @@ extension LedgerReader {
             """).map { ($0[0], $0[1], $0[2]) }
     }
 
+    /// Where the month totals of sales and refunds (`activity_month`, which the revenue sheets
+    /// read) do not give the month balances (`balance_month`, the trial balance's) by the
+    /// posting rules: a row of either deleted, added or changed. The difference per book,
+    /// month, account and currency (the balances' less what the activity gives), in the
+    /// currency and in the reporting currency.
+    public func activityBalanceDifferences() throws -> [(book: String, month: String, account: String, currency: String, difference: Int64, reporting: Int64)] {
+        try Row.fetchAll(db, sql: """
+            SELECT d.book, d.month, a.name, d.currency, sum(d.amount), sum(d.reporting) FROM (
+                SELECT book, month, account_id, currency, balance_minor AS amount, reporting_balance_minor AS reporting FROM balance_month
+                UNION ALL
+                SELECT m.book, m.month, r.account_id, m.currency,
+                       -sum(r.net * m.net_minor + r.commission * m.commission_minor + r.proceeds * m.proceeds_minor),
+                       -sum(r.net * m.net_reporting_minor + r.commission * m.commission_reporting_minor + r.proceeds * m.proceeds_reporting_minor)
+                FROM activity_month m JOIN posting_rule r ON r.kind = m.kind GROUP BY 1, 2, 3, 4
+            ) d JOIN account a ON a.id = d.account_id
+            GROUP BY 1, 2, 3, 4 HAVING sum(d.amount) <> 0 OR sum(d.reporting) <> 0 ORDER BY 1, 2, 3, 4
+            """).map { ($0[0], $0[1], $0[2], $0[3], $0[4], $0[5]) }
+    }
+
     /// Every stored source record of a transaction: the one that stored it and those linked
     /// after it, the latest read first (a refund usually comes with the latest).
     public func sources(of transactionId: String) throws -> [(kind: String, path: String, line: Int, raw: String)] {

@@ -755,6 +755,24 @@ final class VerifyTests: XCTestCase {
         try db.write { try $0.execute(sql: "UPDATE balance_month SET balance_minor = balance_minor + 100000 WHERE (book, month, account_id, currency) = (SELECT book, month, account_id, currency FROM balance_month WHERE book = 'production' ORDER BY 1, 2, 3, 4 LIMIT 1)") }
         try refused("its month totals of the production book do not balance in")
         try db.write { try $0.execute(sql: "UPDATE balance_month SET balance_minor = balance_minor - 100000 WHERE (book, month, account_id, currency) = (SELECT book, month, account_id, currency FROM balance_month WHERE book = 'production' ORDER BY 1, 2, 3, 4 LIMIT 1)") }
+        // A row of the sales totals deleted: the balances still sum to zero, but the revenue
+        // sheets would leave that revenue out. The night refuses; verify names the row by its
+        // key (it named the row beside it, which was right).
+        let activity = try db.read { try Row.fetchAll($0, sql: "SELECT * FROM activity_month WHERE book = 'production' AND kind = 'sale' ORDER BY 1, 2, 3, 4, 5, 6") }
+        XCTAssertGreaterThan(activity.count, 1)
+        let gone = activity[0]
+        let key = "production|\(gone["month"] as String)|\(gone["storefront"] as String)|\(gone["product_id"] as String)|\(gone["currency"] as String)|sale"
+        try db.write { try $0.execute(sql: "DELETE FROM activity_month WHERE book = ? AND month = ? AND storefront = ? AND product_id = ? AND currency = ? AND kind = ?",
+                                      arguments: [gone["book"], gone["month"], gone["storefront"], gone["product_id"], gone["currency"], gone["kind"]]) }
+        try refused("its month totals of sales and refunds (activity_month) do not give its month balances (balance_month): production \(gone["month"] as String) Assets:AppStore:Receivable \(gone["currency"] as String) differs by \(gone["proceeds_minor"] as Int64)")
+        let named = try Audit(workspace: ws.workspace).run().problems.map(\.message).filter { $0.contains("activity_month") }
+        XCTAssertEqual(named.count, 1, "\(named)")
+        XCTAssertTrue(named.first?.hasPrefix("the month totals (activity_month) differ from the postings and entries they sum: no row stored for \(key), the entries give \(key)|") == true, "\(named)")
+        XCTAssertFalse(named.first?.contains("; ") == true, "that row alone: \(named)")
+        try db.write { d in
+            try d.execute(sql: "INSERT INTO activity_month VALUES (\(Array(repeating: "?", count: gone.count).joined(separator: ", ")))",
+                          arguments: StatementArguments(gone.databaseValues))
+        }
 
         XCTAssertNoThrow(try ws.run("2026-10-08"), "restored, the night runs")
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
