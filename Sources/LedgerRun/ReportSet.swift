@@ -228,6 +228,8 @@ public enum PeriodReport {
     }
 
     static func write(workspace: Workspace, day: (Day?) throws -> Day) throws -> (asOf: Day, files: [ReportFile], note: String?, head: String?) {
+        // A folder that is no workspace is said before anything is made in it (the lock).
+        _ = try workspace.loadConfig()
         let layouts = try workspace.loadLayouts()
         try workspace.checkReportsFolder()
         // Not beside a night writing the same sets (the last rename would win, file by file).

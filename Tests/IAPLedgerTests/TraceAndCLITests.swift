@@ -299,6 +299,22 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertEqual(r.err, "", "a reader that stopped reading is answered by the status alone")
     }
 
+    /// Every command pointed at a folder that is no workspace says so, exits 1 and leaves the
+    /// folder as it was (`report` left its lock file there).
+    func testCommandsInAFolderThatIsNoWorkspaceLeaveItAsItWas() throws {
+        let empty = FileManager.default.temporaryDirectory.appendingPathComponent("no-workspace-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: empty) }
+        for args in [["run", "--as-of", "2026-11-04"], ["report", "--period", "2026-10"], ["report", "--as-of", "2026-10-31"],
+                     ["close", "2026-10"], ["balance"], ["exceptions"], ["findings"], ["trace", "1001"], ["verify"],
+                     ["dismiss", "inbox/orders/o.csv", "--reason", "test"]] {
+            let r = try cli(args + ["--workspace", empty.path])
+            XCTAssertEqual(r.status, 1, "\(args): \(r.err)")
+            XCTAssertTrue(r.err.contains("is not an iapledger workspace"), "\(args): \(r.err)")
+            XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: empty.path), [], "\(args)")
+        }
+    }
+
     /// Records and findings each show their first ten lines, under their counts by reason:
     /// many records no longer hide every finding, and the rest of each is counted.
     func testRunSummaryListsRecordsAndFindingsEachWithItsCounts() throws {
