@@ -157,10 +157,11 @@ public struct Reconciler {
     }
 
     /// What this version decides, as a number in the fingerprint: raised when a version
-    /// decides differently (2: out-of-scope groups raise nothing and match nothing), so the
+    /// decides differently (2: out-of-scope groups raise nothing and match nothing; 3: a
+    /// second refund or reversal the ledger did not post is the store's last word), so the
     /// first night after an upgrade reconciles every group again instead of keeping what the
     /// version before decided for the groups it does not touch.
-    static let logicVersion = 2
+    static let logicVersion = 3
 
     /// A hash of the rules reconciliation depends on (each product's type and units, the
     /// scope, the logic's version): when it changes, every group is reconciled again, not only

@@ -176,6 +176,7 @@ extension Ingest {
                 // The ledger keeps one reversal per transaction (as one refund): a second
                 // REFUND_REVERSED under a new UUID posts nothing. Said, not waited on: after a
                 // REFUND_AFTER_REVERSAL booked by hand it is a real one, to be booked by hand too.
+                try writer.setStoreRefundShare(transactionId: t.transactionId, share: 0)
                 try writer.openFinding(code: "REVERSAL_REPEATED", transactionId: t.transactionId, recordId: recordId,
                                        message: "\(location): REFUND_REVERSED \(n.notificationUUID) reverses transaction \(t.transactionId) again: its refund reversal was already asked for by REFUND_REVERSED \(first.uuid) (dated \(first.date)); the ledger keeps one reversal per transaction, so nothing is posted from this one. If the transaction was refunded again after its reversal (REFUND_AFTER_REVERSAL), finance books this reversal by hand too",
                                        runId: runId)
@@ -195,7 +196,10 @@ extension Ingest {
         if agrees, n.notificationType == "REFUND", let revokedMs = t.revocationDateMs,
            let before = refundedBefore, before != revokedMs,
            let env = t.environment, let book = Book(storeEnvironment: env) {
+            // The store's last word for reconciliation: refunded again (its share).
+            let share = t.revocationType == "REFUND_PRORATED" ? t.revocationPercentage ?? 100_000 : 100_000
             if let reversal = try writer.reversalRequest(book: book, transactionId: t.transactionId) {
+                try writer.setStoreRefundShare(transactionId: t.transactionId, share: share)
                 try writer.openFinding(code: "REFUND_AFTER_REVERSAL", transactionId: t.transactionId, recordId: recordId,
                                        message: "\(location): REFUND \(n.notificationUUID) refunds transaction \(t.transactionId) again (revoked \(Day(epochMilliseconds: revokedMs))) after its refund was reversed (REFUND_REVERSED \(reversal.uuid), dated \(reversal.date)): the ledger keeps one refund per transaction, so nothing is posted from it; finance must book this refund by hand",
                                        runId: runId)
@@ -203,6 +207,7 @@ extension Ingest {
                 // No reversal yet: read before its REFUND_REVERSED (the same night, files in
                 // another order, or Apple's deliveries out of order), this is a second refund all
                 // the same; or a record contradicting the first. Either way it is said, not taken.
+                try writer.setStoreRefundShare(transactionId: t.transactionId, share: share)
                 try writer.openFinding(code: "REFUND_AGAIN", transactionId: t.transactionId, recordId: recordId,
                                        message: "\(location): REFUND \(n.notificationUUID) reports transaction \(t.transactionId) refunded on \(Day(epochMilliseconds: revokedMs)), but the ledger holds its refund of \(Day(epochMilliseconds: before)) (kept): nothing is posted from it. If Apple reversed the first refund (REFUND_REVERSED), this is a second refund, which finance books by hand",
                                        runId: runId)

@@ -365,13 +365,13 @@ public class LedgerReader {
             let statement: Statement
             if after != nil {
                 statement = try db.cachedStatement(sql: """
-                    SELECT t.*, \(storefront) FROM store_transaction t INDEXED BY store_transaction_pending_order
+                    SELECT \(Self.storedColumns), \(storefront) FROM store_transaction t INDEXED BY store_transaction_pending_order
                     WHERE sale_status = 'pending' AND (purchase_ms > ? OR (purchase_ms = ? AND transaction_id > ?))
                     ORDER BY purchase_ms, transaction_id LIMIT ?
                     """)
             } else {
                 statement = try db.cachedStatement(sql: """
-                    SELECT t.*, \(storefront) FROM store_transaction t INDEXED BY store_transaction_pending_order
+                    SELECT \(Self.storedColumns), \(storefront) FROM store_transaction t INDEXED BY store_transaction_pending_order
                     WHERE sale_status = 'pending' ORDER BY purchase_ms, transaction_id LIMIT ?
                     """)
             }
@@ -404,8 +404,17 @@ public class LedgerReader {
         ORDER BY t.cancellation_ms, t.transaction_id
         """
 
-    /// A `store_transaction` row read by position (`SELECT *` or `SELECT t.*` first, in the
-    /// schema's column order): looking columns up by name costs more than the rest of the read.
+    /// The columns `stored(_:)` reads, by position (the table's first twenty, in its order): a
+    /// query reading more after them names these, not `t.*`, whose width grows with the schema
+    /// (v31 added a column, which took the place of the order's storefront read after them).
+    static let storedColumns = """
+        t.transaction_id, t.book, t.original_transaction_id, t.product_id, t.quantity, t.purchase_ms, t.expires_ms, \
+        t.cancellation_ms, t.revocation_percentage, t.storefront, t.currency, t.price_milliunits, t.app_account_token, \
+        t.bundle_id, t.has_offer, t.is_free_trial, t.first_record_id, t.first_run_id, t.sale_status, t.pending_reason
+        """
+
+    /// A `store_transaction` row read by position (`SELECT *`, `SELECT t.*` or `storedColumns`
+    /// first, in the schema's column order): looking columns up by name costs more than the rest of the read.
     static func stored(_ r: Row) -> StoredTransaction {
         let obs = TransactionObservation(
             transactionId: r[0], originalTransactionId: r[2],
@@ -821,6 +830,15 @@ public final class LedgerWriter: LedgerReader {
             UPDATE store_transaction SET cancellation_ms = ?, revocation_percentage = ?
             WHERE transaction_id = ? AND cancellation_ms IS NULL
             """).execute( arguments: [cancellationMs, percentage, transactionId])
+        touched.transaction(transactionId)
+    }
+
+    /// What the store said last of a transaction's refund beyond the ledger's one refund and
+    /// one reversal (a second refund, or a second reversal): the share it refunded (100000 in
+    /// full), or 0 when it reversed it again. Reconciliation reads it; no entry moves.
+    public func setStoreRefundShare(transactionId: String, share: Int64) throws {
+        try db.cachedStatement(sql: "UPDATE store_transaction SET store_refund_share = ? WHERE transaction_id = ?")
+            .execute(arguments: [share, transactionId])
         touched.transaction(transactionId)
     }
 

@@ -338,7 +338,7 @@ extension LedgerWriter {
                    t.revocation_percentage,
                    EXISTS (SELECT 1 FROM reversal_request q WHERE q.book = t.book AND q.transaction_id = t.transaction_id),
                    e.gross_minor, e.currency, e.net_reporting_minor,
-                   t.storefront IS NULL AND e.storefront = ?1
+                   t.storefront IS NULL AND e.storefront = ?1, t.store_refund_share
             """
         let saleJoin = "LEFT JOIN entry e ON e.book = t.book AND e.transaction_id = t.transaction_id AND e.kind = 'sale'"
         let oColumns = """
@@ -564,9 +564,15 @@ extension LedgerWriter {
         let cancelled = (r[5] as Int64?) != nil
         let percentage: Int64? = r[6]
         let reversed: Bool = r[7]
-        let refunded = cancelled && !reversed
+        var refunded = cancelled && !reversed
+        var inFull = refunded && (percentage == nil || percentage == 100_000)
+        // A second refund or reversal the ledger did not post: the store's last word.
+        if let share = r[12] as Int64? {
+            refunded = share > 0
+            inFull = share == 100_000
+        }
         return ReconTransaction(transactionId: r[0], book: Book(rawValue: r[1])!, productId: r[2], quantity: r[3],
-                                appAccountToken: r[4], refundedInFull: refunded && (percentage == nil || percentage == 100_000),
+                                appAccountToken: r[4], refundedInFull: inFull,
                                 refunded: refunded, grossMinor: r[8], currency: r[9], netReportingMinor: r[10],
                                 bookedAtDefaultStorefront: (r[11] as Bool?) ?? false)
     }

@@ -13,7 +13,7 @@ extension LedgerReader {
     /// status: a period waiting for a rule was still paid for), oldest purchase first.
     public func subscriptionChain(book: Book, originalTransactionId: String) throws -> [ChainTransaction] {
         var query = FastStatement(try db.cachedStatement(sql: """
-            SELECT t.*, EXISTS (SELECT 1 FROM reversal_request q
+            SELECT \(LedgerReader.storedColumns), EXISTS (SELECT 1 FROM reversal_request q
                                 WHERE q.book = t.book AND q.transaction_id = t.transaction_id) AS refund_reversed
             FROM store_transaction t
             WHERE t.book = ? AND t.original_transaction_id = ?

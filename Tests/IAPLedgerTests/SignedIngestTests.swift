@@ -442,6 +442,39 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertTrue(try rows("SELECT message FROM finding WHERE code = 'UPGRADE_REFUND'").first?.first?.contains("t.txt:1: transaction 9301 was cancelled on 2023-11-16 because the user upgraded") == true)
     }
 
+    /// A second refund (after the first was reversed, or in full after a prorated one) posts
+    /// nothing (one refund per transaction) but is the store's last word for reconciliation:
+    /// an active order of the transaction is REFUNDED_STILL_CREDITED (it was left matched); a
+    /// second reversal takes that back.
+    func testASecondRefundOrReversalIsWhatReconciliationSees() throws {
+        try ws.write("inbox/orders/o.csv", "order_id,account_id,transaction_id,product_id,quantity,credited_units,credited_at,environment\n"
+            + "r1,acct-1,9401,com.example.product,1,100,2023-11-14T00:00:00Z,sandbox\n"
+            + "r2,acct-2,9402,com.example.product,1,100,2023-11-14T00:00:00Z,sandbox\n")
+        let refundAt = t0 + 2 * 86_400_000
+        try ws.write("inbox/signed/a1.json", try notification("REFUND", signed: refundAt, transaction: try transaction("9401", revocation: refundAt)))
+        try ws.write("inbox/signed/b1.json", try notification("REFUND", signed: refundAt, transaction: try transaction("9402", revocation: refundAt, type: "REFUND_PRORATED", percentage: 50_000)))
+        try ws.run("2023-11-17")
+        func open() throws -> [String] { try rows("SELECT category || ' ' || transaction_id FROM exception WHERE resolved_on IS NULL ORDER BY 1").map { $0[0] } }
+        XCTAssertEqual(try open(), ["REFUNDED_STILL_CREDITED 9401"])
+        try ws.write("inbox/signed/a2.json", try notification("REFUND_REVERSED", signed: t0 + 4 * 86_400_000, transaction: try transaction("9401")))
+        try ws.run("2023-11-19")
+        XCTAssertEqual(try open(), [])
+        // 9401 refunded again after its reversal; 9402, refunded a half, refunded in full.
+        let again = t0 + 6 * 86_400_000
+        try ws.write("inbox/signed/a3.json", try notification("REFUND", signed: again, transaction: try transaction("9401", revocation: again)))
+        try ws.write("inbox/signed/b2.json", try notification("REFUND", signed: again, transaction: try transaction("9402", revocation: again)))
+        try ws.run("2023-11-21")
+        XCTAssertEqual(try rows("SELECT transaction_id, kind FROM entry WHERE kind <> 'sale' ORDER BY id"),
+                       [["9401", "refund"], ["9402", "refund"], ["9401", "refund_reversal"]], "nothing more posted")
+        XCTAssertEqual(try rows("SELECT code FROM finding WHERE resolved_run_id IS NULL ORDER BY code"), [["REFUND_AFTER_REVERSAL"], ["REFUND_AGAIN"]])
+        XCTAssertEqual(try open(), ["REFUNDED_STILL_CREDITED 9401", "REFUNDED_STILL_CREDITED 9402"])
+        // 9401 reversed again: its credit stands rightly.
+        try ws.write("inbox/signed/a4.json", try notification("REFUND_REVERSED", signed: t0 + 8 * 86_400_000, transaction: try transaction("9401")))
+        try ws.run("2023-11-23")
+        XCTAssertEqual(try open(), ["REFUNDED_STILL_CREDITED 9402"])
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+    }
+
     /// A second refund read before the reversal of the first (the same night, its file read
     /// first): it was dropped in silence (the first refund's date kept, no reversal asked for
     /// yet). It is said (REFUND_AGAIN), and the reversal then posts as usual.
