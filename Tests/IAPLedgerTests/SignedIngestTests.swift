@@ -473,6 +473,17 @@ final class SignedIngestTests: XCTestCase {
         try ws.run("2023-11-23")
         XCTAssertEqual(try open(), ["REFUNDED_STILL_CREDITED 9402"])
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+
+        // A ledger from before v31 (no such column; the findings said it): the migration takes
+        // the latest finding of each, and the first night after reconciles every group again.
+        let path = ws.root.appendingPathComponent("ledger.sqlite").path
+        try Ledger(path: path).write { w in
+            try w.db.execute(sql: "ALTER TABLE store_transaction DROP COLUMN store_refund_share")
+            try w.db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v31-store-refund-share'")
+        }
+        try ws.run("2023-11-24")
+        XCTAssertEqual(try rows("SELECT transaction_id, store_refund_share FROM store_transaction ORDER BY 1"), [["9401", "0"], ["9402", "100000"]])
+        XCTAssertEqual(try open(), ["REFUNDED_STILL_CREDITED 9402"])
     }
 
     /// A second refund read before the reversal of the first (the same night, its file read
