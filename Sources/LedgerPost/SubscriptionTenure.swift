@@ -63,6 +63,10 @@ public enum SubscriptionTenure {
         /// A lapse longer than the grace days before the purchase at `beforeMs` (an earlier
         /// period's, or this one's): the count started again from zero.
         case restarted(lapseDays: Int, beforeMs: Int64)
+        /// A lapse of a whole day or more, but no longer than the grace days, before the
+        /// purchase at `beforeMs`: the count went on (shown, so that a lapse just inside the
+        /// grace, counted in whole days, is seen with its length).
+        case gap(lapseDays: Int, beforeMs: Int64)
     }
 
     /// Days of paid service before `purchaseMs`, counted since the last lapse longer than `graceDays`.
@@ -89,9 +93,13 @@ public enum SubscriptionTenure {
             let item = chain[index]
             guard let expiresMs = item.expiresMs else { visit?(.noExpiry(index)); continue }
             if let refunded = item.fullyRefundedMs, refunded < purchaseMs { visit?(.refunded(index)); continue }
-            if let covered = coveredUntilMs, wholeDays(from: covered, to: item.purchaseMs) > graceDays {
-                paidDays = 0
-                visit?(.restarted(lapseDays: wholeDays(from: covered, to: item.purchaseMs), beforeMs: item.purchaseMs))
+            if let covered = coveredUntilMs, case let lapse = wholeDays(from: covered, to: item.purchaseMs), lapse > 0 {
+                if lapse > graceDays {
+                    paidDays = 0
+                    visit?(.restarted(lapseDays: lapse, beforeMs: item.purchaseMs))
+                } else {
+                    visit?(.gap(lapseDays: lapse, beforeMs: item.purchaseMs))
+                }
             }
             if item.freeTrial {
                 visit?(.freeTrial(index))
@@ -102,9 +110,12 @@ public enum SubscriptionTenure {
             }
             coveredUntilMs = max(coveredUntilMs ?? expiresMs, expiresMs)
         }
-        if let covered = coveredUntilMs, wholeDays(from: covered, to: purchaseMs) > graceDays {
-            visit?(.restarted(lapseDays: wholeDays(from: covered, to: purchaseMs), beforeMs: purchaseMs))
-            return 0
+        if let covered = coveredUntilMs, case let lapse = wholeDays(from: covered, to: purchaseMs), lapse > 0 {
+            if lapse > graceDays {
+                visit?(.restarted(lapseDays: lapse, beforeMs: purchaseMs))
+                return 0
+            }
+            visit?(.gap(lapseDays: lapse, beforeMs: purchaseMs))
         }
         return paidDays
     }

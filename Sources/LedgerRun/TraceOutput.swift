@@ -73,6 +73,7 @@ public enum TraceOutput {
                 case .refunded(let i): return step("refunded", i)
                 case .noExpiry(let i): return step("no_expiry", i)
                 case .restarted(let lapse, let beforeMs): return .init(kind: "restarted", days: lapse, before: instant(beforeMs))
+                case .gap(let lapse, let beforeMs): return .init(kind: "gap", days: lapse, before: instant(beforeMs))
                 }
             },
             paid_days: days, posted_with_days: postedWith)
@@ -192,7 +193,8 @@ public enum TraceOutput {
                 case "free_trial": line("  \(period): free trial or zero-price offer, no days (keeps the subscription alive)")
                 case "refunded": line("  \(period): fully refunded before this purchase, not counted")
                 case "no_expiry": line("  \(period): no expiry date, not counted")
-                default: line("  lapse of \(s.days ?? 0) days before the purchase of \(s.before ?? "?"): the count starts again from 0")
+                case "gap": line("  lapse of \(s.days ?? 0) whole days before the purchase of \(s.before ?? "?"): within the \(sub.grace_days)-day grace, the count goes on")
+                default: line("  lapse of \(s.days ?? 0) whole days before the purchase of \(s.before ?? "?"): over the \(sub.grace_days)-day grace, the count starts again from 0")
                 }
             }
             line("  = \(sub.paid_days) paid days before this purchase")

@@ -130,7 +130,7 @@ final class TenureAndPeriodsTests: XCTestCase {
                 let added = steps.last.map { if case .restarted = $0 { return 0 } else {
                     return (sinceRestart.last ?? []).reduce(0) { if case .paid(_, let d) = $1 { return $0 + d } else { return $0 } } } } ?? 0
                 XCTAssertEqual(added, want, "the steps add up to the paid days")
-                XCTAssertEqual(steps.filter { if case .restarted = $0 { return false } else { return true } }.count,
+                XCTAssertEqual(steps.filter { switch $0 { case .restarted, .gap: return false; default: return true } }.count,
                                chain.filter { $0.purchaseMs < p }.count, "every earlier transaction is named once")
             }
         }
@@ -148,8 +148,9 @@ final class TenureAndPeriodsTests: XCTestCase {
         let chain = [afterLapse, year[2], noExpiry, refunded, year[0], trial]   // in no order
         let (days, steps) = SubscriptionTenure.explained(before: afterLapse.expiresMs!, chain: chain, graceDays: 60)
         XCTAssertEqual(days, 30)
-        // Refunded February (28 days) leaves a gap of 28 days between January and March: no lapse.
-        XCTAssertEqual(steps, [.freeTrial(5), .paid(4, days: 31), .refunded(3), .paid(1, days: 31), .noExpiry(2),
+        // Refunded February (28 days) leaves a gap of 28 days between January and March: within
+        // the grace, shown, the count going on.
+        XCTAssertEqual(steps, [.freeTrial(5), .paid(4, days: 31), .refunded(3), .gap(lapseDays: 28, beforeMs: year[2].purchaseMs), .paid(1, days: 31), .noExpiry(2),
                                .restarted(lapseDays: 61, beforeMs: afterLapse.purchaseMs), .paid(0, days: 30)])
         XCTAssertEqual(SubscriptionTenure.explained(before: afterLapse.purchaseMs, chain: chain, graceDays: 60).steps.last,
                        .restarted(lapseDays: 61, beforeMs: afterLapse.purchaseMs), "a lapse just before this purchase")
@@ -330,13 +331,16 @@ final class TenureAndPeriodsTests: XCTestCase {
         let t12 = try XCTUnwrap(trace("C-12").subscription)
         XCTAssertEqual(t12.paid_days, 337, "a year less the refunded February (28 days)")
         XCTAssertEqual(t12.posted_with_days, 337)
-        XCTAssertEqual(t12.steps.map(\.kind), Array(repeating: "paid", count: 5) + ["refunded"] + Array(repeating: "paid", count: 6))
+        // The refunded month leaves a lapse of 28 days before the next: within the grace, shown.
+        XCTAssertEqual(t12.steps.map(\.kind), Array(repeating: "paid", count: 5) + ["refunded", "gap"] + Array(repeating: "paid", count: 6))
+        XCTAssertEqual(t12.steps[6].days, 28)
         XCTAssertEqual(t12.steps[5].transaction_id, "C-5")
         XCTAssertEqual(t12.steps[0].purchase_date, "2025-09-15T12:00:00Z")
         XCTAssertEqual(t12.steps[0].days, 30)
         let text = TraceOutput.text(try trace("C-12"))
         XCTAssertTrue(text.contains("Subscription tenure (original transaction C"), text)
         XCTAssertTrue(text.contains("2026-02-15T12:00:00Z .. 2026-03-15T12:00:00Z  C-5: fully refunded before this purchase, not counted"), text)
+        XCTAssertTrue(text.contains("  lapse of 28 whole days before the purchase of 2026-03-15T12:00:00Z: within the 60-day grace, the count goes on"), text)
         XCTAssertTrue(text.contains("  = 337 paid days before this purchase"), text)
         XCTAssertFalse(text.contains("was posted with"), text)
 
