@@ -301,8 +301,11 @@ public enum TraceOutput {
             for l in o.lines_not_taken {
                 out += "  \(l.path):\(l.line) \(l.outcome), read \(l.read_on): \(l.reason)\n"
                 textLines(l.text)
-                out += l.resolved_on.map { "    resolved on \($0): \(l.resolution ?? "")\n" }
-                    ?? "    still open: a valid line for this order read after it resolves it\n"
+                // (A line of a file sent again was read as it is: nothing waits.)
+                if l.outcome != "verified" {
+                    out += l.resolved_on.map { "    resolved on \($0): \(l.resolution ?? "")\n" }
+                        ?? "    still open: a valid line for this order read after it resolves it\n"
+                }
             }
         }
         out += "Exceptions (\(o.exceptions.count)):\n"

@@ -196,8 +196,9 @@ public struct TransactionTrace: Encodable {
 
 /// The versions of one backend order and the transaction it names.
 public struct OrderTrace: Encodable {
-    /// A line of an orders file that named the order but was not taken (rejected), with
-    /// why, and what resolved it if anything did (a valid line of the order read after it).
+    /// A line of an orders file that named the order but was not taken (rejected, or a line of
+    /// a file sent again: verified, no version), with why, and what resolved it if anything did
+    /// (a valid line of the order read after it).
     public struct LineNotTaken: Encodable {
         public var path: String
         public var line: Int
@@ -306,8 +307,24 @@ extension LedgerReader {
             OrderTrace.LineNotTaken(path: $0[0], line: $0[1], outcome: $0[2], reason: $0[3], read_on: $0[4],
                                     resolved_on: $0[5], resolution: $0[6], text: withText ? try recordText($0[7]) : nil)
         }
+        // Lines of a file sent again (the bytes of one read before, under another name): kept as
+        // verified records, they make no version (they would bring back what later versions
+        // replaced), and are found by their place in the file they repeat.
+        let sentAgain = try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT f2.path, r2.line, r2.outcome, f.path, run.as_of, r2.id
+            FROM order_version v JOIN source_record r ON r.id = v.record_id JOIN source_file f ON f.id = r.file_id
+            JOIN source_file f2 ON f2.sha256 = f.sha256 AND f2.id <> f.id AND f2.kind = 'orders'
+            JOIN source_record r2 ON r2.file_id = f2.id AND r2.line = r.line AND r2.order_id = v.order_id
+            JOIN run ON run.id = f2.run_id
+            WHERE v.order_id = ? AND NOT EXISTS (SELECT 1 FROM order_version w WHERE w.record_id = r2.id)
+            GROUP BY r2.id ORDER BY r2.id
+            """), arguments: [orderId]).map {
+            OrderTrace.LineNotTaken(path: $0[0], line: $0[1], outcome: $0[2],
+                                    reason: "a file sent again (the same bytes as \($0[3] as String), read before): its lines make no new version, since they would bring back what later versions replaced",
+                                    read_on: $0[4], resolved_on: nil, resolution: nil, text: withText ? try recordText($0[5]) : nil)
+        }
         guard !versions.isEmpty || !notTaken.isEmpty else { return nil }
-        return OrderTrace(order_id: orderId, versions: versions, lines_not_taken: notTaken,
+        return OrderTrace(order_id: orderId, versions: versions, lines_not_taken: notTaken + sentAgain,
                           transaction: try versions.last?.transaction_id.flatMap { try traceTransaction($0, asOf: asOf, withText: withText) },
                           exceptions: try traceExceptions(where: "order_id = ?", orderId))
     }

@@ -486,6 +486,11 @@ final class HostileInputTests: XCTestCase {
         try ws.run("2026-10-10")
         XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT count(*) FROM order_version WHERE order_id = 'R1'") }, [["4"]])
         XCTAssertEqual(try units(), [["UNITS_MISMATCH", "2026-10-09"]])
+        // `trace` says why its line made none (it did not name the line at all).
+        let trace = try XCTUnwrap(try ledger().read { try $0.traceOrder("R1", asOf: nil) })
+        XCTAssertEqual(trace.lines_not_taken.map { "\($0.path):\($0.line) \($0.outcome)" }, ["inbox/orders/o1-again.csv:2 verified"])
+        XCTAssertTrue(trace.lines_not_taken.first?.reason.hasPrefix("a file sent again (the same bytes as inbox/orders/o1.csv, read before): its lines make no new version") == true, "\(trace.lines_not_taken)")
+        XCTAssertFalse(TraceOutput.text(trace).contains("still open"), TraceOutput.text(trace))
     }
 
     /// `trace` of a transaction shows every version of the orders that named it, numbered as the
