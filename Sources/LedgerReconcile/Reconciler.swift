@@ -41,6 +41,9 @@ public struct ReconTransaction: Sendable {
     public var refundedInFull: Bool
     /// Refunded at all (full or prorated), not reversed.
     public var refunded: Bool
+    /// `refunded` is the store's word on a second refund or reversal the ledger did not post
+    /// (its REFUND_AFTER_REVERSAL, REFUND_AGAIN or REVERSAL_REPEATED finding).
+    public var refundedAgain = false
     public var grossMinor: Int64?
     public var currency: String?
     public var netReportingMinor: Int64?
@@ -223,7 +226,9 @@ public struct Reconciler {
                     raise(.sandboxCreditedInProduction, t, o, "production order \(o.orderId) credits sandbox transaction \(id)")
                 }
                 if t.refundedInFull {
-                    raise(.refundedStillCredited, t, o, "transaction \(id) was refunded in full; order \(o.orderId) is still active (no reversed_at)")
+                    raise(.refundedStillCredited, t, o, t.refundedAgain
+                        ? "transaction \(id) was refunded in full again, a refund the ledger does not post (see its REFUND_AFTER_REVERSAL or REFUND_AGAIN finding); order \(o.orderId) is still active (no reversed_at)"
+                        : "transaction \(id) was refunded in full; order \(o.orderId) is still active (no reversed_at)")
                 }
             }
             // NOT_CREDITED: a verified production purchase in scope, not refunded, that no active order names.

@@ -1368,7 +1368,7 @@ struct Ingest {
                 // One refund per transaction (accounting.md): a record reporting it refunded on
                 // another day posts nothing, and is said, not dropped, as a signed REFUND is (a
                 // notification says it itself, with what a reversal makes of it).
-                try writer.setStoreRefundShare(transactionId: t.transactionId, share: t.revocationPercentage ?? 100_000)
+                try writer.setStoreRefundShare(transactionId: t.transactionId, share: t.revocationPercentage ?? 100_000, atMs: c)
                 try writer.openFinding(code: "REFUND_AGAIN", transactionId: t.transactionId, recordId: recordId,
                                        message: "\(location) reports transaction \(t.transactionId) refunded on \(Day(epochMilliseconds: c)), but the ledger holds its refund of \(Day(epochMilliseconds: held)) (kept): nothing is posted from it. If Apple refunded it a second time, finance books that refund by hand",
                                        runId: runId)

@@ -171,17 +171,20 @@ extension Ingest {
         // A REFUND's other refund date is said below (REFUND_AGAIN or REFUND_AFTER_REVERSAL).
         let agrees = try observeSigned(t, recordId: recordId, location: location, refundSaidByCaller: n.notificationType == "REFUND")
         if agrees, n.notificationType == "REFUND_REVERSED", let env = t.environment, let book = Book(storeEnvironment: env) {
-            let day = Day(epochMilliseconds: n.signedDateMs ?? t.signedDateMs ?? t.purchaseDateMs ?? 0)
+            let reversedMs = n.signedDateMs ?? t.signedDateMs ?? t.purchaseDateMs ?? 0
+            let day = Day(epochMilliseconds: reversedMs)
             if let first = try writer.reversalRequest(book: book, transactionId: t.transactionId) {
                 // The ledger keeps one reversal per transaction (as one refund): a second
                 // REFUND_REVERSED under a new UUID posts nothing. Said, not waited on: after a
                 // REFUND_AFTER_REVERSAL booked by hand it is a real one, to be booked by hand too.
-                try writer.setStoreRefundShare(transactionId: t.transactionId, share: 0)
+                try writer.setStoreRefundShare(transactionId: t.transactionId, share: 0, atMs: reversedMs)
                 try writer.openFinding(code: "REVERSAL_REPEATED", transactionId: t.transactionId, recordId: recordId,
                                        message: "\(location): REFUND_REVERSED \(n.notificationUUID) reverses transaction \(t.transactionId) again: its refund reversal was already asked for by REFUND_REVERSED \(first.uuid) (dated \(first.date)); the ledger keeps one reversal per transaction, so nothing is posted from this one. If the transaction was refunded again after its reversal (REFUND_AFTER_REVERSAL), finance books this reversal by hand too",
                                        runId: runId)
             } else {
                 try writer.requestReversal(book: book, transactionId: t.transactionId, date: day, notificationUUID: n.notificationUUID)
+                // A second refund read before this reversal and dated before it is reversed too.
+                try writer.setStoreRefundShare(transactionId: t.transactionId, share: 0, atMs: reversedMs, onlyOverAnother: true)
                 // Whether it waits is known only after the posting stage: its refund may arrive
                 // later this night (in this file or another) and post with it.
                 reversalsAsked.append(.init(book: book, transactionId: t.transactionId, recordId: recordId,
@@ -192,24 +195,26 @@ extension Ingest {
         // reversal is asked for is a second refund: the ledger posts one refund per transaction
         // (accounting.md), so it is said, for finance to book by hand, not dropped. (A REFUND
         // read after a reversal waiting for it is the refund it reverses, arriving late; one
-        // with the refund's own date is that refund sent again.)
+        // with the refund's own day is that refund sent again: its instant may differ by
+        // minutes between sources.)
         if agrees, n.notificationType == "REFUND", let revokedMs = t.revocationDateMs,
-           let before = refundedBefore, before != revokedMs,
+           let before = refundedBefore, Day(epochMilliseconds: before) != Day(epochMilliseconds: revokedMs),
            let env = t.environment, let book = Book(storeEnvironment: env) {
             // The store's last word for reconciliation: refunded again (its share).
             let share = t.revocationType == "REFUND_PRORATED" ? t.revocationPercentage ?? 100_000 : 100_000
+            let how = share == 100_000 ? "in full" : "\(ExactDecimal(mantissa: share, scale: 3))%"
             if let reversal = try writer.reversalRequest(book: book, transactionId: t.transactionId) {
-                try writer.setStoreRefundShare(transactionId: t.transactionId, share: share)
+                try writer.setStoreRefundShare(transactionId: t.transactionId, share: share, atMs: revokedMs)
                 try writer.openFinding(code: "REFUND_AFTER_REVERSAL", transactionId: t.transactionId, recordId: recordId,
-                                       message: "\(location): REFUND \(n.notificationUUID) refunds transaction \(t.transactionId) again (revoked \(Day(epochMilliseconds: revokedMs))) after its refund was reversed (REFUND_REVERSED \(reversal.uuid), dated \(reversal.date)): the ledger keeps one refund per transaction, so nothing is posted from it; finance must book this refund by hand",
+                                       message: "\(location): REFUND \(n.notificationUUID) refunds transaction \(t.transactionId) again (\(how), revoked \(Day(epochMilliseconds: revokedMs))) after its refund was reversed (REFUND_REVERSED \(reversal.uuid), dated \(reversal.date)): the ledger keeps one refund per transaction, so nothing is posted from it; finance must book this refund by hand",
                                        runId: runId)
-            } else if Day(epochMilliseconds: revokedMs) != Day(epochMilliseconds: before) {
+            } else {
                 // No reversal yet: read before its REFUND_REVERSED (the same night, files in
                 // another order, or Apple's deliveries out of order), this is a second refund all
                 // the same; or a record contradicting the first. Either way it is said, not taken.
-                try writer.setStoreRefundShare(transactionId: t.transactionId, share: share)
+                try writer.setStoreRefundShare(transactionId: t.transactionId, share: share, atMs: revokedMs)
                 try writer.openFinding(code: "REFUND_AGAIN", transactionId: t.transactionId, recordId: recordId,
-                                       message: "\(location): REFUND \(n.notificationUUID) reports transaction \(t.transactionId) refunded on \(Day(epochMilliseconds: revokedMs)), but the ledger holds its refund of \(Day(epochMilliseconds: before)) (kept): nothing is posted from it. If Apple reversed the first refund (REFUND_REVERSED), this is a second refund, which finance books by hand",
+                                       message: "\(location): REFUND \(n.notificationUUID) reports transaction \(t.transactionId) refunded \(how) on \(Day(epochMilliseconds: revokedMs)), but the ledger holds its refund of \(Day(epochMilliseconds: before)) (kept): nothing is posted from it. If Apple reversed the first refund (REFUND_REVERSED), this is a second refund, which finance books by hand",
                                        runId: runId)
             }
         }

@@ -567,14 +567,17 @@ extension LedgerWriter {
         var refunded = cancelled && !reversed
         var inFull = refunded && (percentage == nil || percentage == 100_000)
         // A second refund or reversal the ledger did not post: the store's last word.
-        if let share = r[12] as Int64? {
+        let share = r[12] as Int64?
+        if let share {
             refunded = share > 0
             inFull = share == 100_000
         }
-        return ReconTransaction(transactionId: r[0], book: Book(rawValue: r[1])!, productId: r[2], quantity: r[3],
-                                appAccountToken: r[4], refundedInFull: inFull,
-                                refunded: refunded, grossMinor: r[8], currency: r[9], netReportingMinor: r[10],
-                                bookedAtDefaultStorefront: (r[11] as Bool?) ?? false)
+        var t = ReconTransaction(transactionId: r[0], book: Book(rawValue: r[1])!, productId: r[2], quantity: r[3],
+                                 appAccountToken: r[4], refundedInFull: inFull,
+                                 refunded: refunded, grossMinor: r[8], currency: r[9], netReportingMinor: r[10],
+                                 bookedAtDefaultStorefront: (r[11] as Bool?) ?? false)
+        t.refundedAgain = share != nil
+        return t
     }
 
     static func reconOrder(_ r: Row) -> ReconOrder {

@@ -730,20 +730,22 @@ enum Schema {
         // (REFUND_AFTER_REVERSAL, REFUND_AGAIN) or reversal (REVERSAL_REPEATED) is said, for
         // finance to book by hand. What the store said last of the refund is kept beside it,
         // for reconciliation: the share it refunded (100000 in full), 0 when it reversed it
-        // again; NULL while the ledger's refund and reversal say it all.
+        // again, and when (the refund's or the reversal's date: a word dated before the one
+        // kept, read late, changes nothing); NULL while the ledger's refund and reversal say it all.
         m.registerMigration("v31-store-refund-share", foreignKeyChecks: .immediate) { db in
             try db.execute(sql: """
                 ALTER TABLE store_transaction ADD COLUMN store_refund_share INTEGER
                     CHECK (store_refund_share BETWEEN 0 AND 100000);
+                ALTER TABLE store_transaction ADD COLUMN store_refund_ms INTEGER;
                 """)
             // The nights before said the same in their findings: the latest says it (a second
-            // refund taken as in full: its share is in its record, not in the finding).
+            // refund taken as in full: its share is in its record, not in the finding; undated).
             try db.execute(sql: """
                 UPDATE store_transaction SET store_refund_share = (
                     SELECT CASE f.code WHEN 'REVERSAL_REPEATED' THEN 0 ELSE 100000 END FROM finding f
                     WHERE f.transaction_id = store_transaction.transaction_id
                       AND f.code IN ('REFUND_AFTER_REVERSAL', 'REFUND_AGAIN', 'REVERSAL_REPEATED')
-                    ORDER BY f.id DESC LIMIT 1)
+                    ORDER BY f.last_run_id DESC, f.id DESC LIMIT 1)
                 WHERE transaction_id IN (SELECT transaction_id FROM finding
                                          WHERE code IN ('REFUND_AFTER_REVERSAL', 'REFUND_AGAIN', 'REVERSAL_REPEATED'))
                 """)

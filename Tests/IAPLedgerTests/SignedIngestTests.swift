@@ -478,12 +478,48 @@ final class SignedIngestTests: XCTestCase {
         // the latest finding of each, and the first night after reconciles every group again.
         let path = ws.root.appendingPathComponent("ledger.sqlite").path
         try Ledger(path: path).write { w in
-            try w.db.execute(sql: "ALTER TABLE store_transaction DROP COLUMN store_refund_share")
+            try w.db.execute(sql: "ALTER TABLE store_transaction DROP COLUMN store_refund_share; ALTER TABLE store_transaction DROP COLUMN store_refund_ms")
             try w.db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v31-store-refund-share'")
         }
         try ws.run("2023-11-24")
         XCTAssertEqual(try rows("SELECT transaction_id, store_refund_share FROM store_transaction ORDER BY 1"), [["9401", "0"], ["9402", "100000"]])
         XCTAssertEqual(try open(), ["REFUNDED_STILL_CREDITED 9402"])
+    }
+
+    /// The store's last word is the latest by date, not the last read: a second reversal read
+    /// before the second refund it reverses (files out of order) leaves the transaction
+    /// reversed; a second refund read before the first reversal, and dated after it, stands;
+    /// one dated before it is reversed with it.
+    func testTheStoresLastWordIsTheLatestByDate() throws {
+        try ws.write("inbox/orders/o.csv", "order_id,account_id,transaction_id,product_id,quantity,credited_units,credited_at,environment\n"
+            + "r3,acct-3,9403,com.example.product,1,100,2023-11-14T00:00:00Z,sandbox\n"
+            + "r4,acct-4,9404,com.example.product,1,100,2023-11-14T00:00:00Z,sandbox\n"
+            + "r5,acct-5,9405,com.example.product,1,100,2023-11-14T00:00:00Z,sandbox\n")
+        let day = Int64(86_400_000)
+        for id in ["9403", "9404", "9405"] {
+            try ws.write("inbox/signed/\(id)-a.json", try notification("REFUND", signed: t0 + 2 * day, transaction: try transaction(id, revocation: t0 + 2 * day)))
+        }
+        try ws.write("inbox/signed/9403-b.json", try notification("REFUND_REVERSED", signed: t0 + 3 * day, transaction: try transaction("9403")))
+        try ws.run("2023-11-17")
+        func open() throws -> [String] { try rows("SELECT transaction_id FROM exception WHERE resolved_on IS NULL ORDER BY 1").map { $0[0] } }
+        XCTAssertEqual(try open(), ["9404", "9405"])
+        // 9403: its second reversal (dated day 8) read before the second refund (day 6).
+        try ws.write("inbox/signed/9403-c.json", try notification("REFUND_REVERSED", signed: t0 + 8 * day, transaction: try transaction("9403")))
+        try ws.write("inbox/signed/9403-d.json", try notification("REFUND", signed: t0 + 6 * day, transaction: try transaction("9403", revocation: t0 + 6 * day)))
+        // 9404: a second refund (day 7) read before the first reversal (day 6): it stands.
+        try ws.write("inbox/signed/9404-c.json", try notification("REFUND", signed: t0 + 7 * day, transaction: try transaction("9404", revocation: t0 + 7 * day)))
+        try ws.write("inbox/signed/9404-d.json", try notification("REFUND_REVERSED", signed: t0 + 6 * day, transaction: try transaction("9404")))
+        // 9405: a second refund (day 5) read before the first reversal (day 6): reversed with it.
+        try ws.write("inbox/signed/9405-c.json", try notification("REFUND", signed: t0 + 5 * day, transaction: try transaction("9405", revocation: t0 + 5 * day)))
+        try ws.write("inbox/signed/9405-d.json", try notification("REFUND_REVERSED", signed: t0 + 6 * day, transaction: try transaction("9405")))
+        try ws.run("2023-11-23")
+        XCTAssertEqual(try rows("SELECT transaction_id, store_refund_share FROM store_transaction ORDER BY 1"), [["9403", "0"], ["9404", "100000"], ["9405", "0"]])
+        XCTAssertEqual(try open(), ["9404"])
+        XCTAssertTrue(try rows("SELECT detail FROM exception WHERE resolved_on IS NULL").first?.first?.contains("was refunded in full again, a refund the ledger does not post") == true)
+        // A stale record of the second refund read again changes nothing.
+        try ws.write("inbox/signed/9403-e.json", try notification("REFUND", signed: t0 + 9 * day, transaction: try transaction("9403", revocation: t0 + 6 * day)))
+        try ws.run("2023-11-24")
+        XCTAssertEqual(try open(), ["9404"])
     }
 
     /// A second refund read before the reversal of the first (the same night, its file read
@@ -500,7 +536,7 @@ final class SignedIngestTests: XCTestCase {
         try ws.write("inbox/signed/b-reversal.json", try notification("REFUND_REVERSED", signed: t0 + 6 * 86_400_000, transaction: try transaction("9081")))
         let r = try ws.run("2023-11-22")
         XCTAssertEqual(try rows("SELECT kind FROM entry ORDER BY id").map { $0[0] }, ["sale", "refund", "refund_reversal"])
-        XCTAssertTrue(r.problems.contains { $0.contains("REFUND_AGAIN") && $0.contains("a-refund.json") && $0.contains("refunded on 2023-11-21, but the ledger holds its refund of 2023-11-16") }, "\(r.problems)")
+        XCTAssertTrue(r.problems.contains { $0.contains("REFUND_AGAIN") && $0.contains("a-refund.json") && $0.contains("refunded in full on 2023-11-21, but the ledger holds its refund of 2023-11-16") }, "\(r.problems)")
         // The first refund sent again (its own date) says nothing.
         try ws.write("inbox/signed/c-same.json", try notification("REFUND", signed: t0 + 8 * 86_400_000, transaction: try transaction("9081", revocation: refundAt)))
         XCTAssertEqual(try ws.run("2023-11-23").problems.filter { $0.contains("9081") }, [])
