@@ -1337,6 +1337,7 @@ struct Ingest {
                 switch try signedOverReceipt(existing, t, recordId: recordId, location: location) {
                 case .adopted:
                     try writer.resolvePendingRecords(transactionId: t.transactionId, runId: runId, note: "verified by \(location)")
+                    if t.cancellationMs != nil { try noteUpgradeRefund(t, location: location) }
                     return true
                 case .kept: break
                 // Said (TRANSACTION_CONFLICT): a record that contradicts the transaction asks for
@@ -1383,7 +1384,8 @@ struct Ingest {
     /// cancellation, but Apple refunds an upgrade's unused time only, prorated. Said once per
     /// transaction (`UPGRADE_REFUND`), for finance to book the difference by hand.
     mutating func noteUpgradeRefund(_ t: TransactionObservation, location: SourceLocation) throws {
-        guard t.upgraded, t.revocationPercentage == nil, let c = t.cancellationMs,
+        // (A free trial, a family member's access or a signed price of 0 moves no money: no refund.)
+        guard t.upgraded, t.revocationPercentage == nil, let c = t.cancellationMs, !t.isFreeTrial, t.ownGrossMinor != 0,
               try writer.findingMessage(code: "UPGRADE_REFUND", transactionId: t.transactionId) == nil else { return }
         let refunded = t.expiresMs.map { expires in
             expires > c ? "; its period ran to \(Day(epochMilliseconds: expires)), so Apple's refund is about the unused part from \(Day(epochMilliseconds: c))" : ""

@@ -54,7 +54,10 @@ final class NightlyRunTests: XCTestCase {
         let upgraded = Receipt.item("7201", purchased: "2026-10-05T10:00:00Z", cancelled: "2026-10-20T10:00:00Z",
                                     expires: "2026-11-05T10:00:00Z", upgraded: true)
         try ws.write("inbox/receipts/a.jsonl", [
-            Receipt.response([upgraded, Receipt.item("7202", purchased: "2026-10-06T10:00:00Z", cancelled: "2026-10-21T10:00:00Z")]),
+            Receipt.response([upgraded, Receipt.item("7202", purchased: "2026-10-06T10:00:00Z", cancelled: "2026-10-21T10:00:00Z"),
+                              // A free trial upgraded from: no money moved, nothing to say.
+                              Receipt.item("7203", purchased: "2026-10-06T10:00:00Z", cancelled: "2026-10-09T10:00:00Z",
+                                           expires: "2026-10-13T10:00:00Z", trial: true, upgraded: true)]),
             Receipt.response([upgraded]),   // listed again by a later receipt: said once
         ].joined(separator: "\n") + "\n")
         try ws.run("2026-10-22")
