@@ -57,10 +57,13 @@ public struct Workspace {
         let url = ledgerURL(config)
         try Self.refuseDanglingLink(url)
         var st = stat()
-        if lstat(url.path, &st) != 0 && errno == ENOENT {
+        // An empty file (a copy or restore that failed) is no ledger either: SQLite would start one in it.
+        let missing = lstat(url.path, &st) != 0 ? (errno == ENOENT ? "is missing" : nil)
+            : st.st_mode & S_IFMT == S_IFREG && st.st_size == 0 ? "is empty (0 bytes: a copy or restore that failed?)" : nil
+        if let missing {
             let sets = earlierSets()
             if let last = sets.last {
-                throw ReadError.file(url.path, "is missing, but reports/ holds the workbooks of \(sets.count) earlier "
+                throw ReadError.file(url.path, "\(missing), but reports/ holds the workbooks of \(sets.count) earlier "
                     + "\(sets.count == 1 ? "night" : "nights") (the last \(last)): a new ledger would write over them from nothing. "
                     + "Nothing was read or written. Restore the ledger (or mount its share, or correct `database` in "
                     + "iapledger.toml); to start new books from the inbox, move reports/ aside first")

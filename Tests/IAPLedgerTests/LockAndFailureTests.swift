@@ -54,6 +54,11 @@ final class LockAndFailureTests: XCTestCase {
         try FileManager.default.createSymbolicLink(atPath: db.path, withDestinationPath: "/nonexistent/ledger.sqlite")
         XCTAssertThrowsError(try ws.run("2026-10-08")) { XCTAssertTrue("\($0)".contains("is a link to /nonexistent/ledger.sqlite, which is missing"), "\($0)") }
         try FileManager.default.removeItem(at: db)
+        // An empty file in its place (a copy or restore that failed): no ledger either.
+        FileManager.default.createFile(atPath: db.path, contents: Data())
+        XCTAssertThrowsError(try ws.run("2026-10-08")) { XCTAssertTrue("\($0)".contains("ledger.sqlite: is empty (0 bytes: a copy or restore that failed?), but reports/ holds"), "\($0)") }
+        XCTAssertEqual(try Data(contentsOf: db).count, 0, "nothing written into it")
+        try FileManager.default.removeItem(at: db)
         try FileManager.default.moveItem(at: ws.root.appendingPathComponent("reports"), to: ws.root.appendingPathComponent("reports-before"))
         XCTAssertEqual(try ws.run("2026-10-08").counts.entriesPosted, 1, "new books, on purpose")
     }
