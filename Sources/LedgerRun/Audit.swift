@@ -475,17 +475,18 @@ public struct Audit {
         return report
     }
 
-    /// The rows of `stored` and `given` (fields joined by `|`, the first `keyFields` their key)
-    /// that differ, each said by its key: changed, missing (the entries give it) or extra.
-    static func rowDifferences(stored: [String], given: [String], keyFields: Int) -> [String] {
-        func key(_ row: String) -> String { row.split(separator: "|", omittingEmptySubsequences: false).prefix(keyFields).joined(separator: "|") }
-        let s = Dictionary(stored.map { (key($0), $0) }, uniquingKeysWith: { a, _ in a })
-        let g = Dictionary(given.map { (key($0), $0) }, uniquingKeysWith: { a, _ in a })
-        return Set(s.keys).union(g.keys).sorted().compactMap { k in
+    /// The rows of `stored` and `given` (the first `keyFields` fields their key) that differ,
+    /// each said by its key (fields shown joined by `|`): changed, missing (the entries give
+    /// it) or extra.
+    static func rowDifferences(stored: [[String]], given: [[String]], keyFields: Int) -> [String] {
+        func text(_ fields: ArraySlice<String>) -> String { fields.joined(separator: "|") }
+        let s = Dictionary(stored.map { (Array($0.prefix(keyFields)), $0) }, uniquingKeysWith: { a, _ in a })
+        let g = Dictionary(given.map { (Array($0.prefix(keyFields)), $0) }, uniquingKeysWith: { a, _ in a })
+        return Set(s.keys).union(g.keys).sorted { $0.lexicographicallyPrecedes($1) }.compactMap { k in
             switch (s[k], g[k]) {
-            case let (a?, b?): return a == b ? nil : "stored \(a), the entries give \(b)"
-            case let (nil, b?): return "no row stored for \(k), the entries give \(b)"
-            case let (a?, nil): return "stored \(a), which the entries do not give"
+            case let (a?, b?): return a == b ? nil : "stored \(text(a[...])), the entries give \(text(b[...]))"
+            case let (nil, b?): return "no row stored for \(text(k[...])), the entries give \(text(b[...]))"
+            case let (a?, nil): return "stored \(text(a[...])), which the entries do not give"
             default: return nil
             }
         }

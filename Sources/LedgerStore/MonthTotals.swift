@@ -199,16 +199,13 @@ extension LedgerReader {
 
     /// Rows of `balance_month` (or, `recomputed`, the same rows computed from the postings),
     /// as text, in key order: `verify` compares the two.
-    public func monthTotals(recomputed: Bool) throws -> (balances: [String], activity: [String]) {
+    public func monthTotals(recomputed: Bool) throws -> (balances: [[String]], activity: [[String]]) {
         let balances = recomputed
             ? MonthTotals.balanceSelect("1") + " ORDER BY 1, 2, 3, 4"
             : "SELECT book, month, account_id, currency, \(MonthTotals.balanceColumns) FROM balance_month ORDER BY 1, 2, 3, 4"
         let activity = recomputed
             ? MonthTotals.activitySelect("1") + " ORDER BY 1, 2, 3, 4, 5, 6"
             : "SELECT \(MonthTotals.activityColumns) FROM activity_month ORDER BY 1, 2, 3, 4, 5, 6"
-        func text(_ sql: String) throws -> [String] {
-            try rawRows(sql).map { $0.joined(separator: "|") }
-        }
-        return (try text(balances), try text(activity))
+        return (try rawRows(balances), try rawRows(activity))
     }
 }
