@@ -27,8 +27,13 @@ public enum StandardError {
         let flushed = fflush(stdout) == 0
         let code = errno
         guard !flushed || ferror(stdout) != 0 else { return nil }
-        // The error of this flush; one of an earlier write is not known any more (errno moved on).
-        guard !flushed, code != 0 else { return ("an earlier write to it failed", false) }
+        // The error of this flush; one of an earlier write is not known any more (errno moved
+        // on), but a pipe whose reader went away still says so (POLLERR on its write end).
+        guard !flushed, code != 0 else {
+            var p = pollfd(fd: 1, events: Int16(POLLOUT), revents: 0)
+            let gone = poll(&p, 1, 0) == 1 && p.revents & Int16(POLLERR) != 0
+            return (gone ? String(cString: strerror(EPIPE)) : "an earlier write to it failed", gone)
+        }
         return (String(cString: strerror(code)), code == EPIPE)
     }
 }
