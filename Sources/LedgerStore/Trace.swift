@@ -152,8 +152,9 @@ public struct TransactionTrace: Encodable {
     /// restarted the count.
     public struct Subscription: Encodable {
         public struct Step: Encodable {
-            /// `paid`, `free_trial`, `refunded` (fully, before this purchase), `no_expiry`, or
-            /// `restarted` (a lapse longer than the grace days).
+            /// `paid`, `free_trial`, `refunded` (fully, before this purchase), `no_expiry`,
+            /// `restarted` (a lapse longer than the grace days), or `gap` (a lapse of a whole
+            /// day or more within them).
             public var kind: String
             /// The earlier transaction (not for `restarted`).
             public var transaction_id: String?
