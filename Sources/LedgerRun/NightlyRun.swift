@@ -1369,10 +1369,19 @@ struct Ingest {
                 // One refund per transaction (accounting.md): a record reporting it refunded on
                 // another day posts nothing, and is said, not dropped, as a signed REFUND is (a
                 // notification says it itself, with what a reversal makes of it).
-                try writer.setStoreRefundShare(transactionId: t.transactionId, share: t.revocationPercentage ?? 100_000, atMs: c)
-                try writer.openFinding(code: "REFUND_AGAIN", transactionId: t.transactionId, recordId: recordId,
-                                       message: "\(location) reports transaction \(t.transactionId) refunded on \(Day(epochMilliseconds: c)), but the ledger holds its refund of \(Day(epochMilliseconds: held)) (kept): nothing is posted from it. If Apple refunded it a second time, finance books that refund by hand",
-                                       runId: runId)
+                let day = Day(epochMilliseconds: c)
+                let reversal = try writer.reversalRequest(book: e.book, transactionId: t.transactionId)
+                // Dated after the reversal the ledger keeps (if any), it is the store's last word.
+                if reversal.map({ day > $0.date }) ?? true {
+                    try writer.setStoreRefundShare(transactionId: t.transactionId, share: t.revocationPercentage ?? 100_000, atMs: c)
+                }
+                // The same second refund said before (receipts list every transaction again): said once.
+                if try !writer.secondRefundSaid(transactionId: t.transactionId, day: day) {
+                    let reversed = reversal.map { " (reversed since by REFUND_REVERSED \($0.uuid), dated \($0.date))" } ?? " (kept)"
+                    try writer.openFinding(code: "REFUND_AGAIN", transactionId: t.transactionId, recordId: recordId,
+                                           message: "\(location) reports transaction \(t.transactionId) refunded on \(day), but the ledger holds its refund of \(Day(epochMilliseconds: held))\(reversed): nothing is posted from it. If Apple refunded it a second time, finance books that refund by hand",
+                                           runId: runId)
+                }
             }
         }
         try writer.resolvePendingRecords(transactionId: t.transactionId, runId: runId, note: "verified by \(location)")

@@ -178,9 +178,13 @@ extension Ingest {
                 // REFUND_REVERSED under a new UUID posts nothing. Said, not waited on: after a
                 // REFUND_AFTER_REVERSAL booked by hand it is a real one, to be booked by hand too.
                 try writer.setStoreRefundShare(transactionId: t.transactionId, share: 0, atMs: reversedMs)
-                try writer.openFinding(code: "REVERSAL_REPEATED", transactionId: t.transactionId, recordId: recordId,
-                                       message: "\(location): REFUND_REVERSED \(n.notificationUUID) reverses transaction \(t.transactionId) again: its refund reversal was already asked for by REFUND_REVERSED \(first.uuid) (dated \(first.date)); the ledger keeps one reversal per transaction, so nothing is posted from this one. If the transaction was refunded again after its reversal (REFUND_AFTER_REVERSAL), finance books this reversal by hand too",
-                                       runId: runId)
+                // Said once per reversal (its signed day): one sent again under a new UUID is the same.
+                let again = "reverses transaction \(t.transactionId) again (signed \(day))"
+                if try !writer.findingSaid(code: "REVERSAL_REPEATED", transactionId: t.transactionId, containing: again) {
+                    try writer.openFinding(code: "REVERSAL_REPEATED", transactionId: t.transactionId, recordId: recordId,
+                                           message: "\(location): REFUND_REVERSED \(n.notificationUUID) \(again): its refund reversal was already asked for by REFUND_REVERSED \(first.uuid) (dated \(first.date)); the ledger keeps one reversal per transaction, so nothing is posted from this one. If the transaction was refunded again after its reversal (REFUND_AFTER_REVERSAL), finance books this reversal by hand too",
+                                           runId: runId)
+                }
             } else {
                 try writer.requestReversal(book: book, transactionId: t.transactionId, date: day, notificationUUID: n.notificationUUID)
                 // A second refund read before this reversal and dated before it is reversed too.
@@ -203,19 +207,29 @@ extension Ingest {
             // The store's last word for reconciliation: refunded again (its share).
             let share = t.revocationType == "REFUND_PRORATED" ? t.revocationPercentage ?? 100_000 : 100_000
             let how = share == 100_000 ? "in full" : "\(ExactDecimal(mantissa: share, scale: 3))%"
+            let revokedDay = Day(epochMilliseconds: revokedMs)
+            // The same second refund said before (another record of it): said once.
+            let said = try writer.secondRefundSaid(transactionId: t.transactionId, day: revokedDay)
             if let reversal = try writer.reversalRequest(book: book, transactionId: t.transactionId) {
-                try writer.setStoreRefundShare(transactionId: t.transactionId, share: share, atMs: revokedMs)
-                try writer.openFinding(code: "REFUND_AFTER_REVERSAL", transactionId: t.transactionId, recordId: recordId,
-                                       message: "\(location): REFUND \(n.notificationUUID) refunds transaction \(t.transactionId) again (\(how), revoked \(Day(epochMilliseconds: revokedMs))) after its refund was reversed (REFUND_REVERSED \(reversal.uuid), dated \(reversal.date)): the ledger keeps one refund per transaction, so nothing is posted from it; finance must book this refund by hand",
-                                       runId: runId)
+                // Dated after the reversal, it is the store's last word; on or before it, the
+                // reversal the ledger keeps is.
+                let after = revokedDay > reversal.date
+                if after { try writer.setStoreRefundShare(transactionId: t.transactionId, share: share, atMs: revokedMs) }
+                if !said {
+                    try writer.openFinding(code: "REFUND_AFTER_REVERSAL", transactionId: t.transactionId, recordId: recordId,
+                                           message: "\(location): REFUND \(n.notificationUUID) refunds transaction \(t.transactionId) again (\(how), revoked \(revokedDay)), a second refund beside the one reversed by REFUND_REVERSED \(reversal.uuid) (dated \(reversal.date))\(after ? "" : ", dated on or before that reversal (which reconciliation keeps as the last word)"): the ledger keeps one refund per transaction, so nothing is posted from it; finance must book this refund by hand",
+                                           runId: runId)
+                }
             } else {
                 // No reversal yet: read before its REFUND_REVERSED (the same night, files in
                 // another order, or Apple's deliveries out of order), this is a second refund all
                 // the same; or a record contradicting the first. Either way it is said, not taken.
                 try writer.setStoreRefundShare(transactionId: t.transactionId, share: share, atMs: revokedMs)
-                try writer.openFinding(code: "REFUND_AGAIN", transactionId: t.transactionId, recordId: recordId,
-                                       message: "\(location): REFUND \(n.notificationUUID) reports transaction \(t.transactionId) refunded \(how) on \(Day(epochMilliseconds: revokedMs)), but the ledger holds its refund of \(Day(epochMilliseconds: before)) (kept): nothing is posted from it. If Apple reversed the first refund (REFUND_REVERSED), this is a second refund, which finance books by hand",
-                                       runId: runId)
+                if !said {
+                    try writer.openFinding(code: "REFUND_AGAIN", transactionId: t.transactionId, recordId: recordId,
+                                           message: "\(location): REFUND \(n.notificationUUID) reports transaction \(t.transactionId) refunded \(how) on \(revokedDay), but the ledger holds its refund of \(Day(epochMilliseconds: before)) (kept): nothing is posted from it. If Apple reversed the first refund (REFUND_REVERSED), this is a second refund, which finance books by hand",
+                                           runId: runId)
+                }
             }
         }
         // A REFUND whose transaction carries no refund date posts nothing: said, not silent

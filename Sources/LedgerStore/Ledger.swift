@@ -942,6 +942,23 @@ public final class LedgerWriter: LedgerReader {
         }
     }
 
+    /// Whether a finding of `code` about `transactionId` whose text holds `text` was opened,
+    /// whatever became of it since (open, dismissed or resolved): the same second refund or
+    /// reversal reported again by another record (receipts list every transaction again) is
+    /// not said again.
+    public func findingSaid(code: String, transactionId: String, containing text: String) throws -> Bool {
+        try Bool.fetchOne(db.cachedStatement(sql: """
+            SELECT EXISTS (SELECT 1 FROM finding WHERE code = ? AND transaction_id = ? AND instr(message, ?) > 0)
+            """), arguments: [code, transactionId, text]) ?? false
+    }
+
+    /// Whether a second refund of `transactionId` dated `day` was said already, by any record
+    /// (`REFUND_AGAIN` or `REFUND_AFTER_REVERSAL`, whose texts name its day so).
+    public func secondRefundSaid(transactionId: String, day: Day) throws -> Bool {
+        try findingSaid(code: "REFUND_AGAIN", transactionId: transactionId, containing: " on \(day), but the ledger holds")
+            || findingSaid(code: "REFUND_AFTER_REVERSAL", transactionId: transactionId, containing: "revoked \(day))")
+    }
+
     /// Resolves an open finding; `saying`, its text becomes that (a finding a night resolves by
     /// itself then keeps, for the audit trail, what settled it rather than what it asked).
     public func resolveFinding(code: String, transactionId: String, runId: Int64, saying message: String? = nil) throws {

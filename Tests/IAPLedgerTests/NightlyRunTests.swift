@@ -44,6 +44,11 @@ final class NightlyRunTests: XCTestCase {
         let again = try ledger().read { try $0.findings(openOnly: true) }.filter { $0.code == "REFUND_AGAIN" }
         XCTAssertEqual(again.count, 1, "\(again)")
         XCTAssertTrue(again.first?.message.contains("b.jsonl:2 reports transaction 7001 refunded on 2026-10-12, but the ledger holds its refund of 2026-10-08 (kept)") == true, "\(again)")
+        // The same second refund in the next receipts (apps send every transaction again):
+        // said once, not once a receipt.
+        try ws.write("inbox/receipts/c.jsonl", Receipt.response([Receipt.item("7001", purchased: "2026-10-05T10:00:00Z", cancelled: "2026-10-12T11:00:00Z")]) + "\n")
+        try ws.run("2026-10-14")
+        XCTAssertEqual(try entries("SELECT count(*) FROM finding WHERE code = 'REFUND_AGAIN'"), [["1"]])
     }
 
     /// A subscription the user upgraded from (`is_upgraded`) carries the upgrade as its
