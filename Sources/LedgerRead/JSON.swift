@@ -393,10 +393,16 @@ extension JSONReading {
     /// taken for a missing field); nil for null.
     public var scalarOrShape: String? { isArray ? "[...]" : isObject ? "{...}" : scalarText }
 
+    /// true/false, also written as a string (`"true"`, any case) or as 1/0 (a number or a string).
     public var bool: Bool? {
         switch scalar {
         case .bool(let b): return b
-        case .string(let s): return s == "true" ? true : s == "false" ? false : nil
+        case .string(let s):
+            switch s.lowercased() {
+            case "true", "1": return true
+            case "false", "0": return false
+            default: return nil
+            }
         case .number(let n): return n == "1" ? true : n == "0" ? false : nil
         case nil: return nil
         }

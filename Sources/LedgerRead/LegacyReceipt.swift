@@ -28,6 +28,8 @@ public struct LegacyItem: Equatable {
         public var field: String
         public var text: String
     }
+    /// A flag (`is_trial_period`, `is_upgraded`) holding neither true nor false, and its text.
+    public var badFlag: BadIdentifier?
     /// Set when the response lists this transaction twice (`in_app` and `latest_receipt_info`)
     /// with a different product or quantity: which one is true cannot be told.
     public var disagreement: String?
@@ -212,8 +214,16 @@ public enum LegacyReceiptParser {
         it.appAccountToken = d["app_account_token"]?.scalarText
         it.webOrderLineItemId = d["web_order_line_item_id"]?.scalarText
         it.bundleId = d["bid"]?.scalarText ?? d["bundle_id"]?.scalarText
-        it.isTrialPeriod = d["is_trial_period"]?.bool ?? false
-        it.isUpgraded = d["is_upgraded"]?.bool ?? false
+        // A flag that is there but reads as neither true nor false ("yes", a list) is said: a
+        // trial read as paid would post a sale nobody paid for.
+        func flag(_ field: String) -> Bool {
+            guard let v = d[field], !v.isNull else { return false }
+            if let b = v.bool { return b }
+            if it.badFlag == nil { it.badFlag = .init(field: field, text: v.scalarOrShape ?? "") }
+            return false
+        }
+        it.isTrialPeriod = flag("is_trial_period")
+        it.isUpgraded = flag("is_upgraded")
         it.isFamilyShared = d["in_app_ownership_type"]?.scalarText == "FAMILY_SHARED"
         return it
     }

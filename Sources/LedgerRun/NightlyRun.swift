@@ -1364,6 +1364,10 @@ struct Ingest {
             } else if e.cancellationMs == nil, let c = t.cancellationMs {
                 try writer.setCancellation(transactionId: t.transactionId, cancellationMs: c, percentage: t.revocationPercentage)
                 try noteUpgradeRefund(t, location: location)
+            } else if t.upgraded, let held = e.cancellationMs, let c = t.cancellationMs,
+                      Day(epochMilliseconds: held) == Day(epochMilliseconds: c) {
+                // The refund the ledger holds, now known to be an upgrade's (a later record says so).
+                try noteUpgradeRefund(t, location: location)
             } else if !refundSaidByCaller, let held = e.cancellationMs, let c = t.cancellationMs,
                       Day(epochMilliseconds: held) != Day(epochMilliseconds: c) {
                 // One refund per transaction (accounting.md): a record reporting it refunded on
@@ -1401,7 +1405,7 @@ struct Ingest {
         } ?? ""
         try writer.openFinding(code: "UPGRADE_REFUND", transactionId: t.transactionId, recordId: nil, message: """
             \(location): transaction \(t.transactionId) was cancelled on \(Day(epochMilliseconds: c)) because the user upgraded \
-            (is_upgraded): its refund is posted in full, as accounting.md books a cancellation with no refund percentage, \
+            (is_upgraded, isUpgraded in signed data): its refund is posted in full, as accounting.md books a cancellation with no refund percentage, \
             but Apple refunds an upgraded subscription's unused time only, prorated\(refunded). Compare with Apple's \
             financial report (iapledger true-up) and book the difference by hand
             """, runId: runId)

@@ -106,6 +106,9 @@ public struct ReceiptVerifier {
             return .failure(ItemProblem("\(it.transactionId.map { "transaction \($0) has " } ?? "")\(bad.field) \(String(reflecting: String(bad.text.prefix(64)))): neither a string nor a whole number written as digits"))
         }
         guard let id = it.transactionId, !id.isEmpty else { return .failure(ItemProblem("an item without transaction_id")) }
+        if let bad = it.badFlag {
+            return .failure(ItemProblem("transaction \(id) has \(bad.field) \(String(reflecting: String(bad.text.prefix(64)))): neither true nor false, so whether it was \(bad.field == "is_trial_period" ? "paid for" : "upgraded from") cannot be told"))
+        }
         if let d = it.disagreement {
             return .failure(ItemProblem("transaction \(String(reflecting: String(id.prefix(64)))) is listed twice in the response with a different \(d): which is true cannot be told"))
         }

@@ -316,11 +316,13 @@ struct SignedDataFields {
         }
     }
 
-    /// true/false field.
+    /// true/false field; `"true"`/`"false"` as text and 1/0 are accepted, as numeric text is for numbers.
     func bool(_ key: String) throws -> Bool? {
         switch object[key] {
         case nil, .null?: return nil
         case .bool(let b)?: return b
+        case .integer(let n)? where n == 0 || n == 1: return n == 1
+        case .string(let s)? where ["true", "false", "1", "0"].contains(s.lowercased()): return s.lowercased() == "true" || s == "1"
         case let other?:
             throw SignedDataJSONError(message: "field \(path)\(key) should be true or false but is \(other.typeName)")
         }

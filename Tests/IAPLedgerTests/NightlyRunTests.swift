@@ -72,14 +72,34 @@ final class NightlyRunTests: XCTestCase {
                        try entries("SELECT gross_minor FROM entry WHERE transaction_id = '7201' AND kind = 'sale'"), "refunded in full")
         let said = try ledger().read { try $0.findings(openOnly: true) }.filter { $0.code == "UPGRADE_REFUND" }
         XCTAssertEqual(said.map(\.transactionId), ["7201"])
-        XCTAssertTrue(said.first?.message.contains("a.jsonl:1: transaction 7201 was cancelled on 2026-10-20 because the user upgraded (is_upgraded): its refund is posted in full") == true, "\(said)")
+        XCTAssertTrue(said.first?.message.contains("a.jsonl:1: transaction 7201 was cancelled on 2026-10-20 because the user upgraded (is_upgraded, isUpgraded in signed data): its refund is posted in full") == true, "\(said)")
         XCTAssertTrue(said.first?.message.contains("its period ran to 2026-11-05, so Apple's refund is about the unused part from 2026-10-20") == true, "\(said)")
         // A later receipt listing it again says nothing more.
         try ws.write("inbox/receipts/b.jsonl", Receipt.response([upgraded]) + "\n")
         try ws.run("2026-10-23")
         XCTAssertEqual(try entries("SELECT count(*) FROM finding WHERE code = 'UPGRADE_REFUND'"), [["1"]])
         XCTAssertTrue(LedgerRun.Dismiss.dismissableFindings.contains("UPGRADE_REFUND"))
+        // 7202's refund, known as an upgrade's only from a later receipt: said then.
+        try ws.write("inbox/receipts/c.jsonl", Receipt.response([Receipt.item("7202", purchased: "2026-10-06T10:00:00Z", cancelled: "2026-10-21T12:00:00Z", upgraded: true)]) + "\n")
+        try ws.run("2026-10-24")
+        XCTAssertEqual(try entries("SELECT transaction_id FROM finding WHERE code = 'UPGRADE_REFUND' ORDER BY 1"), [["7201"], ["7202"]])
         try assertTrialBalanceSumsToZero()
+    }
+
+    /// A flag that reads as neither true nor false refuses its item, naming it: a trial read as
+    /// paid ("yes" taken for false) posted a sale nobody paid for. "1", "TRUE" and 1 read as true.
+    func testAFlagThatIsNeitherTrueNorFalseIsSaid() throws {
+        func item(_ id: String, trial: String) -> String {
+            Receipt.item(id, purchased: "2026-10-05T10:00:00Z").replacingOccurrences(of: "\"is_trial_period\": \"false\"", with: "\"is_trial_period\": \(trial)")
+        }
+        try ws.write("inbox/receipts/a.jsonl", Receipt.response([item("7301", trial: "\"yes\""), item("7302", trial: "\"1\""),
+                                                                 item("7303", trial: "\"TRUE\""), item("7304", trial: "1"), item("7305", trial: "[]")]) + "\n")
+        try ws.run("2026-10-07")
+        XCTAssertEqual(try entries("SELECT transaction_id, sale_status FROM store_transaction ORDER BY 1"), [["7302", "free"], ["7303", "free"], ["7304", "free"]])
+        let refused = try ledger().read { try $0.findings(openOnly: true) }.filter { $0.code == "INVALID_TRANSACTION" }.map(\.message).sorted()
+        XCTAssertEqual(refused.count, 2, "\(refused)")
+        XCTAssertTrue(refused[0].contains("transaction 7301 has is_trial_period \"yes\": neither true nor false, so whether it was paid for cannot be told"), "\(refused)")
+        XCTAssertTrue(refused[1].contains("transaction 7305 has is_trial_period \"[...]\""), "\(refused)")
     }
 
     func testSalesRefundsAndIdempotentReruns() throws {

@@ -427,18 +427,20 @@ final class SignedIngestTests: XCTestCase {
     /// that share and says nothing.
     func testAnUpgradedSignedTransactionsRefundIsSaidUnlessItsShareIsGiven() throws {
         let at = t0 + 2 * 86_400_000
-        func upgraded(_ id: String, percentage: Int64?) throws -> String {
+        func upgraded(_ id: String, percentage: Int64?, flag: Any = true) throws -> String {
             try signer.sign(payload: TestSigner.transactionPayload(
                 transactionId: id, productId: "com.example.product", purchaseDateMs: t0 - 86_400_000, signedDateMs: t0,
                 revocationDateMs: at, revocationReason: 0, revocationType: percentage == nil ? nil : "REFUND_PRORATED",
                 revocationPercentage: percentage, environment: "Sandbox", storefront: "USA", priceMilliunits: 1990,
-                currency: "USD", extra: ["isUpgraded": true]))
+                currency: "USD", extra: ["isUpgraded": flag]))
         }
-        try ws.write("inbox/signed/t.txt", try upgraded("9301", percentage: nil) + "\n" + (try upgraded("9302", percentage: 40_000)) + "\n")
+        // (`isUpgraded` written as text or 1 reads as true, as numeric text does for numbers.)
+        try ws.write("inbox/signed/t.txt", [try upgraded("9301", percentage: nil), try upgraded("9302", percentage: 40_000),
+                                            try upgraded("9303", percentage: nil, flag: "true"), try upgraded("9304", percentage: nil, flag: 1)].joined(separator: "\n") + "\n")
         try ws.run("2023-11-20")
         XCTAssertEqual(try rows("SELECT transaction_id, refund_percentage FROM entry WHERE kind = 'refund' ORDER BY transaction_id"),
-                       [["9301", "100000"], ["9302", "40000"]])
-        XCTAssertEqual(try rows("SELECT transaction_id FROM finding WHERE code = 'UPGRADE_REFUND'"), [["9301"]])
+                       [["9301", "100000"], ["9302", "40000"], ["9303", "100000"], ["9304", "100000"]])
+        XCTAssertEqual(try rows("SELECT transaction_id FROM finding WHERE code = 'UPGRADE_REFUND' ORDER BY 1"), [["9301"], ["9303"], ["9304"]])
         XCTAssertTrue(try rows("SELECT message FROM finding WHERE code = 'UPGRADE_REFUND'").first?.first?.contains("t.txt:1: transaction 9301 was cancelled on 2023-11-16 because the user upgraded") == true)
     }
 
