@@ -44,6 +44,11 @@ public struct Workspace {
         guard FileManager.default.fileExists(atPath: url.path) else {
             throw StoreError(message: "\(url.path): no ledger yet; run `iapledger run` first")
         }
+        try Self.refuseNonLedgerFile(url)
+        var st = stat()
+        if stat(url.path, &st) == 0, st.st_size == 0 {
+            throw StoreError(message: "\(url.path): is empty (0 bytes: a copy or restore that failed?): no ledger to read; restore it from its copy")
+        }
         let ledger = try Ledger(path: url.path, readOnly: true)
         try checkReportingCurrency(config, ledger)
         return (config, ledger)
@@ -56,6 +61,7 @@ public struct Workspace {
     public func openLedgerForWriting(_ config: WorkspaceConfig) throws -> Ledger {
         let url = ledgerURL(config)
         try Self.refuseDanglingLink(url)
+        try Self.refuseNonLedgerFile(url)
         var st = stat()
         // An empty file (a copy or restore that failed) is no ledger either: SQLite would start one in it.
         let missing = lstat(url.path, &st) != 0 ? (errno == ENOENT ? "is missing" : nil)
@@ -109,6 +115,15 @@ public struct Workspace {
         guard st.st_mode & S_IFMT == S_IFDIR else {
             throw ReadError.file(reportsURL.path, "is not a folder: the workbooks are written into reports/<date>/; nothing was read or written; move it away and run again")
         }
+    }
+
+    /// A ledger path that names a folder (or a device, a pipe) is said as such: SQLite's own
+    /// words were a disk I/O error or a file that cannot be written.
+    static func refuseNonLedgerFile(_ url: URL) throws {
+        var st = stat()
+        guard stat(url.path, &st) == 0, st.st_mode & S_IFMT != S_IFREG else { return }
+        let what = st.st_mode & S_IFMT == S_IFDIR ? "a folder" : "not a regular file"
+        throw ReadError.file(url.path, "is \(what), not a ledger file: `database` in iapledger.toml names the ledger's file; nothing was read or written")
     }
 
     /// A folder the night reads or writes that is a link to a folder gone (a share not

@@ -58,6 +58,17 @@ final class LockAndFailureTests: XCTestCase {
         FileManager.default.createFile(atPath: db.path, contents: Data())
         XCTAssertThrowsError(try ws.run("2026-10-08")) { XCTAssertTrue("\($0)".contains("ledger.sqlite: is empty (0 bytes: a copy or restore that failed?), but reports/ holds"), "\($0)") }
         XCTAssertEqual(try Data(contentsOf: db).count, 0, "nothing written into it")
+        // The commands that read say so too (they said "no such table: entry").
+        for args in [["balance"], ["verify"], ["findings"], ["trace", "6001"]] {
+            let r = try Resilience.cli(args + ["--workspace", ws.root.path])
+            XCTAssertEqual(r.status, 1, "\(args)")
+            XCTAssertTrue(r.err.contains("ledger.sqlite: is empty (0 bytes: a copy or restore that failed?): no ledger to read"), "\(args): \(r.err)")
+        }
+        try FileManager.default.removeItem(at: db)
+        // A folder in its place is said as one.
+        try FileManager.default.createDirectory(at: db, withIntermediateDirectories: false)
+        XCTAssertThrowsError(try ws.run("2026-10-08")) { XCTAssertTrue("\($0)".contains("ledger.sqlite: is a folder, not a ledger file"), "\($0)") }
+        XCTAssertTrue(try Resilience.cli(["balance", "--workspace", ws.root.path]).err.contains("is a folder, not a ledger file"))
         try FileManager.default.removeItem(at: db)
         try FileManager.default.moveItem(at: ws.root.appendingPathComponent("reports"), to: ws.root.appendingPathComponent("reports-before"))
         XCTAssertEqual(try ws.run("2026-10-08").counts.entriesPosted, 1, "new books, on purpose")
