@@ -1338,6 +1338,11 @@ struct Ingest {
                 case .adopted:
                     try writer.resolvePendingRecords(transactionId: t.transactionId, runId: runId, note: "verified by \(location)")
                     if t.cancellationMs != nil { try noteUpgradeRefund(t, location: location) }
+                    // An upgrade's refund said from the receipt, whose share this record gives.
+                    if let share = t.revocationPercentage {
+                        try writer.resolveFinding(code: "UPGRADE_REFUND", transactionId: t.transactionId, runId: runId,
+                                                  saying: "\(location) gives the refund's share, \(ExactDecimal(mantissa: share, scale: 3))%: posted at it, as Apple refunded it")
+                    }
                     return true
                 case .kept: break
                 // Said (TRANSACTION_CONFLICT): a record that contradicts the transaction asks for

@@ -790,15 +790,20 @@ public final class LedgerWriter: LedgerReader {
     /// Makes `recordId` (a signed record of the transaction, agreeing with the stored one) the
     /// record the transaction is taken from while its sale waits: its storefront, currency,
     /// price and the rest come from it (a legacy receipt, the record before, carries none),
-    /// a refund already known is kept, and the record before becomes a later source. False,
+    /// a refund already known is kept (its share from this record when it reports the same
+    /// day's refund: a receipt gives none), and the record before becomes a later source. False,
     /// writing nothing, once the sale is no longer waiting.
     public func adoptRecord(_ t: TransactionObservation, recordId: Int64, previousRecordId: Int64) throws -> Bool {
         try db.cachedStatement(sql: """
             UPDATE store_transaction SET original_transaction_id = ?, expires_ms = ?, storefront = ?, currency = ?,
                 price_milliunits = ?, app_account_token = ?, bundle_id = ?, has_offer = ?, is_free_trial = ?, first_record_id = ?,
-                revocation_percentage = CASE WHEN cancellation_ms IS NULL THEN ? ELSE revocation_percentage END,
-                cancellation_ms = ifnull(cancellation_ms, ?)
-            WHERE transaction_id = ? AND sale_status = 'pending'
+                revocation_percentage = CASE
+                    WHEN cancellation_ms IS NULL THEN ?11
+                    -- The refund the receipt gave, of the same day: the signed record says its share.
+                    WHEN ?12 IS NOT NULL AND cancellation_ms / 86400000 = ?12 / 86400000 THEN ?11
+                    ELSE revocation_percentage END,
+                cancellation_ms = ifnull(cancellation_ms, ?12)
+            WHERE transaction_id = ?13 AND sale_status = 'pending'
             """).execute(arguments: [t.originalTransactionId, t.expiresMs, t.storefront, t.currency, t.priceMilliunits,
                                      t.appAccountToken, t.bundleId, t.hasOffer, t.isFreeTrial, recordId,
                                      t.revocationPercentage, t.cancellationMs, t.transactionId])

@@ -536,6 +536,29 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(try rows("SELECT count(*) FROM finding"), said)
     }
 
+    /// A receipt's upgrade refund, its sale waiting for its order, then the signed record of it
+    /// giving the prorated share: taken from the signed record (it kept the receipt's full
+    /// refund), and the receipt's UPGRADE_REFUND resolved, saying so.
+    func testASignedRecordGivesAWaitingReceiptsUpgradeRefundItsShare() throws {
+        try ws.write("inbox/receipts/u.jsonl", Receipt.response([Receipt.item("9051", product: "com.example.product", purchased: "2023-11-13T22:13:20Z",
+                                                                               cancelled: "2023-11-14T10:00:00Z", upgraded: true)],
+                                                                environment: "Sandbox", bundle: "com.example") + "\n")
+        try ws.run("2023-11-14")
+        XCTAssertEqual(try rows("SELECT sale_status, revocation_percentage FROM store_transaction WHERE transaction_id = '9051'"), [["pending", ""]])
+        XCTAssertEqual(try rows("SELECT resolved_run_id IS NULL FROM finding WHERE code = 'UPGRADE_REFUND'"), [["1"]])
+        try ws.write("inbox/signed/u.jws", try signer.sign(payload: TestSigner.transactionPayload(
+            transactionId: "9051", productId: "com.example.product", purchaseDateMs: t0 - 86_400_000, signedDateMs: t0,
+            revocationDateMs: Receipt.ms("2023-11-14T10:00:00Z"), revocationReason: 0, revocationType: "REFUND_PRORATED",
+            revocationPercentage: 40_000, environment: "Sandbox", storefront: "AUS", priceMilliunits: 2990, currency: "AUD",
+            extra: ["isUpgraded": true])) + "\n")
+        try ws.run("2023-11-15")
+        XCTAssertEqual(try rows("SELECT kind, storefront, gross_minor, ifnull(refund_percentage, '') FROM entry WHERE transaction_id = '9051' ORDER BY id"),
+                       [["sale", "AUS", "299", ""], ["refund", "AUS", "120", "40000"]])
+        XCTAssertEqual(try rows("SELECT resolved_run_id IS NULL, message FROM finding WHERE code = 'UPGRADE_REFUND'"),
+                       [["0", "inbox/signed/u.jws:1 gives the refund's share, 40.000%: posted at it, as Apple refunded it"]])
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+    }
+
     /// A second refund read before the reversal of the first (the same night, its file read
     /// first): it was dropped in silence (the first refund's date kept, no reversal asked for
     /// yet). It is said (REFUND_AGAIN), and the reversal then posts as usual.
