@@ -17,7 +17,7 @@ public enum ExceptionCategory: String, CaseIterable, Sendable {
     public var meaning: String {
         switch self {
         case .duplicateCredit: return "two or more active orders credit the same transaction"
-        case .sandboxCreditedInProduction: return "a production credit for a sandbox (test) purchase"
+        case .sandboxCreditedInProduction: return "a production credit for a sandbox (test) purchase; its amount is the test sale's, which nobody paid: left out of the total"
         case .refundedStillCredited: return "the purchase was refunded in full but the credit stands"
         case .notCredited: return "a production purchase (paid, or free) that no order credits (lost order)"
         case .creditedWithoutTransaction: return "a production credit naming no store transaction, or one the store never reported"

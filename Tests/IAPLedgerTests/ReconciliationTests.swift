@@ -215,6 +215,13 @@ final class ReconciliationTests: XCTestCase {
         XCTAssertTrue(book["Summary"]!.contains { $0.first?.hasPrefix("Matched") == true || $0.contains("Matched order/transaction pairs") })
         let summary = book["Summary"]!.first { $0.first == "NOT_CREDITED" }!
         XCTAssertEqual(summary[2], "1")
+        // The total leaves out the sandbox purchase's amount (a test sale's, which nobody paid).
+        let categories = book["Summary"]!.filter { ExceptionCategory(rawValue: $0.first ?? "") != nil }
+        func amount(_ row: [String]) -> Decimal { row.count > 4 ? Decimal(string: row[4]) ?? 0 : 0 }
+        let sandbox = try XCTUnwrap(categories.first { $0[0] == "SANDBOX_CREDITED_IN_PRODUCTION" })
+        XCTAssertNotEqual(amount(sandbox), 0, "its amount is shown")
+        let total = try XCTUnwrap(book["Summary"]!.first { $0.first == "Total open exceptions" })
+        XCTAssertEqual(amount(total), categories.filter { $0[0] != "SANDBOX_CREDITED_IN_PRODUCTION" }.map(amount).reduce(0, +))
         XCTAssertEqual(book["Exceptions"]!.dropFirst(4).count, 11)
         XCTAssertTrue(book["Pending"]!.contains { $0.contains { $0.contains("r.jsonl:6") } }, "the retryable record waits")
     }
