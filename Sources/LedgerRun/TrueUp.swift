@@ -21,12 +21,21 @@ public struct TrueUp {
         public var title: String
         /// Units net of returns, of rows with proceeds (free units, promo codes, apart).
         public var appleUnits: Int64
+        /// `appleUnits` apart: sold (rows `S`), and returned (rows `R`, as a positive count).
+        public var appleSoldUnits: Int64 = 0
+        public var appleReturnedUnits: Int64 = 0
         public var appleFreeUnits: Int64
         /// Nil where the ledger's side is on no line (one customer currency paid in two).
         public var ledgerUnits: Int64?
+        /// `ledgerUnits` apart: sold, and returned (refunds in full, less those reversed).
+        public var ledgerSoldUnits: Int64?
+        public var ledgerReturnedUnits: Int64?
         /// Customer prices times units (tax included), in `currency`: Apple's and the ledger's gross.
         public var appleCustomerSalesMinor: Int64
         public var ledgerGrossMinor: Int64?
+        /// The ledger's proceeds in the customer's currency, whatever Apple pays in (where it pays
+        /// in another, the difference's exchange can be followed from it).
+        public var ledgerProceedsCustomerMinor: Int64?
         /// The currency Apple pays the proceeds in (`Partner Share Currency`).
         public var paidIn: String
         public var appleProceedsMinor: Int64
@@ -134,6 +143,8 @@ public struct TrueUp {
                         start: key.start, end: key.end, currency: key.currency, productId: key.product,
                         title: rows.first?.title ?? "",
                         appleUnits: try sum(rows.filter { $0.partnerShareMinor != 0 }.map { Int128($0.quantity) }),
+                        appleSoldUnits: try sum(rows.filter { $0.partnerShareMinor != 0 && $0.quantity > 0 }.map { Int128($0.quantity) }),
+                        appleReturnedUnits: try sum(rows.filter { $0.partnerShareMinor != 0 && $0.quantity < 0 }.map { -Int128($0.quantity) }),
                         appleFreeUnits: try sum(rows.filter { $0.partnerShareMinor == 0 }.map { Int128($0.quantity) }),
                         ledgerUnits: nil,
                         // A return's customer price is negative with a negative quantity: its units
@@ -151,7 +162,10 @@ public struct TrueUp {
                                      + "\(units) unit\(units == 1 ? "" : "s"), \(money(l?.proceedsMinor ?? 0, key.currency)) \(key.currency) proceeds")
                     } else {
                         line.ledgerUnits = l?.units ?? 0
+                        line.ledgerSoldUnits = l?.soldUnits ?? 0
+                        line.ledgerReturnedUnits = l?.returnedUnits ?? 0
                         line.ledgerGrossMinor = l?.grossMinor ?? 0
+                        line.ledgerProceedsCustomerMinor = l?.proceedsMinor ?? 0
                         if paidIn == key.currency {
                             line.ledgerProceedsMinor = l?.proceedsMinor ?? 0
                         } else if paidIn == reportingCurrency {
@@ -160,9 +174,15 @@ public struct TrueUp {
                         } else {
                             notes.append("paid in \(paidIn), neither \(key.currency) nor \(reportingCurrency): not comparable")
                         }
-                        if !rows.isEmpty, let l, line.appleUnits != l.units {
-                            let d = line.appleUnits - l.units
-                            notes.append("Apple counts \(abs(d)) unit\(abs(d) == 1 ? "" : "s") \(d > 0 ? "more" : "fewer") than the ledger")
+                        // Sales and returns apart: a sale Apple lacks and a return it counts in
+                        // another month net to no unit, and a net note sent finance to look for
+                        // a missing sale where a return's month differed.
+                        if !rows.isEmpty, let l {
+                            func said(_ d: Int64, _ what: String) -> String {
+                                "Apple counts \(abs(d)) \(what)\(abs(d) == 1 ? "" : "s") \(d > 0 ? "more" : "fewer") than the ledger"
+                            }
+                            if line.appleSoldUnits != l.soldUnits { notes.append(said(line.appleSoldUnits - l.soldUnits, "unit sold")) }
+                            if line.appleReturnedUnits != l.returnedUnits { notes.append(said(line.appleReturnedUnits - l.returnedUnits, "unit returned")) }
                         }
                     }
                     line.differenceMinor = line.ledgerProceedsMinor.map { line.appleProceedsMinor - $0 }
@@ -238,12 +258,18 @@ public struct TrueUp {
             enc.keyEncodingStrategy = .convertToSnakeCase
             return String(decoding: (try? enc.encode(Out(reports: sources, lines: lines, totals: totals))) ?? Data("{}".utf8), as: UTF8.self) + "\n"
         case "csv":
-            var out = "start,end,currency,product_id,apple_units,apple_free_units,ledger_units,apple_customer_sales,ledger_gross,paid_in,apple_proceeds,ledger_proceeds,difference,note\n"
+            var out = "start,end,currency,product_id,apple_units,apple_free_units,ledger_units,apple_customer_sales,ledger_gross,paid_in,apple_proceeds,ledger_proceeds,difference,note,apple_sold_units,apple_returned_units,ledger_sold_units,ledger_returned_units,ledger_proceeds_customer_currency\n"
             for l in lines {
-                out += [l.start.description, l.end.description, l.currency, l.productId, String(l.appleUnits), String(l.appleFreeUnits),
-                        l.ledgerUnits.map(String.init) ?? "", Self.money(l.appleCustomerSalesMinor, l.currency), Self.money(l.ledgerGrossMinor, l.currency),
-                        l.paidIn, Self.money(l.appleProceedsMinor, l.paidIn), Self.money(l.ledgerProceedsMinor, l.paidIn),
-                        Self.money(l.differenceMinor, l.paidIn), l.note].map(CSV.escape).joined(separator: ",") + "\n"
+                func count(_ n: Int64?) -> String { n.map(String.init) ?? "" }
+                // (The columns added since come last: a reader by position reads the others as before.)
+                let units: [String] = [count(l.appleUnits), count(l.appleFreeUnits), count(l.ledgerUnits)]
+                let customer: [String] = [Self.money(l.appleCustomerSalesMinor, l.currency), Self.money(l.ledgerGrossMinor, l.currency)]
+                let paid: [String] = [l.paidIn, Self.money(l.appleProceedsMinor, l.paidIn), Self.money(l.ledgerProceedsMinor, l.paidIn),
+                                      Self.money(l.differenceMinor, l.paidIn), l.note]
+                let added: [String] = [count(l.appleSoldUnits), count(l.appleReturnedUnits), count(l.ledgerSoldUnits),
+                                       count(l.ledgerReturnedUnits), Self.money(l.ledgerProceedsCustomerMinor, l.currency)]
+                let fields: [String] = [l.start.description, l.end.description, l.currency, l.productId] + units + customer + paid + added
+                out += fields.map(CSV.escape).joined(separator: ",") + "\n"
             }
             return out
         default:
@@ -253,11 +279,12 @@ public struct TrueUp {
                     : "read \(s.path): \(s.periods.joined(separator: ", ")), \(s.rows) row\(s.rows == 1 ? "" : "s"), Total_Amount \(s.totalAmount) \(s.currencies.joined(separator: "/"))") + "\n"
             }
             guard !lines.isEmpty else { return out + "No rows in these reports and no entries in the ledger for their currencies and days.\n" }
-            let header = ["Period", "Currency", "Product", "Units (Apple)", "Units (ledger)", "Paid in", "Proceeds (Apple)",
+            let header = ["Period", "Currency", "Product", "Sold/returned (Apple)", "Sold/returned (ledger)", "Paid in", "Proceeds (Apple)",
                           "Proceeds (ledger)", "Difference", "Note"]
             var table: [[String]] = lines.map { l in
                 ["\(l.start)..\(l.end)", l.currency, l.productId,
-                 String(l.appleUnits) + (l.appleFreeUnits != 0 ? " +\(l.appleFreeUnits) free" : ""), l.ledgerUnits.map(String.init) ?? "",
+                 "\(l.appleSoldUnits)/\(l.appleReturnedUnits)" + (l.appleFreeUnits != 0 ? " +\(l.appleFreeUnits) free" : ""),
+                 l.ledgerSoldUnits.map { "\($0)/\(l.ledgerReturnedUnits ?? 0)" } ?? "",
                  l.paidIn, Self.money(l.appleProceedsMinor, l.paidIn), Self.money(l.ledgerProceedsMinor, l.paidIn),
                  Self.money(l.differenceMinor, l.paidIn), l.note]
             }
@@ -279,21 +306,29 @@ public struct TrueUp {
         let columns = [
             Column("Start", width: 11, kind: .date), Column("End", width: 11, kind: .date), Column("Currency", width: 9),
             Column("Product", width: 34), Column("Title", width: 24), Column("Units (Apple)", width: 13, kind: .integer),
+            Column("Sold (Apple)", width: 10, kind: .integer), Column("Returned (Apple)", width: 10, kind: .integer),
             Column("Free units (Apple)", width: 13, kind: .integer), Column("Units (ledger)", width: 13, kind: .integer),
-            Column("Customer sales (Apple)", width: 16, kind: .money), Column("Gross (ledger)", width: 16, kind: .money),
-            Column("Paid in", width: 8), Column("Proceeds (Apple)", width: 16, kind: .money),
-            Column("Proceeds (ledger)", width: 16, kind: .money), Column("Difference", width: 14, kind: .money),
+            Column("Sold (ledger)", width: 10, kind: .integer), Column("Returned (ledger)", width: 10, kind: .integer),
+            Column("Customer sales (Apple, customer currency)", width: 18, kind: .money),
+            Column("Gross (ledger, customer currency)", width: 18, kind: .money),
+            Column("Proceeds (ledger, customer currency)", width: 18, kind: .money),
+            Column("Paid in", width: 8), Column("Proceeds (Apple, paid in)", width: 16, kind: .money),
+            Column("Proceeds (ledger, paid in)", width: 16, kind: .money), Column("Difference (paid in)", width: 14, kind: .money),
             Column("Note", width: 60),
         ]
         var rows = lines.map { l in
             SheetRow([.date(l.start), .date(l.end), .text(l.currency), .text(l.productId), .text(l.title), .integer(l.appleUnits),
-                      .integer(l.appleFreeUnits), l.ledgerUnits.map(Cell.integer) ?? .empty, money(l.appleCustomerSalesMinor, l.currency),
-                      money(l.ledgerGrossMinor, l.currency), .text(l.paidIn), money(l.appleProceedsMinor, l.paidIn),
+                      .integer(l.appleSoldUnits), .integer(l.appleReturnedUnits),
+                      .integer(l.appleFreeUnits), l.ledgerUnits.map(Cell.integer) ?? .empty,
+                      l.ledgerSoldUnits.map(Cell.integer) ?? .empty, l.ledgerReturnedUnits.map(Cell.integer) ?? .empty,
+                      money(l.appleCustomerSalesMinor, l.currency), money(l.ledgerGrossMinor, l.currency),
+                      money(l.ledgerProceedsCustomerMinor, l.currency), .text(l.paidIn), money(l.appleProceedsMinor, l.paidIn),
                       money(l.ledgerProceedsMinor, l.paidIn), money(l.differenceMinor, l.paidIn), .text(l.note)])
         }
         for t in totals {
             rows.append(SheetRow([.date(t.start), .date(t.end), .empty, .text("Total paid in \(t.paidIn)"), .empty, .empty, .empty, .empty,
-                                  .empty, .empty, .text(t.paidIn), money(t.appleProceedsMinor, t.paidIn), money(t.ledgerProceedsMinor, t.paidIn),
+                                  .empty, .empty, .empty, .empty, .empty, .empty, .empty,
+                                  .text(t.paidIn), money(t.appleProceedsMinor, t.paidIn), money(t.ledgerProceedsMinor, t.paidIn),
                                   money(t.differenceMinor, t.paidIn),
                                   .text(t.ledgerProceedsMinor == nil ? "some lines not comparable: see them above" : "")], style: .total))
         }

@@ -9,6 +9,9 @@ public struct ProceedsRow: Equatable {
     /// Units sold, less units refunded in full (a prorated refund returns no unit), plus those
     /// whose refund was reversed.
     public var units: Int64
+    /// `units` apart: sold (sale entries), and returned (refunds in full, less those reversed).
+    public var soldUnits: Int64 = 0
+    public var returnedUnits: Int64 = 0
     public var grossMinor: Int64
     public var proceedsMinor: Int64
     public var proceedsReportingMinor: Int64
@@ -35,12 +38,14 @@ extension LedgerReader {
             SELECT e.currency, e.product_id,
                    sum(CASE WHEN e.kind = 'sale' OR \(full) THEN \(sign) * t.quantity ELSE 0 END),
                    sum(\(sign) * e.gross_minor), sum(\(sign) * e.proceeds_minor), sum(\(sign) * e.proceeds_reporting_minor),
-                   count(*)
+                   count(*),
+                   sum(CASE WHEN e.kind = 'sale' THEN t.quantity ELSE 0 END),
+                   sum(CASE WHEN e.kind <> 'sale' AND \(full) THEN -\(sign) * t.quantity ELSE 0 END)
             \(Self.productionEntriesOfDays)
             GROUP BY e.currency, e.product_id ORDER BY e.currency, e.product_id
             """), arguments: [start.description, end.description]).map {
-            ProceedsRow(currency: $0[0], productId: $0[1], units: $0[2], grossMinor: $0[3], proceedsMinor: $0[4],
-                        proceedsReportingMinor: $0[5], entries: $0[6])
+            ProceedsRow(currency: $0[0], productId: $0[1], units: $0[2], soldUnits: $0[7], returnedUnits: $0[8], grossMinor: $0[3],
+                        proceedsMinor: $0[4], proceedsReportingMinor: $0[5], entries: $0[6])
         }
     }
 }

@@ -137,7 +137,8 @@ final class TrueUpTests: ScratchTestCase {
 
         let j = try XCTUnwrap(lines["JPY coins.100"])
         XCTAssertEqual([j.appleProceedsMinor, j.ledgerProceedsMinor, j.differenceMinor], [202, 101, 101])
-        XCTAssertEqual(j.note, "Apple counts 1 unit more than the ledger")
+        XCTAssertEqual(j.note, "Apple counts 1 unit sold more than the ledger")
+        XCTAssertEqual([d.appleSoldUnits, d.appleReturnedUnits, d.ledgerSoldUnits, d.ledgerReturnedUnits], [3, 1, 3, 1], "sold and returned apart")
 
         let k = try XCTUnwrap(lines["KWD coins.100"])
         XCTAssertEqual(k.paidIn, "USD")
@@ -146,6 +147,17 @@ final class TrueUpTests: ScratchTestCase {
 
         XCTAssertEqual(t.totals.map { "\($0.paidIn) \($0.appleProceedsMinor) \($0.ledgerProceedsMinor!) \($0.differenceMinor!)" },
                        ["EUR 428 128 300", "JPY 202 101 101", "USD 70 \(k1Reporting) \(70 - k1Reporting)"])
+
+        // A sale Apple's report lacks and the return it counts in another month: as many net
+        // units on both sides, the two differences said apart (one net note hid them).
+        let netSame = try FinancialReport.parse(Self.report([("coins.100", 2, "0.64", "1.28", "EUR", "S", "DE", "", "1.09", "EUR")],
+                                                            amount: "1.28", units: 2), path: "eu2.txt")
+        let apart = try ledger.read { r in
+            try TrueUp.compare(reports: [netSame], reportingCurrency: "USD") { try r.proceeds(from: $0, through: $1) }
+        }
+        let e = try XCTUnwrap(apart.lines.first { $0.currency == "EUR" && $0.productId == "coins.100" })
+        XCTAssertEqual([e.appleUnits, e.ledgerUnits], [2, 2])
+        XCTAssertEqual(e.note, "Apple counts 1 unit sold fewer than the ledger; Apple counts 1 unit returned fewer than the ledger")
 
         // The command: the table, CSV and JSON, and a workbook that reads back with the figures.
         let dir = newScratch("true-up")
@@ -162,8 +174,8 @@ final class TrueUpTests: ScratchTestCase {
         XCTAssertTrue(table.err.contains("wrote \(book.path)"), table.err)
         let sheets = try XLSXReader.sheets(book)
         let rows: [[String]] = sheets["True-up"] ?? []
-        let jpRow = try XCTUnwrap(rows.first { (row: [String]) -> Bool in row.count > 13 && row[2] == "JPY" && row[3] == "coins.100" })
-        XCTAssertEqual(Array(jpRow[5...13]), ["2", "0", "1", "320", "160", "JPY", "202", "101", "101"])
+        let jpRow = try XCTUnwrap(rows.first { (row: [String]) -> Bool in row.count > 18 && row[2] == "JPY" && row[3] == "coins.100" })
+        XCTAssertEqual(Array(jpRow[5...18]), ["2", "2", "0", "0", "1", "1", "0", "320", "160", "101", "JPY", "202", "101", "101"])
         // The reports read, on a sheet of their own, Total_Amount a number in the currency paid in.
         let read: [[String]] = sheets["Reports read"] ?? []
         XCTAssertEqual(read.filter { (row: [String]) -> Bool in row.first?.hasSuffix(".txt") == true }.count, 3)
@@ -180,7 +192,7 @@ final class TrueUpTests: ScratchTestCase {
         let detail: [[String]] = sheets["Apple report rows"] ?? []
         XCTAssertEqual(detail.filter { (row: [String]) -> Bool in row.first?.hasSuffix(".txt") == true }.count, 6)
         let csv = try Resilience.cli(["true-up", "--workspace", ws.root.path, "--format", "csv"] + files)
-        XCTAssertTrue(csv.out.contains("2026-10-04,2026-10-31,EUR,coins.100,2,1,2,2.18,2.18,EUR,1.28,1.28,0.00,\n"), csv.out)
+        XCTAssertTrue(csv.out.contains("2026-10-04,2026-10-31,EUR,coins.100,2,1,2,2.18,2.18,EUR,1.28,1.28,0.00,,3,1,3,1,1.28\n"), csv.out)
         let json = try Resilience.cli(["true-up", "--workspace", ws.root.path, "--format", "json"] + files)
         let parsed = try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [String: Any]
         XCTAssertEqual((parsed?["lines"] as? [Any])?.count, 4)
