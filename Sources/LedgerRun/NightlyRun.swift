@@ -57,6 +57,9 @@ public struct NightlyRun {
         /// Files read before whose bytes changed since (a new version read), with how many of
         /// their records were new: lines added, or lines changed after they were read.
         public var changedFiles: [(path: String, newRecords: Int)] = []
+        /// Files whose bytes are those of an earlier version than the one read last (a change
+        /// undone in place): skipped, their rows standing as the later version left them.
+        public var putBackFiles: [String] = []
         /// Files read whose bytes a file read before under another name had (copied or renamed
         /// in the inbox): their records are stored again as theirs, nothing is posted twice.
         public var repeatedFiles: [(path: String, earlier: String, readOn: String)] = []
@@ -174,6 +177,7 @@ public struct NightlyRun {
         var commitStart: UInt64 = 0
         var filesRead = 0, filesSkipped = 0
         var changedFiles: [(path: String, newRecords: Int)] = []
+        var putBackFiles: [String] = []
         var closedThrough: Month? = nil
         var closedByConfig: Month? = nil
         var nothingNewSince: Int64? = nil
@@ -237,6 +241,7 @@ public struct NightlyRun {
                     if case .alreadyRead(let newStatKey) = file.body {
                         if newStatKey, let key = input.statKey { try w.rememberStatKey(key, path: input.path, sha256: input.sha256) }
                         filesSkipped += 1
+                        if let latest = versionsRead[input.path]?.latestSHA256, latest != input.sha256 { putBackFiles.append(input.path) }
                         try ingest.resolveCutLines(file)
                         return
                     }
@@ -301,7 +306,7 @@ public struct NightlyRun {
                       recordCounts: nothingNewSince == nil ? Self.counted(notPostedRecords.map { "\($0.outcome) \($0.code)" }) : [],
                       findingCounts: nothingNewSince == nil ? opened.counts.map { (key: $0.code, count: $0.count) } : [],
                       nothingNewSinceRun: nothingNewSince,
-                      notRead: notRead, changedFiles: changedFiles, datedAfterAsOf: datedAfter, closedByConfig: closedByConfig,
+                      notRead: notRead, changedFiles: changedFiles, putBackFiles: putBackFiles, datedAfterAsOf: datedAfter, closedByConfig: closedByConfig,
                       closeWarnings: try closedByConfig.map { m in
                           try ledger.read { r in
                               ClosedPeriods.warnings(closing: m, waitingSales: try r.waitingSales(datedThrough: m.lastDay),

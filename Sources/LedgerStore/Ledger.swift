@@ -480,8 +480,9 @@ public class LedgerReader {
     /// Every version of each file path read so far.
     public func filesRead() throws -> [String: FileVersions] {
         var out: [String: FileVersions] = [:]
-        for r in try Row.fetchAll(db, sql: "SELECT path, sha256, stat_key, size_bytes FROM source_file") {
+        for r in try Row.fetchAll(db, sql: "SELECT path, sha256, stat_key, size_bytes FROM source_file ORDER BY id") {
             out[r[0], default: FileVersions()].sha256s.insert(r[1])
+            out[r[0], default: FileVersions()].latestSHA256 = r[1]
             // An identity on disk is that version's only with its size (the key's third part):
             // a key set by hand to a grown file's identity would have the night skip what it grew by.
             if let key: String = r[2], key.split(separator: ":").dropFirst(2).first == Substring(String(r[3] as Int64)) {
@@ -1072,6 +1073,9 @@ extension JSONEncoder {
 /// each version when it was read (`stat_key`, mapped to its SHA-256).
 public struct FileVersions {
     public var sha256s: Set<String> = []
+    /// The bytes of the version read last (a file whose bytes are an earlier version's was
+    /// put back: a change undone in place).
+    public var latestSHA256: String?
     public var statKeys: [String: String] = [:]
     public init() {}
 }

@@ -233,6 +233,10 @@ func printSummary(_ r: NightlyRun.Result) {
         print("  files read before and changed since (their new records read; a line changed after it was read is a new record): "
               + r.changedFiles.map { "\(TerminalText.visible($0.path)) (\($0.newRecords) new record\($0.newRecords == 1 ? "" : "s"))" }.joined(separator: ", "))
     }
+    if !r.putBackFiles.isEmpty {
+        print("  files put back to a version read before (skipped: a change undone in place is not read again, and what the later version brought stands; to bring back rows as they were, send them in a new file): "
+              + r.putBackFiles.map(TerminalText.visible).joined(separator: ", "))
+    }
     let t = r.totals
     print("  ledger: \(t.transactionsPosted) transactions posted, \(t.transactionsPending) waiting (for a rule or an order), \(t.transactionsFree) free; \(t.entries) entries")
     if let changed = r.rulesChanged {

@@ -102,6 +102,23 @@ final class NightlyRunTests: XCTestCase {
         XCTAssertTrue(refused[1].contains("transaction 7305 has is_trial_period \"[...]\""), "\(refused)")
     }
 
+    /// A file edited in place and then put back to the bytes of a version read before is
+    /// skipped (its rows were read then), and said: the summary said only "unchanged".
+    func testAFilePutBackToAnEarlierVersionIsSaid() throws {
+        func orders(_ units: Int) -> String {
+            ReconciliationTests.header + "P1,a1,P1T,coins.100,1,\(units),2026-10-05T10:01:00Z,production,USA,,\n"
+        }
+        try ws.write("inbox/orders/o1.csv", orders(100))
+        try ws.run("2026-10-06")
+        try ws.write("inbox/orders/o1.csv", orders(90))
+        XCTAssertEqual(try ws.run("2026-10-07").putBackFiles, [])
+        try ws.write("inbox/orders/o1.csv", orders(100))
+        let r = try ws.run("2026-10-08")
+        XCTAssertEqual(r.putBackFiles, ["inbox/orders/o1.csv"])
+        XCTAssertEqual(r.filesSkipped, 1)
+        XCTAssertEqual(try ws.run("2026-10-09").putBackFiles, ["inbox/orders/o1.csv"], "said every night it stays so")
+    }
+
     func testSalesRefundsAndIdempotentReruns() throws {
         let day1 = [
             Receipt.response([Receipt.item("1001", purchased: "2026-10-05T10:00:00Z"),
