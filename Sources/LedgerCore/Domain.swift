@@ -104,6 +104,9 @@ public struct TransactionObservation: Sendable, Equatable {
     /// A subscription the user upgraded from (legacy `is_upgraded`, signed `isUpgraded`): its
     /// cancellation is the upgrade, for which Apple refunds the unused time, prorated.
     public var upgraded: Bool
+    /// A refund Apple calls prorated (`REFUND_PRORATED`) whose record gives no share
+    /// (`revocationPercentage`): posted in full, said.
+    public var shareUnknown = false
 
     public init(transactionId: String, originalTransactionId: String? = nil, productId: String,
                 quantity: Int64 = 1, purchaseMs: Int64, expiresMs: Int64? = nil, cancellationMs: Int64? = nil,

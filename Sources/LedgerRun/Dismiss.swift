@@ -39,7 +39,7 @@ public enum Dismiss {
     /// (a sale or a refund waiting) the nights resolve when what they wait for arrives.
     public static let dismissableFindings: Set<String> = [
         "PRICE_MISMATCH", "RULES_CHANGED", "SIGNED_AFTER_POSTING", "STOREFRONT_AFTER_POSTING", "TRANSACTION_CONFLICT",
-        "REFUND_AGAIN", "REFUND_AFTER_REVERSAL", "REVERSAL_REPEATED", "INVALID_TRANSACTION", "UPGRADE_REFUND",
+        "REFUND_AGAIN", "REFUND_AFTER_REVERSAL", "REVERSAL_REPEATED", "INVALID_TRANSACTION", "UPGRADE_REFUND", "REFUND_SHARE_UNKNOWN",
     ]
 
     public struct Result: CustomStringConvertible {

@@ -1374,7 +1374,7 @@ struct Ingest {
             } else if e.cancellationMs == nil, let c = t.cancellationMs {
                 try writer.setCancellation(transactionId: t.transactionId, cancellationMs: c, percentage: t.revocationPercentage)
                 try noteUpgradeRefund(t, location: location)
-            } else if t.upgraded, let held = e.cancellationMs, let c = t.cancellationMs,
+            } else if t.upgraded || t.shareUnknown, let held = e.cancellationMs, let c = t.cancellationMs,
                       Day(epochMilliseconds: held) == Day(epochMilliseconds: c) {
                 // The refund the ledger holds, now known to be an upgrade's (a later record says so).
                 try noteUpgradeRefund(t, location: location)
@@ -1406,10 +1406,22 @@ struct Ingest {
     /// (`is_upgraded`) with no refund percentage: posted in full, as accounting.md books a
     /// cancellation, but Apple refunds an upgrade's unused time only, prorated. Said once per
     /// transaction (`UPGRADE_REFUND`), for finance to book the difference by hand.
+    ///
+    /// A refund Apple calls prorated (`REFUND_PRORATED`) whose record gives no share is posted in
+    /// full too, and said once per transaction (`REFUND_SHARE_UNKNOWN`).
     mutating func noteUpgradeRefund(_ t: TransactionObservation, location: SourceLocation) throws {
         // (A free trial, a family member's access or a signed price of 0 moves no money: no refund.)
-        guard t.upgraded, t.revocationPercentage == nil, let c = t.cancellationMs, !t.isFreeTrial, t.ownGrossMinor != 0,
-              try writer.findingMessage(code: "UPGRADE_REFUND", transactionId: t.transactionId) == nil else { return }
+        guard t.upgraded || t.shareUnknown, t.revocationPercentage == nil, let c = t.cancellationMs, !t.isFreeTrial, t.ownGrossMinor != 0 else { return }
+        if t.shareUnknown {
+            guard try writer.findingMessage(code: "REFUND_SHARE_UNKNOWN", transactionId: t.transactionId) == nil else { return }
+            try writer.openFinding(code: "REFUND_SHARE_UNKNOWN", transactionId: t.transactionId, recordId: nil, message: """
+                \(location): transaction \(t.transactionId) was refunded on \(Day(epochMilliseconds: c)) with revocationType REFUND_PRORATED \
+                but no revocationPercentage: the share refunded cannot be told, so the refund is posted in full. Compare with \
+                Apple's financial report (iapledger true-up) and book the difference by hand
+                """, runId: runId)
+            return
+        }
+        guard try writer.findingMessage(code: "UPGRADE_REFUND", transactionId: t.transactionId) == nil else { return }
         let refunded = t.expiresMs.map { expires in
             expires > c ? "; its period ran to \(Day(epochMilliseconds: expires)), so Apple's refund is about the unused part from \(Day(epochMilliseconds: c))" : ""
         } ?? ""

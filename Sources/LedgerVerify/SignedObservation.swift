@@ -51,14 +51,16 @@ extension SignedTransaction {
                 percentage = p
             }
         }
-        return .success(TransactionObservation(
+        var observed = TransactionObservation(
             transactionId: transactionId, originalTransactionId: originalTransactionId, productId: product, quantity: q,
             purchaseMs: purchase, expiresMs: expiresDateMs, cancellationMs: cancellation, revocationPercentage: percentage,
             book: book, bundleId: bundleId, storefront: storefront, currency: currency, priceMilliunits: priceMilliunits,
             appAccountToken: appAccountToken?.lowercased(), hasOffer: offerType != nil || offerIdentifier != nil,
             // A family member's access to what the purchaser bought: the purchaser's transaction
             // is the paid one; booking this one too would count the revenue twice.
-            isFreeTrial: inAppOwnershipType == "FAMILY_SHARED", upgraded: isUpgraded == true))
+            isFreeTrial: inAppOwnershipType == "FAMILY_SHARED", upgraded: isUpgraded == true)
+        observed.shareUnknown = cancellation != nil && revocationType == "REFUND_PRORATED" && percentage == nil
+        return .success(observed)
     }
 }
 

@@ -441,6 +441,15 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(try rows("SELECT transaction_id, refund_percentage FROM entry WHERE kind = 'refund' ORDER BY transaction_id"),
                        [["9301", "100000"], ["9302", "40000"], ["9303", "100000"], ["9304", "100000"]])
         XCTAssertEqual(try rows("SELECT transaction_id FROM finding WHERE code = 'UPGRADE_REFUND' ORDER BY 1"), [["9301"], ["9303"], ["9304"]])
+        // REFUND_PRORATED with no revocationPercentage: posted in full, and said.
+        try ws.write("inbox/signed/p.txt", try signer.sign(payload: TestSigner.transactionPayload(
+            transactionId: "9305", productId: "com.example.product", purchaseDateMs: t0 - 86_400_000, signedDateMs: t0,
+            revocationDateMs: at, revocationReason: 0, revocationType: "REFUND_PRORATED", environment: "Sandbox",
+            storefront: "USA", priceMilliunits: 1990, currency: "USD")) + "\n")
+        try ws.run("2023-11-21")
+        XCTAssertEqual(try rows("SELECT refund_percentage FROM entry WHERE kind = 'refund' AND transaction_id = '9305'"), [["100000"]])
+        XCTAssertTrue(try rows("SELECT message FROM finding WHERE code = 'REFUND_SHARE_UNKNOWN' AND transaction_id = '9305'").first?.first?
+            .contains("p.txt:1: transaction 9305 was refunded on 2023-11-16 with revocationType REFUND_PRORATED but no revocationPercentage") == true)
         XCTAssertTrue(try rows("SELECT message FROM finding WHERE code = 'UPGRADE_REFUND'").first?.first?.contains("t.txt:1: transaction 9301 was cancelled on 2023-11-16 because the user upgraded") == true)
     }
 
