@@ -149,6 +149,7 @@ public struct NightlyRun {
                 + preflight.prefix(5).joined(separator: "; ") + (preflight.count > 5 ? "; and \(preflight.count - 5) more" : "")
                 + ". Nothing was written. Run `iapledger verify` to see every problem, and restore the ledger from a copy made before the change")
         }
+        if let foreign = try workspace.foreignLedgerProblem(ledger) { throw StoreError(message: foreign) }
         // Nights go forward: a run dated before the last one would age exceptions backwards and
         // could date entries after its own as-of date. The same date again is a re-run.
         if let last = try ledger.read({ try $0.lastAsOf() }), asOf < last {

@@ -93,6 +93,35 @@ public struct Workspace {
 
     public func reportDirectory(asOf: Day) -> URL { reportsURL.appendingPathComponent(asOf.description) }
 
+    /// The workbooks of `reports/<date>/`, each as `path|size` (its path in the workspace).
+    func earlierSetWorkbooks() -> [String] {
+        let fm = FileManager.default
+        var out: [String] = []
+        for day in earlierSets() {
+            let dir = reportsURL.appendingPathComponent(day.description)
+            for name in (try? fm.contentsOfDirectory(atPath: dir.path)) ?? [] where name.hasSuffix(".xlsx") && !name.hasPrefix(".") {
+                var st = stat()
+                guard stat(dir.appendingPathComponent(name).path, &st) == 0 else { continue }
+                out.append("reports/\(day)/\(name)|\(st.st_size)")
+            }
+        }
+        return out
+    }
+
+    /// A ledger that registered workbooks, none of them one of those in `reports/` (by path
+    /// and size): the ledger of another workspace copied in, or another workspace's reports/.
+    /// A night on it would write over this workspace's sets from that ledger's books.
+    public func foreignLedgerProblem(_ ledger: Ledger) throws -> String? {
+        let registered = try ledger.read { try $0.registeredPathsAndSizes() }
+        guard !registered.isEmpty else { return nil }
+        let onDisk = earlierSetWorkbooks()
+        guard !onDisk.isEmpty, !onDisk.contains(where: registered.contains) else { return nil }
+        return "\(ledger.path): this ledger wrote none of the \(onDisk.count) workbooks in reports/ (by path and size): the ledger of "
+            + "another workspace, or reports/ of another? Nothing was read or written. Put back this workspace's ledger "
+            + "(`iapledger verify --workbook` on a workbook says which ledger wrote it); to start these books anew from this "
+            + "ledger, move reports/ aside first"
+    }
+
     /// The days of `reports/` holding a workbook a night wrote (`reports/<date>/*.xlsx`), in order.
     func earlierSets() -> [Day] {
         let fm = FileManager.default

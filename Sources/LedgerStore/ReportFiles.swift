@@ -104,6 +104,13 @@ extension LedgerReader {
         try db.tableExists("report_file")
     }
 
+    /// Every registered file's path and size (`path|size`): what a workbook found in
+    /// `reports/` is matched against, by its size on disk, without reading it.
+    public func registeredPathsAndSizes() throws -> Set<String> {
+        guard try registersReportFiles() else { return [] }
+        return Set(try String.fetchAll(db, sql: "SELECT path || '|' || size_bytes FROM report_file"))
+    }
+
     /// Every registration of a file with these bytes, oldest first.
     public func reportFiles(sha256: String) throws -> [RegisteredReportFile] {
         try registered(where: "sha256 = ?", sha256)

@@ -74,6 +74,25 @@ final class LockAndFailureTests: XCTestCase {
         XCTAssertEqual(try ws.run("2026-10-08").counts.entriesPosted, 1, "new books, on purpose")
     }
 
+    /// Another workspace's ledger copied in (it registered none of the workbooks in reports/)
+    /// was taken as this one's: the night wrote over this workspace's sets from its books.
+    func testAnotherWorkspacesLedgerIsRefused() throws {
+        let (db, _) = try firstNight()
+        let other = try TestWorkspace()
+        defer { other.remove() }
+        try other.write("inbox/receipts/x.jsonl", Receipt.response([Receipt.item("6101", purchased: "2026-10-04T10:00:00Z")]) + "\n")
+        try other.run("2026-10-06")
+        let workbook = ws.root.appendingPathComponent("reports/2026-10-07/finance-2026-10-07.xlsx")
+        let written = try Data(contentsOf: workbook)
+        try FileManager.default.removeItem(at: db)
+        try FileManager.default.copyItem(at: other.root.appendingPathComponent("ledger.sqlite"), to: db)
+        XCTAssertThrowsError(try ws.run("2026-10-08")) { error in
+            XCTAssertTrue("\(error)".contains("ledger.sqlite: this ledger wrote none of the 3 workbooks in reports/ (by path and size): the ledger of another workspace, or reports/ of another? Nothing was read or written."), "\(error)")
+        }
+        XCTAssertEqual(try Data(contentsOf: workbook), written)
+        XCTAssertEqual(try Ledger(path: db.path, readOnly: true).read { try $0.lastAsOf() }?.description, "2026-10-06", "nothing written into it")
+    }
+
     func testAReadOnlyLedgerFailsCleanlyAndStaysUnchanged() throws {
         let (db, before) = try firstNight()
         try ws.write("inbox/receipts/s.jsonl", Receipt.response([Receipt.item("6002", purchased: "2026-10-06T10:00:00Z")]) + "\n")
