@@ -1343,11 +1343,19 @@ struct Ingest {
                 switch try signedOverReceipt(existing, t, recordId: recordId, location: location) {
                 case .adopted:
                     try writer.resolvePendingRecords(transactionId: t.transactionId, runId: runId, note: "verified by \(location)")
-                    if t.cancellationMs != nil { try noteUpgradeRefund(t, location: location) }
-                    // An upgrade's refund said from the receipt, whose share this record gives.
-                    if let share = t.revocationPercentage {
-                        try writer.resolveFinding(code: "UPGRADE_REFUND", transactionId: t.transactionId, runId: runId,
-                                                  saying: "\(location) gives the refund's share, \(ExactDecimal(mantissa: share, scale: 3))%: posted at it, as Apple refunded it")
+                    if let c = t.cancellationMs {
+                        if let held = e.cancellationMs, Day(epochMilliseconds: held) != Day(epochMilliseconds: c) {
+                            // Another day's refund than the receipt's, which is kept: said, as by any record.
+                            try refundAgain(t, held: held, book: e.book, recordId: recordId, location: location)
+                        } else {
+                            try noteUpgradeRefund(t, location: location)
+                            // An upgrade's refund said from the receipt, whose share this record gives
+                            // (the refund is now this record's: its instant and its share).
+                            if let share = t.revocationPercentage, e.cancellationMs != nil {
+                                try writer.resolveFinding(code: "UPGRADE_REFUND", transactionId: t.transactionId, runId: runId,
+                                                          saying: "\(location) gives the refund's share, \(ExactDecimal(mantissa: share, scale: 3))%: posted at it, as Apple refunded it")
+                            }
+                        }
                     }
                     return true
                 case .kept: break
@@ -1375,32 +1383,39 @@ struct Ingest {
             } else if e.cancellationMs == nil, let c = t.cancellationMs {
                 try writer.setCancellation(transactionId: t.transactionId, cancellationMs: c, percentage: t.revocationPercentage)
                 try noteUpgradeRefund(t, location: location)
-            } else if t.upgraded || t.shareUnknown, let held = e.cancellationMs, let c = t.cancellationMs,
+            } else if t.upgraded || t.shareUnknown, e.revocationPercentage == nil, let held = e.cancellationMs, let c = t.cancellationMs,
                       Day(epochMilliseconds: held) == Day(epochMilliseconds: c) {
-                // The refund the ledger holds, now known to be an upgrade's (a later record says so).
+                // The refund the ledger holds in full, now known to be an upgrade's (a later
+                // record says so); one whose share is held was not posted in full.
                 try noteUpgradeRefund(t, location: location)
             } else if !refundSaidByCaller, let held = e.cancellationMs, let c = t.cancellationMs,
                       Day(epochMilliseconds: held) != Day(epochMilliseconds: c) {
                 // One refund per transaction (accounting.md): a record reporting it refunded on
                 // another day posts nothing, and is said, not dropped, as a signed REFUND is (a
                 // notification says it itself, with what a reversal makes of it).
-                let day = Day(epochMilliseconds: c)
-                let reversal = try writer.reversalRequest(book: e.book, transactionId: t.transactionId)
-                // Dated after the reversal the ledger keeps (if any), it is the store's last word.
-                if reversal.map({ day > $0.date }) ?? true {
-                    try writer.setStoreRefundShare(transactionId: t.transactionId, share: t.revocationPercentage ?? 100_000, atMs: c)
-                }
-                // The same second refund said before (receipts list every transaction again): said once.
-                if try !writer.secondRefundSaid(transactionId: t.transactionId, day: day) {
-                    let reversed = reversal.map { " (reversed since by REFUND_REVERSED \($0.uuid), dated \($0.date))" } ?? " (kept)"
-                    try writer.openFinding(code: "REFUND_AGAIN", transactionId: t.transactionId, recordId: recordId,
-                                           message: "\(location) reports transaction \(t.transactionId) refunded on \(day), but the ledger holds its refund of \(Day(epochMilliseconds: held))\(reversed): nothing is posted from it. If Apple refunded it a second time, finance books that refund by hand",
-                                           runId: runId)
-                }
+                try refundAgain(t, held: held, book: e.book, recordId: recordId, location: location)
             }
         }
         try writer.resolvePendingRecords(transactionId: t.transactionId, runId: runId, note: "verified by \(location)")
         return agrees
+    }
+
+    /// A record reporting the transaction refunded on another day than the refund the ledger
+    /// holds (`held`): nothing posted, the store's last word kept when it is the latest, and
+    /// said once for that day (`REFUND_AGAIN`: receipts list every transaction again).
+    mutating func refundAgain(_ t: TransactionObservation, held: Int64, book: Book, recordId: Int64, location: SourceLocation) throws {
+        guard let c = t.cancellationMs else { return }
+        let day = Day(epochMilliseconds: c)
+        let reversal = try writer.reversalRequest(book: book, transactionId: t.transactionId)
+        // Dated after the reversal the ledger keeps (if any), it is the store's last word.
+        if reversal.map({ day > $0.date }) ?? true {
+            try writer.setStoreRefundShare(transactionId: t.transactionId, share: t.revocationPercentage ?? 100_000, atMs: c)
+        }
+        guard try !writer.secondRefundSaid(transactionId: t.transactionId, day: day) else { return }
+        let reversed = reversal.map { " (reversed since by REFUND_REVERSED \($0.uuid), dated \($0.date))" } ?? " (kept)"
+        try writer.openFinding(code: "REFUND_AGAIN", transactionId: t.transactionId, recordId: recordId,
+                               message: "\(location) reports transaction \(t.transactionId) refunded on \(day), but the ledger holds its refund of \(Day(epochMilliseconds: held))\(reversed): nothing is posted from it. If Apple refunded it a second time, finance books that refund by hand",
+                               runId: runId)
     }
 
     /// A refund the ledger takes from the cancellation of a subscription the user upgraded from

@@ -800,10 +800,14 @@ public final class LedgerWriter: LedgerReader {
                 price_milliunits = ?, app_account_token = ?, bundle_id = ?, has_offer = ?, is_free_trial = ?, first_record_id = ?,
                 revocation_percentage = CASE
                     WHEN cancellation_ms IS NULL THEN ?11
-                    -- The refund the receipt gave, of the same day: the signed record says its share.
+                    -- The refund the receipt gave, of the same day: the signed record says its share
+                    -- (and its instant, below: `verify` finds both in one record).
                     WHEN ?12 IS NOT NULL AND cancellation_ms / 86400000 = ?12 / 86400000 THEN ?11
                     ELSE revocation_percentage END,
-                cancellation_ms = ifnull(cancellation_ms, ?12)
+                cancellation_ms = CASE
+                    WHEN cancellation_ms IS NULL THEN ?12
+                    WHEN ?12 IS NOT NULL AND cancellation_ms / 86400000 = ?12 / 86400000 THEN ?12
+                    ELSE cancellation_ms END
             WHERE transaction_id = ?13 AND sale_status = 'pending'
             """).execute(arguments: [t.originalTransactionId, t.expiresMs, t.storefront, t.currency, t.priceMilliunits,
                                      t.appAccountToken, t.bundleId, t.hasOffer, t.isFreeTrial, recordId,

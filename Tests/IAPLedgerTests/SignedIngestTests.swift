@@ -550,21 +550,32 @@ final class SignedIngestTests: XCTestCase {
     /// refund), and the receipt's UPGRADE_REFUND resolved, saying so.
     func testASignedRecordGivesAWaitingReceiptsUpgradeRefundItsShare() throws {
         try ws.write("inbox/receipts/u.jsonl", Receipt.response([Receipt.item("9051", product: "com.example.product", purchased: "2023-11-13T22:13:20Z",
-                                                                               cancelled: "2023-11-14T10:00:00Z", upgraded: true)],
+                                                                               cancelled: "2023-11-14T10:00:00Z", upgraded: true),
+                                                                 Receipt.item("9052", product: "com.example.product", purchased: "2023-11-13T22:13:20Z",
+                                                                              cancelled: "2023-11-14T10:00:00Z", upgraded: true)],
                                                                 environment: "Sandbox", bundle: "com.example") + "\n")
         try ws.run("2023-11-14")
         XCTAssertEqual(try rows("SELECT sale_status, revocation_percentage FROM store_transaction WHERE transaction_id = '9051'"), [["pending", ""]])
-        XCTAssertEqual(try rows("SELECT resolved_run_id IS NULL FROM finding WHERE code = 'UPGRADE_REFUND'"), [["1"]])
-        try ws.write("inbox/signed/u.jws", try signer.sign(payload: TestSigner.transactionPayload(
-            transactionId: "9051", productId: "com.example.product", purchaseDateMs: t0 - 86_400_000, signedDateMs: t0,
-            revocationDateMs: Receipt.ms("2023-11-14T10:00:00Z"), revocationReason: 0, revocationType: "REFUND_PRORATED",
-            revocationPercentage: 40_000, environment: "Sandbox", storefront: "AUS", priceMilliunits: 2990, currency: "AUD",
-            extra: ["isUpgraded": true])) + "\n")
+        XCTAssertEqual(try rows("SELECT resolved_run_id IS NULL FROM finding WHERE code = 'UPGRADE_REFUND'"), [["1"], ["1"]])
+        // 9051's signed record: the same day's refund three minutes later, 40%; 9052's: the next day's.
+        func signed(_ id: String, revoked: String) throws -> String {
+            try signer.sign(payload: TestSigner.transactionPayload(
+                transactionId: id, productId: "com.example.product", purchaseDateMs: t0 - 86_400_000, signedDateMs: t0,
+                revocationDateMs: Receipt.ms(revoked), revocationReason: 0, revocationType: "REFUND_PRORATED",
+                revocationPercentage: 40_000, environment: "Sandbox", storefront: "AUS", priceMilliunits: 2990, currency: "AUD",
+                extra: ["isUpgraded": true]))
+        }
+        try ws.write("inbox/signed/u.jws", try signed("9051", revoked: "2023-11-14T10:03:00Z") + "\n" + (try signed("9052", revoked: "2023-11-15T09:00:00Z")) + "\n")
         try ws.run("2023-11-15")
         XCTAssertEqual(try rows("SELECT kind, storefront, gross_minor, ifnull(refund_percentage, '') FROM entry WHERE transaction_id = '9051' ORDER BY id"),
                        [["sale", "AUS", "299", ""], ["refund", "AUS", "120", "40000"]])
-        XCTAssertEqual(try rows("SELECT resolved_run_id IS NULL, message FROM finding WHERE code = 'UPGRADE_REFUND'"),
+        XCTAssertEqual(try rows("SELECT resolved_run_id IS NULL, message FROM finding WHERE code = 'UPGRADE_REFUND' AND transaction_id = '9051'"),
                        [["0", "inbox/signed/u.jws:1 gives the refund's share, 40.000%: posted at it, as Apple refunded it"]])
+        // 9052: the receipt's refund kept (in full), its upgrade finding open, the other day's refund said.
+        XCTAssertEqual(try rows("SELECT kind, gross_minor, ifnull(refund_percentage, '') FROM entry WHERE transaction_id = '9052' ORDER BY id"),
+                       [["sale", "299", ""], ["refund", "299", "100000"]])
+        XCTAssertEqual(try rows("SELECT code, resolved_run_id IS NULL FROM finding WHERE transaction_id = '9052' AND code <> 'ORDER_WAIT' ORDER BY code"),
+                       [["REFUND_AGAIN", "1"], ["UPGRADE_REFUND", "1"]])
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
     }
 
