@@ -187,8 +187,14 @@ extension Ingest {
                 }
             } else {
                 try writer.requestReversal(book: book, transactionId: t.transactionId, date: day, notificationUUID: n.notificationUUID)
-                // A second refund read before this reversal and dated before it is reversed too.
-                try writer.setStoreRefundShare(transactionId: t.transactionId, share: 0, atMs: reversedMs, onlyOverAnother: true)
+                // A second refund read before this reversal and dated before it is reversed too;
+                // but the refund the ledger holds, dated after it (a later refund read first, the
+                // earlier one said as REFUND_AGAIN), stays the store's last word.
+                if let held = try writer.transaction(t.transactionId)?.observation, let heldMs = held.cancellationMs, heldMs > reversedMs {
+                    try writer.setStoreRefundShare(transactionId: t.transactionId, share: held.revocationPercentage ?? 100_000, atMs: heldMs)
+                } else {
+                    try writer.setStoreRefundShare(transactionId: t.transactionId, share: 0, atMs: reversedMs, onlyOverAnother: true)
+                }
                 // Whether it waits is known only after the posting stage: its refund may arrive
                 // later this night (in this file or another) and post with it.
                 reversalsAsked.append(.init(book: book, transactionId: t.transactionId, recordId: recordId,
