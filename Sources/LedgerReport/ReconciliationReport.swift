@@ -85,17 +85,19 @@ public struct ReconciliationReport {
             }
             rows.append(SheetRow([.text("Not reconciled: no night had run on or before \(asOf)"), .empty, .empty, .empty, .empty], style: .total))
         }
+        // A sandbox purchase's amount is a test sale's, which nobody paid: shown with
+        // SANDBOX_CREDITED_IN_PRODUCTION alone, in no other category's amount nor the total
+        // (no production total holds sandbox figures, accounting.md).
+        let sandbox = try reader.sandboxTransactions(of: Set(open.filter { $0.netReportingMinor != nil }.map(\.transactionId)))
         for c in ExceptionCategory.allCases where state != nil {
             let list = open.filter { $0.category == c.rawValue }
-            let amounts = list.compactMap(\.netReportingMinor)
+            let amounts = list.filter { c == .sandboxCreditedInProduction || !sandbox.contains($0.transactionId) }.compactMap(\.netReportingMinor)
             let amount = amounts.reduce(0, +)
             let new = list.filter { $0.firstSeen == asOf }.count
             // No amount to show (none of its exceptions names a booked sale) is an empty cell, not 0.
             rows.append(SheetRow([.text(c.rawValue), .text(c.meaning), .integer(Int64(list.count)), .integer(Int64(new)),
                                   !list.isEmpty && amounts.isEmpty ? .empty : .money(minor: amount, decimals: rd)]))
             totalCount += Int64(list.count)
-            // A sandbox purchase's amount is a test sale's, which nobody paid: no production
-            // total holds it (accounting.md), this one neither.
             if c != .sandboxCreditedInProduction { totalAmount += amount }
         }
         if state != nil {

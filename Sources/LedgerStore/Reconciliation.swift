@@ -106,6 +106,13 @@ extension LedgerReader {
         return try transactionIds.filter { try Bool.fetchOne(statement, arguments: [$0, runId]) ?? false }
     }
 
+    /// Those of `transactionIds` in the sandbox book: their amounts are test sales', which no
+    /// production total holds.
+    public func sandboxTransactions(of transactionIds: Set<String>) throws -> Set<String> {
+        let statement = try db.cachedStatement(sql: "SELECT 1 FROM store_transaction WHERE transaction_id = ? AND book = 'sandbox'")
+        return try transactionIds.filter { try Bool.fetchOne(statement, arguments: [$0]) ?? false }
+    }
+
     /// The last run whose as-of date is on or before `day`: the state a workbook as of `day`
     /// reports (reconciliation, records and sales waiting), nil when no run had happened by then.
     public func lastRun(onOrBefore day: Day) throws -> (id: Int64, asOf: Day)? {

@@ -169,6 +169,25 @@ final class ReconciliationTests: XCTestCase {
         XCTAssertEqual(reconciliation["matched_orders"] as? [String], ["o-s1a"])
     }
 
+    /// A sandbox purchase credited twice in production: its amount (a test sale's, which nobody
+    /// paid) is shown with SANDBOX_CREDITED_IN_PRODUCTION alone, not with DUPLICATE_CREDIT nor
+    /// in the total (it reached the total through the other category).
+    func testASandboxPurchasesAmountIsInNoOtherCategoryNorTheTotal() throws {
+        try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("sb1", purchased: "2026-10-05T10:00:00Z")], environment: "Sandbox") + "\n")
+        try ws.write("inbox/orders/o.csv", Self.header + """
+            o-sb1a,acct-1,sb1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,
+            o-sb1b,acct-1,sb1,coins.100,1,100,2026-10-05T10:02:00Z,production,USA,,
+
+            """)
+        let r = try ws.run("2026-10-07")
+        let summary = try XCTUnwrap(try XLSXReader.sheets(r.workbooks[2])["Summary"])
+        func amount(_ first: String) -> String? { summary.first { $0.first == first }.map { $0.count > 4 ? $0[4] : "" } }
+        XCTAssertEqual(summary.first { $0.first == "DUPLICATE_CREDIT" }?[2], "1")
+        XCTAssertEqual(amount("DUPLICATE_CREDIT"), "", "no amount: the sale is a test's")
+        XCTAssertNotEqual(amount("SANDBOX_CREDITED_IN_PRODUCTION"), "")
+        XCTAssertEqual(amount("Total open exceptions"), "0")
+    }
+
     func testEveryCategoryThroughTheNightlyRun() throws {
         try ws.write("inbox/receipts/r.jsonl", [
             Receipt.response([Receipt.item("m1", purchased: "2026-10-05T10:00:00Z", token: "tok-1")]),     // matched
