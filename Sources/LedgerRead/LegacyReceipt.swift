@@ -172,6 +172,8 @@ public enum LegacyReceiptParser {
                 }
                 if existing.isTrialPeriod != it.isTrialPeriod { existing.trialDisagreement = true }
                 if it.isUpgraded { existing.isUpgraded = true }
+                // A flag that reads as neither true nor false in either listing refuses the item.
+                if existing.badFlag == nil { existing.badFlag = it.badFlag }
                 if existing.cancellationMs == nil, let c = it.cancellationMs {
                     existing.cancellationMs = c
                     existing.cancellationCopyPurchaseMs = it.purchaseMs

@@ -93,11 +93,14 @@ final class NightlyRunTests: XCTestCase {
             Receipt.item(id, purchased: "2026-10-05T10:00:00Z").replacingOccurrences(of: "\"is_trial_period\": \"false\"", with: "\"is_trial_period\": \(trial)")
         }
         try ws.write("inbox/receipts/a.jsonl", Receipt.response([item("7301", trial: "\"yes\""), item("7302", trial: "\"1\""),
-                                                                 item("7303", trial: "\"TRUE\""), item("7304", trial: "1"), item("7305", trial: "[]")]) + "\n")
+                                                                 item("7303", trial: "\"TRUE\""), item("7304", trial: "1"), item("7305", trial: "[]"),
+                                                                 // Listed twice, read in the second listing only: refused too.
+                                                                 item("7306", trial: "false"), item("7306", trial: "\"yes\"")]) + "\n")
         try ws.run("2026-10-07")
         XCTAssertEqual(try entries("SELECT transaction_id, sale_status FROM store_transaction ORDER BY 1"), [["7302", "free"], ["7303", "free"], ["7304", "free"]])
         let refused = try ledger().read { try $0.findings(openOnly: true) }.filter { $0.code == "INVALID_TRANSACTION" }.map(\.message).sorted()
-        XCTAssertEqual(refused.count, 2, "\(refused)")
+        XCTAssertEqual(refused.count, 3, "\(refused)")
+        XCTAssertTrue(refused[2].contains("transaction 7306 has is_trial_period \"yes\""), "\(refused)")
         XCTAssertTrue(refused[0].contains("transaction 7301 has is_trial_period \"yes\": neither true nor false, so whether it was paid for cannot be told"), "\(refused)")
         XCTAssertTrue(refused[1].contains("transaction 7305 has is_trial_period \"[...]\""), "\(refused)")
     }
