@@ -63,9 +63,10 @@ public struct Workspace {
         try Self.refuseDanglingLink(url)
         try Self.refuseNonLedgerFile(url)
         var st = stat()
-        // An empty file (a copy or restore that failed) is no ledger either: SQLite would start one in it.
+        // An empty file (a copy or restore that failed) is no ledger either: SQLite would start
+        // one in it (its size read through a link, as SQLite opens it).
         let missing = lstat(url.path, &st) != 0 ? (errno == ENOENT ? "is missing" : nil)
-            : st.st_mode & S_IFMT == S_IFREG && st.st_size == 0 ? "is empty (0 bytes: a copy or restore that failed?)" : nil
+            : stat(url.path, &st) == 0 && st.st_mode & S_IFMT == S_IFREG && st.st_size == 0 ? "is empty (0 bytes: a copy or restore that failed?)" : nil
         if let missing {
             let sets = earlierSets()
             if let last = sets.last {

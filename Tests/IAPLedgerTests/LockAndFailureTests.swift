@@ -58,6 +58,14 @@ final class LockAndFailureTests: XCTestCase {
         FileManager.default.createFile(atPath: db.path, contents: Data())
         XCTAssertThrowsError(try ws.run("2026-10-08")) { XCTAssertTrue("\($0)".contains("ledger.sqlite: is empty (0 bytes: a copy or restore that failed?), but reports/ holds"), "\($0)") }
         XCTAssertEqual(try Data(contentsOf: db).count, 0, "nothing written into it")
+        // The same through a link to the empty file.
+        let target = ws.root.appendingPathComponent("empty-target.sqlite")
+        try FileManager.default.moveItem(at: db, to: target)
+        try FileManager.default.createSymbolicLink(atPath: db.path, withDestinationPath: target.path)
+        XCTAssertThrowsError(try ws.run("2026-10-08")) { XCTAssertTrue("\($0)".contains("ledger.sqlite: is empty (0 bytes"), "\($0)") }
+        XCTAssertEqual(try Data(contentsOf: target).count, 0)
+        try FileManager.default.removeItem(at: db)
+        try FileManager.default.moveItem(at: target, to: db)
         // The commands that read say so too (they said "no such table: entry").
         for args in [["balance"], ["verify"], ["findings"], ["trace", "6001"]] {
             let r = try Resilience.cli(args + ["--workspace", ws.root.path])
