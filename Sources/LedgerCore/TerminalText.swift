@@ -31,7 +31,8 @@ public enum StandardError {
         // on), but a pipe whose reader went away still says so (POLLERR on its write end).
         guard !flushed, code != 0 else {
             var p = pollfd(fd: 1, events: Int16(POLLOUT), revents: 0)
-            let gone = poll(&p, 1, 0) == 1 && p.revents & Int16(POLLERR) != 0
+            // (Linux reports POLLERR there; other systems may say POLLHUP.)
+            let gone = poll(&p, 1, 0) == 1 && p.revents & Int16(POLLERR | POLLHUP) != 0
             return (gone ? String(cString: strerror(EPIPE)) : "an earlier write to it failed", gone)
         }
         return (String(cString: strerror(code)), code == EPIPE)
