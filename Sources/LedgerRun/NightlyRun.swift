@@ -140,6 +140,7 @@ public struct NightlyRun {
         CrashPoint.hit("start:locked")
         workspace.removeStaleTempFiles()
 
+        try workspace.refuseForeignLedger(config)
         let ledger = try workspace.openLedgerForWriting(config)
         // A ledger changed by hand is not built on: what was changed would be carried into
         // every later night's books.
@@ -149,7 +150,6 @@ public struct NightlyRun {
                 + preflight.prefix(5).joined(separator: "; ") + (preflight.count > 5 ? "; and \(preflight.count - 5) more" : "")
                 + ". Nothing was written. Run `iapledger verify` to see every problem, and restore the ledger from a copy made before the change")
         }
-        if let foreign = try workspace.foreignLedgerProblem(ledger) { throw StoreError(message: foreign) }
         // Nights go forward: a run dated before the last one would age exceptions backwards and
         // could date entries after its own as-of date. The same date again is a re-run.
         if let last = try ledger.read({ try $0.lastAsOf() }), asOf < last {
@@ -354,6 +354,8 @@ public struct NightlyRun {
         var files: [ReportFile] = []
         var workbooksFailed: Error? = nil
         do {
+            // Which ledger writes reports/ (a night on another's ledger is refused).
+            if let identity = try ledger.read({ try $0.identity() }) { try workspace.writeLedgerMarker(identity) }
             files = try ReportSet.write(sets, progress: progress)
             result.totals.reportFilesHead = try ReportFile.register(files, workspace: workspace, ledger: ledger, runId: runId) ?? result.totals.reportFilesHead
         } catch {

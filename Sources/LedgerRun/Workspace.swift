@@ -94,33 +94,37 @@ public struct Workspace {
 
     public func reportDirectory(asOf: Day) -> URL { reportsURL.appendingPathComponent(asOf.description) }
 
-    /// The workbooks of `reports/<date>/`, each as `path|size` (its path in the workspace).
-    func earlierSetWorkbooks() -> [String] {
-        let fm = FileManager.default
-        var out: [String] = []
-        for day in earlierSets() {
-            let dir = reportsURL.appendingPathComponent(day.description)
-            for name in (try? fm.contentsOfDirectory(atPath: dir.path)) ?? [] where name.hasSuffix(".xlsx") && !name.hasPrefix(".") {
-                var st = stat()
-                guard stat(dir.appendingPathComponent(name).path, &st) == 0 else { continue }
-                out.append("reports/\(day)/\(name)|\(st.st_size)")
-            }
-        }
-        return out
+    /// `.iapledger-ledger` in the workspace: the identity of the ledger whose nights write the
+    /// sets in `reports/` (`LedgerReader.identity`), written by each night after its commit
+    /// (beside `reports/`, not in it: `reports/` holds the sets alone).
+    public var ledgerMarkerURL: URL { root.appendingPathComponent(".iapledger-ledger") }
+
+    /// Refuses a ledger other than the one whose nights wrote `reports/` (another workspace's
+    /// ledger copied in, or another's `reports/`): a night on it would write over this
+    /// workspace's sets from the other's books. Read before the ledger is opened for writing
+    /// (nothing is written, not even a schema upgrade). A copy or backup of the same ledger
+    /// has its identity; no marker (sets written before it existed), no set in `reports/`
+    /// (moved aside: new books on purpose) or a ledger with no night finished says nothing.
+    public func refuseForeignLedger(_ config: WorkspaceConfig) throws {
+        let url = ledgerURL(config)
+        guard let marker = try? String(contentsOf: ledgerMarkerURL, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines),
+              !marker.isEmpty, FileManager.default.fileExists(atPath: url.path), !earlierSets().isEmpty else { return }
+        var st = stat()
+        guard stat(url.path, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_size > 0 else { return }
+        guard let identity = try Ledger(path: url.path, readOnly: true, migrate: false).read({ try $0.identity() }),
+              identity != marker else { return }
+        throw ReadError.file(url.path, "is not the ledger whose nights wrote reports/ (\(relative(ledgerMarkerURL)) names "
+            + "another): the ledger of another workspace, or reports/ of another? Nothing was read or written. Put back this "
+            + "workspace's ledger (`iapledger verify --workbook` on a workbook says whether this ledger wrote it); to start these "
+            + "books anew from this ledger, move reports/ aside first")
     }
 
-    /// A ledger that registered workbooks, none of them one of those in `reports/` (by path
-    /// and size): the ledger of another workspace copied in, or another workspace's reports/.
-    /// A night on it would write over this workspace's sets from that ledger's books.
-    public func foreignLedgerProblem(_ ledger: Ledger) throws -> String? {
-        let registered = try ledger.read { try $0.registeredPathsAndSizes() }
-        guard !registered.isEmpty else { return nil }
-        let onDisk = earlierSetWorkbooks()
-        guard !onDisk.isEmpty, !onDisk.contains(where: registered.contains) else { return nil }
-        return "\(ledger.path): this ledger wrote none of the \(onDisk.count) workbooks in reports/ (by path and size): the ledger of "
-            + "another workspace, or reports/ of another? Nothing was read or written. Put back this workspace's ledger "
-            + "(`iapledger verify --workbook` on a workbook says which ledger wrote it); to start these books anew from this "
-            + "ledger, move reports/ aside first"
+    /// Writes `reports/.iapledger-ledger` (aside, then renamed) when it does not hold `identity`.
+    public func writeLedgerMarker(_ identity: String) throws {
+        if (try? String(contentsOf: ledgerMarkerURL, encoding: .utf8)) == identity + "\n" { return }
+        let temp = try WriteAside.tempURL(for: ledgerMarkerURL, in: tempURL)
+        try Data((identity + "\n").utf8).write(to: temp)
+        try WriteAside.moveIntoPlace(temp, to: ledgerMarkerURL)
     }
 
     /// The days of `reports/` holding a workbook a night wrote (`reports/<date>/*.xlsx`), in order.

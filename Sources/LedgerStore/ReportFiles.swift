@@ -104,11 +104,17 @@ extension LedgerReader {
         try db.tableExists("report_file")
     }
 
-    /// Every registered file's path and size (`path|size`): what a workbook found in
-    /// `reports/` is matched against, by its size on disk, without reading it.
-    public func registeredPathsAndSizes() throws -> Set<String> {
-        guard try registersReportFiles() else { return [] }
-        return Set(try String.fetchAll(db, sql: "SELECT path || '|' || size_bytes FROM report_file"))
+    /// What tells this ledger from another's, without a column of its own: a hash of its first
+    /// finished run (started at, as of, chain head) and the first file it read, none of which
+    /// ever changes. A copy or backup of the ledger has the same; another workspace's ledger
+    /// another. Nil before any night finished.
+    public func identity() throws -> String? {
+        guard let r = try Row.fetchOne(db, sql: """
+            SELECT started_at, as_of, ifnull(chain_head, ''), ifnull((SELECT path || ' ' || sha256 FROM source_file ORDER BY id LIMIT 1), '')
+            FROM run WHERE id = (SELECT min(id) FROM run WHERE finished_at IS NOT NULL)
+            """) else { return nil }
+        let text = "iapledger ledger\n\(r[0] as String)\n\(r[1] as String)\n\(r[2] as String)\n\(r[3] as String)\n"
+        return Hashing.sha256Hex(utf8: text)
     }
 
     /// Every registration of a file with these bytes, oldest first.

@@ -92,13 +92,24 @@ final class LockAndFailureTests: XCTestCase {
         try other.run("2026-10-06")
         let workbook = ws.root.appendingPathComponent("reports/2026-10-07/finance-2026-10-07.xlsx")
         let written = try Data(contentsOf: workbook)
+        let backup = ws.root.appendingPathComponent("ledger-backup.sqlite")
+        try FileManager.default.copyItem(at: db, to: backup)
         try FileManager.default.removeItem(at: db)
         try FileManager.default.copyItem(at: other.root.appendingPathComponent("ledger.sqlite"), to: db)
         XCTAssertThrowsError(try ws.run("2026-10-08")) { error in
-            XCTAssertTrue("\(error)".contains("ledger.sqlite: this ledger wrote none of the 3 workbooks in reports/ (by path and size): the ledger of another workspace, or reports/ of another? Nothing was read or written."), "\(error)")
+            XCTAssertTrue("\(error)".contains("ledger.sqlite: is not the ledger whose nights wrote reports/ (.iapledger-ledger names another): the ledger of another workspace, or reports/ of another? Nothing was read or written."), "\(error)")
         }
         XCTAssertEqual(try Data(contentsOf: workbook), written)
-        XCTAssertEqual(try Ledger(path: db.path, readOnly: true).read { try $0.lastAsOf() }?.description, "2026-10-06", "nothing written into it")
+        XCTAssertEqual(try Data(contentsOf: db), try Data(contentsOf: other.root.appendingPathComponent("ledger.sqlite")), "nothing written into it")
+        // A backup of this workspace's own ledger, a night old, is no other's.
+        try FileManager.default.removeItem(at: db)
+        try FileManager.default.copyItem(at: backup, to: db)
+        XCTAssertEqual(try ws.run("2026-10-08").counts.entriesPosted, 0, "a backup of its own ledger runs")
+        // reports/ moved aside: new books from that ledger, on purpose.
+        try FileManager.default.removeItem(at: db)
+        try FileManager.default.copyItem(at: other.root.appendingPathComponent("ledger.sqlite"), to: db)
+        try FileManager.default.moveItem(at: ws.root.appendingPathComponent("reports"), to: ws.root.appendingPathComponent("reports-before"))
+        XCTAssertNoThrow(try ws.run("2026-10-08"))
     }
 
     func testAReadOnlyLedgerFailsCleanlyAndStaysUnchanged() throws {
