@@ -108,7 +108,7 @@ public enum ClosedPeriods {
         }
         let lock = try RunLock(url: workspace.lockURL)
         defer { lock.release() }
-        let ledger = try workspace.openLedgerForWriting(config)
+        let ledger = try workspace.openLedgerForWriting(config, refuseEmpty: true)
         return try ledger.write { w in
             let previous = try w.latestClose()
             if let previous, month <= previous.month {

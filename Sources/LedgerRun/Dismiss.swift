@@ -102,7 +102,7 @@ public enum Dismiss {
         guard FileManager.default.fileExists(atPath: ledgerURL.path) else {
             throw StoreError(message: "\(ledgerURL.path): no ledger yet; run `iapledger run` first")
         }
-        let ledger = try workspace.openLedgerForWriting(config)
+        let ledger = try workspace.openLedgerForWriting(config, mustExist: true, refuseEmpty: true)
         var result = Result(note: DismissalNote.text(by: by, at: at, reason: reason))
         try ledger.write { w in
             var seen = Set<Int64>()

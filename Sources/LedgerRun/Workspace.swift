@@ -58,11 +58,23 @@ public struct Workspace {
     /// `reports/` holds earlier nights' workbooks is refused: a new one would write over the
     /// month-end sets from nothing (a ledger moved, misspelt in `database`, or on a share not
     /// mounted).
-    public func openLedgerForWriting(_ config: WorkspaceConfig) throws -> Ledger {
+    /// - Parameters:
+    ///   - mustExist: `dismiss`: a ledger must be there (a dismissal asks about what a night read).
+    ///   - refuseEmpty: `close` and `dismiss`: an empty file (0 bytes: a copy or restore that
+    ///     failed) is refused whatever `reports/` holds, not taken for a new ledger (`close` may
+    ///     start one: months may be closed before the first night).
+    public func openLedgerForWriting(_ config: WorkspaceConfig, mustExist: Bool = false, refuseEmpty: Bool = false) throws -> Ledger {
         let url = ledgerURL(config)
         try Self.refuseDanglingLink(url)
         try Self.refuseNonLedgerFile(url)
         var st = stat()
+        if mustExist || refuseEmpty {
+            let exists = stat(url.path, &st) == 0
+            if mustExist && !exists { throw StoreError(message: "\(url.path): no ledger yet; run `iapledger run` first") }
+            if exists && st.st_size == 0 {
+                throw StoreError(message: "\(url.path): is empty (0 bytes: a copy or restore that failed?): no ledger to change; restore it from its copy")
+            }
+        }
         // An empty file (a copy or restore that failed) is no ledger either: SQLite would start
         // one in it (its size read through a link, as SQLite opens it).
         let missing = lstat(url.path, &st) != 0 ? (errno == ENOENT ? "is missing" : nil)

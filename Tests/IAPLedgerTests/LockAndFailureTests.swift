@@ -66,11 +66,13 @@ final class LockAndFailureTests: XCTestCase {
         XCTAssertEqual(try Data(contentsOf: target).count, 0)
         try FileManager.default.removeItem(at: db)
         try FileManager.default.moveItem(at: target, to: db)
-        // The commands that read say so too (they said "no such table: entry").
-        for args in [["balance"], ["verify"], ["findings"], ["trace", "6001"]] {
+        // The commands that read say so too (they said "no such table: entry"), and close and
+        // dismiss, which took it for a new ledger.
+        for args in [["balance"], ["verify"], ["findings"], ["trace", "6001"], ["close", "2026-09", "--by", "t"],
+                     ["dismiss", "inbox/receipts/r.jsonl", "--reason", "test"]] {
             let r = try Resilience.cli(args + ["--workspace", ws.root.path])
             XCTAssertEqual(r.status, 1, "\(args)")
-            XCTAssertTrue(r.err.contains("ledger.sqlite: is empty (0 bytes: a copy or restore that failed?): no ledger to read"), "\(args): \(r.err)")
+            XCTAssertTrue(r.err.contains("ledger.sqlite: is empty (0 bytes: a copy or restore that failed?)"), "\(args): \(r.err)")
         }
         try FileManager.default.removeItem(at: db)
         // A folder in its place is said as one.
