@@ -106,10 +106,11 @@ public struct Workspace {
 
     public func reportDirectory(asOf: Day) -> URL { reportsURL.appendingPathComponent(asOf.description) }
 
-    /// `.iapledger-ledger` in the workspace: the identity of the ledger whose nights write the
-    /// sets in `reports/` (`LedgerReader.identity`), written by each night after its commit
-    /// (beside `reports/`, not in it: `reports/` holds the sets alone).
-    public var ledgerMarkerURL: URL { root.appendingPathComponent(".iapledger-ledger") }
+    /// `reports/.iapledger-ledger`: the identity of the ledger whose nights write the sets in
+    /// `reports/` (`LedgerReader.identity`), written by each night after its commit. In
+    /// `reports/`, so that it goes where the sets go (another workspace's `reports/` brings its
+    /// own; a copy of the workspace's folders keeps it).
+    public var ledgerMarkerURL: URL { reportsURL.appendingPathComponent(".iapledger-ledger") }
 
     /// Refuses a ledger other than the one whose nights wrote `reports/` (another workspace's
     /// ledger copied in, or another's `reports/`): a night on it would write over this
@@ -134,6 +135,7 @@ public struct Workspace {
     /// Writes `reports/.iapledger-ledger` (aside, then renamed) when it does not hold `identity`.
     public func writeLedgerMarker(_ identity: String) throws {
         if (try? String(contentsOf: ledgerMarkerURL, encoding: .utf8)) == identity + "\n" { return }
+        try FileManager.default.createDirectory(at: reportsURL, withIntermediateDirectories: true)
         let temp = try WriteAside.tempURL(for: ledgerMarkerURL, in: tempURL)
         try Data((identity + "\n").utf8).write(to: temp)
         try WriteAside.moveIntoPlace(temp, to: ledgerMarkerURL)

@@ -99,10 +99,18 @@ final class LockAndFailureTests: XCTestCase {
         try FileManager.default.removeItem(at: db)
         try FileManager.default.copyItem(at: other.root.appendingPathComponent("ledger.sqlite"), to: db)
         XCTAssertThrowsError(try ws.run("2026-10-08")) { error in
-            XCTAssertTrue("\(error)".contains("ledger.sqlite: is not the ledger whose nights wrote reports/ (.iapledger-ledger names another): the ledger of another workspace, or reports/ of another? Nothing was read or written."), "\(error)")
+            XCTAssertTrue("\(error)".contains("ledger.sqlite: is not the ledger whose nights wrote reports/ (reports/.iapledger-ledger names another): the ledger of another workspace, or reports/ of another? Nothing was read or written."), "\(error)")
         }
         XCTAssertEqual(try Data(contentsOf: workbook), written)
         XCTAssertEqual(try Data(contentsOf: db), try Data(contentsOf: other.root.appendingPathComponent("ledger.sqlite")), "nothing written into it")
+        // This workspace's ledger with the other's reports/ (its own marker in it): refused too.
+        try FileManager.default.moveItem(at: ws.root.appendingPathComponent("reports"), to: ws.root.appendingPathComponent("reports-own"))
+        try FileManager.default.copyItem(at: other.root.appendingPathComponent("reports"), to: ws.root.appendingPathComponent("reports"))
+        try FileManager.default.removeItem(at: db)
+        try FileManager.default.copyItem(at: backup, to: db)
+        XCTAssertThrowsError(try ws.run("2026-10-08")) { XCTAssertTrue("\($0)".contains("is not the ledger whose nights wrote reports/"), "\($0)") }
+        try FileManager.default.removeItem(at: ws.root.appendingPathComponent("reports"))
+        try FileManager.default.moveItem(at: ws.root.appendingPathComponent("reports-own"), to: ws.root.appendingPathComponent("reports"))
         // A backup of this workspace's own ledger, a night old, is no other's.
         try FileManager.default.removeItem(at: db)
         try FileManager.default.copyItem(at: backup, to: db)
