@@ -227,7 +227,7 @@ public struct Reconciler {
                 }
                 if t.refundedInFull {
                     raise(.refundedStillCredited, t, o, t.refundedAgain
-                        ? "transaction \(id) was refunded in full again, a refund the ledger does not post (see its REFUND_AFTER_REVERSAL or REFUND_AGAIN finding); order \(o.orderId) is still active (no reversed_at)"
+                        ? "transaction \(id) was refunded in full, as the store said last (a refund dated after its reversal, or a second refund the ledger does not post: its trace shows which); order \(o.orderId) is still active (no reversed_at)"
                         : "transaction \(id) was refunded in full; order \(o.orderId) is still active (no reversed_at)")
                 }
             }

@@ -1312,7 +1312,10 @@ struct Ingest {
         var agrees = true
         if try writer.insertTransactionIfNew(t, recordId: recordId, runId: runId) {
             // New: its sale is posted below.
-            if t.cancellationMs != nil { try noteUpgradeRefund(t, location: location) }
+            if t.cancellationMs != nil {
+                try noteUpgradeRefund(t, location: location)
+                try refundAfterReversal(t)
+            }
         } else if let existing = try writer.transaction(t.transactionId) {
             let e = existing.observation
             var differences: [String] = []
@@ -1385,6 +1388,7 @@ struct Ingest {
             } else if e.cancellationMs == nil, let c = t.cancellationMs {
                 try writer.setCancellation(transactionId: t.transactionId, cancellationMs: c, percentage: t.revocationPercentage)
                 try noteUpgradeRefund(t, location: location)
+                try refundAfterReversal(t)
             } else if t.upgraded || t.shareUnknown, e.revocationPercentage == nil, let held = e.cancellationMs, let c = t.cancellationMs,
                       Day(epochMilliseconds: held) == Day(epochMilliseconds: c) {
                 // The refund the ledger holds in full, now known to be an upgrade's (a later
@@ -1400,6 +1404,15 @@ struct Ingest {
         }
         try writer.resolvePendingRecords(transactionId: t.transactionId, runId: runId, note: "verified by \(location)")
         return agrees
+    }
+
+    /// The transaction's first refund, read after a reversal asked for it (a REFUND_REVERSED
+    /// read first waits for the refund it reverses) but dated after that reversal: the refund
+    /// is the store's last word for reconciliation (the ledger posts the reversal all the same).
+    mutating func refundAfterReversal(_ t: TransactionObservation) throws {
+        guard let c = t.cancellationMs, let reversal = try writer.reversalRequest(book: t.book, transactionId: t.transactionId),
+              Day(epochMilliseconds: c) > reversal.date else { return }
+        try writer.setStoreRefundShare(transactionId: t.transactionId, share: t.revocationPercentage ?? 100_000, atMs: c)
     }
 
     /// A record reporting the transaction refunded on another day than the refund the ledger

@@ -507,7 +507,8 @@ final class SignedIngestTests: XCTestCase {
             + "r4,acct-4,9404,com.example.product,1,100,2023-11-14T00:00:00Z,sandbox\n"
             + "r5,acct-5,9405,com.example.product,1,100,2023-11-14T00:00:00Z,sandbox\n"
             + "r6,acct-6,9406,com.example.product,1,100,2023-11-14T00:00:00Z,sandbox\n"
-            + "r7,acct-7,9407,com.example.product,1,100,2023-11-14T00:00:00Z,sandbox\n")
+            + "r7,acct-7,9407,com.example.product,1,100,2023-11-14T00:00:00Z,sandbox\n"
+            + "r8,acct-8,9408,com.example.product,1,100,2023-11-14T00:00:00Z,sandbox\n")
         let day = Int64(86_400_000)
         for id in ["9403", "9404", "9405", "9406"] {
             try ws.write("inbox/signed/\(id)-a.json", try notification("REFUND", signed: t0 + 2 * day, transaction: try transaction(id, revocation: t0 + 2 * day)))
@@ -530,24 +531,29 @@ final class SignedIngestTests: XCTestCase {
         try ws.write("inbox/signed/9407-a.json", try notification("REFUND", signed: t0 + 8 * day, transaction: try transaction("9407", revocation: t0 + 8 * day)))
         try ws.write("inbox/signed/9407-b.json", try notification("REFUND", signed: t0 + 6 * day, transaction: try transaction("9407", revocation: t0 + 6 * day)))
         try ws.write("inbox/signed/9407-c.json", try notification("REFUND_REVERSED", signed: t0 + 7 * day, transaction: try transaction("9407")))
+        // 9408 (new): a reversal (day 7) read before any refund, then the refund of day 8 and
+        // another of day 6: the day-8 refund, after the reversal, is the last word.
+        try ws.write("inbox/signed/9408-a.json", try notification("REFUND_REVERSED", signed: t0 + 7 * day, transaction: try transaction("9408")))
+        try ws.write("inbox/signed/9408-b.json", try notification("REFUND", signed: t0 + 8 * day, transaction: try transaction("9408", revocation: t0 + 8 * day)))
+        try ws.write("inbox/signed/9408-c.json", try notification("REFUND", signed: t0 + 6 * day, transaction: try transaction("9408", revocation: t0 + 6 * day)))
         // 9406: reversed (day 5), then a second refund dated before that reversal (day 4) read
         // after it: the reversal the ledger keeps is the last word.
         try ws.write("inbox/signed/9406-c.json", try notification("REFUND_REVERSED", signed: t0 + 5 * day, transaction: try transaction("9406")))
         try ws.write("inbox/signed/9406-d.json", try notification("REFUND", signed: t0 + 7 * day, transaction: try transaction("9406", revocation: t0 + 4 * day)))
         try ws.run("2023-11-23")
         XCTAssertEqual(try rows("SELECT transaction_id, store_refund_share FROM store_transaction ORDER BY 1"),
-                       [["9403", "0"], ["9404", "100000"], ["9405", "0"], ["9406", ""], ["9407", "100000"]])
+                       [["9403", "0"], ["9404", "100000"], ["9405", "0"], ["9406", ""], ["9407", "100000"], ["9408", "100000"]])
         XCTAssertTrue(try rows("SELECT message FROM finding WHERE code = 'REFUND_AFTER_REVERSAL' AND transaction_id = '9406'").first?.first?
             .contains("dated on or before that reversal (which reconciliation keeps as the last word)") == true)
-        XCTAssertEqual(try open(), ["9404", "9407"])
-        XCTAssertTrue(try rows("SELECT detail FROM exception WHERE resolved_on IS NULL AND transaction_id = '9404'").first?.first?.contains("was refunded in full again, a refund the ledger does not post") == true)
+        XCTAssertEqual(try open(), ["9404", "9407", "9408"])
+        XCTAssertTrue(try rows("SELECT detail FROM exception WHERE resolved_on IS NULL AND transaction_id = '9404'").first?.first?.contains("was refunded in full, as the store said last (a refund dated after its reversal, or a second refund the ledger does not post") == true)
         // A stale record of the second refund read again changes nothing, and is not said again;
         // nor is the second reversal sent again under a new UUID.
         let said = try rows("SELECT count(*) FROM finding")
         try ws.write("inbox/signed/9403-e.json", try notification("REFUND", signed: t0 + 9 * day, transaction: try transaction("9403", revocation: t0 + 6 * day)))
         try ws.write("inbox/signed/9403-f.json", try notification("REFUND_REVERSED", signed: t0 + 8 * day, transaction: try transaction("9403")))
         try ws.run("2023-11-24")
-        XCTAssertEqual(try open(), ["9404", "9407"])
+        XCTAssertEqual(try open(), ["9404", "9407", "9408"])
         XCTAssertEqual(try rows("SELECT count(*) FROM finding"), said)
     }
 
