@@ -190,7 +190,8 @@ extension Ingest {
                 // A second refund read before this reversal and dated before it is reversed too;
                 // but the refund the ledger holds, dated after it (a later refund read first, the
                 // earlier one said as REFUND_AGAIN), stays the store's last word.
-                if let held = try writer.transaction(t.transactionId)?.observation, let heldMs = held.cancellationMs, heldMs > reversedMs {
+                if let held = try writer.transaction(t.transactionId)?.observation, let heldMs = held.cancellationMs,
+                   Day(epochMilliseconds: heldMs) > day {
                     try writer.setStoreRefundShare(transactionId: t.transactionId, share: held.revocationPercentage ?? 100_000, atMs: heldMs)
                 } else {
                     try writer.setStoreRefundShare(transactionId: t.transactionId, share: 0, atMs: reversedMs, onlyOverAnother: true)

@@ -847,13 +847,17 @@ public final class LedgerWriter: LedgerReader {
     /// one reversal (a second refund, or a second reversal): the share it refunded (100000 in
     /// full), or 0 when it reversed it again, dated `atMs` (the refund's date, the reversal's
     /// signed date). A word dated before the one kept (read late, or a stale receipt read
-    /// again) changes nothing. With `onlyOverAnother`, only a word already kept is replaced
-    /// (the ledger's first reversal, after a second refund read before it). Reconciliation
-    /// reads it; no entry moves.
+    /// again) changes nothing; by day, as the ledger's one refund and reversal are compared: a
+    /// reversal of the same day as the refund kept is the last word, and a refund of the same
+    /// day as the reversal kept is not (two refunds of a day: the later instant). With
+    /// `onlyOverAnother`, only a word already kept is replaced (the ledger's first reversal,
+    /// after a second refund read before it). Reconciliation reads it; no entry moves.
     public func setStoreRefundShare(transactionId: String, share: Int64, atMs: Int64, onlyOverAnother: Bool = false) throws {
         try db.cachedStatement(sql: """
             UPDATE store_transaction SET store_refund_share = ?1, store_refund_ms = ?2
-            WHERE transaction_id = ?3 AND (store_refund_ms IS NULL OR store_refund_ms <= ?2)
+            WHERE transaction_id = ?3
+              AND (store_refund_ms IS NULL OR ?2 / 86400000 > store_refund_ms / 86400000
+                   OR (?2 / 86400000 = store_refund_ms / 86400000 AND (?1 = 0 OR (store_refund_share <> 0 AND ?2 >= store_refund_ms))))
               AND (?4 = 0 OR store_refund_share IS NOT NULL)
             """).execute(arguments: [share, atMs, transactionId, onlyOverAnother])
         touched.transaction(transactionId)

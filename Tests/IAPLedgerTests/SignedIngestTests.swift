@@ -508,7 +508,8 @@ final class SignedIngestTests: XCTestCase {
             + "r5,acct-5,9405,com.example.product,1,100,2023-11-14T00:00:00Z,sandbox\n"
             + "r6,acct-6,9406,com.example.product,1,100,2023-11-14T00:00:00Z,sandbox\n"
             + "r7,acct-7,9407,com.example.product,1,100,2023-11-14T00:00:00Z,sandbox\n"
-            + "r8,acct-8,9408,com.example.product,1,100,2023-11-14T00:00:00Z,sandbox\n")
+            + "r8,acct-8,9408,com.example.product,1,100,2023-11-14T00:00:00Z,sandbox\n"
+            + "r9,acct-9,9409,com.example.product,1,100,2023-11-14T00:00:00Z,sandbox\n")
         let day = Int64(86_400_000)
         for id in ["9403", "9404", "9405", "9406"] {
             try ws.write("inbox/signed/\(id)-a.json", try notification("REFUND", signed: t0 + 2 * day, transaction: try transaction(id, revocation: t0 + 2 * day)))
@@ -536,13 +537,19 @@ final class SignedIngestTests: XCTestCase {
         try ws.write("inbox/signed/9408-a.json", try notification("REFUND_REVERSED", signed: t0 + 7 * day, transaction: try transaction("9408")))
         try ws.write("inbox/signed/9408-b.json", try notification("REFUND", signed: t0 + 8 * day, transaction: try transaction("9408", revocation: t0 + 8 * day)))
         try ws.write("inbox/signed/9408-c.json", try notification("REFUND", signed: t0 + 6 * day, transaction: try transaction("9408", revocation: t0 + 6 * day)))
+        // 9409 (new): a refund and a reversal of one day (the refund an hour after the reversal's
+        // signature), the refund read first: as the ledger's are compared, by day, the reversal
+        // is the last word; and a second refund of that day read after both neither.
+        try ws.write("inbox/signed/9409-a.json", try notification("REFUND", signed: t0 + 7 * day + 3_600_000, transaction: try transaction("9409", revocation: t0 + 7 * day + 3_600_000)))
+        try ws.write("inbox/signed/9409-b.json", try notification("REFUND_REVERSED", signed: t0 + 7 * day, transaction: try transaction("9409")))
+        try ws.write("inbox/signed/9409-c.json", try notification("REFUND", signed: t0 + 7 * day + 7_200_000, transaction: try transaction("9409", revocation: t0 + 6 * day)))
         // 9406: reversed (day 5), then a second refund dated before that reversal (day 4) read
         // after it: the reversal the ledger keeps is the last word.
         try ws.write("inbox/signed/9406-c.json", try notification("REFUND_REVERSED", signed: t0 + 5 * day, transaction: try transaction("9406")))
         try ws.write("inbox/signed/9406-d.json", try notification("REFUND", signed: t0 + 7 * day, transaction: try transaction("9406", revocation: t0 + 4 * day)))
         try ws.run("2023-11-23")
         XCTAssertEqual(try rows("SELECT transaction_id, store_refund_share FROM store_transaction ORDER BY 1"),
-                       [["9403", "0"], ["9404", "100000"], ["9405", "0"], ["9406", ""], ["9407", "100000"], ["9408", "100000"]])
+                       [["9403", "0"], ["9404", "100000"], ["9405", "0"], ["9406", ""], ["9407", "100000"], ["9408", "100000"], ["9409", ""]])
         XCTAssertTrue(try rows("SELECT message FROM finding WHERE code = 'REFUND_AFTER_REVERSAL' AND transaction_id = '9406'").first?.first?
             .contains("dated on or before that reversal (which reconciliation keeps as the last word)") == true)
         XCTAssertEqual(try open(), ["9404", "9407", "9408"])
