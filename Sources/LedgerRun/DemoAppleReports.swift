@@ -68,7 +68,7 @@ public enum DemoAppleReports {
         // most sold row.
         if let top = order.filter({ !$0.isReturn }).max(by: { quantities[$0]! < quantities[$1]! }) {
             quantities[top]! += 1
-            seeded.append("\(top.currency) \(top.productId): Apple counts one more unit than the ledger (a sale whose receipt never reached it)")
+            seeded.append("\(top.currency) \(top.productId): Apple counts one more unit sold than the ledger (a sale whose receipt never reached it)")
         }
         // A refund Apple counts in its next period: the first return of another currency left out.
         let topCurrency = seeded.isEmpty ? nil : order.filter { !$0.isReturn }.max(by: { quantities[$0]! < quantities[$1]! })?.currency
