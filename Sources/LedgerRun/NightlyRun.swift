@@ -1389,6 +1389,13 @@ struct Ingest {
                 try writer.setCancellation(transactionId: t.transactionId, cancellationMs: c, percentage: t.revocationPercentage)
                 try noteUpgradeRefund(t, location: location)
                 try refundAfterReversal(t)
+            } else if let share = t.revocationPercentage, e.revocationPercentage == nil, existing.saleStatus == "pending",
+                      let held = e.cancellationMs, let c = t.cancellationMs, Day(epochMilliseconds: held) == Day(epochMilliseconds: c),
+                      try writer.takeRefundShare(transactionId: t.transactionId, cancellationMs: c, percentage: share) {
+                // The share of the refund held in full (a receipt's), given while the sale waits:
+                // taken, as an adopted record's is (whichever of a file's records is read first).
+                try writer.resolveFinding(code: "UPGRADE_REFUND", transactionId: t.transactionId, runId: runId,
+                                          saying: "\(location) gives the refund's share, \(ExactDecimal(mantissa: share, scale: 3))%: posted at it, as Apple refunded it")
             } else if t.upgraded || t.shareUnknown, e.revocationPercentage == nil, let held = e.cancellationMs, let c = t.cancellationMs,
                       Day(epochMilliseconds: held) == Day(epochMilliseconds: c) {
                 // The refund the ledger holds in full, now known to be an upgrade's (a later

@@ -834,6 +834,20 @@ public final class LedgerWriter: LedgerReader {
         try f.run()
     }
 
+    /// The share (and instant) of the refund a transaction holds in full, from a record that
+    /// gives it for the same day, while its sale waits (no refund is posted yet). False when
+    /// nothing changed (the sale no longer waits, or the refund is another day's).
+    public func takeRefundShare(transactionId: String, cancellationMs: Int64, percentage: Int64) throws -> Bool {
+        try db.cachedStatement(sql: """
+            UPDATE store_transaction SET cancellation_ms = ?1, revocation_percentage = ?2
+            WHERE transaction_id = ?3 AND sale_status = 'pending' AND revocation_percentage IS NULL
+              AND cancellation_ms / 86400000 = ?1 / 86400000
+            """).execute(arguments: [cancellationMs, percentage, transactionId])
+        guard db.changesCount > 0 else { return false }
+        touched.transaction(transactionId)
+        return true
+    }
+
     /// Records a refund (cancellation or revocation) that a transaction did not have before.
     public func setCancellation(transactionId: String, cancellationMs: Int64, percentage: Int64?) throws {
         try db.cachedStatement(sql: """

@@ -590,6 +590,26 @@ final class SignedIngestTests: XCTestCase {
                        [["sale", "AUS", "299", ""], ["refund", "AUS", "120", "40000"]])
         XCTAssertEqual(try rows("SELECT resolved_run_id IS NULL, message FROM finding WHERE code = 'UPGRADE_REFUND' AND transaction_id = '9051'"),
                        [["0", "inbox/signed/u.jws:1 gives the refund's share, 40.000%: posted at it, as Apple refunded it"]])
+        // 9053: its receipt waiting, then one file with another day's refund (adopted first, said
+        // as REFUND_AGAIN) and the signed record of the receipt's own refund with its share: the
+        // share is taken whichever is read first.
+        try ws.write("inbox/receipts/v.jsonl", Receipt.response([Receipt.item("9053", product: "com.example.product", purchased: "2023-11-14T12:00:00Z",
+                                                                               cancelled: "2023-11-15T10:00:00Z", upgraded: true)],
+                                                                environment: "Sandbox", bundle: "com.example") + "\n")
+        try ws.run("2023-11-15")
+        func signed53(revoked: String) throws -> String {
+            try signer.sign(payload: TestSigner.transactionPayload(
+                transactionId: "9053", productId: "com.example.product", purchaseDateMs: Receipt.ms("2023-11-14T12:00:00Z"), signedDateMs: t0,
+                revocationDateMs: Receipt.ms(revoked), revocationReason: 0, revocationType: "REFUND_PRORATED",
+                revocationPercentage: 40_000, environment: "Sandbox", storefront: "AUS", priceMilliunits: 2990, currency: "AUD",
+                extra: ["isUpgraded": true]))
+        }
+        try ws.write("inbox/signed/v.jws", try signed53(revoked: "2023-11-16T09:00:00Z") + "\n" + (try signed53(revoked: "2023-11-15T10:03:00Z")) + "\n")
+        try ws.run("2023-11-16")
+        XCTAssertEqual(try rows("SELECT kind, gross_minor, ifnull(refund_percentage, '') FROM entry WHERE transaction_id = '9053' ORDER BY id"),
+                       [["sale", "299", ""], ["refund", "120", "40000"]])
+        XCTAssertEqual(try rows("SELECT code, resolved_run_id IS NULL FROM finding WHERE transaction_id = '9053' AND code <> 'ORDER_WAIT' ORDER BY code"),
+                       [["REFUND_AGAIN", "1"], ["UPGRADE_REFUND", "0"]])
         // 9052: the receipt's refund kept (in full), its upgrade finding open, the other day's refund said.
         XCTAssertEqual(try rows("SELECT kind, gross_minor, ifnull(refund_percentage, '') FROM entry WHERE transaction_id = '9052' ORDER BY id"),
                        [["sale", "299", ""], ["refund", "299", "100000"]])
