@@ -107,6 +107,9 @@ public struct TransactionObservation: Sendable, Equatable {
     /// A refund Apple calls prorated (`REFUND_PRORATED`) whose record gives no share
     /// (`revocationPercentage`): posted in full, said.
     public var shareUnknown = false
+    /// The record says what share was refunded (`REFUND_FULL`, or a percentage): no upgrade's
+    /// refund is guessed at.
+    public var shareSaid = false
 
     public init(transactionId: String, originalTransactionId: String? = nil, productId: String,
                 quantity: Int64 = 1, purchaseMs: Int64, expiresMs: Int64? = nil, cancellationMs: Int64? = nil,

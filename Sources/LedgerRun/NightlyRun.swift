@@ -1449,7 +1449,7 @@ struct Ingest {
     /// full too, and said once per transaction (`REFUND_SHARE_UNKNOWN`).
     mutating func noteUpgradeRefund(_ t: TransactionObservation, location: SourceLocation) throws {
         // (A free trial, a family member's access or a signed price of 0 moves no money: no refund.)
-        guard t.upgraded || t.shareUnknown, t.revocationPercentage == nil, let c = t.cancellationMs, !t.isFreeTrial, t.ownGrossMinor != 0 else { return }
+        guard t.upgraded || t.shareUnknown, t.revocationPercentage == nil, !t.shareSaid, let c = t.cancellationMs, !t.isFreeTrial, t.ownGrossMinor != 0 else { return }
         if t.shareUnknown {
             guard try writer.findingMessage(code: "REFUND_SHARE_UNKNOWN", transactionId: t.transactionId) == nil else { return }
             try writer.openFinding(code: "REFUND_SHARE_UNKNOWN", transactionId: t.transactionId, recordId: nil, message: """

@@ -42,6 +42,11 @@ public struct Workspace {
         let config = try loadConfig()
         let url = ledgerURL(config)
         guard FileManager.default.fileExists(atPath: url.path) else {
+            // Missing where nights wrote sets: a ledger moved or on a share not mounted (a night
+            // would refuse it too), not one never made.
+            if let last = earlierSets().last {
+                throw StoreError(message: "\(url.path): is missing, but reports/ holds the workbooks of nights up to \(last): restore the ledger (or mount its share, or correct `database` in iapledger.toml)")
+            }
             throw StoreError(message: "\(url.path): no ledger yet; run `iapledger run` first")
         }
         try Self.refuseNonLedgerFile(url)

@@ -60,6 +60,7 @@ extension SignedTransaction {
             // is the paid one; booking this one too would count the revenue twice.
             isFreeTrial: inAppOwnershipType == "FAMILY_SHARED", upgraded: isUpgraded == true)
         observed.shareUnknown = cancellation != nil && revocationType == "REFUND_PRORATED" && percentage == nil
+        observed.shareSaid = cancellation != nil && (revocationType == "REFUND_FULL" || percentage != nil)
         return .success(observed)
     }
 }

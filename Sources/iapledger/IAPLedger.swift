@@ -234,7 +234,7 @@ func printSummary(_ r: NightlyRun.Result) {
               + r.changedFiles.map { "\(TerminalText.visible($0.path)) (\($0.newRecords) new record\($0.newRecords == 1 ? "" : "s"))" }.joined(separator: ", "))
     }
     if !r.putBackFiles.isEmpty {
-        print("  files put back to a version read before (skipped: a change undone in place is not read again, and what the later version brought stands; to bring back rows as they were, send them in a new file): "
+        print("  files put back to a version read before (skipped: a change undone in place is not read again, and what the later version brought stands; to bring back rows as they were, send them in a new file that is no byte copy of an earlier one): "
               + r.putBackFiles.map(TerminalText.visible).joined(separator: ", "))
     }
     let t = r.totals

@@ -48,6 +48,9 @@ final class LockAndFailureTests: XCTestCase {
             XCTAssertTrue("\(error)".contains("ledger.sqlite: is missing, but reports/ holds the workbooks of 1 earlier night (the last 2026-10-07): a new ledger would write over them from nothing. Nothing was read or written."), "\(error)")
         }
         XCTAssertFalse(FileManager.default.fileExists(atPath: db.path), "no ledger started")
+        // The commands that read say it is missing, not that none was ever made.
+        let balance = try Resilience.cli(["balance", "--workspace", ws.root.path])
+        XCTAssertTrue(balance.err.contains("ledger.sqlite: is missing, but reports/ holds the workbooks of nights up to 2026-10-07: restore the ledger"), balance.err)
         XCTAssertFalse(FileManager.default.fileExists(atPath: ws.root.appendingPathComponent("reports/2026-10-08").path))
         XCTAssertEqual(try Data(contentsOf: workbook), written)
         // A ledger named by a link to a file gone is said as such.

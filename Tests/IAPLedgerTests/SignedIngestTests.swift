@@ -441,6 +441,11 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(try rows("SELECT transaction_id, refund_percentage FROM entry WHERE kind = 'refund' ORDER BY transaction_id"),
                        [["9301", "100000"], ["9302", "40000"], ["9303", "100000"], ["9304", "100000"]])
         XCTAssertEqual(try rows("SELECT transaction_id FROM finding WHERE code = 'UPGRADE_REFUND' ORDER BY 1"), [["9301"], ["9303"], ["9304"]])
+        // An upgrade refunded with REFUND_FULL: Apple says the share, no finding.
+        try ws.write("inbox/signed/f.txt", try signer.sign(payload: TestSigner.transactionPayload(
+            transactionId: "9306", productId: "com.example.product", purchaseDateMs: t0 - 86_400_000, signedDateMs: t0,
+            revocationDateMs: at, revocationReason: 0, revocationType: "REFUND_FULL", environment: "Sandbox",
+            storefront: "USA", priceMilliunits: 1990, currency: "USD", extra: ["isUpgraded": true])) + "\n")
         // REFUND_PRORATED with no revocationPercentage: posted in full, and said.
         try ws.write("inbox/signed/p.txt", try signer.sign(payload: TestSigner.transactionPayload(
             transactionId: "9305", productId: "com.example.product", purchaseDateMs: t0 - 86_400_000, signedDateMs: t0,
@@ -448,6 +453,7 @@ final class SignedIngestTests: XCTestCase {
             storefront: "USA", priceMilliunits: 1990, currency: "USD")) + "\n")
         try ws.run("2023-11-21")
         XCTAssertEqual(try rows("SELECT refund_percentage FROM entry WHERE kind = 'refund' AND transaction_id = '9305'"), [["100000"]])
+        XCTAssertEqual(try rows("SELECT count(*) FROM finding WHERE transaction_id = '9306'"), [["0"]], "REFUND_FULL says the share")
         XCTAssertTrue(try rows("SELECT message FROM finding WHERE code = 'REFUND_SHARE_UNKNOWN' AND transaction_id = '9305'").first?.first?
             .contains("p.txt:1: transaction 9305 was refunded on 2023-11-16 with revocationType REFUND_PRORATED but no revocationPercentage") == true)
         XCTAssertTrue(try rows("SELECT message FROM finding WHERE code = 'UPGRADE_REFUND'").first?.first?.contains("t.txt:1: transaction 9301 was cancelled on 2023-11-16 because the user upgraded") == true)
@@ -509,7 +515,8 @@ final class SignedIngestTests: XCTestCase {
             + "r6,acct-6,9406,com.example.product,1,100,2023-11-14T00:00:00Z,sandbox\n"
             + "r7,acct-7,9407,com.example.product,1,100,2023-11-14T00:00:00Z,sandbox\n"
             + "r8,acct-8,9408,com.example.product,1,100,2023-11-14T00:00:00Z,sandbox\n"
-            + "r9,acct-9,9409,com.example.product,1,100,2023-11-14T00:00:00Z,sandbox\n")
+            + "r9,acct-9,9409,com.example.product,1,100,2023-11-14T00:00:00Z,sandbox\n"
+            + "r10,acct-10,9410,com.example.product,1,100,2023-11-14T00:00:00Z,sandbox\n")
         let day = Int64(86_400_000)
         for id in ["9403", "9404", "9405", "9406"] {
             try ws.write("inbox/signed/\(id)-a.json", try notification("REFUND", signed: t0 + 2 * day, transaction: try transaction(id, revocation: t0 + 2 * day)))
@@ -543,16 +550,23 @@ final class SignedIngestTests: XCTestCase {
         try ws.write("inbox/signed/9409-a.json", try notification("REFUND", signed: t0 + 7 * day + 3_600_000, transaction: try transaction("9409", revocation: t0 + 7 * day + 3_600_000)))
         try ws.write("inbox/signed/9409-b.json", try notification("REFUND_REVERSED", signed: t0 + 7 * day, transaction: try transaction("9409")))
         try ws.write("inbox/signed/9409-c.json", try notification("REFUND", signed: t0 + 7 * day + 7_200_000, transaction: try transaction("9409", revocation: t0 + 6 * day)))
+        // 9410 (new): refunded (day 8), reversed (day 7), refunded again (day 6), read so: the
+        // day-8 refund the ledger holds is the latest word, and the finding says so.
+        try ws.write("inbox/signed/9410-a.json", try notification("REFUND", signed: t0 + 8 * day, transaction: try transaction("9410", revocation: t0 + 8 * day)))
+        try ws.write("inbox/signed/9410-b.json", try notification("REFUND_REVERSED", signed: t0 + 7 * day, transaction: try transaction("9410")))
+        try ws.write("inbox/signed/9410-c.json", try notification("REFUND", signed: t0 + 9 * day, transaction: try transaction("9410", revocation: t0 + 6 * day)))
         // 9406: reversed (day 5), then a second refund dated before that reversal (day 4) read
         // after it: the reversal the ledger keeps is the last word.
         try ws.write("inbox/signed/9406-c.json", try notification("REFUND_REVERSED", signed: t0 + 5 * day, transaction: try transaction("9406")))
         try ws.write("inbox/signed/9406-d.json", try notification("REFUND", signed: t0 + 7 * day, transaction: try transaction("9406", revocation: t0 + 4 * day)))
         try ws.run("2023-11-23")
         XCTAssertEqual(try rows("SELECT transaction_id, store_refund_share FROM store_transaction ORDER BY 1"),
-                       [["9403", "0"], ["9404", "100000"], ["9405", "0"], ["9406", ""], ["9407", "100000"], ["9408", "100000"], ["9409", ""]])
+                       [["9403", "0"], ["9404", "100000"], ["9405", "0"], ["9406", ""], ["9407", "100000"], ["9408", "100000"], ["9409", ""], ["9410", "100000"]])
+        let said9410 = try rows("SELECT code, message FROM finding WHERE transaction_id = '9410'")
+        XCTAssertTrue(said9410.contains { $0[0] == "REFUND_AFTER_REVERSAL" && $0[1].contains("dated on or before that reversal; the refund the ledger holds, of 2023-11-22, dated after it, is the store's latest word for reconciliation") }, "\(said9410)")
         XCTAssertTrue(try rows("SELECT message FROM finding WHERE code = 'REFUND_AFTER_REVERSAL' AND transaction_id = '9406'").first?.first?
-            .contains("dated on or before that reversal (which reconciliation keeps as the last word)") == true)
-        XCTAssertEqual(try open(), ["9404", "9407", "9408"])
+            .contains("dated on or before that reversal (which reconciliation keeps as the store's latest word)") == true)
+        XCTAssertEqual(try open(), ["9404", "9407", "9408", "9410"])
         XCTAssertTrue(try rows("SELECT detail FROM exception WHERE resolved_on IS NULL AND transaction_id = '9404'").first?.first?.contains("was refunded in full, as the store said last (a refund dated after its reversal, or a second refund the ledger does not post") == true)
         // A stale record of the second refund read again changes nothing, and is not said again;
         // nor is the second reversal sent again under a new UUID.
@@ -560,7 +574,7 @@ final class SignedIngestTests: XCTestCase {
         try ws.write("inbox/signed/9403-e.json", try notification("REFUND", signed: t0 + 9 * day, transaction: try transaction("9403", revocation: t0 + 6 * day)))
         try ws.write("inbox/signed/9403-f.json", try notification("REFUND_REVERSED", signed: t0 + 8 * day, transaction: try transaction("9403")))
         try ws.run("2023-11-24")
-        XCTAssertEqual(try open(), ["9404", "9407", "9408"])
+        XCTAssertEqual(try open(), ["9404", "9407", "9408", "9410"])
         XCTAssertEqual(try rows("SELECT count(*) FROM finding"), said)
     }
 
