@@ -1357,8 +1357,7 @@ struct Ingest {
                             // An upgrade's refund said from the receipt, whose share this record gives
                             // (the refund is now this record's: its instant and its share).
                             if let share = t.revocationPercentage, e.cancellationMs != nil {
-                                try writer.resolveFinding(code: "UPGRADE_REFUND", transactionId: t.transactionId, runId: runId,
-                                                          saying: "\(location) gives the refund's share, \(ExactDecimal(mantissa: share, scale: 3))%: posted at it, as Apple refunded it")
+                                try resolveFullRefundFindings(t.transactionId, share: share, location: location)
                             }
                         }
                     }
@@ -1392,10 +1391,9 @@ struct Ingest {
             } else if let share = t.revocationPercentage, e.revocationPercentage == nil, existing.saleStatus == "pending",
                       let held = e.cancellationMs, let c = t.cancellationMs, Day(epochMilliseconds: held) == Day(epochMilliseconds: c),
                       try writer.takeRefundShare(transactionId: t.transactionId, cancellationMs: c, percentage: share) {
-                // The share of the refund held in full (a receipt's), given while the sale waits:
-                // taken, as an adopted record's is (whichever of a file's records is read first).
-                try writer.resolveFinding(code: "UPGRADE_REFUND", transactionId: t.transactionId, runId: runId,
-                                          saying: "\(location) gives the refund's share, \(ExactDecimal(mantissa: share, scale: 3))%: posted at it, as Apple refunded it")
+                // The share of the refund held in full, given while the sale waits: taken, as an
+                // adopted record's is (whichever of a file's records is read first).
+                try resolveFullRefundFindings(t.transactionId, share: share, location: location)
             } else if t.upgraded || t.shareUnknown, e.revocationPercentage == nil, let held = e.cancellationMs, let c = t.cancellationMs,
                       Day(epochMilliseconds: held) == Day(epochMilliseconds: c) {
                 // The refund the ledger holds in full, now known to be an upgrade's (a later
@@ -1411,6 +1409,16 @@ struct Ingest {
         }
         try writer.resolvePendingRecords(transactionId: t.transactionId, runId: runId, note: "verified by \(location)")
         return agrees
+    }
+
+    /// The findings that said a refund was posted in full for want of its share (UPGRADE_REFUND,
+    /// REFUND_SHARE_UNKNOWN), once a record gives the share while the sale waits: resolved,
+    /// saying so.
+    mutating func resolveFullRefundFindings(_ transactionId: String, share: Int64, location: SourceLocation) throws {
+        for code in ["UPGRADE_REFUND", "REFUND_SHARE_UNKNOWN"] {
+            try writer.resolveFinding(code: code, transactionId: transactionId, runId: runId,
+                                      saying: "\(location) gives the refund's share, \(ExactDecimal(mantissa: share, scale: 3))%: posted at it, as Apple refunded it")
+        }
     }
 
     /// The transaction's first refund, read after a reversal asked for it (a REFUND_REVERSED

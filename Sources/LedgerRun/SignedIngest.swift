@@ -223,12 +223,8 @@ extension Ingest {
                 let after = revokedDay > reversal.date
                 if after { try writer.setStoreRefundShare(transactionId: t.transactionId, share: share, atMs: revokedMs) }
                 if !said {
-                    // Which word reconciliation keeps: this refund, the reversal, or the refund the
-                    // ledger holds when that one is dated after the reversal.
-                    let heldDay = Day(epochMilliseconds: before)
-                    let latest = after ? "" : heldDay > reversal.date
-                        ? ", dated on or before that reversal; the refund the ledger holds, of \(heldDay), dated after it, is the store's latest word for reconciliation"
-                        : ", dated on or before that reversal (which reconciliation keeps as the store's latest word)"
+                    // (Reconciliation takes the latest-dated word of all, which `trace` lists.)
+                    let latest = after ? "" : ", dated on or before that reversal: reconciliation takes the store's latest-dated word (trace lists them)"
                     try writer.openFinding(code: "REFUND_AFTER_REVERSAL", transactionId: t.transactionId, recordId: recordId,
                                            message: "\(location): REFUND \(n.notificationUUID) refunds transaction \(t.transactionId) again (\(how), revoked \(revokedDay)), a second refund beside the one reversed by REFUND_REVERSED \(reversal.uuid) (dated \(reversal.date))\(latest): the ledger keeps one refund per transaction, so nothing is posted from it; finance must book this refund by hand",
                                            runId: runId)

@@ -807,7 +807,11 @@ public final class LedgerWriter: LedgerReader {
                 cancellation_ms = CASE
                     WHEN cancellation_ms IS NULL THEN ?12
                     WHEN ?12 IS NOT NULL AND cancellation_ms / 86400000 = ?12 / 86400000 THEN ?12
-                    ELSE cancellation_ms END
+                    ELSE cancellation_ms END,
+                -- The store's last word, where it is this refund (kept in full), takes its share too.
+                store_refund_share = CASE
+                    WHEN ?11 IS NOT NULL AND ?12 IS NOT NULL AND store_refund_ms / 86400000 = ?12 / 86400000 AND store_refund_share <> 0 THEN ?11
+                    ELSE store_refund_share END
             WHERE transaction_id = ?13 AND sale_status = 'pending'
             """).execute(arguments: [t.originalTransactionId, t.expiresMs, t.storefront, t.currency, t.priceMilliunits,
                                      t.appAccountToken, t.bundleId, t.hasOffer, t.isFreeTrial, recordId,
@@ -839,7 +843,10 @@ public final class LedgerWriter: LedgerReader {
     /// nothing changed (the sale no longer waits, or the refund is another day's).
     public func takeRefundShare(transactionId: String, cancellationMs: Int64, percentage: Int64) throws -> Bool {
         try db.cachedStatement(sql: """
-            UPDATE store_transaction SET cancellation_ms = ?1, revocation_percentage = ?2
+            UPDATE store_transaction SET cancellation_ms = ?1, revocation_percentage = ?2,
+                -- The store's last word, where it is this refund (kept in full), takes its share too.
+                store_refund_share = CASE WHEN store_refund_ms / 86400000 = ?1 / 86400000 AND store_refund_share <> 0
+                                          THEN ?2 ELSE store_refund_share END
             WHERE transaction_id = ?3 AND sale_status = 'pending' AND revocation_percentage IS NULL
               AND cancellation_ms / 86400000 = ?1 / 86400000
             """).execute(arguments: [cancellationMs, percentage, transactionId])

@@ -563,9 +563,9 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(try rows("SELECT transaction_id, store_refund_share FROM store_transaction ORDER BY 1"),
                        [["9403", "0"], ["9404", "100000"], ["9405", "0"], ["9406", ""], ["9407", "100000"], ["9408", "100000"], ["9409", ""], ["9410", "100000"]])
         let said9410 = try rows("SELECT code, message FROM finding WHERE transaction_id = '9410'")
-        XCTAssertTrue(said9410.contains { $0[0] == "REFUND_AFTER_REVERSAL" && $0[1].contains("dated on or before that reversal; the refund the ledger holds, of 2023-11-22, dated after it, is the store's latest word for reconciliation") }, "\(said9410)")
+        XCTAssertTrue(said9410.contains { $0[0] == "REFUND_AFTER_REVERSAL" && $0[1].contains("dated on or before that reversal: reconciliation takes the store's latest-dated word (trace lists them)") }, "\(said9410)")
         XCTAssertTrue(try rows("SELECT message FROM finding WHERE code = 'REFUND_AFTER_REVERSAL' AND transaction_id = '9406'").first?.first?
-            .contains("dated on or before that reversal (which reconciliation keeps as the store's latest word)") == true)
+            .contains("dated on or before that reversal: reconciliation takes the store's latest-dated word (trace lists them)") == true)
         XCTAssertEqual(try open(), ["9404", "9407", "9408", "9410"])
         XCTAssertTrue(try rows("SELECT detail FROM exception WHERE resolved_on IS NULL AND transaction_id = '9404'").first?.first?.contains("was refunded in full, as the store said last (a refund dated after its reversal, or a second refund the ledger does not post") == true)
         // A stale record of the second refund read again changes nothing, and is not said again;
@@ -624,6 +624,33 @@ final class SignedIngestTests: XCTestCase {
                        [["sale", "299", ""], ["refund", "120", "40000"]])
         XCTAssertEqual(try rows("SELECT code, resolved_run_id IS NULL FROM finding WHERE transaction_id = '9053' AND code <> 'ORDER_WAIT' ORDER BY code"),
                        [["REFUND_AGAIN", "1"], ["UPGRADE_REFUND", "0"]])
+        // 9054: its receipt waiting, a signed REFUND_PRORATED without its share (said), then one
+        // with it: taken, and the finding resolved. 9055: its receipt waiting, a reversal dated
+        // before its refund (the refund stays the store's word), then the refund's share: the
+        // store's word takes it too.
+        try ws.write("inbox/receipts/w.jsonl", Receipt.response([
+            Receipt.item("9054", product: "com.example.product", purchased: "2023-11-16T12:00:00Z", cancelled: "2023-11-17T10:00:00Z"),
+            Receipt.item("9055", product: "com.example.product", purchased: "2023-11-16T12:00:00Z", cancelled: "2023-11-17T10:00:00Z"),
+        ], environment: "Sandbox", bundle: "com.example") + "\n")
+        try ws.run("2023-11-17")
+        func prorated(_ id: String, revoked: String, percentage: Int64?) throws -> String {
+            try signer.sign(payload: TestSigner.transactionPayload(
+                transactionId: id, productId: "com.example.product", purchaseDateMs: Receipt.ms("2023-11-16T12:00:00Z"), signedDateMs: t0,
+                revocationDateMs: Receipt.ms(revoked), revocationReason: 0, revocationType: "REFUND_PRORATED",
+                revocationPercentage: percentage, environment: "Sandbox", storefront: "AUS", priceMilliunits: 2990, currency: "AUD"))
+        }
+        let unrevoked55 = try signer.sign(payload: TestSigner.transactionPayload(
+            transactionId: "9055", productId: "com.example.product", purchaseDateMs: Receipt.ms("2023-11-16T12:00:00Z"), signedDateMs: t0,
+            environment: "Sandbox", storefront: "AUS", priceMilliunits: 2990, currency: "AUD"))
+        try ws.write("inbox/signed/w1.jws", try prorated("9054", revoked: "2023-11-17T10:01:00Z", percentage: nil) + "\n"
+                     + (try prorated("9054", revoked: "2023-11-17T10:02:00Z", percentage: 40_000)) + "\n")
+        try ws.write("inbox/signed/w2.json", try notification("REFUND_REVERSED", signed: Receipt.ms("2023-11-16T20:00:00Z"), transaction: unrevoked55))
+        try ws.write("inbox/signed/w3.jws", try prorated("9055", revoked: "2023-11-17T10:02:00Z", percentage: 40_000) + "\n")
+        try ws.run("2023-11-18")
+        XCTAssertEqual(try rows("SELECT transaction_id, refund_percentage FROM entry WHERE kind = 'refund' AND transaction_id IN ('9054', '9055') ORDER BY 1"),
+                       [["9054", "40000"], ["9055", "40000"]])
+        XCTAssertEqual(try rows("SELECT resolved_run_id IS NULL FROM finding WHERE code = 'REFUND_SHARE_UNKNOWN' AND transaction_id = '9054'"), [["0"]])
+        XCTAssertEqual(try rows("SELECT store_refund_share FROM store_transaction WHERE transaction_id = '9055'"), [["40000"]])
         // 9052: the receipt's refund kept (in full), its upgrade finding open, the other day's refund said.
         XCTAssertEqual(try rows("SELECT kind, gross_minor, ifnull(refund_percentage, '') FROM entry WHERE transaction_id = '9052' ORDER BY id"),
                        [["sale", "299", ""], ["refund", "299", "100000"]])
