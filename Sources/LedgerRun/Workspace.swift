@@ -41,18 +41,17 @@ public struct Workspace {
     public func openExistingLedger() throws -> (WorkspaceConfig, Ledger) {
         let config = try loadConfig()
         let url = ledgerURL(config)
-        guard FileManager.default.fileExists(atPath: url.path) else {
+        switch try Self.ledgerFile(url) {
+        case .missing, .unknown:
             // Missing where nights wrote sets: a ledger moved or on a share not mounted (a night
             // would refuse it too), not one never made.
             if let last = earlierSets().last {
                 throw StoreError(message: "\(url.path): is missing, but reports/ holds the workbooks of nights up to \(last): restore the ledger (or mount its share, or correct `database` in iapledger.toml)")
             }
             throw StoreError(message: "\(url.path): no ledger yet; run `iapledger run` first")
-        }
-        try Self.refuseNonLedgerFile(url)
-        var st = stat()
-        if stat(url.path, &st) == 0, st.st_size == 0 {
+        case .empty:
             throw StoreError(message: "\(url.path): is empty (0 bytes: a copy or restore that failed?): no ledger to read; restore it from its copy")
+        case .present: break
         }
         let ledger = try Ledger(path: url.path, readOnly: true)
         try checkReportingCurrency(config, ledger)
@@ -71,19 +70,14 @@ public struct Workspace {
     public func openLedgerForWriting(_ config: WorkspaceConfig, mustExist: Bool = false, refuseEmpty: Bool = false) throws -> Ledger {
         let url = ledgerURL(config)
         try Self.refuseDanglingLink(url)
-        try Self.refuseNonLedgerFile(url)
-        var st = stat()
-        if mustExist || refuseEmpty {
-            let exists = stat(url.path, &st) == 0
-            if mustExist && !exists { throw StoreError(message: "\(url.path): no ledger yet; run `iapledger run` first") }
-            if exists && st.st_size == 0 {
-                throw StoreError(message: "\(url.path): is empty (0 bytes: a copy or restore that failed?): no ledger to change; restore it from its copy")
-            }
+        let file = try Self.ledgerFile(url)
+        if mustExist && file == .missing { throw StoreError(message: "\(url.path): no ledger yet; run `iapledger run` first") }
+        if refuseEmpty && file == .empty {
+            throw StoreError(message: "\(url.path): is empty (0 bytes: a copy or restore that failed?): no ledger to change; restore it from its copy")
         }
         // An empty file (a copy or restore that failed) is no ledger either: SQLite would start
-        // one in it (its size read through a link, as SQLite opens it).
-        let missing = lstat(url.path, &st) != 0 ? (errno == ENOENT ? "is missing" : nil)
-            : stat(url.path, &st) == 0 && st.st_mode & S_IFMT == S_IFREG && st.st_size == 0 ? "is empty (0 bytes: a copy or restore that failed?)" : nil
+        // one in it.
+        let missing = file == .missing ? "is missing" : file == .empty ? "is empty (0 bytes: a copy or restore that failed?)" : nil
         if let missing {
             let sets = earlierSets()
             if let last = sets.last {
@@ -126,9 +120,7 @@ public struct Workspace {
     public func refuseForeignLedger(_ config: WorkspaceConfig) throws {
         let url = ledgerURL(config)
         guard let marker = try? String(contentsOf: ledgerMarkerURL, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines),
-              !marker.isEmpty, FileManager.default.fileExists(atPath: url.path), !earlierSets().isEmpty else { return }
-        var st = stat()
-        guard stat(url.path, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_size > 0 else { return }
+              !marker.isEmpty, !earlierSets().isEmpty, try Self.ledgerFile(url) == .present else { return }
         guard let identity = try Ledger(path: url.path, readOnly: true, migrate: false).read({ try $0.identity() }),
               identity != marker else { return }
         throw ReadError.file(url.path, "is not the ledger whose nights wrote reports/ (\(relative(ledgerMarkerURL)) names "
@@ -170,13 +162,21 @@ public struct Workspace {
         }
     }
 
-    /// A ledger path that names a folder (or a device, a pipe) is said as such: SQLite's own
-    /// words were a disk I/O error or a file that cannot be written.
-    static func refuseNonLedgerFile(_ url: URL) throws {
+    /// What is at a ledger's path, read through a link as SQLite opens it: nothing (`missing`),
+    /// an empty file (a copy or restore that failed), a ledger file, or what cannot be told
+    /// (`unknown`: a folder on the way that cannot be searched; SQLite says why). A folder (or a
+    /// device, a pipe) is said as such: SQLite's own words were a disk I/O error or a file that
+    /// cannot be written.
+    enum LedgerFile { case missing, empty, present, unknown }
+
+    static func ledgerFile(_ url: URL) throws -> LedgerFile {
         var st = stat()
-        guard stat(url.path, &st) == 0, st.st_mode & S_IFMT != S_IFREG else { return }
-        let what = st.st_mode & S_IFMT == S_IFDIR ? "a folder" : "not a regular file"
-        throw ReadError.file(url.path, "is \(what), not a ledger file: `database` in iapledger.toml names the ledger's file; nothing was read or written")
+        guard stat(url.path, &st) == 0 else { return errno == ENOENT ? .missing : .unknown }
+        guard st.st_mode & S_IFMT == S_IFREG else {
+            let what = st.st_mode & S_IFMT == S_IFDIR ? "a folder" : "not a regular file"
+            throw ReadError.file(url.path, "is \(what), not a ledger file: `database` in iapledger.toml names the ledger's file; nothing was read or written")
+        }
+        return st.st_size == 0 ? .empty : .present
     }
 
     /// A folder the night reads or writes that is a link to a folder gone (a share not
