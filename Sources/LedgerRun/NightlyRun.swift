@@ -1354,9 +1354,10 @@ struct Ingest {
                             try refundAgain(t, held: held, book: e.book, recordId: recordId, location: location)
                         } else {
                             try noteUpgradeRefund(t, location: location)
-                            // An upgrade's refund said from the receipt, whose share this record gives
-                            // (the refund is now this record's: its instant and its share).
-                            if let share = t.revocationPercentage, e.cancellationMs != nil {
+                            // The receipt's refund, whose share this record gives (the refund is now
+                            // this record's: its instant and its share).
+                            if let share = t.revocationPercentage, e.cancellationMs != nil,
+                               try writer.takeRefundShare(transactionId: t.transactionId, cancellationMs: c, percentage: share) {
                                 try resolveFullRefundFindings(t.transactionId, share: share, location: location)
                             }
                         }

@@ -791,28 +791,16 @@ public final class LedgerWriter: LedgerReader {
     /// Makes `recordId` (a signed record of the transaction, agreeing with the stored one) the
     /// record the transaction is taken from while its sale waits: its storefront, currency,
     /// price and the rest come from it (a legacy receipt, the record before, carries none),
-    /// a refund already known is kept (its share from this record when it reports the same
-    /// day's refund: a receipt gives none), and the record before becomes a later source. False,
-    /// writing nothing, once the sale is no longer waiting.
+    /// a refund already known is kept (its share, which a receipt does not give, is taken after
+    /// by `takeRefundShare`), and the record before becomes a later source. False, writing
+    /// nothing, once the sale is no longer waiting.
     public func adoptRecord(_ t: TransactionObservation, recordId: Int64, previousRecordId: Int64) throws -> Bool {
         try db.cachedStatement(sql: """
             UPDATE store_transaction SET original_transaction_id = ?, expires_ms = ?, storefront = ?, currency = ?,
                 price_milliunits = ?, app_account_token = ?, bundle_id = ?, has_offer = ?, is_free_trial = ?, first_record_id = ?,
-                revocation_percentage = CASE
-                    WHEN cancellation_ms IS NULL THEN ?11
-                    -- The refund the receipt gave, of the same day: the signed record says its share
-                    -- (and its instant, below: `verify` finds both in one record).
-                    WHEN ?12 IS NOT NULL AND cancellation_ms / 86400000 = ?12 / 86400000 THEN ?11
-                    ELSE revocation_percentage END,
-                cancellation_ms = CASE
-                    WHEN cancellation_ms IS NULL THEN ?12
-                    WHEN ?12 IS NOT NULL AND cancellation_ms / 86400000 = ?12 / 86400000 THEN ?12
-                    ELSE cancellation_ms END,
-                -- The store's last word, where it is this refund (kept in full), takes its share too.
-                store_refund_share = CASE
-                    WHEN ?11 IS NOT NULL AND ?12 IS NOT NULL AND store_refund_ms / 86400000 = ?12 / 86400000 AND store_refund_share <> 0 THEN ?11
-                    ELSE store_refund_share END
-            WHERE transaction_id = ?13 AND sale_status = 'pending'
+                revocation_percentage = CASE WHEN cancellation_ms IS NULL THEN ? ELSE revocation_percentage END,
+                cancellation_ms = ifnull(cancellation_ms, ?)
+            WHERE transaction_id = ? AND sale_status = 'pending'
             """).execute(arguments: [t.originalTransactionId, t.expiresMs, t.storefront, t.currency, t.priceMilliunits,
                                      t.appAccountToken, t.bundleId, t.hasOffer, t.isFreeTrial, recordId,
                                      t.revocationPercentage, t.cancellationMs, t.transactionId])
@@ -838,9 +826,11 @@ public final class LedgerWriter: LedgerReader {
         try f.run()
     }
 
-    /// The share (and instant) of the refund a transaction holds in full, from a record that
-    /// gives it for the same day, while its sale waits (no refund is posted yet). False when
-    /// nothing changed (the sale no longer waits, or the refund is another day's).
+    /// The share (and instant: `verify` then finds both in one record) of the refund a
+    /// transaction holds in full, from a record that gives it for the same day, while its sale
+    /// waits (no refund is posted yet); the store's last word, where it is that refund, takes
+    /// the share too. False when nothing changed (the sale no longer waits, or the refund is
+    /// another day's).
     public func takeRefundShare(transactionId: String, cancellationMs: Int64, percentage: Int64) throws -> Bool {
         try db.cachedStatement(sql: """
             UPDATE store_transaction SET cancellation_ms = ?1, revocation_percentage = ?2,
