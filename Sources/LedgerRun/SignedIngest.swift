@@ -100,7 +100,12 @@ extension Ingest {
         case nil: return "no signed payload"
         case .transaction(.failure(let e))?, .notification(.failure(let e))?, .renewalInfo(.failure(let e))?:
             return e.code == "MALFORMED" || e.code == "BAD_SIGNATURE" ? e.description : nil
-        case .unknown?: return "not a signed transaction, notification or renewal info"
+        // A compact JWS whose payload is of no kind read here, with the whole of its signature
+        // (cut inside the header or payload it would not be one; inside the signature, shorter):
+        // whole, refused for what it says (UNKNOWN_SIGNED_PAYLOAD), as with a line end after it.
+        case .unknown?:
+            if let jws = prepared.jws, compactJWSHasWholeSignature(jws) { return nil }
+            return "not a signed transaction, notification or renewal info"
         default: return nil
         }
     }

@@ -37,6 +37,13 @@ public func signedDataKind(ofCompactJWS compactJWS: String) -> SignedDataKind {
 /// of whatever kind; nothing is verified.
 public func isCompactJWS(_ text: String) -> Bool { (try? SignedDataCompactJWS(text)) != nil }
 
+/// Whether `text` is a compact JWS whose signature part is a whole ES256 signature (64 bytes:
+/// the App Store's algorithm), so not cut short inside it; nothing is verified.
+public func compactJWSHasWholeSignature(_ text: String) -> Bool {
+    guard let parts = try? SignedDataCompactJWS(text) else { return false }
+    return SignedDataCompactJWS.base64URLDecode(parts.signatureSegment)?.count == 64
+}
+
 extension SignedDataKind {
     init(payload: [String: SignedDataJSON]) {
         if payload["notificationType"] != nil {

@@ -708,6 +708,19 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
     }
 
+    /// A file's last line without a line end that is a whole compact JWS of no kind read here
+    /// (Apple's mock `transactionInfo`: a bundle id and a date) is refused for what it says,
+    /// as with a line end after it (it was TRUNCATED, "resolved when the file is read whole",
+    /// which it never would be); the same cut inside its signature is TRUNCATED.
+    func testAWholeJWSOfNoKnownKindWithoutALineEndIsRefusedForWhatItSays() throws {
+        let mock = try TestSigner.appleFixtureText("swift/mock_signed_data/transactionInfo").trimmingCharacters(in: .whitespacesAndNewlines)
+        try ws.write("inbox/signed/whole.jws", mock)
+        try ws.write("inbox/signed/cut.jws", String(mock.dropLast(10)))
+        try ws.run("2023-11-20")
+        XCTAssertEqual(try rows("SELECT f.path, r.reason_code FROM source_record r JOIN source_file f ON f.id = r.file_id ORDER BY f.path"),
+                       [["inbox/signed/cut.jws", "TRUNCATED"], ["inbox/signed/whole.jws", "UNKNOWN_SIGNED_PAYLOAD"]])
+    }
+
     /// A REFUND_REVERSED (carrying a refund) whose transaction contradicts a waiting receipt
     /// sale (another subscription) is a conflict: it asks for no reversal and gives no refund,
     /// as any record that contradicts the first source (the night asked for the reversal, and
