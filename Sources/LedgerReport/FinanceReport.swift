@@ -85,6 +85,14 @@ public struct FinanceReport {
     /// exceptions: those found on or before it, open unless resolved by then (a month-end set
     /// written on a later night lists nothing that night found).
     public func creditedInProductionSheet() throws -> SheetContent {
+        // A day no night had reached: nothing was reconciled then, which an empty list would
+        // have shown as a clean month (as the reconciliation workbook of that date says).
+        guard try reader.lastRun(onOrBefore: asOf) != nil else {
+            let note = "Not reconciled: no night had run on or before \(asOf), so nothing was checked by then; the sets of the nights that read this day's data list what they found"
+            return SheetContent(key: "credited_in_production", tables: [TableBlock(
+                key: "credits", columns: ReportSchema.creditedInProduction,
+                rows: [SheetRow([.text(note)] + Array(repeating: .empty, count: ReportSchema.creditedInProduction.count - 1))])])
+        }
         let found = try reader.exceptions(status: "all", category: "SANDBOX_CREDITED_IN_PRODUCTION").filter { $0.firstSeen <= asOf }
         let rows = found.map { e -> SheetRow in
             let amount: Cell = e.grossMinor.map { .money(minor: $0, decimals: decimals(e.currency ?? reportingCurrency)) } ?? .empty
@@ -274,7 +282,7 @@ public struct FinanceReport {
                       .integer(Int64($0.records)), .integer(Int64($0.newRecords))])
         } + (summary?.inputs ?? []).map {
             // The config and rules the run posted by, fingerprinted as read (sealed with the run).
-            SheetRow([.text($0.path), .text($0.path.hasPrefix("rules/") ? "rules" : $0.path.hasPrefix("trusted root: ") ? "trusted root (certificate SHA-256)" : "config"),
+            SheetRow([.text($0.path), .text($0.path.hasPrefix("rules/") ? "rules" : $0.path.hasPrefix("trusted root: ") ? "trusted root" : "config"),
                       .text($0.sha256), .empty, .empty, .empty])
         }
         // What was open on the as-of date (a month-end set written again later lists neither

@@ -101,7 +101,7 @@ public struct ReconciliationReport {
             if c != .sandboxCreditedInProduction { totalAmount += amount }
         }
         if state != nil {
-            rows.append(SheetRow([.text("Total open exceptions"), .empty, .integer(totalCount),
+            rows.append(SheetRow([.text("Total open exceptions (amount: production sales only)"), .empty, .integer(totalCount),
                                   .integer(Int64(open.filter { $0.firstSeen == asOf }.count)), .money(minor: totalAmount, decimals: rd)],
                                  style: .total))
         }
@@ -124,7 +124,7 @@ public struct ReconciliationReport {
                 ]),
             ],
             values: state == nil
-                ? ["matched": "not reconciled", "resolved": "not reconciled", "without_amount": "none (not reconciled)"]
+                ? ["matched": "not reconciled", "resolved": "not reconciled", "without_amount": "not reconciled"]
                 : ["matched": String(matched), "resolved": String(resolved),
                    // Open exceptions that name a transaction whose sale is not booked (waiting for
                    // verification, a rule or its order; or free): the amounts leave them out.
@@ -174,13 +174,13 @@ public struct ReconciliationReport {
     public func pendingSheet(openRecords: [RecordProblem]) throws -> SheetContent {
         var rows: [SheetRow] = try notReconciled(ReportSchema.pending)
         for p in openRecords {
-            rows.append(SheetRow([.text("record waits for verification"), .text("\(p.path):\(p.line)"), .text(p.code), .text(p.reason),
+            rows.append(SheetRow([.text("record waits for verification"), .text("\(p.path):\(p.line)"), .text(p.code), .empty, .text(p.reason),
                                   .date(p.firstSeen), .integer(Int64(asOf - p.firstSeen))]))
         }
         for t in try reader.pendingTransactions(on: asOf) {
             let what = t.reason.hasPrefix("ORDER_WAIT:") ? "waits for its order (storefront)" : "waits for a rule"
             rows.append(SheetRow([.text("\(t.book) transaction \(what)"), .text(t.transactionId), .text(t.productId),
-                                  .text(t.reason), .date(t.firstSeen), .integer(Int64(asOf - t.firstSeen))]))
+                                  .date(t.purchased), .text(t.reason), .date(t.firstSeen), .integer(Int64(asOf - t.firstSeen))]))
         }
         return SheetContent(key: "pending", tables: [TableBlock(key: "pending", columns: ReportSchema.pending, rows: rows)])
     }

@@ -137,12 +137,27 @@ extension LedgerReader {
     /// The sales waiting as a workbook as of `day` lists them: those waiting now, or (for a date
     /// before the last run) those that waited then, for a rule or for their order (their
     /// MISSING_RULE or ORDER_WAIT finding was open), posted since or not.
-    public func pendingTransactions(on day: Day) throws -> [(transactionId: String, book: String, productId: String, reason: String, firstSeen: Day)] {
+    public func pendingTransactions(on day: Day) throws -> [WaitingSale] {
         guard try !isCurrent(day) else { return try pendingTransactions() }
         return try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT f.transaction_id, t.book, t.product_id, f.code || ': ' || f.message, found.as_of \(Self.waitingOpenOn)
+            SELECT f.transaction_id, t.book, t.product_id, f.code || ': ' || f.message, found.as_of, t.purchase_ms \(Self.waitingOpenOn)
             ORDER BY found.as_of, f.transaction_id
-            """), arguments: [day.description]).map { ($0[0], $0[1], $0[2], $0[3], Day(iso: $0[4] as String)!) }
+            """), arguments: [day.description]).map(WaitingSale.init(row:))
+    }
+
+    /// A sale waiting for a rule or for its order, as a workbook lists it.
+    public struct WaitingSale {
+        public var transactionId: String, book: String, productId: String, reason: String
+        /// The first night that found it waiting.
+        public var firstSeen: Day
+        /// Its purchase date (UTC): the day its entry will be dated (or the first open day, late).
+        public var purchased: Day
+
+        init(row: Row) {
+            transactionId = row[0]; book = row[1]; productId = row[2]; reason = row[3] ?? ""
+            firstSeen = Day(iso: row[4] as String)!
+            purchased = Day(epochMilliseconds: row[5] as Int64)
+        }
     }
 
     /// The book's sales dated on or before `day` (their purchase date, UTC) that wait for a rule
@@ -188,11 +203,11 @@ extension LedgerReader {
     }
 
     /// Transactions whose sale waits for a rule, with the day they were first read.
-    public func pendingTransactions() throws -> [(transactionId: String, book: String, productId: String, reason: String, firstSeen: Day)] {
+    public func pendingTransactions() throws -> [WaitingSale] {
         try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT t.transaction_id, t.book, t.product_id, t.pending_reason, r.as_of FROM store_transaction t JOIN run r ON r.id = t.first_run_id
+            SELECT t.transaction_id, t.book, t.product_id, t.pending_reason, r.as_of, t.purchase_ms FROM store_transaction t JOIN run r ON r.id = t.first_run_id
             WHERE t.sale_status = 'pending' ORDER BY r.as_of, t.transaction_id
-            """)).map { ($0[0], $0[1], $0[2], $0[3] ?? "", Day(iso: $0[4] as String)!) }
+            """)).map(WaitingSale.init(row:))
     }
 }
 

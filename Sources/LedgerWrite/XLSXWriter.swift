@@ -374,7 +374,7 @@ public enum XLSXWriter {
         // and columns by key wherever the layout put them; a series whose column the layout
         // left out is not drawn, nor a chart without its table, category column or any series.
         let anchorColumn = lxw_col_t((sheet.tables.first?.columns.count ?? 0) + 1)
-        var drawn = 0
+        var drawn = 0, chartRow: UInt32 = 0
         for c in sheet.charts {
             guard let ti = sheet.tables.firstIndex(where: { $0.key == c.table }), totalsSeen[ti] else { continue }
             let columns = sheet.tables[ti].columns
@@ -400,8 +400,13 @@ public enum XLSXWriter {
             chart_legend_set_position(chart, UInt8(LXW_CHART_LEGEND_BOTTOM.rawValue))
             var options = lxw_chart_options()
             options.x_scale = 1.3
-            options.y_scale = 1.2
-            worksheet_insert_chart_opt(ws, bodies[0].first - 1 + UInt32(drawn * 20), anchorColumn, chart, &options)
+            // A bar chart is as tall as its categories need (about 18 pixels each, beside 120 for
+            // its title, axis and legend): at the default height, 16 storefronts showed every
+            // second name. Charts stand one under the other, 20 rows (of 20 pixels) apart at least.
+            let categories = Int(last) - Int(first) + 1
+            options.y_scale = c.kind == .bar ? max(1.2, Double(120 + 18 * categories) / 288) : 1.2
+            worksheet_insert_chart_opt(ws, bodies[0].first - 1 + chartRow, anchorColumn, chart, &options)
+            chartRow += max(20, UInt32((288 * options.y_scale / 20).rounded(.up)) + 3)
             drawn += 1
         }
         // Printed, a sheet with charts beside its tables is its tables, one page wide: with the

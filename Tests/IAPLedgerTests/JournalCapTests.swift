@@ -236,6 +236,36 @@ final class JournalCapTests: XCTestCase {
         XCTAssertTrue(workbook.contains(#"<definedName name="_xlnm.Print_Area" localSheetId="0">Info!$A$1:$C$6</definedName>"#), workbook)
     }
 
+    /// A bar chart of many categories is as tall as they need (at the default height, the
+    /// Summary's 16 storefronts showed every second name), and the chart after it starts
+    /// below it; a bar chart of a few keeps the default height.
+    func testABarChartOfManyCategoriesIsTallerAndTheNextChartStartsBelowIt() throws {
+        func drawing(bars: Int) throws -> [(from: Int, to: Int)] {
+            let rows = (1...bars).map { SheetRow([.text("S\($0)"), .integer(Int64($0))]) } + [SheetRow([.text("Total"), .integer(0)], style: .total)]
+            let model = WorkbookModel(title: "t", subject: "s", created: Day(iso: "2026-10-07")!, sheets: [
+                SheetModel(name: "Summary", title: "Summary", tables: [TableBlock(key: "t", columns: [
+                    Column("Storefront", width: 10, key: "code"), Column("N", width: 6, kind: .integer, key: "n"),
+                ], rows: rows)], charts: [
+                    ChartSpec(title: "Bars", kind: .bar, table: "t", categoryColumn: "code", valueColumns: ["n"], yAxisTitle: "n"),
+                    ChartSpec(title: "Columns", kind: .column, table: "t", categoryColumn: "code", valueColumns: ["n"], yAxisTitle: "n"),
+                ]),
+            ])
+            let url = FileManager.default.temporaryDirectory.appendingPathComponent("bars-\(UUID().uuidString).xlsx")
+            defer { try? FileManager.default.removeItem(at: url) }
+            try XLSXWriter.write(model, to: url)
+            let xml = try XLSXParts.read(url, "xl/drawings/drawing1.xml")
+            let from = XLSXReader.matches(xml, #"<xdr:from><xdr:col>\d+</xdr:col><xdr:colOff>\d+</xdr:colOff><xdr:row>(\d+)</xdr:row>"#).map { Int($0[0])! }
+            let to = XLSXReader.matches(xml, #"<xdr:to><xdr:col>\d+</xdr:col><xdr:colOff>\d+</xdr:colOff><xdr:row>(\d+)</xdr:row>"#).map { Int($0[0])! }
+            XCTAssertEqual(from.count, 2, xml)
+            return Array(zip(from, to)).map { (from: $0.0, to: $0.1) }
+        }
+        let few = try drawing(bars: 4), many = try drawing(bars: 30)
+        XCTAssertEqual(few[0].to - few[0].from, 17, "the default height: 288 pixels x 1.2, 17 rows of 20 and some")
+        XCTAssertGreaterThanOrEqual(many[0].to - many[0].from, 30, "30 bars of about 18 pixels, beside the title and axis: \(many)")
+        XCTAssertGreaterThan(many[1].from, many[0].to, "the next chart starts below: \(many)")
+        XCTAssertGreaterThan(few[1].from, few[0].to)
+    }
+
     /// A gzip member: `header` (another member's, through its comment) before `content`
     /// deflated, its CRC-32 and length after.
     static func gzipMember(header: Data, content: Data) -> Data {

@@ -105,7 +105,7 @@ final class LayoutTests: XCTestCase {
         // The header row is under the title and the lines of the shipped subtitle.
         let header = try XCTUnwrap(overview.firstIndex { $0.first == "Month" })
         XCTAssertEqual(header, 1 + 6 + 1, "title, six subtitle lines, a blank row")
-        XCTAssertEqual(overview[header], ["Month", "Refunds (USD)", "Net sales (USD)", "Units"])
+        XCTAssertEqual(overview[header], ["Month", "Refunds (USD)", "Net sales (USD)", "Quantity sold"])
         XCTAssertNotNil(overview.first { $0.first == "Total" })
         XCTAssertFalse(overview.contains { $0.first == "Proceeds by region (storefront)" })
         XCTAssertEqual(try XLSXParts.columnWidths(finance, sheet: 1)[3], 7)
@@ -176,13 +176,13 @@ final class LayoutTests: XCTestCase {
                                                         "Revenue by Product", "Refunds", "Run Info"])
         let book = try XLSXReader.sheets(url)
         XCTAssertEqual(book["Summary"]![0].first, "Summary: in-app purchase revenue, production book")
-        XCTAssertEqual(book["Summary"]!.first { $0.first == "Month" }, ["Month", "Units", "Gross (USD)", "Tax (USD)", "Net sales (USD)", "Commission (USD)",
+        XCTAssertEqual(book["Summary"]!.first { $0.first == "Month" }, ["Month", "Quantity sold", "Gross (USD)", "Tax (USD)", "Net sales (USD)", "Commission (USD)",
                                              "Proceeds (USD)", "Refunds (USD)", "Commission returned (USD)", "Net after refunds (USD)", "Proceeds after refunds (USD)"])
         XCTAssertEqual(book["Trial Balance"]![4], ["Book", "Account", "Currency", "Debit", "Credit", "Balance", "Balance (USD)"])
         XCTAssertEqual(book["Journal"]![0].first, "Journal: production book")
         XCTAssertEqual(book["Journal"]![3], ["Entry", "Date", "Original date", "Late", "Kind", "Transaction", "Product", "Storefront",
                                              "Account", "Currency", "Amount", "Amount (USD)"])
-        XCTAssertEqual(book["Revenue by Region"]![3], ["Storefront", "Month", "Currency", "Units", "Gross", "Tax", "Net sales", "Commission",
+        XCTAssertEqual(book["Revenue by Region"]![3], ["Storefront", "Month", "Currency", "Quantity sold", "Gross", "Tax", "Net sales", "Commission",
                                                        "Proceeds", "Refunds", "Commission returned", "Gross (USD)", "Tax (USD)", "Net sales (USD)",
                                                        "Commission (USD)", "Proceeds (USD)", "Refunds (USD)", "Commission returned (USD)"])
         XCTAssertEqual(book["Refunds"]![3].last, "Net refunded (USD)")

@@ -125,7 +125,16 @@ final class ReportPeriodTests: XCTestCase {
         let quantity = try XCTUnwrap(summary.first { $0.first == "QUANTITY_MISMATCH" })
         XCTAssertEqual(Array(quantity.dropFirst(2)).filter { !$0.isEmpty }, [], "no count where nothing was reconciled: \(quantity)")
         XCTAssertTrue(summary.contains { $0.first == "Not reconciled: no night had run on or before 2026-10-31" }, "\(summary)")
-        XCTAssertFalse(summary.contains { $0.first == "Total open exceptions" })
+        XCTAssertFalse(summary.contains { $0.first?.hasPrefix("Total open exceptions") == true })
+        // The count of exceptions without an amount is not "none" either: it was never counted.
+        let withoutAmount = try XCTUnwrap(summary.first { $0.first?.hasPrefix("Open exceptions whose sale is not booked") == true }?.first)
+        XCTAssertTrue(withoutAmount.contains("leave out: not reconciled"), withoutAmount)
+        // The sandbox book's list of test purchases credited in production says so too (it
+        // was an empty list, read as none credited).
+        let sandbox = try XCTUnwrap(try XLSXReader.sheets(ws.root.appendingPathComponent("reports/2026-10-31/sandbox-2026-10-31.xlsx"))["Credited in Production"])
+        XCTAssertTrue(sandbox.contains { $0.first?.hasPrefix("Not reconciled: no night had run on or before 2026-10-31") == true }, "\(sandbox)")
+        let sandboxNow = try XCTUnwrap(try XLSXReader.sheets(ws.root.appendingPathComponent("reports/2026-11-02/sandbox-2026-11-02.xlsx"))["Credited in Production"])
+        XCTAssertFalse(sandboxNow.contains { $0.first?.hasPrefix("Not reconciled") == true })
         XCTAssertEqual(summary.first { $0.first == "Matched order/transaction pairs" }?.dropFirst().first, "not reconciled")
         XCTAssertTrue(summary.contains { $0.first?.hasPrefix("Matched order/transaction pairs: not reconciled. Resolved since the previous night: not reconciled.") == true },
                       "\(summary.prefix(4))")
@@ -313,6 +322,11 @@ final class ReportPeriodTests: XCTestCase {
         XCTAssertFalse(try credited("2026-10-31").contains("sb1"), "found on 2026-11-03: not on the sandbox book's October set")
         let octoberPending = october["Pending"]!.flatMap { $0 }
         XCTAssertTrue(octoberPending.contains("w1"), "w1 waited for a rule on 2026-10-31 (posted on 2026-11-03)")
+        // Its purchase date is listed (the day its sale is dated), beside its product; the
+        // record waiting for verification has none.
+        let w1 = try XCTUnwrap(october["Pending"]!.first { $0.contains("w1") })
+        let purchased = try XCTUnwrap(october["Pending"]!.first { $0.contains("Purchase date") }?.firstIndex(of: "Purchase date"))
+        XCTAssertEqual(w1[purchased], String(Day(iso: "2026-10-10")!.daysSinceEpoch + 25_569), "\(w1)")
         XCTAssertFalse(octoberPending.contains { $0.hasPrefix("inbox/receipts/b.jsonl") }, "a record read on 2026-11-03")
         let nowPending = now["Pending"]!.flatMap { $0 }
         XCTAssertFalse(nowPending.contains("w1"), "posted")
@@ -347,16 +361,16 @@ final class ReportPeriodTests: XCTestCase {
             try XLSXReader.sheets(ws.root.appendingPathComponent(path))["Summary"]!.first { $0.first?.hasPrefix("Not in these figures") == true }?.first
         }
         XCTAssertTrue(try leftOut("reports/2026-10-20/finance-2026-10-20.xlsx")?.hasPrefix(
-            "Not in these figures: 1 sale(s) dated on or before 2026-10-20 still waiting for a rule (a price, tax or FX rate missing) or for their order to name their storefront, and 0 receipt record(s) still waiting for verification when this workbook was written") == true)
+            "Not in these figures: 1 sale(s) dated on or before 2026-10-20 still waiting for a rule (a price, tax or FX rate missing) or for their order to name their storefront, and 0 receipt record(s) (of either book: a record's book is known once it verifies) still waiting for verification when this workbook was written") == true)
         let octoberLeftOut = try leftOut("reports/2026-10-31/finance-2026-10-31.xlsx")
         XCTAssertTrue(octoberLeftOut?.hasPrefix(
-            "Not in these figures: 0 sale(s) dated on or before 2026-10-31 still waiting for a rule (a price, tax or FX rate missing) or for their order to name their storefront, and 1 receipt record(s) still waiting") == true, octoberLeftOut ?? "no line")
+            "Not in these figures: 0 sale(s) dated on or before 2026-10-31 still waiting for a rule (a price, tax or FX rate missing) or for their order to name their storefront, and 1 receipt record(s) (of either book: a record's book is known once it verifies) still waiting") == true, octoberLeftOut ?? "no line")
         let octoberNet = try XLSXReader.sheets(ws.root.appendingPathComponent("reports/2026-10-31/finance-2026-10-31.xlsx"))["Journal"]!.flatMap { $0 }
         XCTAssertTrue(octoberNet.contains("w1"), "w1's sale, posted on 2026-11-03, is in October's figures")
         XCTAssertEqual(FinanceReport.grouped("-1234567.89"), "-1,234,567.89")
         XCTAssertEqual(FinanceReport.grouped("123"), "123")
         XCTAssertEqual(FinanceReport.grouped("1000.000"), "1,000.000")
         XCTAssertTrue(try leftOut("reports/2026-11-03/finance-2026-11-03.xlsx")?.hasPrefix(
-            "Not in these figures: 0 sale(s) dated on or before 2026-11-03 still waiting for a rule (a price, tax or FX rate missing) or for their order to name their storefront, and 1 receipt record(s) still waiting") == true)
+            "Not in these figures: 0 sale(s) dated on or before 2026-11-03 still waiting for a rule (a price, tax or FX rate missing) or for their order to name their storefront, and 1 receipt record(s) (of either book: a record's book is known once it verifies) still waiting") == true)
     }
 }
