@@ -102,7 +102,13 @@ public struct Audit {
             // The months closed before each entry was written: every finished run records the
             // month the books were closed through when it committed, and the entries written
             // after it may not be dated in it (late ones are moved to the first open day).
-            let runHeads = try r.runChainHeads()
+            var runHeads = try r.runChainHeads()
+            // The chain as the entries give it now (each hash computed from the one computed
+            // before, not the one stored), at each run's last entry: what `verify --runs` shows
+            // beside the head the run recorded. Equal to the stored hashes while they hold.
+            var now = EntryHash.genesis
+            var nowAt: [Int64: String] = [:]
+            let runEnds = Set(runHeads.compactMap(\.lastEntryId))
             var closedBefore: (month: String, runId: Int64)? = nil
             var nextRun = 0
             // Entry ids run 1, 2, 3, ... with no gap: each entry takes the id after the last one,
@@ -148,7 +154,10 @@ public struct Audit {
                 // Each entry sums to zero per currency and in the reporting currency.
                 if !e.isBalanced { fail("postings do not sum to zero") }
                 // The hash chain.
-                if EntryHash.hash(previous: previous, entryId: id, entry: e, rulesJSON: rulesJSON) != hash {
+                let computed = EntryHash.hash(previous: previous, entryId: id, entry: e, rulesJSON: rulesJSON)
+                now = now == previous ? computed : EntryHash.hash(previous: now, entryId: id, entry: e, rulesJSON: rulesJSON)
+                if runEnds.contains(id) { nowAt[id] = now }
+                if computed != hash {
                     fail(gap ? "its stored hash does not match its content, its postings and the hash of the entry before it, #\(id - 1), which is missing (above)"
                              : "its stored hash does not match its content, its postings and the previous hash: the entry or one of its postings was changed after it was written")
                     firstChainBreak = firstChainBreak ?? id
@@ -180,6 +189,7 @@ public struct Audit {
                 }
             }
             report.chainHead = previous
+            for i in runHeads.indices { runHeads[i].expected = runHeads[i].lastEntryId.flatMap { nowAt[$0] } ?? EntryHash.genesis }
             // Closed months stay closed: no run committed with the books closed further than
             // they are now, and every late entry's original month is closed.
             let closedNow = try r.closedThroughNow()
@@ -266,6 +276,7 @@ public struct Audit {
                         : "run \(run.runId)'s recorded chain head \(head) differs from the head its entries give now, \(run.expected), though their chain is unbroken: the run's recorded head was changed, or its last entries were removed, or the entries up to it rewritten with every hash after them (compare with the head kept outside the ledger for that night)"))
                 }
             }
+            for p in try r.runTimesOutOfOrder() { report.problems.append(Problem(entryId: nil, message: p)) }
             // The seals: what the entries' chain does not cover (records, files, runs' counts,
             // closes), sealed as written and chained.
             let seals = try r.checkSeals()
@@ -618,6 +629,7 @@ public struct Audit {
             ("exception_episode_", "that closed exception episodes are never changed or removed"),
             ("record_dismissal_", "that dismissals are kept as asked and never withdrawn"),
             ("finding_dismissal_", "that dismissals are kept as asked and never withdrawn"),
+            ("account_", "that accounts keep their names and are never removed"),
         ]
         if let r = rules.first(where: { name.hasPrefix($0.prefix) }) { return "what it enforces (\(r.what))" }
         return key.hasPrefix("index") ? "what it enforces (a unique key, or a lookup the checks rely on)" : "what it enforces"

@@ -61,6 +61,28 @@ extension LedgerReader {
             """).map { ($0[0], $0[1]) }
     }
 
+    /// Finished runs whose clock times are out of order: one finished before it started, or
+    /// started before the run before it finished (nights run one at a time, under the lock).
+    /// Run times are not sealed (the same data gives the same workbooks, seal included, whenever
+    /// it runs): their order is what can be checked. To the second, at most ten.
+    public func runTimesOutOfOrder() throws -> [String] {
+        var problems: [String] = []
+        var before: (id: Int64, finished: String)? = nil
+        let cause = "changed by hand, or the machine's clock was set back in between"
+        for r in try Row.fetchAll(db, sql: "SELECT id, started_at, finished_at FROM run WHERE finished_at IS NOT NULL ORDER BY id") {
+            let id: Int64 = r[0], started: String = r[1], finished: String = r[2]
+            if finished.prefix(19) < started.prefix(19) {
+                problems.append("run \(id) finished at \(finished), before it started (\(started)): its times were \(cause)")
+            }
+            if let b = before, started.prefix(19) < b.finished.prefix(19) {
+                problems.append("run \(id) started at \(started), before run \(b.id) finished (\(b.finished)), though nights run one at a time: their times were \(cause)")
+            }
+            before = (id, finished)
+            if problems.count >= 10 { break }
+        }
+        return problems
+    }
+
     /// The latest month of the ledger's closed periods (nil: none).
     public func closedThroughNow() throws -> String? {
         try String.fetchOne(db, sql: "SELECT max(month) FROM period_close")

@@ -221,8 +221,8 @@ public final class Ledger {
     /// What a night checks before it writes, cheaply (a fraction of a second at any size):
     /// the schema is the one the migrations created (the triggers that keep entries, runs and
     /// records append-only are there), the last entry's hash is the chain head the last run
-    /// recorded, no close the runs recorded was deleted, and the month totals balance per book
-    /// and currency. Each problem found, in
+    /// recorded, the entries are as many as the runs posted with no id missing, no close the
+    /// runs recorded was deleted, and the month totals balance per book and currency. Each problem found, in
     /// words; `iapledger verify` checks everything.
     public func preflightProblems() throws -> [String] {
         var problems: [String] = []
@@ -240,6 +240,19 @@ public final class Ledger {
                     problems.append("its last entry's hash is not the chain head run \(head.runId) recorded when it committed: entries were changed or removed since")
                 }
             }
+            // Entries are only ever added, by the runs that record how many: one removed (by
+            // hand, past the trigger) would have this night post its sale or refund again.
+            if let counts = try Row.fetchOne(r.db, sql: """
+                SELECT (SELECT count(*) FROM entry), (SELECT ifnull(max(id), 0) FROM entry),
+                       (SELECT ifnull(sum(entries_posted), 0) FROM run WHERE finished_at IS NOT NULL)
+                """) {
+                let count: Int64 = counts[0], last: Int64 = counts[1], posted: Int64 = counts[2]
+                if count != last {
+                    problems.append("it holds \(count) entries numbered up to #\(last): \(last - count) of them removed (entry ids run on without a gap)")
+                } else if count != posted {
+                    problems.append("it holds \(count) entries, but its finished runs posted \(posted): entries were \(count < posted ? "removed" : "added") by hand")
+                }
+            }
             if let recorded = try r.latestRecordedClosedThrough(), recorded.month > (try r.closedThroughNow() ?? "") {
                 problems.append("its closed periods end before \(recorded.month), through which run \(recorded.runId) recorded the books closed: a close was deleted, reopening a closed month")
             }
@@ -251,6 +264,7 @@ public final class Ledger {
                 problems += try LedgerSeal.resolutionsUnsealed(r.db, lastSealedRun: last, unsealedRuns: Set(unsealed))
                 problems += try LedgerSeal.sealedClosesGone(r.db).map { "its close of \($0) is gone though sealed: deleted, reopening the month" }
                 problems += try LedgerSeal.implausibleResolutions(r.db)
+                problems += try LedgerSeal.findingDismissalsUnasked(r.db)
             }
             for (book, currency, sum) in try r.unbalancedMonthTotals() {
                 problems.append("its month totals of the \(book) book do not balance in \(currency) (they sum to \(sum))")

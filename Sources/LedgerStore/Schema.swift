@@ -750,6 +750,19 @@ enum Schema {
                                          WHERE code IN ('REFUND_AFTER_REVERSAL', 'REFUND_AGAIN', 'REVERSAL_REPEATED'))
                 """)
         }
+        // Seals of the second form (LedgerSeal): a run's seal covers its tool version and its
+        // reconciliation's figures too, and the finding dismissals asked up to it (by id: the
+        // last one sealed is kept with the seal, NULL in seals of the first form). Account
+        // names are kept as created (the workbooks and `verify` name accounts by them).
+        m.registerMigration("v32-seal-2", foreignKeyChecks: .immediate) { db in
+            try db.execute(sql: """
+                ALTER TABLE seal ADD COLUMN last_finding_dismissal_id INTEGER;
+                CREATE TRIGGER account_no_update BEFORE UPDATE ON account
+                    BEGIN SELECT RAISE(ABORT, 'an account keeps its name: entries and workbooks name it'); END;
+                CREATE TRIGGER account_no_delete BEFORE DELETE ON account
+                    BEGIN SELECT RAISE(ABORT, 'accounts are never removed: postings name them'); END;
+                """)
+        }
         return m
     }
 

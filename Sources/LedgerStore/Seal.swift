@@ -28,6 +28,20 @@ import LedgerCore
 /// (not when: a close the config makes is dated by the clock of the night that makes it, and
 /// a night run again after a crash gives the same ledger).
 ///
+/// Seals of the second form (schema v32 on; the seal row keeps `last_finding_dismissal_id`)
+/// begin `iapledger seal 2`, and a run's line ends with three more fields, its tool version,
+/// the order/transaction pairs its reconciliation matched and the rules it reconciled by:
+///
+///     run  <id> ... <reconciliation> <tool version> <orders matched> <reconciliation rules>
+///
+/// and after its dismissals come the finding dismissals asked since the seal before (by id,
+/// up to the one the seal keeps), as asked:
+///
+///     fdismissal  <id> <finding id> <message> <asked at> <asked by> <reason>
+///
+/// A run's clock times are not sealed: a night's workbooks show its seal, and the same data
+/// gives the same workbooks, whenever it runs; `verify` checks their order instead.
+///
 /// So a record's outcome, reason or resolution, its text with its hash, a file's name, a run's
 /// counts or a close, changed or deleted by hand, no longer give the seal, and `verify` says
 /// which seal; the latest seal, kept outside the ledger, covers the whole ledger.
@@ -44,9 +58,9 @@ public enum LedgerSeal {
         private var hasher = StreamingSHA256()
         private var line: [UInt8] = []
 
-        init() {
+        init(form: Int = 1) {
             line.reserveCapacity(512)
-            line.append(contentsOf: Array("iapledger seal 1\n".utf8))
+            line.append(contentsOf: Array("iapledger seal \(form)\n".utf8))
         }
 
         /// A tab before every field but a line's first.
@@ -123,16 +137,21 @@ public enum LedgerSeal {
     /// config and rules, and the files, records and resolutions of the runs after
     /// `previousRunId` (the run sealed before it; 0 for the first) up to it, whose records are
     /// those after `previousLastRecordId` up to `lastRecordId`.
+    /// `findingDismissals`: for a seal of the second form, the finding dismissals it covers (ids
+    /// after the first, up to the second); nil for the first form.
     static func runDigest(_ db: Database, runId: Int64, previousRunId: Int64, previousLastRecordId: Int64,
-                          lastRecordId: Int64) throws -> String? {
+                          lastRecordId: Int64, findingDismissals: (after: Int64, through: Int64)? = nil) throws -> String? {
+        let second = findingDismissals != nil
         guard let run = try Row.fetchOne(db.cachedStatement(sql: """
             SELECT id, as_of, records_read, records_verified, records_pending, records_rejected, records_skipped,
-                   entries_posted, chain_head, closed_through, schema_migration, reconciliation FROM run WHERE id = ?
+                   entries_posted, chain_head, closed_through, schema_migration, reconciliation\(second ? ", tool_version, orders_matched, reconciliation_rules" : "")
+            FROM run WHERE id = ?
             """), arguments: [runId]) else { return nil }
-        var text = Text()
+        var text = Text(form: second ? 2 : 1)
         text.field("run"); text.field(run[0] as Int64); text.field(run[1] as String)
         for i in 2...7 { text.field(run[i] as Int64) }
         for i in 8...11 { text.field(run[i] as String?) }
+        if second { text.field(run[12] as String); text.field(run[13] as Int64); text.field(run[14] as String?) }
         text.endLine()
         for r in try Row.fetchAll(db.cachedStatement(sql: "SELECT path, sha256 FROM run_input WHERE run_id = ? ORDER BY path"),
                                   arguments: [runId]) {
@@ -184,6 +203,15 @@ public enum LedgerSeal {
                 """), arguments: [previousRunId, runId]) {
                 text.field("dismissal"); text.field(r[0] as Int64); text.field(r[1] as Int64)
                 text.field(r[2] as String); text.field(r[3] as String); text.field(r[4] as String)
+                text.endLine()
+            }
+        }
+        if let range = findingDismissals {
+            for r in try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT id, finding_id, message, asked_at, asked_by, reason FROM finding_dismissal WHERE id > ? AND id <= ? ORDER BY id
+                """), arguments: [range.after, range.through]) {
+                text.field("fdismissal"); text.field(r[0] as Int64); text.field(r[1] as Int64)
+                for i in 2...5 { text.field(r[i] as String) }
                 text.endLine()
             }
         }
@@ -278,6 +306,24 @@ public enum LedgerSeal {
         } + (rows.count > 10 ? ["... and more source records resolved by hand"] : [])
     }
 
+    /// Findings marked dismissed (a resolution note) with no dismissal asked for them as they
+    /// read, before the night that resolved them, that gives that note: made up, or the note
+    /// changed, by hand (the night writes the note of the dismissal it applies, kept as asked).
+    static func findingDismissalsUnasked(_ db: Database) throws -> [String] {
+        guard try db.tableExists("finding_dismissal") else { return [] }
+        let rows = try Row.fetchAll(db, sql: """
+            SELECT f.id, f.code, f.transaction_id, f.resolved_note FROM finding f
+            WHERE f.resolved_note IS NOT NULL AND NOT EXISTS (
+                SELECT 1 FROM finding_dismissal d JOIN run ON run.id = f.resolved_run_id
+                WHERE d.finding_id = f.id AND d.message = f.message AND \(DismissalNote.sql) = f.resolved_note
+                  AND substr(d.asked_at, 1, 19) <= substr(run.started_at, 1, 19))
+            ORDER BY f.id LIMIT 11
+            """)
+        return rows.prefix(10).map {
+            "finding #\($0[0] as Int64) (\($0[1] as String) \($0[2] as String)) reads \"\($0[3] as String)\", but no dismissal asked for it as it reads, before the night that resolved it, says so: written by hand (`iapledger dismiss --finding` asks, as kept, and the next night applies it)"
+        } + (rows.count > 10 ? ["... and more findings marked dismissed by hand"] : [])
+    }
+
     /// A seal row as stored.
     public struct Stored {
         public var id: Int64
@@ -286,11 +332,19 @@ public enum LedgerSeal {
         public var lastRecordId: Int64?
         public var digest: String
         public var seal: String
+        /// A run's seal of the second form: the last finding dismissal it covers (0 for none yet).
+        public var lastFindingDismissalId: Int64?
+    }
+
+    /// Whether seals of the second form can be kept (schema v32 on).
+    static func secondForm(_ db: Database) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT count(*) FROM pragma_table_info('seal') WHERE name = 'last_finding_dismissal_id'") ?? false
     }
 
     static func stored(_ db: Database, sql: String, arguments: StatementArguments = []) throws -> [Stored] {
-        try Row.fetchAll(db, sql: "SELECT id, run_id, close_month, last_record_id, digest, seal FROM seal " + sql, arguments: arguments).map {
-            Stored(id: $0[0], runId: $0[1], closeMonth: $0[2], lastRecordId: $0[3], digest: $0[4], seal: $0[5])
+        let second = try secondForm(db) ? "last_finding_dismissal_id" : "NULL"
+        return try Row.fetchAll(db, sql: "SELECT id, run_id, close_month, last_record_id, digest, seal, \(second) FROM seal " + sql, arguments: arguments).map {
+            Stored(id: $0[0], runId: $0[1], closeMonth: $0[2], lastRecordId: $0[3], digest: $0[4], seal: $0[5], lastFindingDismissalId: $0[6])
         }
     }
 
@@ -320,13 +374,16 @@ extension LedgerWriter {
         let previous = try Row.fetchOne(db.cachedStatement(sql: "SELECT run_id, last_record_id FROM seal WHERE run_id IS NOT NULL ORDER BY id DESC LIMIT 1"))
         let previousRunId: Int64 = previous?[0] ?? 0, previousLast: Int64 = previous?[1] ?? 0
         let last = try Int64.fetchOne(db.cachedStatement(sql: "SELECT max(id) FROM source_record")) ?? 0
-        guard let digest = try LedgerSeal.runDigest(db, runId: runId, previousRunId: previousRunId,
-                                                    previousLastRecordId: previousLast, lastRecordId: last) else {
+        // The finding dismissals asked since the last seal of the second form (all, at the first).
+        let dismissals = (after: try Int64.fetchOne(db.cachedStatement(sql: "SELECT max(last_finding_dismissal_id) FROM seal")) ?? 0,
+                          through: try Int64.fetchOne(db.cachedStatement(sql: "SELECT max(id) FROM finding_dismissal")) ?? 0)
+        guard let digest = try LedgerSeal.runDigest(db, runId: runId, previousRunId: previousRunId, previousLastRecordId: previousLast,
+                                                    lastRecordId: last, findingDismissals: (dismissals.after, max(dismissals.after, dismissals.through))) else {
             fatalError("run \(runId) is sealed in its own transaction")
         }
         let seal = LedgerSeal.chain(previous: try latestSeal(), digest: digest)
-        try db.cachedStatement(sql: "INSERT INTO seal (run_id, last_record_id, digest, seal) VALUES (?, ?, ?, ?)")
-            .execute(arguments: [runId, last, digest, seal])
+        try db.cachedStatement(sql: "INSERT INTO seal (run_id, last_record_id, digest, seal, last_finding_dismissal_id) VALUES (?, ?, ?, ?, ?)")
+            .execute(arguments: [runId, last, digest, seal, max(dismissals.after, dismissals.through)])
         return seal
     }
 
@@ -360,6 +417,7 @@ extension LedgerReader {
         let seals = try LedgerSeal.stored(db, sql: "ORDER BY id")
         var problems: [String] = []
         var previous = LedgerSeal.genesis, previousRunId: Int64 = 0, previousLast: Int64 = 0, previousId: Int64 = 0
+        var previousFindingDismissal: Int64 = 0
         var firstSealedRun: Int64? = nil
         for s in seals {
             let afterGap = s.id != previousId + 1
@@ -374,14 +432,17 @@ extension LedgerReader {
                 if last < previousLast {
                     problems.append("\(what) ends at record #\(last), before the seal before it (#\(previousLast))")
                 }
+                if let through = s.lastFindingDismissalId, through < previousFindingDismissal {
+                    problems.append("\(what) ends at finding dismissal #\(through), before the seal before it (#\(previousFindingDismissal))")
+                }
                 digest = try LedgerSeal.runDigest(db, runId: runId, previousRunId: previousRunId, previousLastRecordId: previousLast,
-                                                  lastRecordId: last)
+                                                  lastRecordId: last, findingDismissals: s.lastFindingDismissalId.map { (previousFindingDismissal, $0) })
                 if digest == nil { problems.append("\(what) seals run \(runId), which the ledger no longer holds") }
                 else if afterGap {
                     // What it sealed began where the missing seal ended: not known here.
                     problems.append("\(what) was not compared with what it sealed: the seal before it is missing (above), and with it where this one's records begin")
                 } else if digest != s.digest {
-                    problems.append("\(what) does not match what it sealed: the run's counts or chain head, the config and rules it posted by, or the files, records (their text's hash, outcome, reason) and resolutions of records up to #\(last) were changed since it was written")
+                    problems.append("\(what) does not match what it sealed: the run's counts or chain head\(s.lastFindingDismissalId != nil ? ", tool version or reconciliation figures" : ""), the config and rules it posted by, or the files, records (their text's hash, outcome, reason) and resolutions of records up to #\(last)\(s.lastFindingDismissalId.map { $0 > previousFindingDismissal ? " or the finding dismissals up to #\($0)" : "" } ?? "") were changed since it was written")
                 }
                 // A record the seal covers must belong to a file of the runs it seals.
                 if let stray = try Row.fetchOne(db, sql: """
@@ -391,6 +452,7 @@ extension LedgerReader {
                     problems.append("record #\(stray[0] as Int64), under \(what), belongs to \((stray[1] as Int64?).map { "run \($0)" } ?? "no file the ledger holds"), not to the runs it seals")
                 }
                 previousRunId = runId; previousLast = last
+                if let through = s.lastFindingDismissalId { previousFindingDismissal = max(previousFindingDismissal, through) }
             } else if let month = s.closeMonth {
                 what = "the seal of the close of \(month) (#\(s.id))"
                 digest = try LedgerSeal.closeDigest(db, month: month)
@@ -430,6 +492,7 @@ extension LedgerReader {
             problems += try LedgerSeal.resolutionsUnsealed(db, lastSealedRun: previousRunId, unsealedRuns: Set(unsealed))
         }
         problems += try LedgerSeal.implausibleResolutions(db)
+        problems += try LedgerSeal.findingDismissalsUnasked(db)
         // Closes are forward only: those from the first seal on are sealed (a close recorded by
         // hand, past the seal, is named), those before it predate seals.
         if let first = seals.first {

@@ -819,9 +819,11 @@ final class VerifyTests: XCTestCase {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") else { throw XCTSkip("python3 is not installed") }
         // A record dismissed, and sealed with the night that applies it.
         try ws.write("inbox/receipts/bad.jsonl", "{not json\n")
+        // A finding dismissed, sealed in the second form's `fdismissal` lines.
+        try ws.write("inbox/receipts/q.jsonl", Receipt.response([Receipt.item("8301", quantity: 0, purchased: "2026-10-06T10:00:00Z")]) + "\n")
         try ws.run("2026-10-07")
-        _ = try LedgerRun.Dismiss.dismiss([.init(path: "inbox/receipts/bad.jsonl", line: 1)], workspace: ws.workspace,
-                                          reason: "a test\tline", by: "bob", at: "2026-10-07T08:00:00Z")
+        _ = try LedgerRun.Dismiss.dismiss([.init(path: "inbox/receipts/bad.jsonl", line: 1)], findings: [("INVALID_TRANSACTION", "8301")],
+                                          workspace: ws.workspace, reason: "a test\tline", by: "bob", at: "2026-10-07T08:00:00Z")
         XCTAssertEqual(try ws.run("2026-10-07").recordsDismissed, 1)
         _ = try ClosedPeriods.close(month: Month(iso: "2026-09")!, workspace: ws.workspace, asOf: Day(iso: "2026-10-07")!,
                                     closedBy: "alice\tsmith", closedAt: "2026-10-07T09:00:00Z")
@@ -853,7 +855,74 @@ final class VerifyTests: XCTestCase {
 
     /// The problem a run's seal that no longer matches what it sealed gives.
     static func sealDiffers(run: Int, seal: Int, records: Int) -> String {
-        "run \(run)'s seal (#\(seal)) does not match what it sealed: the run's counts or chain head, the config and rules it posted by, or the files, records (their text's hash, outcome, reason) and resolutions of records up to #\(records) were changed since it was written"
+        "run \(run)'s seal (#\(seal)) does not match what it sealed: the run's counts or chain head, tool version or reconciliation figures, the config and rules it posted by, or the files, records (their text's hash, outcome, reason) and resolutions of records up to #\(records) were changed since it was written"
+    }
+
+    /// Seals of the second form (schema v32): a run's tool version and reconciliation figures,
+    /// and the finding dismissals asked since the seal before, are sealed; a finding marked
+    /// dismissed by hand (no dismissal asked for it) is named by `verify` and refused by the
+    /// next night; run times out of order are named; an entry removed stops the night; an
+    /// account keeps its name; `verify --runs` shows the head the entries give now (it showed
+    /// the stored hash of the run's last entry, equal to the recorded head after a change).
+    func testTheSecondFormOfSealCoversRunFiguresAndFindingDismissals() throws {
+        try ws.write("inbox/receipts/q.jsonl", Receipt.response([Receipt.item("8301", quantity: 0, purchased: "2026-10-07T10:00:00Z")]) + "\n"
+            + Receipt.response([Receipt.item("8302", quantity: 0, purchased: "2026-10-07T11:00:00Z")]) + "\n")
+        try ws.run("2026-10-08")
+        _ = try LedgerRun.Dismiss.dismiss([], findings: [("INVALID_TRANSACTION", "8301")], workspace: ws.workspace,
+                                          reason: "booked, JE-1", by: "dana", at: "2026-10-08T09:00:00Z")
+        try ws.write("inbox/receipts/n.jsonl", Receipt.response([Receipt.item("8303", purchased: "2026-10-08T10:00:00Z")]) + "\n")
+        XCTAssertEqual(try ws.run("2026-10-09").findingsDismissed, 1)
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+        XCTAssertEqual(try rows("SELECT run_id, last_finding_dismissal_id FROM seal ORDER BY id"), [["1", "0"], ["2", "0"], ["3", "1"]])
+        let pristine = try Data(contentsOf: URL(fileURLWithPath: dbPath))
+        func restore() throws { try pristine.write(to: URL(fileURLWithPath: dbPath)) }
+        func problems() throws -> [String] { try Audit(workspace: ws.workspace).run().problems.map(\.message) }
+        func sealOf(_ run: Int) -> String { "run \(run)'s seal (#\(run)) does not match what it sealed: the run's counts or chain head, tool version or reconciliation figures" }
+
+        for change in ["tool_version = 'iapledger 0.0.1'", "orders_matched = orders_matched + 1", "reconciliation_rules = 'x'"] {
+            try tamper(past: "run_finished_no_update", "UPDATE run SET \(change) WHERE id = 2")
+            let found = try problems()
+            XCTAssertEqual(found.count, 1, change)
+            XCTAssertTrue(found.first?.hasPrefix(sealOf(2)) == true, "\(change): \(found)")
+            try restore()
+        }
+        // A dismissal's who changed: its seal, and the finding's note no longer its dismissal's.
+        try tamper(past: "finding_dismissal_no_update", "UPDATE finding_dismissal SET asked_by = 'eve'")
+        var found = try problems()
+        XCTAssertTrue(found.contains { $0.hasPrefix(sealOf(3)) && $0.contains("or the finding dismissals up to #1 were changed") }, "\(found)")
+        XCTAssertTrue(found.contains { $0.hasPrefix("finding #") && $0.contains("(INVALID_TRANSACTION 8301) reads \"dismissed by dana on 2026-10-08: booked, JE-1\", but no dismissal asked for it") }, "\(found)")
+        try restore()
+        // A finding marked dismissed by hand (findings have no trigger): named, and the night refuses.
+        try Ledger(path: dbPath).write { w in
+            try w.db.execute(sql: "UPDATE finding SET resolved_run_id = 3, resolved_note = 'dismissed by cfo on 2026-10-09: booked' WHERE transaction_id = '8302'")
+        }
+        found = try problems()
+        XCTAssertEqual(found.count, 1, "\(found)")
+        XCTAssertTrue(found.first?.contains("(INVALID_TRANSACTION 8302) reads \"dismissed by cfo on 2026-10-09: booked\", but no dismissal asked for it") == true, "\(found)")
+        XCTAssertThrowsError(try ws.run("2026-10-10")) { XCTAssertTrue("\($0)".contains("the ledger fails the checks a night makes before it writes: finding #"), "\($0)") }
+        try restore()
+        // Run times out of order.
+        try tamper(past: "run_finished_no_update", "UPDATE run SET finished_at = '2026-01-01T00:00:00Z' WHERE id = 2")
+        found = try problems()
+        XCTAssertEqual(found.count, 1, "\(found)")
+        XCTAssertTrue(found.first?.hasPrefix("run 2 finished at 2026-01-01T00:00:00Z, before it started (") == true, "\(found)")
+        try restore()
+        // An entry removed in the middle: the night refuses (it would post its sale again).
+        try tamper(past: "entry_no_delete", "DELETE FROM entry WHERE id = 2")
+        XCTAssertThrowsError(try ws.run("2026-10-10")) {
+            XCTAssertTrue("\($0)".contains("it holds 4 entries numbered up to #5: 1 of them removed"), "\($0)")
+        }
+        try restore()
+        // An account keeps its name.
+        XCTAssertThrowsError(try Ledger(path: dbPath).write { try $0.db.execute(sql: "UPDATE account SET name = 'Revenue:Other' WHERE id = 1") })
+        XCTAssertThrowsError(try Ledger(path: dbPath).write { try $0.db.execute(sql: "DELETE FROM account WHERE id = 1") })
+        // An entry of run 1 changed: every run's head, as the entries give it now, differs.
+        try tamper(past: "entry_no_update", "UPDATE entry SET net_minor = net_minor + 1, proceeds_minor = proceeds_minor + 1, gross_minor = gross_minor + 1 WHERE id = 1")
+        let heads = try Audit(workspace: ws.workspace).run().runHeads
+        XCTAssertEqual(heads.count, 3)
+        XCTAssertTrue(heads.allSatisfy { $0.head != $0.expected }, "\(heads.map { ($0.head, $0.expected) })")
+        try restore()
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().runHeads.allSatisfy { $0.head == $0.expected })
     }
 
     /// What the entries' chain does not cover is sealed (LedgerSeal), run by run and close by
