@@ -170,6 +170,9 @@ public enum TraceOutput {
         for s in t.sources {
             line("  \(s.path):\(s.line)  file sha256 \(s.sha256)  read by the night of \(s.read_on)")
             line("    \(s.outcome)" + (s.environment.map { ", environment \($0)" } ?? "") + (s.verification.map { ": \($0)" } ?? ""))
+            if !s.text_holds {
+                line("    WARNING: the text the ledger keeps of this record no longer hashes to its record sha256 \(s.record_sha256): changed after it was read; run `iapledger verify`")
+            }
             if let on = s.resolved_on {
                 line("    settled by the night of \(on)" + (s.resolution.map { ": \($0)" } ?? "") + " (no longer waiting)")
             }
@@ -311,7 +314,7 @@ public enum TraceOutput {
         out += "Exceptions (\(o.exceptions.count)):\n"
         for x in o.exceptions {
             // An order's exceptions may be about different transactions (its versions named several).
-            let about = x.transaction_id.map { $0.isEmpty ? "no transaction" : "transaction \($0)" }.map { ", \($0)" } ?? ""
+            let about = ", " + (x.transaction_id.map { "transaction \($0)" } ?? "no transaction")
             out += "  \(x.category) \(x.status)\(about), first seen \(x.first_seen), last seen \(x.last_seen)\(x.resolved_on.map { ", resolved \($0)" } ?? ""): \(x.detail)\n"
         }
         if let t = o.transaction { out += "The transaction it names:\n" + text(t, indent: "  ") }

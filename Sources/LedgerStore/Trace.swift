@@ -19,8 +19,11 @@ public struct TransactionTrace: Encodable {
         public var resolution: String? = nil
         /// The record's text as it was read (kept in the ledger), when asked for.
         public var text: String?
+        /// False when the text the ledger keeps no longer hashes to `record_sha256` (changed
+        /// after it was read, or its chunk damaged: `verify` says more).
+        public var text_holds: Bool = true
         enum CodingKeys: String, CodingKey {
-            case path, line, sha256, record_sha256, outcome, verification, environment, read_on, resolved_on, resolution, text
+            case path, line, sha256, record_sha256, outcome, verification, environment, read_on, resolved_on, resolution, text, text_holds
         }
     }
     public struct Posting: Encodable {
@@ -65,7 +68,8 @@ public struct TransactionTrace: Encodable {
     }
     public struct Exception: Encodable {
         public var category: String
-        /// The transaction it is about ("" when it names none: a credit without a transaction).
+        /// The transaction it is about (nil when it names none: a credit without a transaction;
+        /// `null` in JSON, as `exceptions --format json` says it).
         public var transaction_id: String?
         public var order_id: String?
         public var status: String
@@ -73,6 +77,20 @@ public struct TransactionTrace: Encodable {
         public var last_seen: String
         public var resolved_on: String?
         public var detail: String
+        enum CodingKeys: String, CodingKey { case category, transaction_id, order_id, status, first_seen, last_seen, resolved_on, detail }
+        /// `transaction_id`, `order_id` and `resolved_on` are `null` when absent (not left
+        /// out), as in `exceptions --format json`.
+        public func encode(to encoder: Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(category, forKey: .category)
+            try c.encode(transaction_id, forKey: .transaction_id)
+            try c.encode(order_id, forKey: .order_id)
+            try c.encode(status, forKey: .status)
+            try c.encode(first_seen, forKey: .first_seen)
+            try c.encode(last_seen, forKey: .last_seen)
+            try c.encode(resolved_on, forKey: .resolved_on)
+            try c.encode(detail, forKey: .detail)
+        }
     }
     public struct Finding: Encodable {
         public var code: String
@@ -233,10 +251,15 @@ extension LedgerReader {
                            UNION SELECT record_id FROM finding WHERE transaction_id = ?1 AND record_id IS NOT NULL)
             ORDER BY r.id
             """), arguments: [id]).map {
-            TransactionTrace.Source(path: $0[0], line: $0[1], sha256: $0[2], record_sha256: $0[3], outcome: $0[4],
-                                    verification: $0[5] ?? ($0[4] == "verified" ? "Apple verifyReceipt status 0 (verified by Apple's service)" : nil),
-                                    environment: $0[6], read_on: $0[7], resolved_on: $0[9], resolution: $0[10],
-                                    text: withText ? try recordText($0[8]) : nil)
+            // The text is checked against its hash, shown or not (a whole file refused keeps the
+            // file's hash, as `verify` allows).
+            let text = try recordText($0[8]) ?? Self.unreadableText
+            let recordSHA: String = $0[3], fileSHA: String = $0[2]
+            let holds = Hashing.sha256Hex(utf8: text) == recordSHA || (($0[4] as String) == "rejected" && recordSHA == fileSHA)
+            return TransactionTrace.Source(path: $0[0], line: $0[1], sha256: fileSHA, record_sha256: recordSHA, outcome: $0[4],
+                                           verification: $0[5] ?? ($0[4] == "verified" ? "Apple verifyReceipt status 0 (verified by Apple's service)" : nil),
+                                           environment: $0[6], read_on: $0[7], resolved_on: $0[9], resolution: $0[10],
+                                           text: withText ? text : nil, text_holds: holds)
         }
         // Every version of each order that ever named it, numbered as the order's own: a later
         // version that moved the credit to another transaction (or reversed it) is part of the story.
@@ -359,7 +382,8 @@ extension LedgerReader {
             WHERE \(condition) ORDER BY exception_id, first_seen
             """), arguments: [value]).map {
             let order: String = $0[1]
-            return .init(category: $0[0], transaction_id: $0[6], order_id: order.isEmpty ? nil : order,
+            let transaction: String? = $0[6]
+            return .init(category: $0[0], transaction_id: transaction?.isEmpty == false ? transaction : nil, order_id: order.isEmpty ? nil : order,
                          status: ($0[4] as String?) == nil ? "open" : "resolved",
                          first_seen: $0[2], last_seen: $0[3], resolved_on: $0[4], detail: $0[5])
         }

@@ -20,6 +20,23 @@ final class TraceAndCLITests: XCTestCase {
         return dir.appendingPathComponent("iapledger")
     }
 
+    /// An exception that names no transaction (a credit without one) gives `null` for it in
+    /// trace's JSON, as `exceptions --format json` does (it gave ""), and says so in text.
+    func testAnExceptionWithoutATransactionIsNullInTracesJSON() throws {
+        try ws.write("inbox/orders/o.csv", ReconciliationTests.header + "ord-90,acct-9,,coins.100,1,100,2026-10-05T10:00:00Z,production,USA,,\n")
+        try ws.run("2026-10-07")
+        let json = try cli(["trace", "ord-90", "--format", "json", "--workspace", ws.root.path])
+        XCTAssertEqual(json.status, 0, json.err)
+        let o = try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as! [String: Any]
+        let exception = try XCTUnwrap((o["exceptions"] as? [[String: Any]])?.first, json.out)
+        XCTAssertEqual(exception["category"] as? String, "CREDITED_WITHOUT_TRANSACTION")
+        XCTAssertTrue(exception["transaction_id"] is NSNull, "\(exception)")
+        let listed = try cli(["exceptions", "--format", "json", "--workspace", ws.root.path])
+        let rows = try JSONSerialization.jsonObject(with: Data(listed.out.utf8)) as! [[String: Any]]
+        XCTAssertTrue(rows.first { $0["order_id"] as? String == "ord-90" }?["transaction_id"] is NSNull)
+        XCTAssertTrue(try cli(["trace", "ord-90", "--workspace", ws.root.path]).out.contains("CREDITED_WITHOUT_TRANSACTION open, no transaction, first seen"))
+    }
+
     func cli(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
         let r = try Resilience.cli(args)
         return (r.status, r.out, r.err)

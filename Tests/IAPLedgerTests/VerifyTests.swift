@@ -207,6 +207,13 @@ final class VerifyTests: XCTestCase {
         XCTAssertTrue(r.problems.contains { $0.message.contains("quantity") }, "\(r.problems)")
         XCTAssertTrue(r.problems.contains { $0.message.contains("r.jsonl:3: its stored text no longer hashes") }, "\(r.problems)")
         XCTAssertTrue(r.problems.contains { $0.message.contains("trigger source_chunk_no_update is missing") }, "\(r.problems)")
+        // trace warns of it too (it showed the changed text as read), with or without the text.
+        for withText in [false, true] {
+            let traced = try XCTUnwrap(try Ledger(path: dbPath, readOnly: true).read { try $0.traceTransaction("8003", asOf: nil, withText: withText) })
+            XCTAssertEqual(traced.sources.map(\.text_holds), [false])
+            XCTAssertTrue(TraceOutput.text(traced).contains("WARNING: the text the ledger keeps of this record no longer hashes to its record sha256"))
+        }
+        XCTAssertEqual(try Ledger(path: dbPath, readOnly: true).read { try $0.traceTransaction("8001", asOf: nil) }?.sources.map(\.text_holds), [true])
     }
 
     /// A record stored with its text in its own row (every record of a ledger from before
