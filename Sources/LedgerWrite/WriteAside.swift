@@ -44,6 +44,17 @@ public enum WriteAside {
             return String(cString: strerror(Int32(underlying.code)))
         }
         if ns.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(ns.code))) }
+        // Foundation's own codes, said as the system says them ("The operation could not be
+        // completed. The file doesn't exist." said less than "No such file or directory").
+        if let c = error as? CocoaError {
+            switch c.code {
+            case .fileReadNoSuchFile, .fileNoSuchFile: return String(cString: strerror(ENOENT))
+            case .fileReadNoPermission, .fileWriteNoPermission: return String(cString: strerror(EACCES))
+            case .fileWriteOutOfSpace: return String(cString: strerror(ENOSPC))
+            case .fileWriteVolumeReadOnly: return String(cString: strerror(EROFS))
+            default: break
+            }
+        }
         return ns.localizedDescription
     }
 

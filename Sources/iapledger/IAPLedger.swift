@@ -157,6 +157,10 @@ struct Run: ParsableCommand {
                 printReportFiles(failed.result)
                 fflush(stdout)
                 throw failed
+            } catch {
+                // Stopped before its commit (a rules file missing, an input that cannot be
+                // read): the night rolled back, which the message says where it does not yet.
+                throw NightNotWritten.saying(error)
             }
             printReportFiles(result)
             if timings {
@@ -164,6 +168,19 @@ struct Run: ParsableCommand {
                 print(progress.table(), terminator: "")
             }
         }
+    }
+}
+
+/// A night that stopped before its commit, said with what that means for the ledger.
+struct NightNotWritten: Error, CustomStringConvertible {
+    var description: String
+
+    static func saying(_ error: Error) -> Error {
+        let text = "\(error)"
+        let said = ["othing was written", "nothing of this run was written", "the ledger is as it was", "nothing was read or written"]
+        guard StopSignals.committedRun.load(ordering: .relaxed) == 0, !said.contains(where: { text.contains($0) }),
+              !(error is ExitCode), !(error is CleanExit), !(error is ValidationError) else { return error }
+        return NightNotWritten(description: text + "; nothing of this night was written (the ledger is as it was before it)")
     }
 }
 

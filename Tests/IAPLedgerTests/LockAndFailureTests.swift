@@ -411,6 +411,10 @@ final class LockAndFailureTests: XCTestCase {
         let gone = ws.root.appendingPathComponent("inbox/receipts/gone.jsonl")
         try FileManager.default.createSymbolicLink(atPath: gone.path, withDestinationPath: "/nonexistent/receipts.jsonl")
         XCTAssertThrowsError(try ws.run("2026-10-08")) { XCTAssertTrue("\($0)".contains(gone.path), "\($0)") }
+        // The command says why as the system does, and that the ledger is as it was.
+        let said = try Resilience.cli(["run", "--as-of", "2026-10-08", "--workspace", ws.root.path])
+        XCTAssertEqual(said.status, 1)
+        XCTAssertTrue(said.err.contains("gone.jsonl: cannot be read: No such file or directory; nothing of this night was written (the ledger is as it was before it)"), said.err)
         try FileManager.default.removeItem(at: gone)
         let folder = ws.root.appendingPathComponent("inbox/orders/folder.csv")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -427,6 +431,10 @@ final class LockAndFailureTests: XCTestCase {
             XCTAssertTrue("\(error)".contains(prices.path), "\(error)")
             XCTAssertTrue("\(error)".contains("missing"), "\(error)")
         }
+        let said = try Resilience.cli(["run", "--as-of", "2026-10-08", "--workspace", ws.root.path])
+        XCTAssertEqual(said.status, 1)
+        XCTAssertTrue(said.err.hasSuffix("; nothing of this night was written (the ledger is as it was before it)\n"), said.err)
+        XCTAssertEqual(said.err.components(separatedBy: "\n").filter { !$0.isEmpty }.count, 1, said.err)
         XCTAssertEqual(try Data(contentsOf: db), before, "the ledger is unchanged")
     }
 
