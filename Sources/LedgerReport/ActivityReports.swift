@@ -161,10 +161,12 @@ extension FinanceReport {
 
     public func refundsSheet() throws -> SheetContent {
         let list = try reader.refundEntries(book: book, through: asOf)
-        var total: Int64 = 0
+        var total: Int64 = 0, commissionTotal: Int64 = 0, proceedsTotal: Int64 = 0
         var rows = list.map { e -> SheetRow in
             let sign: Int64 = e.kind == "refund" ? 1 : -1
             total += sign * e.netReportingMinor
+            commissionTotal += sign * e.commissionReportingMinor
+            proceedsTotal += sign * e.proceedsReportingMinor
             let d = decimals(e.currency)
             return SheetRow([.integer(e.entryId), .date(e.date), .date(e.originalDate), .text(e.late ? "late" : ""),
                              .text(e.kind == "refund" ? "refund" : "refund reversed"), .text(e.transactionId), .text(e.productId),
@@ -172,10 +174,14 @@ extension FinanceReport {
                              e.refundPercentage.map { .money(minor: $0, decimals: 3) } ?? .empty,
                              .money(minor: sign * e.netMinor, decimals: d), .money(minor: sign * e.commissionMinor, decimals: d),
                              .money(minor: sign * e.proceedsMinor, decimals: d),
-                             .money(minor: sign * e.netReportingMinor, decimals: reportingDecimals)])
+                             .money(minor: sign * e.netReportingMinor, decimals: reportingDecimals),
+                             .money(minor: sign * e.commissionReportingMinor, decimals: reportingDecimals),
+                             .money(minor: sign * e.proceedsReportingMinor, decimals: reportingDecimals)])
         }
         rows.append(SheetRow([.text("Total"), .empty, .empty, .text("\(list.filter(\.late).count) late"), .empty, .empty, .empty, .empty,
-                              .empty, .empty, .empty, .empty, .empty, .money(minor: total, decimals: reportingDecimals)], style: .total))
+                              .empty, .empty, .empty, .empty, .empty, .money(minor: total, decimals: reportingDecimals),
+                              .money(minor: commissionTotal, decimals: reportingDecimals), .money(minor: proceedsTotal, decimals: reportingDecimals)],
+                             style: .total))
         return SheetContent(key: "refunds", tables: [TableBlock(key: "refunds", columns: ReportSchema.refunds, rows: rows)])
     }
 }

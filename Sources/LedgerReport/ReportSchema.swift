@@ -87,7 +87,7 @@ public enum ReportSchema {
     static let refunds = [
         c("entry", .integer), c("posted", .date), c("original_date", .date), c("late"), c("kind"), c("transaction"), c("product"),
         c("storefront"), c("currency"), c("refunded_percent", .money), c("net", .money), c("commission", .money),
-        c("proceeds", .money), c("net_reporting", .money),
+        c("proceeds", .money), c("net_reporting", .money), c("commission_reporting", .money), c("proceeds_reporting", .money),
     ]
     static let creditedInProduction = [
         c("transaction"), c("order"), c("account"), c("product"), c("amount", .money), c("currency"), c("first_seen", .date),

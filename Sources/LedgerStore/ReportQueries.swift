@@ -37,6 +37,10 @@ public struct RefundRow: Equatable {
     public var commissionMinor: Int64
     public var proceedsMinor: Int64
     public var netReportingMinor: Int64
+    /// The commission returned and the proceeds clawed back, in the reporting currency: what
+    /// ties the refunds to the Summary's commission returned and proceeds after refunds.
+    public var commissionReportingMinor: Int64
+    public var proceedsReportingMinor: Int64
 }
 
 extension LedgerReader {
@@ -91,7 +95,7 @@ extension LedgerReader {
     /// (`entry_refund_date`): its condition, `kind <> 'sale'`, is the query's.
     static let refundEntriesSQL = """
         SELECT id, date, original_date, late, kind, transaction_id, product_id, storefront, currency, refund_percentage,
-               net_minor, commission_minor, proceeds_minor, net_reporting_minor
+               net_minor, commission_minor, proceeds_minor, net_reporting_minor, commission_reporting_minor, proceeds_reporting_minor
         FROM entry WHERE book = ? AND kind <> 'sale' AND date <= ? ORDER BY date, id
         """
 
@@ -101,7 +105,7 @@ extension LedgerReader {
             RefundRow(entryId: $0[0], date: Day(iso: $0[1] as String)!, originalDate: Day(iso: $0[2] as String)!, late: $0[3],
                       kind: $0[4], transactionId: $0[5], productId: $0[6], storefront: $0[7], currency: $0[8],
                       refundPercentage: $0[9], netMinor: $0[10], commissionMinor: $0[11], proceedsMinor: $0[12],
-                      netReportingMinor: $0[13])
+                      netReportingMinor: $0[13], commissionReportingMinor: $0[14], proceedsReportingMinor: $0[15])
         }
     }
 }

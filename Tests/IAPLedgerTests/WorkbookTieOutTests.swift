@@ -78,6 +78,13 @@ final class WorkbookTieOutTests: XCTestCase {
         // Refunds sheet total equals the refunds of the Summary.
         let refundTotal = try XCTUnwrap(book["Refunds"]!.first { $0.first == "Total" })
         XCTAssertEqual(minor(refundTotal[13]), refunds)
+        // ...its commission returned the Summary's, and the proceeds it claws back the refunds
+        // less the commission returned; each row's too.
+        XCTAssertEqual(minor(refundTotal[14]), returned)
+        XCTAssertEqual(minor(refundTotal[15]), refunds - returned)
+        for row in book["Refunds"]!.dropFirst(4) where row.count >= 16 && row[0] != "Total" {
+            XCTAssertEqual(minor(row[13]) - minor(row[14]), minor(row[15]), "\(row)")
+        }
     }
 
     /// The Journal's postings (reporting currency) against the Summary's row for `month`.
