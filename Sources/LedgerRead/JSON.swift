@@ -362,6 +362,25 @@ public enum JSONScalar {
 
 /// What the readers of store JSON ask of a value: `JSONValue` and `FlatValue` answer alike,
 /// reading their scalars the same way (below).
+/// What a JSON object read where it does not belong looks like: said in its rejection, so the
+/// file can be put where it belongs (another store's data, or another inbox folder's).
+public enum ForeignData {
+    public static func hint<J: JSONReading>(_ obj: J) -> String? {
+        guard obj.isObject else { return nil }
+        if ["packageName", "purchaseToken", "voidedPurchases", "voidedPurchaseNotification", "subscriptionNotification",
+            "oneTimeProductNotification"].contains(where: { obj[$0] != nil }) {
+            return "it looks like Google Play data (packageName, purchaseToken): iapledger reads the App Store's only"
+        }
+        if obj["signedPayload"] != nil || obj["signedTransactionInfo"] != nil {
+            return "it is App Store signed data: signed transactions and notifications go in inbox/signed/"
+        }
+        if obj["status"] != nil && (obj["receipt"] != nil || obj["latest_receipt_info"] != nil) {
+            return "it is a verifyReceipt response: those go in inbox/receipts/"
+        }
+        return nil
+    }
+}
+
 public protocol JSONReading {
     subscript(key: String) -> Self? { get }
     var isObject: Bool { get }

@@ -59,6 +59,8 @@ public struct LegacyResponse: Equatable {
     public var orderId: String?
     /// The transaction a backend noted beside a response it could not verify.
     public var wrapperTransactionId: String?
+    /// What a document without a status looks like instead (`ForeignData`), for its rejection.
+    public var foreignHint: String? = nil
 }
 
 public enum LegacyParseError: Error, CustomStringConvertible {
@@ -115,7 +117,7 @@ public enum LegacyReceiptParser {
                                bundleId: nil, receiptType: nil, style: .none, items: [],
                                exception: obj["exception"]?.scalarText, receivedAt: receivedAt,
                                accountId: accountId, orderId: orderId, wrapperTransactionId: wrapperTransactionId)
-        if let st = r.statusText { r.status = Int(st) }
+        if let st = r.statusText { r.status = Int(st) } else { r.foreignHint = ForeignData.hint(obj) }
 
         var items: [LegacyItem] = []
         if let receipt = obj["receipt"], receipt.isObject {

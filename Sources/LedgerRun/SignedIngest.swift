@@ -58,7 +58,9 @@ extension Ingest {
             guard let jws = prepared.jws, let verdict = prepared.verdict else {
                 // Which of the two: JSON that does not parse (with where and why), or no body.
                 var reason = "not a notification body {\"signedPayload\": \"...\"}"
-                do { _ = try JSONParser.parse(record.text) } catch { reason = "not valid JSON (\(error))" }
+                do {
+                    if let hint = ForeignData.hint(try JSONParser.parse(record.text)), !hint.contains("inbox/signed/") { reason += " (\(hint))" }
+                } catch { reason = "not valid JSON (\(error))" }
                 try reject(fileId: fileId, location: location, sha: sha, code: "MALFORMED", reason: reason, raw: raw)
                 continue
             }

@@ -42,7 +42,7 @@ public struct ReceiptVerifier {
     public func verify(_ r: LegacyResponse, location: SourceLocation) -> ReceiptOutcome {
         guard let status = r.status else {
             if let text = r.statusText { return .rejected(code: "BAD_STATUS", reason: "status \"\(text)\" is not a number") }
-            return .rejected(code: "NO_STATUS", reason: "no status field: not a verifyReceipt response")
+            return .rejected(code: "NO_STATUS", reason: "no status field: not a verifyReceipt response" + (r.foreignHint.map { " (\($0))" } ?? ""))
         }
         let ids = r.items.compactMap(\.transactionId) + (r.wrapperTransactionId.map { [$0] } ?? [])
         switch status {

@@ -721,6 +721,23 @@ final class SignedIngestTests: XCTestCase {
                        [["inbox/signed/cut.jws", "TRUNCATED"], ["inbox/signed/whole.jws", "UNKNOWN_SIGNED_PAYLOAD"]])
     }
 
+    /// Data that belongs elsewhere says what it looks like in its rejection: Google Play's (in
+    /// either folder), a notification body among the receipts, a verifyReceipt response among
+    /// the signed data (each was only "not a verifyReceipt response" or "not a notification body").
+    func testDataThatBelongsElsewhereSaysWhatItLooksLike() throws {
+        let play = #"{"packageName": "app.example", "purchaseToken": "t-1", "orderId": "GPA.1000-2000"}"#
+        try ws.write("inbox/receipts/play.jsonl", play + "\n" + #"{"signedPayload": "a.b.c"}"# + "\n")
+        try ws.write("inbox/signed/mixed.jsonl", play + "\n" + #"{"status": 0, "receipt": {"in_app": []}}"# + "\n")
+        try ws.run("2023-11-20")
+        let reasons = try ledger().read { try $0.recordProblems() }.sorted { ($0.path, $0.line) < ($1.path, $1.line) }.map { "\($0.path):\($0.line) \($0.code) \($0.reason)" }
+        XCTAssertEqual(reasons, [
+            "inbox/receipts/play.jsonl:1 NO_STATUS no status field: not a verifyReceipt response (it looks like Google Play data (packageName, purchaseToken): iapledger reads the App Store's only)",
+            "inbox/receipts/play.jsonl:2 NO_STATUS no status field: not a verifyReceipt response (it is App Store signed data: signed transactions and notifications go in inbox/signed/)",
+            "inbox/signed/mixed.jsonl:1 MALFORMED not a notification body {\"signedPayload\": \"...\"} (it looks like Google Play data (packageName, purchaseToken): iapledger reads the App Store's only)",
+            "inbox/signed/mixed.jsonl:2 MALFORMED not a notification body {\"signedPayload\": \"...\"} (it is a verifyReceipt response: those go in inbox/receipts/)",
+        ])
+    }
+
     /// A REFUND_REVERSED (carrying a refund) whose transaction contradicts a waiting receipt
     /// sale (another subscription) is a conflict: it asks for no reversal and gives no refund,
     /// as any record that contradicts the first source (the night asked for the reversal, and
