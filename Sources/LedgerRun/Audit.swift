@@ -371,11 +371,7 @@ public struct Audit {
                         }
                     }
                 }
-                if Hashing.sha256Hex(utf8: raw) == recordSHA { return }
-                // A whole-file rejection keeps the file's hash with no text (or the start of an
-                // unreadable CSV file) in its own row; a text in a chunk is always the record's own.
-                if chunk == nil && outcome == "rejected" && recordSHA == fileSHA
-                    && (raw.isEmpty || !["EMPTY_FILE", "INVALID_UTF8", "FILE_TOO_LARGE"].contains(code ?? "")) { return }
+                if LedgerReader.textHolds(raw, recordSHA256: recordSHA, fileSHA256: fileSHA, inChunk: chunk != nil, outcome: outcome, reasonCode: code) { return }
                 report.problems.append(Problem(entryId: nil, message: "source record \(path):\(line): its stored text no longer hashes to the SHA-256 recorded when it was read (\(recordSHA)): it was changed after it was read"))
             }
             for m in notFirst + refundsMissing { report.problems.append(Problem(entryId: nil, message: m)) }

@@ -109,6 +109,10 @@ public struct NightlyRun {
     /// but the files (`workbooks`, `keptFiles` empty; `totals.reportFilesHead` the head
     /// before them).
     public var committed: ((Result) -> Void)? = nil
+    /// Called as soon as the night's transaction has committed, with its run id: before the
+    /// reads that make its summary (which could still fail, a full disk's temp files), so that
+    /// what happens after is told as after the commit.
+    public var didCommit: ((Int64) -> Void)? = nil
     /// ` --workspace <folder>` for the commands its messages tell to run (the command's own).
     public var workspaceArgument = ""
 
@@ -282,6 +286,9 @@ public struct NightlyRun {
             CrashPoint.hit("commit:before")
             return (runId, counts)
         } }
+        // Committed (or nothing new: the last night's as it stands): said before anything else
+        // can fail, so that a failure from here on is not told as a night not written.
+        if nothingNewSince == nil { didCommit?(runId) }
         CrashPoint.hit("commit:after")
         if commitStart > 0 {
             progress.record(.init(name: "commit", seconds: Double(DispatchTime.now().uptimeNanoseconds - commitStart) / 1e9,

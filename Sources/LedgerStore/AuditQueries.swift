@@ -64,23 +64,30 @@ extension LedgerReader {
     /// Finished runs whose clock times are out of order: one finished before it started, or
     /// started before the run before it finished (nights run one at a time, under the lock).
     /// Run times are not sealed (the same data gives the same workbooks, seal included, whenever
-    /// it runs): their order is what can be checked. To the second, at most ten.
-    public func runTimesOutOfOrder() throws -> [String] {
+    /// it runs): their order is what can be checked, to within `slack` seconds (a clock set back
+    /// a little by NTP while a night ran is no tampering). At most ten, then how many more.
+    public func runTimesOutOfOrder(slack: TimeInterval = 300) throws -> [String] {
         var problems: [String] = []
         var before: (id: Int64, finished: String)? = nil
         let cause = "changed by hand, or the machine's clock was set back in between"
+        let iso = ISO8601DateFormatter(), fractional = ISO8601DateFormatter()
+        fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        /// Whether `a` is more than `slack` before `b` (as text when either is no timestamp).
+        func earlier(_ a: String, _ b: String) -> Bool {
+            guard let x = iso.date(from: a) ?? fractional.date(from: a), let y = iso.date(from: b) ?? fractional.date(from: b) else { return a < b }
+            return x.addingTimeInterval(slack) < y
+        }
         for r in try Row.fetchAll(db, sql: "SELECT id, started_at, finished_at FROM run WHERE finished_at IS NOT NULL ORDER BY id") {
             let id: Int64 = r[0], started: String = r[1], finished: String = r[2]
-            if finished.prefix(19) < started.prefix(19) {
+            if earlier(finished, started) {
                 problems.append("run \(id) finished at \(finished), before it started (\(started)): its times were \(cause)")
             }
-            if let b = before, started.prefix(19) < b.finished.prefix(19) {
+            if let b = before, earlier(started, b.finished) {
                 problems.append("run \(id) started at \(started), before run \(b.id) finished (\(b.finished)), though nights run one at a time: their times were \(cause)")
             }
             before = (id, finished)
-            if problems.count >= 10 { break }
         }
-        return problems
+        return problems.count <= 10 ? problems : Array(problems.prefix(10)) + ["... and \(problems.count - 10) more runs' times out of order"]
     }
 
     /// The latest month of the ledger's closed periods (nil: none).
@@ -289,6 +296,16 @@ extension LedgerReader {
     /// What stands for a text whose chunk cannot be read: it hashes to nothing stored, and
     /// `verify` names the chunk.
     static let unreadableText = "(its chunk cannot be read: it is damaged or was altered)"
+
+    /// Whether a source record's kept text still hashes to the SHA-256 recorded when it was
+    /// read (`verify` and `trace` ask the same). A whole-file rejection keeps the file's hash
+    /// with no text (or the start of an unreadable CSV file) in its own row; a text in a chunk
+    /// is always the record's own.
+    public static func textHolds(_ text: String, recordSHA256: String, fileSHA256: String, inChunk: Bool, outcome: String, reasonCode: String?) -> Bool {
+        if Hashing.sha256Hex(utf8: text) == recordSHA256 { return true }
+        return !inChunk && outcome == "rejected" && recordSHA256 == fileSHA256
+            && (text.isEmpty || !["EMPTY_FILE", "INVALID_UTF8", "FILE_TOO_LARGE"].contains(reasonCode ?? ""))
+    }
 
     /// The column that orders an entry's postings: `line` of the view (schema v13 on), which
     /// SQLite reads in order, or `id` of a ledger that stores its postings (opened read-only

@@ -307,20 +307,29 @@ public enum LedgerSeal {
     }
 
     /// Findings marked dismissed (a resolution note) with no dismissal asked for them as they
-    /// read, before the night that resolved them, that gives that note: made up, or the note
-    /// changed, by hand (the night writes the note of the dismissal it applies, kept as asked).
+    /// read, before the night that resolved them, that gives that note and is under that
+    /// night's seal: made up, or the note changed, by hand (the night writes the note of the
+    /// dismissal it applies, kept as asked, and seals the dismissals asked before it; a
+    /// dismissal made up afterwards, dated back, is under no seal of that night). A night sealed
+    /// in the first form (before v32) takes the dismissals the first seal of the second form
+    /// covers (every one asked before it); before any such seal, none is required.
     static func findingDismissalsUnasked(_ db: Database) throws -> [String] {
         guard try db.tableExists("finding_dismissal") else { return [] }
+        let sealed = try secondForm(db) ? """
+            AND d.id <= coalesce((SELECT last_finding_dismissal_id FROM seal WHERE run_id = f.resolved_run_id),
+                                 (SELECT last_finding_dismissal_id FROM seal WHERE last_finding_dismissal_id IS NOT NULL ORDER BY id LIMIT 1),
+                                 9223372036854775807)
+            """ : ""
         let rows = try Row.fetchAll(db, sql: """
             SELECT f.id, f.code, f.transaction_id, f.resolved_note FROM finding f
             WHERE f.resolved_note IS NOT NULL AND NOT EXISTS (
                 SELECT 1 FROM finding_dismissal d JOIN run ON run.id = f.resolved_run_id
                 WHERE d.finding_id = f.id AND d.message = f.message AND \(DismissalNote.sql) = f.resolved_note
-                  AND substr(d.asked_at, 1, 19) <= substr(run.started_at, 1, 19))
+                  AND substr(d.asked_at, 1, 19) <= substr(run.started_at, 1, 19) \(sealed))
             ORDER BY f.id LIMIT 11
             """)
         return rows.prefix(10).map {
-            "finding #\($0[0] as Int64) (\($0[1] as String) \($0[2] as String)) reads \"\($0[3] as String)\", but no dismissal asked for it as it reads, before the night that resolved it, says so: written by hand (`iapledger dismiss --finding` asks, as kept, and the next night applies it)"
+            "finding #\($0[0] as Int64) (\($0[1] as String) \($0[2] as String)) reads \"\($0[3] as String)\", but no dismissal asked for it as it reads, before the night that resolved it and sealed by that night, says so: written by hand (`iapledger dismiss --finding` asks, as kept, and the next night applies and seals it)"
         } + (rows.count > 10 ? ["... and more findings marked dismissed by hand"] : [])
     }
 

@@ -242,7 +242,7 @@ extension LedgerReader {
         let stored = try transaction(id)
         let sources = try Row.fetchAll(db.cachedStatement(sql: """
             SELECT f.path, r.line, f.sha256, r.record_sha256, r.outcome, r.reason, r.environment, run.as_of, r.id,
-                   resolved.as_of, r.resolved_note
+                   resolved.as_of, r.resolved_note, r.chunk_id IS NOT NULL, r.reason_code
             FROM source_record r JOIN source_file f ON f.id = r.file_id JOIN run ON run.id = f.run_id
             LEFT JOIN run resolved ON resolved.id = r.resolved_run_id
             WHERE r.id IN (SELECT first_record_id FROM store_transaction WHERE transaction_id = ?1
@@ -255,7 +255,7 @@ extension LedgerReader {
             // file's hash, as `verify` allows).
             let text = try recordText($0[8]) ?? Self.unreadableText
             let recordSHA: String = $0[3], fileSHA: String = $0[2]
-            let holds = Hashing.sha256Hex(utf8: text) == recordSHA || (($0[4] as String) == "rejected" && recordSHA == fileSHA)
+            let holds = Self.textHolds(text, recordSHA256: recordSHA, fileSHA256: fileSHA, inChunk: $0[11], outcome: $0[4], reasonCode: $0[12])
             return TransactionTrace.Source(path: $0[0], line: $0[1], sha256: fileSHA, record_sha256: recordSHA, outcome: $0[4],
                                            verification: $0[5] ?? ($0[4] == "verified" ? "Apple verifyReceipt status 0 (verified by Apple's service)" : nil),
                                            environment: $0[6], read_on: $0[7], resolved_on: $0[9], resolution: $0[10],

@@ -144,8 +144,10 @@ struct Run: ParsableCommand {
             nightly.workspaceArgument = ws.argument
             // The summary is said at the commit, before the workbooks are written (a night stopped
             // while writing them has it in its log all the same); the files as written, after.
+            nightly.didCommit = { runId in StopSignals.committedRun.store(runId, ordering: .relaxed) }
             nightly.committed = { committed in
                 StopSignals.committedRun.store(committed.runId, ordering: .relaxed)
+                defer { StopSignals.summarySaid.store(true, ordering: .relaxed) }
                 printSummary(committed)
                 fflush(stdout)
             }
@@ -180,7 +182,7 @@ struct NightNotWritten: Error, CustomStringConvertible {
         let said = ["othing was written", "nothing of this run was written", "the ledger is as it was", "nothing was read or written"]
         guard StopSignals.committedRun.load(ordering: .relaxed) == 0, !said.contains(where: { text.contains($0) }),
               !(error is ExitCode), !(error is CleanExit), !(error is ValidationError) else { return error }
-        return NightNotWritten(description: text + "; nothing of this night was written (the ledger is as it was before it)")
+        return NightNotWritten(description: text + "; nothing of this night was written (the ledger holds what it held before it)")
     }
 }
 
@@ -191,6 +193,8 @@ enum StopSignals {
     /// The night's run id once its commit is said (0 before): the line a signal leaves says
     /// whether the ledger holds the night.
     static let committedRun = Atomic<Int64>(0)
+    /// Whether the committed night's summary has been printed.
+    static let summarySaid = Atomic<Bool>(false)
     /// Its own thread: the global queues may all be busy with the night's work.
     static let queue = DispatchQueue(label: "iapledger.stop-signals")
 
@@ -204,7 +208,7 @@ enum StopSignals {
                 let again = "`iapledger run\(asOf.map { " --as-of \($0)" } ?? "")\(workspaceArgument)`"
                 let run = committedRun.load(ordering: .relaxed)
                 let message = run > 0
-                    ? "iapledger: stopped by \(name) after the night's commit (run \(run), its summary above): the ledger holds the night; some of its workbooks may not be written; run \(again) again: it writes them\n"
+                    ? "iapledger: stopped by \(name) after the night's commit (run \(run)\(summarySaid.load(ordering: .relaxed) ? ", its summary above" : "")): the ledger holds the night; some of its workbooks may not be written; run \(again) again: it writes them\n"
                     : "iapledger: stopped by \(name): a night stopped before its commit leaves the ledger as it was, one stopped after it lacks only its workbooks; run \(again) again: it completes what this one did not\n"
                 StandardError.write(message)
                 // Ended by the signal itself, as without this handler (a scheduler sees why).

@@ -414,7 +414,7 @@ final class LockAndFailureTests: XCTestCase {
         // The command says why as the system does, and that the ledger is as it was.
         let said = try Resilience.cli(["run", "--as-of", "2026-10-08", "--workspace", ws.root.path])
         XCTAssertEqual(said.status, 1)
-        XCTAssertTrue(said.err.contains("gone.jsonl: cannot be read: No such file or directory; nothing of this night was written (the ledger is as it was before it)"), said.err)
+        XCTAssertTrue(said.err.contains("gone.jsonl: cannot be read: No such file or directory; nothing of this night was written (the ledger holds what it held before it)"), said.err)
         try FileManager.default.removeItem(at: gone)
         let folder = ws.root.appendingPathComponent("inbox/orders/folder.csv")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -433,7 +433,7 @@ final class LockAndFailureTests: XCTestCase {
         }
         let said = try Resilience.cli(["run", "--as-of", "2026-10-08", "--workspace", ws.root.path])
         XCTAssertEqual(said.status, 1)
-        XCTAssertTrue(said.err.hasSuffix("; nothing of this night was written (the ledger is as it was before it)\n"), said.err)
+        XCTAssertTrue(said.err.hasSuffix("; nothing of this night was written (the ledger holds what it held before it)\n"), said.err)
         XCTAssertEqual(said.err.components(separatedBy: "\n").filter { !$0.isEmpty }.count, 1, said.err)
         XCTAssertEqual(try Data(contentsOf: db), before, "the ledger is unchanged")
     }

@@ -908,6 +908,20 @@ final class VerifyTests: XCTestCase {
         XCTAssertTrue(found.first?.contains("(INVALID_TRANSACTION 8302) reads \"dismissed by cfo on 2026-10-09: booked\", but no dismissal asked for it") == true, "\(found)")
         XCTAssertThrowsError(try ws.run("2026-10-10")) { XCTAssertTrue("\($0)".contains("the ledger fails the checks a night makes before it writes: finding #"), "\($0)") }
         try restore()
+        // ...even with a dismissal made up beside it, dated back (no trigger refuses an insert):
+        // it is under no seal of the night named as resolving it.
+        try Ledger(path: dbPath).write { w in
+            try w.db.execute(sql: """
+                INSERT INTO finding_dismissal (finding_id, message, asked_at, asked_by, reason)
+                SELECT id, message, '2026-10-08T09:30:00Z', 'cfo', 'booked' FROM finding WHERE transaction_id = '8302';
+                UPDATE finding SET resolved_run_id = 3, resolved_note = 'dismissed by cfo on 2026-10-08: booked' WHERE transaction_id = '8302'
+                """)
+        }
+        found = try problems()
+        XCTAssertEqual(found.count, 1, "\(found)")
+        XCTAssertTrue(found.first?.contains("(INVALID_TRANSACTION 8302) reads \"dismissed by cfo on 2026-10-08: booked\", but no dismissal asked for it") == true, "\(found)")
+        XCTAssertThrowsError(try ws.run("2026-10-10"))
+        try restore()
         // Run times out of order.
         try tamper(past: "run_finished_no_update", "UPDATE run SET finished_at = '2026-01-01T00:00:00Z' WHERE id = 2")
         found = try problems()
