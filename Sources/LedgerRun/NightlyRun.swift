@@ -1407,6 +1407,12 @@ struct Ingest {
                 // The refund the ledger holds in full, now known to be an upgrade's (a later
                 // record says so); one whose share is held was not posted in full.
                 try noteUpgradeRefund(t, location: location)
+            } else if t.shareSaid, let held = e.cancellationMs, let c = t.cancellationMs,
+                      Day(epochMilliseconds: held) == Day(epochMilliseconds: c),
+                      (t.revocationPercentage ?? 100_000) != (e.revocationPercentage ?? 100_000) {
+                // The same day's refund at another share than the one the ledger holds (a
+                // signed record saying its share: a receipt says none): not dropped.
+                try refundShareDiffers(t, heldShare: e.revocationPercentage ?? 100_000, recordId: recordId, location: location)
             } else if !refundSaidByCaller, let held = e.cancellationMs, let c = t.cancellationMs,
                       Day(epochMilliseconds: held) != Day(epochMilliseconds: c) {
                 // One refund per transaction (accounting.md): a record reporting it refunded on
@@ -1453,6 +1459,23 @@ struct Ingest {
         let reversed = reversal.map { " (reversed since by REFUND_REVERSED \($0.uuid), dated \($0.date))" } ?? " (kept)"
         try writer.openFinding(code: "REFUND_AGAIN", transactionId: t.transactionId, recordId: recordId,
                                message: "\(location) reports transaction \(t.transactionId) refunded on \(day), but the ledger holds its refund of \(Day(epochMilliseconds: held))\(reversed): nothing is posted from it. If Apple refunded it a second time, finance books that refund by hand",
+                               runId: runId)
+    }
+
+    /// A signed record giving the refund the ledger holds (the same day's) another share: nothing
+    /// posted (one refund per transaction), its share the store's last word for reconciliation
+    /// (an order still crediting a sale now refunded in full is REFUNDED_STILL_CREDITED), and
+    /// said once per share (`REFUND_AGAIN`), for finance to book the difference by hand.
+    mutating func refundShareDiffers(_ t: TransactionObservation, heldShare: Int64, recordId: Int64, location: SourceLocation) throws {
+        guard let c = t.cancellationMs else { return }
+        let share = t.revocationPercentage ?? 100_000
+        try writer.setStoreRefundShare(transactionId: t.transactionId, share: share, atMs: c)
+        let day = Day(epochMilliseconds: c)
+        func percent(_ s: Int64) -> String { "\(ExactDecimal(mantissa: s, scale: 3))%" }
+        let said = "refunded on \(day) at \(percent(share)), but the ledger holds"
+        guard try !writer.findingSaid(code: "REFUND_AGAIN", transactionId: t.transactionId, containing: said) else { return }
+        try writer.openFinding(code: "REFUND_AGAIN", transactionId: t.transactionId, recordId: recordId,
+                               message: "\(location) reports transaction \(t.transactionId) \(said) that day's refund at \(percent(heldShare)): nothing is posted from it (one refund per transaction). If Apple refunded \(share > heldShare ? "more" : "less") than the ledger holds, finance books the difference by hand",
                                runId: runId)
     }
 

@@ -503,6 +503,30 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(try open(), ["REFUNDED_STILL_CREDITED 9402"])
     }
 
+    /// A refund held at one share, said again for the same day at another (REFUND_FULL of a
+    /// refund held at 33.333%, a later instant): nothing posted, REFUND_AGAIN said once, and the
+    /// full refund is what reconciliation sees (the order still crediting it was matched, the
+    /// new share dropped silently).
+    func testARefundOfTheSameDayAtAnotherShareIsSaid() throws {
+        try ws.write("inbox/orders/o.csv", "order_id,account_id,transaction_id,product_id,quantity,credited_units,credited_at,environment\n"
+            + "r1,acct-1,9421,com.example.product,1,100,2023-11-14T00:00:00Z,sandbox\n")
+        let refundAt = t0 + 2 * 86_400_000
+        try ws.write("inbox/signed/a1.json", try notification("REFUND", signed: refundAt, transaction: try transaction("9421", revocation: refundAt, type: "REFUND_PRORATED", percentage: 33_333)))
+        try ws.run("2023-11-17")
+        func open() throws -> [String] { try rows("SELECT category || ' ' || transaction_id FROM exception WHERE resolved_on IS NULL ORDER BY 1").map { $0[0] } }
+        XCTAssertEqual(try open(), [])
+        let full = try notification("REFUND", signed: refundAt + 3_600_000, transaction: try transaction("9421", revocation: refundAt + 3_600_000, type: "REFUND_FULL"))
+        try ws.write("inbox/signed/a2.json", full)
+        try ws.write("inbox/signed/a3.json", full.replacingOccurrences(of: "\"}", with: "\" }"))   // the same, sent again
+        try ws.run("2023-11-18")
+        XCTAssertEqual(try rows("SELECT kind, refund_percentage FROM entry WHERE transaction_id = '9421' ORDER BY id"), [["sale", ""], ["refund", "33333"]])
+        let said = try rows("SELECT message FROM finding WHERE code = 'REFUND_AGAIN' AND transaction_id = '9421'")
+        XCTAssertEqual(said.count, 1, "\(said)")
+        XCTAssertTrue(said.first?.first?.contains("refunded on \(Day(epochMilliseconds: refundAt)) at 100.000%, but the ledger holds that day's refund at 33.333%: nothing is posted from it") == true, "\(said)")
+        XCTAssertEqual(try open(), ["REFUNDED_STILL_CREDITED 9421"])
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+    }
+
     /// The store's last word is the latest by date, not the last read: a second reversal read
     /// before the second refund it reverses (files out of order) leaves the transaction
     /// reversed; a second refund read before the first reversal, and dated after it, stands;
