@@ -146,12 +146,10 @@ enum RulesChanges {
             // else, an open reversal, an open finding that carries one): set against this one.
             let booked = known.flatMap(bookedCorrection)
             let said = booked.map { base + " " + followsBooking(note: $0.note, dismissedAs: $0.text) } ?? base
-            // What is left to correct: the share not refunded (a refund was booked at the posted
-            // amounts, its share of them).
-            func left(_ d: Int64) -> Int64 { share == 0 ? d : roundHalfEven(Int128(d) * Int128(100_000 - share), 100_000) }
-            let delta = r.figures.map { f in (left(f.netReportingMinor - e.figures.netReportingMinor),
-                                              left(f.commissionReportingMinor - e.figures.commissionReportingMinor),
-                                              left(f.proceedsReportingMinor - e.figures.proceedsReportingMinor)) }
+            let delta = r.figures.map { f in
+                Self.leftToCorrect(net: f.netReportingMinor - e.figures.netReportingMinor,
+                                   commission: f.commissionReportingMinor - e.figures.commissionReportingMinor, refundedShare: share)
+            }
             if let known, known.open, known.message == said {
                 if let delta { open.count += 1; open.net += delta.0; open.commission += delta.1; open.proceeds += delta.2 }
                 return
@@ -218,6 +216,16 @@ enum RulesChanges {
 
     /// The finding's message: what differs, and what each set of rules books.
     static let reversalPrefix = "reverse the correction: "
+
+    /// What is left to correct of a sale's differences (net, commission) once `refundedShare`
+    /// of it was refunded at the posted amounts: net and commission rounded half to even,
+    /// proceeds their difference (P = N - C, as every figure is: rounded apart, net 3.5, commission
+    /// 1 and proceeds 2.5 gave 4, 1 and 2, a cent out).
+    static func leftToCorrect(net: Int64, commission: Int64, refundedShare share: Int64) -> (net: Int64, commission: Int64, proceeds: Int64) {
+        func left(_ d: Int64) -> Int64 { share == 0 ? d : roundHalfEven(Int128(d) * Int128(100_000 - share), 100_000) }
+        let n = left(net), c = left(commission)
+        return (n, c, n - c)
+    }
 
     static func message(_ e: EntryDraft, _ r: Restated, refundedShare share: Int64 = 0, closed: Bool = false) -> String {
         let f0 = e.figures

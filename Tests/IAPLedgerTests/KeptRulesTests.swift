@@ -215,6 +215,21 @@ final class KeptRulesTests: XCTestCase {
     /// ten days restarts the count under a grace of five): the renewal's commission is a
     /// RULES_CHANGED finding. A sale refunded in full is none (its refund was booked at its
     /// posted amounts: nothing left to correct). The check is a timed stage of the night.
+    /// What is left to correct of a half-refunded sale: proceeds are net less commission (they
+    /// were rounded apart: net 7 -> 4, commission 2 -> 1, proceeds 5 -> 2, a cent out).
+    func testWhatIsLeftToCorrectOfAPartlyRefundedSaleBalances() {
+        let half = RulesChanges.leftToCorrect(net: 7, commission: 2, refundedShare: 50_000)
+        XCTAssertEqual([half.net, half.commission, half.proceeds], [4, 1, 3])
+        let none = RulesChanges.leftToCorrect(net: 7, commission: 2, refundedShare: 0)
+        XCTAssertEqual([none.net, none.commission, none.proceeds], [7, 2, 5])
+        for share: Int64 in [1, 12_345, 33_333, 50_000, 99_999] {
+            for net: Int64 in -25...25 {
+                let l = RulesChanges.leftToCorrect(net: net, commission: net / 3, refundedShare: share)
+                XCTAssertEqual(l.net - l.commission, l.proceeds)
+            }
+        }
+    }
+
     func testTheCheckCountsPaidDaysAgainAndLeavesSalesRefundedInFull() throws {
         let config = TestWorkspace.defaultConfig.replacingOccurrences(of: "subscription_reduced_after_days = 365", with: "subscription_reduced_after_days = 30")
         try ws.write("iapledger.toml", config)
