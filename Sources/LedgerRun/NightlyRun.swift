@@ -1321,7 +1321,7 @@ struct Ingest {
             // New: its sale is posted below.
             if t.cancellationMs != nil {
                 try noteUpgradeRefund(t, location: location)
-                try refundAfterReversal(t)
+                try refundAfterReversal(t, recordId: recordId, location: location)
             }
         } else if let existing = try writer.transaction(t.transactionId) {
             let e = existing.observation
@@ -1395,7 +1395,7 @@ struct Ingest {
             } else if e.cancellationMs == nil, let c = t.cancellationMs {
                 try writer.setCancellation(transactionId: t.transactionId, cancellationMs: c, percentage: t.revocationPercentage)
                 try noteUpgradeRefund(t, location: location)
-                try refundAfterReversal(t)
+                try refundAfterReversal(t, recordId: recordId, location: location)
             } else if let share = t.revocationPercentage, e.revocationPercentage == nil, existing.saleStatus == "pending",
                       let held = e.cancellationMs, let c = t.cancellationMs, Day(epochMilliseconds: held) == Day(epochMilliseconds: c),
                       try writer.takeRefundShare(transactionId: t.transactionId, cancellationMs: c, percentage: share) {
@@ -1437,11 +1437,18 @@ struct Ingest {
 
     /// The transaction's first refund, read after a reversal asked for it (a REFUND_REVERSED
     /// read first waits for the refund it reverses) but dated after that reversal: the refund
-    /// is the store's last word for reconciliation (the ledger posts the reversal all the same).
-    mutating func refundAfterReversal(_ t: TransactionObservation) throws {
+    /// is the store's last word for reconciliation (the ledger posts the reversal all the same,
+    /// so the sale stands in the books): said once (`REFUND_AFTER_REVERSAL`), as the books and
+    /// reconciliation then disagree.
+    mutating func refundAfterReversal(_ t: TransactionObservation, recordId: Int64, location: SourceLocation) throws {
         guard let c = t.cancellationMs, let reversal = try writer.reversalRequest(book: t.book, transactionId: t.transactionId),
               Day(epochMilliseconds: c) > reversal.date else { return }
         try writer.setStoreRefundShare(transactionId: t.transactionId, share: t.revocationPercentage ?? 100_000, atMs: c)
+        let day = Day(epochMilliseconds: c)
+        guard try !writer.secondRefundSaid(transactionId: t.transactionId, day: day) else { return }
+        try writer.openFinding(code: "REFUND_AFTER_REVERSAL", transactionId: t.transactionId, recordId: recordId,
+                               message: "\(location) refunds transaction \(t.transactionId) (revoked \(day)) after REFUND_REVERSED \(reversal.uuid) (dated \(reversal.date)), read before it, which reverses that refund: the ledger posts both, so the sale stands in the books, while reconciliation takes the latest-dated word, the refund. If Apple refunded it after reversing, finance books the refund by hand; if a date is wrong, dismiss this once checked",
+                               runId: runId)
     }
 
     /// A record reporting the transaction refunded on another day than the refund the ledger

@@ -390,7 +390,15 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(try rows("SELECT transaction_id, kind, date FROM entry WHERE kind <> 'sale' ORDER BY id").map { $0.joined(separator: " ") },
                        ["9051 refund 2023-11-16", "9052 refund 2023-11-16", "9051 refund_reversal 2023-11-15"],
                        "dated the notification's signedDate, as accounting.md says")
-        XCTAssertEqual(try open(), [])
+        // The waiting findings are resolved; 9051's refund is dated after the reversal that
+        // reverses it (read before it): both are posted, so the sale stands, while
+        // reconciliation takes the refund, the latest-dated word; said (it was not).
+        XCTAssertEqual(try open(), ["REFUND_AFTER_REVERSAL 9051"])
+        let said = try rows("SELECT message FROM finding WHERE code = 'REFUND_AFTER_REVERSAL'")[0][0]
+        XCTAssertTrue(said.contains("refunds transaction 9051 (revoked 2023-11-16) after REFUND_REVERSED ") && said.contains("(dated 2023-11-15), read before it"), said)
+        XCTAssertEqual(try rows("SELECT store_refund_share FROM store_transaction WHERE transaction_id = '9051'"), [["100000"]])
+        try ws.run("2023-11-17")
+        XCTAssertEqual(try rows("SELECT count(*) FROM finding WHERE code = 'REFUND_AFTER_REVERSAL'"), [["1"]], "said once")
     }
 
     /// A refund, its reversal, then another REFUND (new UUID, new revocationDate): the ledger
