@@ -166,6 +166,10 @@ public enum TraceOutput {
             line("  product \(p) x \(t.quantity ?? 1), purchased \(t.purchase_date ?? "?")" + (t.original_transaction_id.map { ", original transaction \($0)" } ?? ""))
         }
         if let r = t.refund_date { line("  refunded on \(r)" + (t.refund_reversed_date.map { ", refund reversed on \($0)" } ?? "")) }
+        if let share = t.store_refund_share {
+            let word = share == 0 ? "reversed again" : share == 100_000 ? "refunded in full" : "refunded \(ExactDecimal(mantissa: share, scale: 3))%"
+            line("  the store's latest word: \(word)\(t.store_refund_date.map { " on \($0)" } ?? "") (beyond the one refund and one reversal the ledger posts: reconciliation takes it; the findings below say it)")
+        }
         line("Sources (\(t.sources.count)):")
         for s in t.sources {
             line("  \(s.path):\(s.line)  file sha256 \(s.sha256)  read by the night of \(s.read_on)")

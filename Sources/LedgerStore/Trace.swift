@@ -143,6 +143,12 @@ public struct TransactionTrace: Encodable {
     public var refund_date: String?
     /// The date of its refund's reversal (the `refund_reversal` entry's own date), if posted.
     public var refund_reversed_date: String?
+    /// The store's latest word on the refund where it goes beyond the ledger's one refund and
+    /// one reversal (a second refund or reversal, a refund of the same day at another share):
+    /// the share refunded (100000 in full, 0 reversed again) and its date. Reconciliation takes
+    /// it; the ledger posts no more.
+    public var store_refund_share: Int64? = nil
+    public var store_refund_date: String? = nil
     public var sources: [Source]
     public var rules: AppliedRules?
     public var entries: [Entry]
@@ -290,6 +296,12 @@ extension LedgerReader {
         else if !sources.isEmpty { status = "rejected" }
         else { status = "unknown to the store" }
         let obs = stored?.observation
+        // (Kept from schema v31 on.)
+        let storeWord = try db.columns(in: "store_transaction").contains(where: { $0.name == "store_refund_share" })
+            ? try Row.fetchOne(db.cachedStatement(sql: """
+                SELECT store_refund_share, store_refund_ms FROM store_transaction WHERE transaction_id = ? AND store_refund_share IS NOT NULL
+                """), arguments: [id]).map { (share: $0[0] as Int64, date: ($0[1] as Int64?).map { Day(epochMilliseconds: $0).description }) }
+            : nil
         let freeBecause: String? = status != "free" || obs == nil ? nil
             : obs!.isFreeTrial ? "a free trial or introductory period, or a family member's shared access"
             : obs!.priceMilliunits.map { $0 == 0 ? "its signed price is 0 (an offer)" : "its signed price, \($0) milliunits, is less than the currency's smallest unit" }
@@ -301,6 +313,7 @@ extension LedgerReader {
             original_transaction_id: obs?.originalTransactionId, storefront: rules?.storefront ?? obs?.storefront,
             app_account_token: obs?.appAccountToken, refund_date: obs?.cancellationMs.map { Day(epochMilliseconds: $0).description },
             refund_reversed_date: entries.first { $0.kind == EntryKind.refundReversal.rawValue }?.original_date,
+            store_refund_share: storeWord?.share, store_refund_date: storeWord?.date,
             sources: sources, rules: rules, entries: entries, orders: orders,
             exceptions: try traceExceptions(where: "transaction_id = ?", id),
             findings: try Row.fetchAll(db.cachedStatement(sql: """

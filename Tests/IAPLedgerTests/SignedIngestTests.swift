@@ -532,6 +532,10 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(said.count, 1, "\(said)")
         XCTAssertTrue(said.first?.first?.contains("refunded on \(Day(epochMilliseconds: refundAt)) at 100.000%, but the ledger holds that day's refund at 33.333%: nothing is posted from it") == true, "\(said)")
         XCTAssertEqual(try open(), ["REFUNDED_STILL_CREDITED 9421"])
+        // trace shows the store's word beside the refund the ledger posted.
+        let traced = try XCTUnwrap(try ledger().read { try $0.traceTransaction("9421", asOf: nil) })
+        XCTAssertEqual(traced.store_refund_share, 100_000)
+        XCTAssertTrue(TraceOutput.text(traced).contains("  the store's latest word: refunded in full on \(Day(epochMilliseconds: refundAt))"), TraceOutput.text(traced))
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
     }
 
