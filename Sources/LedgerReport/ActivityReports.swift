@@ -152,7 +152,8 @@ extension FinanceReport {
         func money(_ v: Int64) -> Cell { .money(minor: v, decimals: reportingDecimals) }
         func line(_ label: String, _ s: Sums, style: RowStyle = .body) -> SheetRow {
             SheetRow([.text(label), .integer(s.sales), .integer(s.units), money(s.gross), money(s.tax), money(s.net), money(s.commission),
-                      money(s.proceeds), .integer(s.refundCount), money(s.refunds), money(s.netAfterRefunds)], style: style)
+                      money(s.proceeds), .integer(s.refundCount), money(s.refunds), money(s.netAfterRefunds),
+                      money(s.refundCommission), money(s.proceedsAfterRefunds)], style: style)
         }
         var rows = groups.keys.sorted().map { line($0, groups[$0]!) }
         rows.append(line("Total", total, style: .total))

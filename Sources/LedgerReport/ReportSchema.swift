@@ -83,6 +83,7 @@ public enum ReportSchema {
         c("product"), c("sales", .integer), c("units", .integer), c("gross_reporting", .money), c("tax_reporting", .money),
         c("net_reporting", .money), c("commission_reporting", .money), c("proceeds_reporting", .money),
         c("refund_count", .integer), c("refunds_reporting", .money), c("net_after_refunds_reporting", .money),
+        c("commission_returned_reporting", .money), c("proceeds_after_refunds_reporting", .money),
     ]
     static let refunds = [
         c("entry", .integer), c("posted", .date), c("original_date", .date), c("late"), c("kind"), c("transaction"), c("product"),

@@ -75,6 +75,8 @@ final class WorkbookTieOutTests: XCTestCase {
         let product = try XCTUnwrap(book["Revenue by Product"]!.first { $0.first == "Total" })
         XCTAssertEqual(minor(product[5]), net)
         XCTAssertEqual(minor(product[10]), netAfter)
+        XCTAssertEqual(minor(product[11]), returned)
+        XCTAssertEqual(minor(product[12]), proceedsAfter)
         // Refunds sheet total equals the refunds of the Summary.
         let refundTotal = try XCTUnwrap(book["Refunds"]!.first { $0.first == "Total" })
         XCTAssertEqual(minor(refundTotal[13]), refunds)
