@@ -390,8 +390,10 @@ extension ReportLayout {
 
 extension TableBlock {
     /// The table with the layout's columns, in its order, titles, widths and formats. A streamed
-    /// table stays streamed: each row is projected as it passes. A totals row whose label column
-    /// is left out keeps its label in the first column shown, when that cell is empty.
+    /// table stays streamed: each row is projected as it passes. A totals row whose label (its
+    /// first text saying "Total", else its first cell) is in a column left out keeps it in the
+    /// first column shown whose cell is empty or text (the Trial Balance's "Total EUR" in place
+    /// of the book's name); a row shown all in figures keeps none.
     func laidOut(_ layout: ReportLayout.TableLayout, title: (String) -> String) -> TableBlock {
         let indices = layout.columns.map { c in columns.firstIndex { $0.key == c.key } }
         let laid = zip(layout.columns, indices).map { c, i -> Column in
@@ -406,14 +408,17 @@ extension TableBlock {
             return TableBlock(key: key, heading: layout.heading.map(title), columns: laid, rowCount: rowCount, stream: source)
         }
         let positions = indices.map { $0 ?? Int.max }
-        let labelShown = positions.contains(0)
         return TableBlock(key: key, heading: layout.heading.map(title), columns: laid, rowCount: rowCount) { emit in
             try source { r in
                 var cells = positions.map { $0 < r.cells.count ? r.cells[$0] : .empty }
                 // A short row stays short (a totals row writes its empty cells, bordered).
                 while let last = positions[..<cells.count].last, last >= r.cells.count { cells.removeLast() }
-                if r.style != .body, !labelShown, let label = r.cells.first, case .text = label, cells.first == .empty {
-                    cells[0] = label
+                if r.style != .body,
+                   let at = r.cells.firstIndex(where: { if case .text(let s) = $0 { return s.hasPrefix("Total") }; return false })
+                            ?? (r.cells.first.map { if case .text = $0 { return 0 }; return nil } ?? nil),
+                   !positions.contains(at),
+                   let to = cells.firstIndex(where: { if case .text = $0 { return true }; return $0 == .empty }) {
+                    cells[to] = r.cells[at]
                 }
                 try emit(SheetRow(cells, style: r.style))
             }

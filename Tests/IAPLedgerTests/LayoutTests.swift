@@ -63,6 +63,35 @@ final class LayoutTests: XCTestCase {
     key = "trial_balance"
     """
 
+    /// A totals row whose label column is left out keeps its label in the first column shown
+    /// that is empty or text: the Trial Balance without `account` says "Total USD" in place of
+    /// the book's name (its totals read as accounts); a row of figures only keeps none.
+    func testATotalsRowKeepsItsLabelWhenItsColumnIsLeftOut() throws {
+        let ws = try demo()
+        try writeLayout(ws, "finance.toml", """
+            [[sheet]]
+            key = "trial_balance"
+
+            [[sheet.table]]
+            key = "balances"
+            columns = ["book", "currency", "balance"]
+
+            [[sheet]]
+            key = "revenue_by_region"
+
+            [[sheet.table]]
+            key = "by_region"
+            columns = ["month", "currency", "net"]
+            """)
+        let result = try NightlyRun(workspace: ws, asOf: asOf).run()
+        let book = try XLSXReader.sheets(try XCTUnwrap(result.workbooks.first { $0.lastPathComponent == "finance-2026-11-21.xlsx" }))
+        let balances = try XCTUnwrap(book["Trial Balance"])
+        XCTAssertTrue(balances.contains { $0.first == "Total USD" && $0.count > 1 && $0[1] == "USD" }, "\(balances)")
+        XCTAssertTrue(balances.contains { $0.first == "Total all currencies (USD)" }, "\(balances)")
+        XCTAssertFalse(balances.dropFirst(5).contains { $0.first == "production" && $0.count > 1 && $0[1].isEmpty })
+        XCTAssertTrue(try XCTUnwrap(book["Revenue by Region"]).contains { $0.first == "Total" }, "the label moves to the month column")
+    }
+
     func testAWorkspaceLayoutReordersRenamesDropsAndReformats() throws {
         let ws = try demo()
         try writeLayout(ws, "finance.toml", Self.customFinance)
