@@ -221,7 +221,7 @@ public enum PeriodReport {
     public static func write(workspace: Workspace, asOf day: Day) throws -> (asOf: Day, files: [ReportFile], note: String?, head: String?) {
         try write(workspace: workspace) { lastNight in
             guard let last = lastNight, day <= last else {
-                throw StoreError(message: "\(day) is after the last night (\(lastNight.map(\.description) ?? "none")): a night's workbooks are written by `iapledger run --as-of \(day)`")
+                throw StoreError(message: "\(day) is after the last night (\(lastNight.map(\.description) ?? "none")): a night's workbooks are written by the night of that day, `iapledger run --as-of \(day)`, once it has come (a night is refused later than tomorrow, UTC)")
             }
             return day
         }

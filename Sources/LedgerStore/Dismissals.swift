@@ -95,6 +95,11 @@ extension LedgerReader {
         }
     }
 
+    /// The codes of the findings the ledger holds, of any status, sorted.
+    public func findingCodes() throws -> [String] {
+        try String.fetchAll(db, sql: "SELECT DISTINCT code FROM finding ORDER BY code")
+    }
+
     /// The message of the finding of `code` about `transactionId` that names no record, if any.
     public func findingMessage(code: String, transactionId: String) throws -> String? {
         try String.fetchOne(db.cachedStatement(sql: "SELECT message FROM finding WHERE code = ? AND transaction_id = ? AND record_id IS NULL"),

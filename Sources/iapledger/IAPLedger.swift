@@ -532,7 +532,12 @@ struct Findings: ParsableCommand {
     func run() throws {
         try runReporting {
             let (_, ledger) = try Workspace(ws.url).openExistingLedger()
-            try FindingsOutput.write(ledger, status: status.rawValue, code: code, format: format.rawValue) { print($0, terminator: "") }
+            let n = try FindingsOutput.write(ledger, status: status.rawValue, code: code, format: format.rawValue) { print($0, terminator: "") }
+            // A code the ledger has never held (a typo reads as nothing to book): said on stderr,
+            // with the codes it holds.
+            if n == 0, let code, let held = try? ledger.read({ try $0.findingCodes() }), !held.contains(code) {
+                StandardError.write("iapledger: this ledger holds no finding of code \(TerminalText.visible(code)), of any status; the codes it holds: \(held.isEmpty ? "none" : held.joined(separator: ", "))\n")
+            }
         }
     }
 }

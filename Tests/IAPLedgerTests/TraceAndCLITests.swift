@@ -37,6 +37,20 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertTrue(try cli(["trace", "ord-90", "--workspace", ws.root.path]).out.contains("CREDITED_WITHOUT_TRANSACTION open, no transaction, first seen"))
     }
 
+    /// `findings --code` with a code the ledger never held (a typo) says so on stderr, with the
+    /// codes it holds ("No findings." alone read as nothing to book).
+    func testFindingsOfACodeTheLedgerNeverHeldSaysSo() throws {
+        try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("9701", product: "coins.999", purchased: "2026-10-05T10:00:00Z")]) + "\n")
+        try ws.run("2026-10-07")
+        let typo = try cli(["findings", "--code", "MISING_RULE", "--workspace", ws.root.path])
+        XCTAssertEqual(typo.status, 0)
+        XCTAssertEqual(typo.out, "No findings.\n")
+        XCTAssertEqual(typo.err, "iapledger: this ledger holds no finding of code MISING_RULE, of any status; the codes it holds: MISSING_RULE\n")
+        let held = try cli(["findings", "--code", "MISSING_RULE", "--status", "resolved", "--workspace", ws.root.path])
+        XCTAssertEqual(held.out, "No findings.\n")
+        XCTAssertEqual(held.err, "", "a code the ledger holds, none resolved: nothing more to say")
+    }
+
     func cli(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
         let r = try Resilience.cli(args)
         return (r.status, r.out, r.err)
