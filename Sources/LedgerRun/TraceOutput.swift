@@ -291,6 +291,24 @@ public enum TraceOutput {
         }
     }
 
+    public static func text(_ t: RecordTrace) -> String {
+        var out: [String] = ["Record \(t.path):\(t.line): \(t.records.count) read (each version of the file read holds one)"]
+        for r in t.records {
+            out.append("  #\(r.record_id)  file sha256 \(r.sha256)  read by the night of \(r.read_on)")
+            out.append("    \(r.outcome)" + (r.environment.map { ", environment \($0)" } ?? "")
+                       + ((r.reason_code ?? r.reason).map { _ in ": " + [r.reason_code, r.reason].compactMap { $0 }.joined(separator: ": ") } ?? ""))
+            if !r.text_holds {
+                out.append("    WARNING: the text the ledger keeps of this record no longer hashes to its record sha256 \(r.record_sha256): changed after it was read; run `iapledger verify`")
+            }
+            if let on = r.resolved_on { out.append("    settled by the night of \(on)" + (r.resolution.map { ": \($0)" } ?? "") + " (no longer open)") }
+            else if r.outcome != "verified" { out.append("    still open (`iapledger dismiss \(t.path):\(t.line)` takes it off the open lists once no later record will settle it)") }
+            if !r.transaction_ids.isEmpty { out.append("    transactions: \(r.transaction_ids.joined(separator: ", ")) (`iapledger trace <id>` for each)") }
+            if let o = r.order_id { out.append("    order: \(o) (`iapledger trace \(o)`)") }
+            if let text = r.text { sourceText(text, indent: "    ", into: &out) }
+        }
+        return out.joined(separator: "\n") + "\n"
+    }
+
     public static func text(_ o: OrderTrace) -> String {
         var out = "Order \(o.order_id): \(o.versions.count) version(s)\n"
         func textLines(_ text: String?) {

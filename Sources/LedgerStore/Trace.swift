@@ -219,6 +219,33 @@ public struct TransactionTrace: Encodable {
     }
 }
 
+/// The records read at one line of an input file (every version of the file read), for one
+/// that names no transaction or order to trace it by: a line refused as no JSON, a whole file
+/// refused.
+public struct RecordTrace: Encodable {
+    public var path: String
+    public var line: Int
+    public struct Record: Encodable {
+        public var record_id: Int64
+        /// The file's version it was read from (its SHA-256) and the night that read it.
+        public var sha256: String
+        public var read_on: String
+        public var record_sha256: String
+        public var text_holds: Bool
+        public var outcome: String
+        public var reason_code: String?
+        public var reason: String?
+        public var environment: String?
+        public var resolved_on: String?
+        public var resolution: String?
+        /// The transactions it reports or names (stored from it, or waiting for a verified record).
+        public var transaction_ids: [String]
+        public var order_id: String?
+        public var text: String?
+    }
+    public var records: [Record]
+}
+
 /// The versions of one backend order and the transaction it names.
 public struct OrderTrace: Encodable {
     /// A line of an orders file that named the order but was not taken (rejected, or a line of
@@ -330,6 +357,32 @@ extension LedgerReader {
                 """), arguments: [id]), note: ""))
         trace.free_because = freeBecause
         return trace
+    }
+
+    /// The records read at `line` of the file at `path` (every version of it read), nil when none.
+    public func traceRecord(path: String, line: Int, withText: Bool = false) throws -> RecordTrace? {
+        let rows = try Row.fetchAll(db, sql: """
+            SELECT r.id, f.sha256, run.as_of, r.record_sha256, r.outcome, r.reason_code, r.reason, r.environment,
+                   resolved.as_of, r.resolved_note, r.order_id, r.chunk_id IS NOT NULL
+            FROM source_record r JOIN source_file f ON f.id = r.file_id JOIN run ON run.id = f.run_id
+            LEFT JOIN run resolved ON resolved.id = r.resolved_run_id
+            WHERE f.path = ? AND r.line = ? ORDER BY r.id
+            """, arguments: [path, line])
+        guard !rows.isEmpty else { return nil }
+        return RecordTrace(path: path, line: line, records: try rows.map { r in
+            let id: Int64 = r[0]
+            let text = try recordText(id) ?? Self.unreadableText
+            let transactions = try String.fetchAll(db, sql: """
+                SELECT transaction_id FROM store_transaction WHERE first_record_id = ?1
+                UNION SELECT transaction_id FROM transaction_source WHERE record_id = ?1
+                UNION SELECT transaction_id FROM unverified_record_transaction WHERE record_id = ?1
+                ORDER BY 1
+                """, arguments: [id])
+            return .init(record_id: id, sha256: r[1], read_on: r[2], record_sha256: r[3],
+                         text_holds: Self.textHolds(text, recordSHA256: r[3], fileSHA256: r[1], inChunk: r[11], outcome: r[4], reasonCode: r[5]),
+                         outcome: r[4], reason_code: r[5], reason: r[6], environment: r[7], resolved_on: r[8], resolution: r[9],
+                         transaction_ids: transactions, order_id: r[10], text: withText ? text : nil)
+        })
     }
 
     public func traceOrder(_ orderId: String, asOf: Day?, withText: Bool = false) throws -> OrderTrace? {

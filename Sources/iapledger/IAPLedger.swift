@@ -549,7 +549,7 @@ struct Trace: ParsableCommand {
     enum Format: String, ExpressibleByArgument, CaseIterable { case text, json }
 
     @OptionGroup var ws: WorkspaceOption
-    @Argument(help: "A store transaction id or a backend order id.") var id: String
+    @Argument(help: "A store transaction id, a backend order id, or FILE:LINE (an input record by the path and line a summary names).") var id: String
     @Option(help: "Output format: text or json.") var format: Format = .text
     @Flag(name: .customLong("source-text"),
           help: "Also show the text of each source record and order line as it was read (the ledger keeps it).")
@@ -582,11 +582,16 @@ struct Trace: ParsableCommand {
                     o = try TraceOutput.checked(o, in: workspace, reader: r)
                     return format == .json ? TraceOutput.json(o) : TraceOutput.text(o)
                 }
+                // FILE:LINE, a record that names no transaction or order (a line that is no JSON).
+                if let colon = id.lastIndex(of: ":"), let line = Int(id[id.index(after: colon)...]), line > 0,
+                   let t = try r.traceRecord(path: String(id[..<colon]), line: line, withText: sourceText) {
+                    return format == .json ? TraceOutput.json(t) : TraceOutput.text(t)
+                }
                 return nil
             }
             guard let found else {
                 // The id is what the user typed (or pasted): shown escaped, as everything else printed is.
-                StandardError.write("iapledger: no transaction or order with id \(TerminalText.visible(id)) in this ledger\n")
+                StandardError.write("iapledger: no transaction or order with id \(TerminalText.visible(id)) in this ledger (nor a record at it, for FILE:LINE as the inbox path and line a summary names)\n")
                 throw ExitCode.failure
             }
             print(found, terminator: "")

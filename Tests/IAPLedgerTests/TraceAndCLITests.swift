@@ -51,6 +51,29 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertEqual(held.err, "", "a code the ledger holds, none resolved: nothing more to say")
     }
 
+    /// A record that names no transaction or order (a line that is no JSON) is traced by its
+    /// FILE:LINE: each version of the file read, its outcome and reason, whether it is open, its
+    /// text; a path and line with no record is refused as an unknown id.
+    func testARecordIsTracedByItsFileAndLine() throws {
+        try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("9801", purchased: "2026-10-05T10:00:00Z")]) + "\n{not json\n")
+        try ws.run("2026-10-07")
+        let text = try cli(["trace", "inbox/receipts/r.jsonl:2", "--source-text", "--workspace", ws.root.path])
+        XCTAssertEqual(text.status, 0, text.err)
+        XCTAssertTrue(text.out.hasPrefix("Record inbox/receipts/r.jsonl:2: 1 read"), text.out)
+        XCTAssertTrue(text.out.contains("    rejected: MALFORMED: "), text.out)
+        XCTAssertTrue(text.out.contains("    still open (`iapledger dismiss inbox/receipts/r.jsonl:2`"), text.out)
+        XCTAssertTrue(text.out.contains("      | {not json"), text.out)
+        let json = try cli(["trace", "inbox/receipts/r.jsonl:1", "--format", "json", "--workspace", ws.root.path])
+        let o = try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as! [String: Any]
+        let record = try XCTUnwrap((o["records"] as? [[String: Any]])?.first)
+        XCTAssertEqual(record["outcome"] as? String, "verified")
+        XCTAssertEqual(record["transaction_ids"] as? [String], ["9801"])
+        XCTAssertEqual(record["text_holds"] as? Bool, true)
+        let none = try cli(["trace", "inbox/receipts/r.jsonl:9", "--workspace", ws.root.path])
+        XCTAssertEqual(none.status, 1)
+        XCTAssertTrue(none.err.contains("no transaction or order with id inbox/receipts/r.jsonl:9"), none.err)
+    }
+
     func cli(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
         let r = try Resilience.cli(args)
         return (r.status, r.out, r.err)
