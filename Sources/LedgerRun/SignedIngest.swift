@@ -140,7 +140,7 @@ extension Ingest {
             return try observe(obs, recordId: recordId, location: location, refundSaidByCaller: refundSaidByCaller)
         case .failure(let why):
             try writer.openFinding(code: "INVALID_TRANSACTION", transactionId: t.transactionId, recordId: recordId,
-                                   message: "\(location): \(why.message)", runId: runId)
+                                   message: "\(location): \(why.message); nothing of this record is taken (no sale, no refund from it)", runId: runId)
             try noteRefused("INVALID_TRANSACTION", transactionId: t.transactionId, recordId: recordId)
             return false
         }

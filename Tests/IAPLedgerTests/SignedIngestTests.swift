@@ -774,6 +774,21 @@ final class SignedIngestTests: XCTestCase {
         ])
     }
 
+    /// A signed refund whose share is out of range (0, 150%) is refused as an invalid transaction
+    /// whose finding says nothing of the record is taken: the sale another record brought
+    /// stands, and no refund is posted.
+    func testARefundShareOutOfRangeTakesNothingAndSaysSo() throws {
+        try ws.write("inbox/signed/a.jws", try transaction("9431") + "\n")
+        try ws.run("2023-11-14")
+        let at = t0 + 86_400_000
+        try ws.write("inbox/signed/b.jws", try transaction("9431", revocation: at, type: "REFUND_PRORATED", percentage: 150_000) + "\n")
+        try ws.run("2023-11-15")
+        XCTAssertEqual(try rows("SELECT kind FROM entry WHERE transaction_id = '9431'"), [["sale"]])
+        let said = try rows("SELECT message FROM finding WHERE code = 'INVALID_TRANSACTION' AND transaction_id = '9431'")
+        XCTAssertEqual(said.count, 1)
+        XCTAssertTrue(said.first?.first?.hasSuffix("has revocationPercentage 150000: not from 1 to 100000; nothing of this record is taken (no sale, no refund from it)") == true, "\(said)")
+    }
+
     /// A REFUND_REVERSED (carrying a refund) whose transaction contradicts a waiting receipt
     /// sale (another subscription) is a conflict: it asks for no reversal and gives no refund,
     /// as any record that contradicts the first source (the night asked for the reversal, and
