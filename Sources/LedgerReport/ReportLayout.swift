@@ -392,8 +392,9 @@ extension TableBlock {
     /// The table with the layout's columns, in its order, titles, widths and formats. A streamed
     /// table stays streamed: each row is projected as it passes. A totals row whose label (its
     /// first text saying "Total", else its first cell) is in a column left out keeps it in the
-    /// first column shown whose cell is empty or text (the Trial Balance's "Total EUR" in place
-    /// of the book's name); a row shown all in figures keeps none.
+    /// first column shown that is no amount column and whose cell is empty, else the first whose
+    /// cell is text (the Trial Balance's "Total EUR" in place of the book's name; the Refunds
+    /// total's count of late entries kept); a row shown all in figures keeps none.
     func laidOut(_ layout: ReportLayout.TableLayout, title: (String) -> String) -> TableBlock {
         let indices = layout.columns.map { c in columns.firstIndex { $0.key == c.key } }
         let laid = zip(layout.columns, indices).map { c, i -> Column in
@@ -417,7 +418,8 @@ extension TableBlock {
                    let at = r.cells.firstIndex(where: { if case .text(let s) = $0 { return s.hasPrefix("Total") }; return false })
                             ?? (r.cells.first.map { if case .text = $0 { return 0 }; return nil } ?? nil),
                    !positions.contains(at),
-                   let to = cells.firstIndex(where: { if case .text = $0 { return true }; return $0 == .empty }) {
+                   let to = cells.indices.first(where: { cells[$0] == .empty && laid[$0].kind != .money })
+                            ?? cells.firstIndex(where: { if case .text = $0 { return true }; return false }) {
                     cells[to] = r.cells[at]
                 }
                 try emit(SheetRow(cells, style: r.style))

@@ -1476,8 +1476,11 @@ struct Ingest {
     mutating func refundShareDiffers(_ t: TransactionObservation, heldShare: Int64, recordId: Int64, location: SourceLocation) throws {
         guard let c = t.cancellationMs else { return }
         let share = t.revocationPercentage ?? 100_000
-        try writer.setStoreRefundShare(transactionId: t.transactionId, share: share, atMs: c)
         let day = Day(epochMilliseconds: c)
+        // A reversal of that refund the ledger keeps is the later word (dated on or after it).
+        if try writer.reversalRequest(book: t.book, transactionId: t.transactionId).map({ day > $0.date }) ?? true {
+            try writer.setStoreRefundShare(transactionId: t.transactionId, share: share, atMs: c)
+        }
         func percent(_ s: Int64) -> String { "\(ExactDecimal(mantissa: s, scale: 3))%" }
         let said = "refunded on \(day) at \(percent(share)), but the ledger holds"
         guard try !writer.findingSaid(code: "REFUND_AGAIN", transactionId: t.transactionId, containing: said) else { return }

@@ -301,12 +301,12 @@ public enum TraceOutput {
                 out.append("    WARNING: the text the ledger keeps of this record no longer hashes to its record sha256 \(r.record_sha256): changed after it was read; run `iapledger verify`")
             }
             if let on = r.resolved_on { out.append("    settled by the night of \(on)" + (r.resolution.map { ": \($0)" } ?? "") + " (no longer open)") }
-            else if r.outcome != "verified" { out.append("    still open (`iapledger dismiss \(t.path):\(t.line)` takes it off the open lists once no later record will settle it)") }
+            else if r.outcome != "verified" { out.append("    still open (`iapledger dismiss \(ShellWord.quoted("\(t.path):\(t.line)"))` takes it off the open lists once no later record will settle it)") }
             if !r.transaction_ids.isEmpty { out.append("    transactions: \(r.transaction_ids.joined(separator: ", ")) (`iapledger trace <id>` for each)") }
-            if let o = r.order_id { out.append("    order: \(o) (`iapledger trace \(o)`)") }
+            if let o = r.order_id { out.append("    order: \(o) (`iapledger trace \(ShellWord.quoted(o))`)") }
             if let text = r.text { sourceText(text, indent: "    ", into: &out) }
         }
-        return out.joined(separator: "\n") + "\n"
+        return out.map(TerminalText.visible).joined(separator: "\n") + "\n"
     }
 
     public static func text(_ o: OrderTrace) -> String {

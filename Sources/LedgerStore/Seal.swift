@@ -491,6 +491,11 @@ extension LedgerReader {
             if let stray = try Int64.fetchOne(db, sql: "SELECT min(id) FROM source_record WHERE id < 1") {
                 problems.append("source record #\(stray) has an id below 1, under no seal: added by hand")
             }
+            // Seals cover finding dismissals from id 1 on: one below it is under none.
+            if try db.tableExists("finding_dismissal"),
+               let stray = try Int64.fetchOne(db, sql: "SELECT min(id) FROM finding_dismissal WHERE id < 1") {
+                problems.append("finding dismissal #\(stray) has an id below 1, under no seal: added by hand")
+            }
             let unsealed = try LedgerSeal.unsealedRuns(db)
             problems += LedgerSeal.describeUnsealed(unsealed)
             let lastRecord = try Int64.fetchOne(db, sql: "SELECT max(id) FROM source_record") ?? 0

@@ -162,7 +162,7 @@ struct Run: ParsableCommand {
             } catch {
                 // Stopped before its commit (a rules file missing, an input that cannot be
                 // read): the night rolled back, which the message says where it does not yet.
-                throw NightNotWritten.saying(error)
+                throw NightNotWritten.saying(error, again: "iapledger run --as-of \(day)\(ws.argument)")
             }
             printReportFiles(result)
             if timings {
@@ -177,11 +177,18 @@ struct Run: ParsableCommand {
 struct NightNotWritten: Error, CustomStringConvertible {
     var description: String
 
-    static func saying(_ error: Error) -> Error {
+    /// - Parameter again: the command that runs the night again.
+    static func saying(_ error: Error, again: String) -> Error {
         let text = "\(error)"
+        guard !(error is ExitCode), !(error is CleanExit), !(error is ValidationError) else { return error }
+        let committed = StopSignals.committedRun.load(ordering: .relaxed)
+        if committed > 0 {
+            // Committed, and stopped before its summary was said (a read after the commit).
+            guard !StopSignals.summarySaid.load(ordering: .relaxed) else { return error }
+            return NightNotWritten(description: text + "; the night is committed (run \(committed): the ledger holds it), but its summary and workbooks were not written: run `\(again)` again to write them")
+        }
         let said = ["othing was written", "nothing of this run was written", "the ledger is as it was", "nothing was read or written"]
-        guard StopSignals.committedRun.load(ordering: .relaxed) == 0, !said.contains(where: { text.contains($0) }),
-              !(error is ExitCode), !(error is CleanExit), !(error is ValidationError) else { return error }
+        guard !said.contains(where: { text.contains($0) }) else { return error }
         return NightNotWritten(description: text + "; nothing of this night was written (the ledger holds what it held before it)")
     }
 }

@@ -82,6 +82,13 @@ final class LayoutTests: XCTestCase {
             [[sheet.table]]
             key = "by_region"
             columns = ["month", "currency", "net"]
+
+            [[sheet]]
+            key = "refunds"
+
+            [[sheet.table]]
+            key = "refunds"
+            columns = ["late", "posted", "net_reporting"]
             """)
         let result = try NightlyRun(workspace: ws, asOf: asOf).run()
         let book = try XLSXReader.sheets(try XCTUnwrap(result.workbooks.first { $0.lastPathComponent == "finance-2026-11-21.xlsx" }))
@@ -90,6 +97,9 @@ final class LayoutTests: XCTestCase {
         XCTAssertTrue(balances.contains { $0.first == "Total all currencies (USD)" }, "\(balances)")
         XCTAssertFalse(balances.dropFirst(5).contains { $0.first == "production" && $0.count > 1 && $0[1].isEmpty })
         XCTAssertTrue(try XCTUnwrap(book["Revenue by Region"]).contains { $0.first == "Total" }, "the label moves to the month column")
+        // An empty cell is taken before a text one: the Refunds total keeps its count of late entries.
+        let refunds = try XCTUnwrap(book["Refunds"])
+        XCTAssertTrue(refunds.contains { $0.count > 1 && $0[0] == "0 late" && $0[1] == "Total" }, "\(refunds.suffix(2))")
     }
 
     func testAWorkspaceLayoutReordersRenamesDropsAndReformats() throws {

@@ -539,6 +539,23 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
     }
 
+    /// ...but a reversal of that refund the ledger keeps, dated after it, stays the last word: the
+    /// other share is said, and the order crediting the sale stands rightly (a same-day share
+    /// set the word to a refund in full over the reversal, and opened REFUNDED_STILL_CREDITED).
+    func testARefundOfTheSameDayAtAnotherShareLeavesALaterReversalTheLastWord() throws {
+        try ws.write("inbox/orders/o.csv", "order_id,account_id,transaction_id,product_id,quantity,credited_units,credited_at,environment\n"
+            + "r1,acct-1,9422,com.example.product,1,100,2023-11-14T00:00:00Z,sandbox\n")
+        let refundAt = t0 + 2 * 86_400_000
+        try ws.write("inbox/signed/a1.json", try notification("REFUND", signed: refundAt, transaction: try transaction("9422", revocation: refundAt, type: "REFUND_PRORATED", percentage: 50_000)))
+        try ws.write("inbox/signed/a2.json", try notification("REFUND_REVERSED", signed: refundAt + 2 * 86_400_000, transaction: try transaction("9422")))
+        try ws.run("2023-11-19")
+        try ws.write("inbox/signed/a3.json", try notification("REFUND", signed: refundAt + 3_600_000, transaction: try transaction("9422", revocation: refundAt + 3_600_000, type: "REFUND_FULL")))
+        try ws.run("2023-11-20")
+        XCTAssertEqual(try rows("SELECT code FROM finding WHERE transaction_id = '9422' AND resolved_run_id IS NULL"), [["REFUND_AGAIN"]])
+        XCTAssertEqual(try rows("SELECT category FROM exception WHERE resolved_on IS NULL"), [])
+        XCTAssertEqual(try rows("SELECT store_refund_share IS NULL OR store_refund_share = 0 FROM store_transaction WHERE transaction_id = '9422'"), [["1"]])
+    }
+
     /// The store's last word is the latest by date, not the last read: a second reversal read
     /// before the second refund it reverses (files out of order) leaves the transaction
     /// reversed; a second refund read before the first reversal, and dated after it, stands;

@@ -922,6 +922,16 @@ final class VerifyTests: XCTestCase {
         XCTAssertTrue(found.first?.contains("(INVALID_TRANSACTION 8302) reads \"dismissed by cfo on 2026-10-08: booked\", but no dismissal asked for it") == true, "\(found)")
         XCTAssertThrowsError(try ws.run("2026-10-10"))
         try restore()
+        // ...and with an id below every seal's range (0): under no seal, named.
+        try Ledger(path: dbPath).write { w in
+            try w.db.execute(sql: """
+                INSERT INTO finding_dismissal (id, finding_id, message, asked_at, asked_by, reason)
+                SELECT 0, id, message, '2026-10-08T09:30:00Z', 'cfo', 'booked' FROM finding WHERE transaction_id = '8302';
+                UPDATE finding SET resolved_run_id = 3, resolved_note = 'dismissed by cfo on 2026-10-08: booked' WHERE transaction_id = '8302'
+                """)
+        }
+        XCTAssertEqual(try problems(), ["finding dismissal #0 has an id below 1, under no seal: added by hand"])
+        try restore()
         // Run times out of order.
         try tamper(past: "run_finished_no_update", "UPDATE run SET finished_at = '2026-01-01T00:00:00Z' WHERE id = 2")
         found = try problems()
