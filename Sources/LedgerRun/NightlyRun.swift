@@ -1412,7 +1412,7 @@ struct Ingest {
                       (t.revocationPercentage ?? 100_000) != (e.revocationPercentage ?? 100_000) {
                 // The same day's refund at another share than the one the ledger holds (a
                 // signed record saying its share: a receipt says none): not dropped.
-                try refundShareDiffers(t, heldShare: e.revocationPercentage ?? 100_000, recordId: recordId, location: location)
+                try refundShareDiffers(t, held: held, heldShare: e.revocationPercentage ?? 100_000, recordId: recordId, location: location)
             } else if !refundSaidByCaller, let held = e.cancellationMs, let c = t.cancellationMs,
                       Day(epochMilliseconds: held) != Day(epochMilliseconds: c) {
                 // One refund per transaction (accounting.md): a record reporting it refunded on
@@ -1444,10 +1444,18 @@ struct Ingest {
         guard let c = t.cancellationMs, let reversal = try writer.reversalRequest(book: t.book, transactionId: t.transactionId),
               Day(epochMilliseconds: c) > reversal.date else { return }
         try writer.setStoreRefundShare(transactionId: t.transactionId, share: t.revocationPercentage ?? 100_000, atMs: c)
-        let day = Day(epochMilliseconds: c)
-        guard try !writer.secondRefundSaid(transactionId: t.transactionId, day: day) else { return }
-        try writer.openFinding(code: "REFUND_AFTER_REVERSAL", transactionId: t.transactionId, recordId: recordId,
-                               message: "\(location) refunds transaction \(t.transactionId) (revoked \(day)) after REFUND_REVERSED \(reversal.uuid) (dated \(reversal.date)), read before it, which reverses that refund: the ledger posts both, so the sale stands in the books, while reconciliation takes the latest-dated word, the refund. If Apple refunded it after reversing, finance books the refund by hand; if a date is wrong, dismiss this once checked",
+        try sayRefundAfterItsReversal(t.transactionId, refundMs: c, reversal: reversal, recordId: recordId, location: location)
+    }
+
+    /// The refund the ledger holds dated after the reversal that reverses it (read before or
+    /// after it): both are posted, so the sale stands in the books, while reconciliation takes
+    /// the latest-dated word, the refund. Said once (`REFUND_AFTER_REVERSAL`).
+    mutating func sayRefundAfterItsReversal(_ transactionId: String, refundMs: Int64, reversal: (uuid: String, date: Day),
+                                            recordId: Int64, location: SourceLocation) throws {
+        let day = Day(epochMilliseconds: refundMs)
+        guard try !writer.secondRefundSaid(transactionId: transactionId, day: day) else { return }
+        try writer.openFinding(code: "REFUND_AFTER_REVERSAL", transactionId: transactionId, recordId: recordId,
+                               message: "\(location): transaction \(transactionId)'s refund (revoked \(day)) is dated after REFUND_REVERSED \(reversal.uuid) (dated \(reversal.date)), which reverses it: the ledger posts both, so the sale stands in the books, while reconciliation takes the latest-dated word, the refund. If Apple refunded it after reversing, finance books the refund by hand; if a date is wrong, dismiss this once checked",
                                runId: runId)
     }
 
@@ -1473,12 +1481,14 @@ struct Ingest {
     /// posted (one refund per transaction), its share the store's last word for reconciliation
     /// (an order still crediting a sale now refunded in full is REFUNDED_STILL_CREDITED), and
     /// said once per share (`REFUND_AGAIN`), for finance to book the difference by hand.
-    mutating func refundShareDiffers(_ t: TransactionObservation, heldShare: Int64, recordId: Int64, location: SourceLocation) throws {
+    /// Only a record whose refund instant is not before the held one's (`held`) is the store's
+    /// later word: an older record of that day read late is said, not taken.
+    mutating func refundShareDiffers(_ t: TransactionObservation, held: Int64, heldShare: Int64, recordId: Int64, location: SourceLocation) throws {
         guard let c = t.cancellationMs else { return }
         let share = t.revocationPercentage ?? 100_000
         let day = Day(epochMilliseconds: c)
         // A reversal of that refund the ledger keeps is the later word (dated on or after it).
-        if try writer.reversalRequest(book: t.book, transactionId: t.transactionId).map({ day > $0.date }) ?? true {
+        if c >= held, try writer.reversalRequest(book: t.book, transactionId: t.transactionId).map({ day > $0.date }) ?? true {
             try writer.setStoreRefundShare(transactionId: t.transactionId, share: share, atMs: c)
         }
         func percent(_ s: Int64) -> String { "\(ExactDecimal(mantissa: s, scale: 3))%" }

@@ -98,6 +98,14 @@ extension Ingest {
     /// one refused for what it says (another app, an untrusted chain) is refused as such.
     static func cutShort(_ prepared: PreparedFile.PreparedSigned) -> String? {
         guard prepared.record.unterminated else { return nil }
+        // Base64 text that no compact JWS begins with (its header is base64url of `{"`, `eyJ`)
+        // is no signed record cut short: Apple's base64 receipts and Xcode data are refused for
+        // what they are, as with a line end.
+        let text = prepared.record.text.utf8.filter { $0 != 0x20 && $0 != 0x09 && $0 != 0x0D }
+        let base64 = !text.isEmpty && text.allSatisfy { b in
+            (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || "+/=_-".utf8.contains(b)
+        }
+        if base64 && !text.starts(with: Array("eyJ".utf8)) { return nil }
         switch prepared.verdict {
         case nil: return "no signed payload"
         case .transaction(.failure(let e))?, .notification(.failure(let e))?, .renewalInfo(.failure(let e))?:
@@ -200,6 +208,9 @@ extension Ingest {
                 if let held = try writer.transaction(t.transactionId)?.observation, let heldMs = held.cancellationMs,
                    Day(epochMilliseconds: heldMs) > day {
                     try writer.setStoreRefundShare(transactionId: t.transactionId, share: held.revocationPercentage ?? 100_000, atMs: heldMs)
+                    // The books post this reversal of that refund all the same: said.
+                    try sayRefundAfterItsReversal(t.transactionId, refundMs: heldMs, reversal: (n.notificationUUID, day),
+                                                  recordId: recordId, location: location)
                 } else {
                     try writer.setStoreRefundShare(transactionId: t.transactionId, share: 0, atMs: reversedMs, onlyOverAnother: true)
                 }

@@ -328,7 +328,11 @@ public enum LedgerSeal {
                   AND substr(d.asked_at, 1, 19) <= substr(run.started_at, 1, 19) \(sealed))
             ORDER BY f.id LIMIT 11
             """)
-        return rows.prefix(10).map {
+        // Seals cover finding dismissals from id 1 on: one below it is under none.
+        let stray = try Int64.fetchOne(db, sql: "SELECT min(id) FROM finding_dismissal WHERE id < 1").map {
+            ["finding dismissal #\($0) has an id below 1, under no seal: added by hand"]
+        } ?? []
+        return stray + rows.prefix(10).map {
             "finding #\($0[0] as Int64) (\($0[1] as String) \($0[2] as String)) reads \"\($0[3] as String)\", but no dismissal asked for it as it reads, before the night that resolved it and sealed by that night, says so: written by hand (`iapledger dismiss --finding` asks, as kept, and the next night applies and seals it)"
         } + (rows.count > 10 ? ["... and more findings marked dismissed by hand"] : [])
     }
@@ -490,11 +494,6 @@ extension LedgerReader {
             }
             if let stray = try Int64.fetchOne(db, sql: "SELECT min(id) FROM source_record WHERE id < 1") {
                 problems.append("source record #\(stray) has an id below 1, under no seal: added by hand")
-            }
-            // Seals cover finding dismissals from id 1 on: one below it is under none.
-            if try db.tableExists("finding_dismissal"),
-               let stray = try Int64.fetchOne(db, sql: "SELECT min(id) FROM finding_dismissal WHERE id < 1") {
-                problems.append("finding dismissal #\(stray) has an id below 1, under no seal: added by hand")
             }
             let unsealed = try LedgerSeal.unsealedRuns(db)
             problems += LedgerSeal.describeUnsealed(unsealed)

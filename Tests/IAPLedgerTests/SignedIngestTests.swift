@@ -395,7 +395,7 @@ final class SignedIngestTests: XCTestCase {
         // reconciliation takes the refund, the latest-dated word; said (it was not).
         XCTAssertEqual(try open(), ["REFUND_AFTER_REVERSAL 9051"])
         let said = try rows("SELECT message FROM finding WHERE code = 'REFUND_AFTER_REVERSAL'")[0][0]
-        XCTAssertTrue(said.contains("refunds transaction 9051 (revoked 2023-11-16) after REFUND_REVERSED ") && said.contains("(dated 2023-11-15), read before it"), said)
+        XCTAssertTrue(said.contains("transaction 9051's refund (revoked 2023-11-16) is dated after REFUND_REVERSED ") && said.contains("(dated 2023-11-15), which reverses it"), said)
         XCTAssertEqual(try rows("SELECT store_refund_share FROM store_transaction WHERE transaction_id = '9051'"), [["100000"]])
         try ws.run("2023-11-17")
         XCTAssertEqual(try rows("SELECT count(*) FROM finding WHERE code = 'REFUND_AFTER_REVERSAL'"), [["1"]], "said once")
@@ -554,6 +554,30 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(try rows("SELECT code FROM finding WHERE transaction_id = '9422' AND resolved_run_id IS NULL"), [["REFUND_AGAIN"]])
         XCTAssertEqual(try rows("SELECT category FROM exception WHERE resolved_on IS NULL"), [])
         XCTAssertEqual(try rows("SELECT store_refund_share IS NULL OR store_refund_share = 0 FROM store_transaction WHERE transaction_id = '9422'"), [["1"]])
+    }
+
+    /// A refund the ledger holds, then a reversal of it dated before it (read after it): both
+    /// are posted, the sale stands, reconciliation takes the refund: said (it was silent, and
+    /// the order crediting it was an exception with no word why). And a same-day record of the
+    /// refund at another share but an earlier instant, read late, is said, not the store's word.
+    func testAReversalDatedBeforeTheRefundItReversesIsSaid() throws {
+        try ws.write("inbox/orders/o.csv", "order_id,account_id,transaction_id,product_id,quantity,credited_units,credited_at,environment\n"
+            + "r1,acct-1,9441,com.example.product,1,100,2023-11-14T00:00:00Z,sandbox\n")
+        let refundAt = t0 + 2 * 86_400_000
+        try ws.write("inbox/signed/a1.json", try notification("REFUND", signed: refundAt, transaction: try transaction("9441", revocation: refundAt, type: "REFUND_FULL")))
+        try ws.run("2023-11-17")
+        try ws.write("inbox/signed/a2.json", try notification("REFUND_REVERSED", signed: refundAt - 86_400_000, transaction: try transaction("9441")))
+        try ws.run("2023-11-18")
+        XCTAssertEqual(try rows("SELECT kind FROM entry WHERE transaction_id = '9441' ORDER BY id"), [["sale"], ["refund"], ["refund_reversal"]])
+        XCTAssertEqual(try rows("SELECT code FROM finding WHERE transaction_id = '9441' AND resolved_run_id IS NULL"), [["REFUND_AFTER_REVERSAL"]])
+        XCTAssertEqual(try rows("SELECT category FROM exception WHERE resolved_on IS NULL"), [["REFUNDED_STILL_CREDITED"]])
+        // An older same-day record at half: said (REFUND_AGAIN), the store's word stays in full.
+        try ws.write("inbox/signed/a3.json", try notification("REFUND", signed: refundAt, transaction: try transaction("9441", revocation: refundAt - 3_600_000, type: "REFUND_PRORATED", percentage: 50_000)))
+        try ws.run("2023-11-19")
+        XCTAssertEqual(try rows("SELECT code FROM finding WHERE transaction_id = '9441' AND resolved_run_id IS NULL ORDER BY code"), [["REFUND_AFTER_REVERSAL"], ["REFUND_AGAIN"]])
+        XCTAssertEqual(try rows("SELECT store_refund_share FROM store_transaction WHERE transaction_id = '9441'"), [["100000"]])
+        XCTAssertEqual(try rows("SELECT category FROM exception WHERE resolved_on IS NULL"), [["REFUNDED_STILL_CREDITED"]])
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
     }
 
     /// The store's last word is the latest by date, not the last read: a second reversal read
@@ -769,9 +793,14 @@ final class SignedIngestTests: XCTestCase {
         let mock = try TestSigner.appleFixtureText("swift/mock_signed_data/transactionInfo").trimmingCharacters(in: .whitespacesAndNewlines)
         try ws.write("inbox/signed/whole.jws", mock)
         try ws.write("inbox/signed/cut.jws", String(mock.dropLast(10)))
+        // Text no signed record begins with (a base64 receipt, as Apple's legacy and Xcode
+        // samples are) is refused for what it is; the start of a JWS header cut short waits.
+        try ws.write("inbox/signed/receipt.txt", "ewoJInNpZ25hdHVyZSIgPSAiQXBkeEpkdE53UFUyckE1L2NuM2tJTzFPVGsyNWZlREthMGFhZ3l5UnZlV2xjRmxnbHY2UkY2em")
+        try ws.write("inbox/signed/header.jws", String(mock.prefix(20)))
         try ws.run("2023-11-20")
         XCTAssertEqual(try rows("SELECT f.path, r.reason_code FROM source_record r JOIN source_file f ON f.id = r.file_id ORDER BY f.path"),
-                       [["inbox/signed/cut.jws", "TRUNCATED"], ["inbox/signed/whole.jws", "UNKNOWN_SIGNED_PAYLOAD"]])
+                       [["inbox/signed/cut.jws", "TRUNCATED"], ["inbox/signed/header.jws", "TRUNCATED"], ["inbox/signed/receipt.txt", "MALFORMED"],
+                        ["inbox/signed/whole.jws", "UNKNOWN_SIGNED_PAYLOAD"]])
     }
 
     /// Data that belongs elsewhere says what it looks like in its rejection: Google Play's (in

@@ -931,6 +931,7 @@ final class VerifyTests: XCTestCase {
                 """)
         }
         XCTAssertEqual(try problems(), ["finding dismissal #0 has an id below 1, under no seal: added by hand"])
+        XCTAssertThrowsError(try ws.run("2026-10-10")) { XCTAssertTrue("\($0)".contains("finding dismissal #0 has an id below 1"), "\($0)") }
         try restore()
         // Run times out of order.
         try tamper(past: "run_finished_no_update", "UPDATE run SET finished_at = '2026-01-01T00:00:00Z' WHERE id = 2")
