@@ -46,12 +46,31 @@ public enum StandardError {
 /// (C0, DEL, C1) and every format character (bidi controls, zero-width spaces and joiners, the
 /// byte order mark) is shown as `\u{1B}` instead.
 public enum TerminalText {
+    /// A character a terminal would act on or hide: C0 (tab included), DEL, C1, and format
+    /// characters (bidi controls, zero-width spaces and joiners, the byte order mark).
+    public static func needsEscape(_ u: Unicode.Scalar) -> Bool {
+        u.value < 0x20 || (0x7F...0x9F).contains(u.value) || u.properties.generalCategory == .format
+    }
+
+    /// JSON text with the characters `needsEscape` names that JSON allows raw (DEL, C1, format
+    /// characters: JSON escapes only C0) written `\uXXXX` (a pair above the basic plane): the
+    /// same JSON, no such character reaching the terminal. They appear only inside strings.
+    public static func jsonEscapingInvisible(_ json: String) -> String {
+        guard json.unicodeScalars.contains(where: { $0.value >= 0x7F && needsEscape($0) }) else { return json }
+        var out = ""
+        for u in json.unicodeScalars {
+            guard u.value >= 0x7F, needsEscape(u) else { out.unicodeScalars.append(u); continue }
+            for unit in String(u).utf16 { out += String(format: "\\u%04x", unit) }
+        }
+        return out
+    }
+
     public static func visible(_ s: String) -> String {
         // Most text is printable ASCII: returned as it is.
         if s.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F || $0 == 0x09 }) { return s }
         var out = ""
         for u in s.unicodeScalars {
-            if (u.value < 0x20 && u.value != 0x09) || (0x7F...0x9F).contains(u.value) || u.properties.generalCategory == .format {
+            if needsEscape(u) && u != "\t" {
                 out += "\\u{" + String(u.value, radix: 16, uppercase: true) + "}"
             } else {
                 out.unicodeScalars.append(u)
@@ -69,7 +88,19 @@ public enum ShellWord {
         let plain = !s.isEmpty && s.utf8.allSatisfy { b in
             (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || "_./-+=:,@%".utf8.contains(b)
         }
-        return TerminalText.visible(plain ? s : "'" + s.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'")
+        if plain { return s }
+        // A character a terminal would not show raw (a control or format character, a tab):
+        // bash's `$'...'`, each of its bytes as `\xHH`, so the word pastes back as it is.
+        if s.unicodeScalars.contains(where: TerminalText.needsEscape) {
+            var out = "$'"
+            for u in s.unicodeScalars {
+                if u == "\\" || u == "'" { out += "\\" + String(u) }
+                else if TerminalText.needsEscape(u) { for b in String(u).utf8 { out += "\\x" + String(format: "%02X", b) } }
+                else { out.unicodeScalars.append(u) }
+            }
+            return out + "'"
+        }
+        return "'" + s.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
     }
 }
 

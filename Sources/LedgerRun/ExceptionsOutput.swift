@@ -42,7 +42,7 @@ public enum ExceptionsOutput {
         case "json":
             let enc = JSONEncoder()
             enc.outputFormatting = [.prettyPrinted, .sortedKeys]
-            return String(decoding: (try? enc.encode(json)) ?? Data("[]".utf8), as: UTF8.self) + "\n"
+            return TerminalText.jsonEscapingInvisible(String(decoding: (try? enc.encode(json)) ?? Data("[]".utf8), as: UTF8.self)) + "\n"
         case "csv":
             var out = "category,transaction_id,order_id,status,first_seen,resolved_on,age_days,detail\n"
             for r in json {
@@ -109,7 +109,7 @@ public enum FindingsOutput {
                 case "json":
                     let row = JSONRow(code: f.code, transaction_id: f.transactionId.isEmpty ? nil : f.transactionId, book: f.book, status: status,
                                       first_seen: f.firstSeen.description, resolved_on: f.resolvedOn?.description, resolution: note, detail: f.message)
-                    write(String(decoding: (try? enc.encode(row)) ?? Data("{}".utf8), as: UTF8.self) + "\n")
+                    write(TerminalText.jsonEscapingInvisible(String(decoding: (try? enc.encode(row)) ?? Data("{}".utf8), as: UTF8.self)) + "\n")
                 case "csv":
                     write([f.code, f.transactionId, f.book ?? "", status, f.firstSeen.description, f.resolvedOn?.description ?? "", note ?? "", f.message]
                         .map(CSV.escape).joined(separator: ",") + "\n")

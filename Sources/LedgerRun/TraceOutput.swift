@@ -152,7 +152,7 @@ public enum TraceOutput {
     public static func json<T: Encodable>(_ value: T) -> String {
         let enc = JSONEncoder()
         enc.outputFormatting = [.prettyPrinted, .sortedKeys]
-        return String(decoding: (try? enc.encode(value)) ?? Data("{}".utf8), as: UTF8.self) + "\n"
+        return TerminalText.jsonEscapingInvisible(String(decoding: (try? enc.encode(value)) ?? Data("{}".utf8), as: UTF8.self)) + "\n"
     }
 
     public static func text(_ t: TransactionTrace, indent: String = "") -> String {
@@ -168,7 +168,7 @@ public enum TraceOutput {
         if let r = t.refund_date { line("  refunded on \(r)" + (t.refund_reversed_date.map { ", refund reversed on \($0)" } ?? "")) }
         if let share = t.store_refund_share {
             let word = share == 0 ? "reversed again" : share == 100_000 ? "refunded in full" : "refunded \(ExactDecimal(mantissa: share, scale: 3))%"
-            line("  the store's latest word: \(word)\(t.store_refund_date.map { " on \($0)" } ?? "") (beyond the one refund and one reversal the ledger posts: reconciliation takes it; the findings below say it)")
+            line("  the store's latest word: \(word)\(t.store_refund_date.map { " on \($0)" } ?? "") (beyond the one refund and one reversal the ledger posts: reconciliation takes it)")
         }
         line("Sources (\(t.sources.count)):")
         for s in t.sources {
@@ -292,7 +292,8 @@ public enum TraceOutput {
     }
 
     public static func text(_ t: RecordTrace) -> String {
-        var out: [String] = ["Record \(t.path):\(t.line): \(t.records.count) read (each version of the file read holds one)"]
+        let versions = Set(t.records.map(\.sha256)).count
+        var out: [String] = ["Record \(t.path):\(t.line): \(t.records.count) record\(t.records.count == 1 ? "" : "s") read at this line, from \(versions) version\(versions == 1 ? "" : "s") of the file"]
         for r in t.records {
             out.append("  #\(r.record_id)  file sha256 \(r.sha256)  read by the night of \(r.read_on)")
             out.append("    \(r.outcome)" + (r.environment.map { ", environment \($0)" } ?? "")

@@ -543,7 +543,7 @@ struct Findings: ParsableCommand {
             // A code the ledger has never held (a typo reads as nothing to book): said on stderr,
             // with the codes it holds.
             if n == 0, let code, let held = try? ledger.read({ try $0.findingCodes() }), !held.contains(code) {
-                StandardError.write("iapledger: this ledger holds no finding of code \(TerminalText.visible(code)), of any status; the codes it holds: \(held.isEmpty ? "none" : held.joined(separator: ", "))\n")
+                StandardError.write("iapledger: this ledger holds no finding of code \"\(TerminalText.visible(code))\", of any status; the codes it holds: \(held.isEmpty ? "none" : held.joined(separator: ", "))\n")
             }
         }
     }
@@ -590,9 +590,16 @@ struct Trace: ParsableCommand {
                     return format == .json ? TraceOutput.json(o) : TraceOutput.text(o)
                 }
                 // FILE:LINE, a record that names no transaction or order (a line that is no JSON).
-                if let colon = id.lastIndex(of: ":"), let line = Int(id[id.index(after: colon)...]), line > 0,
-                   let t = try r.traceRecord(path: String(id[..<colon]), line: line, withText: sourceText) {
-                    return format == .json ? TraceOutput.json(t) : TraceOutput.text(t)
+                // The path as `dismiss` takes it: relative to the workspace, or a path to the file
+                // (`./inbox/...`, absolute, or from inside the workspace).
+                if let colon = id.lastIndex(of: ":"), let line = Int(id[id.index(after: colon)...]), line > 0 {
+                    let target = LedgerRun.Dismiss.Target(id, workspace: workspace)
+                    let given = target.path.hasPrefix("./") ? [String(target.path.dropFirst(2))] : []
+                    for path in [target.path] + given + (target.fromCurrentFolder.map { [$0] } ?? []) {
+                        if let t = try r.traceRecord(path: path, line: line, withText: sourceText) {
+                            return format == .json ? TraceOutput.json(t) : TraceOutput.text(t)
+                        }
+                    }
                 }
                 return nil
             }

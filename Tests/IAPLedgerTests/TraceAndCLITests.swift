@@ -45,7 +45,7 @@ final class TraceAndCLITests: XCTestCase {
         let typo = try cli(["findings", "--code", "MISING_RULE", "--workspace", ws.root.path])
         XCTAssertEqual(typo.status, 0)
         XCTAssertEqual(typo.out, "No findings.\n")
-        XCTAssertEqual(typo.err, "iapledger: this ledger holds no finding of code MISING_RULE, of any status; the codes it holds: MISSING_RULE\n")
+        XCTAssertEqual(typo.err, "iapledger: this ledger holds no finding of code \"MISING_RULE\", of any status; the codes it holds: MISSING_RULE\n")
         let held = try cli(["findings", "--code", "MISSING_RULE", "--status", "resolved", "--workspace", ws.root.path])
         XCTAssertEqual(held.out, "No findings.\n")
         XCTAssertEqual(held.err, "", "a code the ledger holds, none resolved: nothing more to say")
@@ -59,7 +59,7 @@ final class TraceAndCLITests: XCTestCase {
         try ws.run("2026-10-07")
         let text = try cli(["trace", "inbox/receipts/r.jsonl:2", "--source-text", "--workspace", ws.root.path])
         XCTAssertEqual(text.status, 0, text.err)
-        XCTAssertTrue(text.out.hasPrefix("Record inbox/receipts/r.jsonl:2: 1 read"), text.out)
+        XCTAssertTrue(text.out.hasPrefix("Record inbox/receipts/r.jsonl:2: 1 record read at this line, from 1 version of the file"), text.out)
         XCTAssertTrue(text.out.contains("    rejected: MALFORMED: "), text.out)
         XCTAssertTrue(text.out.contains("    still open (`iapledger dismiss inbox/receipts/r.jsonl:2`"), text.out)
         XCTAssertTrue(text.out.contains("      | {not json"), text.out)
@@ -69,9 +69,41 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertEqual(record["outcome"] as? String, "verified")
         XCTAssertEqual(record["transaction_ids"] as? [String], ["9801"])
         XCTAssertEqual(record["text_holds"] as? Bool, true)
+        // The path as `dismiss` takes it: `./inbox/...`, or absolute.
+        for given in ["./inbox/receipts/r.jsonl:2", ws.root.appendingPathComponent("inbox/receipts/r.jsonl").path + ":2"] {
+            let t = try cli(["trace", given, "--workspace", ws.root.path])
+            XCTAssertTrue(t.out.hasPrefix("Record inbox/receipts/r.jsonl:2: "), "\(given): \(t.out) \(t.err)")
+        }
         let none = try cli(["trace", "inbox/receipts/r.jsonl:9", "--workspace", ws.root.path])
         XCTAssertEqual(none.status, 1)
         XCTAssertTrue(none.err.contains("no transaction or order with id inbox/receipts/r.jsonl:9"), none.err)
+    }
+
+    /// The commands the tool prints to paste quote each word so that bash reads it back as it
+    /// is: control and format characters (which the terminal text escapes as `\u{1B}`, not
+    /// pasteable) in bash's `$'...'`, quotes and backslashes too.
+    func testAQuotedWordPastesBackIntoBashAsItIs() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/bin/bash") else { throw XCTSkip("no bash") }
+        let words = ["inbox/receipts/plain.jsonl:3", "with space's and \\back", "ctl\u{1}\u{7}bell", "esc\u{1B}[2J", "tab\there",
+                     "bidi\u{202E}txt", "c1\u{9B}x", "del\u{7F}", "line\nfeed", "ünïcode ok"]
+        for word in words {
+            let quoted = ShellWord.quoted(word)
+            XCTAssertFalse(quoted.unicodeScalars.contains(where: TerminalText.needsEscape), quoted)
+            let p = Process(), out = Pipe()
+            p.executableURL = URL(fileURLWithPath: "/bin/bash")
+            p.arguments = ["-c", "printf %s " + quoted]
+            p.standardOutput = out
+            try p.run()
+            let back = out.fileHandleForReading.readDataToEndOfFile()
+            p.waitUntilExit()
+            XCTAssertEqual(back, Data(word.utf8), "\(quoted)")
+        }
+        // JSON outputs write DEL, C1 and format characters escaped (JSON escapes only C0): the
+        // same value, read back, and none of them raw.
+        let value = "p\u{202E}a\u{9B}t\u{7F}h\u{E0001}ü"
+        let json = TerminalText.jsonEscapingInvisible(String(decoding: try JSONEncoder().encode(["path": value]), as: UTF8.self))
+        XCTAssertFalse(json.unicodeScalars.contains(where: TerminalText.needsEscape), json)
+        XCTAssertEqual(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: String], ["path": value], json)
     }
 
     func cli(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
