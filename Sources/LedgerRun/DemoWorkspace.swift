@@ -12,7 +12,7 @@ public enum DemoWorkspace {
         public var description: String {
             let s = summary
             var lines = [
-                "Generated demo workspace \(root.path)",
+                "Generated demo workspace \(TerminalText.visible(root.path))",
                 "  \(s.transactions) store transactions \(s.firstDay)..\(s.lastDay): \(s.productionTransactions) production, \(s.sandboxTransactions) sandbox, \(s.renewals) renewals, \(s.refunds) refunds",
                 "  \(s.receiptRecords) receipt records, \(s.orderRows) order rows, \(s.files.count) files",
             ]

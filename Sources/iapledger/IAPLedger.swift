@@ -478,7 +478,8 @@ struct Demo: ParsableCommand {
             printSummary(run)
             printReportFiles(run)
             print("")
-            print("Workbooks are in \(Workspace(URL(fileURLWithPath: dir)).reportDirectory(asOf: day).path)/")
+            // (The folder as the user named it: shown, never raw, as every path printed.)
+            print("Workbooks are in \(TerminalText.visible(Workspace(URL(fileURLWithPath: dir)).reportDirectory(asOf: day).path))/")
             // Ids to try `trace` on: they change with the demo's as-of date and seed.
             let ledger = try Workspace(URL(fileURLWithPath: dir)).openExistingLedger().1
             if let example = try ledger.read({ try $0.traceExample() }) {
@@ -488,7 +489,7 @@ struct Demo: ParsableCommand {
             }
             // Apple's financial reports of the last whole month, to try `true-up` on.
             if let apple = try DemoAppleReports.write(into: URL(fileURLWithPath: dir), ledger: ledger, asOf: day) {
-                print("Apple's financial reports for \(apple.month) (made from the demo's sales, with differences seeded) are in \(dir)/apple-reports/:")
+                print("Apple's financial reports for \(apple.month) (made from the demo's sales, with differences seeded) are in \(TerminalText.visible(dir))/apple-reports/:")
                 for s in apple.seeded { print("  seeded: \(s)") }
                 print("Compare them with the ledger:")
                 print("  iapledger true-up --workspace \(ShellWord.quoted(dir)) \(ShellWord.quoted(dir + "/apple-reports"))/*.txt")

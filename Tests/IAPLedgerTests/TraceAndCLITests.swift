@@ -106,6 +106,16 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertEqual(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: String], ["path": value], json)
     }
 
+    /// `demo` in a folder whose name holds an escape sequence prints it escaped in every line,
+    /// not only in the commands it prints (the lines naming the folder printed it raw).
+    func testTheDemoNamesAFolderWithControlCharactersEscaped() throws {
+        let dir = ws.root.appendingPathComponent("demo\u{1B}[2Jx").path
+        let r = try cli(["demo", "--dir", dir, "--transactions", "200", "--as-of", "2026-11-20"])
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertFalse(r.out.unicodeScalars.contains("\u{1B}"), "no raw escape reaches the terminal")
+        XCTAssertTrue(r.out.contains("Generated demo workspace \(ws.root.path)/demo\\u{1B}[2Jx"), r.out)
+    }
+
     func cli(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
         let r = try Resilience.cli(args)
         return (r.status, r.out, r.err)
