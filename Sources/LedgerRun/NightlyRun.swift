@@ -1413,6 +1413,11 @@ struct Ingest {
                 // The same day's refund at another share than the one the ledger holds (a
                 // signed record saying its share: a receipt says none): not dropped.
                 try refundShareDiffers(t, held: held, heldShare: e.revocationPercentage ?? 100_000, recordId: recordId, location: location)
+            } else if t.shareSaid, let held = e.cancellationMs, let c = t.cancellationMs, c >= held,
+                      Day(epochMilliseconds: held) == Day(epochMilliseconds: c) {
+                // The refund held, said again at its own share: the store's word again if a
+                // record of that day had said another (Apple taking back what it said).
+                try writer.restoreStoreRefundShare(transactionId: t.transactionId, share: e.revocationPercentage ?? 100_000, atMs: c)
             } else if !refundSaidByCaller, let held = e.cancellationMs, let c = t.cancellationMs,
                       Day(epochMilliseconds: held) != Day(epochMilliseconds: c) {
                 // One refund per transaction (accounting.md): a record reporting it refunded on

@@ -888,6 +888,18 @@ public final class LedgerWriter: LedgerReader {
         touched.transaction(transactionId)
     }
 
+    /// The refund the ledger holds, said again at its own share (`share`, at `atMs`) after a
+    /// record of the same day said another: the store's word again, when it is that other share
+    /// (not a reversal, not another day's refund) and this record is not older than it.
+    public func restoreStoreRefundShare(transactionId: String, share: Int64, atMs: Int64) throws {
+        try db.cachedStatement(sql: """
+            UPDATE store_transaction SET store_refund_share = ?1, store_refund_ms = ?2
+            WHERE transaction_id = ?3 AND store_refund_share IS NOT NULL AND store_refund_share NOT IN (0, ?1)
+              AND store_refund_ms / 86400000 = ?2 / 86400000 AND ?2 >= store_refund_ms
+            """).execute(arguments: [share, atMs, transactionId])
+        if db.changesCount > 0 { touched.transaction(transactionId) }
+    }
+
     public func setSaleStatus(transactionId: String, status: String, pendingReason: String?) throws {
         var f = FastStatement(try db.cachedStatement(sql: "UPDATE store_transaction SET sale_status = ?, pending_reason = ? WHERE transaction_id = ?"), in: db)
         f.bind(status); f.bind(pendingReason); f.bind(transactionId)

@@ -537,6 +537,12 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(traced.store_refund_share, 100_000)
         XCTAssertTrue(TraceOutput.text(traced).contains("  the store's latest word: refunded in full on \(Day(epochMilliseconds: refundAt))"), TraceOutput.text(traced))
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+        // Said again later that day at the share held: that is the store's word again (it stayed in full).
+        try ws.write("inbox/signed/a4.json", try notification("REFUND", signed: refundAt + 5_400_000, transaction: try transaction("9421", revocation: refundAt + 5_400_000, type: "REFUND_PRORATED", percentage: 33_333)))
+        try ws.run("2023-11-19")
+        XCTAssertEqual(try rows("SELECT store_refund_share FROM store_transaction WHERE transaction_id = '9421'"), [["33333"]])
+        XCTAssertEqual(try open(), [])
+        XCTAssertEqual(try rows("SELECT count(*) FROM finding WHERE code = 'REFUND_AGAIN' AND transaction_id = '9421'"), [["1"]])
     }
 
     /// ...but a reversal of that refund the ledger keeps, dated after it, stays the last word: the
