@@ -409,6 +409,7 @@ extension TableBlock {
             return TableBlock(key: key, heading: layout.heading.map(title), columns: laid, rowCount: rowCount, stream: source)
         }
         let positions = indices.map { $0 ?? Int.max }
+        func isText(_ c: Cell) -> Bool { if case .text = c { return true }; return false }
         return TableBlock(key: key, heading: layout.heading.map(title), columns: laid, rowCount: rowCount) { emit in
             try source { r in
                 var cells = positions.map { $0 < r.cells.count ? r.cells[$0] : .empty }
@@ -416,10 +417,9 @@ extension TableBlock {
                 while let last = positions[..<cells.count].last, last >= r.cells.count { cells.removeLast() }
                 if r.style != .body,
                    let at = r.cells.firstIndex(where: { if case .text(let s) = $0 { return s.hasPrefix("Total") }; return false })
-                            ?? (r.cells.first.map { if case .text = $0 { return 0 }; return nil } ?? nil),
+                            ?? (r.cells.first.map(isText) == true ? 0 : nil),
                    !positions.contains(at),
-                   let to = cells.indices.first(where: { cells[$0] == .empty && laid[$0].kind != .money })
-                            ?? cells.firstIndex(where: { if case .text = $0 { return true }; return false }) {
+                   let to = cells.indices.first(where: { cells[$0] == .empty && laid[$0].kind != .money }) ?? cells.firstIndex(where: isText) {
                     cells[to] = r.cells[at]
                 }
                 try emit(SheetRow(cells, style: r.style))

@@ -26,7 +26,8 @@ public enum Dismiss {
             // Through links too (`Workspace.relative`).
             let relative = workspace.relative(URL(fileURLWithPath: path))
             if path.hasPrefix("/") { self.path = relative } else {
-                self.path = path
+                // `./inbox/...`: the workspace's folder as the summary names it.
+                self.path = path.hasPrefix("./") ? String(path.dropFirst(2)) : path
                 if relative != path && !relative.hasPrefix("/") { fromCurrentFolder = relative }
             }
             self.line = line

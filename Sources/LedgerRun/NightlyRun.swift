@@ -1408,16 +1408,17 @@ struct Ingest {
                 // record says so); one whose share is held was not posted in full.
                 try noteUpgradeRefund(t, location: location)
             } else if t.shareSaid, let held = e.cancellationMs, let c = t.cancellationMs,
-                      Day(epochMilliseconds: held) == Day(epochMilliseconds: c),
-                      (t.revocationPercentage ?? 100_000) != (e.revocationPercentage ?? 100_000) {
-                // The same day's refund at another share than the one the ledger holds (a
-                // signed record saying its share: a receipt says none): not dropped.
-                try refundShareDiffers(t, held: held, heldShare: e.revocationPercentage ?? 100_000, recordId: recordId, location: location)
-            } else if t.shareSaid, let held = e.cancellationMs, let c = t.cancellationMs, c >= held,
                       Day(epochMilliseconds: held) == Day(epochMilliseconds: c) {
-                // The refund held, said again at its own share: the store's word again if a
-                // record of that day had said another (Apple taking back what it said).
-                try writer.restoreStoreRefundShare(transactionId: t.transactionId, share: e.revocationPercentage ?? 100_000, atMs: c)
+                // The same day's refund, from a signed record saying its share (a receipt says none).
+                let heldShare = e.revocationPercentage ?? 100_000
+                if (t.revocationPercentage ?? 100_000) != heldShare {
+                    // At another share than the one the ledger holds: not dropped.
+                    try refundShareDiffers(t, held: held, heldShare: heldShare, recordId: recordId, location: location)
+                } else if c >= held {
+                    // At its own: the store's word again if a record of that day had said another
+                    // (Apple taking back what it said).
+                    try writer.restoreStoreRefundShare(transactionId: t.transactionId, share: heldShare, atMs: c)
+                }
             } else if !refundSaidByCaller, let held = e.cancellationMs, let c = t.cancellationMs,
                       Day(epochMilliseconds: held) != Day(epochMilliseconds: c) {
                 // One refund per transaction (accounting.md): a record reporting it refunded on
@@ -1470,16 +1471,23 @@ struct Ingest {
     mutating func refundAgain(_ t: TransactionObservation, held: Int64, book: Book, recordId: Int64, location: SourceLocation) throws {
         guard let c = t.cancellationMs else { return }
         let day = Day(epochMilliseconds: c)
-        let reversal = try writer.reversalRequest(book: book, transactionId: t.transactionId)
-        // Dated after the reversal the ledger keeps (if any), it is the store's last word.
-        if reversal.map({ day > $0.date }) ?? true {
-            try writer.setStoreRefundShare(transactionId: t.transactionId, share: t.revocationPercentage ?? 100_000, atMs: c)
-        }
+        let reversal = try storeWordUnlessReversedLater(t.transactionId, book: book, share: t.revocationPercentage ?? 100_000, atMs: c)
         guard try !writer.secondRefundSaid(transactionId: t.transactionId, day: day) else { return }
         let reversed = reversal.map { " (reversed since by REFUND_REVERSED \($0.uuid), dated \($0.date))" } ?? " (kept)"
         try writer.openFinding(code: "REFUND_AGAIN", transactionId: t.transactionId, recordId: recordId,
                                message: "\(location) reports transaction \(t.transactionId) refunded on \(day), but the ledger holds its refund of \(Day(epochMilliseconds: held))\(reversed): nothing is posted from it. If Apple refunded it a second time, finance books that refund by hand",
                                runId: runId)
+    }
+
+    /// The store's last word on the refund, `share` dated `atMs`, unless the ledger keeps a
+    /// reversal dated on or after that day (the later word); the reversal kept, if any.
+    @discardableResult
+    mutating func storeWordUnlessReversedLater(_ transactionId: String, book: Book, share: Int64, atMs: Int64) throws -> (uuid: String, date: Day)? {
+        let reversal = try writer.reversalRequest(book: book, transactionId: transactionId)
+        if reversal.map({ Day(epochMilliseconds: atMs) > $0.date }) ?? true {
+            try writer.setStoreRefundShare(transactionId: transactionId, share: share, atMs: atMs)
+        }
+        return reversal
     }
 
     /// A signed record giving the refund the ledger holds (the same day's) another share: nothing
@@ -1492,10 +1500,7 @@ struct Ingest {
         guard let c = t.cancellationMs else { return }
         let share = t.revocationPercentage ?? 100_000
         let day = Day(epochMilliseconds: c)
-        // A reversal of that refund the ledger keeps is the later word (dated on or after it).
-        if c >= held, try writer.reversalRequest(book: t.book, transactionId: t.transactionId).map({ day > $0.date }) ?? true {
-            try writer.setStoreRefundShare(transactionId: t.transactionId, share: share, atMs: c)
-        }
+        if c >= held { try storeWordUnlessReversedLater(t.transactionId, book: t.book, share: share, atMs: c) }
         func percent(_ s: Int64) -> String { "\(ExactDecimal(mantissa: s, scale: 3))%" }
         let said = "refunded on \(day) at \(percent(share)), but the ledger holds"
         guard try !writer.findingSaid(code: "REFUND_AGAIN", transactionId: t.transactionId, containing: said) else { return }

@@ -593,10 +593,9 @@ struct Trace: ParsableCommand {
                 // FILE:LINE, a record that names no transaction or order (a line that is no JSON).
                 // The path as `dismiss` takes it: relative to the workspace, or a path to the file
                 // (`./inbox/...`, absolute, or from inside the workspace).
-                if let colon = id.lastIndex(of: ":"), let line = Int(id[id.index(after: colon)...]), line > 0 {
-                    let target = LedgerRun.Dismiss.Target(id, workspace: workspace)
-                    let given = target.path.hasPrefix("./") ? [String(target.path.dropFirst(2))] : []
-                    for path in [target.path] + given + (target.fromCurrentFolder.map { [$0] } ?? []) {
+                let target = LedgerRun.Dismiss.Target(id, workspace: workspace)
+                if let line = target.line, line > 0 {
+                    for path in [target.path] + (target.fromCurrentFolder.map { [$0] } ?? []) {
                         if let t = try r.traceRecord(path: path, line: line, withText: sourceText) {
                             return format == .json ? TraceOutput.json(t) : TraceOutput.text(t)
                         }
