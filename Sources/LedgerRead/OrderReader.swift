@@ -154,6 +154,11 @@ public enum OrderReader {
         // backend was stored as written, and its sale found no storefront rule (MISSING_RULE).
         // Only ASCII letters change: any other text is kept as it is, to be reported as it was.
         let storefront = opt("storefront").map { String(decoding: $0.utf8.map { (0x61...0x7A).contains($0) ? $0 - 0x20 : $0 }, as: UTF8.self) }
+        // Three letters (reconciliation.md: ISO 3166-1 alpha-3): a `US` would price the sale by a
+        // storefront no rule can name (the rules refuse such a code), so it would wait for ever.
+        if let storefront, let problem = RulesReader.storefrontCodeProblem(storefront) {
+            return bad("\(problem) (order \(orderId))")
+        }
         return .success(OrderRecord(orderId: orderId, accountId: account, transactionId: opt("transaction_id"), productId: product,
                                     quantity: q, creditedUnits: units, creditedAt: at, creditedMs: ms, environment: env,
                                     storefront: storefront, appAccountToken: opt("app_account_token"),

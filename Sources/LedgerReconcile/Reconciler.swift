@@ -161,10 +161,11 @@ public struct Reconciler {
 
     /// What this version decides, as a number in the fingerprint: raised when a version
     /// decides differently (2: out-of-scope groups raise nothing and match nothing; 3: a
-    /// second refund or reversal the ledger did not post is the store's last word), so the
+    /// second refund or reversal the ledger did not post is the store's last word; 4: an order of
+    /// a product in scope naming a transaction out of scope is checked), so the
     /// first night after an upgrade reconciles every group again instead of keeping what the
     /// version before decided for the groups it does not touch.
-    static let logicVersion = 3
+    static let logicVersion = 4
 
     /// A hash of the rules reconciliation depends on (each product's type and units, the
     /// scope, the logic's version): when it changes, every group is reconciled again, not only
@@ -186,16 +187,23 @@ public struct Reconciler {
 
     /// Reconciles one group (see `ReconGroup`).
     public func reconcile(_ g: ReconGroup) -> GroupResult {
-        let active = g.orders.filter(\.active).sorted { ($0.creditedMs, $0.orderId) < ($1.creditedMs, $1.orderId) }
+        var active = g.orders.filter(\.active).sorted { ($0.creditedMs, $0.orderId) < ($1.creditedMs, $1.orderId) }
         var out: [DetectedException] = []
         var raised = Set<String>()   // order ids that raised something
 
         // Scope (reconciliation.md): only transactions of products whose type is in scope are
-        // reconciled. One out of scope, and the orders naming it, raise nothing and are not
-        // matched either (nothing was checked). An order naming no transaction the ledger holds
-        // is in scope by its own product.
-        let inScopeGroup = g.transaction.map { inScope($0.productId) } ?? active.contains { inScope($0.productId) }
-        guard inScopeGroup else { return GroupResult(exceptions: [], matchedOrderIds: []) }
+        // reconciled. One out of scope, and the orders naming it for what it is, raise nothing
+        // and are not matched either (nothing was checked). An order crediting a product in
+        // scope is checked whatever it names: against a transaction out of scope (coins
+        // credited on a subscription's transaction) it is checked alone, without the orders of
+        // the transaction's own kind (it raises PRODUCT_MISMATCH); naming no transaction the
+        // ledger holds, every order of the group is checked if one of them is in scope.
+        if let t = g.transaction, !inScope(t.productId) {
+            active = active.filter { inScope($0.productId) }
+            guard !active.isEmpty else { return GroupResult(exceptions: [], matchedOrderIds: []) }
+        } else if g.transaction == nil && !active.contains(where: { inScope($0.productId) }) {
+            return GroupResult(exceptions: [], matchedOrderIds: [])
+        }
 
         func raise(_ c: ExceptionCategory, _ t: ReconTransaction?, _ o: ReconOrder?, transactionId: String? = nil, _ detail: String) {
             out.append(DetectedException(category: c, transactionId: t?.transactionId ?? transactionId ?? o?.transactionId ?? "",

@@ -267,7 +267,9 @@ public enum TraceOutput {
         let type = rules?.product(product)?.type
         r.in_scope = rules == nil ? nil : type.map { config.reconciliationScope.contains($0) } ?? true
         let scope = ProductType.names(config.reconciliationScope)
-        if r.in_scope == false, let type {
+        if r.in_scope == false, let type, t.exceptions.contains(where: { $0.status == "open" }) {
+            r.note = "not reconciled for itself: \(product) is \(type.rawValue), and the scope is \(scope) ([reconciliation] scope in iapledger.toml); an order crediting a product in scope against it is checked: see its open exceptions"
+        } else if r.in_scope == false, let type {
             r.note = "not reconciled: \(product) is \(type.rawValue), and the scope is \(scope) ([reconciliation] scope in iapledger.toml): the orders naming it are not checked against it, so no exception and no match"
         } else if !r.matched_orders.isEmpty {
             r.note = "matched with order\(r.matched_orders.count == 1 ? "" : "s") \(r.matched_orders.joined(separator: ", ")) as of the last run (no exception between them)"

@@ -297,6 +297,22 @@ final class HostileInputTests: XCTestCase {
         XCTAssertThrowsError(try ws.run("2026-11-05")) { XCTAssertTrue("\($0)".contains("fx.csv:7: rate 123456789012345678 is more than 1000000 units of the reporting currency for one KWD"), "\($0)") }
     }
 
+    /// An order's storefront must be three letters (ISO 3166-1 alpha-3, reconciliation.md): a
+    /// `US` is refused as BAD_ORDER with its file and line (taken, its sale would have waited
+    /// for a rule the rules refuse to hold); `usa` is read as `USA`.
+    func testAnOrdersStorefrontOfTwoLettersIsRefused() throws {
+        try ws.write("inbox/receipts/r.jsonl", good("SF1") + "\n" + good("SF2") + "\n")
+        try ws.write("inbox/orders/o.csv", ReconciliationTests.header
+                     + "ord-sf1,acct-1,SF1,coins.100,1,100,2026-10-05T10:01:00Z,production,US,,\n"
+                     + "ord-sf2,acct-1,SF2,coins.100,1,100,2026-10-05T10:01:00Z,production,usa,,\n")
+        try ws.run("2026-11-03")
+        let rows = try records("inbox/orders/o.csv")
+        XCTAssertEqual(rows.map(\.code), ["BAD_ORDER", ""])
+        XCTAssertEqual(rows[0].reason, "storefront \"US\" is not a storefront code: three capital letters, as Apple writes them (ISO 3166-1 alpha-3, such as SWE) (order ord-sf1)")
+        XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT transaction_id, sale_status FROM store_transaction ORDER BY transaction_id") }.map { $0.joined(separator: " ") },
+                       ["SF1 posted", "SF2 posted"], "SF1 at default_storefront, SF2 at its order's USA")
+    }
+
     /// An orders row with more or fewer fields than the header names its order when order_id
     /// is the header's first column (a field missing or split in two lies after it): a valid
     /// line of the order read later resolves it, as for any other refused line of an order.

@@ -62,7 +62,11 @@ final class ReconciliationTests: XCTestCase {
             ("out of scope: credited twice, refunded, in sandbox, mismatched",
              [tx("t1", product: "vip.monthly", refundedInFull: true), tx("t2", book: .sandbox, product: "vip.monthly", quantity: 2)],
              [order("o1", tx: "t1", product: "vip.monthly", at: 1), order("o2", tx: "t1", product: "vip.monthly", at: 2),
-              order("o3", tx: "t2", product: "coins.100", token: "tok-z")], [], [], 0),
+              order("o3", tx: "t2", product: "vip.monthly", token: "tok-z")], [], [], 0),
+            ("out of scope, but an order of coins on it is checked by its own product",
+             [tx("t2", book: .sandbox, product: "vip.monthly", quantity: 2)],
+             [order("o3", tx: "t2", product: "coins.100", token: "tok-z"), order("o4", tx: "t2", product: "vip.monthly", at: 1)], [],
+             ["SANDBOX_CREDITED_IN_PRODUCTION t2 o3", "ACCOUNT_MISMATCH t2 o3", "PRODUCT_MISMATCH t2 o3", "QUANTITY_MISMATCH t2 o3", "UNITS_MISMATCH t2 o3"], 0),
             ("out of scope: a clean order is not a match", [tx("t1", product: "vip.monthly")],
              [order("o1", tx: "t1", product: "vip.monthly", units: 0)], [], [], 0),
             ("an order naming no known transaction is in scope by its product",
@@ -86,7 +90,7 @@ final class ReconciliationTests: XCTestCase {
             before += "\(id.utf8.count):\(id) \(products[id]!.type.rawValue) \(products[id]!.units)\n"
         }
         XCTAssertNotEqual(r.rulesFingerprint, Hashing.sha256Hex(Array(before.utf8)), "the version-1 fingerprint")
-        XCTAssertEqual(Reconciler.logicVersion, 3)
+        XCTAssertEqual(Reconciler.logicVersion, 4)
     }
 
     /// Migration v24 notes the refused items of the nights before it as unverified, so their
@@ -109,6 +113,24 @@ final class ReconciliationTests: XCTestCase {
                        "v24 ran again")
         XCTAssertEqual(Set(try exceptionsJSON().filter { $0["status"] as? String == "open" }.map { "\($0["category"]!) \($0["order_id"]!)" }),
                        ["CREDITED_UNVERIFIED o-v1"])
+    }
+
+    /// Coins credited against a subscription's transaction (out of scope by default): the coin
+    /// order is checked by its own product and raises PRODUCT_MISMATCH and UNITS_MISMATCH, while
+    /// the subscription's own orders beside it stay unchecked (no DUPLICATE_CREDIT, no match).
+    /// A subscription alone, or credited for what it is, still raises nothing.
+    func testAnOrderOfAProductInScopeNamingASubscriptionIsChecked() {
+        let sub = tx("s1", product: "vip.monthly")
+        XCTAssertEqual(keys(run([sub], [order("o-coins", tx: "s1", units: 100)])),
+                       ["PRODUCT_MISMATCH s1 o-coins", "UNITS_MISMATCH s1 o-coins"])
+        let r = run([sub], [order("o-vip", tx: "s1", product: "vip.monthly", units: 0), order("o-coins", tx: "s1", units: 100, at: 2000)])
+        XCTAssertEqual(keys(r), ["PRODUCT_MISMATCH s1 o-coins", "UNITS_MISMATCH s1 o-coins"])
+        XCTAssertEqual(r.matched, 0)
+        XCTAssertEqual(keys(run([sub], [order("o-vip", tx: "s1", product: "vip.monthly", units: 0),
+                                        order("o-vip2", tx: "s1", product: "vip.monthly", units: 0, at: 2000)])), [])
+        XCTAssertEqual(keys(run([sub], [])), [])
+        // A reversed coin credit is no longer active: nothing.
+        XCTAssertEqual(keys(run([sub], [order("o-coins", tx: "s1", units: 100, active: false)])), [])
     }
 
     func testOneOrderCanRaiseSeveralInCheckOrder() {
@@ -157,9 +179,21 @@ final class ReconciliationTests: XCTestCase {
         let c1 = try Resilience.cli(["trace", "c1", "--workspace", ws.root.path])
         XCTAssertTrue(c1.out.contains("Reconciliation with the backend's orders: matched with order o-c1 as of the last run"), c1.out)
 
+        // Coins credited on the subscription's transaction are checked by their own product.
+        try ws.write("inbox/orders/o2.csv", Self.header + "o-s1-coins,acct-1,s1,coins.550,1,550,2026-10-05T10:03:00Z,production,USA,,\n")
+        r = try ws.run("2026-10-07")
+        XCTAssertEqual(Set(try exceptionsJSON().map { "\($0["category"]!) \($0["order_id"]!)" }),
+                       ["PRODUCT_MISMATCH o-s1-coins", "UNITS_MISMATCH o-s1-coins"])
+        let s1Coins = try Resilience.cli(["trace", "s1", "--workspace", ws.root.path])
+        XCTAssertTrue(s1Coins.out.contains("Reconciliation with the backend's orders: not reconciled for itself: vip.monthly is auto_renewable, and the scope is consumable, non_consumable ([reconciliation] scope in iapledger.toml); an order crediting a product in scope against it is checked: see its open exceptions"), s1Coins.out)
+        try ws.write("inbox/orders/o2.csv", Self.header + "o-s1-coins,acct-1,s1,coins.550,1,550,2026-10-05T10:03:00Z,production,USA,,2026-10-06T09:00:00Z\n")
+        r = try ws.run("2026-10-07")
+        XCTAssertEqual(try exceptionsJSON().filter { $0["status"] as? String == "open" }.count, 0, "the coin credit reversed")
+
         try ws.write("iapledger.toml", TestWorkspace.defaultConfig + "\n[reconciliation]\nscope = [\"consumable\", \"non_consumable\", \"auto_renewable\"]\n")
         r = try ws.run("2026-10-08")
-        XCTAssertEqual(Set(try exceptionsJSON().map { "\($0["category"]!) \($0["order_id"]!)" }), ["DUPLICATE_CREDIT o-s1b"])
+        XCTAssertEqual(Set(try exceptionsJSON().filter { $0["status"] as? String == "open" }.map { "\($0["category"]!) \($0["order_id"]!)" }),
+                       ["DUPLICATE_CREDIT o-s1b"])
         summary = try XLSXReader.sheets(r.workbooks[2])["Summary"]!
         XCTAssertEqual(summary.first { $0.first == "Matched order/transaction pairs" }?[1], "2", "c1 and s1's first order")
         XCTAssertEqual(summary.first { $0.first == "Product types reconciled" }?[1].hasPrefix("consumable, non_consumable, auto_renewable; "), true)
