@@ -10,8 +10,9 @@ import LedgerCore
 /// - only periods purchased strictly before this purchase count;
 /// - free trial periods (and zero-price offers) are not paid service, but they keep the
 ///   subscription alive: they do not make a lapse;
-/// - a period fully refunded before this purchase neither counts nor keeps the subscription
-///   alive (a partial refund leaves the period paid; a reversed refund is no refund);
+/// - a period fully refunded before this purchase, or at its very instant (an upgrade: Apple
+///   dates the refund of the period upgraded from at the upgrade), neither counts nor keeps the
+///   subscription alive (a partial refund leaves the period paid; a reversed refund is no refund);
 /// - a lapse is a gap, in whole days, between the latest expiry so far and the next purchase;
 ///   a lapse longer than `subscription_grace_days` restarts the count, and so does such a gap
 ///   before this very purchase.
@@ -56,7 +57,7 @@ public enum SubscriptionTenure {
         case paid(Int, days: Int)
         /// A free trial or zero-price offer: no days, but the subscription stayed alive.
         case freeTrial(Int)
-        /// Fully refunded before this purchase: no days, and it did not keep the subscription alive.
+        /// Fully refunded before this purchase (or at its instant): no days, and it did not keep the subscription alive.
         case refunded(Int)
         /// No expiry date: nothing to count.
         case noExpiry(Int)
@@ -92,7 +93,7 @@ public enum SubscriptionTenure {
         for index in earlier {
             let item = chain[index]
             guard let expiresMs = item.expiresMs else { visit?(.noExpiry(index)); continue }
-            if let refunded = item.fullyRefundedMs, refunded < purchaseMs { visit?(.refunded(index)); continue }
+            if let refunded = item.fullyRefundedMs, refunded <= purchaseMs { visit?(.refunded(index)); continue }
             if let covered = coveredUntilMs, case let lapse = wholeDays(from: covered, to: item.purchaseMs), lapse > 0 {
                 if lapse > graceDays {
                     paidDays = 0

@@ -198,7 +198,7 @@ public enum TraceOutput {
                 switch s.kind {
                 case "paid": line("  \(period): \(s.days ?? 0) days paid")
                 case "free_trial": line("  \(period): free trial or zero-price offer, no days (keeps the subscription alive)")
-                case "refunded": line("  \(period): fully refunded before this purchase, not counted")
+                case "refunded": line("  \(period): fully refunded before this purchase (or at its instant, as an upgrade's), not counted")
                 case "no_expiry": line("  \(period): no expiry date, not counted")
                 case "gap": line("  lapse of \(s.days ?? 0) whole days before the purchase of \(s.before ?? "?"): within the \(sub.grace_days)-day grace, the count goes on")
                 default: line("  lapse of \(s.days ?? 0) whole days before the purchase of \(s.before ?? "?"): over the \(sub.grace_days)-day grace, the count starts again from 0")

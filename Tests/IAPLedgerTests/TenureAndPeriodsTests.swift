@@ -63,6 +63,10 @@ final class TenureAndPeriodsTests: XCTestCase {
                 chain: refunded(year, 1), this: renewal(afterGapDays: 0), want: 365 - 28),
             Row(name: "a refund dated after this purchase did not exist yet",
                 chain: refunded(year, 1, atMs: yearEndMs + Self.dayMs), this: renewal(afterGapDays: 0), want: 365),
+            Row(name: "a refund dated a millisecond after this purchase did not exist yet",
+                chain: refunded(year, 11, atMs: yearEndMs + 1), this: renewal(afterGapDays: 0, extraMs: 0), want: 365),
+            Row(name: "an upgrade: the period upgraded from is refunded at this purchase's instant, so it does not count",
+                chain: refunded(year, 11, atMs: yearEndMs), this: renewal(afterGapDays: 0), want: 365 - 31),
             Row(name: "free trial first: not paid, and no lapse",
                 chain: [Item(purchaseMs: year[0].purchaseMs - 7 * Self.dayMs, expiresMs: year[0].purchaseMs, freeTrial: true)] + year,
                 this: renewal(afterGapDays: 0), want: 365),
@@ -83,7 +87,7 @@ final class TenureAndPeriodsTests: XCTestCase {
     static func referencePaidDays(before purchaseMs: Int64, chain: [Item], graceDays: Int) -> Int {
         let earlier = chain
             .filter { $0.purchaseMs < purchaseMs && $0.expiresMs != nil }
-            .filter { item in item.fullyRefundedMs.map { $0 >= purchaseMs } ?? true }
+            .filter { item in item.fullyRefundedMs.map { $0 > purchaseMs } ?? true }
             .sorted { ($0.purchaseMs, $0.expiresMs!) < ($1.purchaseMs, $1.expiresMs!) }
         var paidDays = 0
         var coveredUntilMs: Int64? = nil
@@ -339,7 +343,7 @@ final class TenureAndPeriodsTests: XCTestCase {
         XCTAssertEqual(t12.steps[0].days, 30)
         let text = TraceOutput.text(try trace("C-12"))
         XCTAssertTrue(text.contains("Subscription tenure (original transaction C"), text)
-        XCTAssertTrue(text.contains("2026-02-15T12:00:00Z .. 2026-03-15T12:00:00Z  C-5: fully refunded before this purchase, not counted"), text)
+        XCTAssertTrue(text.contains("2026-02-15T12:00:00Z .. 2026-03-15T12:00:00Z  C-5: fully refunded before this purchase (or at its instant, as an upgrade's), not counted"), text)
         XCTAssertTrue(text.contains("  lapse of 28 whole days before the purchase of 2026-03-15T12:00:00Z: within the 60-day grace, the count goes on"), text)
         XCTAssertTrue(text.contains("  = 337 paid days before this purchase"), text)
         XCTAssertFalse(text.contains("was posted with"), text)
