@@ -177,8 +177,12 @@ public struct ReconciliationReport {
             rows.append(SheetRow([.text("record waits for verification"), .text("\(p.path):\(p.line)"), .text(p.code), .empty, .text(p.reason),
                                   .date(p.firstSeen), .integer(Int64(asOf - p.firstSeen))]))
         }
+        // A sale of a month closed by then posts late, on the first open day: said, as its
+        // purchase date is not the day it will be dated.
+        let closed = try stateRun().flatMap { try reader.closedThrough(ofRun: $0.id) }
         for t in try reader.pendingTransactions(on: asOf) {
-            let what = t.reason.hasPrefix("ORDER_WAIT:") ? "waits for its order (storefront)" : "waits for a rule"
+            let what = (t.reason.hasPrefix("ORDER_WAIT:") ? "waits for its order (storefront)" : "waits for a rule")
+                + (closed.flatMap { t.purchased.month <= $0 ? "; its month is closed: it posts late, on \($0.next.firstDay) or later" : nil } ?? "")
             rows.append(SheetRow([.text("\(t.book) transaction \(what)"), .text(t.transactionId), .text(t.productId),
                                   .date(t.purchased), .text(t.reason), .date(t.firstSeen), .integer(Int64(asOf - t.firstSeen))]))
         }

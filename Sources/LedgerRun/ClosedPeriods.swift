@@ -39,7 +39,10 @@ public enum ClosedPeriods {
             guard asOf > configMonth.lastDay else {
                 throw PeriodError("\(configPath): [periods] closed_through = \"\(configMonth)\" names a month that has not ended (this night is as of \(asOf)): a month can be closed from \(configMonth.next.firstDay) on, by the first night after its last day; set closed_through to \(asOf.month.previous) or earlier, or remove it. Nothing was written")
             }
-            if let lastNight, lastNight < configMonth.lastDay {
+            guard let lastNight else {
+                throw PeriodError("\(configPath): [periods] closed_through = \"\(configMonth)\" would close a month before any night has run on this ledger: everything dated \(configMonth.lastDay) or earlier that this first night reads would post late, on \(configMonth.next.firstDay), and the closed months' workbooks would hold none of it; remove closed_through, run the nights through \(configMonth.lastDay) (`iapledger run --as-of \(configMonth.lastDay)`), then close. Nothing was written")
+            }
+            if lastNight < configMonth.lastDay {
                 throw PeriodError("\(configPath): [periods] closed_through = \"\(configMonth)\" would close a month whose last night has not run: the last night ran as of \(lastNight), so what arrives for \(lastNight + 1) to \(configMonth.lastDay) is not in the books and would post late; set closed_through to \(lastNight.month.previous) or earlier (or remove it), run `iapledger run --as-of \(configMonth.lastDay)`, then close. Nothing was written")
             }
             try writer.recordClose(PeriodClose(month: configMonth, closedAt: closedAt, closedBy: closedBy, source: .config))
@@ -119,7 +122,10 @@ public enum ClosedPeriods {
             }
             // The month's nights must all have run: a night as of its last day (or later) read
             // what arrived for it. Closed before, the rest of the month would post late.
-            if let last = try w.lastAsOf(), last < month.lastDay {
+            guard let last = try w.lastAsOf() else {
+                throw PeriodError("\(month) cannot be closed yet: no night has run on this ledger, so nothing dated in it is in the books, and all of it would post late, after the close; run `iapledger run --as-of \(month.lastDay)` (or a later date) first")
+            }
+            if last < month.lastDay {
                 throw PeriodError("\(month) cannot be closed yet: the last night ran as of \(last), so what arrives for \(last + 1) to \(month.lastDay) is not in the books and would post late, after the close; run `iapledger run --as-of \(month.lastDay)` (or a later date) first")
             }
             let close = PeriodClose(month: month, closedAt: closedAt, closedBy: closedBy, source: .closeCommand)

@@ -111,7 +111,8 @@ enum RulesChanges {
             tick.advance()
             let known = earlier.contains(e.transactionId) ? try w.transactionFinding(code: code, transactionId: e.transactionId) : nil
             let share = refunded[e.transactionId] ?? 0
-            let closed = closedThrough.map { e.originalDate.month <= $0 } ?? false
+            // The month the entry is in (a late one's is its posting date's, open when it posted).
+            let closed = closedThrough.map { e.date.month <= $0 } ?? false
             guard share < 100_000, let r = restated(e, rules: rules, config: config, paidDays: try paidDays(e, runId: postedByRun),
                                                     transactionCurrency: try ownCurrency(e)) else {
                 if let known, known.open, known.message.hasPrefix(reversalPrefix) {
@@ -147,8 +148,8 @@ enum RulesChanges {
             let booked = known.flatMap(bookedCorrection)
             let said = booked.map { base + " " + followsBooking(note: $0.note, dismissedAs: $0.text) } ?? base
             let delta = r.figures.map { f in
-                Self.leftToCorrect(net: f.netReportingMinor - e.figures.netReportingMinor,
-                                   commission: f.commissionReportingMinor - e.figures.commissionReportingMinor, refundedShare: share)
+                Self.leftToCorrect(net: (e.figures.netReportingMinor, f.netReportingMinor),
+                                   commission: (e.figures.commissionReportingMinor, f.commissionReportingMinor), refundedShare: share)
             }
             if let known, known.open, known.message == said {
                 if let delta { open.count += 1; open.net += delta.0; open.commission += delta.1; open.proceeds += delta.2 }
@@ -217,13 +218,17 @@ enum RulesChanges {
     /// The finding's message: what differs, and what each set of rules books.
     static let reversalPrefix = "reverse the correction: "
 
-    /// What is left to correct of a sale's differences (net, commission) once `refundedShare`
-    /// of it was refunded at the posted amounts: net and commission rounded half to even,
-    /// proceeds their difference (P = N - C, as every figure is: rounded apart, net 3.5, commission
-    /// 1 and proceeds 2.5 gave 4, 1 and 2, a cent out).
-    static func leftToCorrect(net: Int64, commission: Int64, refundedShare share: Int64) -> (net: Int64, commission: Int64, proceeds: Int64) {
-        func left(_ d: Int64) -> Int64 { share == 0 ? d : roundHalfEven(Int128(d) * Int128(100_000 - share), 100_000) }
-        let n = left(net), c = left(commission)
+    /// What is left to correct of a sale (net, commission; posted and as today's rules book it)
+    /// once `refundedShare` of it was refunded: what each set of rules leaves after its refund
+    /// (the amount less the refund's `round(amount * p / 100000)`, as accounting.md rounds a
+    /// prorated refund), the one less the other; proceeds are net less commission (P = N - C,
+    /// as every figure is). The share of the difference, rounded, was a cent out where the two
+    /// refunds round apart (commission 89 posted, 46 now, 40% refunded: 53 and 28 are left, so
+    /// -25, not 60% of -43, -26).
+    static func leftToCorrect(net: (posted: Int64, now: Int64), commission: (posted: Int64, now: Int64),
+                              refundedShare share: Int64) -> (net: Int64, commission: Int64, proceeds: Int64) {
+        func kept(_ x: Int64) -> Int64 { share == 0 ? x : x - roundHalfEven(Int128(x) * Int128(share), 100_000) }
+        let n = kept(net.now) - kept(net.posted), c = kept(commission.now) - kept(commission.posted)
         return (n, c, n - c)
     }
 
@@ -246,8 +251,8 @@ enum RulesChanges {
                 + "proceeds \(money(f.proceedsMinor - f0.proceedsMinor, f.currency, signed: true)) (\(money(f.proceedsReportingMinor - f0.proceedsReportingMinor, f.reportingCurrency, signed: true)))"
         } ?? ""
         let refunded = share == 0 ? "" : " (refunded \(ExactDecimal(mantissa: share, scale: 3))% at the posted amounts: the rest is to correct)"
-        let month = closed ? " (its month, \(e.originalDate.month), is closed: correct it in an open month)" : ""
-        return "posted \(e.originalDate) by rules the files now give otherwise: \(what); posted at \(said(f0)), \(now)\(difference)\(refunded)\(month): book a correction where one is due (entries never change)"
+        let month = closed ? " (its month, \(e.date.month), is closed: correct it in an open month)" : ""
+        return "posted \(postedOn(e)) by rules the files now give otherwise: \(what); posted at \(said(f0)), \(now)\(difference)\(refunded)\(month): book a correction where one is due (entries never change)"
     }
 
     /// What a finding adds when a correction was booked for an earlier finding of the sale.
@@ -285,11 +290,17 @@ enum RulesChanges {
     /// The finding of a sale whose earlier finding was dismissed (its correction booked) and
     /// that the rules book as posted again.
     static func reversal(_ e: EntryDraft, dismissedAs message: String, note: String?, closed: Bool, refunded: Bool = false) -> String {
-        reversalPrefix + "posted \(e.originalDate), "
+        reversalPrefix + "posted \(postedOn(e)), "
             + (refunded ? "it was refunded in full since, at its posted amounts" : "it is booked again as the rules now give it")
             + "; its earlier RULES_CHANGED finding was dismissed"
             + (note.map { " (\($0))" } ?? "") + ", a correction booked for it, which is to be reversed"
-            + (closed ? " in an open month (its month, \(e.originalDate.month), is closed)" : "") + reversalSaid + message
+            + (closed ? " in an open month (its month, \(e.date.month), is closed)" : "") + reversalSaid + message
+    }
+
+    /// The day a sale is posted on: its date, and for one posted late, the date it keeps
+    /// ("2026-08-01 (late; original date 2026-07-31)", as `trace` says it).
+    static func postedOn(_ e: EntryDraft) -> String {
+        e.late && e.date != e.originalDate ? "\(e.date) (late; original date \(e.originalDate))" : "\(e.date)"
     }
 
     /// Nil when the rules now in force book the posted sale `e` as it was posted (the same

@@ -7,7 +7,8 @@ import LedgerCore
 /// and its workbooks).
 ///
 /// A run is a re-run of the last night when the last run has the same as-of date. Such a run
-/// "changed nothing" when it read no new file, posted no entry, and left the closed periods,
+/// "changed nothing" when it read no new file, posted no entry, found no month closed since the
+/// last run and left the closed periods,
 /// the findings, the exceptions (but for their last-seen run), the transactions waiting for a
 /// rule and the matched count as they were. The caller then rolls its transaction back (its
 /// run row included) and writes the workbooks of the last run again.
@@ -22,8 +23,11 @@ extension LedgerReader {
     /// The state a re-run of the last night must leave as it is, or nil when the last run has
     /// another as-of date (a new night is always recorded). Costs nothing on a new night.
     public func sameNight(asOf: Day) throws -> SameNight? {
-        guard let last = try Row.fetchOne(db, sql: "SELECT id, as_of, orders_matched FROM run ORDER BY id DESC LIMIT 1"),
+        guard let last = try Row.fetchOne(db, sql: "SELECT id, as_of, orders_matched, closed_through FROM run ORDER BY id DESC LIMIT 1"),
               (last[1] as String) == asOf.description else { return nil }
+        // A month closed since that run (`iapledger close`) is a change: the run's workbooks
+        // say what was closed when they were written, and its row too.
+        guard try String.fetchOne(db, sql: "SELECT max(month) FROM period_close") == (last[3] as String?) else { return nil }
         return SameNight(lastRunId: last[0], fingerprint: try nightFingerprint(), matched: last[2])
     }
 

@@ -215,17 +215,27 @@ final class KeptRulesTests: XCTestCase {
     /// ten days restarts the count under a grace of five): the renewal's commission is a
     /// RULES_CHANGED finding. A sale refunded in full is none (its refund was booked at its
     /// posted amounts: nothing left to correct). The check is a timed stage of the night.
-    /// What is left to correct of a half-refunded sale: proceeds are net less commission (they
-    /// were rounded apart: net 7 -> 4, commission 2 -> 1, proceeds 5 -> 2, a cent out).
+    /// What is left to correct of a partly refunded sale: what today's rules leave after their
+    /// refund less what the posted rules left after theirs (each refund rounded as accounting.md
+    /// rounds it), proceeds net less commission. Commission 89 posted, 46 now, 40% refunded:
+    /// 89 - 36 = 53 and 46 - 18 = 28 are left, so -25 (60% of the difference, -25.8, gave -26).
     func testWhatIsLeftToCorrectOfAPartlyRefundedSaleBalances() {
-        let half = RulesChanges.leftToCorrect(net: 7, commission: 2, refundedShare: 50_000)
-        XCTAssertEqual([half.net, half.commission, half.proceeds], [4, 1, 3])
-        let none = RulesChanges.leftToCorrect(net: 7, commission: 2, refundedShare: 0)
+        let forty = RulesChanges.leftToCorrect(net: (300, 300), commission: (89, 46), refundedShare: 40_000)
+        XCTAssertEqual([forty.net, forty.commission, forty.proceeds], [0, -25, 25])
+        let half = RulesChanges.leftToCorrect(net: (10, 17), commission: (3, 5), refundedShare: 50_000)
+        XCTAssertEqual([half.net, half.commission, half.proceeds], [4, 2, 2], "17 - 8 less 10 - 5; 5 - 2 less 3 - 2 (halves to even)")
+        let none = RulesChanges.leftToCorrect(net: (10, 17), commission: (3, 5), refundedShare: 0)
         XCTAssertEqual([none.net, none.commission, none.proceeds], [7, 2, 5])
         for share: Int64 in [1, 12_345, 33_333, 50_000, 99_999] {
-            for net: Int64 in -25...25 {
-                let l = RulesChanges.leftToCorrect(net: net, commission: net / 3, refundedShare: share)
-                XCTAssertEqual(l.net - l.commission, l.proceeds)
+            for posted: Int64 in 0...40 {
+                for now: Int64 in 0...40 {
+                    let l = RulesChanges.leftToCorrect(net: (posted * 3, now * 3), commission: (posted, now), refundedShare: share)
+                    XCTAssertEqual(l.net - l.commission, l.proceeds)
+                    // The refund booked at the posted amounts, plus the correction, is what
+                    // today's rules would have booked for the sale and its refund.
+                    func refund(_ x: Int64) -> Int64 { roundHalfEven(Int128(x) * Int128(share), 100_000) }
+                    XCTAssertEqual(posted - refund(posted) + l.commission, now - refund(now))
+                }
             }
         }
     }
@@ -354,6 +364,23 @@ final class KeptRulesTests: XCTestCase {
                         .replacingOccurrences(of: "coins.100,USA,0.99,2020-01-01", with: "coins.100,USA,1.09,2020-01-01"))
         let second = try XCTUnwrap(try ws.run("2026-11-05").rulesChanged?.lines)
         XCTAssertTrue(second.contains { $0.hasPrefix("open in all after tonight: 3 RULES_CHANGED findings to book, today's rules would book") }, "\(second)")
+    }
+
+    /// A sale of a closed month posted late (on the first open day) sits in that open month:
+    /// its finding says so, with the day it was posted on and the date it keeps, and the
+    /// summary does not count it in months closed; once that month is closed too, it is.
+    func testALateSaleIsCorrectedInTheMonthItWasPostedIn() throws {
+        try ws.run("2026-10-31")
+        _ = try ClosedPeriods.close(month: Month(iso: "2026-10")!, workspace: ws.workspace, asOf: Day(iso: "2026-11-01")!, closedBy: "carol", closedAt: "2026-11-01T09:00:00Z")
+        try ws.write("inbox/receipts/late.jsonl", Receipt.response([Receipt.item("9104", purchased: "2026-10-30T10:00:00Z")]) + "\n")
+        try ws.run("2026-11-02")
+        try ws.write("rules/prices.csv", TestWorkspace.defaultPrices.replacingOccurrences(of: "coins.100,USA,0.99,2020-01-01", with: "coins.100,USA,1.09,2020-01-01"))
+        let lines = try XCTUnwrap(try ws.run("2026-11-03").rulesChanged?.lines)
+        XCTAssertTrue(lines.contains { $0.hasPrefix("rules/prices.csv: coins.100 in USA 0.99 USD -> 1.09 USD: 2 sales posted (1 of them in months closed: corrected in an open one)") }, "\(lines)")
+        let late = try XCTUnwrap(try rulesChangedFindings()["9104"])
+        XCTAssertTrue(late.hasPrefix("posted 2026-11-01 (late; original date 2026-10-30) by rules the files now give otherwise"), late)
+        XCTAssertFalse(late.contains("is closed"), late)
+        XCTAssertTrue(try rulesChangedFindings()["9003"]?.contains("(its month, 2026-10, is closed: correct it in an open month)") ?? false)
     }
 
     /// Corrections booked (dismissed) and the rule undone before the next night: that night

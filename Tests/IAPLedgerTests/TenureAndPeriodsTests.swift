@@ -440,9 +440,49 @@ final class TenureAndPeriodsTests: XCTestCase {
         XCTAssertTrue(info.contains { $0.count >= 2 && $0[1].hasPrefix("alice on 2026-11-01") })
     }
 
+    /// A month closed after the last night, then that night run again: a new run is recorded
+    /// (its row and workbooks say the month is closed); run again, nothing new.
+    func testARerunAfterACloseIsANewRun() throws {
+        try ws.write("inbox/receipts/a.json", Receipt.response([Receipt.item("2001", purchased: "2026-10-20T10:00:00Z")]))
+        try ws.run("2026-11-01")
+        _ = try ClosedPeriods.close(month: Month(iso: "2026-10")!, workspace: ws.workspace, asOf: Day(iso: "2026-11-01")!,
+                                    closedBy: "carol", closedAt: "2026-11-01T09:00:00Z")
+        let r = try ws.run("2026-11-01")
+        XCTAssertEqual(try rows("SELECT id, closed_through FROM run ORDER BY id"), [["1", ""], ["2", "2026-10"]])
+        let info = try XCTUnwrap(try XLSXReader.sheets(r.workbooks[0])["Run Info"])
+        XCTAssertTrue(info.contains { $0.first == "Closed through" && $0.count > 1 && $0[1].hasPrefix("2026-10") }, "\(info)")
+        try ws.run("2026-11-01")
+        XCTAssertEqual(try rows("SELECT count(*) FROM run"), [["2"]])
+    }
+
+    /// The Pending sheet says a waiting sale of a month closed by then posts late, on the
+    /// first open day (its purchase date is not the day it will be dated).
+    func testAWaitingSaleOfAClosedMonthSaysItPostsLate() throws {
+        try ws.write("inbox/receipts/a.json", Receipt.response([Receipt.item("2101", product: "coins.none", purchased: "2026-10-20T10:00:00Z"),
+                                                                 Receipt.item("2102", product: "coins.none", purchased: "2026-11-01T10:00:00Z")]))
+        try ws.run("2026-11-01")
+        _ = try ClosedPeriods.close(month: Month(iso: "2026-10")!, workspace: ws.workspace, asOf: Day(iso: "2026-11-02")!,
+                                    closedBy: "carol", closedAt: "2026-11-02T09:00:00Z")
+        let r = try ws.run("2026-11-02")
+        let pending = try XCTUnwrap(try XLSXReader.sheets(r.workbooks[2])["Pending"])
+        XCTAssertTrue(pending.contains { $0.first == "production transaction waits for a rule; its month is closed: it posts late, on 2026-11-01 or later" && $0.contains("2101") }, "\(pending)")
+        XCTAssertTrue(pending.contains { $0.first == "production transaction waits for a rule" && $0.contains("2102") }, "\(pending)")
+    }
+
     /// `[periods] closed_through` in the config: recorded in the ledger by the run, late entries
     /// moved; an earlier month later is refused (no silent reopening) and nothing is written.
     func testConfigClosedThroughIsRecordedAndNeverReopened() throws {
+        // Not on a ledger's first night: every sale of the month it reads would post late.
+        try ws.write("iapledger.toml", TestWorkspace.defaultConfig + "\n[periods]\nclosed_through = \"2026-09\"\n")
+        XCTAssertThrowsError(try ws.run("2026-10-10")) {
+            XCTAssertTrue("\($0)".contains("closed_through = \"2026-09\" would close a month before any night has run on this ledger"), "\($0)")
+        }
+        try ws.write("iapledger.toml", TestWorkspace.defaultConfig)
+        XCTAssertThrowsError(try ClosedPeriods.close(month: Month(iso: "2026-09")!, workspace: ws.workspace, asOf: Day(iso: "2026-10-10")!,
+                                                     closedBy: "carol", closedAt: "2026-10-10T09:00:00Z")) {
+            XCTAssertTrue("\($0)".contains("2026-09 cannot be closed yet: no night has run on this ledger"), "\($0)")
+        }
+        try ws.run("2026-09-30")   // nothing in the inbox yet
         try ws.write("iapledger.toml", TestWorkspace.defaultConfig + "\n[periods]\nclosed_through = \"2026-09\"\n")
         try ws.write("inbox/receipts/a.json", Receipt.response([Receipt.item("2001", purchased: "2026-09-20T10:00:00Z"),
                                                                  Receipt.item("2002", purchased: "2026-10-03T10:00:00Z")]))
@@ -482,12 +522,14 @@ final class TenureAndPeriodsTests: XCTestCase {
     /// `iapledger close`: who and when recorded; a month already closed or not yet ended refused.
     func testCloseCommandRecordsAndRefuses() throws {
         XCTAssertThrowsError(try close("2026-10", asOf: "2026-10-31")) { XCTAssertTrue("\($0)".contains("has not ended yet"), "\($0)") }
+        try ws.run("2026-10-31")
         let first = try close("2026-10", asOf: "2026-11-01", by: "alice")
         XCTAssertNil(first.previous)
         XCTAssertTrue(first.description.contains("Closed 2026-10"))
         XCTAssertTrue(first.description.contains("now post on 2026-11-01"))
         XCTAssertThrowsError(try close("2026-10", asOf: "2026-12-01")) { XCTAssertTrue("\($0)".contains("already closed"), "\($0)") }
         XCTAssertThrowsError(try close("2026-09", asOf: "2026-12-01")) { XCTAssertTrue("\($0)".contains("already closed"), "\($0)") }
+        try ws.run("2026-11-30")
         let second = try close("2026-11", asOf: "2026-12-01", by: "bob")
         XCTAssertEqual(second.previous?.month.description, "2026-10")
         XCTAssertEqual(try rows("SELECT month, closed_at, closed_by, source FROM period_close ORDER BY month"),
@@ -495,6 +537,7 @@ final class TenureAndPeriodsTests: XCTestCase {
                         ["2026-11", "2026-12-01T09:00:00Z", "bob", "close command"]])
 
         // A config naming an earlier month is now behind the ledger: the close warns, the run refuses.
+        try ws.run("2026-12-31")
         try ws.write("iapledger.toml", TestWorkspace.defaultConfig + "\n[periods]\nclosed_through = \"2026-09\"\n")
         XCTAssertTrue(try close("2026-12", asOf: "2027-01-02").configWarning?.contains("runs refuse") == true)
         XCTAssertThrowsError(try ws.run("2027-01-03"))
@@ -574,12 +617,14 @@ final class TenureAndPeriodsTests: XCTestCase {
         try ws.run("2026-11-01")
         XCTAssertEqual(try rows("SELECT date, original_date, late FROM entry WHERE transaction_id = 'N-2'"), [["2026-11-01", "2026-10-31", "1"]])
 
-        // A ledger with no night yet may be closed; a night inside the closed month is refused.
+        // A ledger with no night yet may not be closed: the whole month, read by its first
+        // night, would post late.
         let fresh = try TestWorkspace()
         defer { fresh.remove() }
-        _ = try ClosedPeriods.close(month: Month(iso: "2026-10")!, workspace: fresh.workspace, asOf: Day(iso: "2026-11-02")!,
-                                    closedBy: "alice", closedAt: "2026-11-02T09:00:00Z")
-        XCTAssertThrowsError(try fresh.run("2026-10-25")) { XCTAssertTrue("\($0)".contains("is in a closed month"), "\($0)") }
+        XCTAssertThrowsError(try ClosedPeriods.close(month: Month(iso: "2026-10")!, workspace: fresh.workspace, asOf: Day(iso: "2026-11-02")!,
+                                                     closedBy: "alice", closedAt: "2026-11-02T09:00:00Z")) {
+            XCTAssertTrue("\($0)".contains("no night has run on this ledger") || "\($0)".contains("no ledger"), "\($0)")
+        }
     }
 
     /// Must-show 3: the store itself refuses any write into a closed month, whoever writes.
