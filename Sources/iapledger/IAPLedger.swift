@@ -286,7 +286,7 @@ func printSummary(_ r: NightlyRun.Result) {
         let findings = r.newFindings
         print("  this run: \(r.problemRecords) record\(r.problemRecords == 1 ? "" : "s") still pending or rejected (not posted), \(findings) new finding\(findings == 1 ? "" : "s")"
               + (r.findingsReopened > 0 ? " and \(r.findingsReopened) of earlier nights opened again (found again after they were resolved)" : "")
-              + "; see Run Info in the workbook:")
+              + (r.problems.isEmpty ? "; `iapledger findings` lists them, Run Info in the workbook too" : "; see Run Info in the workbook:"))
         // Records, then findings: each kind with its count by reason, then its first ten lines.
         func list(_ lines: ArraySlice<String>, total: Int, counts: [(key: String, count: Int)], noun: String, all: String) {
             guard !lines.isEmpty else { return }

@@ -398,6 +398,20 @@ final class KeptRulesTests: XCTestCase {
         XCTAssertTrue(try rulesChangedFindings()["9001"]?.hasPrefix("reverse the correction: posted 2026-10-05, it is booked again as the rules now give it; its earlier RULES_CHANGED finding was dismissed (dismissed by dana on 2026-10-08: JE-7)") ?? false)
     }
 
+    /// A night whose only findings are ones opened again (a rule undone after its correction
+    /// was booked) says where they are listed; it ended its line with a colon and no list.
+    func testANightThatOnlyOpensFindingsAgainSaysWhereTheyAre() throws {
+        try ws.write("rules/fx.csv", TestWorkspace.defaultFX.replacingOccurrences(of: "2026-10,EUR,1.10", with: "2026-10,EUR,11.0"))
+        try ws.run("2026-10-08")
+        _ = try LedgerRun.Dismiss.dismiss([], findings: [("RULES_CHANGED", "*")], workspace: ws.workspace, reason: "JE-7", by: "dana", at: "2026-10-08T09:00:00Z")
+        try ws.write("rules/fx.csv", TestWorkspace.defaultFX)
+        let night = try Resilience.cli(["run", "--as-of", "2026-10-09", "--no-progress", "--workspace", ws.root.path])
+        XCTAssertEqual(night.status, 0, night.err)
+        let line = try XCTUnwrap(night.out.split(separator: "\n").first { $0.hasPrefix("  this run: ") }, night.out)
+        XCTAssertTrue(line.contains("opened again"), String(line))
+        XCTAssertTrue(line.hasSuffix("; `iapledger findings` lists them, Run Info in the workbook too"), String(line))
+    }
+
     /// A correction booked and not reversed is carried from finding to finding: a second change
     /// on top, then the first undone, then the second (the booked correction asked to be
     /// reversed at the end); a reversal open when the rate changes again (set against the new
