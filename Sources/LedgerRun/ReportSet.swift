@@ -144,6 +144,9 @@ public struct SetsPartlyWritten: Error, CustomStringConvertible {
 public struct ReportFile: Equatable {
     public var url: URL
     public var kept: Bool = false
+    /// For `report`: how the file written compares with the version registered at its path
+    /// before (the same bytes, or other bytes and by whom they were written), nil when none was.
+    public var earlier: String? = nil
 }
 
 extension ReportFile {
@@ -254,12 +257,25 @@ public enum PeriodReport {
                 return ("not registered in the ledger (\(error)); `verify --workbook` will not know them", nil)
             }
         }
-        let files: [ReportFile]
+        var files: [ReportFile]
         do {
             files = try ReportSet(ledger: ledger, config: config, asOf: asOf, runId: nil, workspace: workspace, layouts: layouts).writeAll()
         } catch let partly as SetsPartlyWritten {
             _ = register(partly.written)
             throw partly.error
+        }
+        // A set written again (a closed month's, for one) is compared with the version
+        // registered before it at each path: a controller holding that version is told whether
+        // this one has its bytes (nothing said where the ledger registers no files).
+        if (try? ledger.read({ try $0.registersReportFiles() })) == true {
+            for i in files.indices where !files[i].kept {
+                guard let before = try? ledger.read({ try $0.reportFiles(path: workspace.relative(files[i].url)) }).last,
+                      let (sha, _) = try? LineReader.hash(files[i].url.path) else { continue }
+                let by = before.runId.map { "the night of run \($0)" } ?? "`iapledger report`"
+                files[i].earlier = sha == before.sha256
+                    ? "the same bytes as the version written \(before.writtenAt) by \(by)"
+                    : "other bytes than the version written \(before.writtenAt) by \(by), which it replaces: the ledger changed since (its Summary and Run Info say how; `iapledger verify --workbook FILE` tells which version a copy is)"
+            }
         }
         let registered = register(files)
         return (asOf, files, registered.note, registered.head)

@@ -742,7 +742,10 @@ struct Report: ParsableCommand {
                 (written, title) = (try PeriodReport.write(workspace: Workspace(ws.url), period: month), month.description)
             }
             print("iapledger report \(title): the books as of \(written.asOf)")
-            for f in written.files { printReportFile(f.url, kept: f.kept) }
+            for f in written.files {
+                printReportFile(f.url, kept: f.kept)
+                if let earlier = f.earlier { print("    " + earlier) }
+            }
             if let note = written.note { print("  note: the files were written, \(note)") }
             else if let head = written.head {
                 print("  report files: \(head) (the registrations' chain head after these files; keep it: `iapledger verify --runs` shows it again)")

@@ -195,9 +195,15 @@ final class ReportPeriodTests: XCTestCase {
         let october = try ws.run("2026-10-31")
         let finance = ws.root.appendingPathComponent("reports/2026-10-31/finance-2026-10-31.xlsx")
         let nightBytes = try october.workbooks.map { try Data(contentsOf: $0) }
-        let again = try PeriodReport.write(workspace: ws.workspace, period: Month(iso: "2026-10")!).files.map(\.url)
+        let againFiles = try PeriodReport.write(workspace: ws.workspace, period: Month(iso: "2026-10")!).files
+        let again = againFiles.map(\.url)
         XCTAssertEqual(again, october.workbooks)
         XCTAssertEqual(try again.map { try Data(contentsOf: $0) }, nightBytes, "the night's workbooks, byte for byte")
+        // Each says so, naming the version it compared with.
+        for f in againFiles where !f.kept {
+            XCTAssertTrue(f.earlier?.hasPrefix("the same bytes as the version written ") == true && f.earlier?.hasSuffix(" by the night of run \(october.runId)") == true,
+                          "\(f.url.lastPathComponent): \(f.earlier ?? "nil")")
+        }
 
         try ws.write("inbox/receipts/b.jsonl", Receipt.response([Receipt.item("k2", purchased: "2026-11-01T10:00:00Z")]) + "\n")
         let november = try ws.run("2026-11-01")
@@ -236,8 +242,13 @@ final class ReportPeriodTests: XCTestCase {
         let november = ws.root.appendingPathComponent("reports/2026-11-02/finance-2026-11-02.xlsx")
         // L-2, L-3 and its refund: 0.99 + 0.99 - 0.99 USD of October, in November's figures.
         XCTAssertEqual(try lateNote(november), "Late entries (dated in a month already closed when they arrived, posted on the first open day and marked late in the Journal and on the Refunds sheet): 2026-11 holds 2 sales and 1 refund of earlier months (net after refunds 0.99 USD).")
-        let again = try PeriodReport.write(workspace: ws.workspace, period: Month(iso: "2026-10")!).files.map(\.url)
+        let againFiles = try PeriodReport.write(workspace: ws.workspace, period: Month(iso: "2026-10")!).files
+        let again = againFiles.map(\.url)
         XCTAssertTrue(again.contains(october))
+        // The closed month's set written again is not the one the month's last night wrote (its
+        // Summary names what arrived after the close), and says so.
+        let earlier = try XCTUnwrap(againFiles.first { $0.url == october }?.earlier)
+        XCTAssertTrue(earlier.hasPrefix("other bytes than the version written ") && earlier.contains(" by the night of run 1, which it replaces"), earlier)
         let after = try lateNote(october)
         XCTAssertTrue(after.hasSuffix(": 2 sales and 1 refund dated on or before 2026-10-31 arrived after the month was closed and are in later months' figures, not these (net after refunds 0.99 USD)."), after)
     }
