@@ -1389,8 +1389,11 @@ struct Ingest {
                 let refund = e.cancellationMs == nil ? t.cancellationMs.map {
                     "; the refund it reports (cancelled \(Day(epochMilliseconds: $0))) is not posted from it, but when a record agreeing with the first source reports it"
                 } : nil
+                // Another environment: the ledger holds one transaction per id, so a purchase of
+                // this record's book under an id the other book holds is in none of its figures.
+                let otherBook = e.book == t.book ? "" : "; so this \(t.book.rawValue) purchase is in no \(t.book.rawValue) figure (the ledger holds one transaction per id, in the \(e.book.rawValue) book): if it is real, book it by hand"
                 try writer.openFinding(code: "TRANSACTION_CONFLICT", transactionId: t.transactionId, recordId: recordId,
-                                       message: "\(location) reports transaction \(t.transactionId) differently from its first source\(try firstSourceNamed(existing.firstRecordId, location)): \(differences.joined(separator: ", ")); the first is kept\(refund ?? "")",
+                                       message: "\(location) reports transaction \(t.transactionId) differently from its first source\(try firstSourceNamed(existing.firstRecordId, location)): \(differences.joined(separator: ", ")); the first is kept\(otherBook)\(refund ?? "")",
                                        runId: runId)
             } else if e.cancellationMs == nil, let c = t.cancellationMs {
                 try writer.setCancellation(transactionId: t.transactionId, cancellationMs: c, percentage: t.revocationPercentage)

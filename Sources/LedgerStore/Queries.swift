@@ -325,11 +325,19 @@ extension LedgerReader {
     }
 
     /// A finding's book (SQL over `finding f`): its transaction's, else that of the record
-    /// that raised it; NULL when neither is known (a record with no environment).
+    /// that raised it; NULL when neither is known (a record with no environment). A
+    /// TRANSACTION_CONFLICT is the book of the record that was not taken first: a production
+    /// purchase whose id a sandbox transaction holds is in no production figure, so it is said
+    /// on the production Run Info (it was on the sandbox one), and test data contradicting a
+    /// production transaction on the sandbox one.
     static let findingBook = """
-        ifnull((SELECT t.book FROM store_transaction t WHERE t.transaction_id = f.transaction_id),
-               (SELECT CASE lower(r.environment) WHEN 'sandbox' THEN 'sandbox' WHEN 'production' THEN 'production' END
-                FROM source_record r WHERE r.id = f.record_id))
+        CASE WHEN f.code = 'TRANSACTION_CONFLICT' THEN ifnull(\(recordBook), \(transactionBook))
+             ELSE ifnull(\(transactionBook), \(recordBook)) END
+        """
+    static let transactionBook = "(SELECT t.book FROM store_transaction t WHERE t.transaction_id = f.transaction_id)"
+    static let recordBook = """
+        (SELECT CASE lower(r.environment) WHEN 'sandbox' THEN 'sandbox' WHEN 'production' THEN 'production' END
+         FROM source_record r WHERE r.id = f.record_id)
         """
 
     /// The findings of `book` (and those of no book: about a transaction no book holds) open on

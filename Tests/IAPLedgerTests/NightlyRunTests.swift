@@ -201,6 +201,25 @@ final class NightlyRunTests: XCTestCase {
         XCTAssertEqual(conflict.map(\.message), ["inbox/receipts/a.jsonl:2 reports transaction 1102 differently from its first source (the same line of this file as run 1 read it: the file was changed after it was read): quantity 1 vs 3; the first is kept"])
     }
 
+    /// A production purchase under an id a sandbox transaction holds (the ledger holds one
+    /// transaction per id) is in no production figure: its TRANSACTION_CONFLICT says so and is
+    /// the production book's (on its Run Info; it was the sandbox one's). Test data contradicting
+    /// a production transaction is the sandbox book's.
+    func testAnEnvironmentConflictIsTheBookOfTheRecordNotTaken() throws {
+        try ws.write("inbox/receipts/a.jsonl", Receipt.response([Receipt.item("7000", purchased: "2026-10-05T10:00:00Z")], environment: "Sandbox") + "\n"
+                     + Receipt.response([Receipt.item("7001", purchased: "2026-10-05T10:00:00Z")]) + "\n")
+        try ws.run("2026-10-06")
+        try ws.write("inbox/receipts/b.jsonl", Receipt.response([Receipt.item("7000", purchased: "2026-10-05T10:00:00Z")]) + "\n"
+                     + Receipt.response([Receipt.item("7001", purchased: "2026-10-05T10:00:00Z")], environment: "Sandbox") + "\n")
+        try ws.run("2026-10-07")
+        let production = try ledger().read { try $0.findingsOpen(on: Day(iso: "2026-10-07")!, book: "production", limit: 10) }.rows
+        let sandbox = try ledger().read { try $0.findingsOpen(on: Day(iso: "2026-10-07")!, book: "sandbox", limit: 10) }.rows
+        XCTAssertEqual(production.map { "\($0.code) \($0.transactionId ?? "")" }, ["TRANSACTION_CONFLICT 7000"])
+        XCTAssertEqual(sandbox.map { "\($0.code) \($0.transactionId ?? "")" }, ["TRANSACTION_CONFLICT 7001"])
+        XCTAssertTrue(production[0].message.contains("environment sandbox vs production; the first is kept; so this production purchase is in no production figure (the ledger holds one transaction per id, in the sandbox book): if it is real, book it by hand"), production[0].message)
+        XCTAssertTrue(sandbox[0].message.contains("environment production vs sandbox; the first is kept; so this sandbox purchase is in no sandbox figure"), sandbox[0].message)
+    }
+
     func testSandboxStaysOutOfProduction() throws {
         try ws.write("inbox/receipts/a.json", "[" + [
             Receipt.response([Receipt.item("p1", purchased: "2026-10-05T10:00:00Z")]),
