@@ -167,7 +167,8 @@ extension Ingest {
         let type = n.notificationType + (n.subtype.map { "/\($0)" } ?? "")
         let recordId = try writer.addRecord(.init(fileId: fileId, line: location.line, sha256: sha, outcome: .verified,
                                                   reasonCode: "JWS_VERIFIED",
-                                                  reason: Self.verifiedNote("notification \(type) \(n.notificationUUID)", signedMs: n.signedDateMs),
+                                                  reason: Self.verifiedNote("notification \(type) \(n.notificationUUID)", signedMs: n.signedDateMs)
+                                                      + (n.transaction == nil ? "; it carries no transaction (a test, a summary, a notice of renewal or consent), so nothing is posted from it" : ""),
                                                   environment: n.environment, raw: raw))
         counts.verified += 1
         let fresh = try writer.addNotification(uuid: n.notificationUUID, recordId: recordId, runId: runId,

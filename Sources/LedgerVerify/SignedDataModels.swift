@@ -151,7 +151,7 @@ public struct SignedNotification: Equatable, Sendable {
     public var signedDateMs: Int64?
     /// `data.environment` (or `summary.environment` for summary notifications).
     public var environment: String?
-    /// `data.bundleId` (or `summary.bundleId` / `externalPurchaseToken.bundleId`).
+    /// `data.bundleId` (or `summary.bundleId` / `externalPurchaseToken.bundleId` / `appData.bundleId`).
     public var bundleId: String?
     public var appAppleId: Int64?
     /// `data.status` (subscription status: 1 active, 2 expired, ...), raw.

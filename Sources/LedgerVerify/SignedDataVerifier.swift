@@ -196,17 +196,19 @@ public struct SignedDataVerifier: Sendable {
                 let data = try f.object("data")
                 let summary = try f.object("summary")
                 let externalPurchaseToken = try f.object("externalPurchaseToken")
+                // RESCIND_CONSENT names its app in `appData` (no transaction).
+                let appData = try f.object("appData")
                 notification = SignedNotification(
                     notificationType: type,
                     subtype: try f.string("subtype"),
                     notificationUUID: uuid,
                     version: try f.string("version"),
                     signedDateMs: try f.int64("signedDate"),
-                    environment: try data?.string("environment") ?? summary?.string("environment"),
+                    environment: try data?.string("environment") ?? summary?.string("environment") ?? appData?.string("environment"),
                     bundleId: try data?.string("bundleId") ?? summary?.string("bundleId")
-                        ?? externalPurchaseToken?.string("bundleId"),
+                        ?? externalPurchaseToken?.string("bundleId") ?? appData?.string("bundleId"),
                     appAppleId: try data?.int64("appAppleId") ?? summary?.int64("appAppleId")
-                        ?? externalPurchaseToken?.int64("appAppleId"),
+                        ?? externalPurchaseToken?.int64("appAppleId") ?? appData?.int64("appAppleId"),
                     status: try data?.int64("status"),
                     transaction: nil,
                     renewalInfoJSON: nil,
@@ -288,7 +290,7 @@ public struct SignedDataVerifier: Sendable {
         if case .string(let value)? = jws.payload["environment"] {
             environment = value
         } else {
-            for container in ["data", "summary"] {
+            for container in ["data", "summary", "appData"] {
                 if case .object(let inner)? = jws.payload[container], case .string(let value)? = inner["environment"] {
                     environment = value
                     break

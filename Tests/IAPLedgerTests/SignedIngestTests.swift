@@ -1095,6 +1095,28 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(try ws.run("2023-11-21").counts.entriesPosted, 0)
     }
 
+    /// A notification that carries no transaction is verified and kept, its record saying
+    /// nothing is posted from it; RESCIND_CONSENT names its app in `appData` (it was rejected as
+    /// naming no app), and one of another app there is rejected.
+    func testANotificationWithoutATransactionSaysNothingIsPostedAndAppDataNamesItsApp() throws {
+        func rescind(_ bundle: String) throws -> String {
+            let jws = try signer.sign(payload: ["notificationType": "RESCIND_CONSENT", "notificationUUID": UUID().uuidString.lowercased(),
+                                                "version": "2.0", "signedDate": t0,
+                                                "appData": ["appAppleId": 41234, "bundleId": bundle, "environment": "Production",
+                                                            "signedAppTransactionInfo": "signed_app_transaction_info_value"]])
+            return "{\"signedPayload\": \"\(jws)\"}"
+        }
+        try ws.write("inbox/signed/n.jsonl", [try rescind("com.example"), try notification("TEST", transaction: nil), try rescind("com.other")].joined(separator: "\n") + "\n")
+        let r = try ws.run("2023-11-20")
+        XCTAssertEqual(r.counts.verified, 2)
+        let records = try rows("SELECT line, outcome, reason_code, reason FROM source_record ORDER BY line")
+        XCTAssertEqual(records.map { "\($0[0]) \($0[1]) \($0[2])" }, ["1 verified JWS_VERIFIED", "2 verified JWS_VERIFIED", "3 rejected WRONG_BUNDLE_ID"])
+        for r in records.prefix(2) {
+            XCTAssertTrue(r[3].hasSuffix("; it carries no transaction (a test, a summary, a notice of renewal or consent), so nothing is posted from it"), r[3])
+        }
+        XCTAssertTrue(records[0][3].hasPrefix("notification RESCIND_CONSENT "), records[0][3])
+    }
+
     func testNoMoneyNotificationsAreRecordedAndPriceMismatchFlagged() throws {
         try ws.write("inbox/signed/n.jsonl", [
             try notification("CONSUMPTION_REQUEST", transaction: try transaction("9005", product: "com.example.cheap")),
