@@ -60,6 +60,13 @@ public struct NightlyRun {
         /// Files whose bytes are those of an earlier version than the one read last (a change
         /// undone in place): skipped, their rows standing as the later version left them.
         public var putBackFiles: [String] = []
+        /// Files listed in the inbox that were gone (moved or removed) before the night read
+        /// them: not read, read by the night they are back.
+        public var goneFiles: [String] = []
+        /// Orders a row read this night brought back to an earlier version's state (an old
+        /// export sent again, not as a byte copy): each with the row, and whether it undid the
+        /// order's reversal (a credit taken back is given again).
+        public var ordersBroughtBack: [(orderId: String, location: String, reversalUndone: Bool)] = []
         /// Files read whose bytes a file read before under another name had (copied or renamed
         /// in the inbox): their records are stored again as theirs, nothing is posted twice.
         public var repeatedFiles: [(path: String, earlier: String, readOn: String)] = []
@@ -183,6 +190,8 @@ public struct NightlyRun {
         var filesRead = 0, filesSkipped = 0
         var changedFiles: [(path: String, newRecords: Int)] = []
         var putBackFiles: [String] = []
+        var goneFiles: [String] = []
+        var ordersBroughtBack: [(orderId: String, location: String, reversalUndone: Bool)] = []
         var closedThrough: Month? = nil
         var closedByConfig: Month? = nil
         var nothingNewSince: Int64? = nil
@@ -243,6 +252,10 @@ public struct NightlyRun {
                     let input = file.input
                     CrashPoint.hit("read:\(input.path)")
                     bytes += input.sizeBytes
+                    if case .gone = file.body {
+                        goneFiles.append(input.path)
+                        return
+                    }
                     if case .alreadyRead(let newStatKey) = file.body {
                         if newStatKey, let key = input.statKey { try w.rememberStatKey(key, path: input.path, sha256: input.sha256) }
                         filesSkipped += 1
@@ -265,6 +278,7 @@ public struct NightlyRun {
                 }
             }
             counts = ingest.counts
+            ordersBroughtBack = ingest.ordersBroughtBack
             CrashPoint.hit("post:start")
             counts.entriesPosted = try progress.stage("post entries", unit: "transactions") { tick in
                 try Self.post(writer: w, poster: poster, runId: runId, asOf: asOf, tick: tick)
@@ -314,7 +328,7 @@ public struct NightlyRun {
                       recordCounts: nothingNewSince == nil ? Self.counted(notPostedRecords.map { "\($0.outcome) \($0.code)" }) : [],
                       findingCounts: nothingNewSince == nil ? opened.counts.map { (key: $0.code, count: $0.count) } : [],
                       nothingNewSinceRun: nothingNewSince,
-                      notRead: notRead, changedFiles: changedFiles, putBackFiles: putBackFiles, datedAfterAsOf: datedAfter, closedByConfig: closedByConfig,
+                      notRead: notRead, changedFiles: changedFiles, putBackFiles: putBackFiles, goneFiles: goneFiles, datedAfterAsOf: datedAfter, closedByConfig: closedByConfig,
                       closeWarnings: try closedByConfig.map { m in
                           try ledger.read { r in
                               ClosedPeriods.warnings(closing: m, waitingSales: try r.waitingSales(datedThrough: m.lastDay),
@@ -329,6 +343,7 @@ public struct NightlyRun {
         result.findingsDismissed = findingsDismissed
         if nothingNewSince == nil { result.recordsSettled = max(0, try ledger.read { try $0.recordsResolved(byRun: runId) } - dismissed) }
         if nothingNewSince == nil { result.repeatedFiles = try ledger.read { try $0.filesRepeatingEarlierOnes(runId: runId) } }
+        result.ordersBroughtBack = ordersBroughtBack
         committed?(result)
 
         // The month before, while it is still open, is written again as of its last day: late
@@ -639,6 +654,8 @@ struct PreparedFile {
         case signed([PreparedSigned])
         case orders(rows: [OrderRow], hashes: [String], texts: [RecordText], fileError: Finding?, text: String, header: String?)
         case receipts([PreparedReceipt])
+        /// Listed, then gone before it could be read (moved or removed while the night ran).
+        case gone
     }
     struct PreparedReceipt {
         var record: RawRecord
@@ -917,6 +934,7 @@ final class PreparedFiles: @unchecked Sendable {
                     guard let (index, sequence) = chosen else { break }
                     let (url, kind) = inputs[index]
                     let item = Result { () throws -> PreparedFile in
+                      do {
                         let path = workspace.relative(url)
                         let identity = FileStat.identity(url.path)
                         // Remembered only when settled, and unchanged while it was read.
@@ -938,6 +956,14 @@ final class PreparedFiles: @unchecked Sendable {
                                                             signedVerifier: signedVerifier, storedSigned: storedSigned[path] ?? [])
                         file.input.statKey = before != nil && FileStat.key(url.path) == before ? before : nil
                         return file
+                      } catch {
+                        // Listed, then moved or removed before it was read (a backend archiving
+                        // its inbox while the night runs): not there tonight, as if never listed.
+                        // (A link still there whose target is gone stops the night, as documented.)
+                        var st = stat()
+                        guard lstat(url.path, &st) != 0, errno == ENOENT else { throw error }
+                        return PreparedFile(input: InputFile(url: url, path: workspace.relative(url), kind: kind, sizeBytes: 0, sha256: ""), body: .gone)
+                      }
                     }
                     condition.lock()
                     if cancelled { condition.unlock(); return }
@@ -1053,6 +1079,8 @@ struct Ingest {
     /// The refund reversals asked for this night, each with the REVERSAL_WAITING it opens if
     /// its refund is still not posted once the night's entries are (see `openWaitingReversals`).
     var reversalsAsked: [AskedReversal] = []
+    /// Orders brought back to an earlier version this night (see `Result.ordersBroughtBack`).
+    var ordersBroughtBack: [(orderId: String, location: String, reversalUndone: Bool)] = []
 
     struct AskedReversal {
         var book: Book
@@ -1087,7 +1115,7 @@ struct Ingest {
         switch file.body {
         case .notText: try notText(file.input)
         case .empty: try empty(file.input)
-        case .alreadyRead: break
+        case .alreadyRead, .gone: break
         case .tooLarge: try tooLarge(file.input)
         case .signed(let records): try signed(file.input, records: records)
         case let .orders(rows, hashes, texts, fileError, text, header):
@@ -1104,6 +1132,17 @@ struct Ingest {
         let path = file.input.path
         if truncatedPaths == nil { truncatedPaths = try writer.pathsWithOpenTruncatedLines() }
         guard truncatedPaths!.contains(path) else { return }
+        // A JSON document read whole (no element cut short): every cut line of its earlier
+        // versions is settled, whichever line its cut record began on.
+        if file.input.url.pathExtension.lowercased() == "json" {
+            let whole: Bool
+            switch file.body {
+            case .receipts(let records): whole = records.allSatisfy { !$0.record.unterminated || Self.parsedWhole($0) }
+            case .signed(let records): whole = records.allSatisfy { Self.cutShort($0) == nil }
+            default: whole = false
+            }
+            if whole { return try writer.resolveTruncatedLinesOfWholeDocument(path: path, sha256: file.input.sha256, runId: runId) }
+        }
         let whole: [Int]
         switch file.body {
         case .receipts(let records): whole = records.filter { !$0.record.unterminated || Self.parsedWhole($0) }.map(\.record.line)
@@ -1180,8 +1219,18 @@ struct Ingest {
                 // In a new file, a row that repeats the order's latest version changes nothing; one
                 // that repeats an earlier version brings the order back to it (a credit restored
                 // after a reversal, a correction undone): the later row replaces the earlier.
-                let repeated = try resent ? writer.orderHasVersion(orderId: o.orderId, sha256: sha)
-                                          : writer.orderLatestVersionIs(orderId: o.orderId, sha256: sha)
+                let repeated: Bool
+                if resent {
+                    repeated = try writer.orderHasVersion(orderId: o.orderId, sha256: sha)
+                } else {
+                    let match = try writer.orderVersionMatch(orderId: o.orderId, sha256: sha)
+                    repeated = match.latest
+                    // Said: a backend sending an old export again (under a new name, its bytes
+                    // not a copy) undoes what later versions did, a reversal included.
+                    if !match.latest && match.earlier {
+                        ordersBroughtBack.append((o.orderId, "\(input.path):\(row.line)", match.latestReversed && o.reversedAt == nil))
+                    }
+                }
                 let recordId = try writer.addRecord(.init(fileId: fileId, line: row.line, sha256: sha, outcome: .verified,
                                                           environment: o.environment, accountId: o.accountId,
                                                           orderId: o.orderId, raw: raw))

@@ -622,6 +622,18 @@ public final class LedgerWriter: LedgerReader {
             """).execute(arguments: [runId, path, sha256, list])
     }
 
+    /// Resolves every cut line of earlier versions of a JSON document that now parses whole:
+    /// a document cut inside its first element was one record at its first line, its
+    /// elements now records of their own lines, so no line matches.
+    public func resolveTruncatedLinesOfWholeDocument(path: String, sha256: String, runId: Int64) throws {
+        try db.cachedStatement(sql: """
+            UPDATE source_record INDEXED BY source_record_open
+            SET resolved_run_id = ?1, resolved_note = 'line ' || line || ': a later version of ' || ?2 || ' was read whole'
+            WHERE outcome <> 'verified' AND outcome = 'rejected' AND reason_code = 'TRUNCATED' AND resolved_run_id IS NULL
+              AND file_id IN (SELECT id FROM source_file WHERE path = ?2 AND sha256 <> ?3)
+            """).execute(arguments: [runId, path, sha256])
+    }
+
     private func loadUnverifiedIds() throws -> Set<String> {
         if let s = unverifiedIds { return s }
         let s = Set(try String.fetchAll(db, sql: "SELECT DISTINCT transaction_id FROM unverified_record_transaction"))
@@ -1055,6 +1067,23 @@ public final class LedgerWriter: LedgerReader {
               AND NOT EXISTS (SELECT 1 FROM entry e WHERE e.book = q.book AND e.transaction_id = q.transaction_id AND e.kind = 'refund_reversal')
             ORDER BY q.date, q.transaction_id
             """)).map { (Book(rawValue: $0[0])!, $0[1], Day(iso: $0[2] as String)!) }
+    }
+
+    /// How a row of these bytes stands to the order's versions: the latest one's bytes, an
+    /// earlier one's (the row brings the order back to it), and whether the latest is reversed.
+    /// One index probe for an order new to the ledger, as `orderLatestVersionIs`.
+    public func orderVersionMatch(orderId: String, sha256: String) throws -> (latest: Bool, earlier: Bool, latestReversed: Bool) {
+        var f = FastStatement(try db.cachedStatement(sql: """
+            SELECT r.record_sha256 = ?, v.reversed_at IS NOT NULL FROM order_version v JOIN source_record r ON r.id = v.record_id
+            WHERE v.order_id = ? ORDER BY v.id DESC
+            """), in: db)
+        f.bind(sha256); f.bind(orderId)
+        var out = (latest: false, earlier: false, latestReversed: false), first = true
+        try f.forEachRow { row in
+            let same = row.int64(0) != 0
+            if first { out.latest = same; out.latestReversed = row.int64(1) != 0; first = false } else if same { out.earlier = true }
+        }
+        return out
     }
 
     /// Whether the order's latest version was read from a row of exactly these bytes.

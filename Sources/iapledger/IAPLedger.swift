@@ -265,6 +265,18 @@ func printSummary(_ r: NightlyRun.Result) {
         print("  files put back to a version read before (skipped: a change undone in place is not read again, and what the later version brought stands; to bring back rows as they were, send them in a new file that is no byte copy of an earlier one): "
               + r.putBackFiles.map(TerminalText.visible).joined(separator: ", "))
     }
+    if !r.ordersBroughtBack.isEmpty {
+        let undone = r.ordersBroughtBack.filter(\.reversalUndone).count
+        print("  orders brought back to an earlier version by a row read tonight (a later row replaces an earlier one; an old export sent again, not as a byte copy, undoes what came after it): \(r.ordersBroughtBack.count)"
+              + (undone > 0 ? ", \(undone) of them with their reversal undone (credited again)" : "") + ": "
+              + r.ordersBroughtBack.prefix(10).map { "\(TerminalText.visible($0.orderId)) (\(TerminalText.visible($0.location))\($0.reversalUndone ? ", reversal undone" : ""))" }.joined(separator: ", ")
+              + (r.ordersBroughtBack.count > 10 ? " and \(r.ordersBroughtBack.count - 10) more (`iapledger trace ORDER` shows each one's versions)" : ""))
+    }
+    if !r.goneFiles.isEmpty {
+        print("  files gone before they were read (moved or removed while the night ran: not read, and read by the night they are back): "
+              + r.goneFiles.prefix(10).map(TerminalText.visible).joined(separator: ", ")
+              + (r.goneFiles.count > 10 ? " and \(r.goneFiles.count - 10) more" : ""))
+    }
     let t = r.totals
     print("  ledger: \(t.transactionsPosted) transactions posted, \(t.transactionsPending) waiting (for a rule or an order), \(t.transactionsFree) free; \(t.entries) entries")
     if let changed = r.rulesChanged {
@@ -307,7 +319,7 @@ func printSummary(_ r: NightlyRun.Result) {
         for line in r.closeWarnings { print(line) }
     }
     if !r.notRead.isEmpty {
-        print("  inbox files not read (rename or move them):")
+        print("  inbox files not read (a file in transfer is read once it has its final name; any other: rename or move it):")
         // Every one: a folder of more than a few such files is already one line.
         for line in r.notRead { print("    " + TerminalText.visible(line)) }
     }

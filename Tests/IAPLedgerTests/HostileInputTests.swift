@@ -348,6 +348,10 @@ final class HostileInputTests: XCTestCase {
         try ws.write("inbox/receipts/one.json", String(one.prefix(one.count / 2)))
         try ws.write("inbox/receipts/array.json", String(array.prefix(array.count - 30)))
         try ws.write("inbox/receipts/ended.json", String(one.prefix(one.count / 2)) + "\n")
+        // A pretty-printed array cut inside its first element: one record at line 1, its element
+        // at line 2 once whole (no line of the cut version matched: it stayed open for good).
+        let pretty = "[\n  " + good("JP1").replacingOccurrences(of: ", ", with: ",\n    ") + "\n]\n"
+        try ws.write("inbox/receipts/first.json", String(pretty.prefix(pretty.count / 2)))
         // Whole documents saved without a line end (HTTP bodies, json.dump) are not cut short.
         try ws.write("inbox/signed/whole.json", #"{"signedPayload":"not.a.jws"}"#)
         try ws.write("inbox/receipts/whole.json", #"{"status": 21002}"#)
@@ -363,10 +367,12 @@ final class HostileInputTests: XCTestCase {
         XCTAssertEqual(try records("inbox/receipts/one.json").map(\.code), ["TRUNCATED"])
         XCTAssertEqual(try records("inbox/receipts/array.json").map(\.code), ["", "TRUNCATED"])
         XCTAssertEqual(try records("inbox/receipts/ended.json").map(\.code), ["MALFORMED"])
+        XCTAssertEqual(try records("inbox/receipts/first.json").map { "\($0.line) \($0.code)" }, ["1 TRUNCATED"])
+        try ws.write("inbox/receipts/first.json", pretty)
         try ws.write("inbox/receipts/one.json", one)
         try ws.write("inbox/receipts/array.json", array)
         try ws.run("2026-11-04")
-        XCTAssertEqual(try saleEntries(), ["JA1", "JA2", "JD1", "JB1", "JB2"])
+        XCTAssertEqual(Set(try saleEntries()), ["JA1", "JA2", "JD1", "JB1", "JB2", "JP1"])
         XCTAssertEqual(try ledger().read { try $0.rawRows("""
             SELECT f.path, r.line FROM source_record r JOIN source_file f ON f.id = r.file_id
             WHERE r.outcome = 'rejected' AND r.resolved_run_id IS NULL ORDER BY f.path

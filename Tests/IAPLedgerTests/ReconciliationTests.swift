@@ -203,6 +203,23 @@ final class ReconciliationTests: XCTestCase {
         XCTAssertEqual(reconciliation["matched_orders"] as? [String], ["o-s1a"])
     }
 
+    /// An old export sent again under a new name, not as a byte copy (CRLF line ends): its row
+    /// brings the order back to its first version, a later reversal undone, and the night says
+    /// so (it was silent); a byte copy makes no version and is not said here.
+    func testAnOrderBroughtBackToAnEarlierVersionIsSaid() throws {
+        try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("b1", purchased: "2026-10-05T10:00:00Z")]) + "\n")
+        let credit = "ord-1,acct-1,b1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,"
+        try ws.write("inbox/orders/orders-1.csv", Self.header + credit + "\n")
+        XCTAssertTrue(try ws.run("2026-10-06").ordersBroughtBack.isEmpty)
+        try ws.write("inbox/orders/orders-2.csv", Self.header + credit + "2026-10-06T09:00:00Z\n")
+        XCTAssertTrue(try ws.run("2026-10-07").ordersBroughtBack.isEmpty)
+        try ws.write("inbox/orders/orders-1-copy.csv", Self.header + credit + "\n")
+        try ws.write("inbox/orders/orders-1-resent.csv", (Self.header + credit + "\n").replacingOccurrences(of: "\n", with: "\r\n"))
+        let back = try ws.run("2026-10-08").ordersBroughtBack
+        XCTAssertEqual(back.map { "\($0.orderId) \($0.location) \($0.reversalUndone)" }, ["ord-1 inbox/orders/orders-1-resent.csv:2 true"])
+        XCTAssertEqual(Set(try exceptionsJSON().filter { $0["status"] as? String == "open" }.map { "\($0["category"]!)" }), [], "credited again")
+    }
+
     /// A sandbox purchase credited twice in production: its amount (a test sale's, which nobody
     /// paid) is shown with SANDBOX_CREDITED_IN_PRODUCTION alone, not with DUPLICATE_CREDIT nor
     /// in the total (it reached the total through the other category).

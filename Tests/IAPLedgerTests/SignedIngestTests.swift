@@ -84,6 +84,34 @@ final class SignedIngestTests: XCTestCase {
                       signedVerifier: try SignedDataVerifier(bundleIds: ["com.example"]), alreadyRead: [:], preparers: preparers)
     }
 
+    /// A file listed and then moved or removed before its thread read it (a backend archiving
+    /// the inbox while the night runs) is handed over as gone, the files around it as read; a
+    /// link whose target is gone is still an error (it stops the night, as documented).
+    func testAFileGoneBeforeItIsReadIsHandedAsGone() throws {
+        let w = try makeWorkspace(trusted: true)
+        defer { w.remove() }
+        var inputs = try orderFiles(w, rows: [2, 2, 2])
+        try FileManager.default.removeItem(at: inputs[1].0)
+        let link = w.root.appendingPathComponent("inbox/orders/link.csv")
+        try FileManager.default.createSymbolicLink(atPath: link.path, withDestinationPath: w.root.appendingPathComponent("inbox/orders/nowhere.csv").path)
+        inputs.append((link, "orders"))
+        let prepared = try prepare(w, inputs)
+        defer { prepared.cancel() }
+        var said: [String] = []
+        while let handed = prepared.next() {
+            switch try XCTUnwrap(handed.item) {
+            case .success(let file):
+                if case .gone = file.body { said.append("gone \(file.input.path)") } else { said.append("read \(file.input.path)") }
+            case .failure(let error):
+                said.append("error \(error)")
+            }
+            prepared.stored(handed)
+        }
+        XCTAssertEqual(said.count, 4)
+        XCTAssertEqual(Array(said.prefix(3)), ["read inbox/orders/o-000.csv", "gone inbox/orders/o-001.csv", "read inbox/orders/o-002.csv"])
+        XCTAssertTrue(said[3].hasPrefix("error ") && said[3].contains("link.csv"), said[3])
+    }
+
     /// `PreparedFiles` itself, with two threads and a writer that takes its time over each
     /// file: the files come in input order, both threads prepare some, big ones (`aheadBytes`
     /// or more) included, and each file is given back to be freed.

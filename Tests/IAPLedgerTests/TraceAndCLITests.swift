@@ -474,7 +474,7 @@ final class TraceAndCLITests: XCTestCase {
                                    "inbox/signed/archive/: 5 files not read, in it and the folders inside it (in a folder inside inbox/signed/: only the files directly in it are read)"])
         let run = try cli(["run", "--workspace", ws.root.path, "--as-of", "2026-11-05", "--no-progress"])
         XCTAssertEqual(run.status, 0, run.err)
-        XCTAssertTrue(run.out.contains("inbox files not read (rename or move them):\n    inbox/Receipts/2026/c.jsonl: not read (\(elsewhere))\n"), run.out)
+        XCTAssertTrue(run.out.contains("inbox files not read (a file in transfer is read once it has its final name; any other: rename or move it):\n    inbox/Receipts/2026/c.jsonl: not read (\(elsewhere))\n"), run.out)
     }
 
     /// `demo --dir` naming a folder with something in it wrote the demo's inbox and rules into
