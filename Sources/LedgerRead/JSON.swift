@@ -130,8 +130,13 @@ public struct JSONParser {
         guard i == b.count else {
             // Documents one a line in a file read whole (a `.json` meant to be `.jsonl`).
             let another = b[end..<i].contains(0x0A) && (b[i] == UInt8(ascii: "{") || b[i] == UInt8(ascii: "["))
+            // Two documents parted by a carriage return alone (classic Mac line ends): one line
+            // to a JSON Lines reader, which ends lines with LF or CR LF.
+            let loneCR = !another && b[end..<i].contains(0x0D) && !b[end..<i].contains(0x0A)
+                && (b[i] == UInt8(ascii: "{") || b[i] == UInt8(ascii: "["))
             throw fail(another ? "unexpected text after the JSON value: another document starts on a later line (a .json file holds one document or an array; documents one a line go in a .jsonl file)"
-                               : "unexpected text after the JSON value")
+                       : loneCR ? "unexpected text after the JSON value: another document follows a carriage return alone (a classic Mac line end: JSON Lines end each line with LF or CR LF; convert the file's line ends and send it again)"
+                       : "unexpected text after the JSON value")
         }
         return v
     }

@@ -297,6 +297,16 @@ final class HostileInputTests: XCTestCase {
         XCTAssertThrowsError(try ws.run("2026-11-05")) { XCTAssertTrue("\($0)".contains("fx.csv:7: rate 123456789012345678 is more than 1000000 units of the reporting currency for one KWD"), "\($0)") }
     }
 
+    /// Two responses parted by a carriage return alone (classic Mac line ends) are one line to
+    /// a JSON Lines reader: MALFORMED, saying why, where it said only "unexpected text".
+    func testALoneCarriageReturnBetweenJSONLinesIsSaid() throws {
+        try ws.write("inbox/receipts/mac.jsonl", good("CR1") + "\r" + good("CR2") + "\n")
+        try ws.run("2026-11-03")
+        let rows = try records("inbox/receipts/mac.jsonl")
+        XCTAssertEqual(rows.map(\.code), ["MALFORMED"])
+        XCTAssertTrue(rows[0].reason.contains("another document follows a carriage return alone (a classic Mac line end: JSON Lines end each line with LF or CR LF"), rows[0].reason)
+    }
+
     /// An order's storefront must be three letters (ISO 3166-1 alpha-3, reconciliation.md): a
     /// `US` is refused as BAD_ORDER with its file and line (taken, its sale would have waited
     /// for a rule the rules refuse to hold); `usa` is read as `USA`.
