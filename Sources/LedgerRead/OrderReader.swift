@@ -14,6 +14,9 @@ public struct OrderRecord: Equatable, Sendable {
     public var storefront: String?
     public var appAccountToken: String?
     public var reversedAt: String?
+    /// What the row holds that is not taken (a storefront that is no code), kept as the
+    /// verified record's reason.
+    public var note: String? = nil
 
     public var isActive: Bool { reversedAt == nil }
 }
@@ -154,15 +157,16 @@ public enum OrderReader {
         // backend was stored as written, and its sale found no storefront rule (MISSING_RULE).
         // Only ASCII letters change: any other text is kept as it is, to be reported as it was.
         let storefront = opt("storefront").map { String(decoding: $0.utf8.map { (0x61...0x7A).contains($0) ? $0 - 0x20 : $0 }, as: UTF8.self) }
-        // Three letters (reconciliation.md: ISO 3166-1 alpha-3): a `US` would price the sale by a
-        // storefront no rule can name (the rules refuse such a code), so it would wait for ever.
-        if let storefront, let problem = RulesReader.storefrontCodeProblem(storefront) {
-            return bad("\(problem) (order \(orderId))")
+        // Three letters (reconciliation.md: ISO 3166-1 alpha-3): a `US` is kept as written (the
+        // trace shows it) but prices no sale (no rule can name it: the sale waited for ever);
+        // the rest of the row, a credit or its reversal, counts as ever.
+        let note = storefront.flatMap { RulesReader.storefrontCodeProblem($0) }.map {
+            "\($0): it prices no sale (one it would price takes its own storefront, else default_storefront)"
         }
         return .success(OrderRecord(orderId: orderId, accountId: account, transactionId: opt("transaction_id"), productId: product,
                                     quantity: q, creditedUnits: units, creditedAt: at, creditedMs: ms, environment: env,
                                     storefront: storefront, appAccountToken: opt("app_account_token"),
-                                    reversedAt: opt("reversed_at")))
+                                    reversedAt: opt("reversed_at"), note: note))
     }
 }
 

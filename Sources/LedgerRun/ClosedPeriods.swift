@@ -111,7 +111,8 @@ public enum ClosedPeriods {
         }
         let lock = try RunLock(url: workspace.lockURL)
         defer { lock.release() }
-        let ledger = try workspace.openLedgerForWriting(config, refuseEmpty: true)
+        // No ledger yet: nothing to close (and none is made, empty, to refuse in).
+        let ledger = try workspace.openLedgerForWriting(config, mustExist: true, refuseEmpty: true)
         return try ledger.write { w in
             let previous = try w.latestClose()
             if let previous, month <= previous.month {

@@ -961,7 +961,13 @@ final class PreparedFiles: @unchecked Sendable {
                         // its inbox while the night runs): not there tonight, as if never listed.
                         // (A link still there whose target is gone stops the night, as documented.)
                         var st = stat()
-                        guard lstat(url.path, &st) != 0, errno == ENOENT else { throw error }
+                        let gone = url.path.withCString { lstat($0, &st) != 0 && errno == ENOENT }
+                        guard gone else { throw error }
+                        // Its folder gone too (a share unmounted mid-night) is no empty night.
+                        let folder = url.deletingLastPathComponent()
+                        guard FileManager.default.fileExists(atPath: folder.path) else {
+                            throw ReadError.file(folder.path, "disappeared while the night read it (a share unmounted, or the folder moved?): nothing of this night was written; restore it and run again")
+                        }
                         return PreparedFile(input: InputFile(url: url, path: workspace.relative(url), kind: kind, sizeBytes: 0, sha256: ""), body: .gone)
                       }
                     }
@@ -1132,16 +1138,17 @@ struct Ingest {
         let path = file.input.path
         if truncatedPaths == nil { truncatedPaths = try writer.pathsWithOpenTruncatedLines() }
         guard truncatedPaths!.contains(path) else { return }
-        // A JSON document read whole (no element cut short): every cut line of its earlier
-        // versions is settled, whichever line its cut record began on.
+        // A JSON document: a cut record of an earlier version is settled when this one holds a
+        // record whole on a line the cut one spanned (one cut inside its first element began
+        // on the document's first line, its element on the next); below, by its own line.
         if file.input.url.pathExtension.lowercased() == "json" {
-            let whole: Bool
+            let lines: [Int]
             switch file.body {
-            case .receipts(let records): whole = records.allSatisfy { !$0.record.unterminated || Self.parsedWhole($0) }
-            case .signed(let records): whole = records.allSatisfy { Self.cutShort($0) == nil }
-            default: whole = false
+            case .receipts(let r): lines = r.filter { !$0.record.unterminated || Self.parsedWhole($0) }.map(\.record.line)
+            case .signed(let r): lines = r.filter { Self.cutShort($0) == nil }.map(\.record.line)
+            default: lines = []
             }
-            if whole { return try writer.resolveTruncatedLinesOfWholeDocument(path: path, sha256: file.input.sha256, runId: runId) }
+            if !lines.isEmpty { try writer.resolveCutRecordsOfWholeDocument(path: path, sha256: file.input.sha256, wholeLines: lines, runId: runId) }
         }
         let whole: [Int]
         switch file.body {
@@ -1232,7 +1239,7 @@ struct Ingest {
                     }
                 }
                 let recordId = try writer.addRecord(.init(fileId: fileId, line: row.line, sha256: sha, outcome: .verified,
-                                                          environment: o.environment, accountId: o.accountId,
+                                                          reason: o.note, environment: o.environment, accountId: o.accountId,
                                                           orderId: o.orderId, raw: raw))
                 if repeated { counts.verified += 1; continue }
                 try writer.insertOrderVersion(orderId: o.orderId, recordId: recordId, accountId: o.accountId,
@@ -1440,7 +1447,9 @@ struct Ingest {
                 } : nil
                 // Another environment: the ledger holds one transaction per id, so a purchase of
                 // this record's book under an id the other book holds is in none of its figures.
-                let otherBook = e.book == t.book ? "" : "; so this \(t.book.rawValue) purchase is in no \(t.book.rawValue) figure (the ledger holds one transaction per id, in the \(e.book.rawValue) book): if it is real, book it by hand"
+                let otherBook = e.book == t.book ? ""
+                    : "; so this \(t.book.rawValue) purchase is in no \(t.book.rawValue) figure (the ledger holds one transaction per id, in the \(e.book.rawValue) book)"
+                      + (t.book == .production ? ": if it is real, book it by hand" : ": a test purchase, nothing to book")
                 try writer.openFinding(code: "TRANSACTION_CONFLICT", transactionId: t.transactionId, recordId: recordId,
                                        message: "\(location) reports transaction \(t.transactionId) differently from its first source\(try firstSourceNamed(existing.firstRecordId, location)): \(differences.joined(separator: ", ")); the first is kept\(otherBook)\(refund ?? "")",
                                        runId: runId)

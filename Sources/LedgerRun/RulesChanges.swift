@@ -141,8 +141,12 @@ enum RulesChanges {
                 return
             }
             let base = message(e, r, refundedShare: share, closed: closed)
+            // A late sale's finding as versions before this one worded it (its original date, and
+            // closed by its original month): the same finding, not a new one.
+            let earlierBase = e.late && e.date != e.originalDate
+                ? message(e, r, refundedShare: share, closed: closedThrough.map { e.originalDate.month <= $0 } ?? false, wordedBefore: true) : nil
             // The correction booked for exactly this (dismissed as it reads now): nothing new.
-            if let known, known.dismissed, known.message == base || known.message.hasPrefix(base + " ") { return }
+            if let known, known.dismissed, [base, earlierBase].contains(where: { $0.map { known.message == $0 || known.message.hasPrefix($0 + " ") } ?? false }) { return }
             // A correction booked and not reversed (a dismissed finding that said something
             // else, an open reversal, an open finding that carries one): set against this one.
             let booked = known.flatMap(bookedCorrection)
@@ -151,7 +155,8 @@ enum RulesChanges {
                 Self.leftToCorrect(net: (e.figures.netReportingMinor, f.netReportingMinor),
                                    commission: (e.figures.commissionReportingMinor, f.commissionReportingMinor), refundedShare: share)
             }
-            if let known, known.open, known.message == said {
+            if let known, known.open, known.message == said
+                || earlierBase.map({ b in known.message == booked.map { b + " " + followsBooking(note: $0.note, dismissedAs: $0.text) } ?? b }) == true {
                 if let delta { open.count += 1; open.net += delta.0; open.commission += delta.1; open.proceeds += delta.2 }
                 return
             }
@@ -232,7 +237,9 @@ enum RulesChanges {
         return (n, c, n - c)
     }
 
-    static func message(_ e: EntryDraft, _ r: Restated, refundedShare share: Int64 = 0, closed: Bool = false) -> String {
+    /// - Parameter wordedBefore: as versions before 2026-11-26 worded it for a late sale (its
+    ///   original date as the day posted, its original month as the one closed).
+    static func message(_ e: EntryDraft, _ r: Restated, refundedShare share: Int64 = 0, closed: Bool = false, wordedBefore: Bool = false) -> String {
         let f0 = e.figures
         func money(_ minor: Int64, _ currency: String, signed: Bool = false) -> String {
             (signed && minor > 0 ? "+" : "") + Currency.format(minor: minor, currency: currency) + " " + currency
@@ -251,8 +258,8 @@ enum RulesChanges {
                 + "proceeds \(money(f.proceedsMinor - f0.proceedsMinor, f.currency, signed: true)) (\(money(f.proceedsReportingMinor - f0.proceedsReportingMinor, f.reportingCurrency, signed: true)))"
         } ?? ""
         let refunded = share == 0 ? "" : " (refunded \(ExactDecimal(mantissa: share, scale: 3))% at the posted amounts: the rest is to correct)"
-        let month = closed ? " (its month, \(e.date.month), is closed: correct it in an open month)" : ""
-        return "posted \(postedOn(e)) by rules the files now give otherwise: \(what); posted at \(said(f0)), \(now)\(difference)\(refunded)\(month): book a correction where one is due (entries never change)"
+        let month = closed ? " (its month, \((wordedBefore ? e.originalDate : e.date).month), is closed: correct it in an open month)" : ""
+        return "posted \(wordedBefore ? e.originalDate.description : postedOn(e)) by rules the files now give otherwise: \(what); posted at \(said(f0)), \(now)\(difference)\(refunded)\(month): book a correction where one is due (entries never change)"
     }
 
     /// What a finding adds when a correction was booked for an earlier finding of the sale.

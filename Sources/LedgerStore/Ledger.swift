@@ -357,6 +357,7 @@ public class LedgerReader {
         """
         (SELECT upper(v.storefront) || char(31) || v.order_id FROM order_version v
          WHERE v.transaction_id = \(transactionId) AND v.storefront IS NOT NULL
+           AND upper(v.storefront) GLOB '[A-Z][A-Z][A-Z]'
            AND v.id = (SELECT max(id) FROM order_version w WHERE w.order_id = v.order_id)
          ORDER BY v.credited_ms, v.order_id LIMIT 1)
         """
@@ -622,16 +623,28 @@ public final class LedgerWriter: LedgerReader {
             """).execute(arguments: [runId, path, sha256, list])
     }
 
-    /// Resolves every cut line of earlier versions of a JSON document that now parses whole:
-    /// a document cut inside its first element was one record at its first line, its
-    /// elements now records of their own lines, so no line matches.
-    public func resolveTruncatedLinesOfWholeDocument(path: String, sha256: String, runId: Int64) throws {
-        try db.cachedStatement(sql: """
-            UPDATE source_record INDEXED BY source_record_open
-            SET resolved_run_id = ?1, resolved_note = 'line ' || line || ': a later version of ' || ?2 || ' was read whole'
-            WHERE outcome <> 'verified' AND outcome = 'rejected' AND reason_code = 'TRUNCATED' AND resolved_run_id IS NULL
-              AND file_id IN (SELECT id FROM source_file WHERE path = ?2 AND sha256 <> ?3)
-            """).execute(arguments: [runId, path, sha256])
+    /// Resolves the cut records of earlier versions of a JSON document that this version holds
+    /// whole on the lines they spanned: a cut record whose lines (from its first to the file's
+    /// end then) hold the start of one of this version's whole records (`wholeLines`). A
+    /// document cut inside its first element was one record at its first line, its element
+    /// now a record of its own line, so no line matched; as for a line, the rule is where the
+    /// record stands, not what it says.
+    public func resolveCutRecordsOfWholeDocument(path: String, sha256: String, wholeLines: [Int], runId: Int64) throws {
+        let open = try Row.fetchAll(db, sql: """
+            SELECT r.id, r.line FROM source_record r INDEXED BY source_record_open
+            WHERE r.outcome <> 'verified' AND r.outcome = 'rejected' AND r.reason_code = 'TRUNCATED' AND r.resolved_run_id IS NULL
+              AND r.file_id IN (SELECT id FROM source_file WHERE path = ? AND sha256 <> ?)
+            """, arguments: [path, sha256])
+        for row in open {
+            let id: Int64 = row[0], line: Int = row[1]
+            guard let cut = try recordText(id) else { continue }
+            let spanned = line...(line + cut.utf8.lazy.filter { $0 == 0x0A }.count)
+            guard let whole = wholeLines.first(where: { spanned.contains($0) }) else { continue }
+            try db.execute(sql: """
+                UPDATE source_record SET resolved_run_id = ?, resolved_note = ?
+                WHERE id = ? AND resolved_run_id IS NULL
+                """, arguments: [runId, "line \(line): its record is whole at line \(whole) of a later version of \(path)", id])
+        }
     }
 
     private func loadUnverifiedIds() throws -> Set<String> {
@@ -1071,7 +1084,7 @@ public final class LedgerWriter: LedgerReader {
 
     /// How a row of these bytes stands to the order's versions: the latest one's bytes, an
     /// earlier one's (the row brings the order back to it), and whether the latest is reversed.
-    /// One index probe for an order new to the ledger, as `orderLatestVersionIs`.
+    /// One index probe for an order new to the ledger; all the versions of one that has some.
     public func orderVersionMatch(orderId: String, sha256: String) throws -> (latest: Bool, earlier: Bool, latestReversed: Bool) {
         var f = FastStatement(try db.cachedStatement(sql: """
             SELECT r.record_sha256 = ?, v.reversed_at IS NOT NULL FROM order_version v JOIN source_record r ON r.id = v.record_id
@@ -1084,18 +1097,6 @@ public final class LedgerWriter: LedgerReader {
             if first { out.latest = same; out.latestReversed = row.int64(1) != 0; first = false } else if same { out.earlier = true }
         }
         return out
-    }
-
-    /// Whether the order's latest version was read from a row of exactly these bytes.
-    public func orderLatestVersionIs(orderId: String, sha256: String) throws -> Bool {
-        var f = FastStatement(try db.cachedStatement(sql: """
-            SELECT r.record_sha256 = ? FROM order_version v JOIN source_record r ON r.id = v.record_id
-            WHERE v.order_id = ? ORDER BY v.id DESC LIMIT 1
-            """), in: db)
-        f.bind(sha256); f.bind(orderId)
-        var same = false
-        try f.forEachRow { same = $0.int64(0) != 0 }
-        return same
     }
 
     /// Whether a file of these bytes was read before under another path (a file sent again).

@@ -196,8 +196,9 @@ public struct SignedDataVerifier: Sendable {
                 let data = try f.object("data")
                 let summary = try f.object("summary")
                 let externalPurchaseToken = try f.object("externalPurchaseToken")
-                // RESCIND_CONSENT names its app in `appData` (no transaction).
-                let appData = try f.object("appData")
+                // RESCIND_CONSENT names its app in `appData` (no transaction); read only when it
+                // is an object (it is no field of the other types, whose checks it must not fail).
+                let appData = (try? f.object("appData")) ?? nil
                 notification = SignedNotification(
                     notificationType: type,
                     subtype: try f.string("subtype"),

@@ -307,20 +307,28 @@ final class HostileInputTests: XCTestCase {
         XCTAssertTrue(rows[0].reason.contains("another document follows a carriage return alone (a classic Mac line end: JSON Lines end each line with LF or CR LF"), rows[0].reason)
     }
 
-    /// An order's storefront must be three letters (ISO 3166-1 alpha-3, reconciliation.md): a
-    /// `US` is refused as BAD_ORDER with its file and line (taken, its sale would have waited
-    /// for a rule the rules refuse to hold); `usa` is read as `USA`.
-    func testAnOrdersStorefrontOfTwoLettersIsRefused() throws {
+    /// An order's storefront that is not three letters (ISO 3166-1 alpha-3, reconciliation.md,
+    /// a `US`) prices no sale (its sale waited for ever for a rule the rules refuse to hold):
+    /// the sale posts at default_storefront, the order counts for reconciliation (its later
+    /// reversal too), and its record says why; `usa` is read as `USA`.
+    func testAnOrdersStorefrontOfTwoLettersPricesNoSale() throws {
         try ws.write("inbox/receipts/r.jsonl", good("SF1") + "\n" + good("SF2") + "\n")
         try ws.write("inbox/orders/o.csv", ReconciliationTests.header
                      + "ord-sf1,acct-1,SF1,coins.100,1,100,2026-10-05T10:01:00Z,production,US,,\n"
                      + "ord-sf2,acct-1,SF2,coins.100,1,100,2026-10-05T10:01:00Z,production,usa,,\n")
         try ws.run("2026-11-03")
         let rows = try records("inbox/orders/o.csv")
-        XCTAssertEqual(rows.map(\.code), ["BAD_ORDER", ""])
-        XCTAssertEqual(rows[0].reason, "storefront \"US\" is not a storefront code: three capital letters, as Apple writes them (ISO 3166-1 alpha-3, such as SWE) (order ord-sf1)")
-        XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT transaction_id, sale_status FROM store_transaction ORDER BY transaction_id") }.map { $0.joined(separator: " ") },
-                       ["SF1 posted", "SF2 posted"], "SF1 at default_storefront, SF2 at its order's USA")
+        XCTAssertEqual(rows.map { "\($0.outcome) \($0.code)" }, ["verified ", "verified "])
+        XCTAssertEqual(rows[0].reason, "storefront \"US\" is not a storefront code: three capital letters, as Apple writes them (ISO 3166-1 alpha-3, such as SWE): it prices no sale (one it would price takes its own storefront, else default_storefront)")
+        XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT transaction_id, storefront FROM entry WHERE kind = 'sale' ORDER BY transaction_id") }.map { $0.joined(separator: " ") },
+                       ["SF1 USA", "SF2 USA"], "SF1 at default_storefront, SF2 at its order's USA")
+        XCTAssertTrue(try ledger().read { try $0.rawRows("SELECT rules_json FROM entry WHERE transaction_id = 'SF1'") }.first?.first?.contains("\"storefrontSource\":\"default_storefront\"") ?? false)
+        // The order counts: matched, and its reversal, read the next night, is taken.
+        try ws.write("inbox/orders/o2.csv", ReconciliationTests.header
+                     + "ord-sf1,acct-1,SF1,coins.100,1,100,2026-10-05T10:01:00Z,production,US,,2026-11-03T09:00:00Z\n")
+        try ws.run("2026-11-04")
+        XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT count(*) FROM order_version WHERE order_id = 'ord-sf1'") }, [["2"]])
+        XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT category FROM exception WHERE transaction_id = 'SF1' AND resolved_run_id IS NULL") }, [["NOT_CREDITED"]])
     }
 
     /// An orders row with more or fewer fields than the header names its order when order_id
@@ -362,6 +370,10 @@ final class HostileInputTests: XCTestCase {
         // at line 2 once whole (no line of the cut version matched: it stayed open for good).
         let pretty = "[\n  " + good("JP1").replacingOccurrences(of: ", ", with: ",\n    ") + "\n]\n"
         try ws.write("inbox/receipts/first.json", String(pretty.prefix(pretty.count / 2)))
+        // The same path reused for another batch, read whole: the cut record is not in it, so it
+        // stays open.
+        let third = good("JR3")
+        try ws.write("inbox/receipts/reused.json", "[\n" + good("JR1") + ",\n" + good("JR2") + ",\n" + String(third.prefix(third.count / 2)))
         // Whole documents saved without a line end (HTTP bodies, json.dump) are not cut short.
         try ws.write("inbox/signed/whole.json", #"{"signedPayload":"not.a.jws"}"#)
         try ws.write("inbox/receipts/whole.json", #"{"status": 21002}"#)
@@ -379,14 +391,16 @@ final class HostileInputTests: XCTestCase {
         XCTAssertEqual(try records("inbox/receipts/ended.json").map(\.code), ["MALFORMED"])
         XCTAssertEqual(try records("inbox/receipts/first.json").map { "\($0.line) \($0.code)" }, ["1 TRUNCATED"])
         try ws.write("inbox/receipts/first.json", pretty)
+        XCTAssertEqual(try records("inbox/receipts/reused.json").map { "\($0.line) \($0.code)" }, ["2 ", "3 ", "4 TRUNCATED"])
+        try ws.write("inbox/receipts/reused.json", "[\n" + good("JR4") + "\n]\n")
         try ws.write("inbox/receipts/one.json", one)
         try ws.write("inbox/receipts/array.json", array)
         try ws.run("2026-11-04")
-        XCTAssertEqual(Set(try saleEntries()), ["JA1", "JA2", "JD1", "JB1", "JB2", "JP1"])
+        XCTAssertEqual(Set(try saleEntries()), ["JA1", "JA2", "JD1", "JB1", "JB2", "JP1", "JR1", "JR2", "JR4"])
         XCTAssertEqual(try ledger().read { try $0.rawRows("""
             SELECT f.path, r.line FROM source_record r JOIN source_file f ON f.id = r.file_id
             WHERE r.outcome = 'rejected' AND r.resolved_run_id IS NULL ORDER BY f.path
-            """) }, [["inbox/receipts/ended.json", "1"], ["inbox/receipts/whole.json", "1"], ["inbox/signed/between.json", "1"],
+            """) }, [["inbox/receipts/ended.json", "1"], ["inbox/receipts/reused.json", "4"], ["inbox/receipts/whole.json", "1"], ["inbox/signed/between.json", "1"],
                      ["inbox/signed/between.json", "1"], ["inbox/signed/whole.json", "1"]])
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
     }

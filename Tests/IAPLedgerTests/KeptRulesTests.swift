@@ -381,6 +381,20 @@ final class KeptRulesTests: XCTestCase {
         XCTAssertTrue(late.hasPrefix("posted 2026-11-01 (late; original date 2026-10-30) by rules the files now give otherwise"), late)
         XCTAssertFalse(late.contains("is closed"), late)
         XCTAssertTrue(try rulesChangedFindings()["9003"]?.contains("(its month, 2026-10, is closed: correct it in an open month)") ?? false)
+
+        // A finding worded by a version before this one (its original date, its original month
+        // closed), booked (dismissed): a later change elsewhere does not ask for it again.
+        let old = late.replacingOccurrences(of: "posted 2026-11-01 (late; original date 2026-10-30)", with: "posted 2026-10-30")
+            .replacingOccurrences(of: ": book a correction where one is due", with: " (its month, 2026-10, is closed: correct it in an open month): book a correction where one is due")
+        try DatabaseQueue(path: dbPath).write { try $0.execute(sql: "UPDATE finding SET message = ? WHERE code = 'RULES_CHANGED' AND transaction_id = '9104'", arguments: [old]) }
+        _ = try LedgerRun.Dismiss.dismiss([], findings: [("RULES_CHANGED", "9104")], workspace: ws.workspace, reason: "JE-9", by: "dana", at: "2026-11-03T09:00:00Z")
+        try ws.run("2026-11-04")
+        XCTAssertNil(try rulesChangedFindings()["9104"])
+        try ws.write("rules/prices.csv", TestWorkspace.defaultPrices.replacingOccurrences(of: "coins.100,USA,0.99,2020-01-01", with: "coins.100,USA,1.09,2020-01-01")
+                        .replacingOccurrences(of: "coins.100,JPN,160,2020-01-01", with: "coins.100,JPN,170,2020-01-01"))
+        try ws.run("2026-11-05")
+        XCTAssertNil(try rulesChangedFindings()["9104"], "booked, as it was worded then")
+        XCTAssertNotNil(try rulesChangedFindings()["9002"], "the new change is said")
     }
 
     /// Corrections booked (dismissed) and the rule undone before the next night: that night

@@ -217,7 +217,7 @@ final class NightlyRunTests: XCTestCase {
         XCTAssertEqual(production.map { "\($0.code) \($0.transactionId ?? "")" }, ["TRANSACTION_CONFLICT 7000"])
         XCTAssertEqual(sandbox.map { "\($0.code) \($0.transactionId ?? "")" }, ["TRANSACTION_CONFLICT 7001"])
         XCTAssertTrue(production[0].message.contains("environment sandbox vs production; the first is kept; so this production purchase is in no production figure (the ledger holds one transaction per id, in the sandbox book): if it is real, book it by hand"), production[0].message)
-        XCTAssertTrue(sandbox[0].message.contains("environment production vs sandbox; the first is kept; so this sandbox purchase is in no sandbox figure"), sandbox[0].message)
+        XCTAssertTrue(sandbox[0].message.contains("environment production vs sandbox; the first is kept; so this sandbox purchase is in no sandbox figure (the ledger holds one transaction per id, in the production book): a test purchase, nothing to book"), sandbox[0].message)
     }
 
     func testSandboxStaysOutOfProduction() throws {

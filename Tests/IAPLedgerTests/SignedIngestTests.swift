@@ -110,6 +110,18 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(said.count, 4)
         XCTAssertEqual(Array(said.prefix(3)), ["read inbox/orders/o-000.csv", "gone inbox/orders/o-001.csv", "read inbox/orders/o-002.csv"])
         XCTAssertTrue(said[3].hasPrefix("error ") && said[3].contains("link.csv"), said[3])
+
+        // The folder itself gone (a share unmounted mid-night) is no empty night: an error.
+        try FileManager.default.removeItem(at: w.root.appendingPathComponent("inbox/orders"))
+        let folderGone = try prepare(w, [inputs[0], inputs[2]])
+        defer { folderGone.cancel() }
+        var errors: [String] = []
+        while let handed = folderGone.next() {
+            if case .failure(let error) = try XCTUnwrap(handed.item) { errors.append("\(error)") }
+            folderGone.stored(handed)
+        }
+        XCTAssertFalse(errors.isEmpty)
+        XCTAssertTrue(errors.allSatisfy { $0.contains("inbox/orders: disappeared while the night read it") }, "\(errors)")
     }
 
     /// `PreparedFiles` itself, with two threads and a writer that takes its time over each

@@ -623,8 +623,9 @@ final class TenureAndPeriodsTests: XCTestCase {
         defer { fresh.remove() }
         XCTAssertThrowsError(try ClosedPeriods.close(month: Month(iso: "2026-10")!, workspace: fresh.workspace, asOf: Day(iso: "2026-11-02")!,
                                                      closedBy: "alice", closedAt: "2026-11-02T09:00:00Z")) {
-            XCTAssertTrue("\($0)".contains("no night has run on this ledger") || "\($0)".contains("no ledger"), "\($0)")
+            XCTAssertTrue("\($0)".contains("ledger.sqlite: no ledger yet; run `iapledger run` first"), "\($0)")
         }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: fresh.root.appendingPathComponent("ledger.sqlite").path), "none made to refuse in")
     }
 
     /// Must-show 3: the store itself refuses any write into a closed month, whoever writes.
