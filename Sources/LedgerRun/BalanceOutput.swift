@@ -5,7 +5,9 @@ import LedgerStore
 
 /// Renders the trial balance for the terminal, CSV or JSON.
 public enum BalanceOutput {
-    public static func render(_ rows: [TrialBalanceRow], format: String, reportingCurrency: String) -> String {
+    /// - Parameter empty: what the table says when no posting is in it (the book, the day).
+    public static func render(_ rows: [TrialBalanceRow], format: String, reportingCurrency: String,
+                              empty: String = "No postings in this book yet.") -> String {
         switch format {
         case "json":
             let enc = JSONEncoder()
@@ -20,7 +22,7 @@ public enum BalanceOutput {
             return out
         default:
             let header = ["Book", "Account", "Currency", "Debit", "Credit", "Balance", "Balance (\(reportingCurrency))"]
-            if rows.isEmpty { return "No postings in this book yet.\n" }
+            if rows.isEmpty { return empty + "\n" }
             return TextTable.render(rows.map { r in
                 [r.book, r.account, r.currency,
                  Currency.format(minor: r.debitMinor, currency: r.currency),

@@ -240,6 +240,12 @@ public enum PeriodReport {
         defer { lock.release() }
         let (config, ledger) = try workspace.openExistingLedger()
         let asOf = try day(try ledger.read { try $0.lastAsOf() })
+        // A day before anything the ledger holds (a typo, `--period 0001-01`) would write, and
+        // register for good, a set of empty books.
+        let (earliestEntry, firstNight) = try ledger.read { r in (try r.earliestEntryDate(), try r.firstNight()) }
+        if let start = [earliestEntry, firstNight].compactMap({ $0 }).min(), asOf < start {
+            throw StoreError(message: "\(asOf) is before anything the ledger holds (its earliest entry is dated \(earliestEntry.map { $0.description } ?? "none"), its first night ran as of \(firstNight.map { $0.description } ?? "none")): nothing to report, nothing written")
+        }
         workspace.removeStaleTempFiles()
         // Registered in the ledger when it can be written and registers them (a copy of the
         // ledger kept read-only, or one no night has upgraded yet, is left as it is).

@@ -155,7 +155,9 @@ public enum TraceOutput {
         return TerminalText.jsonEscapingInvisible(String(decoding: (try? enc.encode(value)) ?? Data("{}".utf8), as: UTF8.self)) + "\n"
     }
 
-    public static func text(_ t: TransactionTrace, indent: String = "") -> String {
+    /// - Parameter workspace: ` --workspace <folder>` for the commands it prints to paste, as
+    ///   the command was given it (empty for the current folder).
+    public static func text(_ t: TransactionTrace, indent: String = "", workspace: String = "") -> String {
         var out: [String] = []
         func line(_ s: String) { out.append(indent + s) }
         line("Transaction \(t.transaction_id): \(t.status)" + (t.book.map { " in the \($0) book" } ?? "")
@@ -250,8 +252,8 @@ public enum TraceOutput {
                 line("  \(p.workbook), sheet \(p.sheet), rows \(p.rows.map(String.init).joined(separator: ", "))"
                      + (p.stale.map { " (\($0))" }
                         ?? (p.written == false
-                            ? (p.registered.map { " (missing: iapledger wrote it (\($0)), and it is no longer under reports/: moved or deleted since; `iapledger report --period \(month)` writes it again)" }
-                               ?? " (not written yet: `iapledger report --period \(month)` writes it)")
+                            ? (p.registered.map { " (missing: iapledger wrote it (\($0)), and it is no longer under reports/: moved or deleted since; `iapledger report --period \(month)\(workspace)` writes it again)" }
+                               ?? " (not written yet: `iapledger report --period \(month)\(workspace)` writes it)")
                             : "")))
             }
         }
@@ -293,7 +295,7 @@ public enum TraceOutput {
         }
     }
 
-    public static func text(_ t: RecordTrace) -> String {
+    public static func text(_ t: RecordTrace, workspace: String = "") -> String {
         let versions = Set(t.records.map(\.sha256)).count
         var out: [String] = ["Record \(t.path):\(t.line): \(t.records.count) record\(t.records.count == 1 ? "" : "s") read at this line, from \(versions) version\(versions == 1 ? "" : "s") of the file"]
         for r in t.records {
@@ -304,15 +306,15 @@ public enum TraceOutput {
                 out.append("    WARNING: the text the ledger keeps of this record no longer hashes to its record sha256 \(r.record_sha256): changed after it was read; run `iapledger verify`")
             }
             if let on = r.resolved_on { out.append("    settled by the night of \(on)" + (r.resolution.map { ": \($0)" } ?? "") + " (no longer open)") }
-            else if r.outcome != "verified" { out.append("    still open (`iapledger dismiss \(ShellWord.quoted("\(t.path):\(t.line)"))` takes it off the open lists once no later record will settle it)") }
-            if !r.transaction_ids.isEmpty { out.append("    transactions: \(r.transaction_ids.joined(separator: ", ")) (`iapledger trace <id>` for each)") }
-            if let o = r.order_id { out.append("    order: \(o) (`iapledger trace \(ShellWord.quoted(o))`)") }
+            else if r.outcome != "verified" { out.append("    still open (`iapledger dismiss \(ShellWord.quoted("\(t.path):\(t.line)")) --reason \"<why>\"\(workspace)` takes it off the open lists once no later record will settle it)") }
+            if !r.transaction_ids.isEmpty { out.append("    transactions: \(r.transaction_ids.joined(separator: ", ")) (`iapledger trace <id>\(workspace)` for each)") }
+            if let o = r.order_id { out.append("    order: \(o) (`iapledger trace \(ShellWord.quoted(o))\(workspace)`)") }
             if let text = r.text { sourceText(text, indent: "    ", into: &out) }
         }
         return out.map(TerminalText.visible).joined(separator: "\n") + "\n"
     }
 
-    public static func text(_ o: OrderTrace) -> String {
+    public static func text(_ o: OrderTrace, workspace: String = "") -> String {
         var out = "Order \(o.order_id): \(o.versions.count) version(s)\n"
         func textLines(_ text: String?) {
             guard let text else { return }
@@ -342,7 +344,7 @@ public enum TraceOutput {
             let about = ", " + (x.transaction_id.map { "transaction \($0)" } ?? "no transaction")
             out += "  \(x.category) \(x.status)\(about), first seen \(x.first_seen), last seen \(x.last_seen)\(x.resolved_on.map { ", resolved \($0)" } ?? ""): \(x.detail)\n"
         }
-        if let t = o.transaction { out += "The transaction it names:\n" + text(t, indent: "  ") }
+        if let t = o.transaction { out += "The transaction it names:\n" + text(t, indent: "  ", workspace: workspace) }
         else if o.versions.isEmpty {
             out += "No line of it was taken (only the lines not taken, above): it credits nothing in the ledger until a valid line of it is read.\n"
         } else if let id = o.versions.last?.transaction_id, !id.isEmpty {

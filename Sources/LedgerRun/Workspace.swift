@@ -400,14 +400,25 @@ public struct Workspace {
         if fm.fileExists(atPath: ws.configURL.path) {
             throw ReadError.file(ws.configURL.path, "already exists: \(root.path) is already a workspace")
         }
-        for sub in ["rules", "inbox/receipts", "inbox/orders", "inbox/signed", "reports"] {
-            try fm.createDirectory(at: root.appendingPathComponent(sub), withIntermediateDirectories: true)
+        var isFolder: ObjCBool = false
+        if fm.fileExists(atPath: root.path, isDirectory: &isFolder), !isFolder.boolValue {
+            throw ReadError.file(root.path, "is a file, not a folder: name a folder to make the workspace in")
         }
-        try Templates.write("iapledger.toml", to: ws.configURL)
-        for name in RulesReader.files {
-            try Templates.write("rules/\(name)", to: ws.rulesURL.appendingPathComponent(name))
+        do {
+            for sub in ["rules", "inbox/receipts", "inbox/orders", "inbox/signed", "reports"] {
+                try fm.createDirectory(at: root.appendingPathComponent(sub), withIntermediateDirectories: true)
+            }
+            try Templates.write("iapledger.toml", to: ws.configURL)
+            for name in RulesReader.files {
+                try Templates.write("rules/\(name)", to: ws.rulesURL.appendingPathComponent(name))
+            }
+            try ws.copyShippedLayouts()
+        } catch let e as ReadError {
+            throw e
+        } catch {
+            // As the system says it ("Permission denied"), not Foundation's error domain and codes.
+            throw ReadError.file(root.path, "cannot be made a workspace: \(WriteAside.describe(error))")
         }
-        try ws.copyShippedLayouts()
         return ws
     }
 

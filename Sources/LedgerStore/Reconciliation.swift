@@ -620,6 +620,16 @@ extension LedgerReader {
     /// The as-of date of the latest run.
     public func lastAsOf() throws -> Day? { try latestRun()?.asOf }
 
+    /// The as-of date of the ledger's first run (nil: none ran).
+    public func firstNight() throws -> Day? {
+        try String.fetchOne(db, sql: "SELECT as_of FROM run ORDER BY id LIMIT 1").flatMap(Day.init(iso:))
+    }
+
+    /// The date of the ledger's earliest entry, either book (nil: none).
+    public func earliestEntryDate() throws -> Day? {
+        try String.fetchOne(db, sql: "SELECT min(date) FROM entry").flatMap(Day.init(iso:))
+    }
+
     /// The ledger's latest run.
     public func latestRun() throws -> (id: Int64, asOf: Day)? {
         guard let r = try Row.fetchOne(db.cachedStatement(sql: "SELECT id, as_of FROM run ORDER BY id DESC LIMIT 1")) else { return nil }

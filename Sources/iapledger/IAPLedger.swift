@@ -28,13 +28,15 @@ struct IAPLedger: ParsableCommand {
 
 /// Options every command shares.
 struct WorkspaceOption: ParsableArguments {
-    @Option(name: .long, help: "The workspace folder (default: the current folder).")
-    var workspace: String = "."
+    @Option(name: .long, help: ArgumentHelp("The workspace folder (default: the current folder).", valueName: "folder"))
+    var workspace: String?
 
-    var url: URL { URL(fileURLWithPath: workspace) }
+    var path: String { workspace ?? "." }
+
+    var url: URL { URL(fileURLWithPath: path) }
     /// ` --workspace <the folder, absolute>` for the commands a message tells to run again (a
     /// log read later, from another folder), when the command was given one.
-    var argument: String { workspace == "." ? "" : " --workspace " + ShellWord.quoted(url.standardizedFileURL.path) }
+    var argument: String { path == "." ? "" : " --workspace " + ShellWord.quoted(url.standardizedFileURL.path) }
 }
 
 /// Turns known failures into one clear line on stderr and a non-zero exit.
@@ -109,8 +111,9 @@ func todayUTC() -> Day { Day(epochMilliseconds: Int64(Date().timeIntervalSince19
 struct Init: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Create a workspace with a commented example config and example rules.")
 
-    @Argument(help: "The folder to create (default: the current folder).")
-    var dir: String = "."
+    @Argument(help: ArgumentHelp("The folder to create (default: the current folder).", valueName: "dir"))
+    var folder: String?
+    var dir: String { folder ?? "." }
 
     func run() throws {
         try runReporting {
@@ -359,13 +362,15 @@ struct Balance: ParsableCommand {
             switch through {
             case "all"?: day = nil
             case let text?:
-                guard let d = Day(iso: text) else { throw ValidationError("--through must be a date YYYY-MM-DD or all") }
+                guard let d = Day(iso: text) else { throw ValidationError("--through must be a date YYYY-MM-DD or all, got \(text)") }
                 day = d
             case nil: day = try ledger.read { try $0.lastAsOf() }
             }
             let chosen = book == .all ? nil : Book(rawValue: book.rawValue)
             let rows = try ledger.read { try $0.trialBalance(book: chosen, through: day) }
-            print(BalanceOutput.render(rows, format: format.rawValue, reportingCurrency: config.reportingCurrency), terminator: "")
+            let which = chosen.map { "the \($0.rawValue) book" } ?? "either book"
+            let empty = day.map { "No postings in \(which) dated on or before \($0)." } ?? "No postings in \(which) yet."
+            print(BalanceOutput.render(rows, format: format.rawValue, reportingCurrency: config.reportingCurrency, empty: empty), terminator: "")
             // Entries dated later are left out, as on the Trial Balance sheet: said, on stderr so
             // that csv and json stay data.
             if let day, case let later = try ledger.read({ try $0.entriesDated(after: day, book: chosen) }), later.count > 0, let latest = later.latest {
@@ -399,6 +404,12 @@ struct TrueUpCommand: ParsableCommand {
             print(trueUp.render(format: format.rawValue), terminator: "")
             if let xlsx {
                 let url = URL(fileURLWithPath: xlsx)
+                // Its folder must be there (a mistyped path made folders, and said it wrote).
+                var isFolder: ObjCBool = false
+                let folder = url.deletingLastPathComponent()
+                guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isFolder), isFolder.boolValue else {
+                    throw ReadError.file(folder.path, "is no folder: --xlsx writes into a folder that exists (nothing written)")
+                }
                 try trueUp.writeWorkbook(to: url, reports: reports)
                 StandardError.write("wrote \(url.path)\n")
             }
@@ -479,6 +490,14 @@ struct Demo: ParsableCommand {
     @Option(help: "How many store transactions to generate.") var transactions: Int = 3000
     @Option(help: "Random seed: the same seed gives the same data.") var seed: UInt64 = 42
     @Option(name: .customLong("as-of"), help: "The books' date, YYYY-MM-DD (default: today, UTC; later than tomorrow is refused, as for run).") var asOf: String?
+
+    /// Before anything is made (a refused count left a half-made folder behind, which the
+    /// next try then refused as not empty).
+    func validate() throws {
+        guard (1...100_000_000).contains(transactions) else {
+            throw ValidationError("--transactions must be between 1 and 100000000, got \(transactions)")
+        }
+    }
 
     func run() throws {
         StopSignals.sayWhenStopped(asOf: asOf, workspaceArgument: " --workspace " + ShellWord.quoted(URL(fileURLWithPath: dir).standardizedFileURL.path))
@@ -594,13 +613,13 @@ struct Trace: ParsableCommand {
                 if var t = try r.traceTransaction(id, asOf: asOf, withText: sourceText) {
                     if let layouts { t = TraceOutput.placed(t, layouts: layouts, journalRowCap: config.journalRowCap) }
                     t = try withTenure(TraceOutput.checked(t, in: workspace, reader: r))
-                    return format == .json ? TraceOutput.json(t) : TraceOutput.text(t)
+                    return format == .json ? TraceOutput.json(t) : TraceOutput.text(t, workspace: ws.argument)
                 }
                 if var o = try r.traceOrder(id, asOf: asOf, withText: sourceText) {
                     o.transaction = try o.transaction.map(withTenure)
                     if let layouts { o = TraceOutput.placed(o, layouts: layouts, journalRowCap: config.journalRowCap) }
                     o = try TraceOutput.checked(o, in: workspace, reader: r)
-                    return format == .json ? TraceOutput.json(o) : TraceOutput.text(o)
+                    return format == .json ? TraceOutput.json(o) : TraceOutput.text(o, workspace: ws.argument)
                 }
                 // FILE:LINE, a record that names no transaction or order (a line that is no JSON).
                 // The path as `dismiss` takes it: relative to the workspace, or a path to the file
@@ -609,7 +628,7 @@ struct Trace: ParsableCommand {
                 if let line = target.line, line > 0 {
                     for path in [target.path] + (target.fromCurrentFolder.map { [$0] } ?? []) {
                         if let t = try r.traceRecord(path: path, line: line, withText: sourceText) {
-                            return format == .json ? TraceOutput.json(t) : TraceOutput.text(t)
+                            return format == .json ? TraceOutput.json(t) : TraceOutput.text(t, workspace: ws.argument)
                         }
                     }
                 }
@@ -617,7 +636,8 @@ struct Trace: ParsableCommand {
             }
             guard let found else {
                 // The id is what the user typed (or pasted): shown escaped, as everything else printed is.
-                StandardError.write("iapledger: no transaction or order with id \(TerminalText.visible(id)) in this ledger (nor a record at it, for FILE:LINE as the inbox path and line a summary names)\n")
+                StandardError.write("iapledger: error: no transaction or order with id \"\(TerminalText.visible(id))\" in this ledger"
+                                    + (id.contains(":") ? " (nor a record at it, as FILE:LINE: the inbox path and line a summary names)" : "") + "\n")
                 throw ExitCode.failure
             }
             print(found, terminator: "")
@@ -639,6 +659,7 @@ struct Verify: ParsableCommand {
     func run() throws {
         try runReporting {
             if !workbooks.isEmpty {
+                guard !runs else { throw ValidationError("--runs checks the ledger and --workbook only files: give one of them") }
                 if try !checkWorkbooks() { throw ExitCode.failure }
                 return
             }
@@ -671,9 +692,13 @@ struct Verify: ParsableCommand {
                 print("verify: OK: \(report.entries) entries in an unbroken hash chain (head \(report.chainHead)), \(report.rederived) re-derived from their source records, \(report.rulesChecked) sale\(report.rulesChecked == 1 ? "'s" : "s'") recorded rules as the config and rules files kept with \(report.rulesChecked == 1 ? "its" : "their") run give them\(report.rulesNotKept > 0 ? " (\(report.rulesNotKept) more posted by runs before this version, which kept no files)" : ""), \(report.runs) run\(report.runs == 1 ? "" : "s") with \(report.runs == 1 ? "its chain head" : "their chain heads"), \(report.records) source records hashing as when read, every transaction they report stored, \(report.orderVersions) order version\(report.orderVersions == 1 ? "" : "s") as their lines give \(report.orderVersions == 1 ? "it" : "them")\(report.orderVersionsWithoutHeader > 0 ? " (\(report.orderVersionsWithoutHeader) more from files read before this version, which kept no header to read them by)" : ""), the schema's triggers and keys as created, every entry and every book balanced, the month totals equal to the postings\(report.reportFilesHead.map { ", \(report.reportFilesChained) report file registration\(report.reportFilesChained == 1 ? "" : "s") in an unbroken chain (head \($0))" } ?? "")\(report.seal.map { ", \(report.seals) seal\(report.seals == 1 ? " matching what it sealed" : "s matching what they sealed") (latest \($0))" } ?? "")")
                 return
             }
-            StandardError.write("verify: FAILED: \(report.problems.count) problem(s)\(report.firstFailingEntry.map { "; first failing entry #\($0)" } ?? "")\n")
-            for p in report.problems.prefix(50) { StandardError.write("  \(TerminalText.visible("\(p)"))\n") }
-            if report.problems.count > 50 { StandardError.write("  ... and \(report.problems.count - 50) more\n") }
+            // The report on standard output, as `verify: OK` is (a log kept with `> verify.log`
+            // keeps it), its first line on standard error too (what a scheduler mails).
+            let headline = "verify: FAILED: \(report.problems.count) problem(s)\(report.firstFailingEntry.map { "; first failing entry #\($0)" } ?? "")"
+            print(headline)
+            for p in report.problems.prefix(50) { print("  \(TerminalText.visible("\(p)"))") }
+            if report.problems.count > 50 { print("  ... and \(report.problems.count - 50) more") }
+            StandardError.write(headline + " (the problems are on standard output)\n")
             throw ExitCode.failure
         }
     }
@@ -699,7 +724,9 @@ extension Verify {
             let sha: String
             do { sha = try LineReader.hash(path).sha256 } catch {
                 allKnown = false
-                print("\(TerminalText.visible(path)): \(error)")
+                // The error names the path itself ("<path>: cannot be read: ...").
+                let said = "\(error)"
+                print(said.hasPrefix(path) ? TerminalText.visible(said) : "\(TerminalText.visible(path)): \(TerminalText.visible(said))")
                 continue
             }
             let found = try ledger.read { try $0.reportFiles(sha256: sha) }

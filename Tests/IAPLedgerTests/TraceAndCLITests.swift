@@ -61,7 +61,8 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertEqual(text.status, 0, text.err)
         XCTAssertTrue(text.out.hasPrefix("Record inbox/receipts/r.jsonl:2: 1 record read at this line, from 1 version of the file"), text.out)
         XCTAssertTrue(text.out.contains("    rejected: MALFORMED: "), text.out)
-        XCTAssertTrue(text.out.contains("    still open (`iapledger dismiss inbox/receipts/r.jsonl:2`"), text.out)
+        // The command to paste takes the reason it needs and the workspace the trace was given.
+        XCTAssertTrue(text.out.contains("    still open (`iapledger dismiss inbox/receipts/r.jsonl:2 --reason \"<why>\" --workspace \(ShellWord.quoted(ws.root.standardizedFileURL.path))`"), text.out)
         XCTAssertTrue(text.out.contains("      | {not json"), text.out)
         let json = try cli(["trace", "inbox/receipts/r.jsonl:1", "--format", "json", "--workspace", ws.root.path])
         let o = try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as! [String: Any]
@@ -76,7 +77,7 @@ final class TraceAndCLITests: XCTestCase {
         }
         let none = try cli(["trace", "inbox/receipts/r.jsonl:9", "--workspace", ws.root.path])
         XCTAssertEqual(none.status, 1)
-        XCTAssertTrue(none.err.contains("no transaction or order with id inbox/receipts/r.jsonl:9"), none.err)
+        XCTAssertTrue(none.err.contains("no transaction or order with id \"inbox/receipts/r.jsonl:9\" in this ledger (nor a record at it, as FILE:LINE"), none.err)
     }
 
     /// The commands the tool prints to paste quote each word so that bash reads it back as it
@@ -114,6 +115,42 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertEqual(r.status, 0, r.err)
         XCTAssertFalse(r.out.unicodeScalars.contains("\u{1B}"), "no raw escape reaches the terminal")
         XCTAssertTrue(r.out.contains("Generated demo workspace \(ws.root.path)/demo\\u{1B}[2Jx"), r.out)
+    }
+
+    /// What a user typing commands found (CLI review, 2026-11-26): each refused before it
+    /// makes or registers anything, said in one line, and the outputs a script keeps.
+    func testCommandsRefuseWhatTheyCannotDoBeforeMakingAnything() throws {
+        try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("C1", purchased: "2026-10-05T10:00:00Z")]) + "\n")
+        try ws.run("2026-10-07")
+        let scratch = ws.root.appendingPathComponent("scratch")
+        // demo: a count out of range is a usage error (64), no folder made.
+        let demo = try cli(["demo", "--dir", scratch.appendingPathComponent("d").path, "--transactions", "0"])
+        XCTAssertEqual(demo.status, 64, demo.err)
+        XCTAssertTrue(demo.err.contains("--transactions must be between 1 and 100000000, got 0"), demo.err)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: scratch.appendingPathComponent("d").path))
+        // report: a day before anything the ledger holds writes (and registers) nothing.
+        let ancient = try cli(["report", "--period", "0001-01", "--workspace", ws.root.path])
+        XCTAssertEqual(ancient.status, 1)
+        XCTAssertTrue(ancient.err.contains("0001-01-31 is before anything the ledger holds (its earliest entry is dated 2026-10-05, its first night ran as of 2026-10-07): nothing to report, nothing written"), ancient.err)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: ws.root.appendingPathComponent("reports/0001-01-31").path))
+        // balance: an empty table says which book and day.
+        let empty = try cli(["balance", "--through", "1999-01-01", "--workspace", ws.root.path])
+        XCTAssertEqual(empty.out, "No postings in either book dated on or before 1999-01-01.\n")
+        XCTAssertEqual(try cli(["balance", "--through", "2026-13-01", "--workspace", ws.root.path]).err.contains("got 2026-13-01"), true)
+        // verify --workbook: a file that cannot be read is named once; not with --runs.
+        let missing = try cli(["verify", "--workbook", "/nonexistent.xlsx", "--workspace", ws.root.path])
+        XCTAssertEqual(missing.status, 1)
+        XCTAssertTrue(missing.out.hasPrefix("/nonexistent.xlsx: ") && !missing.out.contains("/nonexistent.xlsx: /nonexistent.xlsx"), missing.out)
+        XCTAssertEqual(try cli(["verify", "--runs", "--workbook", "/nonexistent.xlsx", "--workspace", ws.root.path]).status, 64)
+        // init on a file: said as such, not as Foundation's error domain.
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        try Data("x".utf8).write(to: scratch.appendingPathComponent("afile"))
+        let onFile = try cli(["init", scratch.appendingPathComponent("afile").path])
+        XCTAssertEqual(onFile.status, 1)
+        XCTAssertTrue(onFile.err.contains("afile: is a file, not a folder") && !onFile.err.contains("NSCocoaErrorDomain"), onFile.err)
+        // The help says the workspace's default once.
+        let help = try cli(["balance", "--help"])
+        XCTAssertTrue(help.out.contains("(default: the current folder)") && !help.out.contains("(default: .)"), help.out)
     }
 
     func cli(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
@@ -719,7 +756,7 @@ final class TraceAndCLITests: XCTestCase {
         }
         let sale = try XCTUnwrap(august)
         let before = try cli(["trace", sale, "--workspace", dir.path]).out
-        XCTAssertTrue(before.contains("reports/2026-08-31/finance-2026-08-31.xlsx, sheet Journal, rows ") && before.contains("(not written yet: `iapledger report --period 2026-08` writes it)"), before)
+        XCTAssertTrue(before.contains("reports/2026-08-31/finance-2026-08-31.xlsx, sheet Journal, rows ") && before.contains("(not written yet: `iapledger report --period 2026-08 --workspace \(ShellWord.quoted(dir.standardizedFileURL.path))` writes it)"), before)
         XCTAssertEqual(try cli(["report", "--period", "2026-08", "--workspace", dir.path]).status, 0)
         let after = try cli(["trace", sale, "--format", "json", "--workspace", dir.path]).out
         let placement = try XCTUnwrap(((try JSONSerialization.jsonObject(with: Data(after.utf8)) as! [String: Any])["reports"] as! [[String: Any]]).first)
@@ -769,11 +806,11 @@ final class TraceAndCLITests: XCTestCase {
         try refundedReconciledWorkspace()
         let r = try cli(["trace", "no-such-id", "--workspace", ws.root.path])
         XCTAssertNotEqual(r.status, 0)
-        XCTAssertTrue(r.err.contains("no transaction or order with id no-such-id"), r.err)
+        XCTAssertTrue(r.err.contains("iapledger: error: no transaction or order with id \"no-such-id\" in this ledger\n"), r.err)
         // An id with an escape sequence and a right-to-left override reaches stderr escaped.
         let hostile = try cli(["trace", "x\u{1B}[2J\u{202E}", "--workspace", ws.root.path])
         XCTAssertNotEqual(hostile.status, 0)
-        XCTAssertTrue(hostile.err.contains("no transaction or order with id x\\u{1B}[2J\\u{202E} in this ledger"), hostile.err)
+        XCTAssertTrue(hostile.err.contains("no transaction or order with id \"x\\u{1B}[2J\\u{202E}\" in this ledger"), hostile.err)
         XCTAssertFalse(hostile.err.unicodeScalars.contains { $0 == "\u{1B}" || $0 == "\u{202E}" }, hostile.err)
     }
 

@@ -191,6 +191,12 @@ final class TrueUpTests: ScratchTestCase {
         XCTAssertEqual(numbers.numberOfMatches(in: text, range: NSRange(text.startIndex..., in: text)), 3, "Total_Amount as numbers: \(text)")
         let detail: [[String]] = sheets["Apple report rows"] ?? []
         XCTAssertEqual(detail.filter { (row: [String]) -> Bool in row.first?.hasSuffix(".txt") == true }.count, 6)
+        // An --xlsx into a folder that is not there is refused (it made the folders, and wrote).
+        let nowhere = dir.appendingPathComponent("no-such-folder/true-up.xlsx")
+        let refused = try Resilience.cli(["true-up", "--workspace", ws.root.path] + files + ["--xlsx", nowhere.path])
+        XCTAssertEqual(refused.status, 1, refused.err)
+        XCTAssertTrue(refused.err.contains("no-such-folder: is no folder: --xlsx writes into a folder that exists (nothing written)"), refused.err)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: nowhere.deletingLastPathComponent().path))
         let csv = try Resilience.cli(["true-up", "--workspace", ws.root.path, "--format", "csv"] + files)
         XCTAssertTrue(csv.out.contains("2026-10-04,2026-10-31,EUR,coins.100,2,1,2,2.18,2.18,EUR,1.28,1.28,0.00,,3,1,3,1,1.28\n"), csv.out)
         let json = try Resilience.cli(["true-up", "--workspace", ws.root.path, "--format", "json"] + files)
