@@ -8,6 +8,8 @@ import Foundation
 /// that day's receipts and orders files. Seeded anomalies are pinned to transaction
 /// ordinals drawn up front and applied to the next suitable purchase.
 final class DemoEngine {
+    /// "1 transaction", "0 transactions".
+    static func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
     static let otherProductBase = 1000
 
     let options: DemoOptions
@@ -875,8 +877,8 @@ final class DemoEngine {
         let lastMonth = window.months[window.months.count - 1]
         let yearly = products[DemoTables.P.vipYearly].productId
         summary.notes = [
-            "rules/prices.csv has no price for \(yearly) in IND: of the \(summary.anomalies[DemoAnomaly.missingPrice] ?? 0) transaction(s) of IND accounts, those booked in IND (their order names it) wait with a MISSING_RULE finding; a renewal no order names is booked at default_storefront once order_wait_days pass.",
-            "rules/fx.csv has no \(DemoTables.fxMissingCurrency) rate for \(DemoCalendar.monthString(year: lastMonth.year, month: lastMonth.month)): of the \(summary.anomalies[DemoAnomaly.missingFx] ?? 0) transaction(s) of BRA accounts that month, those booked in BRA (their order names it) wait with a MISSING_RULE finding; one no order names is booked at default_storefront once order_wait_days pass.",
+            "rules/prices.csv has no price for \(yearly) in IND: of the \(Self.count(summary.anomalies[DemoAnomaly.missingPrice] ?? 0, "transaction")) of IND accounts, those booked in IND (their order names it) wait with a MISSING_RULE finding; a renewal no order names is booked at default_storefront once order_wait_days pass.",
+            "rules/fx.csv has no \(DemoTables.fxMissingCurrency) rate for \(DemoCalendar.monthString(year: lastMonth.year, month: lastMonth.month)): of the \(Self.count(summary.anomalies[DemoAnomaly.missingFx] ?? 0, "transaction")) of BRA accounts that month, those booked in BRA (their order names it) wait with a MISSING_RULE finding; one no order names is booked at default_storefront once order_wait_days pass.",
             "One line of one .jsonl receipts file is truncated JSON (the complete record follows it).",
             "Failed verifications (status 21005/211xx/21007/21008/21003/21010) are wrapped records naming the transaction in the wrapper's transaction_id and product_id.",
         ]

@@ -13,7 +13,7 @@ public enum DemoWorkspace {
             let s = summary
             var lines = [
                 "Generated demo workspace \(TerminalText.visible(root.path))",
-                "  \(s.transactions) store transactions \(s.firstDay)..\(s.lastDay): \(s.productionTransactions) production, \(s.sandboxTransactions) sandbox, \(s.renewals) renewals, \(s.refunds) refunds",
+                "  \(s.transactions) store transaction\(s.transactions == 1 ? "" : "s") \(s.firstDay)..\(s.lastDay): \(s.productionTransactions) production, \(s.sandboxTransactions) sandbox, \(s.renewals) renewals, \(s.refunds) refunds",
                 "  \(s.receiptRecords) receipt records, \(s.orderRows) order rows, \(s.files.count) files",
             ]
             let seeded = s.anomalies.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }

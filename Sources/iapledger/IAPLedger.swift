@@ -767,7 +767,7 @@ struct Report: ParsableCommand {
     var asOf: String?
 
     func validate() throws {
-        if (period == nil) == (asOf == nil) { throw ValidationError("give --period YYYY-MM or --as-of YYYY-MM-DD") }
+        if (period == nil) == (asOf == nil) { throw ValidationError("give --period YYYY-MM or --as-of YYYY-MM-DD (one of them, not both)") }
     }
 
     func run() throws {
