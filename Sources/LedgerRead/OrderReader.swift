@@ -156,13 +156,15 @@ public enum OrderReader {
         // ISO 3166-1 codes are upper case, as the rules and Apple write them: a `usa` from the
         // backend was stored as written, and its sale found no storefront rule (MISSING_RULE).
         // Only ASCII letters change: any other text is kept as it is, to be reported as it was.
-        let storefront = opt("storefront").map { String(decoding: $0.utf8.map { (0x61...0x7A).contains($0) ? $0 - 0x20 : $0 }, as: UTF8.self) }
-        // Three letters (reconciliation.md: ISO 3166-1 alpha-3): a `US` is kept as written (the
-        // trace shows it) but prices no sale (no rule can name it: the sale waited for ever);
-        // the rest of the row, a credit or its reversal, counts as ever.
+        var storefront = opt("storefront").map { String(decoding: $0.utf8.map { (0x61...0x7A).contains($0) ? $0 - 0x20 : $0 }, as: UTF8.self) }
+        // Three letters (reconciliation.md: ISO 3166-1 alpha-3): a `US` is read as no storefront
+        // (no rule can name it: the sale it priced waited for ever), which the record's reason
+        // says (its text keeps it as written); the rest of the row, a credit or its reversal,
+        // counts as ever.
         let note = storefront.flatMap { RulesReader.storefrontCodeProblem($0) }.map {
-            "\($0): it prices no sale (one it would price takes its own storefront, else default_storefront)"
+            "\($0): read as none, so it prices no sale (one it would price takes its own storefront, else default_storefront)"
         }
+        if note != nil { storefront = nil }
         return .success(OrderRecord(orderId: orderId, accountId: account, transactionId: opt("transaction_id"), productId: product,
                                     quantity: q, creditedUnits: units, creditedAt: at, creditedMs: ms, environment: env,
                                     storefront: storefront, appAccountToken: opt("app_account_token"),

@@ -357,7 +357,6 @@ public class LedgerReader {
         """
         (SELECT upper(v.storefront) || char(31) || v.order_id FROM order_version v
          WHERE v.transaction_id = \(transactionId) AND v.storefront IS NOT NULL
-           AND upper(v.storefront) GLOB '[A-Z][A-Z][A-Z]'
            AND v.id = (SELECT max(id) FROM order_version w WHERE w.order_id = v.order_id)
          ORDER BY v.credited_ms, v.order_id LIMIT 1)
         """

@@ -373,7 +373,7 @@ extension LedgerWriter {
         let oColumns = """
             SELECT v.order_id, v.account_id, NULLIF(v.transaction_id, ''), v.product_id, v.quantity, v.credited_units,
                    v.credited_ms, v.environment, v.app_account_token,
-                   v.storefront IS NOT NULL AND upper(v.storefront) GLOB '[A-Z][A-Z][A-Z]' AND upper(v.storefront) <> ?1
+                   v.storefront IS NOT NULL AND v.storefront <> '' AND upper(v.storefront) <> ?1
             """
         let latestActive = "v.reversed_at IS NULL AND v.id = (SELECT max(w.id) FROM order_version w WHERE w.order_id = v.order_id)"
         let transactionsSQL, ordersSQL, exceptionsSQL: String

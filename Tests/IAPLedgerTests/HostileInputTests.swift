@@ -319,7 +319,8 @@ final class HostileInputTests: XCTestCase {
         try ws.run("2026-11-03")
         let rows = try records("inbox/orders/o.csv")
         XCTAssertEqual(rows.map { "\($0.outcome) \($0.code)" }, ["verified ", "verified "])
-        XCTAssertEqual(rows[0].reason, "storefront \"US\" is not a storefront code: three capital letters, as Apple writes them (ISO 3166-1 alpha-3, such as SWE): it prices no sale (one it would price takes its own storefront, else default_storefront)")
+        XCTAssertEqual(rows[0].reason, "storefront \"US\" is not a storefront code: three capital letters, as Apple writes them (ISO 3166-1 alpha-3, such as SWE): read as none, so it prices no sale (one it would price takes its own storefront, else default_storefront)")
+        XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT order_id, ifnull(storefront, '-') FROM order_version ORDER BY order_id") }, [["ord-sf1", "-"], ["ord-sf2", "USA"]])
         XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT transaction_id, storefront FROM entry WHERE kind = 'sale' ORDER BY transaction_id") }.map { $0.joined(separator: " ") },
                        ["SF1 USA", "SF2 USA"], "SF1 at default_storefront, SF2 at its order's USA")
         XCTAssertTrue(try ledger().read { try $0.rawRows("SELECT rules_json FROM entry WHERE transaction_id = 'SF1'") }.first?.first?.contains("\"storefrontSource\":\"default_storefront\"") ?? false)
