@@ -57,10 +57,12 @@ public enum RecordSplitter {
     /// the parser then names as truncated).
     public static func jsonDocument(_ text: Substring) -> [RawRecord] {
         var records = jsonDocumentRecords(text)
-        // A file that ends without a line end, its last record running to the end: a document
-        // cut short while it was copied reads as such (TRUNCATED, read again once whole), as
-        // the last line of a JSON Lines file does.
-        if let last = records.last, last.text.endIndex == text.endIndex, text.utf8.last != 0x0A, endsInside(text) {
+        // A document that ends inside a value, its last record running to the end: cut short
+        // while it was copied (TRUNCATED, read again once whole), as the last line of a JSON
+        // Lines file is, whether or not the cut fell just after a line end (a pretty-printed
+        // document has one every few bytes, so one cut in four dozen fell there and stayed
+        // MALFORMED for good).
+        if let last = records.last, last.text.endIndex == text.endIndex, endsInside(text) {
             records[records.count - 1].unterminated = true
         }
         return records

@@ -966,7 +966,7 @@ final class PreparedFiles: @unchecked Sendable {
                         // Its folder gone too (a share unmounted mid-night) is no empty night.
                         let folder = url.deletingLastPathComponent()
                         guard FileManager.default.fileExists(atPath: folder.path) else {
-                            throw ReadError.file(folder.path, "disappeared while the night read it (a share unmounted, or the folder moved?): nothing of this night was written; restore it and run again")
+                            throw ReadError.file(folder.path, "disappeared while the night read it (a share unmounted, or the folder moved?): restore it and run again")
                         }
                         return PreparedFile(input: InputFile(url: url, path: workspace.relative(url), kind: kind, sizeBytes: 0, sha256: ""), body: .gone)
                       }
@@ -1138,17 +1138,17 @@ struct Ingest {
         let path = file.input.path
         if truncatedPaths == nil { truncatedPaths = try writer.pathsWithOpenTruncatedLines() }
         guard truncatedPaths!.contains(path) else { return }
-        // A JSON document: a cut record of an earlier version is settled when this one holds a
-        // record whole on a line the cut one spanned (one cut inside its first element began
-        // on the document's first line, its element on the next); below, by its own line.
+        // A JSON document: a cut record of an earlier version is settled when this one holds it
+        // whole at the place it stood (one cut inside its first element began on the
+        // document's first line, its element on the next); below, by its own line too.
         if file.input.url.pathExtension.lowercased() == "json" {
-            let lines: [Int]
+            let records: [(line: Int, text: Substring)]
             switch file.body {
-            case .receipts(let r): lines = r.filter { !$0.record.unterminated || Self.parsedWhole($0) }.map(\.record.line)
-            case .signed(let r): lines = r.filter { Self.cutShort($0) == nil }.map(\.record.line)
-            default: lines = []
+            case .receipts(let r): records = r.filter(Self.parsedWhole).map { ($0.record.line, $0.record.text) }
+            case .signed(let r): records = r.filter { $0.verdict != nil && Self.cutShort($0) == nil }.map { ($0.record.line, $0.record.text) }
+            default: records = []
             }
-            if !lines.isEmpty { try writer.resolveCutRecordsOfWholeDocument(path: path, sha256: file.input.sha256, wholeLines: lines, runId: runId) }
+            if !records.isEmpty { try writer.resolveCutRecordsOfWholeDocument(path: path, sha256: file.input.sha256, records: records, runId: runId) }
         }
         let whole: [Int]
         switch file.body {
@@ -1230,12 +1230,20 @@ struct Ingest {
                 if resent {
                     repeated = try writer.orderHasVersion(orderId: o.orderId, sha256: sha)
                 } else {
-                    let match = try writer.orderVersionMatch(orderId: o.orderId, sha256: sha)
-                    repeated = match.latest
+                    let versions = try writer.orderVersionsToMatch(orderId: o.orderId, milliseconds: ISOTimestamp.milliseconds)
+                    repeated = versions.first?.sha256 == sha
                     // Said: a backend sending an old export again (under a new name, its bytes
-                    // not a copy) undoes what later versions did, a reversal included.
-                    if !match.latest && match.earlier {
-                        ordersBroughtBack.append((o.orderId, "\(input.path):\(row.line)", match.latestReversed && o.reversedAt == nil))
+                    // not a copy: other line ends, quoting, column order) undoes what later
+                    // versions did, a reversal included. Told by what the rows say, not their
+                    // bytes: the latest said again in other bytes brings nothing back.
+                    if !repeated, let latest = versions.first {
+                        let says = LedgerWriter.OrderVersionFields(
+                            accountId: o.accountId, transactionId: o.transactionId, productId: o.productId, quantity: o.quantity,
+                            creditedUnits: o.creditedUnits, creditedMs: o.creditedMs, environment: o.environment, storefront: o.storefront,
+                            appAccountToken: o.appAccountToken, reversedMs: o.reversedAt.flatMap(ISOTimestamp.milliseconds))
+                        if says != latest.fields && versions.dropFirst().contains(where: { $0.fields == says }) {
+                            ordersBroughtBack.append((o.orderId, "\(input.path):\(row.line)", latest.reversed && o.reversedAt == nil))
+                        }
                     }
                 }
                 let recordId = try writer.addRecord(.init(fileId: fileId, line: row.line, sha256: sha, outcome: .verified,

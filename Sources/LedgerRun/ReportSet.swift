@@ -243,6 +243,9 @@ public enum PeriodReport {
         // A day before anything the ledger holds (a typo, `--period 0001-01`) would write, and
         // register for good, a set of empty books.
         let (earliestEntry, firstNight) = try ledger.read { r in (try r.earliestEntryDate(), try r.firstNight()) }
+        if earliestEntry == nil && firstNight == nil {
+            throw StoreError(message: "no night has run on this ledger: nothing to report, nothing written (`iapledger run` first)")
+        }
         if let start = [earliestEntry, firstNight].compactMap({ $0 }).min(), asOf < start {
             throw StoreError(message: "\(asOf) is before anything the ledger holds (its earliest entry is dated \(earliestEntry.map { $0.description } ?? "none"), its first night ran as of \(firstNight.map { $0.description } ?? "none")): nothing to report, nothing written")
         }

@@ -623,12 +623,14 @@ public final class LedgerWriter: LedgerReader {
     }
 
     /// Resolves the cut records of earlier versions of a JSON document that this version holds
-    /// whole on the lines they spanned: a cut record whose lines (from its first to the file's
-    /// end then) hold the start of one of this version's whole records (`wholeLines`). A
-    /// document cut inside its first element was one record at its first line, its element
-    /// now a record of its own line, so no line matched; as for a line, the rule is where the
-    /// record stands, not what it says.
-    public func resolveCutRecordsOfWholeDocument(path: String, sha256: String, wholeLines: [Int], runId: Int64) throws {
+    /// whole: a cut record is settled by a record of this version (`records`: line, text,
+    /// parsed whole) that starts on a line the cut one spanned (from its first line to the line
+    /// after its last: a cut after an element's comma ended on the line before the next one)
+    /// and whose text begins with what the cut one held (less the array's opening bracket, a
+    /// comma and the blanks around them). A document cut inside its first element was one
+    /// record at its first line, its element now a record of its own line, so no line matched;
+    /// other content at the same place (the path reused for the next batch) settles nothing.
+    public func resolveCutRecordsOfWholeDocument(path: String, sha256: String, records: [(line: Int, text: Substring)], runId: Int64) throws {
         let open = try Row.fetchAll(db, sql: """
             SELECT r.id, r.line FROM source_record r INDEXED BY source_record_open
             WHERE r.outcome <> 'verified' AND r.outcome = 'rejected' AND r.reason_code = 'TRUNCATED' AND r.resolved_run_id IS NULL
@@ -637,8 +639,10 @@ public final class LedgerWriter: LedgerReader {
         for row in open {
             let id: Int64 = row[0], line: Int = row[1]
             guard let cut = try recordText(id) else { continue }
-            let spanned = line...(line + cut.utf8.lazy.filter { $0 == 0x0A }.count)
-            guard let whole = wholeLines.first(where: { spanned.contains($0) }) else { continue }
+            let spanned = line...(line + cut.utf8.lazy.filter { $0 == 0x0A }.count + 1)
+            var held = Substring(cut).drop { $0.isWhitespace || $0 == "[" || $0 == "," }
+            while let last = held.last, last.isWhitespace { held = held.dropLast() }
+            guard let whole = records.first(where: { spanned.contains($0.line) && $0.text.hasPrefix(held) })?.line else { continue }
             try db.execute(sql: """
                 UPDATE source_record SET resolved_run_id = ?, resolved_note = ?
                 WHERE id = ? AND resolved_run_id IS NULL
@@ -1081,19 +1085,41 @@ public final class LedgerWriter: LedgerReader {
             """)).map { (Book(rawValue: $0[0])!, $0[1], Day(iso: $0[2] as String)!) }
     }
 
-    /// How a row of these bytes stands to the order's versions: the latest one's bytes, an
-    /// earlier one's (the row brings the order back to it), and whether the latest is reversed.
-    /// One index probe for an order new to the ledger; all the versions of one that has some.
-    public func orderVersionMatch(orderId: String, sha256: String) throws -> (latest: Bool, earlier: Bool, latestReversed: Bool) {
+    /// What an order version says, to tell a row that brings an order back to an earlier
+    /// version from one that only writes the latest again in other bytes.
+    public struct OrderVersionFields: Equatable, Sendable {
+        public var accountId: String, transactionId: String?, productId: String, quantity: Int64, creditedUnits: Int64
+        public var creditedMs: Int64, environment: String, storefront: String?, appAccountToken: String?
+        /// `reversed_at` as milliseconds, nil when not reversed (or not a timestamp).
+        public var reversedMs: Int64?
+        public init(accountId: String, transactionId: String?, productId: String, quantity: Int64, creditedUnits: Int64,
+                    creditedMs: Int64, environment: String, storefront: String?, appAccountToken: String?, reversedMs: Int64?) {
+            self.accountId = accountId; self.transactionId = transactionId?.isEmpty == true ? nil : transactionId
+            self.productId = productId; self.quantity = quantity; self.creditedUnits = creditedUnits
+            self.creditedMs = creditedMs; self.environment = environment; self.storefront = storefront?.uppercased()
+            self.appAccountToken = appAccountToken; self.reversedMs = reversedMs
+        }
+    }
+
+    /// An order's versions, newest first: the SHA-256 of the row each was read from, what it
+    /// says (`reversedMs` from `reversed_at` by `milliseconds`), and whether it is reversed.
+    /// One index probe for an order new to the ledger.
+    public func orderVersionsToMatch(orderId: String, milliseconds: (String) -> Int64?) throws
+        -> [(sha256: String, fields: OrderVersionFields, reversed: Bool)] {
         var f = FastStatement(try db.cachedStatement(sql: """
-            SELECT r.record_sha256 = ?, v.reversed_at IS NOT NULL FROM order_version v JOIN source_record r ON r.id = v.record_id
+            SELECT r.record_sha256, v.account_id, v.transaction_id, v.product_id, v.quantity, v.credited_units, v.credited_ms,
+                   v.environment, v.storefront, v.app_account_token, v.reversed_at
+            FROM order_version v JOIN source_record r ON r.id = v.record_id
             WHERE v.order_id = ? ORDER BY v.id DESC
             """), in: db)
-        f.bind(sha256); f.bind(orderId)
-        var out = (latest: false, earlier: false, latestReversed: false), first = true
+        f.bind(orderId)
+        var out: [(sha256: String, fields: OrderVersionFields, reversed: Bool)] = []
         try f.forEachRow { row in
-            let same = row.int64(0) != 0
-            if first { out.latest = same; out.latestReversed = row.int64(1) != 0; first = false } else if same { out.earlier = true }
+            let reversed = row.textOrNil(10)
+            out.append((row.text(0), OrderVersionFields(accountId: row.text(1), transactionId: row.textOrNil(2), productId: row.text(3),
+                                                        quantity: row.int64(4), creditedUnits: row.int64(5), creditedMs: row.int64(6),
+                                                        environment: row.text(7), storefront: row.textOrNil(8), appAccountToken: row.textOrNil(9),
+                                                        reversedMs: reversed.flatMap(milliseconds)), reversed != nil))
         }
         return out
     }

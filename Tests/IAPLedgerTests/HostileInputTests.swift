@@ -360,7 +360,8 @@ final class HostileInputTests: XCTestCase {
     /// A `.json` file read while it was still being copied (no line end at its end): its last
     /// record, cut short, is TRUNCATED, as a JSON Lines file's last line is, and resolved when
     /// the file is read whole (it stayed rejected, MALFORMED, until dismissed by hand). A
-    /// document cut before a line end is MALFORMED still: a line end says the writer finished.
+    /// document cut just after a line end is cut short too (a pretty-printed one has a line end
+    /// every few bytes); one settled only by its own record, at the place it stood.
     func testAJSONDocumentReadWhileCopiedIsResolvedWhenReadWhole() throws {
         let one = Receipt.response([Receipt.item("JD1", purchased: "2026-10-20T10:00:00Z")])
         let array = "[\n" + [good("JA1"), good("JA2")].joined(separator: ",\n") + "\n]\n"
@@ -375,6 +376,18 @@ final class HostileInputTests: XCTestCase {
         // stays open.
         let third = good("JR3")
         try ws.write("inbox/receipts/reused.json", "[\n" + good("JR1") + ",\n" + good("JR2") + ",\n" + String(third.prefix(third.count / 2)))
+        // A first element cut after its transaction id, the path then holding another batch of
+        // the same layout: its record is not there, so it stays open.
+        let otherCut = "[\n  " + good("JO1").replacingOccurrences(of: ", ", with: ",\n    ") + "\n]\n"
+        let idEnd = try XCTUnwrap(otherCut.range(of: "JO1")).upperBound
+        try ws.write("inbox/receipts/other.json", String(otherCut[..<idEnd]) + "\", \"")
+        // Cut just after a line end, just after the opening bracket, just after an element's
+        // comma: each settled once the document arrives whole.
+        let threeLines = "[\n  " + [good("JL1"), good("JL2")].map { $0.replacingOccurrences(of: ", ", with: ",\n    ") }.joined(separator: ",\n  ") + "\n]\n"
+        let lineEnds = threeLines.indices.filter { threeLines[$0] == "\n" }
+        try ws.write("inbox/receipts/lineend.json", String(threeLines[...lineEnds[3]]))
+        try ws.write("inbox/receipts/bracket.json", "[")
+        try ws.write("inbox/receipts/comma.json", "[\n" + good("JC1") + ",")
         // Whole documents saved without a line end (HTTP bodies, json.dump) are not cut short.
         try ws.write("inbox/signed/whole.json", #"{"signedPayload":"not.a.jws"}"#)
         try ws.write("inbox/receipts/whole.json", #"{"status": 21002}"#)
@@ -389,19 +402,26 @@ final class HostileInputTests: XCTestCase {
         try ws.write("inbox/receipts/between.json", "[" + good("JB1") + "," + good("JB2") + "]\n")
         XCTAssertEqual(try records("inbox/receipts/one.json").map(\.code), ["TRUNCATED"])
         XCTAssertEqual(try records("inbox/receipts/array.json").map(\.code), ["", "TRUNCATED"])
-        XCTAssertEqual(try records("inbox/receipts/ended.json").map(\.code), ["MALFORMED"])
+        XCTAssertEqual(try records("inbox/receipts/ended.json").map(\.code), ["TRUNCATED"])
         XCTAssertEqual(try records("inbox/receipts/first.json").map { "\($0.line) \($0.code)" }, ["1 TRUNCATED"])
         try ws.write("inbox/receipts/first.json", pretty)
         XCTAssertEqual(try records("inbox/receipts/reused.json").map { "\($0.line) \($0.code)" }, ["2 ", "3 ", "4 TRUNCATED"])
         try ws.write("inbox/receipts/reused.json", "[\n" + good("JR4") + "\n]\n")
+        XCTAssertEqual(try records("inbox/receipts/other.json").map { "\($0.line) \($0.code)" }, ["1 TRUNCATED"])
+        try ws.write("inbox/receipts/other.json", "[\n  " + good("JO2").replacingOccurrences(of: ", ", with: ",\n    ") + "\n]\n")
+        XCTAssertEqual(try records("inbox/receipts/lineend.json").map { "\($0.line) \($0.code)" }, ["1 TRUNCATED"])
+        XCTAssertEqual(try records("inbox/receipts/bracket.json").map { "\($0.line) \($0.code)" }, ["1 TRUNCATED"])
+        XCTAssertEqual(try records("inbox/receipts/comma.json").map { "\($0.line) \($0.code)" }, ["2 ", "2 TRUNCATED"])
+        for name in ["lineend", "bracket"] { try ws.write("inbox/receipts/\(name).json", threeLines) }
+        try ws.write("inbox/receipts/comma.json", "[\n" + good("JC1") + ",\n" + good("JC2") + "\n]\n")
         try ws.write("inbox/receipts/one.json", one)
         try ws.write("inbox/receipts/array.json", array)
         try ws.run("2026-11-04")
-        XCTAssertEqual(Set(try saleEntries()), ["JA1", "JA2", "JD1", "JB1", "JB2", "JP1", "JR1", "JR2", "JR4"])
+        XCTAssertEqual(Set(try saleEntries()), ["JA1", "JA2", "JD1", "JB1", "JB2", "JP1", "JR1", "JR2", "JR4", "JO2", "JL1", "JL2", "JC1", "JC2"])
         XCTAssertEqual(try ledger().read { try $0.rawRows("""
             SELECT f.path, r.line FROM source_record r JOIN source_file f ON f.id = r.file_id
             WHERE r.outcome = 'rejected' AND r.resolved_run_id IS NULL ORDER BY f.path
-            """) }, [["inbox/receipts/ended.json", "1"], ["inbox/receipts/reused.json", "4"], ["inbox/receipts/whole.json", "1"], ["inbox/signed/between.json", "1"],
+            """) }, [["inbox/receipts/ended.json", "1"], ["inbox/receipts/other.json", "1"], ["inbox/receipts/reused.json", "4"], ["inbox/receipts/whole.json", "1"], ["inbox/signed/between.json", "1"],
                      ["inbox/signed/between.json", "1"], ["inbox/signed/whole.json", "1"]])
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
     }

@@ -218,6 +218,18 @@ final class ReconciliationTests: XCTestCase {
         let back = try ws.run("2026-10-08").ordersBroughtBack
         XCTAssertEqual(back.map { "\($0.orderId) \($0.location) \($0.reversalUndone)" }, ["ord-1 inbox/orders/orders-1-resent.csv:2 true"])
         XCTAssertEqual(Set(try exceptionsJSON().filter { $0["status"] as? String == "open" }.map { "\($0["category"]!)" }), [], "credited again")
+
+        // Told by what the rows say: the reversal again, then the credit with quoted fields and
+        // its columns in another order, is said; the credit said once more in other bytes (it is
+        // the latest already) is not.
+        try ws.write("inbox/orders/orders-3.csv", Self.header + credit + "2026-10-08T09:00:00.000Z\n")
+        XCTAssertTrue(try ws.run("2026-10-09").ordersBroughtBack.isEmpty, "a reversal of another instant's text: no earlier version says it")
+        try ws.write("inbox/orders/orders-4.csv", "credited_at,order_id,account_id,transaction_id,product_id,quantity,credited_units,environment,storefront\n"
+                     + "\"2026-10-05T10:01:00Z\",\"ord-1\",acct-1,b1,coins.100,1,100,production,usa\n")
+        XCTAssertEqual(try ws.run("2026-10-10").ordersBroughtBack.map { "\($0.orderId) \($0.location) \($0.reversalUndone)" },
+                       ["ord-1 inbox/orders/orders-4.csv:2 true"])
+        try ws.write("inbox/orders/orders-5.csv", Self.header + credit.replacingOccurrences(of: "ord-1,", with: "\"ord-1\",") + "\n")
+        XCTAssertTrue(try ws.run("2026-10-11").ordersBroughtBack.isEmpty, "the latest said again in other bytes")
     }
 
     /// A sandbox purchase credited twice in production: its amount (a test sale's, which nobody

@@ -133,6 +133,14 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertEqual(ancient.status, 1)
         XCTAssertTrue(ancient.err.contains("0001-01-31 is before anything the ledger holds (its earliest entry is dated 2026-10-05, its first night ran as of 2026-10-07): nothing to report, nothing written"), ancient.err)
         XCTAssertFalse(FileManager.default.fileExists(atPath: ws.root.appendingPathComponent("reports/0001-01-31").path))
+        // ... and on a ledger no night has run on (a first night refused left its schema).
+        let fresh = try TestWorkspace(config: TestWorkspace.defaultConfig + "\n[periods]\nclosed_through = \"2026-09\"\n")
+        defer { fresh.remove() }
+        XCTAssertThrowsError(try fresh.run("2026-10-07"))
+        let none = try cli(["report", "--period", "0001-01", "--workspace", fresh.root.path])
+        XCTAssertEqual(none.status, 1)
+        XCTAssertTrue(none.err.contains("no night has run on this ledger: nothing to report, nothing written"), none.err)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: fresh.root.appendingPathComponent("reports/0001-01-31").path))
         // balance: an empty table says which book and day.
         let empty = try cli(["balance", "--through", "1999-01-01", "--workspace", ws.root.path])
         XCTAssertEqual(empty.out, "No postings in either book dated on or before 1999-01-01.\n")
