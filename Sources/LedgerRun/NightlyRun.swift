@@ -1140,7 +1140,7 @@ struct Ingest {
         guard truncatedPaths!.contains(path) else { return }
         // A JSON document: a cut record of an earlier version is settled when this one holds it
         // whole at the place it stood (one cut inside its first element began on the
-        // document's first line, its element on the next); below, by its own line too.
+        // document's first line, its element on the next), by what it held, not by line alone.
         if file.input.url.pathExtension.lowercased() == "json" {
             let records: [(line: Int, text: Substring)]
             switch file.body {
@@ -1149,6 +1149,10 @@ struct Ingest {
             default: records = []
             }
             if !records.isEmpty { try writer.resolveCutRecordsOfWholeDocument(path: path, sha256: file.input.sha256, records: records, runId: runId) }
+            // Not by line alone: the next batch written to the same path holds whole records on
+            // the same lines, and settled the cut one (its transaction lost).
+            if case .receipts = file.body { return }
+            if case .signed = file.body { return }
         }
         let whole: [Int]
         switch file.body {
@@ -1217,6 +1221,19 @@ struct Ingest {
         let (fileId, fresh) = try addFile(input, hashes: hashes, seen: seen)
         // Its header, kept (and sealed) with the file: each line can be read again by column.
         if let header { try writer.addFileHeader(fileId: fileId, header: header) }
+        // The orders this file changes, as they stood before it and as its last row for each
+        // leaves them: one brought back to an earlier version is said once the file is read
+        // (a history export, a credit row then its reversal row, sent again in other bytes,
+        // leaves the order as it was: nothing is said).
+        var touched: [String: (before: LedgerWriter.OrderVersionFields, beforeReversed: Bool, earlier: [LedgerWriter.OrderVersionFields],
+                               last: LedgerWriter.OrderVersionFields, lastReversed: Bool, location: String)] = [:]
+        var touchedOrder: [String] = []
+        defer {
+            for id in touchedOrder {
+                guard let t = touched[id], t.last != t.before, t.earlier.contains(t.last) else { continue }
+                ordersBroughtBack.append((id, t.location, t.beforeReversed && !t.lastReversed))
+            }
+        }
         for i in fresh {
             let row = rows[i], raw = texts[i], sha = hashes[i]
             counts.read += 1
@@ -1241,8 +1258,13 @@ struct Ingest {
                             accountId: o.accountId, transactionId: o.transactionId, productId: o.productId, quantity: o.quantity,
                             creditedUnits: o.creditedUnits, creditedMs: o.creditedMs, environment: o.environment, storefront: o.storefront,
                             appAccountToken: o.appAccountToken, reversedMs: o.reversedAt.flatMap(ISOTimestamp.milliseconds))
-                        if says != latest.fields && versions.dropFirst().contains(where: { $0.fields == says }) {
-                            ordersBroughtBack.append((o.orderId, "\(input.path):\(row.line)", latest.reversed && o.reversedAt == nil))
+                        if var t = touched[o.orderId] {
+                            t.last = says; t.lastReversed = o.reversedAt != nil; t.location = "\(input.path):\(row.line)"
+                            touched[o.orderId] = t
+                        } else {
+                            touched[o.orderId] = (latest.fields, latest.reversed, versions.dropFirst().map(\.fields), says, o.reversedAt != nil,
+                                                  "\(input.path):\(row.line)")
+                            touchedOrder.append(o.orderId)
                         }
                     }
                 }

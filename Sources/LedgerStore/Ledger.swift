@@ -640,9 +640,17 @@ public final class LedgerWriter: LedgerReader {
             let id: Int64 = row[0], line: Int = row[1]
             guard let cut = try recordText(id) else { continue }
             let spanned = line...(line + cut.utf8.lazy.filter { $0 == 0x0A }.count + 1)
-            var held = Substring(cut).drop { $0.isWhitespace || $0 == "[" || $0 == "," }
-            while let last = held.last, last.isWhitespace { held = held.dropLast() }
-            guard let whole = records.first(where: { spanned.contains($0.line) && $0.text.hasPrefix(held) })?.line else { continue }
+            // Compared as bytes (not Swift's canonical equivalence: a cut between a letter and its
+            // combining mark is a prefix of the bytes, not of the characters), carriage returns
+            // left out (the document sent whole with other line ends; JSON holds no raw CR but
+            // as a blank).
+            var held = Array(cut.utf8.filter { $0 != 0x0D })
+            let blank: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x0A || $0 == 0x09 }
+            held = Array(held.drop { blank($0) || $0 == UInt8(ascii: "[") || $0 == UInt8(ascii: ",") })
+            while let last = held.last, blank(last) { held.removeLast() }
+            guard let whole = records.first(where: { r in
+                spanned.contains(r.line) && r.text.utf8.lazy.filter { $0 != 0x0D }.starts(with: held)
+            })?.line else { continue }
             try db.execute(sql: """
                 UPDATE source_record SET resolved_run_id = ?, resolved_note = ?
                 WHERE id = ? AND resolved_run_id IS NULL
@@ -1097,7 +1105,8 @@ public final class LedgerWriter: LedgerReader {
             self.accountId = accountId; self.transactionId = transactionId?.isEmpty == true ? nil : transactionId
             self.productId = productId; self.quantity = quantity; self.creditedUnits = creditedUnits
             self.creditedMs = creditedMs; self.environment = environment; self.storefront = storefront?.uppercased()
-            self.appAccountToken = appAccountToken; self.reversedMs = reversedMs
+            // Compared without case, as ACCOUNT_MISMATCH compares tokens.
+            self.appAccountToken = appAccountToken?.lowercased(); self.reversedMs = reversedMs
         }
     }
 

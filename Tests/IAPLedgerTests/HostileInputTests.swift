@@ -388,6 +388,14 @@ final class HostileInputTests: XCTestCase {
         try ws.write("inbox/receipts/lineend.json", String(threeLines[...lineEnds[3]]))
         try ws.write("inbox/receipts/bracket.json", "[")
         try ws.write("inbox/receipts/comma.json", "[\n" + good("JC1") + ",")
+        // Cut inside its second element after its transaction id, the path then holding the next
+        // batch: the record at that line is another's, so it stays open (by line alone it
+        // settled). Cut with LF line ends, sent whole with CR LF: settled.
+        let second = "[\n" + good("JS1") + ",\n" + good("JS2") + "\n]\n"
+        let s2 = try XCTUnwrap(second.range(of: "JS2")).upperBound
+        try ws.write("inbox/receipts/second.json", String(second[..<s2]))
+        let crlf = "[\n  " + good("JF1").replacingOccurrences(of: ", ", with: ",\n    ") + "\n]\n"
+        try ws.write("inbox/receipts/crlf.json", String(crlf.prefix(crlf.count / 2)))
         // Whole documents saved without a line end (HTTP bodies, json.dump) are not cut short.
         try ws.write("inbox/signed/whole.json", #"{"signedPayload":"not.a.jws"}"#)
         try ws.write("inbox/receipts/whole.json", #"{"status": 21002}"#)
@@ -413,15 +421,20 @@ final class HostileInputTests: XCTestCase {
         XCTAssertEqual(try records("inbox/receipts/bracket.json").map { "\($0.line) \($0.code)" }, ["1 TRUNCATED"])
         XCTAssertEqual(try records("inbox/receipts/comma.json").map { "\($0.line) \($0.code)" }, ["2 ", "2 TRUNCATED"])
         for name in ["lineend", "bracket"] { try ws.write("inbox/receipts/\(name).json", threeLines) }
+        XCTAssertEqual(try records("inbox/receipts/second.json").map { "\($0.line) \($0.code)" }, ["2 ", "3 TRUNCATED"])
+        try ws.write("inbox/receipts/second.json", "[\n" + good("JS3") + ",\n" + good("JS4") + "\n]\n")
+        try ws.write("inbox/receipts/crlf.json", crlf.replacingOccurrences(of: "\n", with: "\r\n"))
         try ws.write("inbox/receipts/comma.json", "[\n" + good("JC1") + ",\n" + good("JC2") + "\n]\n")
         try ws.write("inbox/receipts/one.json", one)
         try ws.write("inbox/receipts/array.json", array)
         try ws.run("2026-11-04")
-        XCTAssertEqual(Set(try saleEntries()), ["JA1", "JA2", "JD1", "JB1", "JB2", "JP1", "JR1", "JR2", "JR4", "JO2", "JL1", "JL2", "JC1", "JC2"])
+        XCTAssertEqual(Set(try saleEntries()), ["JA1", "JA2", "JD1", "JB1", "JB2", "JP1", "JR1", "JR2", "JR4", "JO2", "JL1", "JL2", "JC1", "JC2",
+                                                "JS1", "JS3", "JS4", "JF1"])
         XCTAssertEqual(try ledger().read { try $0.rawRows("""
             SELECT f.path, r.line FROM source_record r JOIN source_file f ON f.id = r.file_id
             WHERE r.outcome = 'rejected' AND r.resolved_run_id IS NULL ORDER BY f.path
-            """) }, [["inbox/receipts/ended.json", "1"], ["inbox/receipts/other.json", "1"], ["inbox/receipts/reused.json", "4"], ["inbox/receipts/whole.json", "1"], ["inbox/signed/between.json", "1"],
+            """) }, [["inbox/receipts/ended.json", "1"], ["inbox/receipts/other.json", "1"], ["inbox/receipts/reused.json", "4"],
+                     ["inbox/receipts/second.json", "3"], ["inbox/receipts/whole.json", "1"], ["inbox/signed/between.json", "1"],
                      ["inbox/signed/between.json", "1"], ["inbox/signed/whole.json", "1"]])
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
     }

@@ -230,6 +230,18 @@ final class ReconciliationTests: XCTestCase {
                        ["ord-1 inbox/orders/orders-4.csv:2 true"])
         try ws.write("inbox/orders/orders-5.csv", Self.header + credit.replacingOccurrences(of: "ord-1,", with: "\"ord-1\",") + "\n")
         XCTAssertTrue(try ws.run("2026-10-11").ordersBroughtBack.isEmpty, "the latest said again in other bytes")
+        // A history export (the credit, then its reversal) sent again in other bytes leaves the
+        // order as it was: nothing said. A token said in other case is the same token.
+        try ws.write("inbox/orders/orders-6.csv", Self.header + credit + "2026-10-11T09:00:00Z\n")
+        XCTAssertTrue(try ws.run("2026-10-12").ordersBroughtBack.isEmpty)
+        try ws.write("inbox/orders/orders-7.csv", (Self.header + credit + "\n" + credit + "2026-10-11T09:00:00Z\n").replacingOccurrences(of: "\n", with: "\r\n"))
+        XCTAssertTrue(try ws.run("2026-10-13").ordersBroughtBack.isEmpty, "credited, then reversed again: as it was")
+        let token = credit.replacingOccurrences(of: ",USA,,", with: ",USA,tok-A,")
+        try ws.write("inbox/orders/orders-8.csv", Self.header + token + "\n")
+        try ws.write("inbox/orders/orders-9.csv", Self.header + token.replacingOccurrences(of: "tok-A", with: "TOK-a") + "\n")
+        _ = try ws.run("2026-10-14")
+        try ws.write("inbox/orders/orders-10.csv", Self.header + token + "\n")
+        XCTAssertTrue(try ws.run("2026-10-15").ordersBroughtBack.isEmpty, "the token in other case is the same")
     }
 
     /// A sandbox purchase credited twice in production: its amount (a test sale's, which nobody
