@@ -63,9 +63,9 @@ public struct NightlyRun {
         /// Files listed in the inbox that were gone (moved or removed) before the night read
         /// them: not read, read by the night they are back.
         public var goneFiles: [String] = []
-        /// Orders a row read this night brought back to an earlier version's state (an old
-        /// export sent again, not as a byte copy): each with the row, and whether it undid the
-        /// order's reversal (a credit taken back is given again).
+        /// Orders a file read this night brought back to an earlier version's state (an old
+        /// export sent again, not as a byte copy), or credited again after their reversal: each
+        /// with its last row, and whether it undid the order's reversal.
         public var ordersBroughtBack: [(orderId: String, location: String, reversalUndone: Bool)] = []
         /// Files read whose bytes a file read before under another name had (copied or renamed
         /// in the inbox): their records are stored again as theirs, nothing is posted twice.
@@ -1142,17 +1142,19 @@ struct Ingest {
         // whole at the place it stood (one cut inside its first element began on the
         // document's first line, its element on the next), by what it held, not by line alone.
         if file.input.url.pathExtension.lowercased() == "json" {
+            // Whole records: a signed one stored before (not verified again) is whole as read.
             let records: [(line: Int, text: Substring)]
             switch file.body {
-            case .receipts(let r): records = r.filter(Self.parsedWhole).map { ($0.record.line, $0.record.text) }
-            case .signed(let r): records = r.filter { $0.verdict != nil && Self.cutShort($0) == nil }.map { ($0.record.line, $0.record.text) }
-            default: records = []
+            case .receipts(let r): records = r.filter { !$0.record.unterminated || Self.parsedWhole($0) }.map { ($0.record.line, $0.record.text) }
+            case .signed(let r): records = r.filter { Self.cutShort($0) == nil }.map { ($0.record.line, $0.record.text) }
+            // A version read before (unchanged since, or put back): its records as stored.
+            case .alreadyRead: records = try writer.storedRecords(path: path, sha256: file.input.sha256).map { ($0.line, Substring($0.text)) }
+            default: return
             }
+            // Only so, not by line alone: the next batch written to the same path holds whole
+            // records on the same lines, and settled the cut one (its transaction lost).
             if !records.isEmpty { try writer.resolveCutRecordsOfWholeDocument(path: path, sha256: file.input.sha256, records: records, runId: runId) }
-            // Not by line alone: the next batch written to the same path holds whole records on
-            // the same lines, and settled the cut one (its transaction lost).
-            if case .receipts = file.body { return }
-            if case .signed = file.body { return }
+            return
         }
         let whole: [Int]
         switch file.body {
@@ -1230,7 +1232,9 @@ struct Ingest {
         var touchedOrder: [String] = []
         defer {
             for id in touchedOrder {
-                guard let t = touched[id], t.last != t.before, t.earlier.contains(t.last) else { continue }
+                // Back to an earlier version, or credited again after its reversal (whatever else it
+                // says: a credit taken back is given again).
+                guard let t = touched[id], t.last != t.before, t.earlier.contains(t.last) || (t.beforeReversed && !t.lastReversed) else { continue }
                 ordersBroughtBack.append((id, t.location, t.beforeReversed && !t.lastReversed))
             }
         }

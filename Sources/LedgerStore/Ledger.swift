@@ -622,6 +622,18 @@ public final class LedgerWriter: LedgerReader {
             """).execute(arguments: [runId, path, sha256, list])
     }
 
+    /// The records stored from the versions of `path` with these bytes (line, text as read), in
+    /// line order: those a version brought that no earlier version had.
+    public func storedRecords(path: String, sha256: String) throws -> [(line: Int, text: String)] {
+        try Row.fetchAll(db, sql: """
+            SELECT r.id, r.line FROM source_record r JOIN source_file f ON f.id = r.file_id
+            WHERE f.path = ? AND f.sha256 = ? AND r.reason_code IS NOT 'TRUNCATED' ORDER BY r.line, r.id
+            """, arguments: [path, sha256]).compactMap { row in
+            let id: Int64 = row[0]
+            return try recordText(id).map { (row[1], $0) }
+        }
+    }
+
     /// Resolves the cut records of earlier versions of a JSON document that this version holds
     /// whole: a cut record is settled by a record of this version (`records`: line, text,
     /// parsed whole) that starts on a line the cut one spanned (from its first line to the line

@@ -270,7 +270,7 @@ func printSummary(_ r: NightlyRun.Result) {
     }
     if !r.ordersBroughtBack.isEmpty {
         let undone = r.ordersBroughtBack.filter(\.reversalUndone).count
-        print("  orders brought back to an earlier version by a row read tonight (a later row replaces an earlier one; an old export sent again, not as a byte copy, undoes what came after it): \(r.ordersBroughtBack.count)"
+        print("  orders brought back to an earlier version, or credited again after their reversal, by rows read tonight (a later row replaces an earlier one; an old export sent again, not as a byte copy, undoes what came after it): \(r.ordersBroughtBack.count)"
               + (undone > 0 ? ", \(undone) of them with their reversal undone (credited again)" : "") + ": "
               + r.ordersBroughtBack.prefix(10).map { "\(TerminalText.visible($0.orderId)) (\(TerminalText.visible($0.location))\($0.reversalUndone ? ", reversal undone" : ""))" }.joined(separator: ", ")
               + (r.ordersBroughtBack.count > 10 ? " and \(r.ordersBroughtBack.count - 10) more (`iapledger trace ORDER` shows each one's versions)" : ""))

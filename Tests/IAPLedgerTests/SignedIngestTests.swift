@@ -1157,6 +1157,31 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertTrue(records[0][3].hasPrefix("notification RESCIND_CONSENT "), records[0][3])
     }
 
+    /// A cumulative signed export rewritten in place: read whole as [A, B], then caught cut
+    /// inside B as [A, B, C] was written, then whole: its cut record is settled by B, stored
+    /// the first night (so not verified again), which is whole as read.
+    func testACutSignedDocumentIsSettledByARecordStoredBefore() throws {
+        let a = try notification("CONSUMPTION_REQUEST", transaction: try transaction("9701"))
+        let b = try notification("CONSUMPTION_REQUEST", transaction: try transaction("9702"))
+        let c = try notification("CONSUMPTION_REQUEST", transaction: try transaction("9703"))
+        try ws.write("inbox/signed/export.json", "[\n" + a + ",\n" + b + "\n]\n")
+        try ws.run("2023-11-20")
+        let whole = "[\n" + a + ",\n" + b + ",\n" + c + "\n]\n"
+        try ws.write("inbox/signed/export.json", String(whole.prefix(("[\n" + a + ",\n").count + b.count - 20)))
+        try ws.run("2023-11-21")
+        XCTAssertEqual(try rows("""
+            SELECT r.line, r.reason_code FROM source_record r JOIN source_file f ON f.id = r.file_id
+            WHERE f.path = 'inbox/signed/export.json' AND r.reason_code = 'TRUNCATED' AND r.resolved_run_id IS NULL
+            """), [["3", "TRUNCATED"]])
+        try ws.write("inbox/signed/export.json", whole)
+        try ws.run("2023-11-22")
+        XCTAssertEqual(try rows("""
+            SELECT count(*) FROM source_record r JOIN source_file f ON f.id = r.file_id
+            WHERE f.path = 'inbox/signed/export.json' AND r.outcome = 'rejected' AND r.resolved_run_id IS NULL
+            """), [["0"]])
+        XCTAssertEqual(try rows("SELECT transaction_id FROM store_transaction ORDER BY 1").map { $0[0] }, ["9701", "9702", "9703"])
+    }
+
     func testNoMoneyNotificationsAreRecordedAndPriceMismatchFlagged() throws {
         try ws.write("inbox/signed/n.jsonl", [
             try notification("CONSUMPTION_REQUEST", transaction: try transaction("9005", product: "com.example.cheap")),
