@@ -242,6 +242,13 @@ final class ReconciliationTests: XCTestCase {
         _ = try ws.run("2026-10-14")
         try ws.write("inbox/orders/orders-10.csv", Self.header + token + "\n")
         XCTAssertTrue(try ws.run("2026-10-15").ordersBroughtBack.isEmpty, "the token in other case is the same")
+        // Reversed, then credited again by a row no version said before (another quantity): said,
+        // its reversal undone.
+        try ws.write("inbox/orders/orders-11.csv", Self.header + token + "2026-10-15T09:00:00Z\n")
+        _ = try ws.run("2026-10-16")
+        try ws.write("inbox/orders/orders-12.csv", Self.header + token.replacingOccurrences(of: ",coins.100,1,100,", with: ",coins.100,2,200,") + "\n")
+        XCTAssertEqual(try ws.run("2026-10-17").ordersBroughtBack.map { "\($0.orderId) \($0.location) \($0.reversalUndone)" },
+                       ["ord-1 inbox/orders/orders-12.csv:2 true"])
     }
 
     /// A sandbox purchase credited twice in production: its amount (a test sale's, which nobody
