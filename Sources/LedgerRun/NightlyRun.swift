@@ -1147,8 +1147,16 @@ struct Ingest {
             switch file.body {
             case .receipts(let r): records = r.filter { !$0.record.unterminated || Self.parsedWhole($0) }.map { ($0.record.line, $0.record.text) }
             case .signed(let r): records = r.filter { Self.cutShort($0) == nil }.map { ($0.record.line, $0.record.text) }
-            // A version read before (unchanged since, or put back): its records as stored.
-            case .alreadyRead: records = try writer.storedRecords(path: path, sha256: file.input.sha256).map { ($0.line, Substring($0.text)) }
+            // A version read before (unchanged since, or put back): its records as the file holds
+            // them (the ledger stored only those it brought first: a record an earlier version
+            // brought is in it too), else as stored.
+            case .alreadyRead:
+                if let data = try? Data(contentsOf: file.input.url), Hashing.sha256Hex(data) == file.input.sha256,
+                   let text = String(validatingUTF8Data: data) {
+                    records = RecordSplitter.jsonDocument(Substring(text)).filter { !$0.unterminated && $0.problem == nil }.map { ($0.line, $0.text) }
+                } else {
+                    records = try writer.storedRecords(path: path, sha256: file.input.sha256).map { ($0.line, Substring($0.text)) }
+                }
             default: return
             }
             // Only so, not by line alone: the next batch written to the same path holds whole

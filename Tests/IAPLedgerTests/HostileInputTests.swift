@@ -441,6 +441,26 @@ final class HostileInputTests: XCTestCase {
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
     }
 
+    /// A version put back (its bytes read before) settles a cut inside a record an earlier
+    /// version brought: [A, B], then [A, B, C], then caught cut inside B, then [A, B, C] again.
+    func testAPutBackJSONVersionSettlesACutInsideARecordAnEarlierVersionBrought() throws {
+        let a = good("PB1"), b = good("PB2"), c = good("PB3")
+        try ws.write("inbox/receipts/export.json", "[\n" + a + ",\n" + b + "\n]\n")
+        try ws.run("2026-11-03")
+        let whole = "[\n" + a + ",\n" + b + ",\n" + c + "\n]\n"
+        try ws.write("inbox/receipts/export.json", whole)
+        try ws.run("2026-11-04")
+        try ws.write("inbox/receipts/export.json", String(whole.prefix(("[\n" + a + ",\n").count + b.count - 10)))
+        try ws.run("2026-11-05")
+        XCTAssertEqual(try records("inbox/receipts/export.json").filter { $0.code == "TRUNCATED" }.map(\.line), [3])
+        try ws.write("inbox/receipts/export.json", whole)
+        try ws.run("2026-11-06")
+        XCTAssertEqual(try ledger().read { try $0.rawRows("""
+            SELECT count(*) FROM source_record r JOIN source_file f ON f.id = r.file_id
+            WHERE f.path = 'inbox/receipts/export.json' AND r.outcome = 'rejected' AND r.resolved_run_id IS NULL
+            """) }, [["0"]])
+    }
+
     /// Orders: wrong column counts, unterminated and stray quotes, zero/negative/huge
     /// quantities, dates in 1970 and 2100, fractions of a second: each row on its own.
     func testHostileOrderRows() throws {
