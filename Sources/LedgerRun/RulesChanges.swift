@@ -150,13 +150,13 @@ enum RulesChanges {
             // A correction booked and not reversed (a dismissed finding that said something
             // else, an open reversal, an open finding that carries one): set against this one.
             let booked = known.flatMap(bookedCorrection)
-            let said = booked.map { base + " " + followsBooking(note: $0.note, dismissedAs: $0.text) } ?? base
+            func withBooking(_ message: String) -> String { booked.map { message + " " + followsBooking(note: $0.note, dismissedAs: $0.text) } ?? message }
+            let said = withBooking(base)
             let delta = r.figures.map { f in
                 Self.leftToCorrect(net: (e.figures.netReportingMinor, f.netReportingMinor),
                                    commission: (e.figures.commissionReportingMinor, f.commissionReportingMinor), refundedShare: share)
             }
-            if let known, known.open, known.message == said
-                || earlierBase.map({ b in known.message == booked.map { b + " " + followsBooking(note: $0.note, dismissedAs: $0.text) } ?? b }) == true {
+            if let known, known.open, known.message == said || earlierBase.map(withBooking) == known.message {
                 if let delta { open.count += 1; open.net += delta.0; open.commission += delta.1; open.proceeds += delta.2 }
                 return
             }

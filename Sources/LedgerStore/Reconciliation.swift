@@ -115,17 +115,17 @@ extension LedgerReader {
 
     /// The last run whose as-of date is on or before `day`: the state a workbook as of `day`
     /// reports (reconciliation, records and sales waiting), nil when no run had happened by then.
+    public func lastRun(onOrBefore day: Day) throws -> (id: Int64, asOf: Day)? {
+        guard let r = try Row.fetchOne(db.cachedStatement(sql: "SELECT id, as_of FROM run WHERE as_of <= ? ORDER BY as_of DESC, id DESC LIMIT 1"),
+                                       arguments: [day.description]) else { return nil }
+        return (r[0], Day(iso: r[1] as String)!)
+    }
+
     /// The month run `id` closed the books through (nil: none closed then).
     /// (A ledger of schema v17 or before, read as it is, kept none: nil.)
     public func closedThrough(ofRun id: Int64) throws -> Month? {
         guard try db.columns(in: "run").contains(where: { $0.name == "closed_through" }) else { return nil }
         return try String.fetchOne(db, sql: "SELECT closed_through FROM run WHERE id = ?", arguments: [id]).flatMap(Month.init(iso:))
-    }
-
-    public func lastRun(onOrBefore day: Day) throws -> (id: Int64, asOf: Day)? {
-        guard let r = try Row.fetchOne(db.cachedStatement(sql: "SELECT id, as_of FROM run WHERE as_of <= ? ORDER BY as_of DESC, id DESC LIMIT 1"),
-                                       arguments: [day.description]) else { return nil }
-        return (r[0], Day(iso: r[1] as String)!)
     }
 
     /// The MISSING_RULE findings open on day `?1` with their transactions (`t`) and the run

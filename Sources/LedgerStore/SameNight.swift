@@ -27,7 +27,7 @@ extension LedgerReader {
               (last[1] as String) == asOf.description else { return nil }
         // A month closed since that run (`iapledger close`) is a change: the run's workbooks
         // say what was closed when they were written, and its row too.
-        guard try String.fetchOne(db, sql: "SELECT max(month) FROM period_close") == (last[3] as String?) else { return nil }
+        guard try closedThroughNow() == (last[3] as String?) else { return nil }
         return SameNight(lastRunId: last[0], fingerprint: try nightFingerprint(), matched: last[2])
     }
 
