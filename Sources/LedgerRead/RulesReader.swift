@@ -39,11 +39,22 @@ public enum RulesReader {
             guard let data = files[name] else { throw ReadError.file(display, "cannot be read (missing or unreadable)") }
             digests[name] = Hashing.sha256Hex(data)
             guard let text = String(validatingUTF8Data: Data(data)) else { throw ReadError.file(display, "is not valid UTF-8") }
+            let table: CSVTable
             do {
-                return try CSVTable(path: display, text: Substring(comments ? withoutComments(text) : text), required: required)
+                table = try CSVTable(path: display, text: Substring(comments ? withoutComments(text) : text), required: required)
             } catch let e as CSVError {
                 throw ReadError.line(display, e.line, e.message)
             }
+            // Values are read by column name: a row with more or fewer fields than the header
+            // (a decimal comma, `1,0823`, splits a value in two) would read a column's neighbour
+            // or a part of its value, so it stops the read, named.
+            for row in table.rows where row.fields.count != table.header.count {
+                throw ReadError.line(display, row.line, "has \(row.fields.count) field\(row.fields.count == 1 ? "" : "s"), the header has \(table.header.count)"
+                    + (row.fields.count > table.header.count
+                        ? " (a decimal comma? decimals are written with a point, 1.0823; a value holding a comma is quoted)"
+                        : ""))
+            }
+            return table
         }
         let sf = try load("storefronts.csv", ["storefront", "currency", "tax_rate", "tax_included", "effective_from"])
         let pr = try load("prices.csv", ["product_id", "storefront", "price", "effective_from"])

@@ -403,6 +403,16 @@ public struct Audit {
             // reconcile an order by what the backend never sent.
             var tables: (header: String, table: CSVTable?)? = nil   // the last file's header, read once
             try r.forEachOrderVersion { version, path, line, header, raw in
+                // A night stores a version only from a verified line of an orders file.
+                guard let kind = version.sourceKind else {
+                    report.problems.append(Problem(entryId: nil, message: "order \(version.orderId) (version #\(version.id)) names source record #\(version.recordId), which the ledger does not hold: the version was written by hand (a night stores one only from an order line it read)"))
+                    return
+                }
+                guard kind == "orders", version.sourceOutcome == "verified" else {
+                    let what = kind == "orders" ? "an order line the night \(version.sourceOutcome ?? "did not verify") (no version is made from it)" : "a line of a \(kind) file, not an order line"
+                    report.problems.append(Problem(entryId: nil, message: "order \(version.orderId) (version #\(version.id)) names \(path):\(line), \(what): the version was written by hand (a night stores one only from a verified line of an orders file)"))
+                    return
+                }
                 guard let header else { report.orderVersionsWithoutHeader += 1; return }
                 guard let raw else { return }   // its chunk is named above
                 if tables?.header != header { tables = (header, OrderReader.table(path: path, header: header)) }
@@ -424,6 +434,9 @@ public struct Audit {
             // And none is missing: an order version deleted would leave its sale to post at
             // another storefront (or at the default), and its order out of reconciliation.
             let missing = try r.missingOrderVersions()
+            for r in missing.repeated {
+                report.problems.append(Problem(entryId: nil, message: "order version #\(r.id) comes from the same line as version #\(r.of): a line makes one version, so one of them was copied in by hand"))
+            }
             for id in missing.reordered {
                 report.problems.append(Problem(entryId: nil, message: "order version #\(id) comes from a line read before the line of a version before it: versions were reordered (an older line made an order's latest state)"))
             }
@@ -435,6 +448,13 @@ public struct Audit {
                 report.problems.append(Problem(entryId: nil, message: "\(missing.count) verified order line\(missing.count == 1 ? "" : "s") made no order version, though \(missing.count == 1 ? "it repeats" : "they repeat") no earlier line of \(missing.count == 1 ? "its" : "their") order: \(named)\(missing.count > missing.lines.count ? ", ..." : ""): the version\(missing.count == 1 ? " was" : "s were") deleted (a night stores a version for every new line of an order)"))
             }
             for p in try r.inputTextProblems() { report.problems.append(Problem(entryId: nil, message: p)) }
+            let dangling = try r.foreignKeyViolations()
+            for v in dangling.rows {
+                report.problems.append(Problem(entryId: nil, message: "\(v.table) row \(v.rowid.map { "#\($0)" } ?? "(without rowid)") names a row of \(v.parent) that the ledger does not hold: written or deleted by hand with foreign keys off (a night enforces them)"))
+            }
+            if dangling.count > dangling.rows.count {
+                report.problems.append(Problem(entryId: nil, message: "... and \(dangling.count - dangling.rows.count) more rows naming rows the ledger does not hold"))
+            }
             // A ledger not upgraded yet: its stored postings are the ones the upgrade will accept.
             if let problem = try r.storedPostingsProblem() {
                 report.problems.append(Problem(entryId: nil, message: "the ledger's stored postings: \(problem) (the next `iapledger run` or `close` refuses to upgrade the ledger until it is)", schema: true))

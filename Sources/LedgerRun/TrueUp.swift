@@ -179,10 +179,10 @@ public struct TrueUp {
                         // a missing sale where a return's month differed.
                         if !rows.isEmpty, let l {
                             func said(_ d: Int64, _ what: String) -> String {
-                                "Apple counts \(abs(d)) \(what)\(abs(d) == 1 ? "" : "s") \(d > 0 ? "more" : "fewer") than the ledger"
+                                "Apple counts \(abs(d)) unit\(abs(d) == 1 ? "" : "s") \(what) \(d > 0 ? "more" : "fewer") than the ledger"
                             }
-                            if line.appleSoldUnits != l.soldUnits { notes.append(said(line.appleSoldUnits - l.soldUnits, "unit sold")) }
-                            if line.appleReturnedUnits != l.returnedUnits { notes.append(said(line.appleReturnedUnits - l.returnedUnits, "unit returned")) }
+                            if line.appleSoldUnits != l.soldUnits { notes.append(said(line.appleSoldUnits - l.soldUnits, "sold")) }
+                            if line.appleReturnedUnits != l.returnedUnits { notes.append(said(line.appleReturnedUnits - l.returnedUnits, "returned")) }
                         }
                     }
                     line.differenceMinor = line.ledgerProceedsMinor.map { line.appleProceedsMinor - $0 }

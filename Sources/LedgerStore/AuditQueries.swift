@@ -164,6 +164,24 @@ extension LedgerReader {
         public var id: Int64
         public var orderId: String
         public var fields: [(name: String, value: String?)]
+        /// The source record it names, and that record's file kind and outcome (nil when the
+        /// ledger holds no such record: a version a night stores always names its orders line).
+        public var recordId: Int64
+        public var sourceKind: String?
+        public var sourceOutcome: String?
+    }
+
+    /// Rows naming a row of another table that the ledger does not hold (SQLite's
+    /// `foreign_key_check`): a night writes with foreign keys enforced, so each was written
+    /// by hand with them off (the sqlite3 shell's default). At most `limit`, and how many.
+    public func foreignKeyViolations(limit: Int = 20) throws -> (rows: [(table: String, rowid: Int64?, parent: String)], count: Int) {
+        var rows: [(table: String, rowid: Int64?, parent: String)] = [], count = 0
+        let cursor = try Row.fetchCursor(db, sql: "PRAGMA foreign_key_check")
+        while let r = try cursor.next() {
+            count += 1
+            if rows.count < limit { rows.append((r[0], r[1], r[2])) }
+        }
+        return (rows, count)
     }
 
     /// Every order version with its source line (file, line, text) and its file's header row
@@ -176,8 +194,8 @@ extension LedgerReader {
         let cursor = try Row.fetchCursor(db, sql: """
             SELECT v.id, v.order_id, v.account_id, v.transaction_id, v.product_id, v.quantity, v.credited_units, v.credited_at,
                    v.credited_ms, v.environment, v.storefront, v.app_account_token, v.reversed_at,
-                   f.path, r.line, \(header), CAST(r.raw AS BLOB), \(chunkColumns)
-            FROM order_version v JOIN source_record r ON r.id = v.record_id JOIN source_file f ON f.id = r.file_id
+                   f.path, r.line, \(header), CAST(r.raw AS BLOB), \(chunkColumns), v.record_id, f.kind, r.outcome
+            FROM order_version v LEFT JOIN source_record r ON r.id = v.record_id LEFT JOIN source_file f ON f.id = r.file_id
             ORDER BY v.id
             """)
         // credited_ms orders an order's credits (the earliest credited names a sale's
@@ -193,8 +211,8 @@ extension LedgerReader {
                 default: return (name, nil)
                 }
             }
-            try body(StoredOrderVersion(id: r[0], orderId: r[1], fields: fields), r[13], r[14], r[15],
-                     try Self.text(r, raw: 16, chunk: 17, &chunks))
+            try body(StoredOrderVersion(id: r[0], orderId: r[1], fields: fields, recordId: r[20], sourceKind: r[21], sourceOutcome: r[22]),
+                     r[13] ?? "", r[14] ?? 0, r[15], try Self.text(r, raw: 16, chunk: 17, &chunks))
         }
     }
 
@@ -206,8 +224,9 @@ extension LedgerReader {
     /// them (a night stores versions in the order it reads their lines: ids swapped would make an
     /// older line an order's latest state).
     public func missingOrderVersions(limit: Int = 20) throws -> (gaps: [ClosedRange<Int64>], lines: [(orderId: String, path: String, line: Int)], count: Int,
-                                                                 reordered: [Int64]) {
-        var gaps: [ClosedRange<Int64>] = [], reordered: [Int64] = []
+                                                                 reordered: [Int64], repeated: [(id: Int64, of: Int64)]) {
+        var gaps: [ClosedRange<Int64>] = [], reordered: [Int64] = [], repeated: [(id: Int64, of: Int64)] = []
+        var previousWithRecord: Int64 = 0
         var previous: Int64 = 0, previousRecord: Int64 = 0
         var recordIds: [Int64] = []
         let versions = try Row.fetchCursor(db, sql: "SELECT id, record_id FROM order_version ORDER BY id")
@@ -215,6 +234,9 @@ extension LedgerReader {
             let id: Int64 = v[0], record: Int64 = v[1]
             if id > previous + 1 && gaps.count < limit { gaps.append((previous + 1)...(id - 1)) }
             if record < previousRecord && reordered.count < limit { reordered.append(id) }
+            // A line makes one version: a second from it was copied in by hand.
+            if record == previousRecord && repeated.count < limit { repeated.append((id, previousWithRecord)) }
+            if record > previousRecord { previousWithRecord = id }
             previous = id; previousRecord = max(previousRecord, record)
             recordIds.append(record)
         }
@@ -250,7 +272,7 @@ extension LedgerReader {
             count += 1
             if lines.count < limit { lines.append((orderId, r[3], r[4])) }
         }
-        return (gaps, lines, count, reordered)
+        return (gaps, lines, count, reordered, repeated)
     }
 
     /// Whether a version of order `orderId` names transaction `transactionId` with `storefront`

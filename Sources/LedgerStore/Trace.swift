@@ -270,12 +270,20 @@ public struct OrderTrace: Encodable {
 }
 
 extension LedgerReader {
+    /// How a verified receipt response was verified, by the status Apple's service gave it
+    /// (0, or 21006 for an iOS 6 receipt of an expired subscription, whose purchase stands).
+    static func receiptVerification(outcome: String, kind: String, status: Int64?) -> String? {
+        guard outcome == "verified", kind == "receipts" else { return nil }
+        let code = status ?? 0
+        return "Apple verifyReceipt status \(code) (\(code == 21006 ? "the subscription has expired; the receipt is valid, " : "")verified by Apple's service)"
+    }
+
     /// - Parameter withText: also read each source record's (and order line's) text as it was read.
     public func traceTransaction(_ id: String, asOf: Day?, withText: Bool = false) throws -> TransactionTrace? {
         let stored = try transaction(id)
         let sources = try Row.fetchAll(db.cachedStatement(sql: """
             SELECT f.path, r.line, f.sha256, r.record_sha256, r.outcome, r.reason, r.environment, run.as_of, r.id,
-                   resolved.as_of, r.resolved_note, r.chunk_id IS NOT NULL, r.reason_code
+                   resolved.as_of, r.resolved_note, r.chunk_id IS NOT NULL, r.reason_code, r.status_code, f.kind
             FROM source_record r JOIN source_file f ON f.id = r.file_id JOIN run ON run.id = f.run_id
             LEFT JOIN run resolved ON resolved.id = r.resolved_run_id
             WHERE r.id IN (SELECT first_record_id FROM store_transaction WHERE transaction_id = ?1
@@ -290,7 +298,7 @@ extension LedgerReader {
             let recordSHA: String = $0[3], fileSHA: String = $0[2]
             let holds = Self.textHolds(text, recordSHA256: recordSHA, fileSHA256: fileSHA, inChunk: $0[11], outcome: $0[4], reasonCode: $0[12])
             return TransactionTrace.Source(path: $0[0], line: $0[1], sha256: fileSHA, record_sha256: recordSHA, outcome: $0[4],
-                                           verification: $0[5] ?? ($0[4] == "verified" ? "Apple verifyReceipt status 0 (verified by Apple's service)" : nil),
+                                           verification: $0[5] ?? Self.receiptVerification(outcome: $0[4], kind: $0[14], status: $0[13]),
                                            environment: $0[6], read_on: $0[7], resolved_on: $0[9], resolution: $0[10],
                                            text: withText ? text : nil, text_holds: holds)
         }

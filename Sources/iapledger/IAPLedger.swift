@@ -22,7 +22,21 @@ struct IAPLedger: ParsableCommand {
         // which the commands see and exit 1 on, instead of SIGPIPE ending the process where it
         // stands: a night killed so after its commit wrote no workbooks and said nothing.
         signal(SIGPIPE, SIG_IGN)
-        main(nil)
+        var command: ParsableCommand
+        do { command = try parseAsRoot(nil) } catch { exit(withError: error) }
+        do {
+            try command.run()
+        } catch let e as ValidationError {
+            // A value a command checks when it runs (a date that is no date, a month, a
+            // category): said with that command's usage, as its parse says an unknown option,
+            // not the top-level one.
+            let sub = type(of: command)
+            let name = sub == IAPLedger.self ? "iapledger" : "iapledger \(sub._commandName)"
+            StandardError.write("Error: \(e.message)\nUsage: \(usageString(for: sub))\n  See '\(name) --help' for more information.\n")
+            Foundation.exit(ExitCode.validationFailure.rawValue)
+        } catch {
+            exit(withError: error)
+        }
     }
 }
 

@@ -808,6 +808,16 @@ final class HostileInputTests: XCTestCase {
              "prices.csv:9: price \"10.0000000000000000000\" is not a decimal >= 0 of digits and one point, with at most 18 decimals"),
             ("rules/prices.csv", TestWorkspace.defaultPrices + "\ncoins.100,USA,12345678901234567,2026-11-01\n",
              "prices.csv:9: price 12345678901234567 is more than 10000000000, the most a price may be"),
+            // A decimal comma splits a value in two: read by column, the rate was 1 and the
+            // rest dropped (and a price in the last column the same), the night posting by it.
+            ("rules/fx.csv", TestWorkspace.defaultFX + "\n2026-11,EUR,1,0823\n",
+             "fx.csv:8: has 4 fields, the header has 3 (a decimal comma? decimals are written with a point, 1.0823; a value holding a comma is quoted)"),
+            ("rules/prices.csv", "product_id,storefront,effective_from,price\ncoins.100,USA,2020-01-01,0.99\ncoins.100,DEU,2020-01-01,1,09\n",
+             "prices.csv:3: has 5 fields, the header has 4 (a decimal comma?"),
+            ("rules/products.csv", TestWorkspace.defaultProducts + "\ncoins.1000,consumable,1,000\n",
+             "products.csv:5: has 4 fields, the header has 3"),
+            ("rules/fx.csv", TestWorkspace.defaultFX + "\n2026-11,1.0823\n",
+             "fx.csv:8: has 2 fields, the header has 3"),
         ]
         for c in cases {
             let good = try String(contentsOf: ws.root.appendingPathComponent(c.file), encoding: .utf8)

@@ -54,6 +54,22 @@ final class TraceAndCLITests: XCTestCase {
     /// A record that names no transaction or order (a line that is no JSON) is traced by its
     /// FILE:LINE: each version of the file read, its outcome and reason, whether it is open, its
     /// text; a path and line with no record is refused as an unknown id.
+    /// A trace says the status Apple's service gave the response a source came from: an iOS 6
+    /// receipt of an expired subscription (21006, nov-itunes-receipt's sample) was said to be
+    /// "status 0".
+    func testATraceSaysTheStatusAppleGaveTheResponse() throws {
+        let other = try TestWorkspace(config: TestWorkspace.defaultConfig.replacingOccurrences(of: "com.example.coins", with: "com.notkeepingitreal.fizzbuzz"))
+        defer { other.remove() }
+        try other.write("inbox/receipts/expired.json", try Fixtures.text("verifyreceipt/nov-itunes-receipt__autorenew_subscription_expired.json"))
+        try other.write("inbox/receipts/valid.jsonl", Receipt.response([Receipt.item("8001", purchased: "2026-10-05T10:00:00Z")]).replacingOccurrences(of: "com.example.coins", with: "com.notkeepingitreal.fizzbuzz") + "\n")
+        try other.run("2026-11-02")
+        let ledger = try Ledger(path: other.root.appendingPathComponent("ledger.sqlite").path, readOnly: true)
+        XCTAssertEqual(try ledger.read { try $0.traceTransaction("1000000052076747", asOf: nil) }?.sources.map(\.verification),
+                       ["Apple verifyReceipt status 21006 (the subscription has expired; the receipt is valid, verified by Apple's service)"])
+        XCTAssertEqual(try ledger.read { try $0.traceTransaction("8001", asOf: nil) }?.sources.map(\.verification),
+                       ["Apple verifyReceipt status 0 (verified by Apple's service)"])
+    }
+
     func testARecordIsTracedByItsFileAndLine() throws {
         try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("9801", purchased: "2026-10-05T10:00:00Z")]) + "\n{not json\n")
         try ws.run("2026-10-07")
@@ -150,6 +166,14 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertEqual(missing.status, 1)
         XCTAssertTrue(missing.out.hasPrefix("/nonexistent.xlsx: ") && !missing.out.contains("/nonexistent.xlsx: /nonexistent.xlsx"), missing.out)
         XCTAssertEqual(try cli(["verify", "--runs", "--workbook", "/nonexistent.xlsx", "--workspace", ws.root.path]).status, 64)
+        // A value checked when the command runs is said with that command's usage (it gave the
+        // top-level one: "Usage: iapledger <subcommand>").
+        for (args, name) in [(["balance", "--through", "2026-13-01"], "balance"), (["run", "--as-of", "2026-11-31"], "run"),
+                             (["close", "2026-9"], "close"), (["verify", "--runs", "--workbook", "x.xlsx"], "verify")] {
+            let r = try cli(args + ["--workspace", ws.root.path])
+            XCTAssertEqual(r.status, 64, "\(args): \(r.err)")
+            XCTAssertTrue(r.err.hasPrefix("Error: ") && r.err.contains("\nUsage: iapledger \(name) ") && r.err.hasSuffix("\n  See 'iapledger \(name) --help' for more information.\n"), "\(args): \(r.err)")
+        }
         // init on a file: said as such, not as Foundation's error domain.
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         try Data("x".utf8).write(to: scratch.appendingPathComponent("afile"))

@@ -158,6 +158,14 @@ final class TrueUpTests: ScratchTestCase {
         let e = try XCTUnwrap(apart.lines.first { $0.currency == "EUR" && $0.productId == "coins.100" })
         XCTAssertEqual([e.appleUnits, e.ledgerUnits], [2, 2])
         XCTAssertEqual(e.note, "Apple counts 1 unit sold fewer than the ledger; Apple counts 1 unit returned fewer than the ledger")
+        // More than one unit: "units sold" (it said "unit solds").
+        let five = try FinancialReport.parse(Self.report([("coins.100", 5, "0.64", "3.20", "EUR", "S", "DE", "", "1.09", "EUR")],
+                                                         amount: "3.20", units: 5), path: "eu3.txt")
+        let plural = try ledger.read { r in
+            try TrueUp.compare(reports: [five], reportingCurrency: "USD") { try r.proceeds(from: $0, through: $1) }
+        }
+        XCTAssertEqual(plural.lines.first { $0.currency == "EUR" && $0.productId == "coins.100" }?.note,
+                       "Apple counts 2 units sold more than the ledger; Apple counts 1 unit returned fewer than the ledger")
 
         // The command: the table, CSV and JSON, and a workbook that reads back with the figures.
         let dir = newScratch("true-up")

@@ -595,6 +595,36 @@ final class VerifyTests: XCTestCase {
         XCTAssertTrue(messages.contains { $0.hasPrefix("order o1 (version #1, from inbox/orders/o.csv:2) is stored with account_id 'a1' where the line has '8002'") }, "\(messages)")
     }
 
+    /// An order version written by hand (order_version has no guard against an insert): one
+    /// naming a receipt's line (an auditor's find: a waiting sale then booked at its
+    /// storefront, verify OK), one naming no record at all (foreign keys off, as in the
+    /// sqlite3 shell), and one copied from an existing version's line. Each is named.
+    func testAnOrderVersionWrittenByHandIsNamed() throws {
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+        let receiptLine = try XCTUnwrap(try rows("SELECT r.id FROM source_record r JOIN source_file f ON f.id = r.file_id WHERE f.kind = 'receipts' ORDER BY r.id LIMIT 1").first?.first)
+        let columns = "order_id, record_id, account_id, transaction_id, product_id, quantity, credited_units, credited_at, credited_ms, environment, storefront"
+        let db = try DatabaseQueue(path: dbPath)
+        try db.write { try $0.execute(sql: "INSERT INTO order_version (\(columns)) VALUES ('o9', \(receiptLine), 'a9', '8001', 'coins.100', 1, 0, '2026-10-06T10:00:00Z', 1791194400000, 'production', 'JPN')") }
+        var r = try Audit(workspace: ws.workspace).run()
+        XCTAssertEqual(r.problems.map(\.message), ["order o9 (version #2) names inbox/receipts/r.jsonl:1, a line of a receipts file, not an order line: the version was written by hand (a night stores one only from a verified line of an orders file)"])
+        try tamper(past: "order_version_no_delete", "DELETE FROM order_version WHERE id = 2")
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+
+        try db.writeWithoutTransaction { d in
+            try d.execute(sql: "PRAGMA foreign_keys = OFF")
+            try d.execute(sql: "INSERT INTO order_version (\(columns)) VALUES ('o9', 999999, 'a9', '8001', 'coins.100', 1, 0, '2026-10-06T10:00:00Z', 1791194400000, 'production', 'JPN')")
+            try d.execute(sql: "PRAGMA foreign_keys = ON")
+        }
+        r = try Audit(workspace: ws.workspace).run()
+        XCTAssertEqual(r.problems.map(\.message), ["order o9 (version #2) names source record #999999, which the ledger does not hold: the version was written by hand (a night stores one only from an order line it read)",
+                                                   "order_version row #2 names a row of source_record that the ledger does not hold: written or deleted by hand with foreign keys off (a night enforces them)"])
+        try tamper(past: "order_version_no_delete", "DELETE FROM order_version WHERE id = 2")
+
+        try db.write { try $0.execute(sql: "INSERT INTO order_version (\(columns)) SELECT \(columns) FROM order_version WHERE id = 1") }
+        r = try Audit(workspace: ws.workspace).run()
+        XCTAssertEqual(r.problems.map(\.message), ["order version #2 comes from the same line as version #1: a line makes one version, so one of them was copied in by hand"])
+    }
+
     /// An order version deleted (its sale would post at another storefront, its order leave
     /// reconciliation) is named by the line that made it, and by the gap it leaves among ids.
     func testADeletedOrderVersionIsNamed() throws {
