@@ -78,7 +78,11 @@ extension Ingest {
                 case .failure(let why):
                     try reject(fileId: fileId, location: location, sha: sha, code: why.code, reason: why.description, raw: raw)
                 }
-            case .unknown:
+            case .otherPayload(let failure?):
+                // Not chained to a trusted root (or not signed by it): refused for that first,
+                // as a transaction or notification would be, whatever its payload says.
+                try reject(fileId: fileId, location: location, sha: sha, code: failure.code, reason: failure.description, raw: raw)
+            case .unknown, .otherPayload(nil):
                 // A compact JWS of another kind (Apple's test data has payloads of a bundle id
                 // and a date alone) is told apart from text that is no JWS at all.
                 if isCompactJWS(jws) {
@@ -113,7 +117,7 @@ extension Ingest {
         // A compact JWS whose payload is of no kind read here, with the whole of its signature
         // (cut inside the header or payload it would not be one; inside the signature, shorter):
         // whole, refused for what it says (UNKNOWN_SIGNED_PAYLOAD), as with a line end after it.
-        case .unknown?:
+        case .unknown?, .otherPayload?:
             if let jws = prepared.jws, compactJWSHasWholeSignature(jws) { return nil }
             return "not a signed transaction, notification or renewal info"
         default: return nil

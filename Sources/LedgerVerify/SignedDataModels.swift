@@ -17,6 +17,10 @@ public enum SignedVerdict: Sendable {
     case renewalInfo(Result<String, SignedDataRejection>)
     /// Not a compact JWS of any kind the tool reads.
     case unknown
+    /// A compact JWS whose payload is of no kind the tool reads, with why its signature or
+    /// chain does not verify (nil when it verifies): data that does not chain to a trusted root
+    /// is refused for that before anything it says is judged.
+    case otherPayload(SignedDataRejection?)
 }
 
 /// What a compact JWS holds, judged from its payload only (nothing is verified).

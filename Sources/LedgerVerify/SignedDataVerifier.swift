@@ -165,7 +165,8 @@ public struct SignedDataVerifier: Sendable {
         case .renewalInfo:
             return .renewalInfo(Result { () throws(SignedDataRejection) in try verifyEnvelope(parsed).jws.payloadJSON })
         case .unknown:
-            return .unknown
+            do throws(SignedDataRejection) { _ = try verifyEnvelope(parsed); return .otherPayload(nil) }
+            catch { return .otherPayload(error) }
         }
     }
 

@@ -282,6 +282,14 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(r2.counts.entriesPosted, 0)
         let why = try Ledger(path: plain.root.appendingPathComponent("ledger.sqlite").path).read { try $0.recordProblems() }
         XCTAssertEqual(why.first?.code, "UNTRUSTED_CHAIN")
+        // A JWS of no kind read here is refused for its chain first (it was refused for what its
+        // unverified payload says, UNKNOWN_SIGNED_PAYLOAD, and so not found by the README's
+        // steps for records refused for their chain).
+        let mock = try TestSigner.appleFixtureText("swift/mock_signed_data/transactionInfo").trimmingCharacters(in: .whitespacesAndNewlines)
+        try plain.write("inbox/signed/mock.jws", mock + "\n")
+        try plain.run("2023-11-21")
+        let codes = try Ledger(path: plain.root.appendingPathComponent("ledger.sqlite").path).read { try $0.recordProblems() }.map(\.code)
+        XCTAssertEqual(codes, ["UNTRUSTED_CHAIN", "UNTRUSTED_CHAIN"])
     }
 
     func testTamperedAndBrokenDataIsRejectedWithItsReason() throws {
