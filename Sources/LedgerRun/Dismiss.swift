@@ -41,6 +41,7 @@ public enum Dismiss {
     public static let dismissableFindings: Set<String> = [
         "PRICE_MISMATCH", "RULES_CHANGED", "SIGNED_AFTER_POSTING", "STOREFRONT_AFTER_POSTING", "TRANSACTION_CONFLICT",
         "REFUND_AGAIN", "REFUND_AFTER_REVERSAL", "REVERSAL_REPEATED", "INVALID_TRANSACTION", "UPGRADE_REFUND", "REFUND_SHARE_UNKNOWN",
+        "NOTIFICATION_UUID_REUSED",
     ]
 
     public struct Result: CustomStringConvertible {

@@ -180,6 +180,21 @@ extension Ingest {
                                                environment: n.environment, transactionId: n.transaction?.transactionId)
         // notificationUUID: a resent notification changes nothing (it is only linked for the trace).
         guard fresh else {
+            // Sent again, a notification is the same (it is only linked for the trace). One
+            // saying something else under a UUID read before (another type, another
+            // transaction) is not Apple's resend: it asks for nothing as a notification (no
+            // reversal), its signed transaction is read as any signed transaction is (a
+            // refund it carries posts), and the reuse is said, not passed over.
+            if let first = try writer.notification(uuid: n.notificationUUID),
+               first.type != n.notificationType || first.subtype != n.subtype || first.transactionId != n.transaction?.transactionId {
+                let firstType = first.type + (first.subtype.map { "/\($0)" } ?? "")
+                let about = n.transaction?.transactionId ?? first.transactionId ?? n.notificationUUID
+                try writer.openFinding(code: "NOTIFICATION_UUID_REUSED", transactionId: about, recordId: recordId,
+                                       message: "\(location): notification \(type)\(n.transaction.map { " of transaction \($0.transactionId)" } ?? "") repeats the notificationUUID \(n.notificationUUID) of \(firstType)\(first.transactionId.map { " of transaction \($0)" } ?? "") read from \(first.location), with other content: Apple sends a notification again unchanged under its UUID, so nothing is asked for by this one as a notification (a refund reversal, a second refund); its signed transaction is read as any signed transaction is (a refund it carries posts). If it asks for more, book that by hand, then dismiss this finding",
+                                       runId: runId)
+                if let t = n.transaction { _ = try observeSigned(t, recordId: recordId, location: location) }
+                return
+            }
             if let id = n.transaction?.transactionId { try writer.linkSource(transactionId: id, recordId: recordId) }
             return
         }

@@ -1078,6 +1078,16 @@ public final class LedgerWriter: LedgerReader {
         return db.changesCount > 0
     }
 
+    /// The notification first read under `uuid`: its type, subtype, transaction and the line
+    /// it was read from.
+    public func notification(uuid: String) throws -> (type: String, subtype: String?, transactionId: String?, location: String)? {
+        guard let r = try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT n.notification_type, n.subtype, n.transaction_id, f.path, r.line FROM notification n
+            JOIN source_record r ON r.id = n.record_id JOIN source_file f ON f.id = r.file_id WHERE n.uuid = ?
+            """), arguments: [uuid]) else { return nil }
+        return (r[0], r[1], r[2], "\(r[3] as String):\(r[4] as Int64)")
+    }
+
     /// Asks for a refund reversal (REFUND_REVERSED), dated `date`; the first request counts.
     public func requestReversal(book: Book, transactionId: String, date: Day, notificationUUID: String) throws {
         try db.cachedStatement(sql: """

@@ -1141,6 +1141,19 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(try ledger().read { try $0.traceTransaction("9004", asOf: nil) }?.sources.map { "\($0.path):\($0.line)" },
                        sources?.map { "\($0.path):\($0.line)" })
         XCTAssertEqual(try ws.run("2023-11-21").counts.entriesPosted, 0)
+        XCTAssertEqual(try rows("SELECT count(*) FROM finding WHERE code = 'NOTIFICATION_UUID_REUSED'"), [["0"]], "sent again unchanged: nothing said")
+        // Another notification under that UUID (a REFUND of it) is not Apple's resend: it was
+        // passed over without a word (the refund its signed transaction carries never posted,
+        // and verify said it was removed). Its transaction is read as any signed one (the
+        // refund posts), and the reuse is said.
+        try ws.write("inbox/signed/c.jsonl", try notification("REFUND", uuid: uuid, transaction: try transaction("9004", revocation: t0)) + "\n")
+        XCTAssertEqual(try ws.run("2023-11-22").counts.entriesPosted, 1)
+        XCTAssertEqual(try rows("SELECT kind FROM entry WHERE transaction_id = '9004' ORDER BY id"), [["sale"], ["refund"]])
+        let said = try rows("SELECT transaction_id, message FROM finding WHERE code = 'NOTIFICATION_UUID_REUSED'")
+        XCTAssertEqual(said.map { $0[0] }, ["9004"])
+        XCTAssertTrue(said.first?[1].hasPrefix("inbox/signed/c.jsonl:1: notification REFUND of transaction 9004 repeats the notificationUUID \(uuid) of ONE_TIME_CHARGE of transaction 9004 read from inbox/receipts/r.json:1") == false
+                      && said.first?[1].contains("repeats the notificationUUID \(uuid) of ONE_TIME_CHARGE of transaction 9004 read from inbox/signed/a.jsonl:1, with other content") == true, "\(said)")
+        let audit = try Audit(workspace: ws.workspace).run(); XCTAssertTrue(audit.ok, "\(audit.problems.map(\.message))")
     }
 
     /// A notification that carries no transaction is verified and kept, its record saying
