@@ -211,6 +211,15 @@ public struct Workspace {
     /// Reads the configuration and the rules; a problem here stops the run before anything is written.
     public func loadConfig() throws -> WorkspaceConfig {
         guard FileManager.default.fileExists(atPath: configURL.path) else {
+            // A folder inside a workspace (its inbox, say) is pointed at the workspace, not told
+            // to make another one there.
+            var up = root.standardizedFileURL
+            while up.pathComponents.count > 1 {
+                up.deleteLastPathComponent()
+                if FileManager.default.fileExists(atPath: Workspace(up).configURL.path) {
+                    throw ReadError.file(configURL.path, "not found: \(root.path) is not an iapledger workspace, but a folder inside the workspace \(up.path): run the command there, or give `--workspace \(ShellWord.quoted(up.path))`")
+                }
+            }
             throw ReadError.file(configURL.path, "not found: \(root.path) is not an iapledger workspace (run `iapledger init \(ShellWord.quoted(root.path))`)")
         }
         return try ConfigReader.read(path: configURL.path, displayPath: configURL.path)
@@ -403,6 +412,14 @@ public struct Workspace {
         var isFolder: ObjCBool = false
         if fm.fileExists(atPath: root.path, isDirectory: &isFolder), !isFolder.boolValue {
             throw ReadError.file(root.path, "is a file, not a folder: name a folder to make the workspace in")
+        }
+        // Every file it would write checked first: one already there stops it before anything
+        // is written (it left a half-made workspace that a second `init` refused).
+        let targets = RulesReader.files.map { ws.rulesURL.appendingPathComponent($0) }
+            + ReportWorkbook.allCases.map { ws.layoutsURL.appendingPathComponent($0.layoutFileName) }
+        let there = targets.filter { fm.fileExists(atPath: $0.path) }
+        if !there.isEmpty {
+            throw ReadError.file(root.path, "already holds \(there.map { String($0.path.dropFirst(root.path.count).drop { $0 == "/" }) }.joined(separator: ", ")): nothing was written (init replaces no file); move \(there.count == 1 ? "it" : "them") aside, or make the workspace in another folder")
         }
         do {
             for sub in ["rules", "inbox/receipts", "inbox/orders", "inbox/signed", "reports"] {

@@ -416,6 +416,21 @@ final class NightlyRunTests: XCTestCase {
         let r = try NightlyRun(workspace: created, asOf: Day(iso: "2026-11-21")!).run()
         XCTAssertEqual(r.counts.read, 0)
         XCTAssertTrue(FileManager.default.fileExists(atPath: r.workbooks[0].path))
+
+        // A folder holding one of its files already: refused before anything is written (it
+        // wrote the config and some rules, then stopped, and a second init refused the half-made
+        // workspace).
+        let partial = FileManager.default.temporaryDirectory.appendingPathComponent("iapledger-init-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: partial) }
+        try FileManager.default.createDirectory(at: partial.appendingPathComponent("rules"), withIntermediateDirectories: true)
+        try Data("mine\n".utf8).write(to: partial.appendingPathComponent("rules/prices.csv"))
+        XCTAssertThrowsError(try Workspace.create(at: partial)) {
+            XCTAssertEqual("\($0)", "\(partial.path): already holds rules/prices.csv: nothing was written (init replaces no file); move it aside, or make the workspace in another folder")
+        }
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: partial.path), ["rules"])
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: partial.appendingPathComponent("rules").path), ["prices.csv"])
+        try FileManager.default.removeItem(at: partial.appendingPathComponent("rules/prices.csv"))
+        XCTAssertNoThrow(try Workspace.create(at: partial))
     }
 }
 

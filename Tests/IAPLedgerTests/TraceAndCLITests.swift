@@ -478,6 +478,13 @@ final class TraceAndCLITests: XCTestCase {
             XCTAssertTrue(r.err.contains("is not an iapledger workspace"), "\(args): \(r.err)")
             XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: empty.path), [], "\(args)")
         }
+        // A folder inside a workspace (its inbox) is pointed at the workspace, not told to
+        // `init` a workspace inside the inbox.
+        let inbox = ws.root.appendingPathComponent("inbox").path
+        let r = try cli(["balance", "--workspace", inbox])
+        XCTAssertEqual(r.status, 1)
+        XCTAssertTrue(r.err.contains("\(inbox) is not an iapledger workspace, but a folder inside the workspace \(ws.root.standardizedFileURL.path): run the command there, or give `--workspace ")
+                      && !r.err.contains("iapledger init"), r.err)
     }
 
     /// Records and findings each show their first ten lines, under their counts by reason:
