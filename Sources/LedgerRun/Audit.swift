@@ -11,8 +11,8 @@ public struct Audit {
     public struct Problem: CustomStringConvertible {
         public var entryId: Int64?
         public var message: String
-        /// A problem of the schema (a dropped trigger, an altered view): listed first, as the
-        /// cause of what follows from it.
+        /// A problem of the schema (a dropped trigger, an altered view) or of a kept rules file:
+        /// listed first, as the cause of what follows from it.
         public var schema = false
         public var description: String { (entryId.map { "entry #\($0): " } ?? "") + message }
     }
@@ -447,7 +447,11 @@ public struct Audit {
                 let named = missing.lines.map { "order \($0.orderId) from \($0.path):\($0.line)" }.joined(separator: ", ")
                 report.problems.append(Problem(entryId: nil, message: "\(missing.count) verified order line\(missing.count == 1 ? "" : "s") made no order version, though \(missing.count == 1 ? "it repeats" : "they repeat") no earlier line of \(missing.count == 1 ? "its" : "their") order: \(named)\(missing.count > missing.lines.count ? ", ..." : ""): the version\(missing.count == 1 ? " was" : "s were") deleted (a night stores a version for every new line of an order)"))
             }
-            for p in try r.inputTextProblems() { report.problems.append(Problem(entryId: nil, message: p)) }
+            let kept = try r.inputTextProblems()
+            // A kept rules file altered is the cause of every sale of its runs said to differ
+            // from it: listed first, with the schema's problems.
+            for p in kept.altered { report.problems.append(Problem(entryId: nil, message: p, schema: true)) }
+            for p in kept.missing { report.problems.append(Problem(entryId: nil, message: p)) }
             let dangling = try r.foreignKeyViolations()
             for v in dangling.rows {
                 report.problems.append(Problem(entryId: nil, message: "\(v.table) row \(v.rowid.map { "#\($0)" } ?? "(without rowid)") names a row of \(v.parent) that the ledger does not hold: written or deleted by hand with foreign keys off (a night enforces them)"))

@@ -34,15 +34,19 @@ extension LedgerReader {
             """), arguments: [runId]).map { ($0[0], $0[1]) }
     }
 
-    /// The kept files that no longer give their SHA-256 (damaged or altered), and the files of
-    /// runs that kept them (written with schema v26 or later) whose content is missing.
-    public func inputTextProblems() throws -> [String] {
-        guard try keepsInputTexts() else { return [] }
-        var problems: [String] = []
+    /// The kept files that no longer give their SHA-256 (damaged or altered: each named by the
+    /// paths the runs read it as), and the files of runs that kept them (written with schema
+    /// v26 or later) whose content is missing.
+    public func inputTextProblems() throws -> (altered: [String], missing: [String]) {
+        guard try keepsInputTexts() else { return ([], []) }
+        var altered: [String] = [], problems: [String] = []
         for r in try Row.fetchAll(db, sql: "SELECT sha256, text_bytes, data FROM input_text ORDER BY sha256") {
             let sha: String = r[0]
             if RecordText.decompress(r[2] ?? Data(), textBytes: r[1]).map({ Hashing.sha256Hex($0) }) != sha {
-                problems.append("the kept config or rules file \(sha) no longer gives its SHA-256: it was altered after it was kept")
+                let read = try Row.fetchAll(db.cachedStatement(sql: """
+                    SELECT path, group_concat(run_id, ', ') FROM (SELECT DISTINCT path, run_id FROM run_input WHERE sha256 = ? ORDER BY path, run_id) GROUP BY path
+                    """), arguments: [sha]).map { "\($0[0] as String) (run\(($0[1] as String).contains(",") ? "s" : "") \($0[1] as String))" }
+                altered.append("the kept copy of \(read.isEmpty ? "a config or rules file" : read.joined(separator: " and ")), SHA-256 \(sha), no longer gives its SHA-256: it was altered after it was kept; the sales those runs posted are checked against it as it is now, so what is said below about their recorded rules follows from this")
             }
         }
         let migrations = Schema.migrator().migrations
@@ -55,7 +59,7 @@ extension LedgerReader {
             """) {
             problems.append("run \(r[0] as Int64) posted by \(r[1] as String) (SHA-256 \(r[2] as String)), whose content it kept, but the ledger no longer holds it: it was deleted")
         }
-        return problems
+        return (altered, problems)
     }
 }
 
