@@ -277,7 +277,13 @@ public struct FinanceReport {
                 SheetRow([.text("  SHA-256"), .text(x.sha256)]),
             ]
         }
-        let files = (summary?.files ?? []).map {
+        // A set of a day no night ran as of (the month before's set, `report`): its night's
+        // files are on that night's Run Info, said, not an empty table.
+        let noRun = summary == nil
+            ? [SheetRow([.text("None: no night ran as of \(asOf); the files each night read are on the Run Info of that night's own set")]
+                        + Array(repeating: .empty, count: 5))]
+            : []
+        let files = noRun + (summary?.files ?? []).map {
             SheetRow([.text($0.path), .text($0.kind), .text($0.sha256), .integer($0.sizeBytes),
                       .integer(Int64($0.records)), .integer(Int64($0.newRecords))])
         } + (summary?.inputs ?? []).map {

@@ -141,8 +141,16 @@ public struct ReconciliationReport {
         let rows = try openExceptions().map {
             SheetRow(cells($0) + [.integer(Int64($0.ageDays(asOf: asOf))), .text($0.detail)])
         }
+        let none = rows.isEmpty ? try noneRow(ReportSchema.exceptions, "None open: every store transaction in scope matched its credit, and every credit its transaction, as of \(asOf)") : []
         return SheetContent(key: "exceptions", tables: [TableBlock(key: "exceptions", columns: ReportSchema.exceptions,
-                                                                    rows: try notReconciled(ReportSchema.exceptions) + rows)])
+                                                                    rows: try notReconciled(ReportSchema.exceptions) + rows + none)])
+    }
+
+    /// The one row of a list that is empty on a day a night had reached: it says so, where an
+    /// empty table read as data missing.
+    func noneRow(_ columns: [Column], _ text: String) throws -> [SheetRow] {
+        guard try stateRun() != nil, !columns.isEmpty else { return [] }
+        return [SheetRow([.text(text)] + Array(repeating: .empty, count: columns.count - 1))]
     }
 
     /// On a day no night had reached, the one row of a list: it says so, where an empty list
@@ -166,8 +174,11 @@ public struct ReconciliationReport {
         let rows = try resolvedSinceLastNight().map {
             SheetRow(cells($0) + [.date($0.resolvedOn!), .integer(Int64($0.ageDays(asOf: asOf))), .text($0.detail)])
         }
+        let previous = try reader.previousAsOf(before: asOf)
+        let none = rows.isEmpty ? try noneRow(ReportSchema.resolved, previous.map { "None: no exception was resolved after the night as of \($0), up to \(asOf)" }
+                                                ?? "None: no night ran before this one, so no exception was open to be resolved") : []
         return SheetContent(key: "resolved", tables: [TableBlock(key: "resolved", columns: ReportSchema.resolved,
-                                                                  rows: try notReconciled(ReportSchema.resolved) + rows)])
+                                                                  rows: try notReconciled(ReportSchema.resolved) + rows + none)])
     }
 
     /// - Parameter openRecords: the pending records still open on the as-of date.

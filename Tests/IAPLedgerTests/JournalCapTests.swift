@@ -79,6 +79,8 @@ final class JournalCapTests: XCTestCase {
         let info = try XCTUnwrap(try XLSXReader.sheets(octBook)["Run Info"])
         XCTAssertEqual(info.first { $0.first == "  SHA-256" }?[1], Hashing.sha256Hex(first))
         XCTAssertEqual(info.first { $0.first == "  rows" }?[1], "12")
+        // No night ran as of 2026-10-31: its table of files read says so (it was an empty table).
+        XCTAssertTrue(info.contains { $0.first == "None: no night ran as of 2026-10-31; the files each night read are on the Run Info of that night's own set" }, "\(info)")
 
         // Cut short, or a byte of its compressed data changed: written again, the same bytes.
         try first.prefix(first.count - 9).write(to: oct)

@@ -376,6 +376,8 @@ final class ReconciliationTests: XCTestCase {
         XCTAssertEqual(rows[0]["age_days"] as? Int, 1)
         let open2 = try XLSXReader.sheets(n2.workbooks[2])["Exceptions"]!.dropFirst(4)
         XCTAssertEqual(open2.first?[8], "1", "Age (days) column on night 2")
+        XCTAssertEqual(try XLSXReader.sheets(n1.workbooks[2])["Resolved"]!.dropFirst(4).map { $0[0] }, ["None: no night ran before this one, so no exception was open to be resolved"])
+        XCTAssertEqual(try XLSXReader.sheets(n2.workbooks[2])["Resolved"]!.dropFirst(4).map { $0[0] }, ["None: no exception was resolved after the night as of 2026-10-06, up to 2026-10-07"])
 
         // Running night 2 again gives the same exceptions.
         try ws.run("2026-10-07")
@@ -395,7 +397,8 @@ final class ReconciliationTests: XCTestCase {
         XCTAssertTrue(ExceptionsOutput.render(rendered, asOf: Day(iso: "2026-10-08")!, format: "table").contains("first seen 2026-10-06 resolved 2026-10-08 age 2d"))
         XCTAssertTrue(ExceptionsOutput.render(rendered, asOf: Day(iso: "2026-10-08")!, format: "csv").contains(",resolved,2026-10-06,2026-10-08,2,"))
         let book3 = try XLSXReader.sheets(n3.workbooks[2])
-        XCTAssertTrue(book3["Exceptions"]!.dropFirst(4).isEmpty)
+        // An empty list says so (an empty table read as data missing).
+        XCTAssertEqual(book3["Exceptions"]!.dropFirst(4).map { $0[0] }, ["None open: every store transaction in scope matched its credit, and every credit its transaction, as of 2026-10-08"])
         XCTAssertEqual(book3["Resolved"]!.dropFirst(4).map { $0[0] }, ["NOT_CREDITED"])
         XCTAssertTrue(book3["Summary"]!.contains { $0.first == "Matched order/transaction pairs" && $0[1] == "1" })
     }
