@@ -361,7 +361,11 @@ public struct Workspace {
                     // Excel's own, gone when the file is closed: nothing to rename or move.
                     continue
                 } else if !f.extensions.contains((e.name as NSString).pathExtension.lowercased()) {
-                    lines.append("\(shown): not read (\(f.described))")
+                    // A kind another folder reads (an orders CSV among the receipts) is pointed
+                    // there; `.txt`, notes as often as signed data, is not.
+                    let ext = (e.name as NSString).pathExtension.lowercased()
+                    let there = folders.filter { $0.folder != f.folder && !["", "txt"].contains(ext) && $0.extensions.contains(ext) }.map { "inbox/\($0.folder)/" }
+                    lines.append("\(shown): not read (\(f.described)\(there.isEmpty ? "" : "; *.\(ext) files are read from \(there.joined(separator: " and ")): move it there if it is one of theirs"))")
                 }
             }
         }

@@ -533,6 +533,8 @@ final class TraceAndCLITests: XCTestCase {
         try ws.write("inbox/receipts/archive/old.jsonl", "kept aside")
         try ws.write("inbox/receipts/.cache/x.jsonl", "hidden")
         try ws.write("inbox/orders/notes.txt", "a note")
+        // An orders file among the receipts: pointed to the orders folder.
+        try ws.write("inbox/receipts/orders-misplaced.csv", ReconciliationTests.header)
         try ws.write("inbox/dupA.jsonl", "misplaced")
         try ws.write("inbox/Receipts/b.jsonl", "wrong case")
         try ws.write("inbox/Receipts/2026/c.jsonl", "wrong case, deeper")
@@ -547,6 +549,7 @@ final class TraceAndCLITests: XCTestCase {
                                    "inbox/orders/notes.txt: not read (orders are *.csv)",
                                    "inbox/receipts/archive/old.jsonl: not read (in a folder inside inbox/receipts/: only the files directly in it are read)",
                                    "inbox/receipts/day2.jsonl.gz: not read (receipt responses are *.json or *.jsonl)",
+                                   "inbox/receipts/orders-misplaced.csv: not read (receipt responses are *.json or *.jsonl; *.csv files are read from inbox/orders/: move it there if it is one of theirs)",
                                    "inbox/signed/archive/: 5 files not read, in it and the folders inside it (in a folder inside inbox/signed/: only the files directly in it are read)"])
         let run = try cli(["run", "--workspace", ws.root.path, "--as-of", "2026-11-05", "--no-progress"])
         XCTAssertEqual(run.status, 0, run.err)
