@@ -14,6 +14,9 @@ public struct Audit {
         /// A problem of the schema (a dropped trigger, an altered view) or of a kept rules file:
         /// listed first, as the cause of what follows from it.
         public var schema = false
+        /// A problem of a run as a whole (its chain head, its counts, its seal, its close): said
+        /// before those of single transactions and entries, which may follow from it.
+        public var run = false
         public var description: String { (entryId.map { "entry #\($0): " } ?? "") + message }
     }
 
@@ -263,7 +266,7 @@ public struct Audit {
             for run in runHeads {
                 report.runHeads.append(run)
                 guard let head = run.head else {
-                    report.problems.append(Problem(entryId: nil, message: "run \(run.runId) (as of \(run.asOf)) is finished but has no recorded chain head: it was erased (every run records one when it commits)"))
+                    report.problems.append(Problem(entryId: nil, message: "run \(run.runId) (as of \(run.asOf)) is finished but has no recorded chain head: it was erased (every run records one when it commits)", run: true))
                     continue
                 }
                 if head != run.expected {
@@ -273,14 +276,14 @@ public struct Audit {
                     let chainBroken = firstChainBreak.map { $0 <= (run.lastEntryId ?? 0) + 1 } ?? false
                     report.problems.append(Problem(entryId: nil, message: chainBroken
                         ? "run \(run.runId) committed with chain head \(head), but the ledger's entries up to that run now hash to \(run.expected): entries were added, removed or rewritten"
-                        : "run \(run.runId)'s recorded chain head \(head) differs from the head its entries give now, \(run.expected), though their chain is unbroken: the run's recorded head was changed, or its last entries were removed, or the entries up to it rewritten with every hash after them (compare with the head kept outside the ledger for that night)"))
+                        : "run \(run.runId)'s recorded chain head \(head) differs from the head its entries give now, \(run.expected), though their chain is unbroken: the run's recorded head was changed, or its last entries were removed, or the entries up to it rewritten with every hash after them (compare with the head kept outside the ledger for that night)", run: true))
                 }
             }
-            for p in try r.runTimesOutOfOrder() { report.problems.append(Problem(entryId: nil, message: p)) }
+            for p in try r.runTimesOutOfOrder() { report.problems.append(Problem(entryId: nil, message: p, run: true)) }
             // The seals: what the entries' chain does not cover (records, files, runs' counts,
             // closes), sealed as written and chained.
             let seals = try r.checkSeals()
-            for p in seals.problems { report.problems.append(Problem(entryId: nil, message: p)) }
+            for p in seals.problems { report.problems.append(Problem(entryId: nil, message: p, run: true)) }
             report.sealList = seals.seals
             // The report files' registrations, chained after the seal's reach.
             let registrations = try r.checkReportFileChain()
@@ -291,7 +294,7 @@ public struct Audit {
             // Each run recorded how many entries it wrote: entries removed (the chain and head
             // rewritten after them) leave their run short.
             for m in try r.runEntryCountMismatches() {
-                report.problems.append(Problem(entryId: nil, message: "run \(m.runId) recorded \(m.recorded) entr\(m.recorded == 1 ? "y" : "ies") posted, but \(m.entries) entr\(m.entries == 1 ? "y belongs" : "ies belong") to it: entries were removed or added after it committed"))
+                report.problems.append(Problem(entryId: nil, message: "run \(m.runId) recorded \(m.recorded) entr\(m.recorded == 1 ? "y" : "ies") posted, but \(m.entries) entr\(m.entries == 1 ? "y belongs" : "ies belong") to it: entries were removed or added after it committed", run: true))
             }
             // A run's entries commit with its finish: an entry of a run that is gone or unfinished was forged or its run altered.
             for (entryId, runId) in try r.entriesOutsideFinishedRuns() {
@@ -301,10 +304,10 @@ public struct Audit {
             // each run how many it read. Records deleted (past the trigger that forbids it, put
             // back after) leave them short, though every record left still hashes as read.
             for m in try r.sourceFileRecordCountMismatches() {
-                report.problems.append(Problem(entryId: nil, message: "source file \(m.path) (read by run \(m.runId)) recorded \(m.recorded) new record\(m.recorded == 1 ? "" : "s"), but \(m.stored) \(m.stored == 1 ? "is" : "are") stored: source records were deleted (or added) after it was read"))
+                report.problems.append(Problem(entryId: nil, message: "source file \(m.path) (read by run \(m.runId)) recorded \(m.recorded) new record\(m.recorded == 1 ? "" : "s"), but \(m.stored) \(m.stored == 1 ? "is" : "are") stored: source records were deleted (or added) after it was read", run: true))
             }
             for m in try r.runRecordCountMismatches() {
-                report.problems.append(Problem(entryId: nil, message: "run \(m.runId) recorded reading \(m.recorded) record\(m.recorded == 1 ? "" : "s"), but its files hold \(m.stored): source records were deleted (or added) after it committed"))
+                report.problems.append(Problem(entryId: nil, message: "run \(m.runId) recorded reading \(m.recorded) record\(m.recorded == 1 ? "" : "s"), but its files hold \(m.stored): source records were deleted (or added) after it committed", run: true))
             }
             // Every source record's text still hashes to the SHA-256 recorded when it was read
             // (a whole-file rejection keeps the file's hash and no text, or the start of a CSV

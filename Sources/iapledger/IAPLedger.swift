@@ -710,8 +710,13 @@ struct Verify: ParsableCommand {
             // keeps it), its first line on standard error too (what a scheduler mails).
             let headline = "verify: FAILED: \(report.problems.count) problem(s)\(report.firstFailingEntry.map { "; first failing entry #\($0)" } ?? "")"
             print(headline)
-            for p in report.problems.prefix(50) { print("  \(TerminalText.visible("\(p)"))") }
-            if report.problems.count > 50 { print("  ... and \(report.problems.count - 50) more") }
+            // The schema's problems, then those of runs as a whole (a run's entries deleted: its
+            // head, its count), before those of single transactions and entries: they are the
+            // cause, and were cut off past the fiftieth line, after one line per transaction.
+            let listed = report.problems.filter { $0.schema } + report.problems.filter { !$0.schema && $0.run }
+                + report.problems.filter { !$0.schema && !$0.run }
+            for p in listed.prefix(50) { print("  \(TerminalText.visible("\(p)"))") }
+            if listed.count > 50 { print("  ... and \(listed.count - 50) more") }
             StandardError.write(headline + " (the problems are on standard output)\n")
             throw ExitCode.failure
         }

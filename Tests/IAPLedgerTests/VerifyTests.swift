@@ -1095,6 +1095,23 @@ final class VerifyTests: XCTestCase {
         XCTAssertTrue(p.contains { $0 == "run 1's seal (#1) does not follow from the seal before it and its digest: the seals were rewritten" }, "\(p)")
     }
 
+    /// A run's entries all deleted: the run's own problems (its head, its count) were cut off
+    /// past the fiftieth line, after one line per transaction. They are listed first.
+    func testARunsOwnProblemsAreListedBeforeThoseOfTransactions() throws {
+        try ws.write("inbox/receipts/many.jsonl", (1...60).map {
+            Receipt.response([Receipt.item("77\(String(format: "%02d", $0))", purchased: "2026-10-05T10:00:00Z")])
+        }.joined(separator: "\n") + "\n")
+        try ws.run("2026-10-08")
+        try tamper(past: "entry_no_delete", "DELETE FROM entry WHERE run_id = 2")
+        let r = try Audit(workspace: ws.workspace).run()
+        let ofRuns = r.problems.filter(\.run).map(\.message)
+        XCTAssertTrue(ofRuns.contains { $0.hasPrefix("run 2 recorded 60 entries posted, but 0 entries belong to it") }, "\(ofRuns)")
+        XCTAssertGreaterThan(r.problems.count, 50)
+        let cli = try Resilience.cli(["verify", "--workspace", ws.root.path])
+        XCTAssertEqual(cli.status, 1, cli.err)
+        for m in ofRuns { XCTAssertTrue(cli.out.contains(TerminalText.visible(m)), "\(m) not in\n\(cli.out)") }
+    }
+
     /// A table dropped, a column renamed, a view replaced: verify stopped at SQLite's error
     /// (`no such table: balance_month`) or GRDB's, reading a row without its column, before
     /// listing the schema's problems. It now lists them, says the content was not checked, and
