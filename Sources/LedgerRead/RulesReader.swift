@@ -45,14 +45,15 @@ public enum RulesReader {
             } catch let e as CSVError {
                 throw ReadError.line(display, e.line, e.message)
             }
-            // Values are read by column name: a row with more or fewer fields than the header
+            // Values are read by column name: a row with a value past the header's last column
             // (a decimal comma, `1,0823`, splits a value in two) would read a column's neighbour
-            // or a part of its value, so it stops the read, named.
-            for row in table.rows where row.fields.count != table.header.count {
-                throw ReadError.line(display, row.line, "has \(row.fields.count) field\(row.fields.count == 1 ? "" : "s"), the header has \(table.header.count)"
-                    + (row.fields.count > table.header.count
-                        ? " (a decimal comma? decimals are written with a point, 1.0823; a value holding a comma is quoted)"
-                        : ""))
+            // or a part of its value, so it stops the read, named. Empty fields past it (a
+            // spreadsheet's trailing commas) and a short row (its missing values read as empty,
+            // and refused as such where a value is needed) are read as before; the copies earlier
+            // runs kept are read as those nights read them.
+            let width = table.header.count
+            if checkCodes, let row = table.rows.first(where: { $0.fields.count > width && $0.fields[width...].contains { !CSV.trimmed($0).isEmpty } }) {
+                throw ReadError.line(display, row.line, "has \(row.fields.count) fields, the header has \(width) (a decimal comma? decimals are written with a point, 1.0823; a value holding a comma is quoted)")
             }
             return table
         }

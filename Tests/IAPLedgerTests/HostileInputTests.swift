@@ -816,8 +816,9 @@ final class HostileInputTests: XCTestCase {
              "prices.csv:3: has 5 fields, the header has 4 (a decimal comma?"),
             ("rules/products.csv", TestWorkspace.defaultProducts + "\ncoins.1000,consumable,1,000\n",
              "products.csv:5: has 4 fields, the header has 3"),
+            // A row short of a value is refused for the value it lacks.
             ("rules/fx.csv", TestWorkspace.defaultFX + "\n2026-11,1.0823\n",
-             "fx.csv:8: has 2 fields, the header has 3"),
+             "fx.csv:8: currency \"1.0823\" is not a known ISO 4217 code"),
         ]
         for c in cases {
             let good = try String(contentsOf: ws.root.appendingPathComponent(c.file), encoding: .utf8)
@@ -835,6 +836,17 @@ final class HostileInputTests: XCTestCase {
         }
         XCTAssertThrowsError(try RulesReader.parse(files: files))
         XCTAssertNoThrow(try RulesReader.parse(files: files, checkCodes: false))
+        // A decimal comma an earlier night read (the rate as 1): its kept copy is read as that
+        // night read it (verify compares its sales with it), today's file is refused.
+        var comma = files
+        comma["storefronts.csv"] = Array(TestWorkspace.defaultStorefronts.utf8)
+        comma["prices.csv"] = Array(TestWorkspace.defaultPrices.utf8)
+        comma["fx.csv"] = Array((TestWorkspace.defaultFX + "\n2026-11,EUR,1,0823\n").utf8)
+        XCTAssertThrowsError(try RulesReader.parse(files: comma))
+        XCTAssertEqual(try RulesReader.parse(files: comma, checkCodes: false).fx["EUR"]?[Month(iso: "2026-11")!]?.description, "1")
+        // Empty fields past the header's last column (a spreadsheet's trailing commas) are read.
+        comma["fx.csv"] = Array((TestWorkspace.defaultFX.replacingOccurrences(of: "\n", with: ",\n") + ",,\n").utf8)
+        XCTAssertNoThrow(try RulesReader.parse(files: comma))
         // ... a price above today's bound, and a product whose id starts with # (no comment then).
         var older = files
         older["prices.csv"] = Array((TestWorkspace.defaultPrices + "\n#vip,USA,20000000000,2026-11-01\n").utf8)
