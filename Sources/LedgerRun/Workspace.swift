@@ -211,12 +211,16 @@ public struct Workspace {
     /// Reads the configuration and the rules; a problem here stops the run before anything is written.
     public func loadConfig() throws -> WorkspaceConfig {
         guard FileManager.default.fileExists(atPath: configURL.path) else {
-            // A folder inside a workspace (its inbox, say) is pointed at the workspace, not told
-            // to make another one there.
-            var up = root.standardizedFileURL
+            // A folder of a workspace's own (inbox/..., rules, reports, layouts) is pointed at
+            // the workspace, not told to make another one there; a folder that merely lies below
+            // one holding a config is not said to be in it.
+            let here = root.standardizedFileURL.resolvingSymlinksInPath()
+            var up = here
             while up.pathComponents.count > 1 {
                 up.deleteLastPathComponent()
-                if FileManager.default.fileExists(atPath: Workspace(up).configURL.path) {
+                let below = here.pathComponents.dropFirst(up.pathComponents.count).first
+                if let below, ["inbox", "rules", "reports", "layouts"].contains(below),
+                   FileManager.default.fileExists(atPath: Workspace(up).configURL.path) {
                     throw ReadError.file(configURL.path, "not found: \(root.path) is not an iapledger workspace, but a folder inside the workspace \(up.path): run the command there, or give `--workspace \(ShellWord.quoted(up.path))`")
                 }
             }
@@ -419,11 +423,19 @@ public struct Workspace {
         }
         // Every file it would write checked first: one already there stops it before anything
         // is written (it left a half-made workspace that a second `init` refused).
+        // (lstat: a link there, even one leading nowhere, is there; a folder it needs that is a
+        // file is in the way too.)
+        func present(_ url: URL) -> mode_t? {
+            var st = stat()
+            return lstat(url.path, &st) == 0 ? st.st_mode & S_IFMT : nil
+        }
+        func named(_ url: URL) -> String { String(url.path.dropFirst(ws.root.path.count).drop { $0 == "/" }) }
+        let folders = ["rules", "layouts", "inbox", "inbox/receipts", "inbox/orders", "inbox/signed", "reports"].map { ws.root.appendingPathComponent($0) }
         let targets = RulesReader.files.map { ws.rulesURL.appendingPathComponent($0) }
             + ReportWorkbook.allCases.map { ws.layoutsURL.appendingPathComponent($0.layoutFileName) }
-        let there = targets.filter { fm.fileExists(atPath: $0.path) }
+        let there = folders.filter { present($0).map { $0 != S_IFDIR } ?? false } + targets.filter { present($0) != nil }
         if !there.isEmpty {
-            throw ReadError.file(root.path, "already holds \(there.map { String($0.path.dropFirst(root.path.count).drop { $0 == "/" }) }.joined(separator: ", ")): nothing was written (init replaces no file); move \(there.count == 1 ? "it" : "them") aside, or make the workspace in another folder")
+            throw ReadError.file(root.path, "already holds \(there.map(named).joined(separator: ", ")): nothing was written (init replaces no file); move \(there.count == 1 ? "it" : "them") aside, or make the workspace in another folder")
         }
         do {
             for sub in ["rules", "inbox/receipts", "inbox/orders", "inbox/signed", "reports"] {

@@ -430,6 +430,17 @@ final class NightlyRunTests: XCTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: partial.path), ["rules"])
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: partial.appendingPathComponent("rules").path), ["prices.csv"])
         try FileManager.default.removeItem(at: partial.appendingPathComponent("rules/prices.csv"))
+        // A file where a folder goes, and a link to nowhere where a file goes: the same; the
+        // names as given under a path with `.` and `..` in it.
+        try Data("x".utf8).write(to: partial.appendingPathComponent("layouts"))
+        try FileManager.default.createSymbolicLink(atPath: partial.appendingPathComponent("rules/fx.csv").path, withDestinationPath: "/nonexistent/fx.csv")
+        let roundabout = URL(fileURLWithPath: partial.path + "/./rules/..")
+        XCTAssertThrowsError(try Workspace.create(at: roundabout)) {
+            XCTAssertTrue("\($0)".hasSuffix(": already holds layouts, rules/fx.csv: nothing was written (init replaces no file); move them aside, or make the workspace in another folder"), "\($0)")
+        }
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: partial.path).sorted(), ["layouts", "rules"])
+        try FileManager.default.removeItem(at: partial.appendingPathComponent("layouts"))
+        try FileManager.default.removeItem(at: partial.appendingPathComponent("rules/fx.csv"))
         XCTAssertNoThrow(try Workspace.create(at: partial))
     }
 }

@@ -485,6 +485,11 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertEqual(r.status, 1)
         XCTAssertTrue(r.err.contains("\(inbox) is not an iapledger workspace, but a folder inside the workspace \(ws.root.standardizedFileURL.path): run the command there, or give `--workspace ")
                       && !r.err.contains("iapledger init"), r.err)
+        // A folder that merely lies below a workspace (not one of its own) is told to init.
+        let other = ws.root.appendingPathComponent("projects/next")
+        try FileManager.default.createDirectory(at: other, withIntermediateDirectories: true)
+        let o = try cli(["balance", "--workspace", other.path])
+        XCTAssertTrue(o.err.contains("is not an iapledger workspace (run `iapledger init "), o.err)
     }
 
     /// Records and findings each show their first ten lines, under their counts by reason:
