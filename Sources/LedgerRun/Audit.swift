@@ -408,7 +408,9 @@ public struct Audit {
             try r.forEachOrderVersion { version, path, line, header, raw in
                 // A night stores a version only from a verified line of an orders file.
                 guard let kind = version.sourceKind else {
-                    report.problems.append(Problem(entryId: nil, message: "order \(version.orderId) (version #\(version.id)) names source record #\(version.recordId), which the ledger does not hold: the version was written by hand (a night stores one only from an order line it read)"))
+                    report.problems.append(Problem(entryId: nil, message: version.recordHeld
+                        ? "order \(version.orderId) (version #\(version.id)) names source record #\(version.recordId), whose file the ledger no longer holds: its source_file row was deleted"
+                        : "order \(version.orderId) (version #\(version.id)) names source record #\(version.recordId), which the ledger does not hold: the version was written by hand (a night stores one only from an order line it read)"))
                     return
                 }
                 guard kind == "orders", version.sourceOutcome == "verified" else {

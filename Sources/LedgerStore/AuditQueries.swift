@@ -169,6 +169,8 @@ extension LedgerReader {
         public var recordId: Int64
         public var sourceKind: String?
         public var sourceOutcome: String?
+        /// Whether the ledger holds the record it names (its file may be gone all the same).
+        public var recordHeld: Bool
     }
 
     /// Rows naming a row of another table that the ledger does not hold (SQLite's
@@ -194,7 +196,7 @@ extension LedgerReader {
         let cursor = try Row.fetchCursor(db, sql: """
             SELECT v.id, v.order_id, v.account_id, v.transaction_id, v.product_id, v.quantity, v.credited_units, v.credited_at,
                    v.credited_ms, v.environment, v.storefront, v.app_account_token, v.reversed_at,
-                   f.path, r.line, \(header), CAST(r.raw AS BLOB), \(chunkColumns), v.record_id, f.kind, r.outcome
+                   f.path, r.line, \(header), CAST(r.raw AS BLOB), \(chunkColumns), v.record_id, f.kind, r.outcome, r.id IS NOT NULL
             FROM order_version v LEFT JOIN source_record r ON r.id = v.record_id LEFT JOIN source_file f ON f.id = r.file_id
             ORDER BY v.id
             """)
@@ -211,7 +213,7 @@ extension LedgerReader {
                 default: return (name, nil)
                 }
             }
-            try body(StoredOrderVersion(id: r[0], orderId: r[1], fields: fields, recordId: r[20], sourceKind: r[21], sourceOutcome: r[22]),
+            try body(StoredOrderVersion(id: r[0], orderId: r[1], fields: fields, recordId: r[20], sourceKind: r[21], sourceOutcome: r[22], recordHeld: r[23]),
                      r[13] ?? "", r[14] ?? 0, r[15], try Self.text(r, raw: 16, chunk: 17, &chunks))
         }
     }
@@ -226,17 +228,26 @@ extension LedgerReader {
     public func missingOrderVersions(limit: Int = 20) throws -> (gaps: [ClosedRange<Int64>], lines: [(orderId: String, path: String, line: Int)], count: Int,
                                                                  reordered: [Int64], repeated: [(id: Int64, of: Int64)]) {
         var gaps: [ClosedRange<Int64>] = [], reordered: [Int64] = [], repeated: [(id: Int64, of: Int64)] = []
-        var previousWithRecord: Int64 = 0
+        // A line makes one version: each version after the first from a line was copied in by
+        // hand (whichever version it copies; it is not also said to be reordered).
+        var copies: [Int64: Int64] = [:]
+        let twice = try Row.fetchCursor(db, sql: "SELECT record_id, min(id) FROM order_version GROUP BY record_id HAVING count(*) > 1")
+        while let t = try twice.next() {
+            let first: Int64 = t[1]
+            for id in try Int64.fetchAll(db.cachedStatement(sql: "SELECT id FROM order_version WHERE record_id = ? AND id > ? ORDER BY id"),
+                                         arguments: [t[0] as Int64, first]) {
+                copies[id] = first
+                if repeated.count < limit { repeated.append((id, first)) }
+            }
+        }
         var previous: Int64 = 0, previousRecord: Int64 = 0
         var recordIds: [Int64] = []
         let versions = try Row.fetchCursor(db, sql: "SELECT id, record_id FROM order_version ORDER BY id")
         while let v = try versions.next() {
             let id: Int64 = v[0], record: Int64 = v[1]
             if id > previous + 1 && gaps.count < limit { gaps.append((previous + 1)...(id - 1)) }
+            if copies[id] != nil { previous = id; continue }
             if record < previousRecord && reordered.count < limit { reordered.append(id) }
-            // A line makes one version: a second from it was copied in by hand.
-            if record == previousRecord && repeated.count < limit { repeated.append((id, previousWithRecord)) }
-            if record > previousRecord { previousWithRecord = id }
             previous = id; previousRecord = max(previousRecord, record)
             recordIds.append(record)
         }

@@ -43,10 +43,19 @@ extension LedgerReader {
         for r in try Row.fetchAll(db, sql: "SELECT sha256, text_bytes, data FROM input_text ORDER BY sha256") {
             let sha: String = r[0]
             if RecordText.decompress(r[2] ?? Data(), textBytes: r[1]).map({ Hashing.sha256Hex($0) }) != sha {
+                // Its paths and the runs that posted by it (a file unchanged for years: the first
+                // and last of many).
                 let read = try Row.fetchAll(db.cachedStatement(sql: """
-                    SELECT path, group_concat(run_id, ', ') FROM (SELECT DISTINCT path, run_id FROM run_input WHERE sha256 = ? ORDER BY path, run_id) GROUP BY path
-                    """), arguments: [sha]).map { "\($0[0] as String) (run\(($0[1] as String).contains(",") ? "s" : "") \($0[1] as String))" }
-                altered.append("the kept copy of \(read.isEmpty ? "a config or rules file" : read.joined(separator: " and ")), SHA-256 \(sha), no longer gives its SHA-256: it was altered after it was kept; the sales those runs posted are checked against it as it is now, so what is said below about their recorded rules follows from this")
+                    SELECT path, min(run_id), max(run_id), count(DISTINCT run_id), group_concat(DISTINCT run_id)
+                    FROM (SELECT path, run_id FROM run_input WHERE sha256 = ? ORDER BY path, run_id) GROUP BY path
+                    """), arguments: [sha]).map { r -> String in
+                    let count: Int = r[3]
+                    let runs = count == 1 ? "run \(r[1] as Int64)"
+                        : count <= 4 ? "runs " + (r[4] as String).replacingOccurrences(of: ",", with: ", ")
+                        : "\(count) runs, \(r[1] as Int64) to \(r[2] as Int64)"
+                    return "\(r[0] as String) (\(runs))"
+                }
+                altered.append("the kept copy of \(read.isEmpty ? "a config or rules file" : read.joined(separator: " and ")), SHA-256 \(sha), no longer gives its SHA-256: it was altered after it was kept; what is said below of the recorded rules of the sales those runs posted (compared with it as it is now, or not checked where it no longer reads) follows from this")
             }
         }
         let migrations = Schema.migrator().migrations

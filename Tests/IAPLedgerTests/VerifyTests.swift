@@ -620,9 +620,14 @@ final class VerifyTests: XCTestCase {
                                                    "order_version row #2 names a row of source_record that the ledger does not hold: written or deleted by hand with foreign keys off (a night enforces them)"])
         try tamper(past: "order_version_no_delete", "DELETE FROM order_version WHERE id = 2")
 
+        // A copy of an older version (not the latest line read): said as a copy, not as versions
+        // reordered.
+        try ws.write("inbox/orders/o2.csv", ReconciliationTests.header + "o2,a1,8003,coins.550,3,1650,2026-10-06T10:00:01Z,production,USA,,\n")
+        try ws.run("2026-10-08")
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
         try db.write { try $0.execute(sql: "INSERT INTO order_version (\(columns)) SELECT \(columns) FROM order_version WHERE id = 1") }
         r = try Audit(workspace: ws.workspace).run()
-        XCTAssertEqual(r.problems.map(\.message), ["order version #2 comes from the same line as version #1: a line makes one version, so one of them was copied in by hand"])
+        XCTAssertEqual(r.problems.map(\.message), ["order version #3 comes from the same line as version #1: a line makes one version, so one of them was copied in by hand"])
     }
 
     /// An order version deleted (its sale would post at another storefront, its order leave
