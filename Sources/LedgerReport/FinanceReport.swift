@@ -281,7 +281,7 @@ public struct FinanceReport {
         // files are on that night's Run Info, said, not an empty table.
         let noRun = summary == nil
             ? [SheetRow([.text("None: no night ran as of \(asOf); the files each night read are on the Run Info of that night's own set")]
-                        + Array(repeating: .empty, count: 5))]
+                        + Array(repeating: .empty, count: ReportSchema.runInfoFiles.count - 1), style: .total)]
             : []
         let files = noRun + (summary?.files ?? []).map {
             SheetRow([.text($0.path), .text($0.kind), .text($0.sha256), .integer($0.sizeBytes),

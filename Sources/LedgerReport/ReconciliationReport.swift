@@ -147,10 +147,11 @@ public struct ReconciliationReport {
     }
 
     /// The one row of a list that is empty on a day a night had reached: it says so, where an
-    /// empty table read as data missing.
+    /// empty table read as data missing. Styled as a closing row, not data: outside the filter,
+    /// and kept in the first column a layout shows.
     func noneRow(_ columns: [Column], _ text: String) throws -> [SheetRow] {
         guard try stateRun() != nil, !columns.isEmpty else { return [] }
-        return [SheetRow([.text(text)] + Array(repeating: .empty, count: columns.count - 1))]
+        return [SheetRow([.text(text)] + Array(repeating: .empty, count: columns.count - 1), style: .total)]
     }
 
     /// On a day no night had reached, the one row of a list: it says so, where an empty list

@@ -189,9 +189,13 @@ extension Ingest {
                first.type != n.notificationType || first.subtype != n.subtype || first.transactionId != n.transaction?.transactionId {
                 let firstType = first.type + (first.subtype.map { "/\($0)" } ?? "")
                 let about = n.transaction?.transactionId ?? first.transactionId ?? n.notificationUUID
-                try writer.openFinding(code: "NOTIFICATION_UUID_REUSED", transactionId: about, recordId: recordId,
-                                       message: "\(location): notification \(type)\(n.transaction.map { " of transaction \($0.transactionId)" } ?? "") repeats the notificationUUID \(n.notificationUUID) of \(firstType)\(first.transactionId.map { " of transaction \($0)" } ?? "") read from \(first.location), with other content: Apple sends a notification again unchanged under its UUID, so nothing is asked for by this one as a notification (a refund reversal, a second refund); its signed transaction is read as any signed transaction is (a refund it carries posts). If it asks for more, book that by hand, then dismiss this finding",
-                                       runId: runId)
+                // Said once: the same notification sent again (Apple retries) is the same reuse.
+                let said = "notification \(type)\(n.transaction.map { " of transaction \($0.transactionId)" } ?? "") repeats the notificationUUID \(n.notificationUUID) of"
+                if try !writer.findingSaid(code: "NOTIFICATION_UUID_REUSED", transactionId: about, containing: said) {
+                    try writer.openFinding(code: "NOTIFICATION_UUID_REUSED", transactionId: about, recordId: recordId,
+                                           message: "\(location): \(said) \(firstType)\(first.transactionId.map { " of transaction \($0)" } ?? "") read from \(first.location), with other content: Apple sends a notification again unchanged under its UUID, so nothing is asked for by this one as a notification (a refund reversal, a second refund); its signed transaction is read as any signed transaction is (a refund it carries posts). If it asks for more, book that by hand, then dismiss this finding",
+                                           runId: runId)
+                }
                 if let t = n.transaction { _ = try observeSigned(t, recordId: recordId, location: location) }
                 return
             }

@@ -1153,6 +1153,10 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(said.map { $0[0] }, ["9004"])
         XCTAssertTrue(said.first?[1].hasPrefix("inbox/signed/c.jsonl:1: notification REFUND of transaction 9004 repeats the notificationUUID \(uuid) of ONE_TIME_CHARGE of transaction 9004 read from inbox/signed/a.jsonl:1, with other content") == true, "\(said)")
         let audit = try Audit(workspace: ws.workspace).run(); XCTAssertTrue(audit.ok, "\(audit.problems.map(\.message))")
+        // Sent again (Apple retries, after finance dismissed it): said once, nothing posted twice.
+        try ws.write("inbox/signed/d.jsonl", try String(contentsOf: ws.root.appendingPathComponent("inbox/signed/c.jsonl"), encoding: .utf8) + "\n")
+        XCTAssertEqual(try ws.run("2023-11-23").counts.entriesPosted, 0)
+        XCTAssertEqual(try rows("SELECT count(*) FROM finding WHERE code = 'NOTIFICATION_UUID_REUSED'"), [["1"]])
     }
 
     /// A notification that carries no transaction is verified and kept, its record saying
