@@ -49,7 +49,14 @@ extension FinanceReport {
             SheetRow([label, .integer(s.units), money(s.gross), money(s.tax), money(s.net), money(s.commission), money(s.proceeds),
                       money(s.refunds), money(s.refundCommission), money(s.netAfterRefunds), money(s.proceedsAfterRefunds)], style: style)
         }
-        var monthRows = byMonth.keys.sorted().map { line(.text($0.description), byMonth[$0]!) }
+        // Every month from the first to the last, a month without entries as a row of zeros (it
+        // was left out, a gap a reader could take for a row lost).
+        var months: [Month] = []
+        if let first = byMonth.keys.min(), let last = byMonth.keys.max() {
+            var m = first
+            while m <= last { months.append(m); m = m.next }
+        }
+        var monthRows = months.map { line(.text($0.description), byMonth[$0] ?? Sums()) }
         monthRows.append(line(.text("Total"), total, style: .total))
         var regionRows = byStorefront.keys.sorted { (byStorefront[$0]!.proceedsAfterRefunds, $1) > (byStorefront[$1]!.proceedsAfterRefunds, $0) }.map {
             SheetRow([.text($0), .integer(byStorefront[$0]!.units), money(byStorefront[$0]!.netAfterRefunds), money(byStorefront[$0]!.proceedsAfterRefunds)])

@@ -407,6 +407,18 @@ final class NightlyRunTests: XCTestCase {
         }
     }
 
+    /// A month without entries between two with entries is a row of zeros on the Summary (it
+    /// was left out: September, then November, as if a row were lost).
+    func testTheSummaryListsAMonthWithoutEntriesAsZeros() throws {
+        try ws.write("inbox/receipts/r.jsonl", [Receipt.response([Receipt.item("5101", purchased: "2026-09-10T10:00:00Z")]),
+                                                Receipt.response([Receipt.item("5102", purchased: "2026-11-02T10:00:00Z")])].joined(separator: "\n") + "\n")
+        let r = try ws.run("2026-11-03")
+        let summary = try XCTUnwrap(try XLSXReader.sheets(r.workbooks[0])["Summary"])
+        let months = summary.drop { $0.first != "Month" }.dropFirst().prefix { $0.first != "Total" }
+        XCTAssertEqual(months.map { $0.first ?? "" }, ["2026-09", "2026-10", "2026-11"])
+        XCTAssertEqual(Array(months.dropFirst().first?.dropFirst().prefix(3) ?? []), ["0", "0", "0"], "\(months)")
+    }
+
     func testInitCreatesAWorkspaceThatRuns() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("iapledger-init-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: dir) }
