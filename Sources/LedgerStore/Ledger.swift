@@ -27,7 +27,12 @@ public final class Ledger {
         // Another process reading the ledger (a `verify`, `trace`, `balance` or `report`, a
         // sqlite3 shell) is waited for, as a reader waits for a night's commit: failing at once
         // paged the operator for an auditor's `verify`.
-        config.busyMode = .timeout(Self.busyTimeoutSeconds)
+        // Up to `busyTimeoutSeconds` in all over the connection's life: SQLite's own timeout
+        // starts again at each lock it waits for, and a night that waited for a reader at a
+        // cache spill (and went on without it) waited again as long at its commit, without end
+        // for a reader held open (19 minutes, said to be ten).
+        let budget = BusyBudget(seconds: Self.busyTimeoutSeconds)
+        config.busyMode = .callback { budget.retry(after: $0) }
         config.label = "iapledger"
         // A night stopped part way (killed, a full disk) leaves its journal, which SQLite rolls
         // back on the next read by a connection that can write: a read-only one (`verify`,
@@ -117,7 +122,8 @@ public final class Ledger {
         }
     }
 
-    /// How long a connection waits for another process's lock on the ledger before it gives up.
+    /// How long a connection waits for another process's lock on the ledger, in all, before it
+    /// gives up.
     nonisolated(unsafe) public static var busyTimeoutSeconds: TimeInterval = 600
 
     /// What a write failure of the disk or the file's permissions means for the user: SQLite
@@ -1213,4 +1219,30 @@ public struct FileVersions {
     public var latestSHA256: String?
     public var statKeys: [String: String] = [:]
     public init() {}
+}
+
+/// The time a connection may spend waiting for other processes' locks, in all: each wait sleeps
+/// as SQLite's own handler does (1 ms growing to 100 ms a try) and is counted, and once the
+/// budget is spent every wait gives up at once.
+final class BusyBudget: @unchecked Sendable {
+    private let lock = NSLock()
+    private var waited: TimeInterval = 0
+    let seconds: TimeInterval
+    static let delays: [TimeInterval] = [0.001, 0.002, 0.005, 0.010, 0.015, 0.020, 0.025, 0.025, 0.025, 0.050, 0.050, 0.100]
+
+    init(seconds: TimeInterval) { self.seconds = seconds }
+
+    /// Whether to try the lock again after `tries` failed tries of this wait (after sleeping).
+    func retry(after tries: Int) -> Bool {
+        lock.lock()
+        let left = seconds - waited
+        lock.unlock()
+        guard left > 0 else { return false }
+        let step = min(Self.delays[min(max(tries, 0), Self.delays.count - 1)], left)
+        usleep(useconds_t(step * 1_000_000))
+        lock.lock()
+        waited += step
+        lock.unlock()
+        return true
+    }
 }
