@@ -119,7 +119,17 @@ public struct Workspace {
     /// (moved aside: new books on purpose) or a ledger with no night finished says nothing.
     public func refuseForeignLedger(_ config: WorkspaceConfig) throws {
         let url = ledgerURL(config)
-        guard let marker = try? String(contentsOf: ledgerMarkerURL, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines),
+        // A marker there that cannot be read (its permissions, not UTF-8) is said, not taken
+        // for no marker: that let another ledger write over these sets without a word.
+        var st = stat()
+        let there = lstat(ledgerMarkerURL.path, &st) == 0
+        let text = try? String(contentsOf: ledgerMarkerURL, encoding: .utf8)
+        if there && text == nil {
+            throw ReadError.file(ledgerMarkerURL.path, "cannot be read (\(String(cString: strerror(access(ledgerMarkerURL.path, R_OK) == 0 ? EILSEQ : errno)))): "
+                + "it names the ledger whose nights wrote reports/, which each night checks before it writes; nothing was read or written. "
+                + "Make it readable by this user (or, to start these books anew, move reports/ aside)")
+        }
+        guard let marker = text?.trimmingCharacters(in: .whitespacesAndNewlines),
               !marker.isEmpty, !earlierSets().isEmpty, try Self.ledgerFile(url) == .present else { return }
         guard let identity = try Ledger(path: url.path, readOnly: true, migrate: false).read({ try $0.identity() }),
               identity != marker else { return }

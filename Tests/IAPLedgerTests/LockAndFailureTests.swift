@@ -106,6 +106,14 @@ final class LockAndFailureTests: XCTestCase {
         }
         XCTAssertEqual(try Data(contentsOf: workbook), written)
         XCTAssertEqual(try Data(contentsOf: db), try Data(contentsOf: other.root.appendingPathComponent("ledger.sqlite")), "nothing written into it")
+        // A marker that cannot be read (unreadable to this user, or not text) is said, not taken
+        // for none: the other ledger wrote over these sets without a word.
+        let marker = ws.root.appendingPathComponent("reports/.iapledger-ledger")
+        let markerText = try Data(contentsOf: marker)
+        try Data([0xFF, 0xFE, 0x00]).write(to: marker)
+        XCTAssertThrowsError(try ws.run("2026-10-08")) { XCTAssertTrue("\($0)".contains("reports/.iapledger-ledger: cannot be read ("), "\($0)") }
+        XCTAssertEqual(try Data(contentsOf: workbook), written)
+        try markerText.write(to: marker)
         // This workspace's ledger with the other's reports/ (its own marker in it): refused too.
         try FileManager.default.moveItem(at: ws.root.appendingPathComponent("reports"), to: ws.root.appendingPathComponent("reports-own"))
         try FileManager.default.copyItem(at: other.root.appendingPathComponent("reports"), to: ws.root.appendingPathComponent("reports"))
