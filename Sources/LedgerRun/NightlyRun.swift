@@ -92,6 +92,9 @@ public struct NightlyRun {
         public var recordsSettled = 0
         /// Findings finance dismissed (`iapledger dismiss --finding`) that this run resolved.
         public var findingsDismissed = 0
+        /// The day of the night before, whose set that night did not write (stopped after its
+        /// commit), written by this one.
+        public var setsRestored: [Day] = []
     }
 
     /// What an inbox folder reads, by extension.
@@ -165,7 +168,7 @@ public struct NightlyRun {
         // could date entries after its own as-of date. The same date again is a re-run.
         if let last = try ledger.read({ try $0.lastAsOf() }), asOf < last {
             throw StoreError(message: "as-of date \(asOf) is before the last run's (\(last)): nights go forward; "
-                + "an earlier month's workbooks are written by `iapledger report --period YYYY-MM`")
+                + "an earlier day's workbooks are written by `iapledger report --as-of \(asOf)`, an earlier month's by `iapledger report --period YYYY-MM`")
         }
         // A night as of a closed month's day would post what it reads after that day (late, on
         // the first open day), into none of its own workbooks.
@@ -376,6 +379,20 @@ public struct NightlyRun {
             guard behind else { continue }
             CrashPoint.hit("report:earlier month \(day.month)")
             sets.append(try ReportSet(ledger: ledger, config: config, asOf: day, runId: nil, workspace: workspace, layouts: layouts))
+        }
+        // The set of the night before this one, when that night stopped after its commit and
+        // before its workbooks were in place (killed, a full disk) and nothing wrote them since:
+        // written now, from the ledger as it stands (as `report --as-of` writes it), instead of
+        // left missing with the next night saying nothing. (A workbook in place is whole, being
+        // renamed into place: one there, registered or not, is left as it is.)
+        if let before = try ledger.read({ try $0.lastRun(onOrBefore: asOf + -1) }),
+           !sets.contains(where: { $0.asOf == before.asOf }),
+           ReportWorkbook.allCases.contains(where: { w in
+               !FileManager.default.fileExists(atPath: workspace.reportDirectory(asOf: before.asOf).appendingPathComponent("\(w.rawValue)-\(before.asOf).xlsx").path)
+           }) {
+            CrashPoint.hit("report:night before \(before.asOf)")
+            sets.append(try ReportSet(ledger: ledger, config: config, asOf: before.asOf, runId: nil, workspace: workspace, layouts: layouts))
+            result.setsRestored.append(before.asOf)
         }
         var files: [ReportFile] = []
         var workbooksFailed: Error? = nil

@@ -345,6 +345,9 @@ func printSummary(_ r: NightlyRun.Result) {
 /// The files of a night's sets, as written or kept, and the registrations' head after them.
 func printReportFiles(_ r: NightlyRun.Result) {
     let kept = Set(r.keptFiles)
+    for day in r.setsRestored {
+        print("  the set of the night as of \(day) was not written by it (stopped after its commit): written now, from the ledger as it stands")
+    }
     for w in r.workbooks { printReportFile(w, kept: kept.contains(w)) }
     if let head = r.totals.reportFilesHead, !r.workbooks.isEmpty {
         print("  report files: \(head) (the registrations' chain head after these files; keep it: `iapledger verify --runs` shows it again)")

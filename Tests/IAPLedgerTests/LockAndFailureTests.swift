@@ -367,6 +367,14 @@ final class LockAndFailureTests: XCTestCase {
             try $0.rawRows("SELECT path, run_id FROM report_file WHERE run_id = 2 ORDER BY path") }
         XCTAssertTrue(registered.contains(["reports/2026-11-02/finance-2026-11-02.xlsx", "2"]), "\(registered)")
         XCTAssertFalse(registered.contains { $0[0].hasSuffix("sandbox-2026-11-02.xlsx") }, "\(registered)")
+
+        // The next night (the scheduler's, not a re-run of that day) writes that night's set,
+        // which it left missing and said nothing of.
+        try FileManager.default.removeItem(at: ws.root.appendingPathComponent("reports/2026-11-02/sandbox-2026-11-02.xlsx"))
+        let next = try ws.run("2026-11-03")
+        XCTAssertEqual(next.setsRestored, [Day(iso: "2026-11-02")!])
+        XCTAssertTrue(FileManager.default.fileExists(atPath: ws.root.appendingPathComponent("reports/2026-11-02/sandbox-2026-11-02.xlsx").path))
+        XCTAssertEqual(try ws.run("2026-11-04").setsRestored, [], "written: not again")
     }
 
     /// `report` writes the workbooks even when it cannot register them in the ledger (here a
