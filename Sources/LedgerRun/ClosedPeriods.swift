@@ -109,7 +109,7 @@ public enum ClosedPeriods {
         guard asOf > month.lastDay else {
             throw PeriodError("\(month) has not ended yet (as of \(asOf)): a month can be closed from \(month.next.firstDay) on")
         }
-        let lock = try RunLock(url: workspace.lockURL)
+        let lock = try RunLock(url: workspace.lockURL, command: "close")
         defer { lock.release() }
         // No ledger yet: nothing to close (and none is made, empty, to refuse in).
         let ledger = try workspace.openLedgerForWriting(config, mustExist: true, refuseEmpty: true)

@@ -98,7 +98,7 @@ public enum Dismiss {
                 + "; nothing was dismissed")
         }
         let config = try workspace.loadConfig()
-        let lock = try RunLock(url: workspace.lockURL)
+        let lock = try RunLock(url: workspace.lockURL, command: "dismiss")
         defer { lock.release() }
         let ledgerURL = workspace.ledgerURL(config)
         guard FileManager.default.fileExists(atPath: ledgerURL.path) else {

@@ -236,7 +236,7 @@ public enum PeriodReport {
         let layouts = try workspace.loadLayouts()
         try workspace.checkReportsFolder()
         // Not beside a night writing the same sets (the last rename would win, file by file).
-        let lock = try RunLock(url: workspace.lockURL)
+        let lock = try RunLock(url: workspace.lockURL, command: "report")
         defer { lock.release() }
         let (config, ledger) = try workspace.openExistingLedger()
         let asOf = try day(try ledger.read { try $0.lastAsOf() })

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 
 /// An exclusive lock on the workspace for the length of a run, so two runs never interleave.
 /// Held with `flock`, which the kernel releases if the process dies.
@@ -6,15 +7,30 @@ public final class RunLock {
     private let fd: Int32
     private var released = false
 
-    public init(url: URL) throws {
+    /// - Parameter command: the command taking it (`run`, `close`, `report`, `dismiss`), written
+    ///   into the lock file with the process id and the time, so that another refused says who
+    ///   holds it (a night refused by a `report` said "another iapledger run", sending the
+    ///   operator to look for a run that was not there).
+    public init(url: URL, command: String = "run") throws {
         fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
             throw RunLockError(message: "\(url.path): cannot create the run lock: \(String(cString: strerror(errno)))")
         }
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            var buffer = [UInt8](repeating: 0, count: 200)
+            let n = pread(fd, &buffer, buffer.count, 0)
             close(fd)
-            throw RunLockError(message: "another iapledger run is in progress in this workspace (lock \(url.path) is held); try again when it has finished")
+            let holder = n > 0 ? TerminalText.visible(String(decoding: buffer.prefix(n), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) : ""
+            let parts = holder.split(separator: " ", maxSplits: 2).map(String.init)
+            let who = parts.count == 3 && Int32(parts[0]) != nil
+                ? "`iapledger \(parts[1])` (pid \(parts[0]), since \(parts[2]))"
+                : "another iapledger run, close, report or dismiss"
+            throw RunLockError(message: "another iapledger command is in progress in this workspace, \(who) (lock \(url.path) is held); try again when it has finished")
         }
+        // Who holds it, for another refused (written in place: nothing reads it but a refused one).
+        let line = Array("\(getpid()) \(command) \(ISO8601DateFormatter().string(from: Date()))\n".utf8)
+        _ = ftruncate(fd, 0)
+        _ = line.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
     }
 
     /// Releases the lock (once; later calls do nothing).

@@ -26,10 +26,11 @@ final class LockAndFailureTests: XCTestCase {
     }
 
     func testASecondRunWhileOneHoldsTheLockExitsAtOnce() throws {
-        let held = try RunLock(url: ws.workspace.lockURL)
+        let held = try RunLock(url: ws.workspace.lockURL, command: "report")
         defer { held.release() }
+        // It says who holds the lock (a night refused by a `report` said "another iapledger run").
         XCTAssertThrowsError(try ws.run("2026-10-07")) { error in
-            XCTAssertTrue("\(error)".contains("another iapledger run is in progress"), "\(error)")
+            XCTAssertTrue("\(error)".contains("another iapledger command is in progress in this workspace, `iapledger report` (pid \(getpid()), since 20"), "\(error)")
         }
         held.release()
         XCTAssertEqual(try ws.run("2026-10-07").counts.entriesPosted, 1, "the lock is free again")
@@ -351,7 +352,7 @@ final class LockAndFailureTests: XCTestCase {
         let held = try RunLock(url: ws.workspace.lockURL)
         defer { held.release() }
         XCTAssertThrowsError(try PeriodReport.write(workspace: ws.workspace, asOf: Day(iso: "2026-10-08")!)) {
-            XCTAssertTrue("\($0)".contains("another iapledger run is in progress"), "\($0)")
+            XCTAssertTrue("\($0)".contains("another iapledger command is in progress"), "\($0)")
         }
     }
 
