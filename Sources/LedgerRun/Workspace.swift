@@ -221,6 +221,11 @@ public struct Workspace {
     /// Reads the configuration and the rules; a problem here stops the run before anything is written.
     public func loadConfig() throws -> WorkspaceConfig {
         guard FileManager.default.fileExists(atPath: configURL.path) else {
+            // A file named as the workspace (its iapledger.toml, say): the folder is wanted.
+            var isFolder: ObjCBool = false
+            if FileManager.default.fileExists(atPath: root.path, isDirectory: &isFolder), !isFolder.boolValue {
+                throw ReadError.file(root.path, "is a file, not a folder: give the workspace's folder (the one holding iapledger.toml)")
+            }
             // A folder of a workspace's own (inbox/..., rules, reports, layouts) is pointed at
             // the workspace, not told to make another one there; a folder that merely lies below
             // one holding a config is not said to be in it.

@@ -485,6 +485,9 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertEqual(r.status, 1)
         XCTAssertTrue(r.err.contains("\(inbox) is not an iapledger workspace, but a folder inside the workspace \(ws.root.standardizedFileURL.path): run the command there, or give `--workspace ")
                       && !r.err.contains("iapledger init"), r.err)
+        // Its config named instead of its folder: said so.
+        let file = try cli(["balance", "--workspace", ws.root.appendingPathComponent("iapledger.toml").path])
+        XCTAssertTrue(file.err.contains("iapledger.toml: is a file, not a folder: give the workspace's folder"), file.err)
         // A folder that merely lies below a workspace (not one of its own) is told to init.
         let other = ws.root.appendingPathComponent("projects/next")
         try FileManager.default.createDirectory(at: other, withIntermediateDirectories: true)
