@@ -18,8 +18,11 @@ public enum WriteAside {
             do {
                 try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
             } catch {
-                throw WriteError(message: "\(dir.path): cannot make the folder for \(url.lastPathComponent): \(describe(error))"
-                    + " (a file of that name in the way?)")
+                // The hint only where it is the cause: a file where a folder goes.
+                var st = stat(), path = dir.path
+                while lstat(path, &st) != 0 && path != "/" { path = (path as NSString).deletingLastPathComponent }
+                let inTheWay = st.st_mode & S_IFMT != S_IFDIR ? " (\(path) is a file, in the way)" : ""
+                throw WriteError(message: "\(dir.path): cannot make the folder for \(url.lastPathComponent): \(describe(error))" + inTheWay)
             }
         }
         try folder(url.deletingLastPathComponent())
