@@ -290,10 +290,6 @@ public struct NightlyRun {
             // Records an operator dismissed (`iapledger dismiss`) since: resolved with the ask.
             dismissed = try w.applyDismissals(runId: runId)
             CrashPoint.hit("reconcile:start")
-            let (rules, config) = (poster.rules, poster.config)
-            w.saleElsewhere = { sale, storefront, share in
-                RulesChanges.bookedElsewhere(sale, storefront: storefront, refundedShare: share, rules: rules, config: config)
-            }
             let matched = try progress.stage("reconcile", unit: "groups") { tick -> Int in
                 try w.reconcile(reconciler, runId: runId, asOf: asOf, defaultStorefront: poster.config.defaultStorefront) { tick.advance(by: $0) }.matched
             }

@@ -402,33 +402,6 @@ enum RulesChanges {
         return Restated(changes: changes, figures: figures)
     }
 
-    /// What a sale booked at `default_storefront` would have booked in `storefront`, the one its
-    /// order named after it was posted (STOREFRONT_AFTER_POSTING), and the difference left to
-    /// book by hand: in that storefront's currency, price and tax, by the rules in force on its
-    /// purchase date (as `restated` prices a sale), its refunded share counted as posted.
-    static func bookedElsewhere(_ e: EntryDraft, storefront: String, refundedShare share: Int64, rules: Rules, config: WorkspaceConfig) -> String {
-        var there = config
-        there.defaultStorefront = storefront
-        let reporting = config.reportingCurrency
-        func money(_ minor: Int64, _ currency: String, signed: Bool = false) -> String {
-            (signed && minor > 0 ? "+" : "") + Currency.format(minor: minor, currency: currency) + " " + currency
-        }
-        guard let r = restated(e, rules: rules, config: there) else {
-            return "booked in \(storefront) it comes to the same amounts, so there is no difference to book"
-        }
-        guard let f = r.figures else {
-            let missing = r.changes.filter { $0.now.hasPrefix("(no") }.map { "\($0.file) \($0.key): \($0.now)" }
-            return "the rules cannot price it in \(storefront) (\(missing.isEmpty ? "its amounts would not fit" : missing.joined(separator: "; "))): book the difference by hand if it matters"
-        }
-        let d = leftToCorrect(net: (e.figures.netReportingMinor, f.netReportingMinor),
-                              commission: (e.figures.commissionReportingMinor, f.commissionReportingMinor), refundedShare: share)
-        return "booked in \(storefront) it would be gross \(money(f.grossMinor, f.currency)), net \(money(f.netReportingMinor, reporting)), "
-            + "commission \(money(f.commissionReportingMinor, reporting)), proceeds \(money(f.proceedsReportingMinor, reporting)) "
-            + "(posted: net \(money(e.figures.netReportingMinor, reporting)), commission \(money(e.figures.commissionReportingMinor, reporting))); "
-            + "the difference to book by hand\(share > 0 ? ", its refunded share left out," : "") is net \(money(d.net, reporting, signed: true)), "
-            + "commission \(money(d.commission, reporting, signed: true)), proceeds \(money(d.proceeds, reporting, signed: true))"
-    }
-
     /// A commission reason without what varies sale by sale (a subscription's paid days), so
     /// that sales changed alike add up under one change.
     static func reasonKind(_ reason: String) -> String {

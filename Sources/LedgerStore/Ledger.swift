@@ -536,10 +536,6 @@ public final class LedgerWriter: LedgerReader {
     /// Findings of earlier runs, resolved, that this run opened again (found again, or saying
     /// something else than when dismissed): counted beside those it opened first.
     public private(set) var findingsReopened = 0
-    /// What a posted sale would have booked in another storefront, and the difference to book
-    /// by hand (STOREFRONT_AFTER_POSTING), given its entry, that storefront and the share of it
-    /// refunded (thousandths of a percent); nil: not said. Set by the night, which has the rules.
-    public var saleElsewhere: ((_ sale: EntryDraft, _ storefront: String, _ refundedShare: Int64) -> String?)? = nil
     private var findingNotesKnown: Bool?
     /// Orders named by an open rejected line of an orders file (read once per run, kept up
     /// to date): a later valid line of the same order resolves them.

@@ -558,24 +558,11 @@ extension LedgerWriter {
             SELECT instr(rules_json, '"storefrontSource":"default_storefront"') > 0 FROM entry
             WHERE book = ? AND transaction_id = ? AND kind = 'sale'
             """), arguments: [t.book.rawValue, t.transactionId]) == true else { return }
-        let said = "booked at default_storefront \(booked): no storefront of its own and no order naming one when it was posted; "
-            + "order \(orderId), read since, names \(named). The entry stays as posted (entries are never rewritten): "
-        // Dismissed as a version before this one worded it (without the difference): booked, not
-        // opened again for the wording.
-        if let known = try transactionFinding(code: "STOREFRONT_AFTER_POSTING", transactionId: t.transactionId),
-           known.dismissed, known.message == said + "book the difference by hand if it matters" { return }
-        // The difference to book, where the night can price the sale in the named storefront.
-        var difference: String? = nil
-        if let saleElsewhere, let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM entry WHERE book = ? AND transaction_id = ? AND kind = 'sale'"),
-                                                           arguments: [t.book.rawValue, t.transactionId]) {
-            let share = try Int64.fetchOne(db.cachedStatement(sql: """
-                SELECT max(0, min(100000, ifnull(sum(CASE kind WHEN 'refund' THEN 1 ELSE -1 END * ifnull(refund_percentage, 100000)), 0)))
-                FROM entry WHERE book = ? AND transaction_id = ? AND kind IN ('refund', 'refund_reversal')
-                """), arguments: [t.book.rawValue, t.transactionId]) ?? 0
-            difference = saleElsewhere(try draft(row), named, share)
-        }
-        try openFinding(code: "STOREFRONT_AFTER_POSTING", transactionId: t.transactionId, recordId: nil,
-                        message: said + (difference ?? "book the difference by hand if it matters"), runId: runId)
+        try openFinding(code: "STOREFRONT_AFTER_POSTING", transactionId: t.transactionId, recordId: nil, message: """
+            booked at default_storefront \(booked): no storefront of its own and no order naming one when it was posted; \
+            order \(orderId), read since, names \(named). The entry stays as posted (entries are never rewritten): \
+            book the difference by hand if it matters
+            """, runId: runId)
     }
 
     /// SQLite's BINARY order (UTF-8 bytes, then length), compared in place with `memcmp`: the

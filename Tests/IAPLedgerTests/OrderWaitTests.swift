@@ -109,21 +109,6 @@ final class OrderWaitTests: XCTestCase {
         XCTAssertEqual(try openFindings(ws), ["STOREFRONT_AFTER_POSTING r1"])
         let message = try ws.workspace.openExistingLedger().1.read { try $0.findings(openOnly: true) }.first?.message ?? ""
         XCTAssertTrue(message.hasPrefix("booked at default_storefront USA: no storefront of its own and no order naming one when it was posted; order o-r1, read since, names JPN"), message)
-        // With the amounts booked in JPN and the difference left to book (it said only "book the
-        // difference by hand if it matters").
-        // (160 JPY, tax 10% included: net 145 JPY, at 0.006712 0.97 USD; commission 30% of 145,
-        // 43.5, to even 44 JPY, 0.30 USD; proceeds 0.67 USD.)
-        XCTAssertEqual(message, "booked at default_storefront USA: no storefront of its own and no order naming one when it was posted; order o-r1, read since, names JPN. The entry stays as posted (entries are never rewritten): booked in JPN it would be gross 160 JPY, net 0.97 USD, commission 0.30 USD, proceeds 0.67 USD (posted: net 0.99 USD, commission 0.30 USD); the difference to book by hand is net -0.02 USD, commission 0.00 USD, proceeds -0.02 USD")
-        // Dismissed as a version before this one worded it (no amounts): booked, and not opened
-        // again for the wording.
-        let old = "booked at default_storefront USA: no storefront of its own and no order naming one when it was posted; order o-r1, read since, names JPN. The entry stays as posted (entries are never rewritten): book the difference by hand if it matters"
-        try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path).write { try $0.db.execute(sql: "UPDATE finding SET message = ? WHERE code = 'STOREFRONT_AFTER_POSTING'", arguments: [old]) }
-        _ = try Resilience.cli(["dismiss", "--finding", "STOREFRONT_AFTER_POSTING:r1", "--reason", "booked JE-1", "--workspace", ws.root.path])
-        try ws.run("2026-10-14")
-        XCTAssertEqual(try openFindings(ws), [])
-        try ws.write("inbox/orders/c.csv", order.replacingOccurrences(of: "10:05:00Z", with: "10:06:00Z"))
-        try ws.run("2026-10-15")
-        XCTAssertEqual(try openFindings(ws), [], "dismissed as worded before: not opened again")
 
         // An order naming the default storefront itself says nothing.
         let usa = try TestWorkspace(config: Self.config)
