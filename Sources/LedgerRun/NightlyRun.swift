@@ -92,9 +92,9 @@ public struct NightlyRun {
         public var recordsSettled = 0
         /// Findings finance dismissed (`iapledger dismiss --finding`) that this run resolved.
         public var findingsDismissed = 0
-        /// The day of the night before, whose set that night did not write (stopped after its
-        /// commit), written by this one.
-        public var setsRestored: [Day] = []
+        /// The workbooks of the night before that it never wrote (it stopped after its commit),
+        /// by that night's date: said, with the command that writes them.
+        public var setsMissing: [(day: Day, paths: [String])] = []
     }
 
     /// What an inbox folder reads, by extension.
@@ -376,19 +376,18 @@ public struct NightlyRun {
             CrashPoint.hit("report:earlier month \(day.month)")
             sets.append(try ReportSet(ledger: ledger, config: config, asOf: day, runId: nil, workspace: workspace, layouts: layouts))
         }
-        // The set of the night before this one, when that night stopped after its commit and
-        // before its workbooks were in place (killed, a full disk) and nothing wrote them since:
-        // written now, from the ledger as it stands (as `report --as-of` writes it), instead of
-        // left missing with the next night saying nothing. (A workbook in place is whole, being
-        // renamed into place: one there, registered or not, is left as it is.)
-        if let before = try ledger.read({ try $0.lastRun(onOrBefore: asOf + -1) }),
-           !sets.contains(where: { $0.asOf == before.asOf }),
-           ReportWorkbook.allCases.contains(where: { w in
-               !FileManager.default.fileExists(atPath: workspace.reportDirectory(asOf: before.asOf).appendingPathComponent("\(w.rawValue)-\(before.asOf).xlsx").path)
-           }) {
-            CrashPoint.hit("report:night before \(before.asOf)")
-            sets.append(try ReportSet(ledger: ledger, config: config, asOf: before.asOf, runId: nil, workspace: workspace, layouts: layouts))
-            result.setsRestored.append(before.asOf)
+        // The workbooks of the night before this one that it never wrote (it stopped after its
+        // commit: killed, a full disk) and nothing wrote since: said, with the command that
+        // writes them, instead of left missing without a word. Never written is missing and
+        // never registered (a workbook moved away after it was written is registered).
+        if try ledger.read({ try $0.registersReportFiles() }),
+           let before = try ledger.read({ try $0.lastRun(onOrBefore: asOf + -1) }),
+           !sets.contains(where: { $0.asOf == before.asOf }) {
+            let missing = try ReportWorkbook.allCases.map { "reports/\(before.asOf)/\($0.rawValue)-\(before.asOf).xlsx" }.filter { path in
+                try !FileManager.default.fileExists(atPath: workspace.root.appendingPathComponent(path).path)
+                    && ledger.read({ try $0.reportFiles(path: path).isEmpty })
+            }
+            if !missing.isEmpty { result.setsMissing.append((before.asOf, missing)) }
         }
         var files: [ReportFile] = []
         var workbooksFailed: Error? = nil

@@ -345,8 +345,8 @@ func printSummary(_ r: NightlyRun.Result) {
 /// The files of a night's sets, as written or kept, and the registrations' head after them.
 func printReportFiles(_ r: NightlyRun.Result) {
     let kept = Set(r.keptFiles)
-    for day in r.setsRestored {
-        print("  the set of the night as of \(day) was not written by it (stopped after its commit): written now, from the ledger as it stands")
+    for m in r.setsMissing {
+        print("  not written by the night as of \(m.day) (it stopped after its commit): \(m.paths.joined(separator: ", ")); `iapledger report --as-of \(m.day)` writes that day's set from the ledger as it stands")
     }
     for w in r.workbooks { printReportFile(w, kept: kept.contains(w)) }
     if let head = r.totals.reportFilesHead, !r.workbooks.isEmpty {

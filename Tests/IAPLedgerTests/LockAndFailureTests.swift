@@ -369,13 +369,15 @@ final class LockAndFailureTests: XCTestCase {
         XCTAssertTrue(registered.contains(["reports/2026-11-02/finance-2026-11-02.xlsx", "2"]), "\(registered)")
         XCTAssertFalse(registered.contains { $0[0].hasSuffix("sandbox-2026-11-02.xlsx") }, "\(registered)")
 
-        // The next night (the scheduler's, not a re-run of that day) writes that night's set,
-        // which it left missing and said nothing of.
+        // The next night (the scheduler's, not a re-run of that day) says which workbooks that
+        // night never wrote, and the command that writes them (it said nothing).
         try FileManager.default.removeItem(at: ws.root.appendingPathComponent("reports/2026-11-02/sandbox-2026-11-02.xlsx"))
         let next = try ws.run("2026-11-03")
-        XCTAssertEqual(next.setsRestored, [Day(iso: "2026-11-02")!])
+        XCTAssertEqual(next.setsMissing.map(\.day), [Day(iso: "2026-11-02")!])
+        XCTAssertEqual(next.setsMissing.first?.paths, ["reports/2026-11-02/sandbox-2026-11-02.xlsx"], "the finance workbook, written and registered, is not")
+        _ = try PeriodReport.write(workspace: ws.workspace, asOf: Day(iso: "2026-11-02")!)
         XCTAssertTrue(FileManager.default.fileExists(atPath: ws.root.appendingPathComponent("reports/2026-11-02/sandbox-2026-11-02.xlsx").path))
-        XCTAssertEqual(try ws.run("2026-11-04").setsRestored, [], "written: not again")
+        XCTAssertTrue(try ws.run("2026-11-04").setsMissing.isEmpty, "written since: nothing said")
     }
 
     /// `report` writes the workbooks even when it cannot register them in the ledger (here a
