@@ -14,6 +14,8 @@ public struct StoreError: Error, CustomStringConvertible {
 public final class Ledger {
     let queue: DatabaseQueue
     public let path: String
+    /// The time each transaction may spend waiting for other processes' locks.
+    private let busyBudget: BusyBudget
 
     /// Opens (creating if needed) the ledger at `path` and brings its schema up to date.
     /// `migrate` false opens a writable ledger as its schema stands (`report` registering the
@@ -27,11 +29,13 @@ public final class Ledger {
         // Another process reading the ledger (a `verify`, `trace`, `balance` or `report`, a
         // sqlite3 shell) is waited for, as a reader waits for a night's commit: failing at once
         // paged the operator for an auditor's `verify`.
-        // Up to `busyTimeoutSeconds` in all over the connection's life: SQLite's own timeout
+        // Up to `busyTimeoutSeconds` in all over a transaction: SQLite's own timeout
         // starts again at each lock it waits for, and a night that waited for a reader at a
         // cache spill (and went on without it) waited again as long at its commit, without end
         // for a reader held open (19 minutes, said to be ten).
+        // (Per transaction: `read` and `write` give it back in full.)
         let budget = BusyBudget(seconds: Self.busyTimeoutSeconds)
+        busyBudget = budget
         config.busyMode = .callback { budget.retry(after: $0) }
         config.label = "iapledger"
         // A night stopped part way (killed, a full disk) leaves its journal, which SQLite rolls
@@ -42,6 +46,8 @@ public final class Ledger {
         if readOnly, let size = (try? FileManager.default.attributesOfItem(atPath: path + "-journal"))?[.size] as? Int, size > 0 {
             var writable = config
             writable.readonly = false
+            let own = BusyBudget(seconds: Self.busyTimeoutSeconds)
+            writable.busyMode = .callback { own.retry(after: $0) }
             _ = try? DatabaseQueue(path: path, configuration: writable).read { try Int.fetchOne($0, sql: "SELECT count(*) FROM sqlite_schema") }
         }
         do {
@@ -110,6 +116,7 @@ public final class Ledger {
 
     /// Runs `body` in one database transaction: everything it writes lands together or not at all.
     public func write<T>(_ body: (LedgerWriter) throws -> T) throws -> T {
+        busyBudget.reset()
         do {
             return try queue.write { db in
                 let writer = LedgerWriter(db: db)
@@ -305,6 +312,7 @@ public final class Ledger {
     }
 
     public func read<T>(_ body: (LedgerReader) throws -> T) throws -> T {
+        busyBudget.reset()
         do {
             return try queue.read { db in try body(LedgerReader(db: db)) }
         } catch let e as DatabaseError {
@@ -1227,6 +1235,13 @@ final class BusyBudget: @unchecked Sendable {
     static let delays: [TimeInterval] = [0.001, 0.002, 0.005, 0.010, 0.015, 0.020, 0.025, 0.025, 0.025, 0.050, 0.050, 0.100]
 
     init(seconds: TimeInterval) { self.seconds = seconds }
+
+    /// The whole budget again (a new transaction).
+    func reset() {
+        lock.lock()
+        waited = 0
+        lock.unlock()
+    }
 
     /// Whether to try the lock again after `tries` failed tries of this wait (after sleeping).
     func retry(after tries: Int) -> Bool {
