@@ -49,10 +49,10 @@ extension FinanceReport {
             SheetRow([label, .integer(s.units), money(s.gross), money(s.tax), money(s.net), money(s.commission), money(s.proceeds),
                       money(s.refunds), money(s.refundCommission), money(s.netAfterRefunds), money(s.proceedsAfterRefunds)], style: style)
         }
-        // Every month from the first to the last, a month without entries as a row of zeros (it
-        // was left out, a gap a reader could take for a row lost).
+        // Every month from the first to the as-of date's, a month without entries as a row of
+        // zeros (it was left out, a gap a reader could take for a row lost).
         var months: [Month] = []
-        if let first = byMonth.keys.min(), let last = byMonth.keys.max() {
+        if let first = byMonth.keys.min(), let last = [byMonth.keys.max()!, asOf.month].max() {
             var m = first
             while m <= last { months.append(m); m = m.next }
         }

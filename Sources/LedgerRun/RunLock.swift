@@ -22,7 +22,9 @@ public final class RunLock {
             close(fd)
             let holder = n > 0 ? TerminalText.visible(String(decoding: buffer.prefix(n), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) : ""
             let parts = holder.split(separator: " ", maxSplits: 2).map(String.init)
-            let who = parts.count == 3 && Int32(parts[0]) != nil
+            // Named only while that process lives (a line left by a holder before, under a lock
+            // now held by a version that writes none, names nobody).
+            let who = parts.count == 3 && Int32(parts[0]).map({ kill($0, 0) == 0 || errno == EPERM }) == true
                 ? "`iapledger \(parts[1])` (pid \(parts[0]), since \(parts[2]))"
                 : "another iapledger run, close, report or dismiss"
             throw RunLockError(message: "another iapledger command is in progress in this workspace, \(who) (lock \(url.path) is held); try again when it has finished")
@@ -37,6 +39,7 @@ public final class RunLock {
     public func release() {
         guard !released else { return }
         released = true
+        _ = ftruncate(fd, 0)
         flock(fd, LOCK_UN)
         close(fd)
     }

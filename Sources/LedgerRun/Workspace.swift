@@ -122,12 +122,32 @@ public struct Workspace {
         // A marker there that cannot be read (its permissions, not UTF-8) is said, not taken
         // for no marker: that let another ledger write over these sets without a word.
         var st = stat()
-        let there = lstat(ledgerMarkerURL.path, &st) == 0
-        let text = try? String(contentsOf: ledgerMarkerURL, encoding: .utf8)
-        if there && text == nil {
-            throw ReadError.file(ledgerMarkerURL.path, "cannot be read (\(String(cString: strerror(access(ledgerMarkerURL.path, R_OK) == 0 ? EILSEQ : errno)))): "
-                + "it names the ledger whose nights wrote reports/, which each night checks before it writes; nothing was read or written. "
-                + "Make it readable by this user (or, to start these books anew, move reports/ aside)")
+        var text: String? = nil
+        if lstat(ledgerMarkerURL.path, &st) == 0 {
+            var why: String? = nil
+            if stat(ledgerMarkerURL.path, &st) != 0 {
+                why = "a link to nothing"
+            } else if st.st_mode & S_IFMT != S_IFREG {
+                why = st.st_mode & S_IFMT == S_IFDIR ? "a folder, not a file" : "not a regular file"
+            } else {
+                let fd = open(ledgerMarkerURL.path, O_RDONLY | O_CLOEXEC)
+                if fd < 0 {
+                    why = String(cString: strerror(errno))
+                } else {
+                    var bytes = [UInt8](repeating: 0, count: 4096)
+                    let n = read(fd, &bytes, bytes.count)
+                    let error = errno
+                    close(fd)
+                    if n < 0 { why = String(cString: strerror(error)) }
+                    else if let t = String(validating: bytes.prefix(n), as: UTF8.self) { text = t }
+                    else { why = "not text" }
+                }
+            }
+            if let why {
+                throw ReadError.file(ledgerMarkerURL.path, "cannot be read (\(why)): "
+                    + "it names the ledger whose nights wrote reports/, which each night checks before it writes; nothing was read or written. "
+                    + "Make it a readable file again (or, to start these books anew, move reports/ aside)")
+            }
         }
         guard let marker = text?.trimmingCharacters(in: .whitespacesAndNewlines),
               !marker.isEmpty, !earlierSets().isEmpty, try Self.ledgerFile(url) == .present else { return }

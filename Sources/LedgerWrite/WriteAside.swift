@@ -19,9 +19,14 @@ public enum WriteAside {
                 try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
             } catch {
                 // The hint only where it is the cause: a file where a folder goes.
-                var st = stat(), path = dir.path
-                while lstat(path, &st) != 0 && path != "/" { path = (path as NSString).deletingLastPathComponent }
-                let inTheWay = st.st_mode & S_IFMT != S_IFDIR ? " (\(path) is a file, in the way)" : ""
+                var st = stat(), path = dir.path, found = false
+                while !path.isEmpty && path != "." {
+                    if stat(path, &st) == 0 { found = true; break }
+                    let up = (path as NSString).deletingLastPathComponent
+                    if up == path { break }
+                    path = up
+                }
+                let inTheWay = found && st.st_mode & S_IFMT != S_IFDIR ? " (\(path) is a file, in the way)" : ""
                 throw WriteError(message: "\(dir.path): cannot make the folder for \(url.lastPathComponent): \(describe(error))" + inTheWay)
             }
         }

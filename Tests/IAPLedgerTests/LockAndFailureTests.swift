@@ -112,8 +112,12 @@ final class LockAndFailureTests: XCTestCase {
         let marker = ws.root.appendingPathComponent("reports/.iapledger-ledger")
         let markerText = try Data(contentsOf: marker)
         try Data([0xFF, 0xFE, 0x00]).write(to: marker)
-        XCTAssertThrowsError(try ws.run("2026-10-08")) { XCTAssertTrue("\($0)".contains("reports/.iapledger-ledger: cannot be read ("), "\($0)") }
+        XCTAssertThrowsError(try ws.run("2026-10-08")) { XCTAssertTrue("\($0)".contains("reports/.iapledger-ledger: cannot be read (not text)"), "\($0)") }
         XCTAssertEqual(try Data(contentsOf: workbook), written)
+        try FileManager.default.removeItem(at: marker)
+        try FileManager.default.createDirectory(at: marker, withIntermediateDirectories: false)
+        XCTAssertThrowsError(try ws.run("2026-10-08")) { XCTAssertTrue("\($0)".contains("reports/.iapledger-ledger: cannot be read (a folder, not a file)"), "\($0)") }
+        try FileManager.default.removeItem(at: marker)
         try markerText.write(to: marker)
         // This workspace's ledger with the other's reports/ (its own marker in it): refused too.
         try FileManager.default.moveItem(at: ws.root.appendingPathComponent("reports"), to: ws.root.appendingPathComponent("reports-own"))

@@ -417,6 +417,10 @@ final class NightlyRunTests: XCTestCase {
         let months = summary.drop { $0.first != "Month" }.dropFirst().prefix { $0.first != "Total" }
         XCTAssertEqual(months.map { $0.first ?? "" }, ["2026-09", "2026-10", "2026-11"])
         XCTAssertEqual(Array(months.dropFirst().first?.dropFirst().prefix(3) ?? []), ["0", "0", "0"], "\(months)")
+        // The as-of date's month, before any entry is dated in it, too.
+        let december = try XCTUnwrap(try XLSXReader.sheets(try ws.run("2026-12-01").workbooks[0])["Summary"])
+        XCTAssertEqual(december.drop { $0.first != "Month" }.dropFirst().prefix { $0.first != "Total" }.map { $0.first ?? "" },
+                       ["2026-09", "2026-10", "2026-11", "2026-12"])
     }
 
     func testInitCreatesAWorkspaceThatRuns() throws {
