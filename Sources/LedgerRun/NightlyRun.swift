@@ -94,7 +94,7 @@ public struct NightlyRun {
         public var findingsDismissed = 0
         /// The workbooks of the night before that it never wrote (it stopped after its commit),
         /// by that night's date: said, with the command that writes them.
-        public var setsMissing: [(day: Day, paths: [String])] = []
+        public var setsMissing: [(day: Day, paths: [String], command: String)] = []
     }
 
     /// What an inbox folder reads, by extension.
@@ -380,14 +380,19 @@ public struct NightlyRun {
         // commit: killed, a full disk) and nothing wrote since: said, with the command that
         // writes them, instead of left missing without a word. Never written is missing and
         // never registered (a workbook moved away after it was written is registered).
-        if try ledger.read({ try $0.registersReportFiles() }),
-           let before = try ledger.read({ try $0.lastRun(onOrBefore: asOf + -1) }),
-           !sets.contains(where: { $0.asOf == before.asOf }) {
-            let missing = try ReportWorkbook.allCases.map { "reports/\(before.asOf)/\($0.rawValue)-\(before.asOf).xlsx" }.filter { path in
-                try !FileManager.default.fileExists(atPath: workspace.root.appendingPathComponent(path).path)
-                    && ledger.read({ try $0.reportFiles(path: path).isEmpty })
+        // (The last seven nights': one killed so after another is said too.)
+        if try ledger.read({ try $0.registersReportFiles() }) {
+            var day = asOf
+            for _ in 0..<7 {
+                guard let before = try ledger.read({ try $0.lastRun(onOrBefore: day + -1) }) else { break }
+                day = before.asOf
+                if sets.contains(where: { $0.asOf == before.asOf }) { continue }
+                let missing = try ReportWorkbook.allCases.map { "reports/\(before.asOf)/\($0.rawValue)-\(before.asOf).xlsx" }.filter { path in
+                    try !FileManager.default.fileExists(atPath: workspace.root.appendingPathComponent(path).path)
+                        && ledger.read({ try $0.reportFiles(path: path).isEmpty })
+                }
+                if !missing.isEmpty { result.setsMissing.append((before.asOf, missing, "iapledger report --as-of \(before.asOf)\(workspaceArgument)")) }
             }
-            if !missing.isEmpty { result.setsMissing.append((before.asOf, missing)) }
         }
         var files: [ReportFile] = []
         var workbooksFailed: Error? = nil

@@ -232,12 +232,15 @@ public enum PeriodReport {
 
     static func write(workspace: Workspace, day: (Day?) throws -> Day) throws -> (asOf: Day, files: [ReportFile], note: String?, head: String?) {
         // A folder that is no workspace is said before anything is made in it (the lock).
-        _ = try workspace.loadConfig()
+        let loaded = try workspace.loadConfig()
         let layouts = try workspace.loadLayouts()
         try workspace.checkReportsFolder()
         // Not beside a night writing the same sets (the last rename would win, file by file).
         let lock = try RunLock(url: workspace.lockURL, command: "report")
         defer { lock.release() }
+        // Another workspace's ledger (or reports/) would write over these sets from its books,
+        // as a night would: refused the same way.
+        try workspace.refuseForeignLedger(loaded)
         let (config, ledger) = try workspace.openExistingLedger()
         let asOf = try day(try ledger.read { try $0.lastAsOf() })
         // A day before anything the ledger holds (a typo, `--period 0001-01`) would write, and

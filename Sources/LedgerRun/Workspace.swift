@@ -139,14 +139,19 @@ public struct Workspace {
                     let error = errno
                     close(fd)
                     if n < 0 { why = String(cString: strerror(error)) }
-                    else if let t = String(validating: bytes.prefix(n), as: UTF8.self) { text = t }
+                    else if let t = String(validating: bytes.prefix(n), as: UTF8.self) {
+                        // Never written empty (written aside, then renamed): empty is a copy or a
+                        // disk that cut it short, not the absence of a marker.
+                        if t.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { why = "it is empty: cut short?" } else { text = t }
+                    }
                     else { why = "not text" }
                 }
             }
             if let why {
                 throw ReadError.file(ledgerMarkerURL.path, "cannot be read (\(why)): "
                     + "it names the ledger whose nights wrote reports/, which each night checks before it writes; nothing was read or written. "
-                    + "Make it a readable file again (or, to start these books anew, move reports/ aside)")
+                    + "Make it a readable file again, or, sure that this ledger is the one whose nights wrote reports/, delete it (the next night writes it again); "
+                    + "to start these books anew, move reports/ aside")
             }
         }
         guard let marker = text?.trimmingCharacters(in: .whitespacesAndNewlines),

@@ -346,7 +346,7 @@ func printSummary(_ r: NightlyRun.Result) {
 func printReportFiles(_ r: NightlyRun.Result) {
     let kept = Set(r.keptFiles)
     for m in r.setsMissing {
-        print("  not written by the night as of \(m.day) (it stopped after its commit): \(m.paths.joined(separator: ", ")); `iapledger report --as-of \(m.day)` writes that day's set from the ledger as it stands")
+        print("  not written by the night as of \(m.day) (it stopped after its commit): \(m.paths.joined(separator: ", ")); `\(m.command)` writes that day's set from the ledger as it stands")
     }
     for w in r.workbooks { printReportFile(w, kept: kept.contains(w)) }
     if let head = r.totals.reportFilesHead, !r.workbooks.isEmpty {

@@ -114,6 +114,15 @@ final class LockAndFailureTests: XCTestCase {
         try Data([0xFF, 0xFE, 0x00]).write(to: marker)
         XCTAssertThrowsError(try ws.run("2026-10-08")) { XCTAssertTrue("\($0)".contains("reports/.iapledger-ledger: cannot be read (not text)"), "\($0)") }
         XCTAssertEqual(try Data(contentsOf: workbook), written)
+        // Empty (a copy or a full disk cut it short): not taken for no marker either.
+        try Data().write(to: marker)
+        XCTAssertThrowsError(try ws.run("2026-10-08")) { XCTAssertTrue("\($0)".contains("reports/.iapledger-ledger: cannot be read (it is empty: cut short?)"), "\($0)") }
+        // `report` checks it as a night does (it wrote over these sets from the other's books).
+        try markerText.write(to: marker)
+        XCTAssertThrowsError(try PeriodReport.write(workspace: ws.workspace, asOf: Day(iso: "2026-10-07")!)) {
+            XCTAssertTrue("\($0)".contains("is not the ledger whose nights wrote reports/"), "\($0)")
+        }
+        XCTAssertEqual(try Data(contentsOf: workbook), written)
         try FileManager.default.removeItem(at: marker)
         try FileManager.default.createDirectory(at: marker, withIntermediateDirectories: false)
         XCTAssertThrowsError(try ws.run("2026-10-08")) { XCTAssertTrue("\($0)".contains("reports/.iapledger-ledger: cannot be read (a folder, not a file)"), "\($0)") }
@@ -379,6 +388,7 @@ final class LockAndFailureTests: XCTestCase {
         let next = try ws.run("2026-11-03")
         XCTAssertEqual(next.setsMissing.map(\.day), [Day(iso: "2026-11-02")!])
         XCTAssertEqual(next.setsMissing.first?.paths, ["reports/2026-11-02/sandbox-2026-11-02.xlsx"], "the finance workbook, written and registered, is not")
+        XCTAssertEqual(next.setsMissing.first?.command, "iapledger report --as-of 2026-11-02")
         _ = try PeriodReport.write(workspace: ws.workspace, asOf: Day(iso: "2026-11-02")!)
         XCTAssertTrue(FileManager.default.fileExists(atPath: ws.root.appendingPathComponent("reports/2026-11-02/sandbox-2026-11-02.xlsx").path))
         XCTAssertTrue(try ws.run("2026-11-04").setsMissing.isEmpty, "written since: nothing said")
