@@ -367,8 +367,8 @@ public struct NightlyRun {
         for day in try ledger.read({ try $0.registeredMonthEndSets() })
         where day.month < previous && closedThrough.map({ day.month > $0 }) ?? true {
             let behind = try ledger.read { r in
-                try [("production", "finance"), ("sandbox", "sandbox")].contains { book, name in
-                    guard let last = try r.reportFiles(path: "reports/\(day)/\(name)-\(day).xlsx").last else { return false }
+                try [("production", ReportWorkbook.finance), ("sandbox", ReportWorkbook.sandbox)].contains { book, workbook in
+                    guard let last = try r.reportFiles(path: Workspace.workbookPath(workbook, asOf: day)).last else { return false }
                     return try r.anyEntryPosted(after: last, book: book, through: day)
                 }
             }
@@ -381,18 +381,20 @@ public struct NightlyRun {
         // writes them, instead of left missing without a word. Never written is missing and
         // never registered (a workbook moved away after it was written is registered).
         // (The last seven nights': one killed so after another is said too.)
-        if try ledger.read({ try $0.registersReportFiles() }) {
-            var day = asOf
+        let written = Set(sets.map(\.asOf))
+        result.setsMissing = try ledger.read { r in
+            guard try r.registersReportFiles() else { return [] }
+            var missing: [(day: Day, paths: [String], command: String)] = [], day = asOf
             for _ in 0..<7 {
-                guard let before = try ledger.read({ try $0.lastRun(onOrBefore: day + -1) }) else { break }
+                guard let before = try r.lastRun(onOrBefore: day + -1) else { break }
                 day = before.asOf
-                if sets.contains(where: { $0.asOf == before.asOf }) { continue }
-                let missing = try ReportWorkbook.allCases.map { "reports/\(before.asOf)/\($0.rawValue)-\(before.asOf).xlsx" }.filter { path in
-                    try !FileManager.default.fileExists(atPath: workspace.root.appendingPathComponent(path).path)
-                        && ledger.read({ try $0.reportFiles(path: path).isEmpty })
+                if written.contains(day) { continue }
+                let paths = try ReportWorkbook.allCases.map { Workspace.workbookPath($0, asOf: day) }.filter { path in
+                    try !FileManager.default.fileExists(atPath: workspace.root.appendingPathComponent(path).path) && r.reportFiles(path: path).isEmpty
                 }
-                if !missing.isEmpty { result.setsMissing.append((before.asOf, missing, "iapledger report --as-of \(before.asOf)\(workspaceArgument)")) }
+                if !paths.isEmpty { missing.append((day, paths, "iapledger report --as-of \(day)\(workspaceArgument)")) }
             }
+            return missing
         }
         var files: [ReportFile] = []
         var workbooksFailed: Error? = nil

@@ -105,6 +105,11 @@ public struct Workspace {
 
     public func reportDirectory(asOf: Day) -> URL { reportsURL.appendingPathComponent(asOf.description) }
 
+    /// A set's workbook as the ledger registers it (`reports/<day>/<workbook>-<day>.xlsx`).
+    public static func workbookPath(_ workbook: ReportWorkbook, asOf: Day) -> String {
+        "reports/\(asOf)/\(workbook.rawValue)-\(asOf).xlsx"
+    }
+
     /// `reports/.iapledger-ledger`: the identity of the ledger whose nights write the sets in
     /// `reports/` (`LedgerReader.identity`), written by each night after its commit. In
     /// `reports/`, so that it goes where the sets go (another workspace's `reports/` brings its
@@ -142,7 +147,8 @@ public struct Workspace {
                     else if let t = String(validating: bytes.prefix(n), as: UTF8.self) {
                         // Never written empty (written aside, then renamed): empty is a copy or a
                         // disk that cut it short, not the absence of a marker.
-                        if t.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { why = "it is empty: cut short?" } else { text = t }
+                        let trimmed = t.trimmingCharacters(in: .whitespacesAndNewlines)
+                        if trimmed.isEmpty { why = "it is empty: cut short?" } else { text = trimmed }
                     }
                     else { why = "not text" }
                 }
@@ -154,8 +160,7 @@ public struct Workspace {
                     + "to start these books anew, move reports/ aside")
             }
         }
-        guard let marker = text?.trimmingCharacters(in: .whitespacesAndNewlines),
-              !marker.isEmpty, !earlierSets().isEmpty, try Self.ledgerFile(url) == .present else { return }
+        guard let marker = text, !earlierSets().isEmpty, try Self.ledgerFile(url) == .present else { return }
         guard let identity = try Ledger(path: url.path, readOnly: true, migrate: false).read({ try $0.identity() }),
               identity != marker else { return }
         throw ReadError.file(url.path, "is not the ledger whose nights wrote reports/ (\(relative(ledgerMarkerURL)) names "
@@ -397,17 +402,17 @@ public struct Workspace {
             for e in names where !e.name.hasPrefix(".") {
                 let child = url.appendingPathComponent(e.name)
                 let shown = "inbox/\(f.folder)/\(e.shown)"
+                let ext = (e.name as NSString).pathExtension.lowercased()
                 if isDirectory(child) {
                     // A folder named like an input stops the night (`inboxFiles`): not listed here.
-                    if f.extensions.contains((e.name as NSString).pathExtension.lowercased()) { continue }
+                    if f.extensions.contains(ext) { continue }
                     walk(child, shown: shown, reason: "in a folder inside inbox/\(f.folder)/: only the files directly in it are read")
                 } else if Self.isOfficeLockFile(e.name) {
                     // Excel's own, gone when the file is closed: nothing to rename or move.
                     continue
-                } else if !f.extensions.contains((e.name as NSString).pathExtension.lowercased()) {
+                } else if !f.extensions.contains(ext) {
                     // A kind another folder reads (an orders CSV among the receipts) is pointed
                     // there; `.txt`, notes as often as signed data, is not.
-                    let ext = (e.name as NSString).pathExtension.lowercased()
                     let there = folders.filter { $0.folder != f.folder && !["", "txt"].contains(ext) && $0.extensions.contains(ext) }.map { "inbox/\($0.folder)/" }
                     lines.append("\(shown): not read (\(f.described)\(there.isEmpty ? "" : "; *.\(ext) files are read from \(there.joined(separator: " and ")): move it there if it is one of theirs"))")
                 }

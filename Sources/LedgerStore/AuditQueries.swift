@@ -231,14 +231,15 @@ extension LedgerReader {
         // A line makes one version: each version after the first from a line was copied in by
         // hand (whichever version it copies; it is not also said to be reordered).
         var copies: [Int64: Int64] = [:]
-        let twice = try Row.fetchCursor(db, sql: "SELECT record_id, min(id) FROM order_version GROUP BY record_id HAVING count(*) > 1")
+        let twice = try Row.fetchCursor(db, sql: """
+            SELECT v.id, d.first FROM order_version v
+            JOIN (SELECT record_id, min(id) AS first FROM order_version GROUP BY record_id HAVING count(*) > 1) d ON d.record_id = v.record_id
+            WHERE v.id > d.first ORDER BY v.id
+            """)
         while let t = try twice.next() {
-            let first: Int64 = t[1]
-            for id in try Int64.fetchAll(db.cachedStatement(sql: "SELECT id FROM order_version WHERE record_id = ? AND id > ? ORDER BY id"),
-                                         arguments: [t[0] as Int64, first]) {
-                copies[id] = first
-                if repeated.count < limit { repeated.append((id, first)) }
-            }
+            let id: Int64 = t[0], first: Int64 = t[1]
+            copies[id] = first
+            if repeated.count < limit { repeated.append((id, first)) }
         }
         var previous: Int64 = 0, previousRecord: Int64 = 0
         var recordIds: [Int64] = []

@@ -34,9 +34,8 @@ public final class Ledger {
         // cache spill (and went on without it) waited again as long at its commit, without end
         // for a reader held open (19 minutes, said to be ten).
         // (Per transaction: `read` and `write` give it back in full.)
-        let budget = BusyBudget(seconds: Self.busyTimeoutSeconds)
-        busyBudget = budget
-        config.busyMode = .callback { budget.retry(after: $0) }
+        busyBudget = BusyBudget(seconds: Self.busyTimeoutSeconds)
+        config.busyMode = busyBudget.mode
         config.label = "iapledger"
         // A night stopped part way (killed, a full disk) leaves its journal, which SQLite rolls
         // back on the next read by a connection that can write: a read-only one (`verify`,
@@ -46,8 +45,7 @@ public final class Ledger {
         if readOnly, let size = (try? FileManager.default.attributesOfItem(atPath: path + "-journal"))?[.size] as? Int, size > 0 {
             var writable = config
             writable.readonly = false
-            let own = BusyBudget(seconds: Self.busyTimeoutSeconds)
-            writable.busyMode = .callback { own.retry(after: $0) }
+            writable.busyMode = BusyBudget(seconds: Self.busyTimeoutSeconds).mode
             _ = try? DatabaseQueue(path: path, configuration: writable).read { try Int.fetchOne($0, sql: "SELECT count(*) FROM sqlite_schema") }
         }
         do {
@@ -1235,6 +1233,9 @@ final class BusyBudget: @unchecked Sendable {
     static let delays: [TimeInterval] = [0.001, 0.002, 0.005, 0.010, 0.015, 0.020, 0.025, 0.025, 0.025, 0.050, 0.050, 0.100]
 
     init(seconds: TimeInterval) { self.seconds = seconds }
+
+    /// The busy handler of a connection spending this budget.
+    var mode: Database.BusyMode { .callback { [self] in retry(after: $0) } }
 
     /// The whole budget again (a new transaction).
     func reset() {
