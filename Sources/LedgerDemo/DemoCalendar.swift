@@ -2,31 +2,19 @@
 // Apple prints in the `_pst` date fields. No Foundation Calendar: output must not depend on
 // the platform's time-zone database.
 
+import LedgerCore
+
 enum DemoCalendar {
     static let msPerDay: Int64 = 86_400_000
 
-    /// Days since 1970-01-01 for a proleptic Gregorian date (Howard Hinnant's algorithm).
+    /// Days since 1970-01-01 for a proleptic Gregorian date (LedgerCore's `Day`).
     static func days(year: Int, month: Int, day: Int) -> Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let mp = (month + 9) % 12
-        let doy = (153 * mp + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
+        Day(year: year, month: month, day: day).daysSinceEpoch
     }
 
     /// The date of a day number (inverse of `days(year:month:day:)`).
     static func civil(_ dayNumber: Int) -> (year: Int, month: Int, day: Int) {
-        let z = dayNumber + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
+        Day(daysSinceEpoch: dayNumber).civil
     }
 
     /// 0 = Sunday ... 6 = Saturday.
