@@ -38,11 +38,15 @@ public enum Dismiss {
 
     /// The findings finance books by hand, which it may dismiss once booked; the others
     /// (a sale or a refund waiting) the nights resolve when what they wait for arrives.
-    public static let dismissableFindings: Set<String> = [
+    /// In the order `dismiss --help` and its refusals list them.
+    public static let dismissableFindingCodes: [String] = [
         "PRICE_MISMATCH", "RULES_CHANGED", "SIGNED_AFTER_POSTING", "STOREFRONT_AFTER_POSTING", "TRANSACTION_CONFLICT",
         "REFUND_AGAIN", "REFUND_AFTER_REVERSAL", "REVERSAL_REPEATED", "INVALID_TRANSACTION", "UPGRADE_REFUND", "REFUND_SHARE_UNKNOWN",
         "NOTIFICATION_UUID_REUSED",
     ]
+    public static let dismissableFindings = Set(dismissableFindingCodes)
+    /// The findings of a sale or a refund waiting, which the nights resolve themselves.
+    public static let selfResolvingFindingCodes: [String] = ["MISSING_RULE", "ORDER_WAIT", "REVERSAL_WAITING", "REFUND_NOT_DATED"]
 
     public struct Result: CustomStringConvertible {
         public var asked: [DismissCandidate] = []
@@ -92,9 +96,9 @@ public enum Dismiss {
                                reason: String, by: String, at: String) throws -> Result {
         for f in findings where !dismissableFindings.contains(f.code) {
             throw StoreError(message: "\(f.code):\(f.transactionId): "
-                + (["MISSING_RULE", "ORDER_WAIT", "REVERSAL_WAITING", "REFUND_NOT_DATED"].contains(f.code)
+                + (selfResolvingFindingCodes.contains(f.code)
                    ? "\(f.code) is resolved by the nights themselves, when what it waits for arrives (a rule, an order, a refund, a date): add it instead"
-                   : "no such finding code; those finance may dismiss once booked are \(dismissableFindings.sorted().joined(separator: ", "))")
+                   : "no such finding code; those finance may dismiss once booked are \(dismissableFindingCodes.joined(separator: ", "))")
                 + "; nothing was dismissed")
         }
         let config = try workspace.loadConfig()
