@@ -141,12 +141,16 @@ enum RulesChanges {
                 return
             }
             let base = message(e, r, refundedShare: share, closed: closed)
-            // A late sale's finding as versions before this one worded it (its original date, and
-            // closed by its original month): the same finding, not a new one.
-            let earlierBase = e.late && e.date != e.originalDate
-                ? message(e, r, refundedShare: share, closed: closedThrough.map { e.originalDate.month <= $0 } ?? false, wordedBefore: true) : nil
+            // The finding as versions before this one worded it: a late sale's (its original
+            // date, and closed by its original month), a sale refunded in part (its difference,
+            // "the rest is to correct"), or both: the same finding, not a new one.
+            let wordedLate = e.late && e.date != e.originalDate
+            let closedBefore = closedThrough.map { e.originalDate.month <= $0 } ?? false
+            let earlierBases = [(true, false), (false, true), (true, true)]
+                .filter { late, refund in (!late || wordedLate) && (!refund || share > 0) }
+                .map { late, refund in message(e, r, refundedShare: share, closed: late ? closedBefore : closed, wordedBefore: late, refundWordedBefore: refund) }
             // The correction booked for exactly this (dismissed as it reads now): nothing new.
-            if let known, known.dismissed, [base, earlierBase].contains(where: { $0.map { known.message == $0 || known.message.hasPrefix($0 + " ") } ?? false }) { return }
+            if let known, known.dismissed, ([base] + earlierBases).contains(where: { known.message == $0 || known.message.hasPrefix($0 + " ") }) { return }
             // A correction booked and not reversed (a dismissed finding that said something
             // else, an open reversal, an open finding that carries one): set against this one.
             let booked = known.flatMap(bookedCorrection)
@@ -156,7 +160,7 @@ enum RulesChanges {
                 Self.leftToCorrect(net: (e.figures.netReportingMinor, f.netReportingMinor),
                                    commission: (e.figures.commissionReportingMinor, f.commissionReportingMinor), refundedShare: share)
             }
-            if let known, known.open, known.message == said || earlierBase.map(withBooking) == known.message {
+            if let known, known.open, known.message == said || earlierBases.map(withBooking).contains(known.message) {
                 if let delta { open.count += 1; open.net += delta.0; open.commission += delta.1; open.proceeds += delta.2 }
                 return
             }
@@ -239,7 +243,10 @@ enum RulesChanges {
 
     /// - Parameter wordedBefore: as versions before 2026-11-26 worded it for a late sale (its
     ///   original date as the day posted, its original month as the one closed).
-    static func message(_ e: EntryDraft, _ r: Restated, refundedShare share: Int64 = 0, closed: Bool = false, wordedBefore: Bool = false) -> String {
+    /// - Parameter refundWordedBefore: as versions before 2026-11-27 worded it for a sale
+    ///   refunded in part (the sale's difference, "the rest is to correct", not what is left).
+    static func message(_ e: EntryDraft, _ r: Restated, refundedShare share: Int64 = 0, closed: Bool = false, wordedBefore: Bool = false,
+                        refundWordedBefore: Bool = false) -> String {
         let f0 = e.figures
         func money(_ minor: Int64, _ currency: String, signed: Bool = false) -> String {
             (signed && minor > 0 ? "+" : "") + Currency.format(minor: minor, currency: currency) + " " + currency
@@ -257,7 +264,27 @@ enum RulesChanges {
                 + "commission \(money(f.commissionMinor - f0.commissionMinor, f.currency, signed: true)) (\(money(f.commissionReportingMinor - f0.commissionReportingMinor, f.reportingCurrency, signed: true))), "
                 + "proceeds \(money(f.proceedsMinor - f0.proceedsMinor, f.currency, signed: true)) (\(money(f.proceedsReportingMinor - f0.proceedsReportingMinor, f.reportingCurrency, signed: true)))"
         } ?? ""
-        let refunded = share == 0 ? "" : " (refunded \(ExactDecimal(mantissa: share, scale: 3))% at the posted amounts: the rest is to correct)"
+        // A sale refunded in part: its refund was booked at the posted amounts, so what is to
+        // correct is what today's rules leave after their refund less what the posted ones left
+        // (the summary's figure), which the sale's difference less that share can miss by a
+        // cent where the two refunds round apart.
+        let percent = ExactDecimal(mantissa: share, scale: 3)
+        let refunded: String
+        if share == 0 {
+            refunded = ""
+        } else if refundWordedBefore || difference.isEmpty {
+            refunded = " (refunded \(percent)% at the posted amounts: the rest is to correct)"
+        } else if let f = r.figures {
+            let left = leftToCorrect(net: (f0.netMinor, f.netMinor), commission: (f0.commissionMinor, f.commissionMinor), refundedShare: share)
+            let leftR = leftToCorrect(net: (f0.netReportingMinor, f.netReportingMinor),
+                                      commission: (f0.commissionReportingMinor, f.commissionReportingMinor), refundedShare: share)
+            refunded = "; refunded \(percent)% at the posted amounts, so what is left to correct (today's rules after their refund less the posted after theirs): "
+                + "net \(money(left.net, f.currency, signed: true)) (\(money(leftR.net, f.reportingCurrency, signed: true))), "
+                + "commission \(money(left.commission, f.currency, signed: true)) (\(money(leftR.commission, f.reportingCurrency, signed: true))), "
+                + "proceeds \(money(left.proceeds, f.currency, signed: true)) (\(money(leftR.proceeds, f.reportingCurrency, signed: true)))"
+        } else {
+            refunded = ""
+        }
         let month = closed ? " (its month, \((wordedBefore ? e.originalDate : e.date).month), is closed: correct it in an open month)" : ""
         return "posted \(wordedBefore ? e.originalDate.description : postedOn(e)) by rules the files now give otherwise: \(what); posted at \(said(f0)), \(now)\(difference)\(refunded)\(month): book a correction where one is due (entries never change)"
     }

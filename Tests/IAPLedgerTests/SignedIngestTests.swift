@@ -515,6 +515,48 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertTrue(try rows("SELECT message FROM finding WHERE code = 'UPGRADE_REFUND'").first?.first?.contains("t.txt:1: transaction 9301 was cancelled on 2023-11-16 because the user upgraded") == true)
     }
 
+    /// A sale refunded in part whose rules changed since: its RULES_CHANGED finding says what is
+    /// left to correct, as the night's summary counts it, not the sale's difference (which a
+    /// finance team booking the findings one by one would book a cent too much of). AUD 1.10,
+    /// tax included: net 100 AUD cents, commission 30; at 0.66 USD net 66, commission 20; at
+    /// 0.67 net 67 (a cent more), commission 20. Refunded 25% at 0.66: 66 - round(16.5) = 50
+    /// and 20 - 5 = 15 are left; at 0.67, 67 - round(16.75) = 50 and 15: nothing to correct.
+    func testAPartlyRefundedSalesFindingSaysWhatIsLeftToCorrect() throws {
+        try ws.write("rules/fx.csv", "month,currency,rate\n2023-11,AUD,0.66\n")
+        let refundAt = t0 + 86_400_000
+        try ws.write("inbox/signed/a.json", try notification("REFUND", signed: refundAt, transaction: try transaction(
+            "9501", price: 1100, revocation: refundAt, type: "REFUND_PRORATED", percentage: 25_000,
+            environment: "Production", storefront: "AUS", currency: "AUD")))
+        try ws.run("2023-11-16")
+        XCTAssertEqual(try rows("SELECT kind, net_reporting_minor, commission_reporting_minor FROM entry WHERE transaction_id = '9501' ORDER BY id"),
+                       [["sale", "66", "20"], ["refund", "16", "5"]])
+        try ws.write("rules/fx.csv", "month,currency,rate\n2023-11,AUD,0.67\n")
+        let night = try ws.run("2023-11-17")
+        XCTAssertEqual(night.rulesChanged?.lines, [
+            "rules/fx.csv: AUD 2023-11 0.66 -> 0.67: 1 sale posted, today's rules would book net 0.00, commission 0.00, proceeds 0.00 USD",
+        ])
+        let message = try XCTUnwrap(try rows("SELECT message FROM finding WHERE code = 'RULES_CHANGED' AND transaction_id = '9501'").first?.first)
+        XCTAssertTrue(message.contains("the difference: net 0.00 AUD (+0.01 USD)"), message)
+        XCTAssertTrue(message.contains("; refunded 25.000% at the posted amounts, so what is left to correct (today's rules after their refund less the posted after theirs): "
+                                       + "net 0.00 AUD (0.00 USD), commission 0.00 AUD (0.00 USD), proceeds 0.00 AUD (0.00 USD)"), message)
+        XCTAssertFalse(message.contains("the rest is to correct"), message)
+
+        // A finding worded as versions before this one worded it is the same finding: not
+        // opened again, and still open when a night checks the sale again.
+        let older = message.replacingOccurrences(
+            of: "; refunded 25.000% at the posted amounts, so what is left to correct (today's rules after their refund less the posted after theirs): "
+                + "net 0.00 AUD (0.00 USD), commission 0.00 AUD (0.00 USD), proceeds 0.00 AUD (0.00 USD)",
+            with: " (refunded 25.000% at the posted amounts: the rest is to correct)")
+        XCTAssertNotEqual(older, message)
+        try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path).write { w in
+            try w.db.execute(sql: "UPDATE finding SET message = ? WHERE code = 'RULES_CHANGED'", arguments: [older])
+        }
+        try ws.write("rules/fx.csv", "month,currency,rate\n2023-11,AUD,0.67\n2023-12,AUD,0.7\n")
+        XCTAssertNil(try ws.run("2023-11-18").rulesChanged)
+        XCTAssertEqual(try rows("SELECT count(*), count(resolved_run_id) FROM finding WHERE code = 'RULES_CHANGED'"), [["1", "0"]])
+        try balanceSumsToZero()
+    }
+
     /// A second refund (after the first was reversed, or in full after a prorated one) posts
     /// nothing (one refund per transaction) but is the store's last word for reconciliation:
     /// an active order of the transaction is REFUNDED_STILL_CREDITED (it was left matched); a
