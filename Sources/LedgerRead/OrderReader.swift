@@ -172,40 +172,70 @@ public enum OrderReader {
     }
 }
 
-/// ISO 8601 timestamps as backends write them: `2026-09-01T10:00:00Z`, with fractions or an
-/// offset (`+02:00`), or a bare date (midnight UTC).
+/// ISO 8601 timestamps as backends write them: `2026-09-01T10:00:00Z`, in the extended or the
+/// basic format (`20260901T100000Z`), with or without seconds (`10:00Z`), a fraction of a second
+/// of any length (after `.` or `,`), `Z` or `z`, an offset as `+02:00`, `+0200` or `+02` (what
+/// `strftime`'s `%z`, Java and PHP write), `T`, `t` or a space between date and time, or none
+/// (UTC); or a bare date (midnight UTC).
 public enum ISOTimestamp {
     public static func milliseconds(_ s: String) -> Int64? {
         if let d = Day(iso: s) { return d.epochMilliseconds }
-        guard s.count >= 19 else { return nil }
         let u = Array(s.utf8)
-        guard u[10] == UInt8(ascii: "T") || u[10] == UInt8(ascii: " "),
-              let day = Day(iso: String(decoding: u[0..<10], as: UTF8.self)),
-              u[13] == UInt8(ascii: ":"), u[16] == UInt8(ascii: ":"),
-              let h = Int(String(decoding: u[11..<13], as: UTF8.self)), (0...23).contains(h),
-              let m = Int(String(decoding: u[14..<16], as: UTF8.self)), (0...59).contains(m),
-              let sec = Int(String(decoding: u[17..<19], as: UTF8.self)), (0...60).contains(sec) else { return nil }
-        var i = 19
-        var millis: Int64 = 0
-        if i < u.count, u[i] == UInt8(ascii: ".") {
-            i += 1
-            var digits = 0
-            while i < u.count, u[i] >= 0x30, u[i] <= 0x39 {
-                if digits < 3 { millis = millis * 10 + Int64(u[i] - 0x30) }
-                digits += 1; i += 1
-            }
-            guard digits > 0 else { return nil }
-            for _ in min(digits, 3)..<3 { millis *= 10 }
+        var i = 0
+        func isDigit(_ c: UInt8) -> Bool { c >= 0x30 && c <= 0x39 }
+        /// `n` digits at `i` as a number, or nil.
+        func digits(_ n: Int) -> Int? {
+            guard i + n <= u.count else { return nil }
+            var v = 0
+            for k in i..<(i + n) { guard isDigit(u[k]) else { return nil }; v = v * 10 + Int(u[k] - 0x30) }
+            i += n
+            return v
         }
+        func take(_ c: Character) -> Bool {
+            guard i < u.count, u[i] == c.asciiValue! else { return false }
+            i += 1
+            return true
+        }
+        // The date: YYYY-MM-DD or YYYYMMDD.
+        guard let year = digits(4) else { return nil }
+        let extended = take("-")
+        guard year >= 0, digits(2) != nil, !extended || take("-"), digits(2) != nil else { return nil }
+        // A real date (2026-02-30 is refused), read as `Day` reads one.
+        let dateText = extended ? String(decoding: u[0..<10], as: UTF8.self)
+            : String(decoding: u[0..<4], as: UTF8.self) + "-" + String(decoding: u[4..<6], as: UTF8.self) + "-" + String(decoding: u[6..<8], as: UTF8.self)
+        guard let day = Day(iso: dateText) else { return nil }
+        guard take("T") || take("t") || take(" ") else { return nil }
+        // The time: hh:mm[:ss] (hhmm[ss] in the basic format), the same format as the date.
+        guard let h = digits(2), (0...23).contains(h), !extended || take(":"), let m = digits(2), (0...59).contains(m) else { return nil }
+        var sec = 0
+        if extended ? take(":") : (i < u.count && isDigit(u[i])) {
+            guard let v = digits(2), (0...60).contains(v) else { return nil }
+            sec = v
+        }
+        var millis: Int64 = 0
+        if take(".") || take(",") {
+            var count = 0
+            while i < u.count, isDigit(u[i]) {
+                if count < 3 { millis = millis * 10 + Int64(u[i] - 0x30) }
+                count += 1; i += 1
+            }
+            guard count > 0 else { return nil }
+            for _ in min(count, 3)..<3 { millis *= 10 }
+        }
+        // The zone: Z, z, +hh:mm, +hhmm, +hh (or -), or none (UTC).
         var offsetMinutes = 0
-        if i < u.count {
-            if u[i] == UInt8(ascii: "Z") && i == u.count - 1 { i += 1 }
-            else if (u[i] == UInt8(ascii: "+") || u[i] == UInt8(ascii: "-")) && u.count - i == 6 && u[i + 3] == UInt8(ascii: ":"),
-                    let oh = Int(String(decoding: u[(i + 1)..<(i + 3)], as: UTF8.self)),
-                    let om = Int(String(decoding: u[(i + 4)..<(i + 6)], as: UTF8.self)) {
-                offsetMinutes = (oh * 60 + om) * (u[i] == UInt8(ascii: "-") ? -1 : 1)
-                i = u.count
-            } else { return nil }
+        if take("Z") || take("z") {
+        } else if i < u.count, u[i] == UInt8(ascii: "+") || u[i] == UInt8(ascii: "-") {
+            let sign = u[i] == UInt8(ascii: "-") ? -1 : 1
+            i += 1
+            guard let oh = digits(2), (0...23).contains(oh) else { return nil }
+            var om = 0
+            if i < u.count {
+                _ = take(":")
+                guard let v = digits(2), (0...59).contains(v) else { return nil }
+                om = v
+            }
+            offsetMinutes = sign * (oh * 60 + om)
         }
         guard i == u.count else { return nil }
         return day.epochMilliseconds + Int64(((h * 60 + m - offsetMinutes) * 60 + sec)) * 1000 + millis

@@ -615,6 +615,28 @@ final class HostileInputTests: XCTestCase {
         XCTAssertTrue(order.contains("UNITS_MISMATCH open, transaction MV2, first seen 2026-10-08, last seen 2026-10-08"), order)
     }
 
+    /// `credited_at` and `reversed_at` in every ISO 8601 form backends write: the basic format,
+    /// no seconds, a comma before the fraction, `z`, an offset without its colon (`strftime`'s
+    /// `%z`, Java, PHP) or in hours alone. Each of these was refused (`BAD_ORDER`), and its
+    /// transaction reported NOT_CREDITED; what is not a timestamp still is.
+    func testOrderTimestampsInEveryISO8601Form() {
+        let utc = Receipt.ms("2026-11-09T10:01:00Z")
+        for text in ["2026-11-09T10:01:00Z", "2026-11-09T10:01Z", "20261109T100100Z", "20261109T1001Z", "2026-11-09t10:01:00z",
+                     "2026-11-09T15:31:00+0530", "2026-11-09T15:31:00+05:30", "2026-11-09T15:31+0530", "20261109T153100+0530",
+                     "2026-11-09T12:01:00+02", "2026-11-09T05:01:00-05:00", "2026-11-09T05:01:00-0500", "2026-11-09 10:01:00",
+                     "2026-11-09T10:01"] {
+            XCTAssertEqual(ISOTimestamp.milliseconds(text), utc, text)
+        }
+        XCTAssertEqual(ISOTimestamp.milliseconds("2026-11-09T10:01:00,25Z"), utc + 250)
+        XCTAssertEqual(ISOTimestamp.milliseconds("20261109T100100.5+0000"), utc + 500)
+        XCTAssertEqual(ISOTimestamp.milliseconds("2026-11-09"), Receipt.ms("2026-11-09T00:00:00Z"))
+        for text in ["2026-02-30T10:00:00Z", "2026-11-09T24:00:00Z", "2026-11-09T10:60Z", "2026-11-09T10:01:00+24:00", "2026-11-09T10:01:00+05:3",
+                     "2026-11-09T10", "2026-11-09T10:01:00Zjunk", "2026-11-09T100100Z", "20261109T10:01:00Z", "2026-1109T10:01Z",
+                     "2026-11-09T10:01:00.Z", "2026-11-09T10:01:00 Z", "yesterday", "", "2026-11-09X10:01:00Z", "-026-11-09T10:01:00Z"] {
+            XCTAssertNil(ISOTimestamp.milliseconds(text), text)
+        }
+    }
+
     func testFractionsOfASecondOfAnyLength() {
         XCTAssertEqual(ISOTimestamp.milliseconds("2026-10-05T10:01:00.1Z"), Receipt.ms("2026-10-05T10:01:00Z") + 100)
         XCTAssertEqual(ISOTimestamp.milliseconds("2026-10-05T10:01:00.123456Z"), Receipt.ms("2026-10-05T10:01:00Z") + 123)
