@@ -63,6 +63,7 @@ public enum CSV {
             var field: [UInt8] = []
             var inQuotes = false
             var quotedField = false
+            var anyQuoted = false
             var rowDone = false
             var broken: String? = nil
             scan: while i < u.endIndex && !rowDone {
@@ -83,7 +84,7 @@ public enum CSV {
                 }
                 switch c {
                 case UInt8(ascii: "\""):
-                    if field.isEmpty && !quotedField { inQuotes = true; quotedField = true }
+                    if field.isEmpty && !quotedField { inQuotes = true; quotedField = true; anyQuoted = true }
                     else { broken = "a quote inside an unquoted field"; break scan }
                 case UInt8(ascii: ","):
                     fields.append(String(decoding: field, as: UTF8.self)); field = []; quotedField = false
@@ -122,7 +123,9 @@ public enum CSV {
                 if u[before] == UInt8(ascii: "\n") || u[before] == UInt8(ascii: "\r") { rawEnd = before } else { break }
             }
             let raw = s[rowStart..<rawEnd]
-            if fields.count == 1 && fields[0].isEmpty && !quotedField { continue } // blank line
+            // A blank line, or a row of empty fields (`,,,,,,,`: the rows a spreadsheet writes
+            // for rows cleared of their values) or of spaces: no record, as a blank line is none.
+            if !anyQuoted && fields.allSatisfy({ $0.utf8.allSatisfy { $0 == 0x20 || $0 == 0x09 } }) { continue }
             rows.append(.success(CSVRow(line: rowLine, fields: fields, raw: raw)))
         }
         return rows

@@ -203,6 +203,22 @@ final class ReconciliationTests: XCTestCase {
         XCTAssertEqual(reconciliation["matched_orders"] as? [String], ["o-s1a"])
     }
 
+    /// The rows a spreadsheet writes for rows cleared of their values (`,,,,,,,`) and lines of
+    /// spaces are blank lines: no record. They were refused (BAD_ORDER "order_id is empty", a
+    /// row of one field), named no order, and stayed on the Rejected sheet until dismissed. A
+    /// row with a quoted empty field is a row (refused for what it lacks).
+    func testRowsOfEmptyFieldsAreBlankLines() throws {
+        try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("e1", purchased: "2026-10-05T10:00:00Z")]) + "\n")
+        try ws.write("inbox/orders/o.csv", Self.header + ",,,,,,,,,,\n" + "ord-e1,acct-1,e1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n"
+                     + "   \n,,\t,, ,,,,,,\r\n,,,,,,,\n\n\"\",,,,,,,,,,\n")
+        try ws.run("2026-10-06")
+        let outcomes = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path).read {
+            try $0.rawRows("SELECT r.line, r.outcome FROM source_record r JOIN source_file f ON f.id = r.file_id WHERE f.path = 'inbox/orders/o.csv' ORDER BY r.line")
+        }
+        XCTAssertEqual(outcomes, [["3", "verified"], ["8", "rejected"]], "the quoted empty order id on line 8 is a row")
+        XCTAssertEqual(Set(try exceptionsJSON().filter { $0["status"] as? String == "open" }.map { "\($0["category"]!)" }), [])
+    }
+
     /// An old export sent again under a new name, not as a byte copy (CRLF line ends): its row
     /// brings the order back to its first version, a later reversal undone, and the night says
     /// so (it was silent); a byte copy makes no version and is not said here.
