@@ -335,7 +335,8 @@ public struct NightlyRun {
                       closeWarnings: try closedByConfig.map { m in
                           try ledger.read { r in
                               ClosedPeriods.warnings(closing: m, waitingSales: try r.waitingSales(datedThrough: m.lastDay),
-                                                     pendingRecords: try r.pendingRecordCountNow())
+                                                     pendingRecords: try r.pendingRecordCountNow(),
+                                                     creditsWithoutPurchase: try r.openCreditsWithoutPurchase(creditedThrough: m.lastDay))
                           }
                       } ?? [],
                       exceptions: try ledger.read { try $0.exceptionCounts(runId: runId) },

@@ -193,6 +193,20 @@ extension LedgerReader {
         }
     }
 
+    /// The backend's production credits of `day` or earlier (their order's latest version) with
+    /// no purchase the store reported (CREDITED_WITHOUT_TRANSACTION open) or none verified
+    /// (CREDITED_UNVERIFIED open): purchases the books may still be missing, which would post
+    /// after a close of that day's month, late. What `close` warns of.
+    public func openCreditsWithoutPurchase(creditedThrough day: Day) throws -> (withoutTransaction: Int, unverified: Int) {
+        let counts = try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT e.category, count(*) FROM exception e
+            WHERE e.resolved_on IS NULL AND e.category IN ('CREDITED_WITHOUT_TRANSACTION', 'CREDITED_UNVERIFIED')
+              AND (SELECT v.credited_ms FROM order_version v WHERE v.order_id = e.order_id ORDER BY v.id DESC LIMIT 1) < ?
+            GROUP BY e.category
+            """), arguments: [(day + 1).epochMilliseconds]).reduce(into: [String: Int]()) { $0[$1[0]] = $1[1] }
+        return (counts["CREDITED_WITHOUT_TRANSACTION"] ?? 0, counts["CREDITED_UNVERIFIED"] ?? 0)
+    }
+
     /// The book's free transactions (a free trial or offer, a family member's access: a gross of
     /// zero, no entry) dated on or before `day`: counted in the Summary, as accounting.md asks.
     public func freeTransactionCount(book: String, datedThrough day: Day) throws -> Int {

@@ -548,6 +548,44 @@ final class TenureAndPeriodsTests: XCTestCase {
         XCTAssertEqual(ClosedPeriods.currentUser(environment: [:]), "unknown")
     }
 
+    /// A config month no run can record (not ended, or its last night not run) closes nothing:
+    /// `close` of an earlier month closes it, warning that the config's month is refused, where
+    /// it said "already closed" while the ledger and the workbooks said no month was; a first
+    /// close asked before any night says so. A run refusing a config month says what to set
+    /// instead, the ledger's close counted (it said "or earlier", which that run refused too).
+    func testAConfigMonthNoRunRecordsClosesNothing() throws {
+        try ws.write("iapledger.toml", TestWorkspace.defaultConfig + "\n[periods]\nclosed_through = \"2026-07\"\n")
+        XCTAssertThrowsError(try ws.run("2026-08-05"), "a first night refuses it (the ledger made, nothing written)")
+        XCTAssertThrowsError(try close("2026-07", asOf: "2026-08-05")) {
+            XCTAssertTrue("\($0)".contains("2026-07 cannot be closed yet: no night has run on this ledger"), "\($0)")
+        }
+        try ws.write("iapledger.toml", TestWorkspace.defaultConfig)
+        try ws.run("2026-08-05")
+        try ws.write("iapledger.toml", TestWorkspace.defaultConfig + "\n[periods]\nclosed_through = \"2026-08\"\n")
+        let july = try close("2026-07", asOf: "2026-08-05", by: "carol")
+        XCTAssertEqual(july.configWarning?.hasSuffix("has [periods] closed_through = \"2026-08\", which the next run refuses (2026-08 has not ended, or the nights have not run through 2026-08-31): set it to \"2026-07\" or remove it"), true, "\(july.configWarning ?? "")")
+        XCTAssertEqual(try rows("SELECT month, source FROM period_close"), [["2026-07", "close command"]])
+        XCTAssertThrowsError(try ws.run("2026-08-06")) {
+            XCTAssertTrue("\($0)".hasSuffix("names a month that has not ended (this night is as of 2026-08-06): a month can be closed from 2026-09-01 on, by the first night after its last day; set closed_through = \"2026-07\" (the ledger's close) or remove it. Nothing was written"), "\($0)")
+        }
+        // Later, with August and September run: the months it may name, from the ledger's close on.
+        try ws.write("iapledger.toml", TestWorkspace.defaultConfig)
+        try ws.run("2026-09-30")
+        try ws.write("iapledger.toml", TestWorkspace.defaultConfig + "\n[periods]\nclosed_through = \"2026-10\"\n")
+        XCTAssertThrowsError(try ws.run("2026-10-02")) {
+            XCTAssertTrue("\($0)".hasSuffix("set closed_through to a month from 2026-07 (the ledger's close) to 2026-09, or remove it. Nothing was written"), "\($0)")
+        }
+        // A config month the next run records is closed already.
+        try ws.write("iapledger.toml", TestWorkspace.defaultConfig + "\n[periods]\nclosed_through = \"2026-09\"\n")
+        XCTAssertThrowsError(try close("2026-08", asOf: "2026-10-02")) {
+            XCTAssertTrue("\($0)".contains("2026-08 is already closed: ") && "\($0)".contains("(recorded in the ledger by the next run)"), "\($0)")
+        }
+        XCTAssertEqual(ClosedPeriods.latestClosable(asOf: Day(iso: "2026-10-02")!, lastNight: Day(iso: "2026-09-30")!)?.description, "2026-09")
+        XCTAssertEqual(ClosedPeriods.latestClosable(asOf: Day(iso: "2026-10-02")!, lastNight: Day(iso: "2026-09-29")!)?.description, "2026-08")
+        XCTAssertEqual(ClosedPeriods.latestClosable(asOf: Day(iso: "2026-09-30")!, lastNight: Day(iso: "2026-09-30")!)?.description, "2026-08")
+        XCTAssertNil(ClosedPeriods.latestClosable(asOf: Day(iso: "2026-09-30")!, lastNight: nil))
+    }
+
     /// `close` says what the closed months' figures leave out: sales dated in them that still
     /// wait (here one for a rule, counted by book and reason with its date; a later one not
     /// counted) and receipt records still waiting for verification. A month with no such sale
@@ -559,7 +597,14 @@ final class TenureAndPeriodsTests: XCTestCase {
                               Receipt.item("P-1", purchased: "2026-10-21T10:00:00Z")]),
             Receipt.response([Receipt.item("S-1", purchased: "2026-10-22T10:00:00Z")], status: 21007),
         ].joined(separator: ",") + "]")
+        // Credits naming purchases the store never reported: one of October (its purchase may
+        // still arrive, and post late), one of November (not of the closed months).
+        try ws.write("inbox/orders/o.csv", ReconciliationTests.header
+                     + "ord-g1,acct-1,G-1,coins.100,1,100,2026-10-25T10:01:00Z,production,USA,,\n"
+                     + "ord-g2,acct-1,G-2,coins.100,1,100,2026-11-01T10:01:00Z,production,USA,,\n")
         try ws.run("2026-11-01")
+        XCTAssertEqual(try rows("SELECT category, order_id FROM exception WHERE resolved_on IS NULL AND category LIKE 'CREDITED%' ORDER BY 2"),
+                       [["CREDITED_WITHOUT_TRANSACTION", "ord-g1"], ["CREDITED_WITHOUT_TRANSACTION", "ord-g2"]])
         XCTAssertEqual(try rows("SELECT transaction_id, substr(pending_reason, 1, 12) FROM store_transaction WHERE sale_status = 'pending' ORDER BY 1"),
                        [["W-1", "MISSING_RULE"], ["W-2", "MISSING_RULE"]])
         let september = try close("2026-09", asOf: "2026-11-02")
@@ -570,7 +615,11 @@ final class TenureAndPeriodsTests: XCTestCase {
         XCTAssertTrue(october.description.contains("1 sale dated 2026-10-31 or earlier still waits"), october.description)
         XCTAssertTrue(october.description.contains("production: 1 waiting, MISSING_RULE (the earliest dated 2026-10-20)"), october.description)
         XCTAssertTrue(october.description.contains("1 receipt record still waits for verification"), october.description)
+        XCTAssertTrue(october.description.contains("  warning: 1 of the backend's credits dated 2026-10-31 or earlier is an open exception for a purchase the books do not hold: "
+                                                   + "1 names no purchase the store has reported (CREDITED_WITHOUT_TRANSACTION); if the store's records of it arrive, that sale posts late (`iapledger exceptions` lists them)"),
+                      october.description)
         XCTAssertFalse(september.description.contains("sale dated"), september.description)
+        XCTAssertFalse(september.description.contains("credits dated"), september.description)
     }
 
     /// A month is closed only once its last night has run, by `close` or by the config, and no
