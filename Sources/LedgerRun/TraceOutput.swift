@@ -28,9 +28,11 @@ public enum TraceOutput {
                 p.workbook = "\(dir)/\(t.book == Book.sandbox.rawValue ? "sandbox-journal" : "journal")-\(day).csv.gz"
                 p.sheet = "(CSV, line 1 the header)"
                 p.rows = p.rows.map { $0 - 4 + 1 }
+                p.headerRow = 1
             } else {
                 p.sheet = sheet.name
                 p.rows = p.rows.map { $0 + shift }
+                p.headerRow = 4 + shift
             }
             return p
         }
@@ -128,8 +130,16 @@ public enum TraceOutput {
                 } else if let book = t.book, let setDay = Day(iso: String((folder as NSString).lastPathComponent)),
                           case let later = try reader.entriesPosted(after: last, book: book, from: setDay.month.firstDay, through: setDay), later > 0 {
                     p.stale = "\(described(last)), before \(later) entr\(later == 1 ? "y" : "ies") of its month posted since: the rows are those it has when written again; \(again)"
-                } else if p.workbook.hasSuffix(".xlsx"), let names = WorkbookSheets.names(url), !names.contains(p.sheet) {
-                    p.stale = "its sheets as written are \(names.joined(separator: ", ")), none named \(p.sheet): the layouts have changed since it was written (\(described(last))); \(again)"
+                } else if p.workbook.hasSuffix(".xlsx"), let file = WorkbookSheets(url) {
+                    if !file.names.contains(p.sheet) {
+                        p.stale = "its sheets as written are \(file.names.joined(separator: ", ")), none named \(p.sheet): the layouts have changed since it was written (\(described(last))); \(again)"
+                    } else if let header = file.headerRows[p.sheet], header != p.headerRow {
+                        // Title or subtitle lines added or taken out since: every row moved by as many.
+                        p.rows = p.rows.map { $0 + header - p.headerRow }
+                        let d = abs(header - p.headerRow)
+                        p.rows_note = "rows as this file has them, its header on row \(header): the layouts changed since it was written (\(described(last))); written now, its header would be on row \(p.headerRow) and these rows \(d) \(header > p.headerRow ? "up" : "down"); \(again)"
+                        p.headerRow = header
+                    }
                 }
             }
             return p
@@ -250,7 +260,7 @@ public enum TraceOutput {
             for p in t.reports {
                 let month = (((p.workbook as NSString).deletingLastPathComponent as NSString).lastPathComponent).prefix(7)
                 line("  \(p.workbook), sheet \(p.sheet), rows \(p.rows.map(String.init).joined(separator: ", "))"
-                     + (p.stale.map { " (\($0))" }
+                     + (p.stale.map { " (\($0))" } ?? p.rows_note.map { " (\($0))" }
                         ?? (p.written == false
                             ? (p.registered.map { " (missing: iapledger wrote it (\($0)), and it is no longer under reports/: moved or deleted since; `iapledger report --period \(month)\(workspace)` writes it again)" }
                                ?? " (not written yet: `iapledger report --period \(month)\(workspace)` writes it)")

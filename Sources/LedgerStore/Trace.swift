@@ -124,7 +124,13 @@ public struct TransactionTrace: Encodable {
         /// are those the set has when written again), or, not there, its set written with
         /// another journal cap or layouts.
         public var stale: String? = nil
-        enum CodingKeys: String, CodingKey { case workbook, sheet, rows, written, registered, stale }
+        /// The sheet row of the Journal's header the rows are counted from (not shown in the
+        /// JSON): 4 in the shipped layout, as the layouts place it, or as the file has it.
+        public var headerRow: Int = 4
+        /// When the file's header is elsewhere than the layouts put it now (a layout changed
+        /// since it was written): the rows are the file's, and this says so.
+        public var rows_note: String? = nil
+        enum CodingKeys: String, CodingKey { case workbook, sheet, rows, written, registered, stale, rows_note }
     }
 
     public var transaction_id: String

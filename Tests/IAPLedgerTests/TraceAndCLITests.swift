@@ -831,6 +831,25 @@ final class TraceAndCLITests: XCTestCase {
                       && renamed.contains("none named Postings: the layouts have changed since it was written"), renamed)
         try original.write(to: layout, atomically: true, encoding: .utf8)
         XCTAssertFalse(try cli(["trace", sale, "--workspace", dir.path]).out.contains("its sheets as written"))
+        // A subtitle line added since (every row one lower in a file written now): the rows
+        // are the file's, found by its header's row, and trace says why (it gave the rows the
+        // new layout would have, one off, with no word: an auditor read another sale's rows).
+        let asWritten = placement["rows"] as! [Int]
+        try original.replacingOccurrences(of: "subtitle = [\n  \"Every posting", with: "subtitle = [\n  \"Prepared for the audit.\",\n  \"Every posting")
+            .write(to: layout, atomically: true, encoding: .utf8)
+        let moved = try cli(["trace", sale, "--format", "json", "--workspace", dir.path]).out
+        let movedPlacement = try XCTUnwrap(((try JSONSerialization.jsonObject(with: Data(moved.utf8)) as! [String: Any])["reports"] as! [[String: Any]]).first)
+        XCTAssertEqual(movedPlacement["rows"] as? [Int], asWritten)
+        XCTAssertEqual(movedPlacement["rows_note"] as? String, "rows as this file has them, its header on row 4: the layouts changed since it was written (written at \(try XCTUnwrap(try Ledger(path: dir.appendingPathComponent("ledger.sqlite").path, readOnly: true).read { try $0.reportFiles(path: "reports/2026-08-31/finance-2026-08-31.xlsx").last?.writtenAt })) by `iapledger report`); written now, its header would be on row 5 and these rows 1 down; `iapledger report --period 2026-08` writes it again")
+        XCTAssertEqual(try cli(["report", "--period", "2026-08", "--workspace", dir.path]).status, 0)
+        let rewritten = try cli(["trace", sale, "--format", "json", "--workspace", dir.path]).out
+        let newPlacement = try XCTUnwrap(((try JSONSerialization.jsonObject(with: Data(rewritten.utf8)) as! [String: Any])["reports"] as! [[String: Any]]).first)
+        XCTAssertEqual(newPlacement["rows"] as? [Int], asWritten.map { $0 + 1 })
+        XCTAssertNil(newPlacement["rows_note"])
+        let journalNow = try XLSXReader.sheets(finance)["Journal"]!
+        for row in newPlacement["rows"] as! [Int] { XCTAssertEqual(journalNow[row - 1][5], sale, "row \(row)") }
+        try original.write(to: layout, atomically: true, encoding: .utf8)
+        XCTAssertEqual(try cli(["report", "--period", "2026-08", "--workspace", dir.path]).status, 0)
         // A journal cap lowered after the set was written: trace places the postings in the CSV
         // export, which the set as written has not (it said "not written yet").
         try TestWorkspace.appendText(dir.appendingPathComponent("iapledger.toml"), "\n[reports]\njournal_row_cap = 5\n")
