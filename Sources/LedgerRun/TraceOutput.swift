@@ -348,14 +348,24 @@ public enum TraceOutput {
                 }
             }
         }
+        if let naming = o.records_naming_it {
+            out += "No line of the backend's orders files names it; store records naming it (their receipt wrapper's order_id) (\(naming.count)):\n"
+            for r in naming {
+                out += "  \(r.path):\(r.line) \(r.outcome), read \(r.read_on)"
+                    + (r.transaction_ids.isEmpty ? "" : ": transaction\(r.transaction_ids.count == 1 ? "" : "s") \(r.transaction_ids.joined(separator: ", "))") + "\n"
+            }
+        }
         out += "Exceptions (\(o.exceptions.count)):\n"
         for x in o.exceptions {
             // An order's exceptions may be about different transactions (its versions named several).
             let about = ", " + (x.transaction_id.map { "transaction \($0)" } ?? "no transaction")
             out += "  \(x.category) \(x.status)\(about), first seen \(x.first_seen), last seen \(x.last_seen)\(x.resolved_on.map { ", resolved \($0)" } ?? ""): \(x.detail)\n"
         }
-        if let t = o.transaction { out += "The transaction it names:\n" + text(t, indent: "  ", workspace: workspace) }
-        else if o.versions.isEmpty {
+        if let t = o.transaction {
+            out += (o.versions.isEmpty ? "The transaction its records report:\n" : "The transaction it names:\n") + text(t, indent: "  ", workspace: workspace)
+        } else if o.records_naming_it != nil {
+            out += "Its records report \(Set(o.records_naming_it!.flatMap(\.transaction_ids)).count > 1 ? "several transactions (`iapledger trace <id>\(workspace)` for each)" : "no transaction the ledger holds").\n"
+        } else if o.versions.isEmpty {
             out += "No line of it was taken (only the lines not taken, above): it credits nothing in the ledger until a valid line of it is read.\n"
         } else if let id = o.versions.last?.transaction_id, !id.isEmpty {
             out += "It names transaction \(id), which the ledger does not know (no record of it was read).\n"

@@ -268,9 +268,20 @@ public struct OrderTrace: Encodable {
         /// The line's text as it was read, when asked for.
         public var text: String?
     }
+    /// A store record (a receipt response's wrapper) that names the order: an order no line
+    /// of the backend's orders files names is known from these alone.
+    public struct RecordNamingIt: Encodable {
+        public var path: String
+        public var line: Int
+        public var outcome: String
+        public var read_on: String
+        public var transaction_ids: [String]
+    }
     public var order_id: String
     public var versions: [TransactionTrace.Order]
     public var lines_not_taken: [LineNotTaken]
+    /// Only for an order no orders line names (left out otherwise).
+    public var records_naming_it: [RecordNamingIt]? = nil
     public var transaction: TransactionTrace?
     public var exceptions: [TransactionTrace.Exception]
 }
@@ -386,12 +397,7 @@ extension LedgerReader {
         return RecordTrace(path: path, line: line, records: try rows.map { r in
             let id: Int64 = r[0]
             let text = try recordText(id) ?? Self.unreadableText
-            let transactions = try String.fetchAll(db, sql: """
-                SELECT transaction_id FROM store_transaction WHERE first_record_id = ?1
-                UNION SELECT transaction_id FROM transaction_source WHERE record_id = ?1
-                UNION SELECT transaction_id FROM unverified_record_transaction WHERE record_id = ?1
-                ORDER BY 1
-                """, arguments: [id])
+            let transactions = try recordTransactions(id)
             return .init(record_id: id, sha256: r[1], read_on: r[2], record_sha256: r[3],
                          text_holds: Self.textHolds(text, recordSHA256: r[3], fileSHA256: r[1], inChunk: r[11], outcome: r[4], reasonCode: r[5]),
                          outcome: r[4], reason_code: r[5], reason: r[6], environment: r[7], resolved_on: r[8], resolution: r[9],
@@ -424,13 +430,38 @@ extension LedgerReader {
             GROUP BY r2.id ORDER BY r2.id
             """), arguments: [orderId]).map {
             OrderTrace.LineNotTaken(path: $0[0], line: $0[1], outcome: $0[2],
-                                    reason: "a file sent again (the same bytes as \($0[3] as String), read before): its lines make no new version, since they would bring back what later versions replaced",
+                                    reason: "a file sent again (the same bytes as \($0[3] as String), read before): its lines make no new version (a file sent again is not taken again, as its lines could bring back what later versions replaced)",
                                     read_on: $0[4], resolved_on: nil, resolution: nil, text: withText ? try recordText($0[5]) : nil)
         }
-        guard !versions.isEmpty || !notTaken.isEmpty else { return nil }
+        // An order no orders line names may be named by a receipt's wrapper (its `order_id`):
+        // traced from those records (a lost order, the backend's credit never sent). Looked for
+        // only then (the verified records have no index by order).
+        let naming = versions.isEmpty && notTaken.isEmpty ? try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT f.path, r.line, r.outcome, run.as_of, r.id
+            FROM source_record r JOIN source_file f ON f.id = r.file_id JOIN run ON run.id = f.run_id
+            WHERE r.order_id = ? AND f.kind <> 'orders' ORDER BY r.id
+            """), arguments: [orderId]).map { r in
+            OrderTrace.RecordNamingIt(path: r[0], line: r[1], outcome: r[2], read_on: r[3], transaction_ids: try recordTransactions(r[4]))
+        } : []
+        guard !versions.isEmpty || !notTaken.isEmpty || !naming.isEmpty else { return nil }
+        // The transaction the order names; one known only from records, the one they report.
+        let named = versions.last.map { $0.transaction_id } ?? Set(naming.flatMap(\.transaction_ids)).first.flatMap { id in
+            Set(naming.flatMap(\.transaction_ids)).count == 1 ? id : nil
+        }
         return OrderTrace(order_id: orderId, versions: versions, lines_not_taken: notTaken + sentAgain,
-                          transaction: try versions.last?.transaction_id.flatMap { try traceTransaction($0, asOf: asOf, withText: withText) },
+                          records_naming_it: naming.isEmpty ? nil : naming,
+                          transaction: try named.flatMap { try traceTransaction($0, asOf: asOf, withText: withText) },
                           exceptions: try traceExceptions(where: "order_id = ?", orderId))
+    }
+
+    /// The transactions a record reports or names (stored from it, or waiting for a verified record).
+    func recordTransactions(_ recordId: Int64) throws -> [String] {
+        try String.fetchAll(db.cachedStatement(sql: """
+            SELECT transaction_id FROM store_transaction WHERE first_record_id = ?1
+            UNION SELECT transaction_id FROM transaction_source WHERE record_id = ?1
+            UNION SELECT transaction_id FROM unverified_record_transaction WHERE record_id = ?1
+            ORDER BY 1
+            """), arguments: [recordId])
     }
 
     func orderVersions(where condition: String, _ value: String, withText: Bool = false) throws -> [TransactionTrace.Order] {

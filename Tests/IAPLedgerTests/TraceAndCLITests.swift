@@ -871,6 +871,32 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertEqual((t["findings"] as! [[String: Any]]).map { $0["code"] as! String }, ["INVALID_TRANSACTION"])
     }
 
+    /// An order known only from a receipt's wrapper (`order_id`, no orders line: a lost order)
+    /// is traced: the records naming it and the transaction they report. The FILE:LINE trace
+    /// offered `iapledger trace <order>`, which said no such id.
+    func testAnOrderNamedOnlyByAReceiptWrapperIsTraced() throws {
+        let wrapped = "{\"response\": " + Receipt.response([Receipt.item("7301", purchased: "2026-10-05T10:00:00Z")])
+            + ", \"received_at\": \"2026-10-05T10:00:05Z\", \"account_id\": \"acct-73\", \"order_id\": \"ord-x-9\"}"
+        try ws.write("inbox/receipts/odd.jsonl", Receipt.response([Receipt.item("7300", purchased: "2026-10-05T09:00:00Z")]) + "\n" + wrapped + "\n")
+        try ws.run("2026-10-06")
+        let record = try cli(["trace", "inbox/receipts/odd.jsonl:2", "--workspace", ws.root.path])
+        XCTAssertTrue(record.out.contains("order: ord-x-9 (`iapledger trace ord-x-9"), record.out)
+        let r = try cli(["trace", "ord-x-9", "--workspace", ws.root.path])
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertTrue(r.out.contains("No line of the backend's orders files names it; store records naming it (their receipt wrapper's order_id) (1):\n  inbox/receipts/odd.jsonl:2 verified, read 2026-10-06: transaction 7301\n"), r.out)
+        XCTAssertTrue(r.out.contains("The transaction its records report:\n  Transaction 7301"), r.out)
+        let json = try JSONSerialization.jsonObject(with: Data(try cli(["trace", "ord-x-9", "--format", "json", "--workspace", ws.root.path]).out.utf8)) as! [String: Any]
+        XCTAssertEqual((json["records_naming_it"] as? [[String: Any]])?.map { "\($0["path"]!):\($0["line"]!) \(($0["transaction_ids"] as? [String]) ?? [])" },
+                       ["inbox/receipts/odd.jsonl:2 [\"7301\"]"])
+        XCTAssertEqual((json["transaction"] as? [String: Any])?["transaction_id"] as? String, "7301")
+        // An order its orders lines name has no such list.
+        try ws.write("inbox/orders/o.csv", ReconciliationTests.header + "ord-x-9,acct-73,7301,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n")
+        try ws.run("2026-10-07")
+        let named = try JSONSerialization.jsonObject(with: Data(try cli(["trace", "ord-x-9", "--format", "json", "--workspace", ws.root.path]).out.utf8)) as! [String: Any]
+        XCTAssertNil(named["records_naming_it"])
+        XCTAssertEqual((named["versions"] as? [Any])?.count, 1)
+    }
+
     func testTraceOfAnUnknownIdSaysSoAndFails() throws {
         try refundedReconciledWorkspace()
         let r = try cli(["trace", "no-such-id", "--workspace", ws.root.path])
