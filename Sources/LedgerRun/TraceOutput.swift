@@ -79,6 +79,9 @@ public enum TraceOutput {
                 }
             },
             paid_days: days, posted_with_days: postedWith)
+        out.subscription?.later_transaction_ids = chain.map(\.observation)
+            .filter { ($0.purchaseMs, $0.transactionId) > (stored.observation.purchaseMs, stored.observation.transactionId) }
+            .map(\.transactionId)
         return out
     }
 
@@ -220,6 +223,12 @@ public enum TraceOutput {
             if let posted = sub.posted_with_days, posted != sub.paid_days {
                 line("  (its sale was posted with \(posted) paid days: periods of the chain arrived or were refunded after it was posted, or the tenure settings changed; a posted sale keeps its rate)")
             }
+            if !sub.later_transaction_ids.isEmpty {
+                let n = sub.later_transaction_ids.count
+                line("  later in the subscription: \(n) transaction\(n == 1 ? "" : "s") purchased after this one, "
+                     + sub.later_transaction_ids.prefix(10).joined(separator: ", ") + (n > 10 ? ", ... (\(n - 10) more)" : "")
+                     + " (`iapledger trace <id>\(workspace)` for each)")
+            }
         }
         line("Entries (\(t.entries.count)):")
         for e in t.entries {
@@ -303,6 +312,25 @@ public enum TraceOutput {
         for piece in text.utf8.split(separator: 0x0A, omittingEmptySubsequences: false) {
             out.append(indent + "  | " + String(decoding: piece, as: UTF8.self))
         }
+    }
+
+    /// An id that is no transaction's or order's own but the original transaction id of some:
+    /// a subscription whose first purchase the ledger has not read (or read under another id).
+    public static func subscription(_ originalId: String, _ items: [(id: String, book: String, purchaseMs: Int64, product: String, status: String)],
+                                    json asJSON: Bool, workspace: String = "") -> String {
+        if asJSON {
+            struct Item: Encodable { var transaction_id, book, purchase_date, product_id, status: String }
+            struct Out: Encodable { var original_transaction_id: String; var transactions: [Item] }
+            return json(Out(original_transaction_id: originalId, transactions: items.map {
+                Item(transaction_id: $0.id, book: $0.book, purchase_date: instant($0.purchaseMs), product_id: $0.product, status: $0.status)
+            }))
+        }
+        var out = ["Original transaction \(originalId): no transaction or order has this id; it is the original transaction id of \(items.count) transaction\(items.count == 1 ? "" : "s") in the ledger (a subscription's purchase and renewals; its first purchase, whose id this is, has not been read):"]
+        for i in items {
+            out.append("  \(i.id)  \(instant(i.purchaseMs))  \(i.product)  \(i.book)  \(i.status)")
+        }
+        out.append("`iapledger trace <id>\(workspace)` traces each (the latest shows the subscription's tenure: its paid days before it)")
+        return out.map(TerminalText.visible).joined(separator: "\n") + "\n"
     }
 
     public static func text(_ t: RecordTrace, workspace: String = "") -> String {

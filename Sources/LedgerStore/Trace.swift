@@ -213,6 +213,8 @@ public struct TransactionTrace: Encodable {
         public var paid_days: Int
         /// The days the sale's own entry was posted with (from its applied rules), when it says.
         public var posted_with_days: Int?
+        /// The subscription's transactions purchased after this one (its renewals), in order.
+        public var later_transaction_ids: [String] = []
         public init(original_transaction_id: String?, grace_days: Int, reduced_after_days: Int, steps: [Step], paid_days: Int,
                     posted_with_days: Int?) {
             self.original_transaction_id = original_transaction_id
@@ -452,6 +454,15 @@ extension LedgerReader {
                           records_naming_it: naming.isEmpty ? nil : naming,
                           transaction: try named.flatMap { try traceTransaction($0, asOf: asOf, withText: withText) },
                           exceptions: try traceExceptions(where: "order_id = ?", orderId))
+    }
+
+    /// The transactions whose original transaction id is `originalId` (a subscription's), in
+    /// purchase order: what `trace` lists for an id that is no transaction's or order's own.
+    public func subscriptionTransactions(originalId: String) throws -> [(id: String, book: String, purchaseMs: Int64, product: String, status: String)] {
+        try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT transaction_id, book, purchase_ms, product_id, sale_status FROM store_transaction
+            WHERE original_transaction_id = ? ORDER BY purchase_ms, transaction_id
+            """), arguments: [originalId]).map { ($0[0], $0[1], $0[2], $0[3], $0[4]) }
     }
 
     /// The transactions a record reports or names (stored from it, or waiting for a verified record).

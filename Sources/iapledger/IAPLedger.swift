@@ -649,6 +649,11 @@ struct Trace: ParsableCommand {
                         }
                     }
                 }
+                // A subscription's original transaction id, its first purchase not read.
+                let subscription = try r.subscriptionTransactions(originalId: id)
+                if !subscription.isEmpty {
+                    return TraceOutput.subscription(id, subscription, json: format == .json, workspace: ws.argument)
+                }
                 return nil
             }
             guard let found else {

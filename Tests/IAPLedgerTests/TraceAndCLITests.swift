@@ -897,6 +897,27 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertEqual((named["versions"] as? [Any])?.count, 1)
     }
 
+    /// A subscription's original transaction id, its first purchase never read, is traced to
+    /// the subscription's transactions (it said no such id); a renewal's trace names the
+    /// renewals after it (only those before it were shown, in its tenure).
+    func testASubscriptionsOriginalIdListsItsTransactions() throws {
+        try ws.write("inbox/receipts/s.jsonl", Receipt.response([
+            Receipt.item("S-2", product: "vip.monthly", purchased: "2026-09-01T10:00:00Z", original: "S-1", expires: "2026-10-01T10:00:00Z"),
+            Receipt.item("S-3", product: "vip.monthly", purchased: "2026-10-01T10:00:00Z", original: "S-1", expires: "2026-11-01T10:00:00Z"),
+        ]) + "\n")
+        try ws.run("2026-10-06")
+        let r = try cli(["trace", "S-1", "--workspace", ws.root.path])
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertTrue(r.out.hasPrefix("Original transaction S-1: no transaction or order has this id; it is the original transaction id of 2 transactions in the ledger"), r.out)
+        XCTAssertTrue(r.out.contains("\n  S-2  2026-09-01T10:00:00Z  vip.monthly  production  posted\n  S-3  2026-10-01T10:00:00Z  vip.monthly  production  posted\n"), r.out)
+        let json = try JSONSerialization.jsonObject(with: Data(try cli(["trace", "S-1", "--format", "json", "--workspace", ws.root.path]).out.utf8)) as! [String: Any]
+        XCTAssertEqual((json["transactions"] as? [[String: Any]])?.map { $0["transaction_id"] as! String }, ["S-2", "S-3"])
+        let second = try cli(["trace", "S-2", "--workspace", ws.root.path]).out
+        XCTAssertTrue(second.contains("  later in the subscription: 1 transaction purchased after this one, S-3 (`iapledger trace <id> --workspace"), second)
+        XCTAssertFalse(try cli(["trace", "S-3", "--workspace", ws.root.path]).out.contains("later in the subscription"))
+        XCTAssertEqual(try cli(["trace", "S-9", "--workspace", ws.root.path]).status, 1)
+    }
+
     func testTraceOfAnUnknownIdSaysSoAndFails() throws {
         try refundedReconciledWorkspace()
         let r = try cli(["trace", "no-such-id", "--workspace", ws.root.path])
