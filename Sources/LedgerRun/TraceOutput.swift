@@ -162,6 +162,12 @@ public enum TraceOutput {
         return o
     }
 
+    /// An order version's storefront (what prices a sale with none of its own) and account
+    /// token, where it has them.
+    static func orderDetails(_ o: TransactionTrace.Order) -> String {
+        (o.storefront.map { ", storefront \($0)" } ?? "") + (o.app_account_token.map { ", token \($0)" } ?? "")
+    }
+
     public static func json<T: Encodable>(_ value: T) -> String {
         let enc = JSONEncoder()
         enc.outputFormatting = [.prettyPrinted, .sortedKeys]
@@ -248,7 +254,7 @@ public enum TraceOutput {
         for o in t.orders {
             // A version naming another transaction (or none): the credit moved away from this one.
             let elsewhere = o.transaction_id == t.transaction_id ? "" : ", names \(o.transaction_id.map { "transaction \($0)" } ?? "no transaction"), not this one"
-            line("  \(o.order_id) v\(o.version) \(o.path):\(o.line): account \(o.account_id)\(elsewhere), \(o.product_id) x \(o.quantity), \(o.credited_units) units, \(o.environment), credited \(o.credited_at)" + (o.reversed_at.map { ", reversed \($0)" } ?? ""))
+            line("  \(o.order_id) v\(o.version) \(o.path):\(o.line): account \(o.account_id)\(elsewhere), \(o.product_id) x \(o.quantity), \(o.credited_units) units, \(o.environment)\(orderDetails(o)), credited \(o.credited_at)" + (o.reversed_at.map { ", reversed \($0)" } ?? ""))
             if let text = o.text { sourceText(text, indent: indent + "    ", into: &out) }
         }
         if let r = t.reconciliation, !r.note.isEmpty { line("Reconciliation with the backend's orders: \(r.note)") }
@@ -361,7 +367,7 @@ public enum TraceOutput {
             out += lines.joined(separator: "\n") + "\n"
         }
         for v in o.versions {
-            out += "  v\(v.version) \(v.path):\(v.line): account \(v.account_id), transaction \(v.transaction_id ?? "(none)"), \(v.product_id) x \(v.quantity), \(v.credited_units) units, \(v.environment), credited \(v.credited_at)\(v.reversed_at.map { ", reversed \($0)" } ?? "")\n"
+            out += "  v\(v.version) \(v.path):\(v.line): account \(v.account_id), transaction \(v.transaction_id ?? "(none)"), \(v.product_id) x \(v.quantity), \(v.credited_units) units, \(v.environment)\(orderDetails(v)), credited \(v.credited_at)\(v.reversed_at.map { ", reversed \($0)" } ?? "")\n"
             textLines(v.text)
         }
         if !o.lines_not_taken.isEmpty {

@@ -895,6 +895,9 @@ final class TraceAndCLITests: XCTestCase {
         let named = try JSONSerialization.jsonObject(with: Data(try cli(["trace", "ord-x-9", "--format", "json", "--workspace", ws.root.path]).out.utf8)) as! [String: Any]
         XCTAssertNil(named["records_naming_it"])
         XCTAssertEqual((named["versions"] as? [Any])?.count, 1)
+        // Its line says the storefront it gives the sale (the text left it to the JSON).
+        XCTAssertTrue(try cli(["trace", "ord-x-9", "--workspace", ws.root.path]).out.contains(" x 1, 100 units, production, storefront USA, credited 2026-10-05T10:01:00Z"))
+        XCTAssertTrue(try cli(["trace", "7301", "--workspace", ws.root.path]).out.contains("ord-x-9 v1 inbox/orders/o.csv:2: account acct-73, coins.100 x 1, 100 units, production, storefront USA, credited"))
     }
 
     /// A subscription's original transaction id, its first purchase never read, is traced to
