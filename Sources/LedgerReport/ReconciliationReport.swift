@@ -89,17 +89,25 @@ public struct ReconciliationReport {
         // SANDBOX_CREDITED_IN_PRODUCTION alone, in no other category's amount nor the total
         // (no production total holds sandbox figures, accounting.md).
         let sandbox = try reader.sandboxTransactions(of: Set(open.filter { $0.netReportingMinor != nil }.map(\.transactionId)))
+        // Each sale's net once: a sale two orders still credit after its refund is two
+        // exceptions of one sale (and one in two categories counts once in the total).
+        var totalSales: [String: Int64] = [:]
         for c in ExceptionCategory.allCases where state != nil {
             let list = open.filter { $0.category == c.rawValue }
-            let amounts = list.filter { c == .sandboxCreditedInProduction || !sandbox.contains($0.transactionId) }.compactMap(\.netReportingMinor)
+            var sales: [String: Int64] = [:]
+            for x in list where c == .sandboxCreditedInProduction || !sandbox.contains(x.transactionId) {
+                if let net = x.netReportingMinor { sales[x.transactionId] = net }
+            }
+            let amounts = Array(sales.values)
             let amount = amounts.reduce(0, +)
+            if c != .sandboxCreditedInProduction { totalSales.merge(sales) { a, _ in a } }
             let new = list.filter { $0.firstSeen == asOf }.count
             // No amount to show (none of its exceptions names a booked sale) is an empty cell, not 0.
             rows.append(SheetRow([.text(c.rawValue), .text(c.meaning), .integer(Int64(list.count)), .integer(Int64(new)),
                                   !list.isEmpty && amounts.isEmpty ? .empty : .money(minor: amount, decimals: rd)]))
             totalCount += Int64(list.count)
-            if c != .sandboxCreditedInProduction { totalAmount += amount }
         }
+        totalAmount = totalSales.values.reduce(0, +)
         if state != nil {
             rows.append(SheetRow([.text("Total open exceptions (amount: production sales only)"), .empty, .integer(totalCount),
                                   .integer(Int64(open.filter { $0.firstSeen == asOf }.count)), .money(minor: totalAmount, decimals: rd)],

@@ -286,6 +286,33 @@ final class ReconciliationTests: XCTestCase {
         XCTAssertEqual(amount("Total open exceptions (amount: production sales only)"), "0")
     }
 
+    /// The Summary's amounts are the net of the sales the exceptions name, each sale once: a
+    /// refunded sale two orders still credit (two exceptions) is one sale's net in its category,
+    /// and a sale in two categories once in the total (they were summed per exception: 1.98
+    /// for one 0.99 sale, and the total 3.96 for two sales of 1.98).
+    func testTheSummarysAmountsCountEachSaleOnce() throws {
+        try ws.write("inbox/receipts/r.jsonl", [
+            Receipt.response([Receipt.item("k1", purchased: "2026-10-05T10:00:00Z", cancelled: "2026-10-06T10:00:00Z")]),
+            Receipt.response([Receipt.item("k3", purchased: "2026-10-05T10:00:00Z")]),
+        ].joined(separator: "\n") + "\n")
+        try ws.write("inbox/orders/o.csv", Self.header + """
+            o-k1a,acct-1,k1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,
+            o-k1b,acct-1,k1,coins.100,1,100,2026-10-05T10:02:00Z,production,USA,,
+
+            """)
+        let r = try ws.run("2026-10-07")
+        XCTAssertEqual(Set(try exceptionsJSON().map { "\($0["category"]!) \($0["transaction_id"] as? String ?? "null") \($0["order_id"] as? String ?? "null")" }),
+                       ["REFUNDED_STILL_CREDITED k1 o-k1a", "REFUNDED_STILL_CREDITED k1 o-k1b", "DUPLICATE_CREDIT k1 o-k1b", "NOT_CREDITED k3 null"])
+        let summary = try XCTUnwrap(try XLSXReader.sheets(r.workbooks[2])["Summary"])
+        func row(_ first: String) -> [String]? { summary.first { $0.first == first } }
+        XCTAssertEqual(row("REFUNDED_STILL_CREDITED")?[2], "2")
+        XCTAssertEqual(row("REFUNDED_STILL_CREDITED")?[4], "0.99", "one sale, credited twice")
+        XCTAssertEqual(row("DUPLICATE_CREDIT")?[4], "0.99")
+        XCTAssertEqual(row("NOT_CREDITED")?[4], "0.99")
+        XCTAssertEqual(row("Total open exceptions (amount: production sales only)")?[2], "4")
+        XCTAssertEqual(row("Total open exceptions (amount: production sales only)")?[4], "1.98", "k1 and k3, each once")
+    }
+
     func testEveryCategoryThroughTheNightlyRun() throws {
         try ws.write("inbox/receipts/r.jsonl", [
             Receipt.response([Receipt.item("m1", purchased: "2026-10-05T10:00:00Z", token: "tok-1")]),     // matched
