@@ -12,6 +12,9 @@ public struct CSVError: Error, CustomStringConvertible {
     public var message: String
     /// The text of the row's first line (for a row refused on its own).
     public var raw: Substring = ""
+    /// The row's fields read whole before the one that broke the quoting rules (for a row
+    /// refused on its own): an order id among them still names its order.
+    public var fieldsBefore: [String] = []
     public var description: String { "line \(line): \(message)" }
 }
 
@@ -111,7 +114,10 @@ public enum CSV {
                 } else {
                     message = "a quoted field is never closed"
                 }
-                rows.append(.failure(CSVError(line: rowLine, message: message, raw: s[rowStart..<rawEnd])))
+                // The fields before the broken one, each read whole on the row's first line
+                // (a field closed on a later line may hold the rest of the file: none then).
+                rows.append(.failure(CSVError(line: rowLine, message: message, raw: s[rowStart..<rawEnd],
+                                              fieldsBefore: line > rowLine ? [] : fields)))
                 i = firstLineEnd < u.endIndex ? u.index(after: firstLineEnd) : firstLineEnd
                 line = rowLine + 1
                 continue

@@ -57,9 +57,17 @@ public enum OrderReader {
         } catch {
             return ([], Finding(code: "BAD_CSV", message: "\(error)", location: SourceLocation(path: path, line: 1)), nil)
         }
+        // A row broken by a stray quote names its order when `order_id` comes before the break:
+        // the valid line of the order read later resolves it.
+        let orderColumn = table.header.firstIndex { CSV.trimmed($0) == "order_id" }
         let bad = table.badRows.map { e in
             OrderRow(line: e.line, raw: e.raw, result: .failure(Finding(code: "BAD_CSV", message: e.message,
-                                                                        location: SourceLocation(path: path, line: e.line))))
+                                                                        location: SourceLocation(path: path, line: e.line))),
+                     orderId: orderColumn.flatMap { i in
+                         guard i < e.fieldsBefore.count else { return nil }
+                         let id = CSV.trimmed(e.fieldsBefore[i])
+                         return !id.isEmpty && StoreBounds.plausibleIdentifier(id) ? id : nil
+                     })
         }
         var rows = (table.rows.map { row in
             OrderRow(line: row.line, raw: row.raw, result: parse(row, table), orderId: namedOrder(row, table))

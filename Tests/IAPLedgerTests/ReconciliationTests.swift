@@ -1,5 +1,6 @@
 import XCTest
 @testable import LedgerCore
+import LedgerRead
 @testable import LedgerReconcile
 @testable import LedgerRun
 @testable import LedgerStore
@@ -397,6 +398,34 @@ final class ReconciliationTests: XCTestCase {
         let xml = try XLSXParts.read(url, "xl/worksheets/sheet\(index).xml")
         XCTAssertTrue(xml.contains("<autoFilter ref=\"A4:E6\""), xml)
         XCTAssertTrue(xml.contains("ySplit=\"4\""), "header frozen")
+    }
+
+    /// A line broken by a stray quote after its `order_id` names its order (the fields before
+    /// the break are whole), so the corrected line of the order read later resolves it; it
+    /// named none, and stayed on the Rejected sheet until dismissed. A break before the order
+    /// id, or a quote left open over several lines, names none.
+    func testALineBrokenByAQuoteAfterItsOrderIdIsResolvedByItsCorrection() throws {
+        try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("U1", purchased: "2026-10-05T10:00:00Z"),
+                                                                  Receipt.item("U2", purchased: "2026-10-05T10:00:00Z")]) + "\n")
+        try ws.write("inbox/orders/o1.csv", "order_id,account_id,transaction_id,product_id,quantity,credited_units,credited_at,environment\n"
+                     + "o-u1,acct-1,U1,coins.100 \"promo\",1,100,2026-10-05T10:01:00Z,production\n"
+                     + "o-u2,acct-1,\"U2\"x,coins.100,1,100,2026-10-05T10:01:00Z,production\n"
+                     + "x\"o-u3\",acct-1,U3,coins.100,1,100,2026-10-05T10:01:00Z,production\n")
+        try ws.run("2026-10-06")
+        let ledger = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path)
+        XCTAssertEqual(try ledger.read { try $0.rawRows("SELECT line, reason_code, coalesce(order_id, '-') FROM source_record WHERE outcome = 'rejected' ORDER BY line") },
+                       [["2", "BAD_CSV", "o-u1"], ["3", "BAD_CSV", "o-u2"], ["4", "BAD_CSV", "-"]])
+        try ws.write("inbox/orders/o2.csv", Self.header
+                     + "o-u1,acct-1,U1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n"
+                     + "o-u2,acct-1,U2,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n")
+        let r = try ws.run("2026-10-07")
+        let rejected = try XCTUnwrap(try XLSXReader.sheets(r.workbooks[2])["Rejected"]).dropFirst(4).map { $0[0] }
+        XCTAssertEqual(rejected, ["inbox/orders/o1.csv:4"], "the two lines naming their orders are resolved")
+        let fieldsBefore = CSV.parseRows("a,b\"c,d\n")
+        guard case .failure(let e)? = fieldsBefore.first else { return XCTFail("\(fieldsBefore)") }
+        XCTAssertEqual(e.fieldsBefore, ["a"])
+        guard case .failure(let open)? = CSV.parseRows("a,\"b\nc,d\"x,e\n").first else { return XCTFail() }
+        XCTAssertEqual(open.fieldsBefore, [], "a quote open over lines: nothing taken from later lines")
     }
 
     func testLostOrderLifecycleOverThreeNights() throws {
