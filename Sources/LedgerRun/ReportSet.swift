@@ -48,10 +48,11 @@ struct ReportSet {
                 report.journalRowCap = config.journalRowCap
                 report.shared = shared
                 var exports: [ReportFile] = []
+                let exportName = (book == .production ? "journal-" : "sandbox-journal-") + "\(asOf).csv.gz"
                 // Past the cap, the full journal goes beside the workbook with the Journal sheet's
                 // columns; a layout without the Journal sheet has no journal to export.
                 if try report.journalOverCap(), let journal = try report.laidOutJournalTable() {
-                    let name = (book == .production ? "journal-" : "sandbox-journal-") + "\(asOf).csv.gz"
+                    let name = exportName
                     // An export made from the same entries and columns is the same file: kept
                     // (the month before, most nights), once checked whole.
                     let inputs = try report.journalExportInputs(journal)
@@ -65,6 +66,17 @@ struct ReportSet {
                     exports.append(ReportFile(url: csv.url, kept: kept != nil))
                 }
                 try XLSXWriter.write(try report.workbook(), to: url, tempDirectory: workspace.tempURL)
+                // A set written again with no export (the cap raised, or lifted, since): the export
+                // an earlier write of it left is no longer the set's, and goes, once this
+                // workbook is in place (only a file iapledger wrote there: its registration
+                // stays in the ledger).
+                if exports.isEmpty {
+                    let stale = dir.appendingPathComponent(exportName)
+                    if FileManager.default.fileExists(atPath: stale.path), let sha = try? LineReader.hash(stale.path).sha256,
+                       try reader.reportFiles(path: workspace.relative(stale)).contains(where: { $0.sha256 == sha }) {
+                        try FileManager.default.removeItem(at: stale)
+                    }
+                }
                 return [ReportFile(url: url)] + exports
             })
         }

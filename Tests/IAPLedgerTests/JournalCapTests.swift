@@ -5,6 +5,7 @@ import ZIPFoundation
 @testable import LedgerCore
 @testable import LedgerReport
 @testable import LedgerRun
+import LedgerStore
 @testable import LedgerWrite
 
 /// Big periods: past the row cap the Journal sheet says so and the full journal is written
@@ -41,6 +42,20 @@ final class JournalCapTests: XCTestCase {
         XCTAssertEqual(shaRow[1], Hashing.sha256Hex(try Data(contentsOf: gz)))
         // Summary sheets stay complete.
         XCTAssertEqual(book["Revenue by Product"]!.first { $0.first == "Total" }?[2], "4")
+
+        // The set written again with the cap raised: its Journal holds every posting, and the
+        // export an earlier write left goes (it stayed beside the workbook, listed nowhere).
+        // A file of that name iapledger did not write is left alone.
+        try ws.write("iapledger.toml", TestWorkspace.defaultConfig)
+        let again = try ws.run("2026-10-07")
+        XCTAssertFalse(again.workbooks.contains { $0.lastPathComponent.hasSuffix(".csv.gz") })
+        XCTAssertFalse(FileManager.default.fileExists(atPath: gz.path), "the stale export is gone")
+        XCTAssertEqual(try XLSXReader.sheets(again.workbooks.first { $0.lastPathComponent.hasPrefix("finance-") }!)["Journal"]!.count, 4 + 12)
+        XCTAssertEqual(try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path).read { try $0.reportFiles(path: "reports/2026-10-07/journal-2026-10-07.csv.gz").count }, 1,
+                       "its registration stays")
+        try Data("not ours".utf8).write(to: gz)
+        _ = try ws.run("2026-10-07")
+        XCTAssertEqual(try String(contentsOf: gz, encoding: .utf8), "not ours")
     }
 
     /// The month before's journal export, written again every night while that month is open,
