@@ -87,18 +87,22 @@ public struct FinanceReport {
     public func creditedInProductionSheet() throws -> SheetContent {
         // A day no night had reached: nothing was reconciled then, which an empty list would
         // have shown as a clean month (as the reconciliation workbook of that date says).
-        guard try reader.lastRun(onOrBefore: asOf) != nil else {
+        guard let state = try reader.lastRun(onOrBefore: asOf) else {
             let note = "Not reconciled: no night had run on or before \(asOf), so nothing was checked by then; the sets of the nights that read this day's data list what they found"
             return SheetContent(key: "credited_in_production", tables: [TableBlock(
                 key: "credits", columns: ReportSchema.creditedInProduction,
                 rows: [SheetRow([.text(note)] + Array(repeating: .empty, count: ReportSchema.creditedInProduction.count - 1))])])
         }
         let found = try reader.exceptions(status: "all", category: "SANDBOX_CREDITED_IN_PRODUCTION").filter { $0.firstSeen <= asOf }
+        // A sale a later run booked (it waited for its rule) shows no amount, as in the
+        // reconciliation workbook of the same date: it was not booked then.
+        let later = try reader.salesPosted(afterRun: state.id, of: Set(found.filter { $0.grossMinor != nil }.map(\.transactionId)))
         let rows = found.map { e -> SheetRow in
-            let amount: Cell = e.grossMinor.map { .money(minor: $0, decimals: decimals(e.currency ?? reportingCurrency)) } ?? .empty
+            let booked = !later.contains(e.transactionId)
+            let amount: Cell = e.grossMinor.flatMap { booked ? .money(minor: $0, decimals: decimals(e.currency ?? reportingCurrency)) : nil } ?? .empty
             let resolved = e.resolvedOn.flatMap { $0 <= asOf ? $0 : nil }
             return SheetRow([.text(e.transactionId), .text(e.orderId ?? ""), .text(e.accountId ?? ""), .text(e.productId ?? ""), amount,
-                             .text(e.currency ?? ""), .date(e.firstSeen), .text(resolved.map { "resolved \($0)" } ?? "open"), .text(e.detail)])
+                             .text(booked ? e.currency ?? "" : ""), .date(e.firstSeen), .text(resolved.map { "resolved \($0)" } ?? "open"), .text(e.detail)])
         }
         return SheetContent(key: "credited_in_production",
                             tables: [TableBlock(key: "credits", columns: ReportSchema.creditedInProduction, rows: rows)])

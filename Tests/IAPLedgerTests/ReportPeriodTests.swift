@@ -89,22 +89,34 @@ final class ReportPeriodTests: XCTestCase {
     func testAMonthEndReconciliationWorkbookKeepsItsRunsAmounts() throws {
         let ws = try TestWorkspace()
         defer { ws.remove() }
-        try ws.write("inbox/orders/o.csv", ReconciliationTests.header + "ord-8,acct-8,q8,coins.100,2,200,2026-08-20T10:00:05Z,production,DEU,,\n")
-        try ws.write("inbox/receipts/a.jsonl", Receipt.response([Receipt.item("q8", purchased: "2026-08-20T10:00:00Z")]) + "\n")
+        try ws.write("inbox/orders/o.csv", ReconciliationTests.header + "ord-8,acct-8,q8,coins.100,2,200,2026-08-20T10:00:05Z,production,DEU,,\n"
+                     + "ord-9,acct-9,s8,coins.100,1,100,2026-08-20T10:00:05Z,production,DEU,,\n")
+        try ws.write("inbox/receipts/a.jsonl", Receipt.response([Receipt.item("q8", purchased: "2026-08-20T10:00:00Z")]) + "\n"
+                     + Receipt.response([Receipt.item("s8", purchased: "2026-08-20T10:00:00Z")], environment: "Sandbox") + "\n")
         let august = ws.root.appendingPathComponent("reports/2026-08-31/reconciliation-2026-08-31.xlsx")
+        // The sandbox workbook's list of test purchases credited in production, alike.
+        func sandboxRow() throws -> [String] {
+            try XCTUnwrap(try XLSXReader.sheets(ws.root.appendingPathComponent("reports/2026-08-31/sandbox-2026-08-31.xlsx"))["Credited in Production"]!.first { $0.first == "s8" })
+        }
         func row() throws -> [String] {
             try XCTUnwrap(try XLSXReader.sheets(august)["Exceptions"]!.first { $0.contains("q8") && $0.contains("QUANTITY_MISMATCH") })
         }
         try ws.run("2026-08-31")
         let atMonthEnd = try row()
         XCTAssertEqual(atMonthEnd[5], "", "no EUR rate for 2026-08: the sale is not booked, no amount")
+        let sandboxAtMonthEnd = try sandboxRow()
+        XCTAssertEqual(sandboxAtMonthEnd[4], "", "\(sandboxAtMonthEnd)")
         try ws.append("rules/fx.csv", "\n2026-08,EUR,1.02\n")
         let night = try ws.run("2026-09-02")
-        XCTAssertEqual(night.counts.entriesPosted, 1)
+        XCTAssertEqual(night.counts.entriesPosted, 2)
         XCTAssertTrue(night.workbooks.contains(august))
         XCTAssertEqual(try row(), atMonthEnd, "as the run of 2026-08-31 left it")
+        XCTAssertEqual(try sandboxRow(), sandboxAtMonthEnd, "as the reconciliation workbook of the same date (it showed 1.09 EUR)")
         _ = try PeriodReport.write(workspace: ws.workspace, period: Month(iso: "2026-08")!)
         XCTAssertEqual(try row(), atMonthEnd)
+        XCTAssertEqual(try sandboxRow(), sandboxAtMonthEnd)
+        let sandboxNow = try XCTUnwrap(try XLSXReader.sheets(ws.root.appendingPathComponent("reports/2026-09-02/sandbox-2026-09-02.xlsx"))["Credited in Production"]!.first { $0.first == "s8" })
+        XCTAssertEqual(Array(sandboxNow[4...5]), ["1.09", "EUR"], "the night's own set: booked")
         // The night's own set shows the amount, now booked.
         let september = try XLSXReader.sheets(ws.root.appendingPathComponent("reports/2026-09-02/reconciliation-2026-09-02.xlsx"))["Exceptions"]!
         XCTAssertEqual(september.first { $0.contains("q8") && $0.contains("QUANTITY_MISMATCH") }?[5], "1.09")
