@@ -199,7 +199,7 @@ public enum TraceOutput {
                 line("    WARNING: the text the ledger keeps of this record no longer hashes to its record sha256 \(s.record_sha256): changed after it was read; run `iapledger verify`")
             }
             if let on = s.resolved_on {
-                line("    settled by the night of \(on)" + (s.resolution.map { ": \($0)" } ?? "") + " (no longer waiting)")
+                line("    settled by the night of \(on)" + (s.resolution.map { ": \($0)" } ?? "") + " (no longer open)")
             }
             if let text = s.text { sourceText(text, indent: indent + "    ", into: &out) }
         }
@@ -240,7 +240,7 @@ public enum TraceOutput {
         for e in t.entries {
             line("  #\(e.entry_id) \(e.kind) on \(e.date)" + (e.late ? " (late; original date \(e.original_date))" : "")
                  + (e.refund_percentage.map { $0 == 100_000 ? "" : " (\(ExactDecimal(mantissa: $0, scale: 3))% refunded)" } ?? "")
-                 + ", posted by run \(e.run_id), hash \(e.hash)"
+                 + ", posted by run \(e.run_id)\(e.run_as_of.map { " (the night of \($0))" } ?? ""), hash \(e.hash)"
                  + (e.hash_holds ? "" : " (WARNING: this hash no longer follows from the entry and the one before it: changed after it was written; run `iapledger verify`)"))
             for p in e.postings {
                 line("      \(p.account.padding(toLength: 30, withPad: " ", startingAt: 0)) \(Currency.format(minor: p.amount_minor, currency: p.currency)) \(p.currency)   reporting \(Currency.format(minor: p.reporting_amount_minor, currency: e.reporting_currency)) \(e.reporting_currency)")
@@ -303,7 +303,21 @@ public enum TraceOutput {
         } else if t.exceptions.contains(where: { $0.status == "open" }) {
             r.note = "not matched: see its open exceptions"
         } else {
-            r.note = "not matched (no active order names it, or the sale is refunded or in the sandbox book)"
+            // Why, from what the trace holds: the book, a refund standing, the orders' latest versions.
+            var why: [String] = []
+            if t.book == Book.sandbox.rawValue { why.append("it is in the sandbox book (a test purchase is matched to no order)") }
+            let kinds = t.entries.map(\.kind).filter { $0 == "refund" || $0 == "refund_reversal" }
+            if kinds.last == "refund" { why.append("it is refunded (a refunded sale is matched to no order)") }
+            var latest: [String: TransactionTrace.Order] = [:]
+            for o in t.orders { latest[o.order_id] = o }
+            let active = latest.values.filter { $0.reversed_at == nil && $0.transaction_id == t.transaction_id }
+            if t.orders.isEmpty {
+                why.append("no order names it")
+            } else if active.isEmpty {
+                let ids = latest.keys.sorted().joined(separator: ", ")
+                why.append("no active order names it now (\(ids): \(latest.count == 1 ? "its latest version is reversed or names" : "their latest versions are reversed or name") another transaction)")
+            }
+            r.note = why.isEmpty ? "not matched (no active order names it, or the sale is refunded or in the sandbox book)" : "not matched: " + why.joined(separator: "; ")
         }
         out.reconciliation = r
         return out

@@ -36,6 +36,8 @@ public struct TransactionTrace: Encodable {
         public var entry_id: Int64
         /// The run that posted it, and its hash (the chain `verify` checks).
         public var run_id: Int64
+        /// The run's as-of date (the night it was).
+        public var run_as_of: String? = nil
         public var hash: String
         /// False when its hash no longer follows from its content and the entry before it (it
         /// was changed after it was written: `verify` says more).
@@ -335,7 +337,8 @@ extension LedgerReader {
             let previous = try String.fetchOne(db.cachedStatement(sql: "SELECT hash FROM entry WHERE id < ? ORDER BY id DESC LIMIT 1"),
                                                arguments: [entryId]) ?? EntryHash.genesis
             let holds = EntryHash.hash(previous: previous, entryId: entryId, entry: d, rulesJSON: r["rules_json"]) == hash
-            entries.append(.init(entry_id: entryId, run_id: r["run_id"], hash: hash, hash_holds: holds, kind: d.kind.rawValue, date: d.date.description,
+            let runAsOf = try String.fetchOne(db.cachedStatement(sql: "SELECT as_of FROM run WHERE id = ?"), arguments: [r["run_id"] as Int64])
+            entries.append(.init(entry_id: entryId, run_id: r["run_id"], run_as_of: runAsOf, hash: hash, hash_holds: holds, kind: d.kind.rawValue, date: d.date.description,
                                  original_date: d.originalDate.description, late: d.late, refund_percentage: d.refundPercentage,
                                  reporting_currency: d.figures.reportingCurrency,
                                  postings: d.postings.map { .init(account: $0.account, currency: $0.currency, amount_minor: $0.amountMinor,

@@ -347,7 +347,7 @@ final class NightlyRunTests: XCTestCase {
         XCTAssertEqual(pending.resolved_on, "2026-10-08")
         XCTAssertEqual(pending.resolution, "verified by inbox/receipts/b.jsonl:1")
         let text = TraceOutput.text(trace)
-        XCTAssertTrue(text.contains("    settled by the night of 2026-10-08: verified by inbox/receipts/b.jsonl:1 (no longer waiting)"), text)
+        XCTAssertTrue(text.contains("    settled by the night of 2026-10-08: verified by inbox/receipts/b.jsonl:1 (no longer open)"), text)
     }
 
     func testWorkbookTrialBalanceTiesToLedgerAndIsNumeric() throws {

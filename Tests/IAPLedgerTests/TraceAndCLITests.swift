@@ -240,11 +240,19 @@ final class TraceAndCLITests: XCTestCase {
         // Each entry with the run that posted it and its hash (the chain verify checks).
         let saleHash = try XCTUnwrap(try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path).read {
             try $0.rawRows("SELECT run_id, hash FROM entry WHERE transaction_id = '7001' AND kind = 'sale'") }.first)
-        XCTAssertTrue(text.contains("sale on 2026-10-05, posted by run \(saleHash[0]), hash \(saleHash[1])"), text)
+        XCTAssertTrue(text.contains("sale on 2026-10-05, posted by run \(saleHash[0]) (the night of 2026-10-06), hash \(saleHash[1])"), text)
         XCTAssertEqual((t["entries"] as! [[String: Any]]).first?["hash"] as? String, saleHash[1])
         let order = try cli(["trace", "ord-7", "--workspace", ws.root.path])
         XCTAssertEqual(order.status, 0)
         XCTAssertTrue(order.out.contains("Order ord-7: 1 version(s)") && order.out.contains("Transaction 7001"), order.out)
+
+        // Its order reversed: no exception, no match, and the note says why from what the
+        // ledger holds (it listed the usual causes, leaving the auditor to guess).
+        try ws.write("inbox/orders/o2.csv", ReconciliationTests.header + "ord-7,acct-7,7001,coins.100,1,100,2026-10-05T10:01:00Z,production,DEU,,2026-10-08T09:00:00Z\n")
+        try ws.run("2026-10-09")
+        let settled = try JSONSerialization.jsonObject(with: Data(try cli(["trace", "7001", "--format", "json", "--workspace", ws.root.path]).out.utf8)) as! [String: Any]
+        XCTAssertEqual((settled["reconciliation"] as? [String: Any])?["note"] as? String,
+                       "not matched: it is refunded (a refunded sale is matched to no order); no active order names it now (ord-7: its latest version is reversed or names another transaction)")
     }
 
     /// `trace --source-text` shows each source record and order line as it was read, from the
