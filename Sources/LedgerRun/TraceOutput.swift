@@ -289,7 +289,9 @@ public enum TraceOutput {
     /// product's type is not reconciled: no exception and no match), matched with which orders,
     /// or neither (its exceptions, or no order, say why).
     public static func withReconciliation(_ t: TransactionTrace, config: WorkspaceConfig, rules: Rules?) -> TransactionTrace {
-        guard var r = t.reconciliation, t.book != nil, let product = t.product_id else { return t }
+        // A transaction no verified record told yet is not reconciled at all: no such part.
+        guard t.book != nil else { var out = t; out.reconciliation = nil; return out }
+        guard var r = t.reconciliation, let product = t.product_id else { return t }
         var out = t
         let type = rules?.product(product)?.type
         r.in_scope = rules == nil ? nil : type.map { config.reconciliationScope.contains($0) } ?? true

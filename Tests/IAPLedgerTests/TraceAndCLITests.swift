@@ -929,6 +929,19 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertEqual(try cli(["trace", "S-9", "--workspace", ws.root.path]).status, 1)
     }
 
+    /// A transaction known only from a record waiting for verification has no reconciliation
+    /// part (the JSON had an empty one, without `in_scope`): no verified record, nothing reconciled.
+    func testATransactionWaitingForVerificationHasNoReconciliationPart() throws {
+        try ws.write("inbox/receipts/r.jsonl", #"{"response": {"status": 21005, "is-retryable": true}, "transaction_id": "u1"}"# + "\n")
+        try ws.run("2026-10-06")
+        let r = try cli(["trace", "u1", "--format", "json", "--workspace", ws.root.path])
+        XCTAssertEqual(r.status, 0, r.err)
+        let t = try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as! [String: Any]
+        XCTAssertEqual(t["status"] as? String, "pending")
+        XCTAssertNil(t["reconciliation"], r.out)
+        XCTAssertFalse(try cli(["trace", "u1", "--workspace", ws.root.path]).out.contains("Reconciliation with"))
+    }
+
     func testTraceOfAnUnknownIdSaysSoAndFails() throws {
         try refundedReconciledWorkspace()
         let r = try cli(["trace", "no-such-id", "--workspace", ws.root.path])
