@@ -5,6 +5,8 @@ public struct CSVRow {
     public var fields: [String]
     /// The row's text as it stands in the file (for hashing and the trace).
     public var raw: Substring
+    /// Whether the row runs to the end of the text with no line end after it.
+    public var endsFile = false
 }
 
 public struct CSVError: Error, CustomStringConvertible {
@@ -15,6 +17,9 @@ public struct CSVError: Error, CustomStringConvertible {
     /// The row's fields read whole before the one that broke the quoting rules (for a row
     /// refused on its own): an order id among them still names its order.
     public var fieldsBefore: [String] = []
+    /// Whether the row runs to the end of the text with no line end after it (a quote left
+    /// open to the end, or a broken last line).
+    public var endsFile = false
     public var description: String { "line \(line): \(message)" }
 }
 
@@ -117,7 +122,8 @@ public enum CSV {
                 // The fields before the broken one, each read whole on the row's first line
                 // (a field closed on a later line may hold the rest of the file: none then).
                 rows.append(.failure(CSVError(line: rowLine, message: message, raw: s[rowStart..<rawEnd],
-                                              fieldsBefore: line > rowLine ? [] : fields)))
+                                              fieldsBefore: line > rowLine ? [] : fields,
+                                              endsFile: broken == nil || firstLineEnd == u.endIndex)))
                 i = firstLineEnd < u.endIndex ? u.index(after: firstLineEnd) : firstLineEnd
                 line = rowLine + 1
                 continue
@@ -132,7 +138,7 @@ public enum CSV {
             // A blank line, or a row of empty fields (`,,,,,,,`: the rows a spreadsheet writes
             // for rows cleared of their values) or of spaces: no record, as a blank line is none.
             if !anyQuoted && fields.allSatisfy({ $0.utf8.allSatisfy { $0 == 0x20 || $0 == 0x09 } }) { continue }
-            rows.append(.success(CSVRow(line: rowLine, fields: fields, raw: raw)))
+            rows.append(.success(CSVRow(line: rowLine, fields: fields, raw: raw, endsFile: !rowDone)))
         }
         return rows
     }

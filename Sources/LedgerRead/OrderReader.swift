@@ -30,6 +30,8 @@ public struct OrderRow {
     /// rejected line is kept under its order, for `trace` and for the valid line that
     /// replaces it.
     public var orderId: String? = nil
+    /// Whether the row runs to the end of the file with no line end after it.
+    public var endsFile = false
 }
 
 public enum OrderReader {
@@ -67,18 +69,19 @@ public enum OrderReader {
                          guard i < e.fieldsBefore.count else { return nil }
                          let id = CSV.trimmed(e.fieldsBefore[i])
                          return !id.isEmpty && StoreBounds.plausibleIdentifier(id) ? id : nil
-                     })
+                     }, endsFile: e.endsFile)
         }
         var rows = (table.rows.map { row in
-            OrderRow(line: row.line, raw: row.raw, result: parse(row, table), orderId: namedOrder(row, table))
+            OrderRow(line: row.line, raw: row.raw, result: parse(row, table), orderId: namedOrder(row, table), endsFile: row.endsFile)
         } + bad).sorted { $0.line < $1.line }
         // The file's last row, with no line end after it, that does not read: cut short while
         // the file was being written. Its fields before the last one are in place, so an order
         // id among them names its order (the last may itself be cut).
         // (Cut short: a quote left open, or fewer fields than the header; a whole row with a bad
         // value is refused for it.)
-        let last = text.utf8.last
-        if last != 0x0A && last != 0x0D, let i = rows.indices.last, case .failure(let f) = rows[i].result {
+        // (The row itself must reach the end: a row of empty fields after it, no record, is no
+        // cut in the row before it.)
+        if let i = rows.indices.last, rows[i].endsFile, case .failure(let f) = rows[i].result {
             let row = table.rows.last.flatMap { $0.line == rows[i].line ? $0 : nil }
             if f.code == "BAD_CSV" || (row.map { $0.fields.count < table.header.count } ?? false) {
                 rows[i].result = .failure(Finding(code: "TRUNCATED", message: RawRecord.truncatedReason(f.message), location: f.location))

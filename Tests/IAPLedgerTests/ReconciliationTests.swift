@@ -218,6 +218,22 @@ final class ReconciliationTests: XCTestCase {
         }
         XCTAssertEqual(outcomes, [["3", "verified"], ["8", "rejected"]], "the quoted empty order id on line 8 is a row")
         XCTAssertEqual(Set(try exceptionsJSON().filter { $0["status"] as? String == "open" }.map { "\($0["category"]!)" }), [])
+
+        // A short line followed by a last row of empty fields with no line end: the short line
+        // ends with its own line end, so it is refused for what it lacks, not taken for cut short.
+        try ws.write("inbox/orders/p.csv", Self.header + "ord-e2,acct-1,e2,coins.100,1,100,2026-10-05T10:01:00Z,production\n,,,,,,,,,,")
+        try ws.run("2026-10-07")
+        let p = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path).read {
+            try $0.rawRows("SELECT r.line, r.reason_code FROM source_record r JOIN source_file f ON f.id = r.file_id WHERE f.path = 'inbox/orders/p.csv' ORDER BY r.line")
+        }
+        XCTAssertEqual(p, [["2", "BAD_ORDER"]])
+        // The same short line last, with no line end: cut short.
+        try ws.write("inbox/orders/q.csv", Self.header + "ord-e3,acct-1,e3,coins.100,1,100,2026-10-05T10:01:00Z,production")
+        try ws.run("2026-10-08")
+        let q = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path).read {
+            try $0.rawRows("SELECT r.line, r.reason_code FROM source_record r JOIN source_file f ON f.id = r.file_id WHERE f.path = 'inbox/orders/q.csv' ORDER BY r.line")
+        }
+        XCTAssertEqual(q, [["2", "TRUNCATED"]])
     }
 
     /// An old export sent again under a new name, not as a byte copy (CRLF line ends): its row
