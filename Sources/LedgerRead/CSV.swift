@@ -15,7 +15,7 @@ public struct CSVError: Error, CustomStringConvertible {
     /// The text of the row's first line (for a row refused on its own).
     public var raw: Substring = ""
     /// The row's fields read whole before the one that broke the quoting rules (for a row
-    /// refused on its own): an order id among them still names its order.
+    /// refused on its own): an order id first among them still names its order.
     public var fieldsBefore: [String] = []
     /// Whether the row runs to the end of the text with no line end after it (a quote left
     /// open to the end, or a broken last line).
@@ -119,11 +119,14 @@ public enum CSV {
                 } else {
                     message = "a quoted field is never closed"
                 }
-                // The fields before the broken one, each read whole on the row's first line
-                // (a field closed on a later line may hold the rest of the file: none then).
+                // The fields before the broken one, each read whole (the first of them is on the
+                // row's first line; a later one may hold lines of the file after it).
                 rows.append(.failure(CSVError(line: rowLine, message: message, raw: s[rowStart..<rawEnd],
-                                              fieldsBefore: line > rowLine ? [] : fields,
-                                              endsFile: broken == nil || firstLineEnd == u.endIndex)))
+                                              fieldsBefore: fields,
+                                              // (A quote left open runs to the end: cut short
+                                              // only where the text ends with no line end.)
+                                              endsFile: broken == nil ? !(u.last == UInt8(ascii: "\n") || u.last == UInt8(ascii: "\r"))
+                                                                      : firstLineEnd == u.endIndex)))
                 i = firstLineEnd < u.endIndex ? u.index(after: firstLineEnd) : firstLineEnd
                 line = rowLine + 1
                 continue

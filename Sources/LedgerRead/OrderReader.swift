@@ -59,17 +59,17 @@ public enum OrderReader {
         } catch {
             return ([], Finding(code: "BAD_CSV", message: "\(error)", location: SourceLocation(path: path, line: 1)), nil)
         }
-        // A row broken by a stray quote names its order when `order_id` comes before the break:
-        // the valid line of the order read later resolves it.
-        let orderColumn = table.header.firstIndex { CSV.trimmed($0) == "order_id" }
+        // A row broken by a stray or unclosed quote after its first field names its order when
+        // `order_id` is the header's first column (as for a row of the wrong length: an unquoted
+        // comma before the break would shift any later column), so the valid line of the order
+        // read later resolves it.
+        let orderFirst = table.header.first.map { CSV.trimmed($0) == "order_id" } ?? false
         let bad = table.badRows.map { e in
-            OrderRow(line: e.line, raw: e.raw, result: .failure(Finding(code: "BAD_CSV", message: e.message,
-                                                                        location: SourceLocation(path: path, line: e.line))),
-                     orderId: orderColumn.flatMap { i in
-                         guard i < e.fieldsBefore.count else { return nil }
-                         let id = CSV.trimmed(e.fieldsBefore[i])
-                         return !id.isEmpty && StoreBounds.plausibleIdentifier(id) ? id : nil
-                     }, endsFile: e.endsFile)
+            let id = orderFirst ? e.fieldsBefore.first.map(CSV.trimmed).flatMap { !$0.isEmpty && StoreBounds.plausibleIdentifier($0) ? $0 : nil } : nil
+            return OrderRow(line: e.line, raw: e.raw,
+                            result: .failure(Finding(code: "BAD_CSV", message: e.message + (id.map { " (order \($0))" } ?? ""),
+                                                     location: SourceLocation(path: path, line: e.line))),
+                            orderId: id, endsFile: e.endsFile)
         }
         var rows = (table.rows.map { row in
             OrderRow(line: row.line, raw: row.raw, result: parse(row, table), orderId: namedOrder(row, table), endsFile: row.endsFile)

@@ -151,8 +151,9 @@ public enum ClosedPeriods {
                 throw PeriodError("\(month) cannot be closed yet: no night has run on this ledger, so nothing dated in it is in the books, and all of it would post late, after the close; run `iapledger run --as-of \(month.lastDay)` (or a later date) first")
             }
             // Closed by the config, for the next run to record: only a month that run may record
-            // (it ended, and the nights ran through it); one it refuses closes nothing.
-            let configRecordable = config.closedThrough.flatMap { c in latestClosable(asOf: asOf, lastNight: last).map { c <= $0 } } ?? false
+            // (the nights ran through it, and the next run, as of a day after the last, is
+            // after it); one it refuses closes nothing.
+            let configRecordable = config.closedThrough.flatMap { c in latestClosable(asOf: last + 1, lastNight: last).map { c <= $0 } } ?? false
             if let c = config.closedThrough, month <= c, configRecordable {
                 throw PeriodError("\(month) is already closed: \(workspace.configURL.path) has [periods] closed_through = \"\(c)\" (recorded in the ledger by the next run)")
             }

@@ -438,24 +438,29 @@ extension LedgerReader {
                                     reason: "a file sent again (the same bytes as \($0[3] as String), read before): its lines make no new version (a file sent again is not taken again, as its lines could bring back what later versions replaced)",
                                     read_on: $0[4], resolved_on: nil, resolution: nil, text: withText ? try recordText($0[5]) : nil)
         }
-        // An order no orders line names may be named by a receipt's wrapper (its `order_id`):
-        // traced from those records (a lost order, the backend's credit never sent). Looked for
-        // only then (the verified records have no index by order).
-        let naming = versions.isEmpty && notTaken.isEmpty ? try Row.fetchAll(db.cachedStatement(sql: """
+        guard !versions.isEmpty || !notTaken.isEmpty else { return nil }
+        return OrderTrace(order_id: orderId, versions: versions, lines_not_taken: notTaken + sentAgain,
+                          transaction: try versions.last?.transaction_id.flatMap { try traceTransaction($0, asOf: asOf, withText: withText) },
+                          exceptions: try traceExceptions(where: "order_id = ?", orderId))
+    }
+
+    /// An order no orders line names, named by a receipt's wrapper (its `order_id`): traced from
+    /// those records (a lost order, the backend's credit never sent), nil when none names it.
+    /// `trace`'s last resort, after a transaction, an order, FILE:LINE and a subscription: the
+    /// verified records have no index by order, so this reads them all.
+    public func traceOrderNamedByRecords(_ orderId: String, asOf: Day?, withText: Bool = false) throws -> OrderTrace? {
+        let naming = try Row.fetchAll(db.cachedStatement(sql: """
             SELECT f.path, r.line, r.outcome, run.as_of, r.id
             FROM source_record r JOIN source_file f ON f.id = r.file_id JOIN run ON run.id = f.run_id
             WHERE r.order_id = ? AND f.kind <> 'orders' ORDER BY r.id
             """), arguments: [orderId]).map { r in
             OrderTrace.RecordNamingIt(path: r[0], line: r[1], outcome: r[2], read_on: r[3], transaction_ids: try recordTransactions(r[4]))
-        } : []
-        guard !versions.isEmpty || !notTaken.isEmpty || !naming.isEmpty else { return nil }
-        // The transaction the order names; one known only from records, the one they report.
-        let named = versions.last.map { $0.transaction_id } ?? Set(naming.flatMap(\.transaction_ids)).first.flatMap { id in
-            Set(naming.flatMap(\.transaction_ids)).count == 1 ? id : nil
         }
-        return OrderTrace(order_id: orderId, versions: versions, lines_not_taken: notTaken + sentAgain,
-                          records_naming_it: naming.isEmpty ? nil : naming,
-                          transaction: try named.flatMap { try traceTransaction($0, asOf: asOf, withText: withText) },
+        guard !naming.isEmpty else { return nil }
+        // The transaction they report, when they report one.
+        let ids = Set(naming.flatMap(\.transaction_ids))
+        return OrderTrace(order_id: orderId, versions: [], lines_not_taken: [], records_naming_it: naming,
+                          transaction: try (ids.count == 1 ? ids.first : nil).flatMap { try traceTransaction($0, asOf: asOf, withText: withText) },
                           exceptions: try traceExceptions(where: "order_id = ?", orderId))
     }
 

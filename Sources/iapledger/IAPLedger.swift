@@ -654,6 +654,13 @@ struct Trace: ParsableCommand {
                 if !subscription.isEmpty {
                     return TraceOutput.subscription(id, subscription, json: format == .json, workspace: ws.argument)
                 }
+                // An order only a receipt's wrapper names (a lost order): the records naming it.
+                if var o = try r.traceOrderNamedByRecords(id, asOf: asOf, withText: sourceText) {
+                    o.transaction = try o.transaction.map(withTenure)
+                    if let layouts { o = TraceOutput.placed(o, layouts: layouts, journalRowCap: config.journalRowCap) }
+                    o = try TraceOutput.checked(o, in: workspace, reader: r)
+                    return format == .json ? TraceOutput.json(o) : TraceOutput.text(o, workspace: ws.argument)
+                }
                 return nil
             }
             guard let found else {

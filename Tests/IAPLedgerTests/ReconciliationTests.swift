@@ -426,22 +426,32 @@ final class ReconciliationTests: XCTestCase {
         try ws.write("inbox/orders/o1.csv", "order_id,account_id,transaction_id,product_id,quantity,credited_units,credited_at,environment\n"
                      + "o-u1,acct-1,U1,coins.100 \"promo\",1,100,2026-10-05T10:01:00Z,production\n"
                      + "o-u2,acct-1,\"U2\"x,coins.100,1,100,2026-10-05T10:01:00Z,production\n"
-                     + "x\"o-u3\",acct-1,U3,coins.100,1,100,2026-10-05T10:01:00Z,production\n")
+                     + "x\"o-u3\",acct-1,U3,coins.100,1,100,2026-10-05T10:01:00Z,production\n"
+                     + "o-u5,\"acct-1,U5,coins.100,1,100,2026-10-05T10:01:00Z,production\n")
+        // order_id not first: an unquoted comma before the break would shift it, so none named.
+        try ws.write("inbox/orders/o3.csv", "account_id,product_id,order_id,transaction_id,quantity,credited_units,credited_at,environment\n"
+                     + "acct-1,coins,100,o-u9,U9,1,100 \"promo\",2026-10-05T10:01:00Z,production\n")
         try ws.run("2026-10-06")
         let ledger = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path)
-        XCTAssertEqual(try ledger.read { try $0.rawRows("SELECT line, reason_code, coalesce(order_id, '-') FROM source_record WHERE outcome = 'rejected' ORDER BY line") },
-                       [["2", "BAD_CSV", "o-u1"], ["3", "BAD_CSV", "o-u2"], ["4", "BAD_CSV", "-"]])
+        XCTAssertEqual(try ledger.read { try $0.rawRows("SELECT f.path || ':' || r.line, r.reason_code, coalesce(r.order_id, '-') FROM source_record r JOIN source_file f ON f.id = r.file_id WHERE r.outcome = 'rejected' ORDER BY f.path, r.line") },
+                       [["inbox/orders/o1.csv:2", "BAD_CSV", "o-u1"], ["inbox/orders/o1.csv:3", "BAD_CSV", "o-u2"], ["inbox/orders/o1.csv:4", "BAD_CSV", "-"],
+                        ["inbox/orders/o1.csv:5", "BAD_CSV", "o-u5"], ["inbox/orders/o3.csv:2", "BAD_CSV", "-"]])
+        XCTAssertEqual(try ledger.read { try $0.rawRows("SELECT reason FROM source_record WHERE order_id = 'o-u1'") }.first?.first?.hasSuffix("(order o-u1)"), true)
         try ws.write("inbox/orders/o2.csv", Self.header
                      + "o-u1,acct-1,U1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n"
                      + "o-u2,acct-1,U2,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n")
         let r = try ws.run("2026-10-07")
         let rejected = try XCTUnwrap(try XLSXReader.sheets(r.workbooks[2])["Rejected"]).dropFirst(4).map { $0[0] }
-        XCTAssertEqual(rejected, ["inbox/orders/o1.csv:4"], "the two lines naming their orders are resolved")
+        XCTAssertEqual(rejected, ["inbox/orders/o1.csv:4", "inbox/orders/o1.csv:5", "inbox/orders/o3.csv:2"], "the two lines naming their orders are resolved")
+        // o-u5's quote never closed: its corrected line resolves it too.
+        try ws.write("inbox/orders/o4.csv", Self.header + "o-u5,acct-1,U5,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n")
+        let r2 = try ws.run("2026-10-08")
+        XCTAssertEqual(try XCTUnwrap(try XLSXReader.sheets(r2.workbooks[2])["Rejected"]).dropFirst(4).map { $0[0] }, ["inbox/orders/o1.csv:4", "inbox/orders/o3.csv:2"])
         let fieldsBefore = CSV.parseRows("a,b\"c,d\n")
         guard case .failure(let e)? = fieldsBefore.first else { return XCTFail("\(fieldsBefore)") }
         XCTAssertEqual(e.fieldsBefore, ["a"])
         guard case .failure(let open)? = CSV.parseRows("a,\"b\nc,d\"x,e\n").first else { return XCTFail() }
-        XCTAssertEqual(open.fieldsBefore, [], "a quote open over lines: nothing taken from later lines")
+        XCTAssertEqual(open.fieldsBefore, ["a"])
     }
 
     func testLostOrderLifecycleOverThreeNights() throws {

@@ -580,6 +580,11 @@ final class TenureAndPeriodsTests: XCTestCase {
         XCTAssertThrowsError(try close("2026-08", asOf: "2026-10-02")) {
             XCTAssertTrue("\($0)".contains("2026-08 is already closed: ") && "\($0)".contains("(recorded in the ledger by the next run)"), "\($0)")
         }
+        // Judged by the nights run, not by close's own date: September's last night has run, so
+        // the next night (as of a later day) records it, whatever day close is asked on.
+        XCTAssertThrowsError(try close("2026-08", asOf: "2026-09-30")) {
+            XCTAssertTrue("\($0)".contains("2026-08 is already closed: "), "\($0)")
+        }
         XCTAssertEqual(ClosedPeriods.latestClosable(asOf: Day(iso: "2026-10-02")!, lastNight: Day(iso: "2026-09-30")!)?.description, "2026-09")
         XCTAssertEqual(ClosedPeriods.latestClosable(asOf: Day(iso: "2026-10-02")!, lastNight: Day(iso: "2026-09-29")!)?.description, "2026-08")
         XCTAssertEqual(ClosedPeriods.latestClosable(asOf: Day(iso: "2026-09-30")!, lastNight: Day(iso: "2026-09-30")!)?.description, "2026-08")
