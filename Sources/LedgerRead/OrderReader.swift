@@ -185,13 +185,19 @@ public enum OrderReader {
 
 /// ISO 8601 timestamps as backends write them: `2026-09-01T10:00:00Z`, in the extended or the
 /// basic format (`20260901T100000Z`), with or without seconds (`10:00Z`), a fraction of a second
-/// of any length (after `.` or `,`), `Z` or `z`, an offset as `+02:00`, `+0200` or `+02` (what
-/// `strftime`'s `%z`, Java and PHP write), `T`, `t` or a space between date and time, or none
-/// (UTC); or a bare date (midnight UTC).
+/// of any length after the seconds (after `.` or `,`), `T`, `t` or a space between date and
+/// time, and for the zone `Z`, `z`, an offset as `+02:00`, `+0200` or `+02` (what `strftime`'s
+/// `%z`, Java and PHP write) or nothing (UTC); or a bare date, `2026-09-01` or `20260901`
+/// (midnight UTC).
 public enum ISOTimestamp {
     public static func milliseconds(_ s: String) -> Int64? {
         if let d = Day(iso: s) { return d.epochMilliseconds }
         let u = Array(s.utf8)
+        // A bare date in the basic format.
+        if u.count == 8, u.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
+            return Day(iso: String(decoding: u[0..<4], as: UTF8.self) + "-" + String(decoding: u[4..<6], as: UTF8.self) + "-"
+                       + String(decoding: u[6..<8], as: UTF8.self))?.epochMilliseconds
+        }
         var i = 0
         func isDigit(_ c: UInt8) -> Bool { c >= 0x30 && c <= 0x39 }
         /// `n` digits at `i` as a number, or nil.
@@ -208,9 +214,9 @@ public enum ISOTimestamp {
             return true
         }
         // The date: YYYY-MM-DD or YYYYMMDD.
-        guard let year = digits(4) else { return nil }
+        guard digits(4) != nil else { return nil }
         let extended = take("-")
-        guard year >= 0, digits(2) != nil, !extended || take("-"), digits(2) != nil else { return nil }
+        guard digits(2) != nil, !extended || take("-"), digits(2) != nil else { return nil }
         // A real date (2026-02-30 is refused), read as `Day` reads one.
         let dateText = extended ? String(decoding: u[0..<10], as: UTF8.self)
             : String(decoding: u[0..<4], as: UTF8.self) + "-" + String(decoding: u[4..<6], as: UTF8.self) + "-" + String(decoding: u[6..<8], as: UTF8.self)
@@ -219,12 +225,15 @@ public enum ISOTimestamp {
         // The time: hh:mm[:ss] (hhmm[ss] in the basic format), the same format as the date.
         guard let h = digits(2), (0...23).contains(h), !extended || take(":"), let m = digits(2), (0...59).contains(m) else { return nil }
         var sec = 0
+        var hasSeconds = false
         if extended ? take(":") : (i < u.count && isDigit(u[i])) {
             guard let v = digits(2), (0...60).contains(v) else { return nil }
             sec = v
+            hasSeconds = true
         }
         var millis: Int64 = 0
-        if take(".") || take(",") {
+        // A fraction of the seconds only (`10:01.5` would be a fraction of a minute).
+        if hasSeconds && (take(".") || take(",")) {
             var count = 0
             while i < u.count, isDigit(u[i]) {
                 if count < 3 { millis = millis * 10 + Int64(u[i] - 0x30) }

@@ -630,9 +630,11 @@ final class HostileInputTests: XCTestCase {
         XCTAssertEqual(ISOTimestamp.milliseconds("2026-11-09T10:01:00,25Z"), utc + 250)
         XCTAssertEqual(ISOTimestamp.milliseconds("20261109T100100.5+0000"), utc + 500)
         XCTAssertEqual(ISOTimestamp.milliseconds("2026-11-09"), Receipt.ms("2026-11-09T00:00:00Z"))
+        XCTAssertEqual(ISOTimestamp.milliseconds("20261109"), Receipt.ms("2026-11-09T00:00:00Z"))
         for text in ["2026-02-30T10:00:00Z", "2026-11-09T24:00:00Z", "2026-11-09T10:60Z", "2026-11-09T10:01:00+24:00", "2026-11-09T10:01:00+05:3",
                      "2026-11-09T10", "2026-11-09T10:01:00Zjunk", "2026-11-09T100100Z", "20261109T10:01:00Z", "2026-1109T10:01Z",
-                     "2026-11-09T10:01:00.Z", "2026-11-09T10:01:00 Z", "yesterday", "", "2026-11-09X10:01:00Z", "-026-11-09T10:01:00Z"] {
+                     "2026-11-09T10:01:00.Z", "2026-11-09T10:01:00 Z", "yesterday", "", "2026-11-09X10:01:00Z", "-026-11-09T10:01:00Z",
+                     "2026-11-09T10:01.5Z", "20261109T1001,5Z", "20261131", "2026110"] {
             XCTAssertNil(ISOTimestamp.milliseconds(text), text)
         }
     }
