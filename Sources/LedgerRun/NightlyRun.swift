@@ -215,7 +215,6 @@ public struct NightlyRun {
             // then knows which corrections were booked (a rule undone the same night asks for
             // their reversal; checked before, the booking was lost).
             findingsDismissed = try w.applyFindingDismissals(runId: runId)
-            rulesChanged = try RulesChanges.sinceLastNight(w, runId: runId, rules: rules, config: config, progress: progress).map { ($0.runId, $0.lines) }
             let reconciler = Reconciler(products: rules.products, scope: config.reconciliationScope)
             try w.skipTouchedKeysIfReconcilingAll(reconciler, runId: runId)
             // Closed periods first: a config that would reopen a month stops the run here, and the
@@ -287,6 +286,10 @@ public struct NightlyRun {
                 try Self.post(writer: w, poster: poster, runId: runId, asOf: asOf, tick: tick)
             }
             try ingest.openWaitingReversals()
+            // The sales posted before against the rules now, once tonight's entries are in: a
+            // refund posted tonight (a share of a sale refunded) is part of what is left to
+            // correct (checked before reading, the finding said the sale's whole difference).
+            rulesChanged = try RulesChanges.sinceLastNight(w, runId: runId, rules: rules, config: config, progress: progress).map { ($0.runId, $0.lines) }
             // Records an operator dismissed (`iapledger dismiss`) since: resolved with the ask.
             dismissed = try w.applyDismissals(runId: runId)
             CrashPoint.hit("reconcile:start")

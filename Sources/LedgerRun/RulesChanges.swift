@@ -113,20 +113,34 @@ enum RulesChanges {
             let share = refunded[e.transactionId] ?? 0
             // The month the entry is in (a late one's is its posting date's, open when it posted).
             let closed = closedThrough.map { e.date.month <= $0 } ?? false
-            guard share < 100_000, let r = restated(e, rules: rules, config: config, paidDays: try paidDays(e, runId: postedByRun),
-                                                    transactionCurrency: try ownCurrency(e)) else {
+            let restatedNow = share < 100_000 ? try restated(e, rules: rules, config: config, paidDays: try paidDays(e, runId: postedByRun),
+                                                             transactionCurrency: try ownCurrency(e)) : nil
+            // Refunded in part, and what is left of it after the refund the rules would book as
+            // posted, to the minor unit in both currencies: nothing to correct, as for a sale the
+            // rules book as posted (a finding would ask finance to book 0.00).
+            let leftAsPosted: Bool = {
+                guard share > 0, let f = restatedNow?.figures, f.currency == e.figures.currency else { return false }
+                let left = leftToCorrect(net: (e.figures.netMinor, f.netMinor), commission: (e.figures.commissionMinor, f.commissionMinor), refundedShare: share)
+                let leftR = leftToCorrect(net: (e.figures.netReportingMinor, f.netReportingMinor),
+                                          commission: (e.figures.commissionReportingMinor, f.commissionReportingMinor), refundedShare: share)
+                return left == (0, 0, 0) && leftR == (0, 0, 0)
+            }()
+            let percent = ExactDecimal(mantissa: share, scale: 3)
+            guard let r = restatedNow, !leftAsPosted else {
                 if let known, known.open, known.message.hasPrefix(reversalPrefix) {
                     reversalsOpen += 1   // still to reverse
                 } else if let known, known.open, let booked = bookedCorrection(known) {
                     // Open again after a correction was booked, and now as posted (or refunded
                     // in full at its posted amounts): that correction is to be reversed.
                     try w.openFinding(code: code, transactionId: e.transactionId, recordId: nil,
-                                      message: reversal(e, dismissedAs: booked.text, note: booked.note, closed: closed, refunded: share >= 100_000), runId: runId)
+                                      message: reversal(e, dismissedAs: booked.text, note: booked.note, closed: closed, refunded: share >= 100_000,
+                                                        leftAsPostedAfter: leftAsPosted ? percent : nil), runId: runId)
                     reversals += 1
                     reversalsOpen += 1
                 } else if let known, known.open {
                     try w.resolveFinding(code: code, transactionId: e.transactionId, runId: runId,
                                          saying: "resolved: " + (share >= 100_000 ? "refunded in full since (its refund booked at the posted amounts), nothing is left to correct"
+                                                                 : leftAsPosted ? "refunded \(percent)% at its posted amounts, and what is left of it the rules book as posted: nothing to correct"
                                                                  : "the rules book it as posted again, no correction is due") + "; it said: " + known.message)
                     resolved += 1
                 } else if let known, known.dismissed, !known.message.hasPrefix(reversalPrefix) {
@@ -134,7 +148,8 @@ enum RulesChanges {
                     // posted again (or it was refunded in full since, at its posted amounts):
                     // that correction is to be reversed.
                     try w.openFinding(code: code, transactionId: e.transactionId, recordId: nil,
-                                      message: reversal(e, dismissedAs: known.message, note: known.note, closed: closed, refunded: share >= 100_000), runId: runId)
+                                      message: reversal(e, dismissedAs: known.message, note: known.note, closed: closed, refunded: share >= 100_000,
+                                                        leftAsPostedAfter: leftAsPosted ? percent : nil), runId: runId)
                     reversals += 1
                     reversalsOpen += 1
                 }
@@ -323,9 +338,12 @@ enum RulesChanges {
 
     /// The finding of a sale whose earlier finding was dismissed (its correction booked) and
     /// that the rules book as posted again.
-    static func reversal(_ e: EntryDraft, dismissedAs message: String, note: String?, closed: Bool, refunded: Bool = false) -> String {
+    static func reversal(_ e: EntryDraft, dismissedAs message: String, note: String?, closed: Bool, refunded: Bool = false,
+                         leftAsPostedAfter percent: ExactDecimal? = nil) -> String {
         reversalPrefix + "posted \(postedOn(e)), "
-            + (refunded ? "it was refunded in full since, at its posted amounts" : "it is booked again as the rules now give it")
+            + (refunded ? "it was refunded in full since, at its posted amounts"
+               : percent.map { "it was refunded \($0)% at its posted amounts, and what is left of it the rules book as posted" }
+               ?? "it is booked again as the rules now give it")
             + "; its earlier RULES_CHANGED finding was dismissed"
             + (note.map { " (\($0))" } ?? "") + ", a correction booked for it, which is to be reversed"
             + (closed ? " in an open month (its month, \(e.date.month), is closed)" : "") + reversalSaid + message

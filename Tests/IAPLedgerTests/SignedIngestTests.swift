@@ -518,43 +518,77 @@ final class SignedIngestTests: XCTestCase {
     /// A sale refunded in part whose rules changed since: its RULES_CHANGED finding says what is
     /// left to correct, as the night's summary counts it, not the sale's difference (which a
     /// finance team booking the findings one by one would book a cent too much of). AUD 1.10,
-    /// tax included: net 100 AUD cents, commission 30; at 0.66 USD net 66, commission 20; at
-    /// 0.67 net 67 (a cent more), commission 20. Refunded 25% at 0.66: 66 - round(16.5) = 50
-    /// and 20 - 5 = 15 are left; at 0.67, 67 - round(16.75) = 50 and 15: nothing to correct.
+    /// tax included: net 100 AUD cents, commission 30; at 0.66 USD net 66, commission 20.
+    /// Refunded 25% at 0.66: 66 - round(16.5) = 50 and 20 - 5 = 15 are left. At 0.69: net 69
+    /// (3 more), commission 21; 69 - round(17.25) = 52 and 21 - 5 = 16 are left: +2, +1, +1.
+    /// At 0.67 (net 67, commission 20): 67 - round(16.75) = 50 and 15, nothing left to correct:
+    /// no finding (one asked finance to book 0.00).
     func testAPartlyRefundedSalesFindingSaysWhatIsLeftToCorrect() throws {
         try ws.write("rules/fx.csv", "month,currency,rate\n2023-11,AUD,0.66\n")
         let refundAt = t0 + 86_400_000
-        try ws.write("inbox/signed/a.json", try notification("REFUND", signed: refundAt, transaction: try transaction(
-            "9501", price: 1100, revocation: refundAt, type: "REFUND_PRORATED", percentage: 25_000,
-            environment: "Production", storefront: "AUS", currency: "AUD")))
+        func sale(_ id: String, refunded: Bool = true) throws -> String {
+            try transaction(id, price: 1100, revocation: refunded ? refundAt : nil, type: refunded ? "REFUND_PRORATED" : nil, percentage: refunded ? 25_000 : nil,
+                            environment: "Production", storefront: "AUS", currency: "AUD")
+        }
+        try ws.write("inbox/signed/a.json", try notification("REFUND", signed: refundAt, transaction: try sale("9501")))
         try ws.run("2023-11-16")
         XCTAssertEqual(try rows("SELECT kind, net_reporting_minor, commission_reporting_minor FROM entry WHERE transaction_id = '9501' ORDER BY id"),
                        [["sale", "66", "20"], ["refund", "16", "5"]])
         try ws.write("rules/fx.csv", "month,currency,rate\n2023-11,AUD,0.67\n")
-        let night = try ws.run("2023-11-17")
+        XCTAssertNil(try ws.run("2023-11-17").rulesChanged, "nothing left to correct")
+        XCTAssertEqual(try rows("SELECT count(*) FROM finding WHERE code = 'RULES_CHANGED'"), [["0"]])
+
+        try ws.write("rules/fx.csv", "month,currency,rate\n2023-11,AUD,0.69\n")
+        let night = try ws.run("2023-11-18")
         XCTAssertEqual(night.rulesChanged?.lines, [
-            "rules/fx.csv: AUD 2023-11 0.66 -> 0.67: 1 sale posted, today's rules would book net 0.00, commission 0.00, proceeds 0.00 USD",
+            "rules/fx.csv: AUD 2023-11 0.66 -> 0.69: 1 sale posted, today's rules would book net +0.02, commission +0.01, proceeds +0.01 USD",
         ])
         let message = try XCTUnwrap(try rows("SELECT message FROM finding WHERE code = 'RULES_CHANGED' AND transaction_id = '9501'").first?.first)
-        XCTAssertTrue(message.contains("the difference: net 0.00 AUD (+0.01 USD)"), message)
+        XCTAssertTrue(message.contains("the difference: net 0.00 AUD (+0.03 USD), commission 0.00 AUD (+0.01 USD), proceeds 0.00 AUD (+0.02 USD)"), message)
         XCTAssertTrue(message.contains("; refunded 25.000% at the posted amounts, so what is left to correct (today's rules after their refund less the posted after theirs): "
-                                       + "net 0.00 AUD (0.00 USD), commission 0.00 AUD (0.00 USD), proceeds 0.00 AUD (0.00 USD)"), message)
+                                       + "net 0.00 AUD (+0.02 USD), commission 0.00 AUD (+0.01 USD), proceeds 0.00 AUD (+0.01 USD)"), message)
         XCTAssertFalse(message.contains("the rest is to correct"), message)
 
         // A finding worded as versions before this one worded it is the same finding: not
         // opened again, and still open when a night checks the sale again.
         let older = message.replacingOccurrences(
             of: "; refunded 25.000% at the posted amounts, so what is left to correct (today's rules after their refund less the posted after theirs): "
-                + "net 0.00 AUD (0.00 USD), commission 0.00 AUD (0.00 USD), proceeds 0.00 AUD (0.00 USD)",
+                + "net 0.00 AUD (+0.02 USD), commission 0.00 AUD (+0.01 USD), proceeds 0.00 AUD (+0.01 USD)",
             with: " (refunded 25.000% at the posted amounts: the rest is to correct)")
         XCTAssertNotEqual(older, message)
         try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path).write { w in
             try w.db.execute(sql: "UPDATE finding SET message = ? WHERE code = 'RULES_CHANGED'", arguments: [older])
         }
-        try ws.write("rules/fx.csv", "month,currency,rate\n2023-11,AUD,0.67\n2023-12,AUD,0.7\n")
-        XCTAssertNil(try ws.run("2023-11-18").rulesChanged)
+        try ws.write("rules/fx.csv", "month,currency,rate\n2023-11,AUD,0.69\n2023-12,AUD,0.7\n")
+        XCTAssertNil(try ws.run("2023-11-19").rulesChanged)
         XCTAssertEqual(try rows("SELECT count(*), count(resolved_run_id) FROM finding WHERE code = 'RULES_CHANGED'"), [["1", "0"]])
+
+        // Back to 0.67: nothing left to correct, so the finding is resolved, saying why.
+        try ws.write("rules/fx.csv", "month,currency,rate\n2023-11,AUD,0.67\n")
+        try ws.run("2023-11-20")
+        XCTAssertEqual(try rows("SELECT substr(message, 1, 126) FROM finding WHERE code = 'RULES_CHANGED' AND transaction_id = '9501' AND resolved_run_id IS NOT NULL"),
+                       [["resolved: refunded 25.000% at its posted amounts, and what is left of it the rules book as posted: nothing to correct; it said"]])
         try balanceSumsToZero()
+    }
+
+    /// A refund posted the same night as a rules change is part of what is left to correct:
+    /// the check ran before the night read its files, and said the sale's whole difference.
+    func testARefundPostedTheNightTheRulesChangeCounts() throws {
+        try ws.write("rules/fx.csv", "month,currency,rate\n2023-11,AUD,0.66\n")
+        let refundAt = t0 + 86_400_000
+        try ws.write("inbox/signed/a.json", try notification("ONE_TIME_CHARGE", signed: t0, transaction: try transaction(
+            "9511", price: 1100, environment: "Production", storefront: "AUS", currency: "AUD")))
+        try ws.run("2023-11-15")
+        try ws.write("inbox/signed/b.json", try notification("REFUND", signed: refundAt, transaction: try transaction(
+            "9511", price: 1100, revocation: refundAt, type: "REFUND_PRORATED", percentage: 25_000,
+            environment: "Production", storefront: "AUS", currency: "AUD")))
+        try ws.write("rules/fx.csv", "month,currency,rate\n2023-11,AUD,0.69\n")
+        let night = try ws.run("2023-11-16")
+        XCTAssertEqual(try rows("SELECT kind FROM entry WHERE transaction_id = '9511' ORDER BY id"), [["sale"], ["refund"]])
+        XCTAssertEqual(night.rulesChanged?.lines.first,
+                       "rules/fx.csv: AUD 2023-11 0.66 -> 0.69: 1 sale posted, today's rules would book net +0.02, commission +0.01, proceeds +0.01 USD")
+        let message = try XCTUnwrap(try rows("SELECT message FROM finding WHERE code = 'RULES_CHANGED' AND transaction_id = '9511'").first?.first)
+        XCTAssertTrue(message.contains("refunded 25.000% at the posted amounts, so what is left to correct"), message)
     }
 
     /// A second refund (after the first was reversed, or in full after a prorated one) posts
