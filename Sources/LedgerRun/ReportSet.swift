@@ -28,6 +28,18 @@ struct ReportSet {
         self.layouts = layouts
     }
 
+    /// Why a set written again has other bytes than the version before it: the ledger changed
+    /// (nights since, a month closed since), or, with neither, what it was written by (the
+    /// layouts, the config, the tool's version).
+    static func whyOtherBytes(_ since: (nights: Int, closes: Int)) -> String {
+        var changes: [String] = []
+        if since.nights > 0 { changes.append("\(since.nights) night\(since.nights == 1 ? "" : "s") ran since (its Summary and Run Info say what they changed)") }
+        if since.closes > 0 { changes.append("\(since.closes == 1 ? "a month was" : "\(since.closes) months were") closed since") }
+        return changes.isEmpty
+            ? "no night ran and no month was closed since, so the layouts, the config (the journal cap) or iapledger's version changed since"
+            : "the ledger changed: " + changes.joined(separator: ", and ")
+    }
+
     /// One workbook (with its journal export, if any) to write.
     struct Job {
         var name: String
@@ -298,7 +310,9 @@ public enum PeriodReport {
                 let by = before.runId.map { "the night of run \($0)" } ?? "`iapledger report`"
                 files[i].earlier = sha == before.sha256
                     ? "the same bytes as the version written \(before.writtenAt) by \(by)"
-                    : "other bytes than the version written \(before.writtenAt) by \(by), which it replaces: the ledger changed since (its Summary and Run Info say how; `iapledger verify --workbook FILE` tells which version a copy is)"
+                    : "other bytes than the version written \(before.writtenAt) by \(by), which it replaces: "
+                        + ReportSet.whyOtherBytes((try? ledger.read { try $0.changesSince(before) }) ?? (0, 0))
+                        + " (`iapledger verify --workbook FILE` tells which version a copy is)"
             }
         }
         let registered = register(files)

@@ -99,6 +99,22 @@ extension LedgerReader {
         }
         return (problems, head, chained, heads)
     }
+    /// What changed the ledger after a report file was registered: nights finished since and
+    /// months closed since (by `close`; a night's close is a night). Nights are told by run
+    /// id: those after the night that wrote it, or, for one `report` wrote (holding the lock,
+    /// so no night ran meanwhile), after the last night started by then. Runs and closes are
+    /// stamped to the second, a file to the millisecond: compared as instants (`julianday`),
+    /// a close in the file's own second counts as after it.
+    public func changesSince(_ file: RegisteredReportFile) throws -> (nights: Int, closes: Int) {
+        let nights = try Int.fetchOne(db, sql: """
+            SELECT count(*) FROM run WHERE finished_at IS NOT NULL
+              AND id > coalesce(?, (SELECT max(id) FROM run WHERE julianday(started_at) <= julianday(?)), 0)
+            """, arguments: [file.runId, file.writtenAt]) ?? 0
+        let closes = try Int.fetchOne(db, sql: "SELECT count(*) FROM period_close WHERE julianday(closed_at) >= julianday(substr(?, 1, 19) || 'Z')",
+                                      arguments: [file.writtenAt]) ?? 0
+        return (nights, closes)
+    }
+
     /// Whether the ledger registers the report files written (schema v23 and after).
     public func registersReportFiles() throws -> Bool {
         try db.tableExists("report_file")

@@ -260,9 +260,15 @@ final class ReportPeriodTests: XCTestCase {
         // The closed month's set written again is not the one the month's last night wrote (its
         // Summary names what arrived after the close), and says so.
         let earlier = try XCTUnwrap(againFiles.first { $0.url == october }?.earlier)
-        XCTAssertTrue(earlier.hasPrefix("other bytes than the version written ") && earlier.contains(" by the night of run 1, which it replaces"), earlier)
+        XCTAssertTrue(earlier.hasPrefix("other bytes than the version written ") && earlier.contains(" by the night of run 1, which it replaces: the ledger changed: 1 night ran since"), earlier)
         let after = try lateNote(october)
         XCTAssertTrue(after.hasSuffix(": 2 sales and 1 refund dated on or before 2026-10-31 arrived after the month was closed and are in later months' figures, not these (net after refunds 0.99 USD)."), after)
+        // Written again after a change of the config alone (the journal cap; a layout's is
+        // alike): no night, no close since, and it says so (it said the ledger changed, sending
+        // finance to look for a change that never was).
+        try TestWorkspace.appendText(ws.root.appendingPathComponent("iapledger.toml"), "\n[reports]\njournal_row_cap = 1\n")
+        let layoutOnly = try XCTUnwrap(try PeriodReport.write(workspace: ws.workspace, period: Month(iso: "2026-10")!).files.first { $0.url == october }?.earlier)
+        XCTAssertTrue(layoutOnly.contains(" by `iapledger report`, which it replaces: no night ran and no month was closed since, so the layouts, the config (the journal cap) or iapledger's version changed since"), layoutOnly)
     }
 
     /// The note's words for refunds and their reversals: each kind counted apart (a late refund
