@@ -305,11 +305,14 @@ public enum TraceOutput {
         } else if t.exceptions.contains(where: { $0.status == "open" }) {
             r.note = "not matched: see its open exceptions"
         } else {
-            // Why, from what the trace holds: the book, a refund standing, the orders' latest versions.
+            // Why, from what the trace holds: a refund in full standing (the store's latest word
+            // where it goes beyond the entries), the orders' latest versions. (A sale refunded in
+            // part, or a sandbox one with a sandbox order, is matched as any other.)
             var why: [String] = []
-            if t.book == Book.sandbox.rawValue { why.append("it is in the sandbox book (a test purchase is matched to no order)") }
-            let kinds = t.entries.map(\.kind).filter { $0 == "refund" || $0 == "refund_reversal" }
-            if kinds.last == "refund" { why.append("it is refunded (a refunded sale is matched to no order)") }
+            let lastRefund = t.entries.last { $0.kind == "refund" || $0.kind == "refund_reversal" }
+            let inFull = t.store_refund_share.map { $0 >= 100_000 }
+                ?? (lastRefund?.kind == "refund" && (lastRefund?.refund_percentage ?? 100_000) >= 100_000)
+            if inFull { why.append("it is refunded in full (a sale refunded in full is matched to no order)") }
             var latest: [String: TransactionTrace.Order] = [:]
             for o in t.orders { latest[o.order_id] = o }
             let active = latest.values.filter { $0.reversed_at == nil && $0.transaction_id == t.transaction_id }

@@ -252,7 +252,7 @@ final class TraceAndCLITests: XCTestCase {
         try ws.run("2026-10-09")
         let settled = try JSONSerialization.jsonObject(with: Data(try cli(["trace", "7001", "--format", "json", "--workspace", ws.root.path]).out.utf8)) as! [String: Any]
         XCTAssertEqual((settled["reconciliation"] as? [String: Any])?["note"] as? String,
-                       "not matched: it is refunded (a refunded sale is matched to no order); no active order names it now (ord-7: its latest version is reversed or names another transaction)")
+                       "not matched: it is refunded in full (a sale refunded in full is matched to no order); no active order names it now (ord-7: its latest version is reversed or names another transaction)")
     }
 
     /// `trace --source-text` shows each source record and order line as it was read, from the
