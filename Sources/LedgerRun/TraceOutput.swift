@@ -165,7 +165,7 @@ public enum TraceOutput {
     /// An order version's storefront (what prices a sale with none of its own) and account
     /// token, where it has them.
     static func orderDetails(_ o: TransactionTrace.Order) -> String {
-        (o.storefront.map { ", storefront \($0)" } ?? "") + (o.app_account_token.map { ", token \($0)" } ?? "")
+        (o.storefront.map { ", storefront \($0)" } ?? o.note.map { " (\($0))" } ?? "") + (o.app_account_token.map { ", token \($0)" } ?? "")
     }
 
     public static func json<T: Encodable>(_ value: T) -> String {

@@ -65,6 +65,8 @@ public struct TransactionTrace: Encodable {
         public var storefront: String?
         public var app_account_token: String?
         public var reversed_at: String?
+        /// What the line held that was not taken (a storefront that is no code, read as none).
+        public var note: String?
         /// The order line's text as it was read, when asked for.
         public var text: String?
     }
@@ -487,7 +489,7 @@ extension LedgerReader {
         var version: [String: Int] = [:]
         return try Row.fetchAll(db.cachedStatement(sql: """
             SELECT v.order_id, f.path, r.line, v.account_id, v.transaction_id, v.product_id, v.quantity, v.credited_units,
-                   v.credited_at, v.environment, v.storefront, v.app_account_token, v.reversed_at, r.id
+                   v.credited_at, v.environment, v.storefront, v.app_account_token, v.reversed_at, r.id, r.reason
             FROM order_version v JOIN source_record r ON r.id = v.record_id JOIN source_file f ON f.id = r.file_id
             WHERE \(condition) ORDER BY v.id
             """), arguments: [value]).map { row in
@@ -495,7 +497,7 @@ extension LedgerReader {
             version[id, default: 0] += 1
             return .init(order_id: id, version: version[id]!, path: row[1], line: row[2], account_id: row[3], transaction_id: row[4],
                          product_id: row[5], quantity: row[6], credited_units: row[7], credited_at: row[8], environment: row[9],
-                         storefront: row[10], app_account_token: row[11], reversed_at: row[12],
+                         storefront: row[10], app_account_token: row[11], reversed_at: row[12], note: row[14],
                          text: withText ? try recordText(row[13]) : nil)
         }
     }

@@ -324,6 +324,9 @@ final class HostileInputTests: XCTestCase {
         XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT transaction_id, storefront FROM entry WHERE kind = 'sale' ORDER BY transaction_id") }.map { $0.joined(separator: " ") },
                        ["SF1 USA", "SF2 USA"], "SF1 at default_storefront, SF2 at its order's USA")
         XCTAssertTrue(try ledger().read { try $0.rawRows("SELECT rules_json FROM entry WHERE transaction_id = 'SF1'") }.first?.first?.contains("\"storefrontSource\":\"default_storefront\"") ?? false)
+        // trace says it on the order's line (it showed nothing of it).
+        let traced = TraceOutput.text(try XCTUnwrap(try ledger().read { try $0.traceTransaction("SF1", asOf: nil) }))
+        XCTAssertTrue(traced.contains("production (storefront \"US\" is not a storefront code: three capital letters"), traced)
         // The order counts: matched, and its reversal, read the next night, is taken.
         try ws.write("inbox/orders/o2.csv", ReconciliationTests.header
                      + "ord-sf1,acct-1,SF1,coins.100,1,100,2026-10-05T10:01:00Z,production,US,,2026-11-03T09:00:00Z\n")
