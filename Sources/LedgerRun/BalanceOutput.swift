@@ -23,13 +23,38 @@ public enum BalanceOutput {
         default:
             let header = ["Book", "Account", "Currency", "Debit", "Credit", "Balance", "Balance (\(reportingCurrency))"]
             if rows.isEmpty { return empty + "\n" }
-            return TextTable.render(rows.map { r in
-                [r.book, r.account, r.currency,
-                 Currency.format(minor: r.debitMinor, currency: r.currency),
-                 Currency.format(minor: r.creditMinor, currency: r.currency),
-                 Currency.format(minor: r.balanceMinor, currency: r.currency),
-                 Currency.format(minor: r.reportingBalanceMinor, currency: reportingCurrency)]
-            }, header: header, rightAligned: [3, 4, 5, 6])
+            // Each book's accounts, then its total per currency and in the reporting currency:
+            // each sums to zero (debits equal credits), as the Trial Balance sheet shows it.
+            var lines: [[String]] = []
+            var books: [String] = []
+            for r in rows where !books.contains(r.book) { books.append(r.book) }
+            var unbalanced: [String] = []
+            for book in books {
+                let own = rows.filter { $0.book == book }
+                lines += own.map { r in
+                    [r.book, r.account, r.currency,
+                     Currency.format(minor: r.debitMinor, currency: r.currency),
+                     Currency.format(minor: r.creditMinor, currency: r.currency),
+                     Currency.format(minor: r.balanceMinor, currency: r.currency),
+                     Currency.format(minor: r.reportingBalanceMinor, currency: reportingCurrency)]
+                }
+                var currencies: [String] = []
+                for r in own where !currencies.contains(r.currency) { currencies.append(r.currency) }
+                for c in currencies.sorted() {
+                    let inC = own.filter { $0.currency == c }
+                    let (d, cr, b, rb) = inC.reduce((Int64(0), Int64(0), Int64(0), Int64(0))) { ($0.0 + $1.debitMinor, $0.1 + $1.creditMinor, $0.2 + $1.balanceMinor, $0.3 + $1.reportingBalanceMinor) }
+                    if b != 0 { unbalanced.append("\(book) \(c)") }
+                    lines.append([book, "Total", c, Currency.format(minor: d, currency: c), Currency.format(minor: cr, currency: c),
+                                  Currency.format(minor: b, currency: c), Currency.format(minor: rb, currency: reportingCurrency)])
+                }
+                let all = own.reduce(Int64(0)) { $0 + $1.reportingBalanceMinor }
+                if all != 0 { unbalanced.append("\(book) in \(reportingCurrency)") }
+                lines.append([book, "Total, all currencies", "", "", "", "", Currency.format(minor: all, currency: reportingCurrency)])
+            }
+            let table = TextTable.render(lines, header: header, rightAligned: [3, 4, 5, 6])
+            return table + (unbalanced.isEmpty
+                ? "Each book's balances sum to zero in each currency and in \(reportingCurrency) (debits equal credits).\n"
+                : "WARNING: balances do not sum to zero: \(unbalanced.joined(separator: ", ")); run `iapledger verify`\n")
         }
     }
 }

@@ -161,6 +161,19 @@ final class TraceAndCLITests: XCTestCase {
         let empty = try cli(["balance", "--through", "1999-01-01", "--workspace", ws.root.path])
         XCTAssertEqual(empty.out, "No postings in either book dated on or before 1999-01-01.\n")
         XCTAssertEqual(try cli(["balance", "--through", "2026-13-01", "--workspace", ws.root.path]).err.contains("got 2026-13-01"), true)
+        // balance: each book's totals, per currency and in the reporting currency, sum to zero,
+        // and it says so (the sheet showed it, the command did not).
+        let balance = try cli(["balance", "--workspace", ws.root.path]).out
+        let totals = balance.split(separator: "\n").filter { $0.contains(" Total") }
+        XCTAssertFalse(totals.isEmpty, balance)
+        for line in totals { XCTAssertTrue(line.hasSuffix(" 0.00"), String(line)) }
+        XCTAssertTrue(totals.contains { $0.hasPrefix("production  Total, all currencies") }, balance)
+        XCTAssertTrue(balance.hasSuffix("Each book's balances sum to zero in each currency and in USD (debits equal credits).\n"), balance)
+        let balanceLines = balance.split(separator: "\n")
+        let usdTotal = try XCTUnwrap(balanceLines.first { $0.hasPrefix("production  Total ") && $0.contains(" USD ") })
+        let usdRows = balanceLines.filter { $0.hasPrefix("production  ") && !$0.contains("Total") && $0.contains(" USD ") }
+        func debit(_ line: Substring) -> Decimal { Decimal(string: String(line.split(separator: " ", omittingEmptySubsequences: true)[3])) ?? -1 }
+        XCTAssertEqual(debit(usdTotal), usdRows.map(debit).reduce(0, +), "the total's debits are its accounts'")
         // verify --workbook: a file that cannot be read is named once; not with --runs.
         let missing = try cli(["verify", "--workbook", "/nonexistent.xlsx", "--workspace", ws.root.path])
         XCTAssertEqual(missing.status, 1)
