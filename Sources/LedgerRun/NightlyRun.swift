@@ -90,6 +90,9 @@ public struct NightlyRun {
         /// record verified by another, a cut line read whole, a refused order line corrected),
         /// dismissals aside.
         public var recordsSettled = 0
+        /// Of the records this night read pending or rejected, those a later record of the
+        /// same night settled.
+        public var recordsSettledSameNight = 0
         /// Findings finance dismissed (`iapledger dismiss --finding`) that this run resolved.
         public var findingsDismissed = 0
         /// The workbooks of the night before that it never wrote (it stopped after its commit),
@@ -348,7 +351,10 @@ public struct NightlyRun {
         result.findingsReopened = nothingNewSince == nil ? findingsReopened : 0
         result.recordsDismissed = dismissed
         result.findingsDismissed = findingsDismissed
-        if nothingNewSince == nil { result.recordsSettled = max(0, try ledger.read { try $0.recordsResolved(byRun: runId) } - dismissed) }
+        if nothingNewSince == nil {
+            result.recordsSettled = max(0, try ledger.read { try $0.recordsResolved(byRun: runId) } - dismissed)
+            result.recordsSettledSameNight = try ledger.read { try $0.recordsReadAndSettled(byRun: runId) }
+        }
         if nothingNewSince == nil { result.repeatedFiles = try ledger.read { try $0.filesRepeatingEarlierOnes(runId: runId) } }
         result.ordersBroughtBack = ordersBroughtBack
         committed?(result)

@@ -258,7 +258,9 @@ func printSummary(_ r: NightlyRun.Result) {
     } else {
         print("iapledger run \(r.runId) as of \(r.asOf)")
         print("  files: \(r.filesRead) read, \(r.filesSkipped) unchanged (skipped)")
-        print("  records: \(c.read) new: \(c.verified) verified, \(c.pending) pending, \(c.rejected) rejected; \(c.skipped) already read")
+        print("  records: \(c.read) new: \(c.verified) verified, \(c.pending) pending, \(c.rejected) rejected"
+              + (r.recordsSettledSameNight > 0 ? " (\(r.recordsSettledSameNight) of these settled by a later record of the same night)" : "")
+              + "; \(c.skipped) already read")
         print("  entries posted: \(c.entriesPosted)")
     }
     if !r.repeatedFiles.isEmpty {

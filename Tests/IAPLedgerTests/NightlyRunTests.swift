@@ -348,6 +348,15 @@ final class NightlyRunTests: XCTestCase {
         XCTAssertEqual(pending.resolution, "verified by inbox/receipts/b.jsonl:1")
         let text = TraceOutput.text(trace)
         XCTAssertTrue(text.contains("    settled by the night of 2026-10-08: verified by inbox/receipts/b.jsonl:1 (no longer open)"), text)
+        XCTAssertEqual([r.recordsSettled, r.recordsSettledSameNight], [1, 0], "settled a record of an earlier night")
+        // Pending and verified the same night: counted pending among the night's records, and
+        // said settled by the same night (the summary's counts disagreed without a word).
+        try ws.write("inbox/receipts/c.jsonl", #"{"status": 21100, "is-retryable": true, "receipt": {"in_app": [{"transaction_id": "4002"}]}}"# + "\n"
+                     + Receipt.response([Receipt.item("4002", purchased: "2026-10-08T10:00:00Z")]) + "\n")
+        let same = try ws.run("2026-10-09")
+        XCTAssertEqual(same.counts.pending, 1)
+        XCTAssertEqual([same.recordsSettled, same.recordsSettledSameNight], [0, 1])
+        XCTAssertEqual(same.totals.recordsPending, 0)
     }
 
     func testWorkbookTrialBalanceTiesToLedgerAndIsNumeric() throws {
