@@ -123,7 +123,9 @@ func parseAsOf(_ text: String?, today: Day = todayUTC(), tomorrowAllowed: Bool =
 func todayUTC() -> Day { Day(epochMilliseconds: Int64(Date().timeIntervalSince1970) * 1000) }
 
 struct Init: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Create a workspace with a commented example config and example rules.")
+    static let configuration = CommandConfiguration(
+        abstract: "Create a workspace with a commented example config and example rules.",
+        discussion: "Writes iapledger.toml (commented), the example rules in rules/ (commented), the workbook layouts in layouts/, and the empty inbox folders (inbox/receipts, inbox/signed, inbox/orders) and reports/. It replaces no file: a folder already holding one of them is refused, naming it, with nothing written.")
 
     @Argument(help: ArgumentHelp("The folder to create (default: the current folder).", valueName: "dir"))
     var folder: String?
