@@ -285,6 +285,35 @@ public enum TraceOutput {
         return out.map(TerminalText.visible).joined(separator: "\n") + "\n"
     }
 
+    /// A free transaction's kind, where the store says it: a trial and a family member's
+    /// access are both stored as free (no money moved), and the trace said "a free trial ...,
+    /// or a family member's shared access". Told from the verified record that made it free:
+    /// a signed one is free only as a family member's (a signed trial has a price of 0); a
+    /// legacy receipt's item says `is_trial_period` or `in_app_ownership_type`.
+    public static func withFreeKind(_ t: TransactionTrace, reader: LedgerReader) throws -> TransactionTrace {
+        guard t.status == "free", t.free_because?.hasPrefix("a free trial") == true else { return t }
+        var out = t
+        for source in t.sources where source.outcome == "verified" {
+            if source.path.hasPrefix("inbox/signed/") {
+                out.free_because = "a family member's shared access (inAppOwnershipType FAMILY_SHARED in its signed record \(source.path):\(source.line))"
+                return out
+            }
+            guard let text = try reader.traceRecord(path: source.path, line: source.line, withText: true)?.records
+                    .first(where: { $0.record_sha256 == source.record_sha256 })?.text,
+                  let response = try? LegacyReceiptParser.parse(Substring(text)),
+                  let item = response.items.first(where: { $0.transactionId == t.transaction_id }) else { continue }
+            if item.isFamilyShared {
+                out.free_because = "a family member's shared access (in_app_ownership_type FAMILY_SHARED in \(source.path):\(source.line))"
+                return out
+            }
+            if item.isTrialPeriod {
+                out.free_because = "a free trial (is_trial_period true in \(source.path):\(source.line))"
+                return out
+            }
+        }
+        return out
+    }
+
     /// What reconciliation made of the transaction, said in words: out of scope (its
     /// product's type is not reconciled: no exception and no match), matched with which orders,
     /// or neither (its exceptions, or no order, say why).

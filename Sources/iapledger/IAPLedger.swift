@@ -627,7 +627,7 @@ struct Trace: ParsableCommand {
             let found: String? = try ledger.read { r in
                 let asOf = try r.lastAsOf()
                 func withTenure(_ t: TransactionTrace) throws -> TransactionTrace {
-                    let t = TraceOutput.withReconciliation(t, config: config, rules: rules)
+                    let t = TraceOutput.withReconciliation(try TraceOutput.withFreeKind(t, reader: r), config: config, rules: rules)
                     guard let rules else { return t }
                     return try TraceOutput.withTenure(t, reader: r, config: config, rules: rules)
                 }

@@ -775,13 +775,21 @@ final class HostileInputTests: XCTestCase {
         // says the rules made it free (it called it a free trial or a family member's access).
         try ws.write("rules/products.csv", TestWorkspace.defaultProducts + "\nunlock.trial,non_consumable,0\n")
         try ws.write("rules/prices.csv", TestWorkspace.defaultPrices + "\nunlock.trial,USA,0,2020-01-01\n")
+        let family = Receipt.item("FT3", purchased: "2026-10-20T10:00:00Z").replacingOccurrences(of: "{", with: "{\"in_app_ownership_type\": \"FAMILY_SHARED\", ")
         try ws.write("inbox/receipts/free.jsonl", Receipt.response([Receipt.item("FT1", product: "unlock.trial", purchased: "2026-10-20T10:00:00Z"),
-                                                                   Receipt.item("FT2", purchased: "2026-10-20T10:00:00Z", trial: true)]) + "\n")
+                                                                   Receipt.item("FT2", purchased: "2026-10-20T10:00:00Z", trial: true), family]) + "\n")
         XCTAssertNoThrow(try ws.run("2026-11-03"))
         let tier = TraceOutput.text(try XCTUnwrap(ledger().read { try $0.traceTransaction("FT1", asOf: nil) }))
         XCTAssertTrue(tier.contains("Transaction FT1: free in the production book (rules/prices.csv priced it 0 on its purchase date (a non-consumable's free tier): no money moved, so no entry)"), tier)
         let trial = TraceOutput.text(try XCTUnwrap(ledger().read { try $0.traceTransaction("FT2", asOf: nil) }))
         XCTAssertTrue(trial.contains("Transaction FT2: free in the production book (a free trial or introductory period, or a family member's shared access: no money moved"), trial)
+        // Which of the two, from the record that made it free (the trace could not tell them apart).
+        func kind(_ id: String) throws -> String? {
+            try ledger().read { r in try TraceOutput.withFreeKind(try XCTUnwrap(try r.traceTransaction(id, asOf: nil)), reader: r).free_because }
+        }
+        XCTAssertEqual(try kind("FT2"), "a free trial (is_trial_period true in inbox/receipts/free.jsonl:1)")
+        XCTAssertEqual(try kind("FT3"), "a family member's shared access (in_app_ownership_type FAMILY_SHARED in inbox/receipts/free.jsonl:1)")
+        XCTAssertEqual(try kind("FT1"), "rules/prices.csv priced it 0 on its purchase date (a non-consumable's free tier)")
     }
 
     /// A price with more decimals than its storefront's currency has surfaced only as a

@@ -818,7 +818,7 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertEqual(t["status"] as? String, "free")
         XCTAssertEqual((t["entries"] as? [Any])?.count, 0)
         let text = try cli(["trace", id, "--workspace", dir.path]).out
-        XCTAssertTrue(text.contains("Transaction \(id): free in the production book (a free trial or introductory period, or a family member's shared access: no money moved, so no entry)"), text)
+        XCTAssertTrue(text.contains("Transaction \(id): free in the production book (a free trial (is_trial_period true in inbox/receipts/") && text.contains("): no money moved, so no entry)"), text)
 
         // A sale of August (the demo's ledger begins with this one night): its month's set is
         // not written until `report --period 2026-08`, and trace says so.
