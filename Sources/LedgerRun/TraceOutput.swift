@@ -162,6 +162,14 @@ public enum TraceOutput {
         return o
     }
 
+    /// A signed price's milliunits in the currency's units, as booked (`signed price 1190
+    /// milliunits` reads ` (1.19 EUR)`); empty for any other price source.
+    static func signedPriceInUnits(_ source: String, currency: String?) -> String {
+        guard let currency, let exponent = Currency.exponent(currency), source.hasPrefix("signed price "),
+              let milli = Int64(source.dropFirst("signed price ".count).prefix { $0.isNumber || $0 == "-" }) else { return "" }
+        return " (\(Currency.format(minor: Currency.minorUnits(milliunits: milli, exponent: exponent), currency: currency)) \(currency))"
+    }
+
     /// An order version's storefront (what prices a sale with none of its own) and account
     /// token, where it has them.
     static func orderDetails(_ o: TransactionTrace.Order) -> String {
@@ -206,7 +214,7 @@ public enum TraceOutput {
         if let r = t.rules {
             line("Rules applied:")
             line("  storefront \(r.storefront) (from \(r.storefrontSource), rule effective \(r.storefrontEffectiveFrom)); tax \(r.taxRate) \(r.taxIncluded ? "included in" : "added to") prices")
-            line("  price: \(r.priceSource)")
+            line("  price: \(r.priceSource)" + signedPriceInUnits(r.priceSource, currency: t.entries.first { $0.kind == "sale" }?.postings.first?.currency))
             line("  commission \(r.commissionRate): \(r.commissionReason)")
             line("  FX \(r.fxRate) for \(r.fxMonth)")
         }
@@ -243,7 +251,9 @@ public enum TraceOutput {
                  + ", posted by run \(e.run_id)\(e.run_as_of.map { " (the night of \($0))" } ?? ""), hash \(e.hash)"
                  + (e.hash_holds ? "" : " (WARNING: this hash no longer follows from the entry and the one before it: changed after it was written; run `iapledger verify`)"))
             for p in e.postings {
-                line("      \(p.account.padding(toLength: 30, withPad: " ", startingAt: 0)) \(Currency.format(minor: p.amount_minor, currency: p.currency)) \(p.currency)   reporting \(Currency.format(minor: p.reporting_amount_minor, currency: e.reporting_currency)) \(e.reporting_currency)")
+                // Amounts right-aligned, so a column of postings reads as one.
+                func right(_ text: String, _ width: Int) -> String { String(repeating: " ", count: max(0, width - text.count)) + text }
+                line("      \(p.account.padding(toLength: 30, withPad: " ", startingAt: 0)) \(right(Currency.format(minor: p.amount_minor, currency: p.currency), 12)) \(p.currency)   reporting \(right(Currency.format(minor: p.reporting_amount_minor, currency: e.reporting_currency), 12)) \(e.reporting_currency)")
             }
         }
         if !t.notifications.isEmpty {

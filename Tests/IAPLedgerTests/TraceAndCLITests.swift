@@ -955,6 +955,15 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertFalse(try cli(["trace", "u1", "--workspace", ws.root.path]).out.contains("Reconciliation with"))
     }
 
+    /// A signed price is shown in its currency's units as booked, beside its milliunits.
+    func testASignedPriceReadsInItsCurrency() {
+        XCTAssertEqual(TraceOutput.signedPriceInUnits("signed price 1190 milliunits", currency: "EUR"), " (1.19 EUR)")
+        XCTAssertEqual(TraceOutput.signedPriceInUnits("signed price 160500 milliunits", currency: "JPY"), " (160 JPY)", "half to even")
+        XCTAssertEqual(TraceOutput.signedPriceInUnits("signed price 990 milliunits", currency: "KWD"), " (0.990 KWD)")
+        XCTAssertEqual(TraceOutput.signedPriceInUnits("rules/prices.csv 0.99 USD from 2020-01-01 x 1", currency: "USD"), "")
+        XCTAssertEqual(TraceOutput.signedPriceInUnits("signed price 1190 milliunits", currency: nil), "")
+    }
+
     func testTraceOfAnUnknownIdSaysSoAndFails() throws {
         try refundedReconciledWorkspace()
         let r = try cli(["trace", "no-such-id", "--workspace", ws.root.path])
