@@ -63,6 +63,7 @@ extension FinanceReport {
         }
         regionRows.append(SheetRow([.text("Total"), .integer(total.units), money(total.netAfterRefunds), money(total.proceedsAfterRefunds)], style: .total))
         let r = reportingCurrency
+        let chartPrefix = book == .sandbox ? "Sandbox (test purchases, not revenue): " : ""
         // What these figures leave out. They are the entries dated on or before the as-of date as
         // the ledger holds them now (a month-end set written on a later night includes what that
         // night posted of the month), so: this book's sales dated on or before it that still wait
@@ -82,9 +83,10 @@ extension FinanceReport {
                 TableBlock(key: "by_region", columns: ReportSchema.summaryByRegion, rows: regionRows),
             ],
             charts: [
-                ChartSpec(title: "Net sales and refunds by month (\(r))", kind: .column, table: "by_month", categoryColumn: "month",
+                // The sandbox book's charts say so: one pasted elsewhere must not pass for revenue.
+                ChartSpec(title: "\(chartPrefix)Net sales and refunds by month (\(r))", kind: .column, table: "by_month", categoryColumn: "month",
                           valueColumns: ["net_reporting", "refunds_reporting"], yAxisTitle: r),
-                ChartSpec(title: "Proceeds after refunds by region (\(r))", kind: .bar, table: "by_region", categoryColumn: "storefront",
+                ChartSpec(title: "\(chartPrefix)Proceeds after refunds by region (\(r))", kind: .bar, table: "by_region", categoryColumn: "storefront",
                           valueColumns: ["proceeds_after_refunds_reporting"], yAxisTitle: r),
             ],
             values: ["sales_waiting": String(salesWaiting), "records_waiting": String(recordsWaiting),

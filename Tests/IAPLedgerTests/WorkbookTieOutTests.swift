@@ -172,6 +172,14 @@ final class WorkbookTieOutTests: XCTestCase {
     }
 
     func testSandboxWorkbookKeepsTestPurchasesApart() throws {
+        // Its charts' titles say they are test purchases (they read as the production ones).
+        let charts = try XLSXParts.entries(result.workbooks[1]).filter { $0.hasPrefix("xl/charts/chart") }
+        XCTAssertFalse(charts.isEmpty)
+        for chart in charts {
+            XCTAssertTrue(try XLSXParts.read(result.workbooks[1], chart).contains("Sandbox (test purchases, not revenue): "), chart)
+        }
+        XCTAssertFalse(try XLSXParts.entries(result.workbooks[0]).filter { $0.hasPrefix("xl/charts/chart") }
+            .contains { try XLSXParts.read(result.workbooks[0], $0).contains("Sandbox") })
         let sandbox = try XLSXReader.sheets(result.workbooks[1])
         XCTAssertNotNil(sandbox["Credited in Production"])
         XCTAssertFalse(sandbox["Credited in Production"]!.dropFirst(4).isEmpty, "the demo credits some sandbox purchases in production")
