@@ -75,7 +75,7 @@ public struct FinanceReport {
         }
         return WorkbookModel(
             title: book == .production ? "iapledger finance report \(asOf)" : "iapledger sandbox book \(asOf)",
-            subject: "In-app purchase ledger, \(book.rawValue) book, as of \(asOf)",
+            subject: "In-app purchase ledger, \(book.rawValue) book, as of \(asOf)" + (try Self.writtenLater(reader, asOf: asOf)),
             company: "", created: asOf, sheets: sheets, numberFormats: layout.formats
         )
     }
@@ -106,6 +106,16 @@ public struct FinanceReport {
         }
         return SheetContent(key: "credited_in_production",
                             tables: [TableBlock(key: "credits", columns: ReportSchema.creditedInProduction, rows: rows)])
+    }
+
+    /// Every printed page's header says which books it is: for a set written after its date (a
+    /// month's set, written again by each night while its month is open, or by `report`), the
+    /// night whose ledger it shows, and whether its month was closed then: two printouts "as of
+    /// 2026-10-31" written on different nights may hold different figures.
+    static func writtenLater(_ reader: LedgerReader, asOf: Day) throws -> String {
+        guard let last = try reader.lastAsOf(), last > asOf else { return "" }
+        let closed = try reader.latestClose().map { asOf.month <= $0.month } ?? false
+        return "; the ledger after the night of \(last)" + (closed ? " (\(asOf.month) closed)" : " (\(asOf.month) still open: its figures may change until it is closed)")
     }
 
     /// Trial balance rows as of the report date (entries posted on or before it).

@@ -81,6 +81,30 @@ final class ReportPeriodTests: XCTestCase {
         XCTAssertEqual(posted, [1, 0], "a8 posted after report wrote the set, none after the night wrote it again")
     }
 
+    /// A set written after its date (the month before's, written again each night while it is
+    /// open) says on every printed page whose ledger it shows and whether its month is closed:
+    /// two printouts "as of 2026-10-31" of different nights could hold different figures, with
+    /// nothing on the page to tell them apart. A night's own set says nothing more.
+    func testASetWrittenAfterItsDateSaysWhichNightsLedgerItShows() throws {
+        let ws = try TestWorkspace()
+        defer { ws.remove() }
+        try ws.write("inbox/receipts/a.jsonl", Receipt.response([Receipt.item("h1", purchased: "2026-10-20T10:00:00Z")]) + "\n")
+        try ws.run("2026-10-31")
+        try ws.run("2026-11-02")
+        func header(_ path: String) throws -> String {
+            let xml = try XLSXParts.read(ws.root.appendingPathComponent(path), "xl/worksheets/sheet1.xml")
+            guard let a = xml.range(of: "<oddHeader>"), let b = xml.range(of: "</oddHeader>") else { return "" }
+            return String(xml[a.upperBound..<b.lowerBound])
+        }
+        XCTAssertEqual(try header("reports/2026-11-02/finance-2026-11-02.xlsx"), "&amp;LIn-app purchase ledger, production book, as of 2026-11-02")
+        XCTAssertEqual(try header("reports/2026-10-31/finance-2026-10-31.xlsx"),
+                       "&amp;LIn-app purchase ledger, production book, as of 2026-10-31; the ledger after the night of 2026-11-02 (2026-10 still open: its figures may change until it is closed)")
+        _ = try ClosedPeriods.close(month: Month(iso: "2026-10")!, workspace: ws.workspace, asOf: Day(iso: "2026-11-02")!, closedBy: "carol", closedAt: "2026-11-02T09:00:00Z")
+        _ = try PeriodReport.write(workspace: ws.workspace, period: Month(iso: "2026-10")!)
+        XCTAssertEqual(try header("reports/2026-10-31/finance-2026-10-31.xlsx"),
+                       "&amp;LIn-app purchase ledger, production book, as of 2026-10-31; the ledger after the night of 2026-11-02 (2026-10 closed)")
+    }
+
     /// A month-end reconciliation workbook written again by a later night (or `report
     /// --period`) shows the state of the month's last run: an exception whose sale a later run
     /// booked (it waited for its rule) has no amount there, as on the night itself; it showed
