@@ -293,6 +293,11 @@ final class ReportPeriodTests: XCTestCase {
         try TestWorkspace.appendText(ws.root.appendingPathComponent("iapledger.toml"), "\n[reports]\njournal_row_cap = 1\n")
         let layoutOnly = try XCTUnwrap(try PeriodReport.write(workspace: ws.workspace, period: Month(iso: "2026-10")!).files.first { $0.url == october }?.earlier)
         XCTAssertTrue(layoutOnly.contains(" by `iapledger report`, which it replaces: no night ran and no month was closed since, so the layouts, the config (the journal cap) or iapledger's version changed since"), layoutOnly)
+        // A night between two reports, in the same second as the first (stamped to the second,
+        // it was taken for one before it): counted.
+        try ws.run("2026-11-03")
+        let afterNight = try XCTUnwrap(try PeriodReport.write(workspace: ws.workspace, period: Month(iso: "2026-10")!).files.first { $0.url == october }?.earlier)
+        XCTAssertTrue(afterNight.contains("which it replaces: the ledger changed: 1 night ran since"), afterNight)
     }
 
     /// The note's words for refunds and their reversals: each kind counted apart (a late refund
