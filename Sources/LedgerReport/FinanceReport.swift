@@ -330,11 +330,25 @@ public struct FinanceReport {
                                       .integer(Int64(asOf - f.firstSeen))]))
         }
         closeCode()
+        // An empty list says so, and, on a day no night had reached, that nothing was read by
+        // then (a header alone read as nothing open, or as a table left empty by mistake).
+        let reached = try reader.lastRun(onOrBefore: asOf) != nil
+        func none(_ columns: [Column], _ text: String) -> [SheetRow] {
+            [SheetRow([.text(text)] + Array(repeating: .empty, count: columns.count - 1), style: .total)]
+        }
+        let noProblems = problems.isEmpty
+            ? none(ReportSchema.runInfoNotPosted, reached ? "None: no record read by \(asOf) was still pending or rejected on that day"
+                                                            : "None known: no night had run on or before \(asOf), so no record had been read by then")
+            : []
+        let noFindings = findings.isEmpty
+            ? none(ReportSchema.runInfoFindings, reached ? "None open on \(asOf)"
+                                                           : "None known: no night had run on or before \(asOf)")
+            : []
         return SheetContent(key: "run_info", tables: [
             TableBlock(key: "info", columns: ReportSchema.runInfo, rows: info),
             TableBlock(key: "files", columns: ReportSchema.runInfoFiles, rows: files),
-            TableBlock(key: "not_posted", columns: ReportSchema.runInfoNotPosted, rows: problems),
-            TableBlock(key: "findings", columns: ReportSchema.runInfoFindings, rows: findings),
+            TableBlock(key: "not_posted", columns: ReportSchema.runInfoNotPosted, rows: problems + noProblems),
+            TableBlock(key: "findings", columns: ReportSchema.runInfoFindings, rows: findings + noFindings),
         ])
     }
 }

@@ -171,6 +171,13 @@ final class ReportPeriodTests: XCTestCase {
         XCTAssertTrue(sandbox.contains { $0.first?.hasPrefix("Not reconciled: no night had run on or before 2026-10-31") == true }, "\(sandbox)")
         let sandboxNow = try XCTUnwrap(try XLSXReader.sheets(ws.root.appendingPathComponent("reports/2026-11-02/sandbox-2026-11-02.xlsx"))["Credited in Production"])
         XCTAssertFalse(sandboxNow.contains { $0.first?.hasPrefix("Not reconciled") == true })
+        // The finance workbook's Run Info lists of records not posted and of findings say so
+        // too, each in a row (they were a header alone); the night's own set says none open.
+        let info = try XCTUnwrap(try XLSXReader.sheets(ws.root.appendingPathComponent("reports/2026-10-31/finance-2026-10-31.xlsx"))["Run Info"])
+        XCTAssertEqual(info.filter { $0.first?.hasPrefix("None known: no night had run on or before 2026-10-31") == true }.count, 2, "\(info)")
+        let infoNow = try XCTUnwrap(try XLSXReader.sheets(ws.root.appendingPathComponent("reports/2026-11-02/finance-2026-11-02.xlsx"))["Run Info"])
+        XCTAssertTrue(infoNow.contains { $0.first == "None: no record read by 2026-11-02 was still pending or rejected on that day" }, "\(infoNow)")
+        XCTAssertTrue(infoNow.contains { $0.first == "None open on 2026-11-02" }, "\(infoNow)")
         XCTAssertEqual(summary.first { $0.first == "Matched order/transaction pairs" }?.dropFirst().first, "not reconciled")
         XCTAssertTrue(summary.contains { $0.first?.hasPrefix("Matched order/transaction pairs: not reconciled. Resolved since the previous night: not reconciled.") == true },
                       "\(summary.prefix(4))")
