@@ -372,9 +372,11 @@ public enum JSONScalar {
 public enum ForeignData {
     public static func hint<J: JSONReading>(_ obj: J) -> String? {
         guard obj.isObject else { return nil }
-        if ["packageName", "purchaseToken", "voidedPurchases", "voidedPurchaseNotification", "subscriptionNotification",
-            "oneTimeProductNotification"].contains(where: { obj[$0] != nil }) {
-            return "it looks like Google Play data (packageName, purchaseToken): iapledger reads the App Store's only"
+        // The fields it has, named (a voided-purchases list has no packageName).
+        let google = ["packageName", "purchaseToken", "voidedPurchases", "voidedPurchaseNotification", "subscriptionNotification",
+                      "oneTimeProductNotification"].filter { obj[$0] != nil }
+        if !google.isEmpty {
+            return "it looks like Google Play data (\(google.prefix(2).joined(separator: ", "))): iapledger reads the App Store's only"
         }
         if obj["signedPayload"] != nil || obj["signedTransactionInfo"] != nil {
             return "it is App Store signed data: signed transactions and notifications go in inbox/signed/"

@@ -79,8 +79,10 @@ public enum TraceOutput {
                 }
             },
             paid_days: days, posted_with_days: postedWith)
+        // Strictly later: one bought at the same instant (a receipt listing two at one time) is
+        // not "after" it.
         out.subscription?.later_transaction_ids = chain.map(\.observation)
-            .filter { ($0.purchaseMs, $0.transactionId) > (stored.observation.purchaseMs, stored.observation.transactionId) }
+            .filter { $0.purchaseMs > stored.observation.purchaseMs }
             .map(\.transactionId)
         return out
     }

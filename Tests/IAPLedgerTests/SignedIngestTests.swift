@@ -939,7 +939,8 @@ final class SignedIngestTests: XCTestCase {
     func testDataThatBelongsElsewhereSaysWhatItLooksLike() throws {
         let play = #"{"packageName": "app.example", "purchaseToken": "t-1", "orderId": "GPA.1000-2000"}"#
         try ws.write("inbox/receipts/play.jsonl", play + "\n" + #"{"signedPayload": "a.b.c"}"# + "\n")
-        try ws.write("inbox/signed/mixed.jsonl", play + "\n" + #"{"status": 0, "receipt": {"in_app": []}}"# + "\n")
+        try ws.write("inbox/signed/mixed.jsonl", play + "\n" + #"{"status": 0, "receipt": {"in_app": []}}"# + "\n"
+                     + #"{"voidedPurchases": [{"kind": "androidpublisher#voidedPurchase", "purchaseToken": "t-2"}]}"# + "\n")
         try ws.run("2023-11-20")
         let reasons = try ledger().read { try $0.recordProblems() }.sorted { ($0.path, $0.line) < ($1.path, $1.line) }.map { "\($0.path):\($0.line) \($0.code) \($0.reason)" }
         XCTAssertEqual(reasons, [
@@ -947,6 +948,8 @@ final class SignedIngestTests: XCTestCase {
             "inbox/receipts/play.jsonl:2 NO_STATUS no status field: not a verifyReceipt response (it is App Store signed data: signed transactions and notifications go in inbox/signed/)",
             "inbox/signed/mixed.jsonl:1 MALFORMED not a notification body {\"signedPayload\": \"...\"} (it looks like Google Play data (packageName, purchaseToken): iapledger reads the App Store's only)",
             "inbox/signed/mixed.jsonl:2 MALFORMED not a notification body {\"signedPayload\": \"...\"} (it is a verifyReceipt response: those go in inbox/receipts/)",
+            // The fields it has are named (a voided-purchases list has no packageName).
+            "inbox/signed/mixed.jsonl:3 MALFORMED not a notification body {\"signedPayload\": \"...\"} (it looks like Google Play data (voidedPurchases): iapledger reads the App Store's only)",
         ])
     }
 
