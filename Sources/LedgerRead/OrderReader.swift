@@ -32,6 +32,8 @@ public struct OrderRow {
     public var orderId: String? = nil
     /// Whether the row runs to the end of the file with no line end after it.
     public var endsFile = false
+    /// A row broken by its quoting: the fields read whole before the break.
+    var fieldsBeforeBreak: [String] = []
 }
 
 public enum OrderReader {
@@ -69,7 +71,7 @@ public enum OrderReader {
             return OrderRow(line: e.line, raw: e.raw,
                             result: .failure(Finding(code: "BAD_CSV", message: e.message + (id.map { " (order \($0))" } ?? ""),
                                                      location: SourceLocation(path: path, line: e.line))),
-                            orderId: id, endsFile: e.endsFile)
+                            orderId: id, endsFile: e.endsFile, fieldsBeforeBreak: e.fieldsBefore)
         }
         var rows = (table.rows.map { row in
             OrderRow(line: row.line, raw: row.raw, result: parse(row, table), orderId: namedOrder(row, table), endsFile: row.endsFile)
@@ -85,7 +87,12 @@ public enum OrderReader {
             let row = table.rows.last.flatMap { $0.line == rows[i].line ? $0 : nil }
             if f.code == "BAD_CSV" || (row.map { $0.fields.count < table.header.count } ?? false) {
                 rows[i].result = .failure(Finding(code: "TRUNCATED", message: RawRecord.truncatedReason(f.message), location: f.location))
-                if rows[i].orderId == nil, let row { rows[i].orderId = orderBeforeTheCut(row, table) }
+                // (A quote cut open: the fields before it are whole, and stand where the header
+                // puts them, as those of a row cut short do.)
+                if rows[i].orderId == nil {
+                    rows[i].orderId = row.map { orderBeforeTheCut($0, table) }
+                        ?? orderBeforeTheCut(CSVRow(line: rows[i].line, fields: rows[i].fieldsBeforeBreak + [""], raw: rows[i].raw), table)
+                }
             }
         }
         return (rows, nil, table.headerRaw)

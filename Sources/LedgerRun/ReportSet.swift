@@ -310,8 +310,8 @@ public enum PeriodReport {
                 let by = before.runId.map { "the night of run \($0)" } ?? "`iapledger report`"
                 files[i].earlier = sha == before.sha256
                     ? "the same bytes as the version written \(before.writtenAt) by \(by)"
-                    : "other bytes than the version written \(before.writtenAt) by \(by), which it replaces: "
-                        + ReportSet.whyOtherBytes((try? ledger.read { try $0.changesSince(before) }) ?? (0, 0))
+                    : "other bytes than the version written \(before.writtenAt) by \(by), which it replaces"
+                        + ((try? ledger.read { try $0.changesSince(before) }).map { ": " + ReportSet.whyOtherBytes($0) } ?? "")
                         + " (`iapledger verify --workbook FILE` tells which version a copy is)"
             }
         }

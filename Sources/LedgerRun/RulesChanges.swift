@@ -214,7 +214,7 @@ enum RulesChanges {
             lines.append("... and \(sorted.count - shown) more changes (\(more) sales): the RULES_CHANGED findings name each sale")
         }
         if reversals > 0 {
-            lines.append("\(reversals) sale\(reversals == 1 ? "" : "s") whose RULES_CHANGED finding was dismissed (a correction booked) the rules book as posted again (or refunded in full since): reverse \(reversals == 1 ? "that correction" : "those corrections") (a finding each, open again)")
+            lines.append("\(reversals) sale\(reversals == 1 ? "" : "s") whose RULES_CHANGED finding was dismissed (a correction booked) the rules book as posted again (or refunded since: in full, or in part with nothing left to correct): reverse \(reversals == 1 ? "that correction" : "those corrections") (a finding each, open again)")
         }
         // What is open in all, said with the night's news when earlier findings are open too.
         if (open.count > 0 && open.count != groups.values.reduce(0, { $0 + $1.count - $1.unbookable }) || reversalsOpen > reversals)
@@ -226,7 +226,7 @@ enum RulesChanges {
                 + " (`iapledger findings --code RULES_CHANGED` lists them)")
         }
         if resolved > 0 {
-            lines.append("\(resolved) sale\(resolved == 1 ? "" : "s") the rules book as posted again (or refunded in full since): \(resolved == 1 ? "its" : "their") RULES_CHANGED finding\(resolved == 1 ? "" : "s") resolved")
+            lines.append("\(resolved) sale\(resolved == 1 ? "" : "s") the rules book as posted again (or refunded since: in full, or in part with nothing left to correct): \(resolved == 1 ? "its" : "their") RULES_CHANGED finding\(resolved == 1 ? "" : "s") resolved")
         }
         return lines.isEmpty ? nil : Outcome(runId: lastRun, lines: lines, opened: opened + reversals, resolved: resolved)
     }

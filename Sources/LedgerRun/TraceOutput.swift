@@ -305,13 +305,11 @@ public enum TraceOutput {
     public static func withFreeKind(_ t: TransactionTrace, reader: LedgerReader) throws -> TransactionTrace {
         guard t.status == "free", t.free_because?.hasPrefix("a free trial") == true else { return t }
         var out = t
-        for source in t.sources where source.outcome == "verified" {
-            if source.path.hasPrefix("inbox/signed/") {
-                out.free_because = "a family member's shared access (inAppOwnershipType FAMILY_SHARED in its signed record \(source.path):\(source.line))"
-                return out
-            }
-            guard let text = try reader.traceRecord(path: source.path, line: source.line, withText: true)?.records
-                    .first(where: { $0.record_sha256 == source.record_sha256 })?.text,
+        // Receipts first: a receipt's item says which; a signed record only ever family access.
+        let verified = t.sources.filter { $0.outcome == "verified" }
+        for source in verified where !source.path.hasPrefix("inbox/signed/") {
+            // (Cosmetic: a record that cannot be read leaves the words as they were.)
+            guard let text = (try? reader.recordText(path: source.path, line: source.line, recordSHA256: source.record_sha256)) ?? nil,
                   let response = try? LegacyReceiptParser.parse(Substring(text)),
                   let item = response.items.first(where: { $0.transactionId == t.transaction_id }) else { continue }
             if item.isFamilyShared {
@@ -322,6 +320,9 @@ public enum TraceOutput {
                 out.free_because = "a free trial (is_trial_period true in \(source.path):\(source.line))"
                 return out
             }
+        }
+        if let signed = verified.first(where: { $0.path.hasPrefix("inbox/signed/") }) {
+            out.free_because = "a family member's shared access (inAppOwnershipType FAMILY_SHARED in its signed record \(signed.path):\(signed.line))"
         }
         return out
     }

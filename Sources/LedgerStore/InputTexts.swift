@@ -88,9 +88,7 @@ extension LedgerReader {
         while let r = try cursor.next() { try body(try draft(r, postings: []), r["run_id"]) }
     }
 
-    /// How many records of earlier runs' files run `runId` resolved (settled by its data, or
-    /// dismissed); its own records settled the same night are not counted.
-    /// Records run `runId` read pending or rejected and settled itself (a later record of the
+    /// Records run `runId` read pending or rejected and settled itself (another record of the
     /// same night verified them: a retried receipt, a cut line read whole).
     public func recordsReadAndSettled(byRun runId: Int64) throws -> Int {
         try Int.fetchOne(db, sql: """
@@ -98,6 +96,8 @@ extension LedgerReader {
             """, arguments: [runId, runId]) ?? 0
     }
 
+    /// How many records of earlier runs' files run `runId` resolved (settled by its data, or
+    /// dismissed); its own records settled the same night are not counted.
     public func recordsResolved(byRun runId: Int64) throws -> Int {
         try Int.fetchOne(db, sql: """
             SELECT count(*) FROM source_record r JOIN source_file f ON f.id = r.file_id WHERE r.resolved_run_id = ? AND f.run_id < ?

@@ -102,15 +102,16 @@ extension LedgerReader {
     /// What changed the ledger after a report file was registered: nights finished since and
     /// months closed since (by `close`; a night's close is a night). Nights are told by run
     /// id: those after the night that wrote it, or, for one `report` wrote, after the last
-    /// night that registered files before it (registrations are numbered in order; a time
-    /// stamped to the second could not order a night and a report of the same second). A
-    /// close is stamped to the second, a file to the millisecond: compared as instants
-    /// (`julianday`), a close in the file's own second counts as after it.
+    /// night that registered files before it, and finished in the file's second or later (a
+    /// night whose workbooks failed registered none; runs are stamped to the second, so one
+    /// of the file's own second is counted, as a report and a night of one second cannot be
+    /// ordered by time). A close likewise: one in the file's own second counts as after it.
     public func changesSince(_ file: RegisteredReportFile) throws -> (nights: Int, closes: Int) {
         let nights = try Int.fetchOne(db, sql: """
             SELECT count(*) FROM run WHERE finished_at IS NOT NULL
               AND id > coalesce(?, (SELECT max(run_id) FROM report_file WHERE id < ?), 0)
-            """, arguments: [file.runId, file.id]) ?? 0
+              AND (? IS NOT NULL OR julianday(finished_at) >= julianday(substr(?, 1, 19) || 'Z'))
+            """, arguments: [file.runId, file.id, file.runId, file.writtenAt]) ?? 0
         let closes = try Int.fetchOne(db, sql: "SELECT count(*) FROM period_close WHERE julianday(closed_at) >= julianday(substr(?, 1, 19) || 'Z')",
                                       arguments: [file.writtenAt]) ?? 0
         return (nights, closes)

@@ -502,6 +502,16 @@ extension LedgerReader {
         }
     }
 
+    /// The text of the record read at `path`:`line` with this record hash (one of a line's
+    /// records: a JSON array's on a single line share it), nil when none is.
+    public func recordText(path: String, line: Int, recordSHA256: String) throws -> String? {
+        guard let id = try Int64.fetchOne(db.cachedStatement(sql: """
+            SELECT r.id FROM source_record r JOIN source_file f ON f.id = r.file_id
+            WHERE f.path = ? AND r.line = ? AND r.record_sha256 = ? ORDER BY r.id LIMIT 1
+            """), arguments: [path, line, recordSHA256]) else { return nil }
+        return try recordText(id)
+    }
+
     /// A source record's text as it was read: its own row's, or its range of its chunk.
     func recordText(_ recordId: Int64) throws -> String? {
         try Row.fetchOne(db.cachedStatement(sql: "SELECT CAST(r.raw AS BLOB), \(chunkColumns) FROM source_record r WHERE r.id = ?"),

@@ -168,7 +168,7 @@ final class KeptRulesTests: XCTestCase {
         XCTAssertEqual(night.rulesChanged?.lines, [
             "rules/fx.csv: EUR 2026-10 1.12 -> 1.10: 1 sale posted, today's rules would book net -0.02, commission 0.00, proceeds -0.02 USD",
             "open in all after tonight: 2 RULES_CHANGED findings to book, today's rules would book net +0.05, commission +0.01, proceeds +0.04 USD (`iapledger findings --code RULES_CHANGED` lists them)",
-            "1 sale the rules book as posted again (or refunded in full since): its RULES_CHANGED finding resolved",
+            "1 sale the rules book as posted again (or refunded since: in full, or in part with nothing left to correct): its RULES_CHANGED finding resolved",
         ])
         open = try rulesChangedFindings()
         XCTAssertEqual(Set(open.keys), ["9002", "9004"])
@@ -329,7 +329,7 @@ final class KeptRulesTests: XCTestCase {
         XCTAssertEqual(again.newFindings, 0)
         XCTAssertEqual(again.findingsReopened, 3)
         let lines = try XCTUnwrap(again.rulesChanged?.lines)
-        XCTAssertTrue(lines.contains("2 sales whose RULES_CHANGED finding was dismissed (a correction booked) the rules book as posted again (or refunded in full since): reverse those corrections (a finding each, open again)"), "\(lines)")
+        XCTAssertTrue(lines.contains("2 sales whose RULES_CHANGED finding was dismissed (a correction booked) the rules book as posted again (or refunded since: in full, or in part with nothing left to correct): reverse those corrections (a finding each, open again)"), "\(lines)")
         let reversals = try rulesChangedFindings()
         XCTAssertEqual(Set(reversals.keys), ["9001", "9002", "9003"])
         XCTAssertTrue(reversals["9001"]?.hasPrefix("reverse the correction: posted 2026-10-05, it is booked again as the rules now give it; its earlier RULES_CHANGED finding was dismissed (dismissed by dana on 2026-10-08: JE-40: price list corrected)") ?? false,
@@ -341,7 +341,7 @@ final class KeptRulesTests: XCTestCase {
         // reversals stay, said once.
         try ws.write("rules/prices.csv", TestWorkspace.defaultPrices)
         let undone = try XCTUnwrap(try ws.run("2026-10-11").rulesChanged?.lines)
-        XCTAssertEqual(undone.first, "1 sale whose RULES_CHANGED finding was dismissed (a correction booked) the rules book as posted again (or refunded in full since): reverse that correction (a finding each, open again)")
+        XCTAssertEqual(undone.first, "1 sale whose RULES_CHANGED finding was dismissed (a correction booked) the rules book as posted again (or refunded since: in full, or in part with nothing left to correct): reverse that correction (a finding each, open again)")
         XCTAssertTrue(undone.contains("open in all after tonight: 3 corrections to reverse (`iapledger findings --code RULES_CHANGED` lists them)"), "\(undone)")
         XCTAssertTrue(try rulesChangedFindings()["9003"]?.hasPrefix("reverse the correction: ") ?? false)
         try ws.write("rules/fx.csv", TestWorkspace.defaultFX + "\n2026-12,EUR,1.2\n")
@@ -410,7 +410,7 @@ final class KeptRulesTests: XCTestCase {
         try ws.write("rules/fx.csv", TestWorkspace.defaultFX)
         let night = try ws.run("2026-10-09")
         XCTAssertEqual(night.findingsDismissed, 1)
-        XCTAssertEqual(night.rulesChanged?.lines.first, "1 sale whose RULES_CHANGED finding was dismissed (a correction booked) the rules book as posted again (or refunded in full since): reverse that correction (a finding each, open again)")
+        XCTAssertEqual(night.rulesChanged?.lines.first, "1 sale whose RULES_CHANGED finding was dismissed (a correction booked) the rules book as posted again (or refunded since: in full, or in part with nothing left to correct): reverse that correction (a finding each, open again)")
         XCTAssertTrue(try rulesChangedFindings()["9001"]?.hasPrefix("reverse the correction: posted 2026-10-05, it is booked again as the rules now give it; its earlier RULES_CHANGED finding was dismissed (dismissed by dana on 2026-10-08: JE-7)") ?? false)
     }
 

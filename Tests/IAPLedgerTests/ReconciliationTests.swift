@@ -431,22 +431,27 @@ final class ReconciliationTests: XCTestCase {
         // order_id not first: an unquoted comma before the break would shift it, so none named.
         try ws.write("inbox/orders/o3.csv", "account_id,product_id,order_id,transaction_id,quantity,credited_units,credited_at,environment\n"
                      + "acct-1,coins,100,o-u9,U9,1,100 \"promo\",2026-10-05T10:01:00Z,production\n")
+        // A last line cut inside a quote (no line end): cut short, its order named where the
+        // header puts it, as for a line cut short between fields.
+        try ws.write("inbox/orders/o6.csv", "account_id,product_id,order_id,transaction_id,quantity,credited_units,credited_at,environment\n"
+                     + "acct-1,coins.100,o-u7,\"U7")
         try ws.run("2026-10-06")
         let ledger = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path)
         XCTAssertEqual(try ledger.read { try $0.rawRows("SELECT f.path || ':' || r.line, r.reason_code, coalesce(r.order_id, '-') FROM source_record r JOIN source_file f ON f.id = r.file_id WHERE r.outcome = 'rejected' ORDER BY f.path, r.line") },
                        [["inbox/orders/o1.csv:2", "BAD_CSV", "o-u1"], ["inbox/orders/o1.csv:3", "BAD_CSV", "o-u2"], ["inbox/orders/o1.csv:4", "BAD_CSV", "-"],
-                        ["inbox/orders/o1.csv:5", "BAD_CSV", "o-u5"], ["inbox/orders/o3.csv:2", "BAD_CSV", "-"]])
+                        ["inbox/orders/o1.csv:5", "BAD_CSV", "o-u5"], ["inbox/orders/o3.csv:2", "BAD_CSV", "-"],
+                        ["inbox/orders/o6.csv:2", "TRUNCATED", "o-u7"]])
         XCTAssertEqual(try ledger.read { try $0.rawRows("SELECT reason FROM source_record WHERE order_id = 'o-u1'") }.first?.first?.hasSuffix("(order o-u1)"), true)
         try ws.write("inbox/orders/o2.csv", Self.header
                      + "o-u1,acct-1,U1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n"
                      + "o-u2,acct-1,U2,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n")
         let r = try ws.run("2026-10-07")
         let rejected = try XCTUnwrap(try XLSXReader.sheets(r.workbooks[2])["Rejected"]).dropFirst(4).map { $0[0] }
-        XCTAssertEqual(rejected, ["inbox/orders/o1.csv:4", "inbox/orders/o1.csv:5", "inbox/orders/o3.csv:2"], "the two lines naming their orders are resolved")
+        XCTAssertEqual(rejected, ["inbox/orders/o1.csv:4", "inbox/orders/o1.csv:5", "inbox/orders/o3.csv:2", "inbox/orders/o6.csv:2"], "the two lines naming their orders are resolved")
         // o-u5's quote never closed: its corrected line resolves it too.
         try ws.write("inbox/orders/o4.csv", Self.header + "o-u5,acct-1,U5,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n")
         let r2 = try ws.run("2026-10-08")
-        XCTAssertEqual(try XCTUnwrap(try XLSXReader.sheets(r2.workbooks[2])["Rejected"]).dropFirst(4).map { $0[0] }, ["inbox/orders/o1.csv:4", "inbox/orders/o3.csv:2"])
+        XCTAssertEqual(try XCTUnwrap(try XLSXReader.sheets(r2.workbooks[2])["Rejected"]).dropFirst(4).map { $0[0] }, ["inbox/orders/o1.csv:4", "inbox/orders/o3.csv:2", "inbox/orders/o6.csv:2"])
         let fieldsBefore = CSV.parseRows("a,b\"c,d\n")
         guard case .failure(let e)? = fieldsBefore.first else { return XCTFail("\(fieldsBefore)") }
         XCTAssertEqual(e.fieldsBefore, ["a"])
