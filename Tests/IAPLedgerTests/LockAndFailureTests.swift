@@ -394,6 +394,24 @@ final class LockAndFailureTests: XCTestCase {
         XCTAssertTrue(try ws.run("2026-11-04").setsMissing.isEmpty, "written since: nothing said")
     }
 
+    /// `report`'s note on a file written again counts the nights run since the version before
+    /// it: a night whose workbooks all failed (so registered none) ran before a report, not
+    /// since it (it was counted at every later report, hiding a layout change as the cause).
+    func testAReportCountsNoNightWhoseWorkbooksFailedBeforeIt() throws {
+        try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("F1", purchased: "2026-10-05T10:00:00Z")]) + "\n")
+        try ws.run("2026-10-07")
+        try Data("in the way".utf8).write(to: ws.root.appendingPathComponent("reports/2026-10-08"))
+        XCTAssertThrowsError(try ws.run("2026-10-08"))
+        try FileManager.default.removeItem(at: ws.root.appendingPathComponent("reports/2026-10-08"))
+        Thread.sleep(forTimeInterval: 1.1)   // runs are stamped to the second
+        let finance = ws.root.appendingPathComponent("reports/2026-10-07/finance-2026-10-07.xlsx")
+        func note() throws -> String? { try PeriodReport.write(workspace: ws.workspace, asOf: Day(iso: "2026-10-07")!).files.first { $0.url == finance }?.earlier }
+        XCTAssertEqual(try note()?.contains("the ledger changed: 1 night ran since"), true, "the version before is the night of run 1's")
+        try TestWorkspace.appendText(ws.root.appendingPathComponent("iapledger.toml"), "\n[reports]\njournal_row_cap = 1\n")
+        let afterConfig = try XCTUnwrap(try note())
+        XCTAssertTrue(afterConfig.contains("which it replaces: no night ran and no month was closed since"), afterConfig)
+    }
+
     /// `report` writes the workbooks even when it cannot register them in the ledger (here a
     /// writer holds the ledger longer than a connection waits), and says so.
     func testAReportThatCannotRegisterItsFilesWritesThemAndSaysSo() throws {
