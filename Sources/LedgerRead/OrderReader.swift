@@ -67,7 +67,7 @@ public enum OrderReader {
         // read later resolves it.
         let orderFirst = table.header.first.map { CSV.trimmed($0) == "order_id" } ?? false
         let bad = table.badRows.map { e in
-            let id = orderFirst ? e.fieldsBefore.first.map(CSV.trimmed).flatMap { !$0.isEmpty && StoreBounds.plausibleIdentifier($0) ? $0 : nil } : nil
+            let id = orderFirst ? e.fieldsBefore.first.flatMap(usableOrderId) : nil
             return OrderRow(line: e.line, raw: e.raw,
                             result: .failure(Finding(code: "BAD_CSV", message: e.message + (id.map { " (order \($0))" } ?? ""),
                                                      location: SourceLocation(path: path, line: e.line))),
@@ -89,18 +89,27 @@ public enum OrderReader {
                 rows[i].result = .failure(Finding(code: "TRUNCATED", message: RawRecord.truncatedReason(f.message), location: f.location))
                 // (A quote cut open: the fields before it are whole, and stand where the header
                 // puts them, as those of a row cut short do.)
+                // (The last field of a row cut short may itself be cut.)
                 if rows[i].orderId == nil {
-                    rows[i].orderId = row.map { orderBeforeTheCut($0, table) }
-                        ?? orderBeforeTheCut(CSVRow(line: rows[i].line, fields: rows[i].fieldsBeforeBreak + [""], raw: rows[i].raw), table)
+                    rows[i].orderId = row.map { orderBeforeTheCut($0.fields, whole: $0.fields.count - 1, table) }
+                        ?? orderBeforeTheCut(rows[i].fieldsBeforeBreak, whole: rows[i].fieldsBeforeBreak.count, table)
                 }
             }
         }
         return (rows, nil, table.headerRaw)
     }
 
-    static func orderBeforeTheCut(_ row: CSVRow, _ t: CSVTable) -> String? {
-        guard let i = t.header.firstIndex(where: { CSV.trimmed($0) == "order_id" }), i < row.fields.count - 1 else { return nil }
-        let id = CSV.trimmed(row.fields[i])
+    /// The order id among the fields read whole of a row cut short (`whole` of them), where the
+    /// header puts it.
+    static func orderBeforeTheCut(_ fields: [String], whole: Int, _ t: CSVTable) -> String? {
+        guard let i = t.header.firstIndex(where: { CSV.trimmed($0) == "order_id" }), i < whole else { return nil }
+        return usableOrderId(fields[i])
+    }
+
+    /// A field's text as an order id, when it can name one (not empty, no control characters,
+    /// not over the bound).
+    static func usableOrderId(_ field: String) -> String? {
+        let id = CSV.trimmed(field)
         return !id.isEmpty && StoreBounds.plausibleIdentifier(id) ? id : nil
     }
 
@@ -125,11 +134,9 @@ public enum OrderReader {
         if row.fields.count != t.header.count {
             // (At least two fields: the id is followed by its comma, so it was written whole.)
             guard row.fields.count >= 2, t.header.first.map({ CSV.trimmed($0) == "order_id" }) == true else { return nil }
-            let id = CSV.trimmed(row.fields[0])
-            return !id.isEmpty && StoreBounds.plausibleIdentifier(id) ? id : nil
+            return usableOrderId(row.fields[0])
         }
-        let id = t.value(row, "order_id")
-        return !id.isEmpty && StoreBounds.plausibleIdentifier(id) ? id : nil
+        return usableOrderId(t.value(row, "order_id"))
     }
 
     static func parse(_ row: CSVRow, _ t: CSVTable) -> Result<OrderRecord, Finding> {
@@ -200,11 +207,6 @@ public enum ISOTimestamp {
     public static func milliseconds(_ s: String) -> Int64? {
         if let d = Day(iso: s) { return d.epochMilliseconds }
         let u = Array(s.utf8)
-        // A bare date in the basic format.
-        if u.count == 8, u.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
-            return Day(iso: String(decoding: u[0..<4], as: UTF8.self) + "-" + String(decoding: u[4..<6], as: UTF8.self) + "-"
-                       + String(decoding: u[6..<8], as: UTF8.self))?.epochMilliseconds
-        }
         var i = 0
         func isDigit(_ c: UInt8) -> Bool { c >= 0x30 && c <= 0x39 }
         /// `n` digits at `i` as a number, or nil.
@@ -228,6 +230,8 @@ public enum ISOTimestamp {
         let dateText = extended ? String(decoding: u[0..<10], as: UTF8.self)
             : String(decoding: u[0..<4], as: UTF8.self) + "-" + String(decoding: u[4..<6], as: UTF8.self) + "-" + String(decoding: u[6..<8], as: UTF8.self)
         guard let day = Day(iso: dateText) else { return nil }
+        // A bare date in the basic format (the extended one is read above).
+        if i == u.count { return day.epochMilliseconds }
         guard take("T") || take("t") || take(" ") else { return nil }
         // The time: hh:mm[:ss] (hhmm[ss] in the basic format), the same format as the date.
         guard let h = digits(2), (0...23).contains(h), !extended || take(":"), let m = digits(2), (0...59).contains(m) else { return nil }

@@ -98,13 +98,12 @@ public struct ReconciliationReport {
             for x in list where c == .sandboxCreditedInProduction || !sandbox.contains(x.transactionId) {
                 if let net = x.netReportingMinor { sales[x.transactionId] = net }
             }
-            let amounts = Array(sales.values)
-            let amount = amounts.reduce(0, +)
+            let amount = sales.values.reduce(0, +)
             if c != .sandboxCreditedInProduction { totalSales.merge(sales) { a, _ in a } }
             let new = list.filter { $0.firstSeen == asOf }.count
             // No amount to show (none of its exceptions names a booked sale) is an empty cell, not 0.
             rows.append(SheetRow([.text(c.rawValue), .text(c.meaning), .integer(Int64(list.count)), .integer(Int64(new)),
-                                  !list.isEmpty && amounts.isEmpty ? .empty : .money(minor: amount, decimals: rd)]))
+                                  !list.isEmpty && sales.isEmpty ? .empty : .money(minor: amount, decimals: rd)]))
             totalCount += Int64(list.count)
         }
         totalAmount = totalSales.values.reduce(0, +)

@@ -64,17 +64,16 @@ struct ReportSet {
                 // Past the cap, the full journal goes beside the workbook with the Journal sheet's
                 // columns; a layout without the Journal sheet has no journal to export.
                 if try report.journalOverCap(), let journal = try report.laidOutJournalTable() {
-                    let name = exportName
                     // An export made from the same entries and columns is the same file: kept
                     // (the month before, most nights), once checked whole.
                     let inputs = try report.journalExportInputs(journal)
-                    let target = dir.appendingPathComponent(name)
+                    let target = dir.appendingPathComponent(exportName)
                     // Kept only as registered when written: an export changed since (its gzip
                     // comment and row count left as they were) is written again, not vouched for.
                     let registered = try reader.reportFiles(path: workspace.relative(target)).last?.sha256
                     let kept = GzipCSVWriter.kept(target, inputs: inputs, rows: journal.rowCount, registeredSHA256: registered)
                     let csv = try kept ?? GzipCSVWriter.write(journal, to: target, tempDirectory: workspace.tempURL, inputs: inputs)
-                    report.journalExport = JournalExport(fileName: name, rows: csv.rows, sha256: csv.sha256)
+                    report.journalExport = JournalExport(fileName: exportName, rows: csv.rows, sha256: csv.sha256)
                     exports.append(ReportFile(url: csv.url, kept: kept != nil))
                 }
                 try XLSXWriter.write(try report.workbook(), to: url, tempDirectory: workspace.tempURL)

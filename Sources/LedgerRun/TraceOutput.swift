@@ -246,6 +246,8 @@ public enum TraceOutput {
                      + " (`iapledger trace <id>\(workspace)` for each)")
             }
         }
+        // Amounts right-aligned, so a column of postings reads as one.
+        func right(_ text: String, _ width: Int) -> String { String(repeating: " ", count: max(0, width - text.count)) + text }
         line("Entries (\(t.entries.count)):")
         for e in t.entries {
             line("  #\(e.entry_id) \(e.kind) on \(e.date)" + (e.late ? " (late; original date \(e.original_date))" : "")
@@ -253,8 +255,6 @@ public enum TraceOutput {
                  + ", posted by run \(e.run_id)\(e.run_as_of.map { " (the night of \($0))" } ?? ""), hash \(e.hash)"
                  + (e.hash_holds ? "" : " (WARNING: this hash no longer follows from the entry and the one before it: changed after it was written; run `iapledger verify`)"))
             for p in e.postings {
-                // Amounts right-aligned, so a column of postings reads as one.
-                func right(_ text: String, _ width: Int) -> String { String(repeating: " ", count: max(0, width - text.count)) + text }
                 line("      \(p.account.padding(toLength: 30, withPad: " ", startingAt: 0)) \(right(Currency.format(minor: p.amount_minor, currency: p.currency), 12)) \(p.currency)   reporting \(right(Currency.format(minor: p.reporting_amount_minor, currency: e.reporting_currency), 12)) \(e.reporting_currency)")
             }
         }

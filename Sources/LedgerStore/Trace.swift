@@ -332,15 +332,16 @@ extension LedgerReader {
 
         var entries: [TransactionTrace.Entry] = []
         var rules: AppliedRules?
-        for r in try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM entry WHERE transaction_id = ? ORDER BY id"), arguments: [id]) {
+        for r in try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT entry.*, (SELECT as_of FROM run WHERE run.id = entry.run_id) AS run_as_of FROM entry WHERE transaction_id = ? ORDER BY id
+            """), arguments: [id]) {
             let d = try draft(r)
             if d.kind == .sale { rules = d.rules }
             let entryId: Int64 = r["id"], hash: String = r["hash"]
             let previous = try String.fetchOne(db.cachedStatement(sql: "SELECT hash FROM entry WHERE id < ? ORDER BY id DESC LIMIT 1"),
                                                arguments: [entryId]) ?? EntryHash.genesis
             let holds = EntryHash.hash(previous: previous, entryId: entryId, entry: d, rulesJSON: r["rules_json"]) == hash
-            let runAsOf = try String.fetchOne(db.cachedStatement(sql: "SELECT as_of FROM run WHERE id = ?"), arguments: [r["run_id"] as Int64])
-            entries.append(.init(entry_id: entryId, run_id: r["run_id"], run_as_of: runAsOf, hash: hash, hash_holds: holds, kind: d.kind.rawValue, date: d.date.description,
+            entries.append(.init(entry_id: entryId, run_id: r["run_id"], run_as_of: r["run_as_of"], hash: hash, hash_holds: holds, kind: d.kind.rawValue, date: d.date.description,
                                  original_date: d.originalDate.description, late: d.late, refund_percentage: d.refundPercentage,
                                  reporting_currency: d.figures.reportingCurrency,
                                  postings: d.postings.map { .init(account: $0.account, currency: $0.currency, amount_minor: $0.amountMinor,

@@ -636,12 +636,15 @@ struct Trace: ParsableCommand {
                     t = try withTenure(TraceOutput.checked(t, in: workspace, reader: r))
                     return format == .json ? TraceOutput.json(t) : TraceOutput.text(t, workspace: ws.argument)
                 }
-                if var o = try r.traceOrder(id, asOf: asOf, withText: sourceText) {
+                // An order's trace, and the transaction it names, as a transaction's is shown.
+                func shown(_ order: OrderTrace) throws -> String {
+                    var o = order
                     o.transaction = try o.transaction.map(withTenure)
                     if let layouts { o = TraceOutput.placed(o, layouts: layouts, journalRowCap: config.journalRowCap) }
                     o = try TraceOutput.checked(o, in: workspace, reader: r)
                     return format == .json ? TraceOutput.json(o) : TraceOutput.text(o, workspace: ws.argument)
                 }
+                if let o = try r.traceOrder(id, asOf: asOf, withText: sourceText) { return try shown(o) }
                 // FILE:LINE, a record that names no transaction or order (a line that is no JSON).
                 // The path as `dismiss` takes it: relative to the workspace, or a path to the file
                 // (`./inbox/...`, absolute, or from inside the workspace).
@@ -659,12 +662,7 @@ struct Trace: ParsableCommand {
                     return TraceOutput.subscription(id, subscription, json: format == .json, workspace: ws.argument)
                 }
                 // An order only a receipt's wrapper names (a lost order): the records naming it.
-                if var o = try r.traceOrderNamedByRecords(id, asOf: asOf, withText: sourceText) {
-                    o.transaction = try o.transaction.map(withTenure)
-                    if let layouts { o = TraceOutput.placed(o, layouts: layouts, journalRowCap: config.journalRowCap) }
-                    o = try TraceOutput.checked(o, in: workspace, reader: r)
-                    return format == .json ? TraceOutput.json(o) : TraceOutput.text(o, workspace: ws.argument)
-                }
+                if let o = try r.traceOrderNamedByRecords(id, asOf: asOf, withText: sourceText) { return try shown(o) }
                 return nil
             }
             guard let found else {
