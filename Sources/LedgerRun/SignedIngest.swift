@@ -82,6 +82,14 @@ extension Ingest {
                 // Not chained to a trusted root (or not signed by it): refused for that first,
                 // as a transaction or notification would be, whatever its payload says.
                 try reject(fileId: fileId, location: location, sha: sha, code: failure.code, reason: failure.description, raw: raw)
+            case .otherPayload(nil) where appTransactionReceiptType(ofCompactJWS: jws) != nil:
+                // An app transaction (the app's own purchase or download, as StoreKit's
+                // AppTransaction gives it), signed by Apple: verified and kept, as renewal info is.
+                let type = appTransactionReceiptType(ofCompactJWS: jws) ?? ""
+                _ = try writer.addRecord(.init(fileId: fileId, line: location.line, sha256: sha, outcome: .verified, reasonCode: "APP_TRANSACTION",
+                                               reason: "signed app transaction (the app's own purchase or download, receiptType \(type)), verified; not an in-app purchase: no money moves",
+                                               raw: raw))
+                counts.verified += 1
             case .unknown, .otherPayload(nil):
                 // A compact JWS of another kind (Apple's test data has payloads of a bundle id
                 // and a date alone) is told apart from text that is no JWS at all.

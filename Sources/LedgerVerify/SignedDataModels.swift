@@ -401,6 +401,16 @@ extension SignedDataKind {
     }
 }
 
+/// The `receiptType` of a compact JWS whose payload is an app transaction (`AppTransaction`:
+/// the app's own purchase or download, with a `receiptType` and a bundle id, no
+/// `transactionId`), read WITHOUT verification; nil for any other text.
+public func appTransactionReceiptType(ofCompactJWS compactJWS: String) -> String? {
+    guard let parts = try? SignedDataCompactJWS(compactJWS), SignedDataKind(payload: parts.payload) == .unknown,
+          case .string(let type)? = parts.payload["receiptType"], case .string? = parts.payload["bundleId"]
+    else { return nil }
+    return type
+}
+
 /// The transaction id a JWS claims (its own `transactionId`, or a notification's nested
 /// `signedTransactionInfo`'s), read WITHOUT verification: only so that a credit for a
 /// rejected transaction is reported as unverified rather than unknown.

@@ -298,6 +298,8 @@ public struct SignedDataVerifier: Sendable {
                     break
                 }
             }
+            // An app transaction (AppTransaction) names its environment `receiptType`.
+            if environment == nil, case .string(let value)? = jws.payload["receiptType"] { environment = value }
         }
         if let environment {
             switch environment.lowercased() {

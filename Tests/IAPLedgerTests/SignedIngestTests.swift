@@ -309,10 +309,13 @@ final class SignedIngestTests: XCTestCase {
             "not a jws at all",
             // Apple's mock "transactionInfo": a compact JWS whose payload is a bundle id and a date.
             try TestSigner.appleFixtureText("swift/mock_signed_data/transactionInfo").trimmingCharacters(in: .whitespacesAndNewlines),
+            // An app transaction signed by Xcode (receiptType Xcode, one certificate): Xcode data,
+            // as its transactions are (it was refused for its one certificate).
+            try TestSigner.appleFixtureText("swift/xcode/xcode-signed-app-transaction").trimmingCharacters(in: .whitespacesAndNewlines),
         ]
         try ws.write("inbox/signed/bad.txt", lines.joined(separator: "\n") + "\n")
         let r = try ws.run("2023-11-20")
-        XCTAssertEqual(r.counts.rejected, 7)
+        XCTAssertEqual(r.counts.rejected, 8)
         XCTAssertEqual(r.counts.entriesPosted, 0)
         let codes = try ledger().read { try $0.recordProblems() }.sorted { $0.line < $1.line }.map(\.code)
         XCTAssertEqual(codes[1], "BAD_SIGNATURE")
@@ -322,6 +325,40 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(codes[4], "XCODE_ENVIRONMENT")
         XCTAssertEqual(codes[5], "MALFORMED")
         XCTAssertEqual(codes[6], "UNKNOWN_SIGNED_PAYLOAD", "a JWS, but of nothing the tool reads: not called malformed")
+        XCTAssertEqual(codes[7], "XCODE_ENVIRONMENT")
+    }
+
+    /// A signed app transaction (StoreKit's AppTransaction: the app's own purchase or download)
+    /// from the App Store is verified and kept, saying it is no in-app purchase and moves no
+    /// money (it was refused as a payload of no known kind); one signed by something else is
+    /// refused for its chain, and a LocalTesting one as local testing data.
+    func testASignedAppTransactionIsVerifiedAndKeptWithNoMoney() throws {
+        let signer = try TestSigner.appleTest()
+        func app(_ receiptType: String) throws -> String {
+            try signer.sign(payload: ["receiptType": receiptType, "appAppleId": 531412, "bundleId": "com.example",
+                                      "applicationVersion": "1.2.3", "originalApplicationVersion": "1.1.2",
+                                      "originalPurchaseDate": TestSigner.defaultSignedDateMs - 86_400_000,
+                                      "receiptCreationDate": TestSigner.defaultSignedDateMs, "appTransactionId": "71134",
+                                      "originalPlatform": "iOS", "signedDate": TestSigner.defaultSignedDateMs])
+        }
+        try ws.write("inbox/signed/app.jws", [try app("Production"), try app("LocalTesting")].joined(separator: "\n") + "\n")
+        let r = try ws.run("2023-11-20")
+        XCTAssertEqual(r.counts.verified, 1)
+        XCTAssertEqual(r.counts.rejected, 1)
+        XCTAssertEqual(r.counts.entriesPosted, 0)
+        XCTAssertEqual(try rows("SELECT line, outcome, reason_code, reason FROM source_record ORDER BY line"), [
+            ["1", "verified", "APP_TRANSACTION",
+             "signed app transaction (the app's own purchase or download, receiptType Production), verified; not an in-app purchase: no money moves"],
+            ["2", "rejected", "LOCAL_TESTING_ENVIRONMENT",
+             SignedDataRejection.localTestingEnvironment.description],
+        ])
+
+        let plain = try makeWorkspace(trusted: false)
+        defer { plain.remove() }
+        try plain.write("inbox/signed/app.jws", try app("Production") + "\n")
+        try plain.run("2023-11-20")
+        let codes = try Ledger(path: plain.root.appendingPathComponent("ledger.sqlite").path).read { try $0.recordProblems() }.map(\.code)
+        XCTAssertEqual(codes, ["UNTRUSTED_CHAIN"])
     }
 
     /// ISO codes a signed record writes in lower case (`aus`, `aud`) are the same codes: the
