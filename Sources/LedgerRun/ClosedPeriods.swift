@@ -140,6 +140,8 @@ public enum ClosedPeriods {
         defer { lock.release() }
         // No ledger yet: nothing to close (and none is made, empty, to refuse in).
         let ledger = try workspace.openLedgerForWriting(config, mustExist: true, refuseEmpty: true)
+        // A close seals the ledger as it is: one changed by hand would be sealed with it.
+        try ledger.refuseWhenChangedByHand("a close")
         return try ledger.write { w in
             let previous = try w.latestClose()
             if let previous, month <= previous.month {

@@ -161,12 +161,7 @@ public struct NightlyRun {
         let ledger = try workspace.openLedgerForWriting(config)
         // A ledger changed by hand is not built on: what was changed would be carried into
         // every later night's books.
-        let preflight = try ledger.preflightProblems()
-        if !preflight.isEmpty {
-            throw StoreError(message: "\(ledger.path): the ledger fails the checks a night makes before it writes: "
-                + preflight.prefix(5).joined(separator: "; ") + (preflight.count > 5 ? "; and \(preflight.count - 5) more" : "")
-                + ". Nothing was written. Run `iapledger verify` to see every problem, and restore the ledger from a copy made before the change")
-        }
+        try ledger.refuseWhenChangedByHand("a night")
         // Nights go forward: a run dated before the last one would age exceptions backwards and
         // could date entries after its own as-of date. The same date again is a re-run.
         if let last = try ledger.read({ try $0.lastAsOf() }), asOf < last {

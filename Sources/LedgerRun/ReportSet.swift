@@ -265,6 +265,9 @@ public enum PeriodReport {
         // as a night would: refused the same way.
         try workspace.refuseForeignLedger(loaded)
         let (config, ledger) = try workspace.openExistingLedger()
+        // Books written from a ledger changed by hand would be registered, and then vouched
+        // for by `verify --workbook`, as iapledger's own: refused as a night refuses.
+        try ledger.refuseWhenChangedByHand("a report")
         let asOf = try day(try ledger.read { try $0.lastAsOf() })
         // A day before anything the ledger holds (a typo, `--period 0001-01`) would write, and
         // register for good, a set of empty books.

@@ -292,6 +292,23 @@ public final class Ledger {
         return problems
     }
 
+    /// Throws, naming the first problems `preflightProblems` finds, when there are any: a
+    /// ledger changed by hand is not built on (a night), written from (`report`: workbooks and
+    /// their registrations that `verify --workbook` would then vouch for) or closed (`close`).
+    /// A ledger an older iapledger wrote, that no night has brought up to date yet (`report`
+    /// reads it as it is), is left to `iapledger verify`: the checks read tables it may not
+    /// have yet. One whose migrations were removed (behind its runs) is not such a ledger.
+    public func refuseWhenChangedByHand(_ what: String) throws {
+        let migrator = Schema.migrator()
+        let applied = try read { try migrator.appliedIdentifiers($0.db) }
+        if !Set(migrator.migrations).isSubset(of: applied), try migrationsBehindRuns() == nil { return }
+        let problems = try preflightProblems()
+        guard !problems.isEmpty else { return }
+        throw StoreError(message: "\(path): the ledger fails the checks \(what) makes before it writes: "
+            + problems.prefix(5).joined(separator: "; ") + (problems.count > 5 ? "; and \(problems.count - 5) more" : "")
+            + ". Nothing was written. Run `iapledger verify` to see every problem, and restore the ledger from a copy made before the change")
+    }
+
     /// A schema object (by type and name) that is not as iapledger's migrations created it:
     /// altered (both SQL texts), missing (`actual` nil) or added (`expected` nil).
     public struct SchemaDifference {

@@ -824,6 +824,28 @@ final class VerifyTests: XCTestCase {
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().problems.contains { $0.message.hasPrefix("the ledger holds index analyst") })
     }
 
+    /// `report` and `close` refuse a ledger changed by hand as a night does: `report` wrote
+    /// workbooks of the changed figures and registered them, so that `verify --workbook` then
+    /// vouched for them as iapledger's own; `close` sealed the change. Nothing is written.
+    func testReportAndCloseRefuseALedgerChangedByHand() throws {
+        try tamper(past: "entry_no_update", "UPDATE entry SET hash = replace(hash, substr(hash, 1, 1), 'f') WHERE id = (SELECT max(id) FROM entry)")
+        let before = try Data(contentsOf: URL(fileURLWithPath: dbPath))
+        let set = ws.root.appendingPathComponent("reports/2026-10-07")
+        let files = try FileManager.default.contentsOfDirectory(atPath: set.path).sorted()
+        let bytes = try files.map { try Data(contentsOf: set.appendingPathComponent($0)) }
+        XCTAssertThrowsError(try PeriodReport.write(workspace: ws.workspace, period: Month(iso: "2026-10")!)) { error in
+            XCTAssertTrue("\(error)".contains("the ledger fails the checks a report makes before it writes: its last entry's hash is not the chain head run 1 recorded"), "\(error)")
+        }
+        XCTAssertThrowsError(try PeriodReport.write(workspace: ws.workspace, asOf: Day(iso: "2026-10-07")!))
+        XCTAssertThrowsError(try ClosedPeriods.close(month: Month(iso: "2026-09")!, workspace: ws.workspace, asOf: Day(iso: "2026-10-07")!,
+                                                     closedBy: "test", closedAt: "2026-10-07T12:00:00Z")) { error in
+            XCTAssertTrue("\(error)".contains("the ledger fails the checks a close makes before it writes: "), "\(error)")
+        }
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: set.path).sorted(), files)
+        XCTAssertEqual(try files.map { try Data(contentsOf: set.appendingPathComponent($0)) }, bytes, "no workbook written again")
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: dbPath)), before, "nothing registered, nothing closed")
+    }
+
     /// A closed month reopened by deleting its close past the trigger that forbids it passed
     /// verify, and the next night posted into it (not late). Every run now records the month
     /// the books were closed through when it committed: the deleted close, and the entry posted
