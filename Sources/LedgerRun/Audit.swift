@@ -153,6 +153,11 @@ public struct Audit {
                 }
                 if let closed = closedBefore, e.date.month.description <= closed.month {
                     fail("dated \(e.date), in a month closed (through \(closed.month)) when run \(closed.runId) committed before this entry was written: posted into a closed month, past the trigger that forbids it")
+                } else if nextRun < runHeads.count, let closed = runHeads[nextRun].closedThrough, e.date.month.description <= closed {
+                    // The month its own run recorded closed was closed before that run posted
+                    // anything: by `iapledger close` (which waits for the lock, so before the run
+                    // began) or by the config (recorded before the night posts).
+                    fail("dated \(e.date), in a month closed (through \(closed)) before run \(runHeads[nextRun].runId), which wrote it, posted anything: posted into a closed month, past the trigger that forbids it")
                 }
                 // Each entry sums to zero per currency and in the reporting currency.
                 if !e.isBalanced { fail("postings do not sum to zero") }

@@ -846,6 +846,22 @@ final class VerifyTests: XCTestCase {
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: dbPath)), before, "nothing registered, nothing closed")
     }
 
+    /// A late entry moved back to its own date, in a month closed by `iapledger close` before
+    /// the night that wrote it, is named as posted into a closed month (only the months the
+    /// runs before it recorded closed were compared: a close made between two nights was not,
+    /// and only the run's changed chain head was said).
+    func testAnEntryMovedIntoAMonthClosedBeforeItsNightIsNamed() throws {
+        _ = try ClosedPeriods.close(month: Month(iso: "2026-09")!, workspace: ws.workspace, asOf: Day(iso: "2026-10-07")!,
+                                    closedBy: "alice", closedAt: "2026-10-07T09:00:00Z")
+        try ws.write("inbox/receipts/late.jsonl", Receipt.response([Receipt.item("8101", purchased: "2026-09-20T10:00:00Z")]))
+        try ws.run("2026-10-08")
+        XCTAssertEqual(try rows("SELECT id, date, late FROM entry WHERE transaction_id = '8101'"), [["5", "2026-10-01", "1"]])
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+        try tamper(past: "entry_no_update", "UPDATE entry SET date = original_date, late = 0 WHERE transaction_id = '8101'")
+        let problems = try Audit(workspace: ws.workspace).run().problems
+        XCTAssertTrue(problems.contains { $0.entryId == 5 && $0.message == "sale of transaction 8101: dated 2026-09-20, in a month closed (through 2026-09) before run 2, which wrote it, posted anything: posted into a closed month, past the trigger that forbids it" }, "\(problems)")
+    }
+
     /// A closed month reopened by deleting its close past the trigger that forbids it passed
     /// verify, and the next night posted into it (not late). Every run now records the month
     /// the books were closed through when it committed: the deleted close, and the entry posted
