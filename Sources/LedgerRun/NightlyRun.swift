@@ -33,6 +33,9 @@ public struct NightlyRun {
         public var workbooks: [URL]
         /// Those of them kept as they were (a journal export unchanged since it was written).
         public var keptFiles: [URL] = []
+        /// What was said of a workbook whose file before it was kept aside (its bytes were no
+        /// version iapledger wrote there), by the workbook written.
+        public var keptAsideNotes: [URL: String] = [:]
         /// The records this run read and could not post (still open at its end), then the
         /// first of the findings it opened (`MISSING_RULE`, `PRICE_MISMATCH`, ...; all of
         /// them are `newFindings`), one line each.
@@ -421,6 +424,7 @@ public struct NightlyRun {
         }
         result.workbooks = files.map(\.url)
         result.keptFiles = files.filter(\.kept).map(\.url)
+        for f in files { if let note = f.keptAsideNote { result.keptAsideNotes[f.url] = note } }
         if let workbooksFailed {
             throw WorkbooksNotWritten(result: result, message: "\(workbooksFailed)".replacingOccurrences(of: "\n", with: "; ")
                 + "; the night's ledger is committed (run \(runId)) but its workbooks were not all written: fix the cause and run "

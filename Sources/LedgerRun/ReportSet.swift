@@ -76,7 +76,9 @@ struct ReportSet {
                     report.journalExport = JournalExport(fileName: exportName, rows: csv.rows, sha256: csv.sha256)
                     exports.append(ReportFile(url: csv.url, kept: kept != nil))
                 }
+                let aside = try Self.keepAsideIfNotWritten(url, reader: reader, workspace: workspace)
                 try XLSXWriter.write(try report.workbook(), to: url, tempDirectory: workspace.tempURL)
+                let keptAside = Self.asideStillNeeded(aside, written: url)
                 // A set written again with no export (the cap raised, or lifted, since): the export
                 // an earlier write of it left is no longer the set's, and goes, once this
                 // workbook is in place (only a file iapledger wrote there: its registration
@@ -88,7 +90,7 @@ struct ReportSet {
                         try FileManager.default.removeItem(at: stale)
                     }
                 }
-                return [ReportFile(url: url)] + exports
+                return [ReportFile(url: url, keptAside: keptAside)] + exports
             })
         }
         let url = dir.appendingPathComponent("reconciliation-\(asOf).xlsx")
@@ -98,10 +100,47 @@ struct ReportSet {
                                               layout: layouts.reconciliation)
             report.shared = shared
             report.scope = config.reconciliationScope
+            let aside = try Self.keepAsideIfNotWritten(url, reader: reader, workspace: workspace)
             try XLSXWriter.write(try report.workbook(), to: url, tempDirectory: workspace.tempURL)
-            return [ReportFile(url: url)]
+            return [ReportFile(url: url, keptAside: Self.asideStillNeeded(aside, written: url))]
         })
         return jobs
+    }
+
+    /// A workbook about to be written over whose bytes are no version iapledger registered at
+    /// its path (edited in place after it was written, or put there by hand) is kept beside
+    /// it, as `<name>.replaced-<UTC time>.xlsx`, by a second link to it (the new file is
+    /// renamed over the name; the kept one is untouched): the change is not lost silently.
+    /// Nothing is kept where the ledger registers no files (no version to compare with).
+    /// Returns the kept file and the bytes' SHA-256.
+    static func keepAsideIfNotWritten(_ url: URL, reader: LedgerReader, workspace: Workspace) throws -> (url: URL, sha256: String)? {
+        guard FileManager.default.fileExists(atPath: url.path), try reader.registersReportFiles(),
+              let sha = try? LineReader.hash(url.path).sha256,
+              !(try reader.reportFiles(path: workspace.relative(url))).contains(where: { $0.sha256 == sha })
+        else { return nil }
+        let stamp = NightlyRun.timestamp(milliseconds: false).replacingOccurrences(of: "-", with: "").replacingOccurrences(of: ":", with: "")
+        let stem = url.deletingPathExtension().lastPathComponent, ext = url.pathExtension
+        var aside = url.deletingLastPathComponent().appendingPathComponent("\(stem).replaced-\(stamp).\(ext)")
+        var n = 1
+        while FileManager.default.fileExists(atPath: aside.path) {
+            n += 1
+            aside = url.deletingLastPathComponent().appendingPathComponent("\(stem).replaced-\(stamp)-\(n).\(ext)")
+        }
+        guard link(url.path, aside.path) == 0 else {
+            throw StoreError(message: "\(url.path): holds bytes no version iapledger wrote there has (edited after it was written?), and it cannot be kept beside it as \(aside.lastPathComponent) before it is written again: \(String(cString: strerror(errno))); nothing was written over it: move it away and run again")
+        }
+        return (aside, sha)
+    }
+
+    /// The file kept aside, unless the workbook written has its very bytes (a night stopped
+    /// after writing it and before registering it, run again): then the second link goes.
+    static func asideStillNeeded(_ aside: (url: URL, sha256: String)?, written url: URL) -> URL? {
+        guard let aside else { return nil }
+        if let sha = try? LineReader.hash(url.path).sha256, sha == aside.sha256 {
+            try? FileManager.default.removeItem(at: aside.url)
+            return nil
+        }
+        return aside.url
     }
 
     /// Writes the workbooks of one set, one after the other (`report --period`).
@@ -170,6 +209,20 @@ public struct ReportFile: Equatable {
     /// For `report`: how the file written compares with the version registered at its path
     /// before (the same bytes, or other bytes and by whom they were written), nil when none was.
     public var earlier: String? = nil
+    /// The file that was at the path, kept beside it because its bytes were no version
+    /// iapledger registered there (`ReportSet.keepAsideIfNotWritten`).
+    public var keptAside: URL? = nil
+
+    public init(url: URL, kept: Bool = false, keptAside: URL? = nil) {
+        self.url = url
+        self.kept = kept
+        self.keptAside = keptAside
+    }
+
+    /// The line said under a file written when the file it replaced was kept aside.
+    public var keptAsideNote: String? {
+        keptAside.map { "the file there had bytes no version iapledger wrote at this path has (edited after it was written, or put there by hand): kept beside it as \($0.lastPathComponent) (`iapledger verify --workbook FILE` tells whether a copy is iapledger's)" }
+    }
 }
 
 extension ReportFile {
@@ -310,6 +363,15 @@ public enum PeriodReport {
                 guard let before = try? ledger.read({ try $0.reportFiles(path: workspace.relative(files[i].url)) }).last,
                       let (sha, _) = try? LineReader.hash(files[i].url.path) else { continue }
                 let by = before.runId.map { "the night of run \($0)" } ?? "`iapledger report`"
+                // The file replaced was not that version (kept aside, said apart): this one is
+                // compared with the version registered, not called the replacement of it.
+                if files[i].keptAside != nil {
+                    files[i].earlier = sha == before.sha256
+                        ? "the same bytes as the version written \(before.writtenAt) by \(by)"
+                        : "other bytes than the version written \(before.writtenAt) by \(by)"
+                            + ((try? ledger.read { try $0.changesSince(before) }).map { ": " + ReportSet.whyOtherBytes($0) } ?? "")
+                    continue
+                }
                 files[i].earlier = sha == before.sha256
                     ? "the same bytes as the version written \(before.writtenAt) by \(by)"
                     : "other bytes than the version written \(before.writtenAt) by \(by), which it replaces"

@@ -352,7 +352,10 @@ func printReportFiles(_ r: NightlyRun.Result) {
     for m in r.setsMissing {
         print("  not written by the night as of \(m.day) (it stopped after its commit): \(m.paths.joined(separator: ", ")); `\(m.command)` writes that day's set from the ledger as it stands")
     }
-    for w in r.workbooks { printReportFile(w, kept: kept.contains(w)) }
+    for w in r.workbooks {
+        printReportFile(w, kept: kept.contains(w))
+        if let note = r.keptAsideNotes[w] { print("    " + TerminalText.visible(note)) }
+    }
     if let head = r.totals.reportFilesHead, !r.workbooks.isEmpty {
         print("  report files: \(head) (the registrations' chain head after these files; keep it: `iapledger verify --runs` shows it again)")
     }
@@ -819,6 +822,7 @@ struct Report: ParsableCommand {
             print("iapledger report \(title): the books as of \(written.asOf)")
             for f in written.files {
                 printReportFile(f.url, kept: f.kept)
+                if let note = f.keptAsideNote { print("    " + TerminalText.visible(note)) }
                 if let earlier = f.earlier { print("    " + earlier) }
             }
             if let note = written.note { print("  note: the files were written, \(note)") }

@@ -33,6 +33,48 @@ final class RerunAndTempFileTests: XCTestCase {
 
     func reports() throws -> [String: Data] { try Resilience.files(under: ws.root.appendingPathComponent("reports")) }
 
+    /// A workbook edited in place under `reports/` (bytes no version iapledger wrote there
+    /// has) is kept beside the new one when a night or `report` writes it again, and said: it
+    /// was written over silently, and `report` called it the earlier version it replaced. A
+    /// file with the bytes of a version iapledger wrote is replaced, nothing kept.
+    func testAWorkbookEditedInPlaceIsKeptAsideWhenWrittenAgain() throws {
+        try ws.run("2026-11-03")
+        let dir = ws.root.appendingPathComponent("reports/2026-11-03")
+        let finance = dir.appendingPathComponent("finance-2026-11-03.xlsx")
+        let written = try Data(contentsOf: finance)
+        func asides() throws -> [String] { try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.contains(".replaced-") }.sorted() }
+
+        // Re-run with the file as written: replaced, nothing kept.
+        let again = try ws.run("2026-11-03")
+        XCTAssertEqual(again.keptAsideNotes, [:])
+        XCTAssertEqual(try asides(), [])
+
+        // Edited in place (Excel saving over it): the night keeps it aside.
+        let edited = written + Data("edited".utf8)
+        try edited.write(to: finance)
+        let night = try ws.run("2026-11-03")
+        XCTAssertEqual(try Data(contentsOf: finance), written, "the night's workbook is in place")
+        let kept = try asides()
+        XCTAssertEqual(kept.count, 1)
+        XCTAssertTrue(kept[0].hasPrefix("finance-2026-11-03.replaced-") && kept[0].hasSuffix(".xlsx"), kept[0])
+        XCTAssertEqual(try Data(contentsOf: dir.appendingPathComponent(kept[0])), edited, "the edited bytes are kept")
+        XCTAssertEqual(night.keptAsideNotes.count, 1)
+        XCTAssertEqual(night.keptAsideNotes[finance]?.contains("kept beside it as \(kept[0])"), true, "\(night.keptAsideNotes)")
+
+        // `report` the same: it says the file kept, and compares its own with the version registered.
+        let reconciliation = dir.appendingPathComponent("reconciliation-2026-11-03.xlsx")
+        let reconciliationBytes = try Data(contentsOf: reconciliation)
+        try Data("not a workbook".utf8).write(to: reconciliation)
+        let files = try PeriodReport.write(workspace: ws.workspace, asOf: Day(iso: "2026-11-03")!).files
+        let file = try XCTUnwrap(files.first { $0.url.lastPathComponent == "reconciliation-2026-11-03.xlsx" })
+        XCTAssertEqual(try Data(contentsOf: reconciliation), reconciliationBytes)
+        XCTAssertEqual(file.keptAside.map { try? Data(contentsOf: $0) }, Data("not a workbook".utf8))
+        XCTAssertEqual(file.earlier?.hasPrefix("the same bytes as the version written "), true, file.earlier ?? "")
+        XCTAssertEqual(file.earlier?.contains("which it replaces"), false)
+        XCTAssertNil(files.first { $0.url == finance }?.keptAside, "the finance workbook was iapledger's: replaced")
+        XCTAssertEqual(try asides().count, 2)
+    }
+
     func testReRunningANightWithNothingNewRecordsNothingAndWritesTheSameWorkbooks() throws {
         let first = try ws.run("2026-11-03")
         XCTAssertNil(first.nothingNewSinceRun)
