@@ -38,6 +38,9 @@ public struct Audit {
         public var reportFilesChained = 0
         /// The head after each night's or `report`'s registrations, in order.
         public var reportFilesHeads: [(event: String, head: String)] = []
+        /// The workbooks iapledger registered that are no longer at their path under the
+        /// workspace (deleted or moved: a retention policy, or by hand): said, not a problem.
+        public var workbooksGone: [String] = []
         /// Each finished run's chain head as the ledger's entries now give it (compare with the
         /// head on the Run Info sheet of that night's workbooks, or the run's own output).
         public var runHeads: [LedgerReader.RunHead] = []
@@ -296,6 +299,11 @@ public struct Audit {
             report.reportFilesHead = registrations.head
             report.reportFilesChained = registrations.chained
             report.reportFilesHeads = registrations.heads
+            if try r.registersReportFiles() {
+                report.workbooksGone = try r.registeredWorkbookPaths().filter {
+                    !FileManager.default.fileExists(atPath: workspace.root.appendingPathComponent($0).path)
+                }
+            }
             // Each run recorded how many entries it wrote: entries removed (the chain and head
             // rewritten after them) leave their run short.
             for m in try r.runEntryCountMismatches() {

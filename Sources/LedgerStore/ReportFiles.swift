@@ -140,6 +140,11 @@ extension LedgerReader {
         try registered(where: "sha256 = ?", sha256)
     }
 
+    /// Every path a workbook (`.xlsx`) was registered at, in order.
+    public func registeredWorkbookPaths() throws -> [String] {
+        try String.fetchAll(db, sql: "SELECT DISTINCT path FROM report_file WHERE path LIKE '%.xlsx' ORDER BY path")
+    }
+
     /// Every registration of a path, oldest first (the versions written there).
     public func reportFiles(path: String) throws -> [RegisteredReportFile] {
         try registered(where: "path = ?", path)

@@ -724,6 +724,7 @@ struct Verify: ParsableCommand {
             }
             if report.ok {
                 print("verify: OK: \(report.entries) entries in an unbroken hash chain (head \(report.chainHead)), \(report.rederived) re-derived from their source records, \(report.rulesChecked) sale\(report.rulesChecked == 1 ? "'s" : "s'") recorded rules as the config and rules files kept with \(report.rulesChecked == 1 ? "its" : "their") run give them\(report.rulesNotKept > 0 ? " (\(report.rulesNotKept) more posted by runs before this version, which kept no files)" : ""), \(report.runs) run\(report.runs == 1 ? "" : "s") with \(report.runs == 1 ? "its chain head" : "their chain heads"), \(report.records) source records hashing as when read, every transaction they report stored, \(report.orderVersions) order version\(report.orderVersions == 1 ? "" : "s") as their lines give \(report.orderVersions == 1 ? "it" : "them")\(report.orderVersionsWithoutHeader > 0 ? " (\(report.orderVersionsWithoutHeader) more from files read before this version, which kept no header to read them by)" : ""), the schema's triggers and keys as created, every entry and every book balanced, the month totals equal to the postings\(report.reportFilesHead.map { ", \(report.reportFilesChained) report file registration\(report.reportFilesChained == 1 ? "" : "s") in an unbroken chain (head \($0))" } ?? "")\(report.seal.map { ", \(report.seals) seal\(report.seals == 1 ? " matching what it sealed" : "s matching what they sealed") (latest \($0))" } ?? "")")
+                printWorkbooksGone(report)
                 return
             }
             // The report on standard output, as `verify: OK` is (a log kept with `> verify.log`
@@ -737,6 +738,7 @@ struct Verify: ParsableCommand {
                 + report.problems.filter { !$0.schema && !$0.run }
             for p in listed.prefix(50) { print("  \(TerminalText.visible("\(p)"))") }
             if listed.count > 50 { print("  ... and \(listed.count - 50) more") }
+            printWorkbooksGone(report)
             StandardError.write(headline + " (the problems are on standard output)\n")
             throw ExitCode.failure
         }
@@ -744,6 +746,16 @@ struct Verify: ParsableCommand {
 }
 
 extension Verify {
+    /// The workbooks iapledger registered that are gone from their path: said (the ledger is
+    /// not wrong for it: a retention policy may delete old sets), with how to write them again.
+    func printWorkbooksGone(_ report: Audit.Report) {
+        guard !report.workbooksGone.isEmpty else { return }
+        let n = report.workbooksGone.count
+        print("note: \(n) workbook\(n == 1 ? "" : "s") iapledger wrote \(n == 1 ? "is" : "are") no longer at \(n == 1 ? "its path" : "their paths") (deleted or moved): "
+            + report.workbooksGone.prefix(5).map { TerminalText.visible($0) }.joined(separator: ", ") + (n > 5 ? ", and \(n - 5) more" : "")
+            + "; `iapledger report --as-of DATE` (or `--period YYYY-MM`) writes a set again, and `verify --workbook FILE` tells whether a copy kept elsewhere is iapledger's")
+    }
+
     /// `--workbook`: each file's registrations (where, when, by which night or `report`); false
     /// when one is not a file iapledger wrote as it is, or cannot be read.
     func checkWorkbooks() throws -> Bool {

@@ -846,6 +846,16 @@ final class VerifyTests: XCTestCase {
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: dbPath)), before, "nothing registered, nothing closed")
     }
 
+    /// A workbook iapledger wrote and registered, deleted from `reports/`, is said by `verify`
+    /// (it said nothing), without failing it: a retention policy may delete old sets.
+    func testAWorkbookDeletedFromReportsIsSaid() throws {
+        XCTAssertEqual(try Audit(workspace: ws.workspace).run().workbooksGone, [])
+        try FileManager.default.removeItem(at: ws.root.appendingPathComponent("reports/2026-10-07/sandbox-2026-10-07.xlsx"))
+        let report = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(report.ok, "\(report.problems)")
+        XCTAssertEqual(report.workbooksGone, ["reports/2026-10-07/sandbox-2026-10-07.xlsx"])
+    }
+
     /// A late entry moved back to its own date, in a month closed by `iapledger close` before
     /// the night that wrote it, is named as posted into a closed month (only the months the
     /// runs before it recorded closed were compared: a close made between two nights was not,
