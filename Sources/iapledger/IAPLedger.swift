@@ -802,6 +802,11 @@ extension Verify {
                 allKnown = false
                 let earlier = found.contains { $0.path == relative }
                 print("\(TerminalText.visible(path)): NOT the file iapledger last wrote at \(TerminalText.visible(relative)) (at \(last.writtenAt), SHA-256 \(last.sha256)): \(earlier ? "an earlier version written there was put back" : "another file it wrote was copied there")")
+            } else if relative.hasPrefix("reports/"), let first = found.first, try ledger.read({ try $0.reportFiles(path: relative) }).isEmpty {
+                // Genuine bytes at a path of the sets it never wrote: another day's workbook
+                // passing for a set of a day no night or report wrote.
+                allKnown = false
+                print("\(TerminalText.visible(path)): NOT where iapledger wrote it: it never wrote \(TerminalText.visible(relative)); this is its \(TerminalText.visible(first.path)), copied there")
             }
         }
         return allKnown

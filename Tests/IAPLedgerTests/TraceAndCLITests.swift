@@ -677,6 +677,15 @@ final class TraceAndCLITests: XCTestCase {
         back = try cli(["verify", "--workspace", ws.root.path, "--workbook", finance.path])
         XCTAssertEqual(back.status, 1, back.out)
         XCTAssertTrue(back.out.contains("another file it wrote was copied there"), back.out)
+        // Or copied to a path of the sets iapledger never wrote (a day no night ran): named too
+        // (it passed as written, a set of a day that has none).
+        let elsewhere = ws.root.appendingPathComponent("reports/2026-11-02/finance-2026-11-02.xlsx")
+        try FileManager.default.createDirectory(at: elsewhere.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data(contentsOf: ws.root.appendingPathComponent("reports/2026-10-31/sandbox-2026-10-31.xlsx")).write(to: elsewhere)
+        back = try cli(["verify", "--workspace", ws.root.path, "--workbook", elsewhere.path])
+        XCTAssertEqual(back.status, 1, back.out)
+        XCTAssertTrue(back.out.contains("NOT where iapledger wrote it: it never wrote reports/2026-11-02/finance-2026-11-02.xlsx; this is its reports/2026-10-31/sandbox-2026-10-31.xlsx, copied there"), back.out)
+        try FileManager.default.removeItem(at: elsewhere.deletingLastPathComponent())
         // The registrations are chained: verify checks the chain, and one forged for an edited
         // workbook (no trigger refuses an insert) does not hold, nor does one without a hash.
         let verified = try cli(["verify", "--workspace", ws.root.path])
