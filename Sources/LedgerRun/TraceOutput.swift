@@ -172,6 +172,45 @@ public enum TraceOutput {
         return " (\(Currency.format(minor: Currency.minorUnits(milliunits: milli, exponent: exponent), currency: currency)) \(currency))"
     }
 
+    /// How an entry's figures were computed (accounting.md, each rounded half to even once),
+    /// with the rates its sale recorded: gross, tax and net, commission and proceeds, and the
+    /// reporting amounts; a refund's share of its sale; a reversal's negation. Lines to print
+    /// under the entry's postings (none for an entry with no figures).
+    static func computation(of e: TransactionTrace.Entry, sale: TransactionTrace.Entry?, rules: AppliedRules?) -> [String] {
+        guard let f = e.figures else { return [] }
+        let cur = f.currency, rep = f.reportingCurrency
+        func m(_ minor: Int64) -> String { "\(Currency.format(minor: minor, currency: cur)) \(cur)" }
+        func r(_ minor: Int64) -> String { "\(Currency.format(minor: minor, currency: rep)) \(rep)" }
+        switch e.kind {
+        case EntryKind.sale.rawValue:
+            guard let rules else { return [] }
+            var lines = ["computed (accounting.md; each figure rounded half to even once):"]
+            lines.append("  gross G = \(m(f.grossMinor)); "
+                + (rules.taxIncluded
+                    ? "net N = round(G / (1 + \(rules.taxRate))) = \(m(f.netMinor)); tax T = G - N = \(m(f.taxMinor)) (a memo figure: the store remits it)"
+                    : "net N = G = \(m(f.netMinor)) (tax \(rules.taxRate) is added to prices, not in G: no tax in the figures)"))
+            lines.append("  commission C = round(N x \(rules.commissionRate)) = \(m(f.commissionMinor)); proceeds P = N - C = \(m(f.proceedsMinor))")
+            let ec = Currency.exponent(cur) ?? 2, er = Currency.exponent(rep) ?? 2
+            let k = ec == er ? "" : " x 10^(\(er) - \(ec))"
+            lines.append("  in \(rep) at \(rules.fxRate) (\(cur) \(rules.fxMonth))\(k.isEmpty ? "" : ", minor units scaled by 10^(\(er) - \(ec))"): "
+                + "N_r = round(N x \(rules.fxRate)\(k)) = \(r(f.netReportingMinor)), C_r = round(C x \(rules.fxRate)\(k)) = \(r(f.commissionReportingMinor)), "
+                + "P_r = N_r - C_r = \(r(f.proceedsReportingMinor)); gross \(r(f.grossReportingMinor)) (a memo figure, as G)")
+            return lines
+        case EntryKind.refund.rawValue:
+            let p = e.refund_percentage ?? 100_000
+            if p == 100_000 { return ["computed: the sale's own amounts, reporting amounts included (N' = N, C' = C, P' = P)"] }
+            let share = "\(ExactDecimal(mantissa: p, scale: 3))%"
+            guard let s = sale?.figures else { return ["computed: \(share) of the sale's amounts, each rounded half to even once"] }
+            return ["computed: \(share) of the sale's amounts, each rounded half to even once (accounting.md, prorated refund):",
+                    "  N' = round(\(m(s.netMinor)) x \(share)) = \(m(f.netMinor)), C' = round(\(m(s.commissionMinor)) x \(share)) = \(m(f.commissionMinor)), P' = N' - C' = \(m(f.proceedsMinor))",
+                    "  N'_r = round(\(r(s.netReportingMinor)) x \(share)) = \(r(f.netReportingMinor)), C'_r = round(\(r(s.commissionReportingMinor)) x \(share)) = \(r(f.commissionReportingMinor)), P'_r = N'_r - C'_r = \(r(f.proceedsReportingMinor))"]
+        case EntryKind.refundReversal.rawValue:
+            return ["computed: the exact negation of the refund entry (REFUND_REVERSED)"]
+        default:
+            return []
+        }
+    }
+
     /// An order version's storefront (what prices a sale with none of its own) and account
     /// token, where it has them.
     static func orderDetails(_ o: TransactionTrace.Order) -> String {
@@ -257,6 +296,7 @@ public enum TraceOutput {
             for p in e.postings {
                 line("      \(p.account.padding(toLength: 30, withPad: " ", startingAt: 0)) \(right(Currency.format(minor: p.amount_minor, currency: p.currency), 12)) \(p.currency)   reporting \(right(Currency.format(minor: p.reporting_amount_minor, currency: e.reporting_currency), 12)) \(e.reporting_currency)")
             }
+            for step in Self.computation(of: e, sale: t.entries.first { $0.kind == "sale" }, rules: t.rules) { line("      " + step) }
         }
         if !t.notifications.isEmpty {
             line("Notifications (\(t.notifications.count)):")

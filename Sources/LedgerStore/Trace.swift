@@ -49,6 +49,9 @@ public struct TransactionTrace: Encodable {
         public var refund_percentage: Int64?
         public var reporting_currency: String
         public var postings: [Posting]
+        /// The entry's figures (accounting.md's G, T, N, C, P and their reporting amounts, in
+        /// minor units): what its postings and the workbooks' gross and tax columns come from.
+        public var figures: SaleFigures? = nil
     }
     public struct Order: Encodable {
         public var order_id: String
@@ -345,7 +348,8 @@ extension LedgerReader {
                                  original_date: d.originalDate.description, late: d.late, refund_percentage: d.refundPercentage,
                                  reporting_currency: d.figures.reportingCurrency,
                                  postings: d.postings.map { .init(account: $0.account, currency: $0.currency, amount_minor: $0.amountMinor,
-                                                                  reporting_amount_minor: $0.reportingAmountMinor) }))
+                                                                  reporting_amount_minor: $0.reportingAmountMinor) },
+                                 figures: d.figures))
         }
         let status: String
         if let s = stored { status = s.saleStatus }   // pending, posted or free (the table's CHECK)

@@ -4,6 +4,7 @@ import XCTest
 @testable import LedgerCore
 @testable import LedgerRun
 @testable import LedgerStore
+@testable import LedgerPost
 
 /// `iapledger trace` and the command line as a user runs it.
 final class TraceAndCLITests: XCTestCase {
@@ -211,6 +212,38 @@ final class TraceAndCLITests: XCTestCase {
         try ws.run("2026-10-08")
     }
 
+    /// A prorated refund's trace shows each figure as its share of the sale's, rounded once
+    /// (an auditor recomputing a 50% refund had only the postings); a reversal says it negates
+    /// the refund; a sale whose tax is added to prices says there is none in its gross.
+    func testTraceComputesAProratedRefundFromItsSale() throws {
+        let rules = AppliedRules(storefront: "USA", storefrontSource: "default_storefront", storefrontEffectiveFrom: "2020-01-01", taxRate: "0.07",
+                                 taxIncluded: false, priceSource: "prices.csv 9.99 from 2020-01-01", commissionRate: "0.15",
+                                 commissionReason: "reduced", fxRate: "1", fxMonth: "2026-10")
+        let sale = Poster.figures(grossMinor: 999, currency: "USD", taxRate: ExactDecimal("0.07")!, taxIncluded: false,
+                                  commissionRate: ExactDecimal("0.15")!, fx: ExactDecimal("1")!, reportingCurrency: "USD")
+        func entry(_ kind: EntryKind, _ figures: SaleFigures, _ p: Int64? = nil) -> TransactionTrace.Entry {
+            .init(entry_id: 1, run_id: 1, hash: "", hash_holds: true, kind: kind.rawValue, date: "2026-10-05", original_date: "2026-10-05",
+                  late: false, refund_percentage: p, reporting_currency: "USD", postings: [], figures: figures)
+        }
+        let s = entry(.sale, sale)
+        XCTAssertEqual(TraceOutput.computation(of: s, sale: s, rules: rules), [
+            "computed (accounting.md; each figure rounded half to even once):",
+            "  gross G = 9.99 USD; net N = G = 9.99 USD (tax 0.07 is added to prices, not in G: no tax in the figures)",
+            "  commission C = round(N x 0.15) = 1.50 USD; proceeds P = N - C = 8.49 USD",
+            "  in USD at 1 (USD 2026-10): N_r = round(N x 1) = 9.99 USD, C_r = round(C x 1) = 1.50 USD, P_r = N_r - C_r = 8.49 USD; gross 9.99 USD (a memo figure, as G)",
+        ])
+        // 50%: N' = round(499.5) = 500 (half to even), C' = round(75) = 75.
+        let half = SaleFigures(currency: "USD", grossMinor: 500, taxMinor: 0, netMinor: 500, commissionMinor: 75, proceedsMinor: 425,
+                               reportingCurrency: "USD", grossReportingMinor: 500, netReportingMinor: 500, commissionReportingMinor: 75, proceedsReportingMinor: 425)
+        XCTAssertEqual(TraceOutput.computation(of: entry(.refund, half, 50_000), sale: s, rules: rules), [
+            "computed: 50.000% of the sale's amounts, each rounded half to even once (accounting.md, prorated refund):",
+            "  N' = round(9.99 USD x 50.000%) = 5.00 USD, C' = round(1.50 USD x 50.000%) = 0.75 USD, P' = N' - C' = 4.25 USD",
+            "  N'_r = round(9.99 USD x 50.000%) = 5.00 USD, C'_r = round(1.50 USD x 50.000%) = 0.75 USD, P'_r = N'_r - C'_r = 4.25 USD",
+        ])
+        XCTAssertEqual(TraceOutput.computation(of: entry(.refundReversal, half, 50_000), sale: s, rules: rules),
+                       ["computed: the exact negation of the refund entry (REFUND_REVERSED)"])
+    }
+
     func testTraceOfARefundedReconciledTransaction() throws {
         try refundedReconciledWorkspace()
         let (status, out, _) = try cli(["trace", "7001", "--format", "json", "--workspace", ws.root.path])
@@ -255,6 +288,18 @@ final class TraceAndCLITests: XCTestCase {
             try $0.rawRows("SELECT run_id, hash FROM entry WHERE transaction_id = '7001' AND kind = 'sale'") }.first)
         XCTAssertTrue(text.contains("sale on 2026-10-05, posted by run \(saleHash[0]) (the night of 2026-10-06), hash \(saleHash[1])"), text)
         XCTAssertEqual((t["entries"] as! [[String: Any]]).first?["hash"] as? String, saleHash[1])
+        // How each figure was computed, with the rates the sale recorded (the gross and tax
+        // behind the workbooks' columns were not in the trace).
+        for needle in ["      computed (accounting.md; each figure rounded half to even once):\n"
+                       + "        gross G = 1.09 EUR; net N = round(G / (1 + 0.19)) = 0.92 EUR; tax T = G - N = 0.17 EUR (a memo figure: the store remits it)\n"
+                       + "        commission C = round(N x 0.30) = 0.28 EUR; proceeds P = N - C = 0.64 EUR\n"
+                       + "        in USD at 1.10 (EUR 2026-10): N_r = round(N x 1.10) = 1.01 USD, C_r = round(C x 1.10) = 0.31 USD, P_r = N_r - C_r = 0.70 USD; gross 1.20 USD (a memo figure, as G)\n",
+                       "      computed: the sale's own amounts, reporting amounts included (N' = N, C' = C, P' = P)\n"] {
+            XCTAssertTrue(text.contains(needle), "text trace lacks \(needle):\n\(text)")
+        }
+        let figures = try XCTUnwrap(entries[0]["figures"] as? [String: Any])
+        XCTAssertEqual(["grossMinor", "taxMinor", "netMinor", "commissionMinor", "proceedsMinor", "grossReportingMinor"].map { figures[$0] as? Int },
+                       [109, 17, 92, 28, 64, 120])
         let order = try cli(["trace", "ord-7", "--workspace", ws.root.path])
         XCTAssertEqual(order.status, 0)
         XCTAssertTrue(order.out.contains("Order ord-7: 1 version(s)") && order.out.contains("Transaction 7001"), order.out)
