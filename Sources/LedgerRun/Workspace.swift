@@ -81,8 +81,9 @@ public struct Workspace {
         if let missing {
             let sets = earlierSets()
             if let last = sets.last {
-                throw ReadError.file(url.path, "\(missing), but reports/ holds the workbooks of \(sets.count) earlier "
-                    + "\(sets.count == 1 ? "night" : "nights") (the last \(last)): a new ledger would write over them from nothing. "
+                // Counted by date (a night writes its own and, while open, the month before's).
+                throw ReadError.file(url.path, "\(missing), but reports/ holds the workbooks of \(sets.count) "
+                    + "\(sets.count == 1 ? "date" : "dates") (the last \(last)) that nights wrote: a new ledger would write over them from nothing. "
                     + "Nothing was read or written. Restore the ledger (or mount its share, or correct `database` in "
                     + "iapledger.toml); to start new books from the inbox, move reports/ aside first")
             }
@@ -268,6 +269,14 @@ public struct Workspace {
                    FileManager.default.fileExists(atPath: Workspace(up).configURL.path) {
                     throw ReadError.file(configURL.path, "not found: \(root.path) is not an iapledger workspace, but a folder inside the workspace \(up.path): run the command there, or give `--workspace \(ShellWord.quoted(up.path))`")
                 }
+            }
+            // A workspace that lost its config (deleted, a restore that left it out) is told to
+            // restore it: `init` refuses a folder holding rules or inbox files.
+            let held = ["ledger.sqlite", "rules", "inbox", "reports"].filter {
+                FileManager.default.fileExists(atPath: root.appendingPathComponent($0).path)
+            }
+            if held.contains("ledger.sqlite") || held.count >= 2 {
+                throw ReadError.file(configURL.path, "not found, though \(root.path) holds a workspace's \(held.joined(separator: ", ")): its config is missing (deleted, or left out of a restore): restore iapledger.toml from its backup or version control; nothing was read or written")
             }
             throw ReadError.file(configURL.path, "not found: \(root.path) is not an iapledger workspace (run `iapledger init \(ShellWord.quoted(root.path))`)")
         }

@@ -47,6 +47,9 @@ public enum WriteAside {
 
     /// A Foundation file error as its cause (`No space left on device`), not its dump.
     public static func describe(_ error: Error) -> String {
+        // Our own (a copy's write or flush): its message says the system's reason ("No space
+        // left on device"); as an NSError it said only "LedgerWrite.WriteError error 1".
+        if let own = error as? WriteError { return own.message }
         let ns = error as NSError
         if let underlying = ns.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
             return String(cString: strerror(Int32(underlying.code)))

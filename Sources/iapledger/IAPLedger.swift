@@ -206,7 +206,7 @@ struct NightNotWritten: Error, CustomStringConvertible {
             guard !StopSignals.summarySaid.load(ordering: .relaxed) else { return error }
             return NightNotWritten(description: text + "; the night is committed (run \(committed): the ledger holds it), but its summary and workbooks were not written: run `\(again)` again to write them")
         }
-        let said = ["othing was written", "nothing of this run was written", "the ledger is as it was", "nothing was read or written"]
+        let said = ["othing was written", "nothing of this run was written", "the ledger is as it was", "othing was read or written"]
         guard !said.contains(where: { text.contains($0) }) else { return error }
         return NightNotWritten(description: text + "; nothing of this night was written (the ledger holds what it held before it)")
     }

@@ -5,6 +5,8 @@ import XCTest
 import LedgerTemplates
 @testable import LedgerRun
 @testable import LedgerStore
+@testable import LedgerWrite
+import Foundation
 
 /// Environment failures stop the run with a clear message and leave the ledger unchanged.
 final class LockAndFailureTests: XCTestCase {
@@ -46,7 +48,7 @@ final class LockAndFailureTests: XCTestCase {
         let written = try Data(contentsOf: workbook)
         try FileManager.default.moveItem(at: db, to: ws.root.appendingPathComponent("ledger-moved.sqlite"))
         XCTAssertThrowsError(try ws.run("2026-10-08")) { error in
-            XCTAssertTrue("\(error)".contains("ledger.sqlite: is missing, but reports/ holds the workbooks of 1 earlier night (the last 2026-10-07): a new ledger would write over them from nothing. Nothing was read or written."), "\(error)")
+            XCTAssertTrue("\(error)".contains("ledger.sqlite: is missing, but reports/ holds the workbooks of 1 date (the last 2026-10-07) that nights wrote: a new ledger would write over them from nothing. Nothing was read or written."), "\(error)")
         }
         XCTAssertFalse(FileManager.default.fileExists(atPath: db.path), "no ledger started")
         // The commands that read say it is missing, not that none was ever made.
@@ -633,6 +635,15 @@ final class LockAndFailureTests: XCTestCase {
     }
 
     /// Nights go forward: a run dated before the last one is refused (the same date is a re-run).
+    /// A finished workbook copied into place (its folder on another filesystem) that fails
+    /// says the system's reason: "cannot copy the finished file into place: The operation could
+    /// not be completed. (LedgerWrite.WriteError error 1.)" said nothing of a full disk.
+    func testAFailedCopyIntoPlaceSaysTheSystemsReason() throws {
+        let own = WriteError(message: "/srv/reports/.finance-2026-11-27.xlsx.7.partial: \(String(cString: strerror(ENOSPC)))")
+        XCTAssertEqual(WriteAside.describe(own), "/srv/reports/.finance-2026-11-27.xlsx.7.partial: No space left on device")
+        XCTAssertEqual(WriteAside.describe(CocoaError(.fileWriteOutOfSpace)), "No space left on device")
+    }
+
     func testARunDatedBeforeTheLastOneIsRefused() throws {
         let (db, before) = try firstNight()
         XCTAssertThrowsError(try ws.run("2026-10-06")) { error in

@@ -559,6 +559,13 @@ final class TraceAndCLITests: XCTestCase {
         try FileManager.default.createDirectory(at: other, withIntermediateDirectories: true)
         let o = try cli(["balance", "--workspace", other.path])
         XCTAssertTrue(o.err.contains("is not an iapledger workspace (run `iapledger init "), o.err)
+        // A workspace whose config is gone is told to restore it (`init` there refuses).
+        try ws.run("2026-11-03")
+        try FileManager.default.removeItem(at: ws.root.appendingPathComponent("iapledger.toml"))
+        let lost = try cli(["run", "--workspace", ws.root.path, "--as-of", "2026-11-04"])
+        XCTAssertEqual(lost.status, 1)
+        XCTAssertTrue(lost.err.contains("iapledger.toml: not found, though \(ws.root.path) holds a workspace's ledger.sqlite, rules, inbox, reports: its config is missing (deleted, or left out of a restore): restore iapledger.toml from its backup"), lost.err)
+        XCTAssertFalse(lost.err.contains("iapledger init"), lost.err)
     }
 
     /// Records and findings each show their first ten lines, under their counts by reason:
