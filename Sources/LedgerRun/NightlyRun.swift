@@ -283,7 +283,9 @@ public struct NightlyRun {
             counts = ingest.counts
             ordersBroughtBack = ingest.ordersBroughtBack
             CrashPoint.hit("post:start")
-            counts.entriesPosted = try progress.stage("post entries", unit: "transactions") { tick in
+            // The sales waiting to post (tonight's and those that waited): the percent's total.
+            let waiting = try w.pendingSaleCount()
+            counts.entriesPosted = try progress.stage("post entries", total: waiting, unit: "transactions") { tick in
                 try Self.post(writer: w, poster: poster, runId: runId, asOf: asOf, tick: tick)
             }
             try ingest.openWaitingReversals()
@@ -303,12 +305,14 @@ public struct NightlyRun {
                try w.changedNothing(since: same, matched: matched) { throw NothingNew(lastRunId: same.lastRunId) }
             // The commit stage: the run's row and seal (LedgerSeal), then SQLite's commit.
             commitStart = DispatchTime.now().uptimeNanoseconds
+            progress.status("commit: sealing the run and writing the ledger to disk")
             try w.finishRun(runId, counts: counts, finishedAt: Self.timestamp())
             CrashPoint.hit("commit:before")
             return (runId, counts)
         } }
         // Committed (or nothing new: the last night's as it stands): said before anything else
         // can fail, so that a failure from here on is not told as a night not written.
+        progress.clearStatus()
         if nothingNewSince == nil { didCommit?(runId) }
         CrashPoint.hit("commit:after")
         if commitStart > 0 {

@@ -162,6 +162,7 @@ struct ReportSet {
         let results = JobResults(count: jobs.count)
         let start = DispatchTime.now().uptimeNanoseconds
         let workers = max(1, min(threads, jobs.count))
+        progress.status("write workbooks: 0 of \(jobs.count) files (0%)")
         DispatchQueue.concurrentPerform(iterations: workers) { _ in
             let ledger: Ledger
             do {
@@ -175,12 +176,14 @@ struct ReportSet {
                 let t0 = DispatchTime.now().uptimeNanoseconds
                 do {
                     let files = try ledger.read { try jobs[i].write($0) }
-                    results.finish(i, files: files, seconds: Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e9)
+                    let done = results.finish(i, files: files, seconds: Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e9)
+                    progress.status("write workbooks: \(done) of \(jobs.count) files (\(done * 100 / jobs.count)%), \(jobs[i].name) written")
                 } catch {
                     results.fail(error)
                 }
             }
         }
+        progress.clearStatus()
         if let error = results.error { throw SetsPartlyWritten(written: results.files.flatMap { $0 }, error: error) }
         for (i, job) in jobs.enumerated() {
             progress.record(.init(name: "  " + job.name, seconds: results.seconds[i], count: 0, unit: "",
@@ -267,11 +270,16 @@ final class JobResults: @unchecked Sendable {
         return nextJob - 1
     }
 
-    func finish(_ i: Int, files: [ReportFile], seconds: Double) {
+    /// Records job `i` done; how many jobs are done now.
+    @discardableResult
+    func finish(_ i: Int, files: [ReportFile], seconds: Double) -> Int {
         lock.lock(); defer { lock.unlock() }
         self.files[i] = files
         self.seconds[i] = seconds
+        finished += 1
+        return finished
     }
+    private var finished = 0
 
     func fail(_ e: Error) {
         lock.lock(); defer { lock.unlock() }

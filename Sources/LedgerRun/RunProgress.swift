@@ -56,6 +56,24 @@ public final class RunProgress {
         return try body(ticker)
     }
 
+    /// Shows `text` as the progress line (a stage that counts nothing, or one counted on other
+    /// threads: the commit, the workbooks), until `clearStatus`; nothing without a terminal.
+    /// Safe from any thread.
+    public func status(_ text: String) {
+        guard showProgress else { return }
+        lock.lock(); defer { lock.unlock() }
+        out("\r  \(text)\u{1B}[K")
+        statusShown = true
+    }
+
+    public func clearStatus() {
+        guard showProgress else { return }
+        lock.lock(); defer { lock.unlock() }
+        if statusShown { out("\r\u{1B}[K") }
+        statusShown = false
+    }
+    private var statusShown = false
+
     /// Adds a stage measured elsewhere (for example by another thread).
     public func record(_ stage: Stage) {
         lock.lock(); defer { lock.unlock() }

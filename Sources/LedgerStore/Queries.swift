@@ -468,6 +468,11 @@ extension LedgerReader {
 }
 
 extension LedgerReader {
+    /// The sales waiting to post (for a rule, an order or verification of their book).
+    public func pendingSaleCount() throws -> Int {
+        try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM store_transaction WHERE sale_status = 'pending'")) ?? 0
+    }
+
     /// The rows of a read-only query as text (for tests and diagnostics).
     public func rawRows(_ sql: String) throws -> [[String]] {
         try Row.fetchAll(db, sql: sql).map { row in

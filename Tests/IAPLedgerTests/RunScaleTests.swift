@@ -83,6 +83,26 @@ final class RunScaleTests: XCTestCase {
         XCTAssertEqual(RunProgress.grouped(1_234_567), "1,234,567")
     }
 
+    /// On a terminal a night shows where it is through every long stage: the sales it posts
+    /// with their percent, the commit, and the workbooks written (files of all, percent): the
+    /// commit and the workbooks, a third of a big night, showed nothing. Each line is cleared
+    /// when its stage ends; without a terminal nothing is shown.
+    func testANightShowsItsCommitAndWorkbooksOnATerminal() throws {
+        let asOf = Day(iso: "2026-11-21")!
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("iapledger-progress-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        _ = try DemoWorkspace.create(at: dir, transactions: 1200, seed: 5, asOf: asOf)
+        var shown = ""
+        let lock = NSLock()
+        let tty = RunProgress(showProgress: true) { text in lock.lock(); shown += text; lock.unlock() }
+        _ = try NightlyRun(workspace: Workspace(dir), asOf: asOf, progress: tty).run()
+        XCTAssertTrue(shown.contains("\r  post entries: 1,024 transactions ("), shown)
+        XCTAssertTrue(shown.contains("\r  commit: sealing the run and writing the ledger to disk\u{1B}[K\r\u{1B}[K"), shown)
+        XCTAssertTrue(shown.contains("\r  write workbooks: 0 of 6 files (0%)\u{1B}[K"), shown)
+        XCTAssertTrue(shown.contains("\r  write workbooks: 6 of 6 files (100%), "), shown)
+        XCTAssertTrue(shown.hasSuffix("\r\u{1B}[K"), "the last line cleared")
+    }
+
     func testWorkbooksWrittenInParallelAreTheSequentialOnesByteForByte() throws {
         let asOf = Day(iso: "2026-11-21")!
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("iapledger-parallel-\(UUID().uuidString)")
