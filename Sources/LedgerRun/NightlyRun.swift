@@ -96,6 +96,8 @@ public struct NightlyRun {
         /// Of the records this night read pending or rejected, those a later record of the
         /// same night settled.
         public var recordsSettledSameNight = 0
+        /// The night's entries by kind, and its sales that had waited (summary line).
+        public var posted = NightlyRun.Posted()
         /// Findings finance dismissed (`iapledger dismiss --finding`) that this run resolved.
         public var findingsDismissed = 0
         /// The workbooks of the night before that it never wrote (it stopped after its commit),
@@ -196,6 +198,7 @@ public struct NightlyRun {
         var putBackFiles: [String] = []
         var goneFiles: [String] = []
         var ordersBroughtBack: [(orderId: String, location: String, reversalUndone: Bool)] = []
+        var postedKinds = Posted()
         var closedThrough: Month? = nil
         var closedByConfig: Month? = nil
         var nothingNewSince: Int64? = nil
@@ -285,9 +288,10 @@ public struct NightlyRun {
             CrashPoint.hit("post:start")
             // The sales waiting to post (tonight's and those that waited): the percent's total.
             let waiting = try w.pendingSaleCount()
-            counts.entriesPosted = try progress.stage("post entries", total: waiting, unit: "transactions") { tick in
+            postedKinds = try progress.stage("post entries", total: waiting, unit: "transactions") { tick in
                 try Self.post(writer: w, poster: poster, runId: runId, asOf: asOf, tick: tick)
             }
+            counts.entriesPosted = postedKinds.entries
             try ingest.openWaitingReversals()
             // The sales posted before against the rules now, once tonight's entries are in: a
             // refund posted tonight (a share of a sale refunded) is part of what is left to
@@ -359,6 +363,7 @@ public struct NightlyRun {
         }
         if nothingNewSince == nil { result.repeatedFiles = try ledger.read { try $0.filesRepeatingEarlierOnes(runId: runId) } }
         result.ordersBroughtBack = ordersBroughtBack
+        if nothingNewSince == nil { result.posted = postedKinds }
         committed?(result)
 
         // The month before, while it is still open, is written again as of its last day: late
@@ -446,8 +451,9 @@ public struct NightlyRun {
 
     /// Posts every sale still waiting (new ones and those that waited for a rule) and every
     /// refund that is due. Returns the number of entries written.
-    static func post(writer w: LedgerWriter, poster: Poster, runId: Int64, asOf: Day, tick: RunProgress.Ticker? = nil) throws -> Int {
+    static func post(writer w: LedgerWriter, poster: Poster, runId: Int64, asOf: Day, tick: RunProgress.Ticker? = nil) throws -> Posted {
         var posted = 0
+        var kinds = Posted()
         // Subscription chains read once per stage: posting changes no transaction a chain holds.
         var chains = SubscriptionChains()
         // Each batch of sales is decided, and its entries prepared (rules JSON, hashed text), on
@@ -464,6 +470,11 @@ public struct NightlyRun {
                 switch decision {
                 case .post(let entry, let priceMismatch):
                     try w.insertEntry(entry, runId: runId, quantity: t.observation.quantity)
+                    kinds.sales += 1
+                    // A sale that waited on an earlier night carries the reason it waited.
+                    if let waited = t.pendingReason {
+                        if waited.hasPrefix("MISSING_RULE:") { kinds.afterRuleWait += 1 } else if waited.hasPrefix("ORDER_WAIT:") { kinds.afterOrderWait += 1 }
+                    }
                     if let priceMismatch {
                         try w.openFinding(code: "PRICE_MISMATCH", transactionId: id, recordId: nil, message: priceMismatch, runId: runId)
                     }
@@ -519,6 +530,7 @@ public struct NightlyRun {
             try w.insertEntry(refund, runId: runId, quantity: obs.quantity)
             try w.resolveFinding(code: "REFUND_NOT_DATED", transactionId: obs.transactionId, runId: runId)
             posted += 1
+            kinds.refunds += 1
             CrashPoint.tick("post:refunds", every: 2)
         }
         for r in try w.reversalsDue() {
@@ -526,8 +538,21 @@ public struct NightlyRun {
             try w.insertEntry(poster.reversal(of: refund, on: r.date), runId: runId)
             try w.resolveFinding(code: "REVERSAL_WAITING", transactionId: r.transactionId, runId: runId)
             posted += 1
+            kinds.reversals += 1
         }
-        return posted
+        kinds.entries = posted
+        return kinds
+    }
+
+    /// The entries a night posted, by kind, and of its sales those that waited on an earlier
+    /// night (for a rule, or for their order to name their storefront).
+    public struct Posted: Equatable, Sendable {
+        public var entries = 0
+        public var sales = 0
+        public var refunds = 0
+        public var reversals = 0
+        public var afterRuleWait = 0
+        public var afterOrderWait = 0
     }
 
     /// Pending sales read, decided and stored a batch at a time (tests set a small one to

@@ -584,6 +584,16 @@ final class TraceAndCLITests: XCTestCase {
         // Every inbox file not read is listed, not the first ten.
         XCTAssertEqual((1...12).filter { run.out.contains("inbox/stray-\($0).txt") }.count, 12, run.out)
         XCTAssertFalse(run.out.contains("... and 2 more\n"), run.out)
+        XCTAssertTrue(run.out.contains("  entries posted: 0\n"), run.out)
+        // The next night, their price known, the sales that waited post, and the summary says
+        // what the entries are (it gave a count that the night's records did not explain).
+        try ws.write("rules/prices.csv", TestWorkspace.defaultPrices + "\ncoins.none,USA,0.99,2020-01-01\n")
+        try ws.write("rules/products.csv", TestWorkspace.defaultProducts + "\ncoins.none,consumable,10\n")
+        try ws.write("inbox/receipts/m.jsonl", Receipt.response([Receipt.item("6100", purchased: "2026-11-04T10:00:00Z", cancelled: "2026-11-04T12:00:00Z")]) + "\n")
+        let next = try cli(["run", "--workspace", ws.root.path, "--as-of", "2026-11-05", "--no-progress"])
+        XCTAssertEqual(next.status, 0, next.err)
+        XCTAssertTrue(next.out.contains("  records: 1 new: 1 verified, 0 pending, 0 rejected; 0 already read\n"
+                                        + "  entries posted: 13 (12 sales, of them 11 that waited for a rule on an earlier night; 1 refund)\n"), next.out)
     }
 
     /// A reason quotes what it refuses as it was read, and a file name is the sender's: an
