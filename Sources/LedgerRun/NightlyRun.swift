@@ -157,6 +157,7 @@ public struct NightlyRun {
         }
         let layouts = try workspace.loadLayouts()
         try workspace.checkReportsFolder()
+        try workspace.checkSetFolders(asOf: asOf)
         let lock = try RunLock(url: workspace.lockURL)
         defer { lock.release() }
         CrashPoint.hit("start:locked")

@@ -203,6 +203,21 @@ public struct Workspace {
         }
     }
 
+    /// The folders of the sets a night as of `asOf` writes (its day's, and the month before's
+    /// while open) can take them: a file (or a link to nothing) in the place of one stopped the
+    /// night after its commit, its workbooks unwritten; now before anything is read or written.
+    public func checkSetFolders(asOf: Day) throws {
+        for day in [asOf, asOf.month.previous.lastDay] {
+            let dir = reportDirectory(asOf: day)
+            try Self.refuseDanglingLink(dir)
+            var st = stat()
+            guard stat(dir.path, &st) == 0 else { continue }
+            guard st.st_mode & S_IFMT == S_IFDIR else {
+                throw ReadError.file(dir.path, "is not a folder: the workbooks of \(day) are written into it; nothing was read or written; move it away and run again")
+            }
+        }
+    }
+
     /// What is at a ledger's path, read through a link as SQLite opens it: nothing (`missing`),
     /// an empty file (a copy or restore that failed), a ledger file, or what cannot be told
     /// (`unknown`: a folder on the way that cannot be searched; SQLite says why). A folder (or a

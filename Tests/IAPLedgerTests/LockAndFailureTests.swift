@@ -329,8 +329,9 @@ final class LockAndFailureTests: XCTestCase {
     /// A partial file a killed copy left beside its final name under reports/ is removed.
     func testANightsWorkbooksLostAfterItsCommitAreWrittenAgainByReportAsOf() throws {
         try ws.run("2026-10-07")
-        // reports/2026-10-08 a file, not a folder: no workbook can be written there.
-        try ws.write("reports/2026-10-08", "in the way")
+        // A folder in the place of each workbook of 2026-10-08: none can be written there (a
+        // file in the place of the set's folder is refused before the night reads anything).
+        try blockSet("2026-10-08")
         try ws.write("inbox/receipts/s.jsonl", Receipt.response([Receipt.item("6002", purchased: "2026-10-06T10:00:00Z")]) + "\n")
         XCTAssertThrowsError(try ws.run("2026-10-08")) { error in
             guard let failed = error as? WorkbooksNotWritten else { return XCTFail("\(error)") }
@@ -338,7 +339,7 @@ final class LockAndFailureTests: XCTestCase {
             XCTAssertNotNil(failed.result.totals.seal)
             XCTAssertFalse(failed.message.contains("\n"), failed.message)
             XCTAssertTrue(failed.message.contains("iapledger report --as-of 2026-10-08"), failed.message)
-            XCTAssertTrue(failed.message.contains("reports/2026-10-08: cannot make the folder for "), failed.message)
+            XCTAssertTrue(failed.message.contains("reports/2026-10-08/finance-2026-10-08.xlsx: cannot move the finished file into place: Is a directory"), failed.message)
             XCTAssertFalse(failed.message.contains("NSCocoaErrorDomain"), failed.message)
         }
         try FileManager.default.removeItem(at: ws.root.appendingPathComponent("reports/2026-10-08"))
@@ -368,6 +369,14 @@ final class LockAndFailureTests: XCTestCase {
         defer { held.release() }
         XCTAssertThrowsError(try PeriodReport.write(workspace: ws.workspace, asOf: Day(iso: "2026-10-08")!)) {
             XCTAssertTrue("\($0)".contains("another iapledger command is in progress"), "\($0)")
+        }
+    }
+
+    /// A folder (holding a file) in the place of each workbook of the set of `day`: none of
+    /// them can be renamed into place, after the night's commit.
+    func blockSet(_ day: String) throws {
+        for name in ["finance", "sandbox", "reconciliation"] {
+            try ws.write("reports/\(day)/\(name)-\(day).xlsx/in-the-way", "a folder where the workbook goes")
         }
     }
 
@@ -402,7 +411,7 @@ final class LockAndFailureTests: XCTestCase {
     func testAReportCountsNoNightWhoseWorkbooksFailedBeforeIt() throws {
         try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("F1", purchased: "2026-10-05T10:00:00Z")]) + "\n")
         try ws.run("2026-10-07")
-        try Data("in the way".utf8).write(to: ws.root.appendingPathComponent("reports/2026-10-08"))
+        try blockSet("2026-10-08")
         XCTAssertThrowsError(try ws.run("2026-10-08"))
         try FileManager.default.removeItem(at: ws.root.appendingPathComponent("reports/2026-10-08"))
         Thread.sleep(forTimeInterval: 1.1)   // runs are stamped to the second
@@ -582,6 +591,16 @@ final class LockAndFailureTests: XCTestCase {
         }
         XCTAssertEqual(try Data(contentsOf: db), before, "the ledger is unchanged")
         try FileManager.default.removeItem(at: reports)
+        // So is a file in the place of the night's own set folder, or of the month before's
+        // (it stopped the night after its commit, its workbooks unwritten).
+        for day in ["2026-10-08", "2026-09-30"] {
+            try ws.write("reports/\(day)", "a file where the set's folder goes")
+            XCTAssertThrowsError(try ws.run("2026-10-08")) { error in
+                XCTAssertEqual("\(error)", "\(reports.path)/\(day): is not a folder: the workbooks of \(day) are written into it; nothing was read or written; move it away and run again")
+            }
+            XCTAssertEqual(try Data(contentsOf: db), before, "the ledger is unchanged")
+            try FileManager.default.removeItem(at: reports)
+        }
         let folder = ws.root.appendingPathComponent("inbox/receipts/day.jsonl")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         XCTAssertThrowsError(try ws.run("2026-10-08")) { error in
