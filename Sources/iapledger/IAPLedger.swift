@@ -759,6 +759,9 @@ struct Verify: ParsableCommand {
     }
 }
 
+/// A path as the workspace names it (`reports/...` for a file in its sets).
+func relativeIn(_ workspace: Workspace, _ path: String) -> String { workspace.relative(URL(fileURLWithPath: path)) }
+
 extension Verify {
     /// The workbooks iapledger registered that are gone from their path: said (the ledger is
     /// not wrong for it: a retention policy may delete old sets), with how to write them again.
@@ -797,7 +800,8 @@ extension Verify {
             let found = try ledger.read { try $0.reportFiles(sha256: sha) }
             if found.isEmpty {
                 allKnown = false
-                print("\(TerminalText.visible(path)): NOT written by iapledger as it is (SHA-256 \(sha) matches no file this ledger registered): changed since it was written, or not from this workspace")
+                print("\(TerminalText.visible(path)): NOT written by iapledger as it is (SHA-256 \(sha) matches no file this ledger registered): changed since it was written, or not from this workspace"
+                      + (relativeIn(workspace, path).hasPrefix("reports/") ? " (or written in place by a night stopped before it registered its files: running that night again, or `iapledger report --as-of` its date, writes and registers it)" : ""))
             }
             for f in found {
                 print("\(TerminalText.visible(path)): written as \(TerminalText.visible(f.path)) at \(f.writtenAt) by \(f.runId.map { "night run \($0)" } ?? "`iapledger report`") (SHA-256 \(sha))")
