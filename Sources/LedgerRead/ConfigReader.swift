@@ -17,6 +17,9 @@ public enum ConfigReader {
 
     public static func parse(_ text: String, displayPath: String = "iapledger.toml") throws -> WorkspaceConfig {
         let table: TOMLTable
+        if let bad = TOMLHeaderCheck.problem(in: text) {
+            throw ReadError.line(displayPath, bad.line, "not valid TOML: \(bad.message)")
+        }
         do {
             table = try TOMLTable(string: text)
         } catch let e as TOMLParseError {

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 import LedgerTemplates
 import TOMLKit
 
@@ -116,6 +117,9 @@ extension ReportLayout {
     ///   without it, a column's title is its key and its width 12.
     public static func parse(_ text: String, workbook: ReportWorkbook, path: String, defaults: ReportLayout?) throws -> ReportLayout {
         let root: TOMLTable
+        if let bad = TOMLHeaderCheck.problem(in: text) {
+            throw LayoutError(path: "\(path):\(bad.line)", key: "", message: "not valid TOML: \(bad.message)")
+        }
         do {
             root = try TOMLTable(string: text)
         } catch let e as TOMLParseError {

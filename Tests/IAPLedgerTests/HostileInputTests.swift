@@ -6,6 +6,8 @@ import XCTest
 @testable import LedgerRun
 @testable import LedgerStore
 @testable import LedgerWrite
+@testable import LedgerReport
+import LedgerTemplates
 import ZIPFoundation
 #if canImport(FoundationXML)
 import FoundationXML
@@ -51,6 +53,30 @@ final class HostileInputTests: XCTestCase {
     }
 
     /// Each hostile receipt line between two good ones, in a file of its own.
+    /// A table header whose name does not begin as a key can (`[`, `[[`, `[.a]`, `[#]`,
+    /// `[ = ]`, `[é]`) aborted every command (SIGABRT in the TOML parser): it is an error naming
+    /// the file and line, in the config and in a layout. Valid TOML, the shipped files among
+    /// it, and brackets in strings, arrays and comments are not taken for headers.
+    func testATableHeaderWithNoNameIsAnErrorNotAnAbort() throws {
+        for bad in ["[", "[[", "[.a]", "[#]", "[ = ]", "[é]", "[[ +]]", "[\t.a]", "[\r"] {
+            let text = "reporting_currency = \"USD\"\n\n" + bad + "\nx = 1\n"
+            let found = TOMLHeaderCheck.problem(in: text)
+            XCTAssertEqual(found?.line, 3, bad.debugDescription)
+            XCTAssertThrowsError(try ConfigReader.parse(text, displayPath: "iapledger.toml"), bad.debugDescription) { error in
+                XCTAssertTrue("\(error)".hasPrefix("iapledger.toml:3: not valid TOML: a table header names its table, [name] or [[name]]"), "\(error)")
+            }
+        }
+        let fine = ["[a]", "[[sheet.table]]", "[ \"a b\" . 'c' ]", "[]", "[ ]", "[a", "a = [\n[\n1\n]\n]", "a = \"\"\"\n[\n\"\"\"",
+                    "a = '''\n[#\n'''", "# [\n", "a = \"[\"", "a = { b = [ 1 ] }\n[c]", "a = [\n  # [\n  1,\n]"]
+        for text in fine { XCTAssertNil(TOMLHeaderCheck.problem(in: text), text.debugDescription) }
+        for f in LedgerTemplates.workspaceFiles where f.path.hasSuffix(".toml") {
+            XCTAssertNil(TOMLHeaderCheck.problem(in: String(decoding: f.bytes, as: UTF8.self)), f.path)
+        }
+        XCTAssertThrowsError(try ReportLayout.parse("[\n", workbook: .finance, path: "layouts/finance.toml", defaults: nil)) { error in
+            XCTAssertTrue("\(error)".contains("layouts/finance.toml:1") && "\(error)".contains("a table header names its table"), "\(error)")
+        }
+    }
+
     func testHostileReceiptLines() throws {
         let deep65 = #"{"status": 0, "x": "# + String(repeating: "[", count: 64) + String(repeating: "]", count: 64) + "}"
         // Response, receipt, in_app and the item are 4 levels: 60 more make exactly 64.

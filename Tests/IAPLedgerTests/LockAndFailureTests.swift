@@ -339,7 +339,7 @@ final class LockAndFailureTests: XCTestCase {
             XCTAssertNotNil(failed.result.totals.seal)
             XCTAssertFalse(failed.message.contains("\n"), failed.message)
             XCTAssertTrue(failed.message.contains("iapledger report --as-of 2026-10-08"), failed.message)
-            XCTAssertTrue(failed.message.contains("reports/2026-10-08/finance-2026-10-08.xlsx: cannot move the finished file into place: Is a directory"), failed.message)
+            XCTAssertTrue(failed.message.contains("-2026-10-08.xlsx: cannot move the finished file into place: Is a directory"), failed.message)
             XCTAssertFalse(failed.message.contains("NSCocoaErrorDomain"), failed.message)
         }
         try FileManager.default.removeItem(at: ws.root.appendingPathComponent("reports/2026-10-08"))
