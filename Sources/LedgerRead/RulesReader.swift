@@ -92,6 +92,9 @@ public enum RulesReader {
             }
             let unitsText = pd.value(row, "units")
             guard let units = unitsText.isEmpty ? 0 : Int64(unitsText), units >= 0 else { throw err("units must be a whole number >= 0") }
+            // Units credited for one unit bought; times the largest quantity a transaction may
+            // have (StoreBounds), the units an order must credit stay a number the ledger holds.
+            guard units <= Self.maxUnits else { throw err("units \(units) is more than \(Self.maxUnits) credited for one unit bought: a typo?") }
             guard seen.insert(id).inserted else { throw err("a second row for product \(id)") }
             products.append(ProductRule(productId: id, type: type, units: units))
         }
@@ -221,6 +224,9 @@ public enum RulesReader {
 
     /// The highest FX rate the rules may give.
     static let maxRate = ExactDecimal(mantissa: 1_000_000, scale: 0)
+
+    /// The most virtual units a product may credit for one unit bought (a trillion).
+    public static let maxUnits: Int64 = 1_000_000_000_000
 
     /// The highest unit price the rules may give: `StoreBounds.maxPriceMilliunits`, in units.
     static let maxPrice = ExactDecimal(mantissa: StoreBounds.maxPriceMilliunits / 1000, scale: 0)

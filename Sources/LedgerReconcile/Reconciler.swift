@@ -267,8 +267,14 @@ public struct Reconciler {
                 if o.quantity != t.quantity {
                     raise(.quantityMismatch, t, o, "order \(o.orderId) credits quantity \(o.quantity); the transaction bought \(t.quantity)")
                 }
-                if let p = products[t.productId], o.creditedUnits != p.units * t.quantity {
-                    raise(.unitsMismatch, t, o, "order \(o.orderId) credited \(o.creditedUnits) units; \(t.productId) x \(t.quantity) is \(p.units * t.quantity)")
+                // Checked: units a rule allows times a quantity a transaction may have stay far
+                // inside Int64, but a trap here would stop every night.
+                if let p = products[t.productId] {
+                    let (due, overflow) = p.units.multipliedReportingOverflow(by: t.quantity)
+                    if overflow || o.creditedUnits != due {
+                        raise(.unitsMismatch, t, o, "order \(o.orderId) credited \(o.creditedUnits) units; \(t.productId) x \(t.quantity) is "
+                              + (overflow ? "more than \(Int64.max)" : "\(due)"))
+                    }
                 }
             }
         }

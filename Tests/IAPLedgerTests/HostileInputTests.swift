@@ -323,6 +323,23 @@ final class HostileInputTests: XCTestCase {
         XCTAssertThrowsError(try ws.run("2026-11-05")) { XCTAssertTrue("\($0)".contains("fx.csv:7: rate 123456789012345678 is more than 1000000 units of the reporting currency for one KWD"), "\($0)") }
     }
 
+    /// Virtual units per unit bought past a trillion are refused when the rules are read: with
+    /// a million bought, reconciliation's units due overflowed and every night crashed (exit 132).
+    func testUnitsPastATrillionAreRefusedWithTheRules() throws {
+        try ws.write("rules/products.csv", TestWorkspace.defaultProducts + "\ncoins.huge,consumable,10000000000000\n")
+        XCTAssertThrowsError(try ws.run("2026-11-03")) { error in
+            XCTAssertTrue("\(error)".contains("products.csv:5: units 10000000000000 is more than 1000000000000 credited for one unit bought"), "\(error)")
+        }
+        // A trillion, a million bought, an order crediting other units: a mismatch, said.
+        try ws.write("rules/products.csv", TestWorkspace.defaultProducts + "\ncoins.huge,consumable,1000000000000\n")
+        try ws.write("rules/prices.csv", TestWorkspace.defaultPrices + "\ncoins.huge,USA,0.01,2020-01-01\n")
+        try ws.write("inbox/receipts/h.jsonl", Receipt.response([Receipt.item("HU1", product: "coins.huge", quantity: 1_000_000, purchased: "2026-10-05T10:00:00Z")]) + "\n")
+        try ws.write("inbox/orders/h.csv", ReconciliationTests.header + "ord-h,a1,HU1,coins.huge,1000000,1,2026-10-05T10:01:00Z,production,USA,,\n")
+        XCTAssertNoThrow(try ws.run("2026-11-03"))
+        let open = try ledger().read { try $0.rawRows("SELECT category, detail FROM exception WHERE transaction_id = 'HU1'") }
+        XCTAssertTrue(open.contains { $0[0] == "UNITS_MISMATCH" && $0[1].contains("coins.huge x 1000000 is 1000000000000000000") }, "\(open)")
+    }
+
     /// Two responses parted by a carriage return alone (classic Mac line ends) are one line to
     /// a JSON Lines reader: MALFORMED, saying why, where it said only "unexpected text".
     func testALoneCarriageReturnBetweenJSONLinesIsSaid() throws {
