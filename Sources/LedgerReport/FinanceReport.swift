@@ -307,9 +307,14 @@ public struct FinanceReport {
         }
         // What was open on the as-of date (a month-end set written again later lists neither
         // records read nor findings made after it).
-        let problems = try shared.recordProblems(reader).filter { $0.isOpen(on: asOf) }.map {
+        // The first `findingsListed` of each code, as the findings below.
+        let openRecords = try shared.recordProblems(reader).filter { $0.isOpen(on: asOf) }.cappedPerCode(findingsLimit)
+        let problems = openRecords.listed.map {
             SheetRow([.text($0.path), .integer(Int64($0.line)), .text($0.outcome), .text($0.code), .text($0.reason),
                       .date($0.firstSeen), .integer(Int64(asOf - $0.firstSeen))])
+        } + openRecords.more.map {
+            SheetRow([.text("... and \($0.count) more open \($0.code) records, not listed here (the reconciliation workbook's Pending and Rejected sheets list up to \(ReconciliationReport.recordsListed) of each code)"),
+                      .empty, .empty, .text($0.code), .empty, .empty, .empty])
         }
         // This book's findings, and those about transactions no book holds (their record did not
         // verify): the first `findingsListed` of each code, then a row saying how many more

@@ -47,6 +47,10 @@ public struct ReconciliationReport {
         }
     }
 
+    /// The most records of one code the Pending and Rejected sheets list (then a row says how
+    /// many more): a sheet holds 1,048,576 rows.
+    public static let recordsListed = 100_000
+
     public func workbook() throws -> WorkbookModel {
         let values = ["as_of": asOf.description, "reporting_currency": reportingCurrency]
         // The records not posted, read once for the Pending and Rejected sheets.
@@ -192,9 +196,14 @@ public struct ReconciliationReport {
     /// - Parameter openRecords: the pending records still open on the as-of date.
     public func pendingSheet(openRecords: [RecordProblem]) throws -> SheetContent {
         var rows: [SheetRow] = try notReconciled(ReportSchema.pending)
-        for p in openRecords {
+        let records = openRecords.cappedPerCode(Self.recordsListed)
+        for p in records.listed {
             rows.append(SheetRow([.text("record waits for verification"), .text("\(p.path):\(p.line)"), .text(p.code), .empty, .text(p.reason),
                                   .date(p.firstSeen), .integer(Int64(asOf - p.firstSeen))]))
+        }
+        for m in records.more {
+            rows.append(SheetRow([.text("... and \(m.count) more records waiting for verification, \(m.code), not listed here"), .empty, .text(m.code),
+                                  .empty, .empty, .empty, .empty]))
         }
         // A sale of a month closed by then posts late, on the first open day: said, as its
         // purchase date is not the day it will be dated.
@@ -215,9 +224,12 @@ public struct ReconciliationReport {
     public func rejectedSheet(openRecords: [RecordProblem]) throws -> SheetContent {
         let open = openRecords
             .sorted { ($0.firstSeen, $0.path, $0.line) < ($1.firstSeen, $1.path, $1.line) }
-        let rows = try notReconciled(ReportSchema.rejected) + open.map {
+            .cappedPerCode(Self.recordsListed)
+        let rows = try notReconciled(ReportSchema.rejected) + open.listed.map {
             SheetRow([.text("\($0.path):\($0.line)"), .text($0.code), .text($0.reason), .date($0.firstSeen),
                       .integer(Int64(asOf - $0.firstSeen))])
+        } + open.more.map {
+            SheetRow([.text("... and \($0.count) more rejected \($0.code) records, not listed here"), .text($0.code), .empty, .empty, .empty])
         }
         return SheetContent(key: "rejected", tables: [TableBlock(key: "rejected", columns: ReportSchema.rejected, rows: rows)])
     }

@@ -60,6 +60,22 @@ public struct RecordProblem: Equatable {
     public var resolvedOn: Day? = nil
 }
 
+extension Array where Element == RecordProblem {
+    /// The first `perCode` records of each code, in order, and how many of each code are left
+    /// out (a file of a million bad lines would pass a sheet's 1,048,576 rows, and the night
+    /// failed writing its workbooks, every night after too).
+    public func cappedPerCode(_ perCode: Int) -> (listed: [RecordProblem], more: [(code: String, count: Int)]) {
+        var seen: [String: Int] = [:], listed: [RecordProblem] = [], order: [String] = []
+        for p in self {
+            let n = seen[p.code, default: 0]
+            if n == 0 { order.append(p.code) }
+            seen[p.code] = n + 1
+            if n < perCode { listed.append(p) }
+        }
+        return (listed, order.compactMap { c in seen[c].flatMap { $0 > perCode ? (c, $0 - perCode) : nil } })
+    }
+}
+
 /// Something seen by one run and perhaps resolved by a later one (a record that did not
 /// verify, a finding).
 public protocol SeenAndResolved {

@@ -323,6 +323,32 @@ final class HostileInputTests: XCTestCase {
         XCTAssertThrowsError(try ws.run("2026-11-05")) { XCTAssertTrue("\($0)".contains("fx.csv:7: rate 123456789012345678 is more than 1000000 units of the reporting currency for one KWD"), "\($0)") }
     }
 
+    /// A file of many bad lines (a million would pass a sheet's 1,048,576 rows: the night failed
+    /// writing its workbooks, and every night after): Run Info lists the first of each code and
+    /// counts the rest, as it does findings; the Rejected sheet lists up to its own cap.
+    func testManyOpenRecordsAreCountedPastTheCapNotListed() throws {
+        try ws.write("inbox/receipts/flood.jsonl", (1...5).map { "x\($0)" }.joined(separator: "\n") + "\n" + good("FL1") + "\n")
+        try ws.run("2026-11-03")
+        let rows = try ledger().read { r -> [[String]] in
+            var report = FinanceReport(reader: r, book: .production, asOf: Day(iso: "2026-11-03")!, reportingCurrency: "USD",
+                                       toolVersion: "t", runId: nil, layout: try ReportLayout.shipped(.finance))
+            report.findingsLimit = 2
+            let table = try XCTUnwrap(try report.runInfoSheet().tables.first { $0.key == "not_posted" })
+            var out: [[String]] = []
+            try table.rows { row in out.append(row.cells.map { if case .text(let t) = $0 { return t }; return "" }) }
+            return out
+        }
+        XCTAssertEqual(rows.map { $0[0] }, ["inbox/receipts/flood.jsonl", "inbox/receipts/flood.jsonl",
+                                         "... and 3 more open MALFORMED records, not listed here (the reconciliation workbook's Pending and Rejected sheets list up to 100000 of each code)"])
+        let a = LedgerStore.RecordProblem(path: "a", line: 1, outcome: "rejected", code: "A", reason: "", firstSeen: Day(iso: "2026-11-03")!, resolved: false, runId: 1)
+        var b = a
+        b.code = "B"
+        let capped: (listed: [LedgerStore.RecordProblem], more: [(code: String, count: Int)]) = [a, a, a, b].cappedPerCode(2)
+        XCTAssertEqual(capped.listed.map { $0.code }, ["A", "A", "B"])
+        XCTAssertEqual(capped.more.map { $0.code }, ["A"])
+        XCTAssertEqual(capped.more.map { $0.count }, [1])
+    }
+
     /// Virtual units per unit bought past a trillion are refused when the rules are read: with
     /// a million bought, reconciliation's units due overflowed and every night crashed (exit 132).
     func testUnitsPastATrillionAreRefusedWithTheRules() throws {
