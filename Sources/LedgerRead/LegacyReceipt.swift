@@ -30,6 +30,10 @@ public struct LegacyItem: Equatable {
     }
     /// A flag (`is_trial_period`, `is_upgraded`) holding neither true nor false, and its text.
     public var badFlag: BadIdentifier?
+    /// A cancellation or expiry date that is there but reads as no date (`"abc"`, `1e30`,
+    /// `3.5`, `true`), and its text: a refund read as none would leave the sale as if never
+    /// refunded, an expiry as none would count no paid days.
+    public var badDate: BadIdentifier?
     /// Set when the response lists this transaction twice (`in_app` and `latest_receipt_info`)
     /// with a different product or quantity: which one is true cannot be told.
     public var disagreement: String?
@@ -176,6 +180,7 @@ public enum LegacyReceiptParser {
                 if it.isUpgraded { existing.isUpgraded = true }
                 // A flag that reads as neither true nor false in either listing refuses the item.
                 if existing.badFlag == nil { existing.badFlag = it.badFlag }
+                if existing.badDate == nil { existing.badDate = it.badDate }
                 if existing.cancellationMs == nil, let c = it.cancellationMs {
                     existing.cancellationMs = c
                     existing.cancellationCopyPurchaseMs = it.purchaseMs
@@ -214,6 +219,15 @@ public enum LegacyReceiptParser {
         // iOS 6 `expires_date` holds milliseconds; iOS 7 has `expires_date_ms`.
         it.expiresMs = millis(d, "expires_date", "expires_date_ms")
         it.cancellationMs = millis(d, "cancellation_date", "cancellation_date_ms")
+        // There (not null, not empty) but no date: said, not taken for absent.
+        for (name, ms, value) in [("cancellation_date", "cancellation_date_ms", it.cancellationMs), ("expires_date", "expires_date_ms", it.expiresMs)]
+        where value == nil && it.badDate == nil {
+            for field in [ms, name] {
+                guard let v = d[field], !v.isNull else { continue }
+                let text = v.scalarOrShape ?? ""
+                if !text.isEmpty { it.badDate = .init(field: field, text: text); break }
+            }
+        }
         it.cancellationReason = d["cancellation_reason"]?.scalarText
         it.appAccountToken = d["app_account_token"]?.scalarText
         it.webOrderLineItemId = d["web_order_line_item_id"]?.scalarText
@@ -236,9 +250,10 @@ public enum LegacyReceiptParser {
     /// `yyyy-MM-dd HH:mm:ss Etc/GMT` text.
     static func millis<J: JSONReading>(_ d: J, _ name: String, _ msName: String) -> Int64? {
         if let v = d[msName]?.int64 { return v }
-        guard let s = d[name]?.scalarText else { return nil }
-        if let v = Int64(s) { return v }
-        return parseAppleDate(s)
+        if let s = d[name]?.scalarText, let v = Int64(s) ?? parseAppleDate(s) { return v }
+        // iOS 6 style receipts also carry `<name>_formatted` (`2017-09-27 15:09:30 Etc/GMT`).
+        if let s = d[name + "_formatted"]?.scalarText { return parseAppleDate(s) }
+        return nil
     }
 
     /// Parses `2011-02-17 06:20:57 Etc/GMT` (also `...Z`, ISO `T`) as UTC milliseconds.

@@ -135,6 +135,14 @@ final class HostileInputTests: XCTestCase {
             ("C1970", #""cancellation_date_ms": "1000""#, "cancellation date 1970-01-01"),
             ("E1970", #""expires_date_ms": "-9223372036854775808""#, "expires date"),
             ("E2100", #""expires_date_ms": "9223372036854775807""#, "expires date"),
+            // A refund or expiry date that is there but reads as no date: it was taken for none
+            // (the sale posted as never refunded, no finding).
+            ("CABC", #""cancellation_date_ms": "abc""#, #"cancellation_date_ms "abc": not a date (milliseconds since 1970, or Apple's date text), so when it was refunded cannot be told"#),
+            ("CEXP", #""cancellation_date_ms": 1e30"#, #"cancellation_date_ms "1e30": not a date"#),
+            ("CFRAC", #""cancellation_date_ms": "1795100000000.0""#, #"cancellation_date_ms "1795100000000.0": not a date"#),
+            ("CTEXT", #""cancellation_date": "not a date""#, #"cancellation_date "not a date": not a date"#),
+            ("CBOOL", #""cancellation_date_ms": true"#, "cancellation_date_ms \"true\": not a date"),
+            ("EFRAC", #""expires_date_ms": 3.5"#, "expires_date_ms \"3.5\": not a date (milliseconds since 1970, or Apple's date text), so when it expires cannot be told"),
         ]
         let lines = cases.map { c in
             Self.response(items: Self.item(c.fields).replacingOccurrences(of: "\"X\"", with: "\"\(c.id)\"")
