@@ -99,13 +99,23 @@ struct MonthTotalsDelta {
     /// per row and per entry cost heap allocations, a tenth of inserting an entry.
     struct BalanceSums: Equatable {
         var debit: Int64 = 0, credit: Int64 = 0, balance: Int64 = 0, reportingBalance: Int64 = 0, postings: Int64 = 0
+        /// A sum passed 64 bits (amounts each within their bounds, added up by the million):
+        /// said at the flush, the night stopped whole, instead of a trap.
+        var overflowed = false
         var columns: [Int64] { [debit, credit, balance, reportingBalance, postings] }
         mutating func add(_ amount: Int64, reporting: Int64) {
-            if amount > 0 { debit += amount } else if amount < 0 { credit -= amount }
-            balance += amount
-            reportingBalance += reporting
+            if amount > 0 { MonthTotalsDelta.add(&debit, amount, &overflowed) } else if amount < 0 { MonthTotalsDelta.add(&credit, 0 &- amount, &overflowed) }
+            MonthTotalsDelta.add(&balance, amount, &overflowed)
+            MonthTotalsDelta.add(&reportingBalance, reporting, &overflowed)
             postings += 1
         }
+    }
+
+    @inline(__always)
+    static func add(_ sum: inout Int64, _ x: Int64, _ overflowed: inout Bool) {
+        let (r, o) = sum.addingReportingOverflow(x)
+        sum = r
+        if o { overflowed = true }
     }
     /// An activity row's sums, in `MonthTotals.activityNames`' order (entries, units, then
     /// `MonthTotals.activitySums`).
@@ -113,15 +123,19 @@ struct MonthTotalsDelta {
         var entries: Int64 = 0, units: Int64 = 0
         var gross: Int64 = 0, tax: Int64 = 0, net: Int64 = 0, commission: Int64 = 0, proceeds: Int64 = 0
         var grossReporting: Int64 = 0, netReporting: Int64 = 0, commissionReporting: Int64 = 0, proceedsReporting: Int64 = 0
+        var overflowed = false
         var columns: [Int64] {
             [entries, units, gross, tax, net, commission, proceeds, grossReporting, netReporting, commissionReporting, proceedsReporting]
         }
         mutating func add(quantity: Int64, _ f: SaleFigures) {
-            entries += 1; units += quantity
-            gross += f.grossMinor; tax += f.taxMinor; net += f.netMinor
-            commission += f.commissionMinor; proceeds += f.proceedsMinor
-            grossReporting += f.grossReportingMinor; netReporting += f.netReportingMinor
-            commissionReporting += f.commissionReportingMinor; proceedsReporting += f.proceedsReportingMinor
+            entries += 1
+            MonthTotalsDelta.add(&units, quantity, &overflowed)
+            MonthTotalsDelta.add(&gross, f.grossMinor, &overflowed); MonthTotalsDelta.add(&tax, f.taxMinor, &overflowed)
+            MonthTotalsDelta.add(&net, f.netMinor, &overflowed)
+            MonthTotalsDelta.add(&commission, f.commissionMinor, &overflowed); MonthTotalsDelta.add(&proceeds, f.proceedsMinor, &overflowed)
+            MonthTotalsDelta.add(&grossReporting, f.grossReportingMinor, &overflowed); MonthTotalsDelta.add(&netReporting, f.netReportingMinor, &overflowed)
+            MonthTotalsDelta.add(&commissionReporting, f.commissionReportingMinor, &overflowed)
+            MonthTotalsDelta.add(&proceedsReporting, f.proceedsReportingMinor, &overflowed)
         }
     }
     var balances: [BalanceKey: BalanceSums] = [:]
@@ -145,9 +159,19 @@ struct MonthTotalsDelta {
         activity[key, default: ActivitySums()].add(quantity: quantity, f)
     }
 
+    static func tooLarge(_ what: String) -> StoreError {
+        StoreError(message: "the month's totals of \(what) pass what 64-bit minor units hold (9,223,372,036,854,775,807): the night's amounts, each within its bounds, add up past it (prices, quantities or rates far beyond real sales?); nothing of this night was written")
+    }
+
     /// Adds the sums to the tables (upserts, a few rows per month) and starts over.
     mutating func flush(_ db: Database) throws {
         guard !isEmpty else { return }
+        if let k = balances.first(where: { $0.value.overflowed })?.key {
+            throw Self.tooLarge("\(k.book) \(k.month) \(k.currency)")
+        }
+        if let k = activity.first(where: { $0.value.overflowed })?.key {
+            throw Self.tooLarge("\(k.book) \(k.month) \(k.storefront) \(k.productId) \(k.currency)")
+        }
         var b = FastStatement(try db.cachedStatement(sql: """
             INSERT INTO balance_month (book, month, account_id, currency, \(MonthTotals.balanceColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (book, month, account_id, currency) DO UPDATE SET

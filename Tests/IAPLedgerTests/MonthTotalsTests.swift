@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import GRDB
 @testable import LedgerCore
 @testable import LedgerRun
 @testable import LedgerStore
@@ -12,6 +13,22 @@ final class MonthTotalsTests: ScratchTestCase {
     /// The posting stage decides each batch of sales on a second thread while it stores the
     /// batch before: with batches of 7 (many batches, renewals and their chains across them)
     /// the ledger is the same as with one batch, entry for entry and hash for hash.
+    /// Sums that pass 64 bits (each amount within its bounds, a million of them in a month)
+    /// stop the night with a message, before anything is written: they trapped (exit 132).
+    func testMonthTotalsThatPass64BitsAreAnErrorNotATrap() throws {
+        var sums = MonthTotalsDelta.BalanceSums()
+        sums.add(Int64.max - 1, reporting: 1)
+        XCTAssertFalse(sums.overflowed)
+        sums.add(5, reporting: 1)
+        XCTAssertTrue(sums.overflowed)
+        var delta = MonthTotalsDelta()
+        delta.balances[.init(book: "production", month: "2026-11", accountId: 1, currency: "KWD")] = sums
+        let db = try DatabaseQueue()
+        XCTAssertThrowsError(try db.write { try delta.flush($0) }) { error in
+            XCTAssertTrue("\(error)".hasPrefix("the month's totals of production 2026-11 KWD pass what 64-bit minor units hold"), "\(error)")
+        }
+    }
+
     func testPostingInBatchesPreparedAheadChangesNothing() throws {
         var ledgers: [[String]] = []
         defer { NightlyRun.postingBatchSize = 10_000 }
