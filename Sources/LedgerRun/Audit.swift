@@ -738,15 +738,55 @@ public struct Audit {
     }
 
     /// The transaction `id` as the stored raw record reports it, verified again; otherwise why not.
+    /// Receipt records of many transactions, verified once: each of their sales re-derived
+    /// read the whole record again (a response of 4,000 items took `verify` 110 s, of 20,000
+    /// more than 25 minutes). By the record's text (length and SHA-256) and the bundle ids it
+    /// was verified for; a few hundred kept, each with its transactions by id.
+    final class VerifiedReceipts: @unchecked Sendable {
+        struct Key: Hashable { var length: Int, sha256: String, bundleIds: [String] }
+        struct Verified { var outcome: ReceiptOutcome, byId: [String: Int] }
+        let lock = NSLock()
+        var kept: [Key: Verified] = [:]
+        func outcome(_ raw: String, bundleIds: Set<String>, _ verify: () -> ReceiptOutcome?) -> Verified? {
+            func verified() -> Verified? {
+                guard let outcome = verify() else { return nil }
+                var byId: [String: Int] = [:]
+                if case let .verified(_, transactions, _) = outcome {
+                    for (i, t) in transactions.enumerated() where byId[t.transactionId] == nil { byId[t.transactionId] = i }
+                }
+                return Verified(outcome: outcome, byId: byId)
+            }
+            // Small records are read again: hashing costs about what parsing them does.
+            guard raw.utf8.count >= 4096 else { return verified() }
+            let key = Key(length: raw.utf8.count, sha256: Hashing.sha256Hex(Data(raw.utf8)), bundleIds: bundleIds.sorted())
+            lock.lock(); defer { lock.unlock() }
+            if let known = kept[key] { return known }
+            let result = verified()
+            if kept.count >= 256 { kept.removeAll(keepingCapacity: true) }
+            if let result { kept[key] = result }
+            return result
+        }
+    }
+    static let verifiedReceipts = VerifiedReceipts()
+
     static func observation(of id: String, kind: String, path: String, raw: String, receiptVerifier: ReceiptVerifier,
                             signedVerifier: SignedDataVerifier) -> Result<TransactionObservation, Why> {
         switch kind {
         case "receipts":
-            let response: LegacyResponse
-            do { response = try LegacyReceiptParser.parse(Substring(raw)) } catch { return .failure(Why("it no longer parses: \(error)")) }
-            switch receiptVerifier.verify(response, location: SourceLocation(path: "", line: 0)) {
+            var parseError: Error? = nil
+            let verified = verifiedReceipts.outcome(raw, bundleIds: receiptVerifier.bundleIds) {
+                do {
+                    let response = try LegacyReceiptParser.parse(Substring(raw))
+                    return receiptVerifier.verify(response, location: SourceLocation(path: "", line: 0))
+                } catch {
+                    parseError = error
+                    return nil
+                }
+            }
+            guard let verified else { return .failure(Why("it no longer parses: \(parseError.map { "\($0)" } ?? "")")) }
+            switch verified.outcome {
             case let .verified(_, transactions, findings):
-                guard let t = transactions.first(where: { $0.transactionId == id }) else {
+                guard let t = verified.byId[id].map({ transactions[$0] }) else {
                     // A ledger written by an earlier version may hold an item this one refuses.
                     if let f = findings.first(where: { $0.transactionId == id }) {
                         return .failure(Why("this version of iapledger refuses its item (\(f.message)); an earlier version took it"))

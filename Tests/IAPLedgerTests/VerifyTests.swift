@@ -846,6 +846,21 @@ final class VerifyTests: XCTestCase {
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: dbPath)), before, "nothing registered, nothing closed")
     }
 
+    /// A response of many items is verified once for all its sales (each sale re-derived read
+    /// the whole response again: quadratic, 110 s for 4,000 items): every sale is re-derived
+    /// all the same, and one whose stored figures were changed is still named.
+    func testAResponseOfManyItemsIsReDerivedSaleBySale() throws {
+        let items = (1...300).map { Receipt.item("77\(String(format: "%04d", $0))", purchased: "2026-10-05T10:00:00Z") }
+        try ws.write("inbox/receipts/big.jsonl", Receipt.response(items) + "\n")
+        try ws.run("2026-10-08")
+        let report = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(report.ok, "\(report.problems)")
+        XCTAssertGreaterThanOrEqual(report.rederived, 300)
+        try tamper(past: "entry_no_update", "UPDATE entry SET net_minor = net_minor + 1, proceeds_minor = proceeds_minor + 1 WHERE transaction_id = '770150' AND kind = 'sale'")
+        let problems = try Audit(workspace: ws.workspace).run().problems.map(\.message)
+        XCTAssertTrue(problems.contains { $0.hasPrefix("sale of transaction 770150: re-derived from inbox/receipts/big.jsonl:1 and its recorded rules, the figures differ") }, "\(problems)")
+    }
+
     /// A workbook iapledger wrote and registered, deleted from `reports/`, is said by `verify`
     /// (it said nothing), without failing it: a retention policy may delete old sets.
     func testAWorkbookDeletedFromReportsIsSaid() throws {
