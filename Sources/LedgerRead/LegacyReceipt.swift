@@ -121,7 +121,8 @@ public enum LegacyReceiptParser {
                                bundleId: nil, receiptType: nil, style: .none, items: [],
                                exception: obj["exception"]?.scalarText, receivedAt: receivedAt,
                                accountId: accountId, orderId: orderId, wrapperTransactionId: wrapperTransactionId)
-        if let st = r.statusText { r.status = Int(st) } else { r.foreignHint = ForeignData.hint(obj) }
+        // (A response with no readable status is in the right folder: not told to go there.)
+        if let st = r.statusText { r.status = Int(st) } else { r.foreignHint = ForeignData.hint(obj).flatMap { $0.contains("inbox/receipts/") ? nil : $0 } }
 
         var items: [LegacyItem] = []
         if let receipt = obj["receipt"], receipt.isObject {

@@ -1268,7 +1268,7 @@ struct Ingest {
         let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256, statKey: input.statKey,
                                         sizeBytes: Int64(input.sizeBytes), records: 1, newRecords: 1)
         _ = try writer.addRecord(.init(fileId: fileId, line: 1, sha256: input.sha256, outcome: .rejected, reasonCode: "FILE_TOO_LARGE",
-                                       reason: "the file is \(input.sizeBytes) bytes, over the \(PreparedFile.maxWholeFileBytes)-byte limit for a JSON document or CSV file (split it, or send JSON Lines)",
+                                       reason: "the file is \(input.sizeBytes) bytes, over the \(PreparedFile.maxWholeFileBytes)-byte limit for a JSON document or CSV file (\(input.kind == "orders" ? "split it into several files, each with the header" : "split it, or send JSON Lines"))",
                                        raw: ""))
         counts.read += 1
         counts.rejected += 1

@@ -357,6 +357,16 @@ final class HostileInputTests: XCTestCase {
         XCTAssertEqual(capped.more.map { $0.count }, [1])
     }
 
+    /// A response in `inbox/receipts/` whose status is null is refused for that, not told to
+    /// go in `inbox/receipts/` (where it is).
+    func testMessagesSayWhatFitsTheFolder() throws {
+        try ws.write("inbox/receipts/null.jsonl", #"{"status": null, "receipt": {"bundle_id": "com.example.coins", "in_app": []}}"# + "\n")
+        try ws.run("2026-11-03")
+        let r = try records("inbox/receipts/null.jsonl")
+        XCTAssertEqual(r.map(\.outcome), ["rejected"])
+        XCTAssertFalse(r[0].reason.contains("inbox/receipts/"), r[0].reason)
+    }
+
     /// Virtual units per unit bought past a trillion are refused when the rules are read: with
     /// a million bought, reconciliation's units due overflowed and every night crashed (exit 132).
     func testUnitsPastATrillionAreRefusedWithTheRules() throws {
