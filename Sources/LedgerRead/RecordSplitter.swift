@@ -71,7 +71,7 @@ public enum RecordSplitter {
     /// Whether `text` ends inside a JSON value: an object, array or string left open (an array
     /// cut between its elements included; a file saved whole without a line end at its end, as
     /// HTTP bodies are, is not cut short).
-    static func endsInside(_ text: Substring) -> Bool {
+    public static func endsInside(_ text: Substring) -> Bool {
         var depth = 0, inString = false, escaped = false
         for c in text.utf8 {
             if inString {

@@ -702,8 +702,8 @@ struct InputFile {
 /// no ledger, done off the writer's thread.
 struct PreparedFile {
     enum Body {
-        /// Not UTF-8 text.
-        case notText
+        /// Not UTF-8 text: where its first byte that is not (line, byte offset).
+        case notText(line: Int, offset: Int)
         /// Empty, or nothing but blanks.
         case empty
         /// Read by an earlier run (the same path and SHA-256): only hashed.
@@ -779,7 +779,10 @@ struct PreparedFile {
         }
         let (input, data) = try InputFile.load(url: url, kind: kind, workspace: workspace)
         if data.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return PreparedFile(input: input, body: .empty) }
-        guard let text = String(validatingUTF8Data: data) else { return PreparedFile(input: input, body: .notText) }
+        guard let text = String(validatingUTF8Data: data) else {
+            let at = data.withUnsafeBytes { UTF8Position.firstInvalid(in: Array($0)) } ?? (line: 1, offset: 0)
+            return PreparedFile(input: input, body: .notText(line: at.line, offset: at.offset))
+        }
         switch kind {
         case "orders":
             let (rows, fileError, header) = OrderReader.read(path: input.path, text: Substring(text))
@@ -816,8 +819,11 @@ struct PreparedFile {
                 parsed = .success((response, verifier.verify(response, location: SourceLocation(path: path, line: record.line))))
             } catch {
                 // JSON that ends before it is complete, on a last line with no line end: cut short.
+                // So is one that ends inside a string, an object or an array, whatever the parser
+                // met first (a `.json` document cut inside a string, a line end after the cut,
+                // met a control character in a string, and was MALFORMED for good).
                 let why = (error as? LegacyParseError)?.description ?? "\(error)"
-                parsed = .failure(record.unterminated && (why.contains("end of input") || why.contains("truncated"))
+                parsed = .failure(record.unterminated && (why.contains("end of input") || why.contains("truncated") || RecordSplitter.endsInside(record.text))
                                   ? RecordProblem(code: "TRUNCATED", reason: RawRecord.truncatedReason(why))
                                                                                      : RecordProblem(code: "MALFORMED", reason: why))
             }
@@ -1181,7 +1187,7 @@ struct Ingest {
     /// Stores the records of one prepared file.
     mutating func store(_ file: PreparedFile) throws {
         switch file.body {
-        case .notText: try notText(file.input)
+        case .notText(let line, let offset): try notText(file.input, line: line, offset: offset)
         case .empty: try empty(file.input)
         case .alreadyRead, .gone: break
         case .tooLarge: try tooLarge(file.input)
@@ -1254,11 +1260,16 @@ struct Ingest {
     }
 
     /// A file that is not UTF-8 text: one rejected record naming the file.
-    mutating func notText(_ input: InputFile) throws {
+    mutating func notText(_ input: InputFile, line: Int, offset: Int) throws {
         let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256, statKey: input.statKey,
                                         sizeBytes: Int64(input.sizeBytes), records: 1, newRecords: 1)
+        // A whole-file format (a CSV, a JSON document) is read whole or not at all: the place of
+        // its first byte that is not UTF-8 is said, to find and fix it (the file is kept as a
+        // rejection of line 1, its records unread).
         _ = try writer.addRecord(.init(fileId: fileId, line: 1, sha256: input.sha256, outcome: .rejected,
-                                       reasonCode: "INVALID_UTF8", reason: "the file is not valid UTF-8 text", raw: ""))
+                                       reasonCode: "INVALID_UTF8",
+                                       reason: "the file is not valid UTF-8 text: its first byte that is not is on line \(line) (byte offset \(offset)); save it as UTF-8 (an export in another encoding?) and send it again: none of its records was read",
+                                       raw: ""))
         counts.read += 1
         counts.rejected += 1
     }

@@ -492,7 +492,14 @@ final class HostileInputTests: XCTestCase {
         // An array cut between its elements is cut short too (receipts and signed data).
         try ws.write("inbox/signed/between.json", #"[{"signedPayload": "x"},"#)
         try ws.write("inbox/receipts/between.json", "[" + good("JB1") + ",")
+        // Cut inside a string, a line end after the cut: the parser meets a line end in a
+        // string (it was MALFORMED for good, a control character in a string).
+        let inString = Receipt.response([Receipt.item("JI1", purchased: "2026-10-20T10:00:00Z")])
+        let jiCut = try XCTUnwrap(inString.range(of: "JI1")).lowerBound
+        try ws.write("inbox/receipts/instring.json", String(inString[..<inString.index(after: jiCut)]) + "\n")
         try ws.run("2026-11-03")
+        XCTAssertEqual(try records("inbox/receipts/instring.json").map(\.code), ["TRUNCATED"])
+        try ws.write("inbox/receipts/instring.json", inString + "\n")
         XCTAssertNotEqual(try records("inbox/signed/whole.json").map(\.code), ["TRUNCATED"])
         XCTAssertEqual(try records("inbox/receipts/whole.json").map(\.code), ["STATUS_21002"])
         XCTAssertEqual(try records("inbox/signed/between.json").last?.code, "TRUNCATED")
@@ -521,7 +528,7 @@ final class HostileInputTests: XCTestCase {
         // A night with the files unchanged (read before, skipped) settles nothing by line either.
         try ws.run("2026-11-05")
         XCTAssertEqual(Set(try saleEntries()), ["JA1", "JA2", "JD1", "JB1", "JB2", "JP1", "JR1", "JR2", "JR4", "JO2", "JL1", "JL2", "JC1", "JC2",
-                                                "JS1", "JS3", "JS4", "JF1"])
+                                                "JS1", "JS3", "JS4", "JF1", "JI1"])
         XCTAssertEqual(try ledger().read { try $0.rawRows("""
             SELECT f.path, r.line FROM source_record r JOIN source_file f ON f.id = r.file_id
             WHERE r.outcome = 'rejected' AND r.resolved_run_id IS NULL ORDER BY f.path

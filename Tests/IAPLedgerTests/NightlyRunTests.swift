@@ -1,5 +1,6 @@
 import XCTest
 @testable import LedgerCore
+@testable import LedgerRead
 @testable import LedgerRun
 @testable import LedgerStore
 
@@ -300,6 +301,16 @@ final class NightlyRunTests: XCTestCase {
         XCTAssertEqual(byLine["inbox/receipts/mixed.jsonl:3"]?.code, "WRONG_BUNDLE_ID")
         XCTAssertEqual(byLine["inbox/receipts/mixed.jsonl:5"]?.code, "STATUS_21003")
         XCTAssertEqual(byLine["inbox/receipts/binary.json:1"]?.code, "INVALID_UTF8")
+        XCTAssertTrue(byLine["inbox/receipts/binary.json:1"]?.reason.hasPrefix("the file is not valid UTF-8 text: its first byte that is not is on line 1 (byte offset 1)") == true,
+                      byLine["inbox/receipts/binary.json:1"]?.reason ?? "")
+        // The place of the first byte that is not UTF-8, by the Unicode standard's table:
+        // stray continuation, overlong, surrogate, past U+10FFFF, cut short.
+        XCTAssertNil(UTF8Position.firstInvalid(in: Array("a\nb é € 😀\n".utf8)))
+        for (bytes, at) in [([0x61, 0x0A, 0x80] as [UInt8], (2, 2)), ([0x0A, 0x0A, 0xC0, 0xAF], (3, 2)), ([0xED, 0xA0, 0x80], (1, 0)),
+                            ([0x61, 0xF4, 0x90, 0x80, 0x80], (1, 1)), ([0x61, 0x62, 0xE2, 0x82], (1, 2)), ([0xE0, 0x80, 0x80], (1, 0))] {
+            let found = UTF8Position.firstInvalid(in: bytes)
+            XCTAssertEqual(found.map { [$0.line, $0.offset] }, [at.0, at.1], "\(bytes)")
+        }
         // The retryable record was resolved by the verified record for 3003 that came after it.
         let pending = try XCTUnwrap(byLine["inbox/receipts/mixed.jsonl:4"])
         XCTAssertEqual(pending.outcome, "pending")
