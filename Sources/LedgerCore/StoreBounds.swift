@@ -18,7 +18,9 @@ public enum StoreBounds {
     /// controls, the byte order mark: `"9920000000000002\u{200B}"` looks like a real id and
     /// would be another transaction).
     public static func plausibleIdentifier(_ s: String) -> Bool {
-        !s.isEmpty && s.utf8.count <= 256 && !s.unicodeScalars.contains { u in
+        // Blank, or with spaces around it (" 2000…" is another transaction than "2000…", and
+        // an order's field is read trimmed): no store writes one.
+        !s.isEmpty && s.utf8.first != 0x20 && s.utf8.last != 0x20 && s.utf8.count <= 256 && !s.unicodeScalars.contains { u in
             let v = u.value
             if v >= 0x20 && v < 0x7F { return false }
             return v < 0x20 || (v >= 0x7F && v <= 0x9F) || (v >= 0xFDD0 && v <= 0xFDEF) || v & 0xFFFE == 0xFFFE
@@ -30,8 +32,8 @@ public enum StoreBounds {
     /// on its own (`name "…" holds …`), or a field of `transaction` (`transaction T has name "…": …`).
     public static func implausibleIdentifier(_ name: String, _ id: String, of transaction: String? = nil) -> String {
         let quoted = String(reflecting: String(id.prefix(64)))
-        guard let transaction else { return "\(name) \(quoted) holds control, format or non-characters, or is over 256 bytes" }
-        return "transaction \(transaction) has \(name) \(quoted): control, format or non-characters, or over 256 bytes"
+        guard let transaction else { return "\(name) \(quoted) holds control, format or non-characters, is blank or has spaces around it, or is over 256 bytes" }
+        return "transaction \(transaction) has \(name) \(quoted): control, format or non-characters, blank or with spaces around it, or over 256 bytes"
     }
 
     /// The longest reason or finding message kept, in characters. A reason quotes what it

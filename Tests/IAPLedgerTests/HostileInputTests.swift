@@ -357,6 +357,21 @@ final class HostileInputTests: XCTestCase {
         XCTAssertEqual(capped.more.map { $0.count }, [1])
     }
 
+    /// A blank transaction id, or one or a product id with spaces around it, is no store's: an
+    /// INVALID_TRANSACTION finding (" " was posted as a sale; " 2000…" is another transaction
+    /// than the order's trimmed "2000…").
+    func testBlankOrSpacePaddedIdsAreRefused() throws {
+        try ws.write("inbox/receipts/ids.jsonl", [Receipt.response([Receipt.item(" ", purchased: "2026-10-05T10:00:00Z")]),
+                                                  Receipt.response([Receipt.item(" 9930000000000001", purchased: "2026-10-05T10:00:00Z")]),
+                                                  Receipt.response([Receipt.item("9930000000000002", product: "coins.100 ", purchased: "2026-10-05T10:00:00Z")]),
+                                                  good("BP1")].joined(separator: "\n") + "\n")
+        try ws.run("2026-11-03")
+        let messages = try findings().filter { $0.hasPrefix("inbox/receipts/ids.jsonl:") }
+        XCTAssertEqual(messages.count, 3, "\(messages)")
+        XCTAssertTrue(messages.allSatisfy { $0.contains("blank or with spaces around it") || $0.contains("is blank or has spaces around it") }, "\(messages)")
+        XCTAssertEqual(try saleEntries(), ["BP1"])
+    }
+
     /// A response in `inbox/receipts/` whose status is null is refused for that, not told to
     /// go in `inbox/receipts/` (where it is).
     func testMessagesSayWhatFitsTheFolder() throws {
