@@ -331,7 +331,7 @@ public struct NightlyRun {
         let totals = try ledger.read { try $0.totals() }
         let datedAfter = try ledger.read { try $0.entriesDated(after: asOf) }
         // What this run read and could not post, as it stands at the end of the run.
-        let notPostedRecords = try ledger.read { try $0.recordProblems() }.filter { $0.runId == runId && !$0.resolved }
+        let notPostedRecords = try ledger.read { try $0.recordProblems(readBy: runId) }.filter { !$0.resolved }
         let notPosted = notPostedRecords.map { "\($0.path):\($0.line): \($0.outcome): \($0.reason)" }
         // The findings it opened: counted by code and the first of them (a rules change may open
         // one for every posted sale: not read whole).

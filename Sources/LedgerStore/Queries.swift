@@ -326,14 +326,15 @@ extension LedgerReader {
     }
 
     /// Rejected records, and pending ones not yet resolved by a verified record.
-    public func recordProblems() throws -> [RecordProblem] {
+    public func recordProblems(readBy runId: Int64? = nil) throws -> [RecordProblem] {
+        // One run's (its night's summary): read by that run alone, not the whole history's.
         try Row.fetchAll(db.cachedStatement(sql: """
             SELECT f.path, r.line, r.outcome, r.reason_code, r.reason, run.as_of, r.resolved_run_id IS NOT NULL, f.run_id, resolver.as_of
             FROM source_record r JOIN source_file f ON f.id = r.file_id JOIN run ON run.id = f.run_id
             LEFT JOIN run resolver ON resolver.id = r.resolved_run_id
-            WHERE r.outcome <> 'verified'
+            WHERE r.outcome <> 'verified' AND (?1 IS NULL OR f.run_id = ?1)
             ORDER BY r.outcome, f.path, r.line, r.id
-            """)).map {
+            """), arguments: [runId]).map {
             RecordProblem(path: $0[0], line: $0[1], outcome: $0[2], code: $0[3] ?? "", reason: $0[4] ?? "",
                           firstSeen: Day(iso: $0[5] as String)!, resolved: $0[6], runId: $0[7],
                           resolvedOn: ($0[8] as String?).flatMap { Day(iso: $0) })

@@ -579,7 +579,7 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertEqual(run.status, 0, run.err)
         XCTAssertTrue(run.out.contains("this run: 13 records still pending or rejected (not posted), 11 new findings"), run.out)
         XCTAssertTrue(run.out.contains("    records: 12 rejected STATUS_21003, 1 rejected STATUS_21010\n"), run.out)
-        XCTAssertTrue(run.out.contains("      ... and 3 more records (Run Info lists them all)\n    findings: 11 MISSING_RULE\n      MISSING_RULE 601: "), run.out)
+        XCTAssertTrue(run.out.contains("      ... and 3 more records (Run Info lists the first thousand of each code, the reconciliation workbook 100,000)\n    findings: 11 MISSING_RULE\n      MISSING_RULE 601: "), run.out)
         XCTAssertTrue(run.out.contains("      ... and 1 more finding (`iapledger findings` lists them all, Run Info the first 1000 of each code)"), run.out)
         // Every inbox file not read is listed, not the first ten.
         XCTAssertEqual((1...12).filter { run.out.contains("inbox/stray-\($0).txt") }.count, 12, run.out)
