@@ -224,7 +224,7 @@ public struct ReportFile: Equatable {
 
     /// The line said under a file written when the file it replaced was kept aside.
     public var keptAsideNote: String? {
-        keptAside.map { "the file there had bytes no version iapledger wrote at this path has (edited after it was written, or put there by hand): kept beside it as \($0.lastPathComponent) (`iapledger verify --workbook FILE` tells whether a copy is iapledger's)" }
+        keptAside.map { "the file there had bytes no version iapledger registered at this path has (edited after it was written, put there by hand, or written by a night stopped before it registered it): kept beside it as \($0.lastPathComponent) (`iapledger verify --workbook FILE` tells whether a copy is iapledger's)" }
     }
 }
 

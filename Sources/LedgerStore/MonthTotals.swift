@@ -160,7 +160,7 @@ struct MonthTotalsDelta {
     }
 
     static func tooLarge(_ what: String) -> StoreError {
-        StoreError(message: "the month's totals of \(what) pass what 64-bit minor units hold (9,223,372,036,854,775,807): the night's amounts, each within its bounds, add up past it (prices, quantities or rates far beyond real sales?); nothing of this night was written")
+        StoreError(message: "the month's totals of \(what) pass what 64-bit minor units hold (9,223,372,036,854,775,807): the night's amounts, each within its bounds, add up past it, alone or with the month's before (prices, quantities or rates far beyond real sales?); nothing was written")
     }
 
     /// Adds the sums to the tables (upserts, a few rows per month) and starts over.
@@ -177,10 +177,17 @@ struct MonthTotalsDelta {
             ON CONFLICT (book, month, account_id, currency) DO UPDATE SET
                 \(MonthTotals.addingExcluded(MonthTotals.balanceNames))
             """), in: db)
+        // A sum past 64 bits in SQL (the night's sums added to the month's) turns REAL, which
+        // the STRICT column refuses: said as the sums in memory are.
+        func run(_ s: inout FastStatement, _ what: @autoclosure () -> String) throws {
+            do { try s.run() } catch let e as DatabaseError where e.message?.contains("cannot store REAL value in INTEGER column") == true {
+                throw Self.tooLarge(what())
+            }
+        }
         for (k, v) in balances {
             b.bind(k.book); b.bind(String(k.month)); b.bind(k.accountId); b.bind(k.currency)
             for x in v.columns { b.bind(x) }
-            try b.run()
+            try run(&b, "\(k.book) \(k.month) \(k.currency)")
         }
         var a = FastStatement(try db.cachedStatement(sql: """
             INSERT INTO activity_month (\(MonthTotals.activityColumns)) VALUES (\(Array(repeating: "?", count: 6 + MonthTotals.activityNames.count).joined(separator: ", ")))
@@ -190,7 +197,7 @@ struct MonthTotalsDelta {
         for (k, v) in activity {
             a.bind(k.book); a.bind(String(k.month)); a.bind(k.storefront); a.bind(k.productId); a.bind(k.currency); a.bind(k.kind)
             for x in v.columns { a.bind(x) }
-            try a.run()
+            try run(&a, "\(k.book) \(k.month) \(k.storefront) \(k.productId) \(k.currency)")
         }
         self = MonthTotalsDelta()
     }

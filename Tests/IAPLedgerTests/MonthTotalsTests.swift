@@ -27,6 +27,24 @@ final class MonthTotalsTests: ScratchTestCase {
         XCTAssertThrowsError(try db.write { try delta.flush($0) }) { error in
             XCTAssertTrue("\(error)".hasPrefix("the month's totals of production 2026-11 KWD pass what 64-bit minor units hold"), "\(error)")
         }
+        // Past 64 bits only with the month's totals before (a later night's): said the same
+        // (SQLite's words were "cannot store REAL value in INTEGER column").
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("iapledger-overflow-\(UUID().uuidString).sqlite").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        _ = try Ledger(path: path)
+        let queue = try DatabaseQueue(path: path)
+        let account = try queue.read { try Int64.fetchOne($0, sql: "SELECT min(id) FROM account")! }
+        func night(_ amount: Int64) throws {
+            var d = MonthTotalsDelta()
+            var sums = MonthTotalsDelta.BalanceSums()
+            sums.add(amount, reporting: 1)
+            d.balances[.init(book: "production", month: "2026-11", accountId: account, currency: "KWD")] = sums
+            try queue.write { try d.flush($0) }
+        }
+        try night(Int64.max - 10)
+        XCTAssertThrowsError(try night(100)) { error in
+            XCTAssertTrue("\(error)".hasPrefix("the month's totals of production 2026-11 KWD pass what 64-bit minor units hold"), "\(error)")
+        }
     }
 
     func testPostingInBatchesPreparedAheadChangesNothing() throws {
