@@ -61,6 +61,8 @@ public struct Audit {
     }
 
     public let workspace: Workspace
+    /// This check's receipt responses of many items, verified once (`VerifiedReceipts`).
+    let verifiedReceipts = VerifiedReceipts()
 
     public init(workspace: Workspace) { self.workspace = workspace }
 
@@ -617,13 +619,16 @@ public struct Audit {
     /// from it, if any): the transaction as the record gives it, and the record's place; or why not.
     func firstSourceAgrees(_ transactionId: String, entry e: EntryDraft?, reader: LedgerReader, receiptVerifier: ReceiptVerifier,
                            signedVerifier: SignedDataVerifier) throws -> Result<(observation: TransactionObservation, where_: String), Why> {
-        guard let source = try reader.firstSource(of: transactionId) else {
+        guard let source = try reader.firstSourceRecord(of: transactionId) else {
             return .failure(Why("no stored source record brought this transaction"))
         }
         let where_ = "\(source.path):\(source.line)"
         let obs: TransactionObservation
-        switch Self.observation(of: transactionId, kind: source.kind, path: source.path, raw: source.raw, receiptVerifier: receiptVerifier,
-                                signedVerifier: signedVerifier) {
+        // A response of many items, verified for an earlier of its sales: not read again.
+        let known = source.kind == "receipts" ? verifiedReceipts.known(source.recordId) : nil
+        let raw = known == nil ? try reader.recordText(source.recordId) : ""
+        switch Self.observation(of: transactionId, kind: source.kind, path: source.path, raw: raw, receiptVerifier: receiptVerifier,
+                                signedVerifier: signedVerifier, verifiedReceipt: known, keep: { verifiedReceipts.keep(source.recordId, $0) }) {
         case .success(let o): obs = o
         case .failure(let why): return .failure(Why("its source record \(where_) does not give the transaction again: \(why)"))
         }
@@ -738,52 +743,45 @@ public struct Audit {
     }
 
     /// The transaction `id` as the stored raw record reports it, verified again; otherwise why not.
-    /// Receipt records of many transactions, verified once: each of their sales re-derived
-    /// read the whole record again (a response of 4,000 items took `verify` 110 s, of 20,000
-    /// more than 25 minutes). By the record's text (length and SHA-256) and the bundle ids it
-    /// was verified for; a few hundred kept, each with its transactions by id.
+    /// Receipt records of many transactions, verified once per `verify`: each of their sales
+    /// re-derived read and parsed the whole record again (a response of 4,000 items took
+    /// `verify` 110 s, of 16,000 more than 25 minutes). By record id, before its text is read;
+    /// only records of many transactions, a few hundred at a time, each with its
+    /// transactions by id.
     final class VerifiedReceipts: @unchecked Sendable {
-        struct Key: Hashable { var length: Int, sha256: String, bundleIds: [String] }
         struct Verified { var outcome: ReceiptOutcome, byId: [String: Int] }
-        let lock = NSLock()
-        var kept: [Key: Verified] = [:]
-        func outcome(_ raw: String, bundleIds: Set<String>, _ verify: () -> ReceiptOutcome?) -> Verified? {
-            func verified() -> Verified? {
-                guard let outcome = verify() else { return nil }
-                var byId: [String: Int] = [:]
-                if case let .verified(_, transactions, _) = outcome {
-                    for (i, t) in transactions.enumerated() where byId[t.transactionId] == nil { byId[t.transactionId] = i }
-                }
-                return Verified(outcome: outcome, byId: byId)
+        private let lock = NSLock()
+        private var kept: [Int64: Verified] = [:]
+        func known(_ recordId: Int64) -> Verified? { lock.lock(); defer { lock.unlock() }; return kept[recordId] }
+        static func verified(_ outcome: ReceiptOutcome) -> Verified {
+            var byId: [String: Int] = [:]
+            if case let .verified(_, transactions, _) = outcome {
+                for (i, t) in transactions.enumerated() where byId[t.transactionId] == nil { byId[t.transactionId] = i }
             }
-            // Small records are read again: hashing costs about what parsing them does.
-            guard raw.utf8.count >= 4096 else { return verified() }
-            let key = Key(length: raw.utf8.count, sha256: Hashing.sha256Hex(Data(raw.utf8)), bundleIds: bundleIds.sorted())
+            return Verified(outcome: outcome, byId: byId)
+        }
+        func keep(_ recordId: Int64, _ v: Verified) {
+            guard v.byId.count >= 16 else { return }
             lock.lock(); defer { lock.unlock() }
-            if let known = kept[key] { return known }
-            let result = verified()
             if kept.count >= 256 { kept.removeAll(keepingCapacity: true) }
-            if let result { kept[key] = result }
-            return result
+            kept[recordId] = v
         }
     }
-    static let verifiedReceipts = VerifiedReceipts()
 
     static func observation(of id: String, kind: String, path: String, raw: String, receiptVerifier: ReceiptVerifier,
-                            signedVerifier: SignedDataVerifier) -> Result<TransactionObservation, Why> {
+                            signedVerifier: SignedDataVerifier, verifiedReceipt: VerifiedReceipts.Verified? = nil,
+                            keep: ((VerifiedReceipts.Verified) -> Void)? = nil) -> Result<TransactionObservation, Why> {
         switch kind {
         case "receipts":
-            var parseError: Error? = nil
-            let verified = verifiedReceipts.outcome(raw, bundleIds: receiptVerifier.bundleIds) {
-                do {
-                    let response = try LegacyReceiptParser.parse(Substring(raw))
-                    return receiptVerifier.verify(response, location: SourceLocation(path: "", line: 0))
-                } catch {
-                    parseError = error
-                    return nil
-                }
+            let verified: VerifiedReceipts.Verified
+            if let known = verifiedReceipt {
+                verified = known
+            } else {
+                let response: LegacyResponse
+                do { response = try LegacyReceiptParser.parse(Substring(raw)) } catch { return .failure(Why("it no longer parses: \(error)")) }
+                verified = VerifiedReceipts.verified(receiptVerifier.verify(response, location: SourceLocation(path: "", line: 0)))
+                keep?(verified)
             }
-            guard let verified else { return .failure(Why("it no longer parses: \(parseError.map { "\($0)" } ?? "")")) }
             switch verified.outcome {
             case let .verified(_, transactions, findings):
                 guard let t = verified.byId[id].map({ transactions[$0] }) else {

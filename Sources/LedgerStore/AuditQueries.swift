@@ -381,6 +381,22 @@ extension LedgerReader {
         return objects
     }
 
+    /// The source record that first brought a transaction, without its text: its id, the
+    /// file's kind and path, the line (`recordText` reads the text when it is needed).
+    public func firstSourceRecord(of transactionId: String) throws -> (recordId: Int64, kind: String, path: String, line: Int)? {
+        try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT r.id, f.kind, f.path, r.line FROM store_transaction t
+            JOIN source_record r ON r.id = t.first_record_id JOIN source_file f ON f.id = r.file_id
+            WHERE t.transaction_id = ?
+            """), arguments: [transactionId]).map { ($0[0], $0[1], $0[2], $0[3]) }
+    }
+
+    /// A source record's text, as kept.
+    public func recordText(_ recordId: Int64) throws -> String {
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT CAST(r.raw AS BLOB), \(chunkColumns) FROM source_record r WHERE r.id = ?"), arguments: [recordId])
+            .flatMap { try Self.text($0, raw: 0, chunk: 1, &chunkCache) } ?? Self.unreadableText
+    }
+
     /// The source record that first brought a transaction: the file's kind and path, the line and the raw text.
     public func firstSource(of transactionId: String) throws -> (kind: String, path: String, line: Int, raw: String)? {
         try Row.fetchOne(db.cachedStatement(sql: """
