@@ -203,7 +203,8 @@ public enum TraceOutput {
             guard let s = sale?.figures else { return ["computed: \(share) of the sale's amounts, each rounded half to even once"] }
             return ["computed: \(share) of the sale's amounts, each rounded half to even once (accounting.md, prorated refund):",
                     "  N' = round(\(m(s.netMinor)) x \(share)) = \(m(f.netMinor)), C' = round(\(m(s.commissionMinor)) x \(share)) = \(m(f.commissionMinor)), P' = N' - C' = \(m(f.proceedsMinor))",
-                    "  N'_r = round(\(r(s.netReportingMinor)) x \(share)) = \(r(f.netReportingMinor)), C'_r = round(\(r(s.commissionReportingMinor)) x \(share)) = \(r(f.commissionReportingMinor)), P'_r = N'_r - C'_r = \(r(f.proceedsReportingMinor))"]
+                    "  N'_r = round(\(r(s.netReportingMinor)) x \(share)) = \(r(f.netReportingMinor)), C'_r = round(\(r(s.commissionReportingMinor)) x \(share)) = \(r(f.commissionReportingMinor)), P'_r = N'_r - C'_r = \(r(f.proceedsReportingMinor))",
+                    "  memo figures: gross G' = round(\(m(s.grossMinor)) x \(share)) = \(m(f.grossMinor)), tax T' = G' - N' = \(m(f.taxMinor)), gross in \(rep) round(\(r(s.grossReportingMinor)) x \(share)) = \(r(f.grossReportingMinor))"]
         case EntryKind.refundReversal.rawValue:
             return ["computed: the exact negation of the refund entry (REFUND_REVERSED)"]
         default:

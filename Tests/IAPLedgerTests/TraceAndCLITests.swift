@@ -239,6 +239,7 @@ final class TraceAndCLITests: XCTestCase {
             "computed: 50.000% of the sale's amounts, each rounded half to even once (accounting.md, prorated refund):",
             "  N' = round(9.99 USD x 50.000%) = 5.00 USD, C' = round(1.50 USD x 50.000%) = 0.75 USD, P' = N' - C' = 4.25 USD",
             "  N'_r = round(9.99 USD x 50.000%) = 5.00 USD, C'_r = round(1.50 USD x 50.000%) = 0.75 USD, P'_r = N'_r - C'_r = 4.25 USD",
+            "  memo figures: gross G' = round(9.99 USD x 50.000%) = 5.00 USD, tax T' = G' - N' = 0.00 USD, gross in USD round(9.99 USD x 50.000%) = 5.00 USD",
         ])
         XCTAssertEqual(TraceOutput.computation(of: entry(.refundReversal, half, 50_000), sale: s, rules: rules),
                        ["computed: the exact negation of the refund entry (REFUND_REVERSED)"])
