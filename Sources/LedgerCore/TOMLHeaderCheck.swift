@@ -12,6 +12,8 @@ public enum TOMLHeaderCheck {
     public static func problem(in text: String) -> (line: Int, message: String)? {
         let bytes = Array(text.utf8)
         var i = 0, line = 1, depth = 0
+        // A UTF-8 byte order mark (Notepad writes one) is not the first line's text.
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { i = 3 }
         var atLineStart = true
         enum Str { case none, basic, literal, multiBasic, multiLiteral }
         var str = Str.none
@@ -28,11 +30,23 @@ public enum TOMLHeaderCheck {
             }
             switch str {
             case .multiBasic:
-                if c == 0x5C { i += 2; continue }
-                if starts("\"\"\"", at: i) { str = .none; i += 3 } else { i += 1 }
+                if c == 0x5C {
+                    if i + 1 < bytes.count, bytes[i + 1] == 0x0A { line += 1 }
+                    i += 2; continue
+                }
+                // Closed by three quotes; up to two more before them are the string's own.
+                if starts(String(repeating: "\"", count: 3), at: i) {
+                    var run = 0
+                    while i + run < bytes.count, bytes[i + run] == 0x22, run < 5 { run += 1 }
+                    str = .none; i += run
+                } else { i += 1 }
                 continue
             case .multiLiteral:
-                if starts("'''", at: i) { str = .none; i += 3 } else { i += 1 }
+                if starts(String(repeating: "'", count: 3), at: i) {
+                    var run = 0
+                    while i + run < bytes.count, bytes[i + run] == 0x27, run < 5 { run += 1 }
+                    str = .none; i += run
+                } else { i += 1 }
                 continue
             case .basic:
                 if c == 0x5C { i += 2; continue }

@@ -223,7 +223,7 @@ public enum LegacyReceiptParser {
         // There (not null, not empty) but no date: said, not taken for absent.
         for (name, ms, value) in [("cancellation_date", "cancellation_date_ms", it.cancellationMs), ("expires_date", "expires_date_ms", it.expiresMs)]
         where value == nil && it.badDate == nil {
-            for field in [ms, name] {
+            for field in [ms, name, name + "_formatted"] {
                 guard let v = d[field], !v.isNull else { continue }
                 let text = v.scalarOrShape ?? ""
                 if !text.isEmpty { it.badDate = .init(field: field, text: text); break }

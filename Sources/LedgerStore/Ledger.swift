@@ -301,7 +301,12 @@ public final class Ledger {
     public func refuseWhenChangedByHand(_ what: String) throws {
         let migrator = Schema.migrator()
         let applied = try read { try migrator.appliedIdentifiers($0.db) }
-        if !Set(migrator.migrations).isSubset(of: applied), try migrationsBehindRuns() == nil { return }
+        // Older: the migrations applied are the first ones, in order, and no finished run
+        // wrote with a newer schema. A row removed from among them is a change by hand.
+        let behind = try migrationsBehindRuns()
+        let older = !Set(migrator.migrations).isSubset(of: applied)
+            && Set(migrator.migrations.prefix(applied.count)) == applied && behind == nil
+        if older { return }
         let problems = try preflightProblems()
         guard !problems.isEmpty else { return }
         throw StoreError(message: "\(path): the ledger fails the checks \(what) makes before it writes: "

@@ -64,15 +64,27 @@ extension Array where Element == RecordProblem {
     /// The first `perCode` records of each code, in order, and how many of each code are left
     /// out (a file of a million bad lines would pass a sheet's 1,048,576 rows, and the night
     /// failed writing its workbooks, every night after too).
-    public func cappedPerCode(_ perCode: Int) -> (listed: [RecordProblem], more: [(code: String, count: Int)]) {
-        var seen: [String: Int] = [:], listed: [RecordProblem] = [], order: [String] = []
+    /// At most `total` are listed in all (a code per line, such as `STATUS_<n>` for every
+    /// status a garbage file makes up, is no cap), and the codes left out past the hundredth
+    /// are counted together (`"N other codes"`).
+    public func cappedPerCode(_ perCode: Int, total: Int = 100_000) -> (listed: [RecordProblem], more: [(code: String, count: Int)]) {
+        var seen: [String: Int] = [:], unlisted: [String: Int] = [:], listed: [RecordProblem] = [], order: [String] = []
         for p in self {
             let n = seen[p.code, default: 0]
-            if n == 0 { order.append(p.code) }
             seen[p.code] = n + 1
-            if n < perCode { listed.append(p) }
+            if n < perCode && listed.count < total {
+                listed.append(p)
+            } else {
+                if unlisted[p.code] == nil { order.append(p.code) }
+                unlisted[p.code, default: 0] += 1
+            }
         }
-        return (listed, order.compactMap { c in seen[c].flatMap { $0 > perCode ? (c, $0 - perCode) : nil } })
+        var more = order.map { (code: $0, count: unlisted[$0] ?? 0) }
+        if more.count > 100 {
+            let rest = more.dropFirst(100)
+            more = [(code: String, count: Int)](more.prefix(100)) + [(code: "\(rest.count) other codes", count: rest.reduce(0) { $0 + $1.count })]
+        }
+        return (listed, more)
     }
 }
 

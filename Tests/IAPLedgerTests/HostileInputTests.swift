@@ -52,7 +52,6 @@ final class HostileInputTests: XCTestCase {
             .replacingOccurrences(of: "}", with: fields.isEmpty ? "}" : ", " + fields + "}")
     }
 
-    /// Each hostile receipt line between two good ones, in a file of its own.
     /// A table header whose name does not begin as a key can (`[`, `[[`, `[.a]`, `[#]`,
     /// `[ = ]`, `[é]`) aborted every command (SIGABRT in the TOML parser): it is an error naming
     /// the file and line, in the config and in a layout. Valid TOML, the shipped files among
@@ -69,6 +68,13 @@ final class HostileInputTests: XCTestCase {
         let fine = ["[a]", "[[sheet.table]]", "[ \"a b\" . 'c' ]", "[]", "[ ]", "[a", "a = [\n[\n1\n]\n]", "a = \"\"\"\n[\n\"\"\"",
                     "a = '''\n[#\n'''", "# [\n", "a = \"[\"", "a = { b = [ 1 ] }\n[c]", "a = [\n  # [\n  1,\n]"]
         for text in fine { XCTAssertNil(TOMLHeaderCheck.problem(in: text), text.debugDescription) }
+        // A byte order mark before the first line, a multi-line string closed by four or five
+        // quotes (one or two of them its own), a line end escaped in one: still found, on its line.
+        let q3 = String(repeating: "\"", count: 3), l3 = String(repeating: "'", count: 3)
+        for (text, line) in [("\u{FEFF}[.a]\n", 1), ("note = [" + q3 + "a\"" + q3 + ", \"b\"]\n[.bad]\n", 2),
+                             ("note = [" + l3 + "a''" + l3 + ", 'b']\n[.bad]\n", 2), ("a = " + q3 + "x\\\ny" + q3 + "\n[#]\n", 3)] {
+            XCTAssertEqual(TOMLHeaderCheck.problem(in: text)?.line, line, text.debugDescription)
+        }
         for f in LedgerTemplates.workspaceFiles where f.path.hasSuffix(".toml") {
             XCTAssertNil(TOMLHeaderCheck.problem(in: String(decoding: f.bytes, as: UTF8.self)), f.path)
         }
@@ -77,6 +83,7 @@ final class HostileInputTests: XCTestCase {
         }
     }
 
+    /// Each hostile receipt line between two good ones, in a file of its own.
     func testHostileReceiptLines() throws {
         let deep65 = #"{"status": 0, "x": "# + String(repeating: "[", count: 64) + String(repeating: "]", count: 64) + "}"
         // Response, receipt, in_app and the item are 4 levels: 60 more make exactly 64.
@@ -142,6 +149,7 @@ final class HostileInputTests: XCTestCase {
             ("CFRAC", #""cancellation_date_ms": "1795100000000.0""#, #"cancellation_date_ms "1795100000000.0": not a date"#),
             ("CTEXT", #""cancellation_date": "not a date""#, #"cancellation_date "not a date": not a date"#),
             ("CBOOL", #""cancellation_date_ms": true"#, "cancellation_date_ms \"true\": not a date"),
+            ("CFMT", #""cancellation_date_formatted": "garbage""#, #"cancellation_date_formatted "garbage": not a date"#),
             ("EFRAC", #""expires_date_ms": 3.5"#, "expires_date_ms \"3.5\": not a date (milliseconds since 1970, or Apple's date text), so when it expires cannot be told"),
         ]
         let lines = cases.map { c in
@@ -353,6 +361,14 @@ final class HostileInputTests: XCTestCase {
         b.code = "B"
         let capped: (listed: [LedgerStore.RecordProblem], more: [(code: String, count: Int)]) = [a, a, a, b].cappedPerCode(2)
         XCTAssertEqual(capped.listed.map { $0.code }, ["A", "A", "B"])
+        // A code per record (a status made up per line) is capped in all, and the codes left
+        // out past the hundredth counted together.
+        let many = (1...300).map { n -> LedgerStore.RecordProblem in var p = a; p.code = "STATUS_\(n)"; return p }
+        let cappedMany: (listed: [LedgerStore.RecordProblem], more: [(code: String, count: Int)]) = many.cappedPerCode(2, total: 10)
+        XCTAssertEqual(cappedMany.listed.count, 10)
+        XCTAssertEqual(cappedMany.more.count, 101)
+        XCTAssertEqual(cappedMany.more.last?.code, "190 other codes")
+        XCTAssertEqual(cappedMany.more.last?.count, 190)
         XCTAssertEqual(capped.more.map { $0.code }, ["A"])
         XCTAssertEqual(capped.more.map { $0.count }, [1])
     }

@@ -653,7 +653,6 @@ final class LockAndFailureTests: XCTestCase {
         XCTAssertNotEqual(before, afterIgnored)
     }
 
-    /// Nights go forward: a run dated before the last one is refused (the same date is a re-run).
     /// A finished workbook copied into place (its folder on another filesystem) that fails
     /// says the system's reason: "cannot copy the finished file into place: The operation could
     /// not be completed. (LedgerWrite.WriteError error 1.)" said nothing of a full disk.
@@ -663,6 +662,7 @@ final class LockAndFailureTests: XCTestCase {
         XCTAssertEqual(WriteAside.describe(CocoaError(.fileWriteOutOfSpace)), "No space left on device")
     }
 
+    /// Nights go forward: a run dated before the last one is refused (the same date is a re-run).
     func testARunDatedBeforeTheLastOneIsRefused() throws {
         let (db, before) = try firstNight()
         XCTAssertThrowsError(try ws.run("2026-10-06")) { error in

@@ -10,9 +10,6 @@ import GRDB
 /// and `verify` notices when they do not.
 final class MonthTotalsTests: ScratchTestCase {
 
-    /// The posting stage decides each batch of sales on a second thread while it stores the
-    /// batch before: with batches of 7 (many batches, renewals and their chains across them)
-    /// the ledger is the same as with one batch, entry for entry and hash for hash.
     /// Sums that pass 64 bits (each amount within its bounds, a million of them in a month)
     /// stop the night with a message, before anything is written: they trapped (exit 132).
     func testMonthTotalsThatPass64BitsAreAnErrorNotATrap() throws {
@@ -47,6 +44,9 @@ final class MonthTotalsTests: ScratchTestCase {
         }
     }
 
+    /// The posting stage decides each batch of sales on a second thread while it stores the
+    /// batch before: with batches of 7 (many batches, renewals and their chains across them)
+    /// the ledger is the same as with one batch, entry for entry and hash for hash.
     func testPostingInBatchesPreparedAheadChangesNothing() throws {
         var ledgers: [[String]] = []
         defer { NightlyRun.postingBatchSize = 10_000 }

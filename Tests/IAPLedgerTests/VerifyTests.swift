@@ -844,6 +844,14 @@ final class VerifyTests: XCTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: set.path).sorted(), files)
         XCTAssertEqual(try files.map { try Data(contentsOf: set.appendingPathComponent($0)) }, bytes, "no workbook written again")
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: dbPath)), before, "nothing registered, nothing closed")
+        // A migration's row removed from the middle does not make it an older ledger that
+        // `report` reads as it is (it skipped the checks).
+        let db = try DatabaseQueue(path: dbPath)
+        try db.write { try $0.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = (SELECT identifier FROM grdb_migrations ORDER BY rowid LIMIT 1 OFFSET 4)") }
+        XCTAssertThrowsError(try PeriodReport.write(workspace: ws.workspace, period: Month(iso: "2026-10")!)) { error in
+            XCTAssertTrue("\(error)".contains("the ledger fails the checks a report makes before it writes: "), "\(error)")
+        }
+        XCTAssertEqual(try files.map { try Data(contentsOf: set.appendingPathComponent($0)) }, bytes, "no workbook written again")
     }
 
     /// A response of many items is verified once for all its sales (each sale re-derived read
