@@ -159,6 +159,10 @@ struct MonthTotalsDelta {
         activity[key, default: ActivitySums()].add(quantity: quantity, f)
     }
 
+    static func ledgerTooLarge(_ table: String) -> StoreError {
+        StoreError(message: "the ledger's totals (\(table)) would pass a quarter of what 64-bit minor units hold, which the workbooks' sums across months, storefronts and currencies need to stay within: the night's amounts, each within its bounds, add up past it (prices, quantities or rates far beyond real sales?); nothing was written")
+    }
+
     static func tooLarge(_ what: String) -> StoreError {
         StoreError(message: "the month's totals of \(what) pass what 64-bit minor units hold (9,223,372,036,854,775,807): the night's amounts, each within its bounds, add up past it, alone or with the month's before (prices, quantities or rates far beyond real sales?); nothing was written")
     }
@@ -200,6 +204,26 @@ struct MonthTotalsDelta {
             try run(&a, "\(k.book) \(k.month) \(k.storefront) \(k.productId) \(k.currency)")
         }
         self = MonthTotalsDelta()
+        try Self.checkLedgerTotals(db)
+    }
+
+    /// The workbooks add the month rows up (by month, storefront, product, all currencies
+    /// together): every such sum stays well inside 64 bits while the rows' sizes, added up
+    /// whatever their signs, do (a quarter of what 64 bits hold: a difference of two sums,
+    /// tax or net after refunds, is within it too). A few hundred rows a month, read at the
+    /// commit; past the bound the night stops, nothing written, instead of the workbooks
+    /// trapping after it.
+    static func checkLedgerTotals(_ db: Database) throws {
+        let bound = Int64.max / 4
+        let activity = MonthTotals.activitySums.map { "sum(abs(\($0)))" } + ["sum(abs(units))"]
+        let balance = ["sum(abs(debit_minor))", "sum(abs(credit_minor))", "sum(abs(reporting_balance_minor))"]
+        for (table, sums) in [("activity_month", activity), ("balance_month", balance)] {
+            let row: Row?
+            do { row = try Row.fetchOne(db, sql: "SELECT \(sums.joined(separator: ", ")) FROM \(table)") }
+            catch let e as DatabaseError where e.message?.contains("integer overflow") == true { throw ledgerTooLarge(table) }
+            guard let row else { continue }
+            for i in sums.indices where (row[i] as Int64? ?? 0) > bound { throw ledgerTooLarge(table) }
+        }
     }
 }
 
