@@ -193,6 +193,8 @@ public struct NightlyRun {
         let inputFiles = orderFiles.map { ($0, "orders") } + receiptFiles.map { ($0, "receipts") } + signedFiles.map { ($0, "signed") }
         let totalBytes = inputFiles.reduce(0) { $0 + Self.fileSize($1.0) }
         let progress = self.progress
+        // A status line left by a stage that failed (the commit) is cleared before the error.
+        defer { progress.clearStatus() }
         var commitStart: UInt64 = 0
         var filesRead = 0, filesSkipped = 0
         var changedFiles: [(path: String, newRecords: Int)] = []

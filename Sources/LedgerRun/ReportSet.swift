@@ -126,8 +126,12 @@ struct ReportSet {
             n += 1
             aside = url.deletingLastPathComponent().appendingPathComponent("\(stem).replaced-\(stamp)-\(n).\(ext)")
         }
-        guard link(url.path, aside.path) == 0 else {
-            throw StoreError(message: "\(url.path): holds bytes no version iapledger wrote there has (edited after it was written?), and it cannot be kept beside it as \(aside.lastPathComponent) before it is written again: \(String(cString: strerror(errno))); nothing was written over it: move it away and run again")
+        // A second link, or a copy where the folder takes none (a share without hard links).
+        if link(url.path, aside.path) != 0 {
+            let linkError = errno
+            do { try FileManager.default.copyItem(at: url, to: aside) } catch {
+                throw StoreError(message: "\(url.path): holds bytes no version iapledger wrote there has (edited after it was written?), and it cannot be kept beside it as \(aside.lastPathComponent) before it is written again: \(String(cString: strerror(linkError))); nothing was written over it: move it away and run again")
+            }
         }
         return (aside, sha)
     }
