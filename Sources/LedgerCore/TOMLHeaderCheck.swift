@@ -21,6 +21,13 @@ public enum TOMLHeaderCheck {
             let u = Array(s.utf8)
             return j + u.count <= bytes.count && Array(bytes[j..<j + u.count]) == u
         }
+        /// At `i` in a multi-line string of `quote`: closed by three of them (up to two more
+        /// before them are the string's own), else one byte on.
+        func closesMultiLine(_ quote: UInt8) {
+            var run = 0
+            while i + run < bytes.count, bytes[i + run] == quote, run < 5 { run += 1 }
+            if run >= 3 { str = .none; i += run } else { i += 1 }
+        }
         while i < bytes.count {
             let c = bytes[i]
             if c == 0x0A {
@@ -34,19 +41,10 @@ public enum TOMLHeaderCheck {
                     if i + 1 < bytes.count, bytes[i + 1] == 0x0A { line += 1 }
                     i += 2; continue
                 }
-                // Closed by three quotes; up to two more before them are the string's own.
-                if starts(String(repeating: "\"", count: 3), at: i) {
-                    var run = 0
-                    while i + run < bytes.count, bytes[i + run] == 0x22, run < 5 { run += 1 }
-                    str = .none; i += run
-                } else { i += 1 }
+                closesMultiLine(0x22)
                 continue
             case .multiLiteral:
-                if starts(String(repeating: "'", count: 3), at: i) {
-                    var run = 0
-                    while i + run < bytes.count, bytes[i + run] == 0x27, run < 5 { run += 1 }
-                    str = .none; i += run
-                } else { i += 1 }
+                closesMultiLine(0x27)
                 continue
             case .basic:
                 if c == 0x5C { i += 2; continue }

@@ -742,7 +742,6 @@ public struct Audit {
             : "none of its \(stored.count) REFUND_REVERSED notification record\(stored.count == 1 ? "" : "s") verifies again as Apple's for this transaction"
     }
 
-    /// The transaction `id` as the stored raw record reports it, verified again; otherwise why not.
     /// Receipt records of many transactions, verified once per `verify`: each of their sales
     /// re-derived read and parsed the whole record again (a response of 4,000 items took
     /// `verify` 110 s, of 16,000 more than 25 minutes). By record id, before its text is read;
@@ -768,6 +767,7 @@ public struct Audit {
         }
     }
 
+    /// The transaction `id` as the stored raw record reports it, verified again; otherwise why not.
     static func observation(of id: String, kind: String, path: String, raw: String, receiptVerifier: ReceiptVerifier,
                             signedVerifier: SignedDataVerifier, verifiedReceipt: VerifiedReceipts.Verified? = nil,
                             keep: ((VerifiedReceipts.Verified) -> Void)? = nil) -> Result<TransactionObservation, Why> {

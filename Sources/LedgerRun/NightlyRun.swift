@@ -455,7 +455,6 @@ public struct NightlyRun {
     /// Posts every sale still waiting (new ones and those that waited for a rule) and every
     /// refund that is due. Returns the number of entries written.
     static func post(writer w: LedgerWriter, poster: Poster, runId: Int64, asOf: Day, tick: RunProgress.Ticker? = nil) throws -> Posted {
-        var posted = 0
         var kinds = Posted()
         // Subscription chains read once per stage: posting changes no transaction a chain holds.
         var chains = SubscriptionChains()
@@ -484,7 +483,6 @@ public struct NightlyRun {
                     try w.setSaleStatus(transactionId: id, status: "posted", pendingReason: nil)
                     try w.resolveFinding(code: "MISSING_RULE", transactionId: id, runId: runId)
                     try w.resolveFinding(code: "ORDER_WAIT", transactionId: id, runId: runId)
-                    posted += 1
                     CrashPoint.tick("post:sales", every: 10)
                 case .free:
                     try w.setSaleStatus(transactionId: id, status: "free", pendingReason: nil)
@@ -532,7 +530,6 @@ public struct NightlyRun {
             let refund = poster.refund(of: sale, on: Day(epochMilliseconds: ms), percentage: obs.revocationPercentage)
             try w.insertEntry(refund, runId: runId, quantity: obs.quantity)
             try w.resolveFinding(code: "REFUND_NOT_DATED", transactionId: obs.transactionId, runId: runId)
-            posted += 1
             kinds.refunds += 1
             CrashPoint.tick("post:refunds", every: 2)
         }
@@ -540,17 +537,15 @@ public struct NightlyRun {
             guard let refund = try w.entry(book: r.book, transactionId: r.transactionId, kind: .refund) else { continue }
             try w.insertEntry(poster.reversal(of: refund, on: r.date), runId: runId)
             try w.resolveFinding(code: "REVERSAL_WAITING", transactionId: r.transactionId, runId: runId)
-            posted += 1
             kinds.reversals += 1
         }
-        kinds.entries = posted
         return kinds
     }
 
     /// The entries a night posted, by kind, and of its sales those that waited on an earlier
     /// night (for a rule, or for their order to name their storefront).
     public struct Posted: Equatable, Sendable {
-        public var entries = 0
+        public var entries: Int { sales + refunds + reversals }
         public var sales = 0
         public var refunds = 0
         public var reversals = 0
@@ -782,7 +777,7 @@ struct PreparedFile {
         let (input, data) = try InputFile.load(url: url, kind: kind, workspace: workspace)
         if data.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return PreparedFile(input: input, body: .empty) }
         guard let text = String(validatingUTF8Data: data) else {
-            let at = data.withUnsafeBytes { UTF8Position.firstInvalid(in: Array($0)) } ?? (line: 1, offset: 0)
+            let at = UTF8Position.firstInvalid(in: data) ?? (line: 1, offset: 0)
             return PreparedFile(input: input, body: .notText(line: at.line, offset: at.offset))
         }
         switch kind {

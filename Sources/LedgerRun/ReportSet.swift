@@ -375,20 +375,14 @@ public enum PeriodReport {
                 guard let before = try? ledger.read({ try $0.reportFiles(path: workspace.relative(files[i].url)) }).last,
                       let (sha, _) = try? LineReader.hash(files[i].url.path) else { continue }
                 let by = before.runId.map { "the night of run \($0)" } ?? "`iapledger report`"
-                // The file replaced was not that version (kept aside, said apart): this one is
-                // compared with the version registered, not called the replacement of it.
-                if files[i].keptAside != nil {
-                    files[i].earlier = sha == before.sha256
-                        ? "the same bytes as the version written \(before.writtenAt) by \(by)"
-                        : "other bytes than the version written \(before.writtenAt) by \(by)"
-                            + ((try? ledger.read { try $0.changesSince(before) }).map { ": " + ReportSet.whyOtherBytes($0) } ?? "")
-                    continue
-                }
+                // A file there that was not that version (kept aside, said apart) is not called
+                // the one this replaces: this one is only compared with the version registered.
+                let replaced = files[i].keptAside == nil
                 files[i].earlier = sha == before.sha256
                     ? "the same bytes as the version written \(before.writtenAt) by \(by)"
-                    : "other bytes than the version written \(before.writtenAt) by \(by), which it replaces"
+                    : "other bytes than the version written \(before.writtenAt) by \(by)" + (replaced ? ", which it replaces" : "")
                         + ((try? ledger.read { try $0.changesSince(before) }).map { ": " + ReportSet.whyOtherBytes($0) } ?? "")
-                        + " (`iapledger verify --workbook FILE` tells which version a copy is)"
+                        + (replaced ? " (`iapledger verify --workbook FILE` tells which version a copy is)" : "")
             }
         }
         let registered = register(files)

@@ -397,15 +397,6 @@ extension LedgerReader {
             .flatMap { try Self.text($0, raw: 0, chunk: 1, &chunkCache) } ?? Self.unreadableText
     }
 
-    /// The source record that first brought a transaction: the file's kind and path, the line and the raw text.
-    public func firstSource(of transactionId: String) throws -> (kind: String, path: String, line: Int, raw: String)? {
-        try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT f.kind, f.path, r.line, CAST(r.raw AS BLOB), \(chunkColumns) FROM store_transaction t
-            JOIN source_record r ON r.id = t.first_record_id JOIN source_file f ON f.id = r.file_id
-            WHERE t.transaction_id = ?
-            """), arguments: [transactionId]).map { ($0[0], $0[1], $0[2], try Self.text($0, raw: 3, chunk: 4, &chunkCache) ?? Self.unreadableText) }
-    }
-
     /// The chain head the latest finished run recorded, if it recorded one.
     public func latestRecordedChainHead() throws -> (runId: Int64, hash: String)? {
         try Row.fetchOne(db, sql: "SELECT id, chain_head FROM run WHERE finished_at IS NOT NULL ORDER BY id DESC LIMIT 1")

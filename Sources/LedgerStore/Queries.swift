@@ -467,7 +467,7 @@ extension LedgerReader {
         // the partial indexes on the rarer states.
         var t = LedgerTotals()
         let transactions = try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM store_transaction")) ?? 0
-        t.transactionsPending = try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM store_transaction WHERE sale_status = 'pending'")) ?? 0
+        t.transactionsPending = try pendingSaleCount()
         t.transactionsFree = try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM store_transaction WHERE sale_status = 'free'")) ?? 0
         t.transactionsPosted = transactions - t.transactionsPending - t.transactionsFree
         let records = try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM source_record")) ?? 0

@@ -759,9 +759,6 @@ struct Verify: ParsableCommand {
     }
 }
 
-/// A path as the workspace names it (`reports/...` for a file in its sets).
-func relativeIn(_ workspace: Workspace, _ path: String) -> String { workspace.relative(URL(fileURLWithPath: path)) }
-
 extension Verify {
     /// The workbooks iapledger registered that are gone from their path: said (the ledger is
     /// not wrong for it: a retention policy may delete old sets), with how to write them again.
@@ -798,16 +795,17 @@ extension Verify {
                 continue
             }
             let found = try ledger.read { try $0.reportFiles(sha256: sha) }
+            let relative = workspace.relative(URL(fileURLWithPath: path))
             if found.isEmpty {
                 allKnown = false
                 print("\(TerminalText.visible(path)): NOT written by iapledger as it is (SHA-256 \(sha) matches no file this ledger registered): changed since it was written, or not from this workspace"
-                      + (relativeIn(workspace, path).hasPrefix("reports/") ? " (or written in place by a night stopped before it registered its files: running that night again, or `iapledger report --as-of` its date, writes and registers it)" : ""))
+                      + (relative.hasPrefix("reports/") ? " (or written in place by a night stopped before it registered its files: running that night again, or `iapledger report --as-of` its date, writes and registers it)" : ""))
             }
             for f in found {
                 print("\(TerminalText.visible(path)): written as \(TerminalText.visible(f.path)) at \(f.writtenAt) by \(f.runId.map { "night run \($0)" } ?? "`iapledger report`") (SHA-256 \(sha))")
                 // Genuine, and superseded: iapledger wrote that path again since (a month-end set
                 // written again with entries posted since, say).
-                if workspace.relative(URL(fileURLWithPath: path)) != f.path,
+                if relative != f.path,
                    let last = try ledger.read({ try $0.reportFiles(path: f.path) }).last, last.sha256 != sha {
                     print("  iapledger has written \(TerminalText.visible(f.path)) again since (at \(last.writtenAt), SHA-256 \(last.sha256)): this copy is an earlier version of it")
                 }
@@ -815,12 +813,12 @@ extension Verify {
             // A file in the workspace's reports/ must be the last version iapledger wrote at that
             // path: another workbook it wrote, copied over it (another day's), or an earlier
             // version put back, is genuine bytes in the wrong place.
-            let relative = workspace.relative(URL(fileURLWithPath: path))
-            if relative.hasPrefix("reports/"), let last = try ledger.read({ try $0.reportFiles(path: relative) }).last, last.sha256 != sha, !found.isEmpty {
+            let atPath = relative.hasPrefix("reports/") && !found.isEmpty ? try ledger.read { try $0.reportFiles(path: relative) } : []
+            if let last = atPath.last, last.sha256 != sha {
                 allKnown = false
                 let earlier = found.contains { $0.path == relative }
                 print("\(TerminalText.visible(path)): NOT the file iapledger last wrote at \(TerminalText.visible(relative)) (at \(last.writtenAt), SHA-256 \(last.sha256)): \(earlier ? "an earlier version written there was put back" : "another file it wrote was copied there")")
-            } else if relative.hasPrefix("reports/"), let first = found.first, try ledger.read({ try $0.reportFiles(path: relative) }).isEmpty {
+            } else if relative.hasPrefix("reports/"), let first = found.first, atPath.isEmpty {
                 // Genuine bytes at a path of the sets it never wrote: another day's workbook
                 // passing for a set of a day no night or report wrote.
                 allKnown = false
