@@ -216,19 +216,13 @@ public enum LegacyReceiptParser {
         it.originalTransactionId = identifier("original_transaction_id")
         it.productId = identifier("product_id")
         it.quantity = d["quantity"]?.scalarOrShape
-        it.purchaseMs = millis(d, "purchase_date", "purchase_date_ms")
+        it.purchaseMs = date(d, "purchase_date").ms
         // iOS 6 `expires_date` holds milliseconds; iOS 7 has `expires_date_ms`.
-        it.expiresMs = millis(d, "expires_date", "expires_date_ms")
-        it.cancellationMs = millis(d, "cancellation_date", "cancellation_date_ms")
-        // There (not null, not empty) but no date: said, not taken for absent.
-        for (name, ms, value) in [("cancellation_date", "cancellation_date_ms", it.cancellationMs), ("expires_date", "expires_date_ms", it.expiresMs)]
-        where value == nil && it.badDate == nil {
-            for field in [ms, name, name + "_formatted"] {
-                guard let v = d[field], !v.isNull else { continue }
-                let text = v.scalarOrShape ?? ""
-                if !text.isEmpty { it.badDate = .init(field: field, text: text); break }
-            }
-        }
+        // A cancellation or expiry there (not null, not empty) but no date: said, not taken for absent.
+        let expires = date(d, "expires_date"), cancellation = date(d, "cancellation_date")
+        it.expiresMs = expires.ms
+        it.cancellationMs = cancellation.ms
+        it.badDate = cancellation.unreadable ?? expires.unreadable
         it.cancellationReason = d["cancellation_reason"]?.scalarText
         it.appAccountToken = d["app_account_token"]?.scalarText
         it.webOrderLineItemId = d["web_order_line_item_id"]?.scalarText
@@ -247,14 +241,19 @@ public enum LegacyReceiptParser {
         return it
     }
 
-    /// A time field: `<name>_ms` (`msName`), else `<name>` as milliseconds or as Apple's
-    /// `yyyy-MM-dd HH:mm:ss Etc/GMT` text.
-    static func millis<J: JSONReading>(_ d: J, _ name: String, _ msName: String) -> Int64? {
-        if let v = d[msName]?.int64 { return v }
-        if let s = d[name]?.scalarText, let v = Int64(s) ?? parseAppleDate(s) { return v }
+    /// A time field: `<name>_ms`, else `<name>` as milliseconds or as Apple's
+    /// `yyyy-MM-dd HH:mm:ss Etc/GMT` text, else iOS 6's `<name>_formatted` text. When none of them reads, the first of them that is there (not null, not empty) is
+    /// `unreadable`, with its text.
+    static func date<J: JSONReading>(_ d: J, _ name: String) -> (ms: Int64?, unreadable: LegacyItem.BadIdentifier?) {
+        if let v = d[name + "_ms"]?.int64 { return (v, nil) }
+        if let s = d[name]?.scalarText, let v = Int64(s) ?? parseAppleDate(s) { return (v, nil) }
         // iOS 6 style receipts also carry `<name>_formatted` (`2017-09-27 15:09:30 Etc/GMT`).
-        if let s = d[name + "_formatted"]?.scalarText { return parseAppleDate(s) }
-        return nil
+        if let s = d[name + "_formatted"]?.scalarText, let v = parseAppleDate(s) { return (v, nil) }
+        for field in [name + "_ms", name, name + "_formatted"] {
+            guard let v = d[field], !v.isNull, let text = v.scalarOrShape, !text.isEmpty else { continue }
+            return (nil, .init(field: field, text: text))
+        }
+        return (nil, nil)
     }
 
     /// Parses `2011-02-17 06:20:57 Etc/GMT` (also `...Z`, ISO `T`) as UTC milliseconds.
