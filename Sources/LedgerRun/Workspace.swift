@@ -206,6 +206,9 @@ public struct Workspace {
     /// The folders of the sets a night as of `asOf` writes (its day's, and the month before's
     /// while open) can take them: a file (or a link to nothing) in the place of one stopped the
     /// night after its commit, its workbooks unwritten; now before anything is read or written.
+    /// So can the files of those sets (a folder at a workbook's path cannot be renamed over),
+    /// and the folder each file is written in before its rename (`.iapledger-tmp`): a file in
+    /// its place, or a folder at a workbook's path, also stopped the night after its commit.
     public func checkSetFolders(asOf: Day) throws {
         for day in [asOf, asOf.month.previous.lastDay] {
             let dir = reportDirectory(asOf: day)
@@ -215,7 +218,24 @@ public struct Workspace {
             guard st.st_mode & S_IFMT == S_IFDIR else {
                 throw ReadError.file(dir.path, "is not a folder: the workbooks of \(day) are written into it; nothing was read or written; move it away and run again")
             }
+            for name in Self.setFileNames(asOf: day) {
+                let file = dir.appendingPathComponent(name)
+                // lstat: a link at the path is renamed over (the link replaced), whatever it names.
+                guard lstat(file.path, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else { continue }
+                throw ReadError.file(file.path, "is a folder at the path of a file of the set of \(day), which cannot be written over it; nothing was read or written; move it away and run again")
+            }
         }
+        try Self.refuseDanglingLink(tempURL)
+        var st = stat()
+        if stat(tempURL.path, &st) == 0, st.st_mode & S_IFMT != S_IFDIR {
+            throw ReadError.file(tempURL.path, "is not a folder: each workbook is written in it, then renamed into reports/; nothing was read or written; move it away and run again (it is made again)")
+        }
+    }
+
+    /// The files a night's set as of `day` may write into `reports/<day>/`: its workbooks and
+    /// the journal exports beside them.
+    static func setFileNames(asOf day: Day) -> [String] {
+        ReportWorkbook.allCases.map { "\($0.rawValue)-\(day).xlsx" } + ["journal-\(day).csv.gz", "sandbox-journal-\(day).csv.gz"]
     }
 
     /// What is at a ledger's path, read through a link as SQLite opens it: nothing (`missing`),

@@ -12,6 +12,11 @@ import LedgerCore
 /// the next run (`Workspace.removeStaleTempFiles`). Before the rename the finished file takes
 /// what a file created in its folder would have taken (`settle`) and is flushed to disk.
 public enum WriteAside {
+    /// A test's hook, called just before each finished file is renamed into place (nil in
+    /// use): a test puts something in the way there, after the night's checks and its commit,
+    /// as a share or a person could, to see what a night whose workbooks fail does.
+    nonisolated(unsafe) public static var beforeRename: ((URL) -> Void)?
+
     /// The temp file for `url`, its folder created if needed.
     public static func tempURL(for url: URL, in tempDirectory: URL?) throws -> URL {
         func folder(_ dir: URL) throws {
@@ -80,6 +85,7 @@ public enum WriteAside {
         let sameFilesystem = stat(temp.path, &a) == 0 && stat(folder.path, &b) == 0 && a.st_dev == b.st_dev
         let settled = sameFilesystem ? try settle(temp, into: folder) : false
         CrashPoint.hit("rename:before \(url.lastPathComponent)")
+        beforeRename?(url)
         if settled {
             guard rename(temp.path, url.path) == 0 else {
                 throw WriteError(message: "\(url.path): cannot move the finished file into place: \(String(cString: strerror(errno)))")

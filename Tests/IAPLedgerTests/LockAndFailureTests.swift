@@ -16,6 +16,7 @@ final class LockAndFailureTests: XCTestCase {
         try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("6001", purchased: "2026-10-05T10:00:00Z")]) + "\n")
     }
     override func tearDown() {
+        unblockSets()
         _ = try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: ws.root.path)
         ws.remove()
     }
@@ -329,9 +330,9 @@ final class LockAndFailureTests: XCTestCase {
     /// A partial file a killed copy left beside its final name under reports/ is removed.
     func testANightsWorkbooksLostAfterItsCommitAreWrittenAgainByReportAsOf() throws {
         try ws.run("2026-10-07")
-        // A folder in the place of each workbook of 2026-10-08: none can be written there (a
-        // file in the place of the set's folder is refused before the night reads anything).
-        try blockSet("2026-10-08")
+        // A folder put in the place of each workbook of 2026-10-08 after the commit: none can be
+        // written there (one there before is refused before the night reads anything).
+        blockSet("2026-10-08")
         try ws.write("inbox/receipts/s.jsonl", Receipt.response([Receipt.item("6002", purchased: "2026-10-06T10:00:00Z")]) + "\n")
         XCTAssertThrowsError(try ws.run("2026-10-08")) { error in
             guard let failed = error as? WorkbooksNotWritten else { return XCTFail("\(error)") }
@@ -342,6 +343,7 @@ final class LockAndFailureTests: XCTestCase {
             XCTAssertTrue(failed.message.contains("-2026-10-08.xlsx: cannot move the finished file into place: Is a directory"), failed.message)
             XCTAssertFalse(failed.message.contains("NSCocoaErrorDomain"), failed.message)
         }
+        unblockSets()
         try FileManager.default.removeItem(at: ws.root.appendingPathComponent("reports/2026-10-08"))
         try ws.run("2026-10-09")
         // A process that has ended: its pid is free.
@@ -372,22 +374,26 @@ final class LockAndFailureTests: XCTestCase {
         }
     }
 
-    /// A folder (holding a file) in the place of each workbook of the set of `day`: none of
-    /// them can be renamed into place, after the night's commit.
-    func blockSet(_ day: String) throws {
-        for name in ["finance", "sandbox", "reconciliation"] {
-            try ws.write("reports/\(day)/\(name)-\(day).xlsx/in-the-way", "a folder where the workbook goes")
+    /// A folder put in the place of each workbook of the set of `day` (of the one named, if
+    /// any) just before it is renamed there: none of them can be renamed into place, after the
+    /// night's commit (a folder there before the night is refused before it reads anything).
+    func blockSet(_ day: String, only name: String? = nil) {
+        WriteAside.beforeRename = { url in
+            guard url.lastPathComponent.hasSuffix("-\(day).xlsx"), name.map({ url.lastPathComponent == $0 }) ?? true else { return }
+            try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         }
     }
+
+    func unblockSets() { WriteAside.beforeRename = nil }
 
     /// A night whose sets fail part way registers the files it did write whole (they are in
     /// place under reports/): here its Sandbox workbook's name is taken by a folder, and its
     /// finance workbook, written before, is registered as the night's.
     func testWorkbooksWrittenBeforeAFailureAreRegistered() throws {
         try ws.run("2026-10-07")
-        try FileManager.default.createDirectory(at: ws.root.appendingPathComponent("reports/2026-11-02/sandbox-2026-11-02.xlsx"),
-                                                withIntermediateDirectories: true)
+        blockSet("2026-11-02", only: "sandbox-2026-11-02.xlsx")
         XCTAssertThrowsError(try ws.run("2026-11-02")) { XCTAssertTrue($0 is WorkbooksNotWritten, "\($0)") }
+        unblockSets()
         let registered = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path, readOnly: true).read {
             try $0.rawRows("SELECT path, run_id FROM report_file WHERE run_id = 2 ORDER BY path") }
         XCTAssertTrue(registered.contains(["reports/2026-11-02/finance-2026-11-02.xlsx", "2"]), "\(registered)")
@@ -411,8 +417,9 @@ final class LockAndFailureTests: XCTestCase {
     func testAReportCountsNoNightWhoseWorkbooksFailedBeforeIt() throws {
         try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("F1", purchased: "2026-10-05T10:00:00Z")]) + "\n")
         try ws.run("2026-10-07")
-        try blockSet("2026-10-08")
+        blockSet("2026-10-08")
         XCTAssertThrowsError(try ws.run("2026-10-08"))
+        unblockSets()
         try FileManager.default.removeItem(at: ws.root.appendingPathComponent("reports/2026-10-08"))
         Thread.sleep(forTimeInterval: 1.1)   // runs are stamped to the second
         let finance = ws.root.appendingPathComponent("reports/2026-10-07/finance-2026-10-07.xlsx")
@@ -601,6 +608,26 @@ final class LockAndFailureTests: XCTestCase {
             XCTAssertEqual(try Data(contentsOf: db), before, "the ledger is unchanged")
             try FileManager.default.removeItem(at: reports)
         }
+        // A folder at a path of a file of either set (it could not be renamed over), and a
+        // file in the place of the folder each file is written in first: the same (both
+        // committed the night, then failed writing its workbooks).
+        for (day, name) in [("2026-10-08", "finance-2026-10-08.xlsx"), ("2026-09-30", "journal-2026-09-30.csv.gz")] {
+            let inTheWay = reports.appendingPathComponent("\(day)/\(name)")
+            try FileManager.default.createDirectory(at: inTheWay, withIntermediateDirectories: true)
+            XCTAssertThrowsError(try ws.run("2026-10-08")) { error in
+                XCTAssertEqual("\(error)", "\(inTheWay.path): is a folder at the path of a file of the set of \(day), which cannot be written over it; nothing was read or written; move it away and run again")
+            }
+            XCTAssertEqual(try Data(contentsOf: db), before, "the ledger is unchanged")
+            try FileManager.default.removeItem(at: reports)
+        }
+        let temp = ws.root.appendingPathComponent(".iapledger-tmp")
+        try? FileManager.default.removeItem(at: temp)
+        try ws.write(".iapledger-tmp", "a file where the temp folder goes")
+        XCTAssertThrowsError(try ws.run("2026-10-08")) { error in
+            XCTAssertEqual("\(error)", "\(temp.path): is not a folder: each workbook is written in it, then renamed into reports/; nothing was read or written; move it away and run again (it is made again)")
+        }
+        XCTAssertEqual(try Data(contentsOf: db), before, "the ledger is unchanged")
+        try FileManager.default.removeItem(at: temp)
         let folder = ws.root.appendingPathComponent("inbox/receipts/day.jsonl")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         XCTAssertThrowsError(try ws.run("2026-10-08")) { error in
