@@ -308,7 +308,7 @@ public struct FinanceReport {
         // What was open on the as-of date (a month-end set written again later lists neither
         // records read nor findings made after it).
         // The first `findingsListed` of each code, as the findings below.
-        let openRecords = try shared.recordProblems(reader).filter { $0.isOpen(on: asOf) }.cappedPerCode(findingsLimit, total: 10 * findingsLimit)
+        let openRecords = try shared.openRecordProblems(.openOn(asOf, outcome: nil, byFirstSeen: false), perCode: findingsLimit, total: 10 * findingsLimit, reader)
         let problems = openRecords.listed.map {
             SheetRow([.text($0.path), .integer(Int64($0.line)), .text($0.outcome), .text($0.code), .text($0.reason),
                       .date($0.firstSeen), .integer(Int64(asOf - $0.firstSeen))])

@@ -12,6 +12,8 @@ public struct ReconciliationReport {
     public let layout: ReportLayout
     /// The ledger-wide reads shared with the night's other workbooks.
     public var shared: SharedReads?
+    /// The most records of one code, and waiting sales, the Pending and Rejected sheets list.
+    public var recordsLimit = ReconciliationReport.recordsListed
     /// The product types reconciled (`[reconciliation] scope`), said on the Summary.
     public var scope: Set<ProductType> = ProductType.reconciledByDefault
 
@@ -53,11 +55,10 @@ public struct ReconciliationReport {
 
     public func workbook() throws -> WorkbookModel {
         let values = ["as_of": asOf.description, "reporting_currency": reportingCurrency]
-        // The records not posted, read once for the Pending and Rejected sheets.
-        var problems: [RecordProblem]?
-        func open(_ outcome: String) throws -> [RecordProblem] {
-            if problems == nil { problems = try shared.recordProblems(reader) }
-            return problems!.filter { $0.outcome == outcome && $0.isOpen(on: asOf) }
+        // The records not posted, the first of each code (oldest first for the rejected).
+        func open(_ outcome: String) throws -> SharedReads.OpenRecords {
+            try shared.openRecordProblems(.openOn(asOf, outcome: outcome, byFirstSeen: outcome == "rejected"),
+                                          perCode: recordsLimit, total: recordsLimit, reader)
         }
         let sheets = try layout.sheets.map { sheet -> SheetModel in
             let content: SheetContent
@@ -193,10 +194,10 @@ public struct ReconciliationReport {
                                                                   rows: try notReconciled(ReportSchema.resolved) + rows + none)])
     }
 
-    /// - Parameter openRecords: the pending records still open on the as-of date.
-    public func pendingSheet(openRecords: [RecordProblem]) throws -> SheetContent {
+    /// - Parameter openRecords: the pending records still open on the as-of date (the first of
+    ///   each code, and how many more).
+    public func pendingSheet(openRecords records: SharedReads.OpenRecords) throws -> SheetContent {
         var rows: [SheetRow] = try notReconciled(ReportSchema.pending)
-        let records = openRecords.cappedPerCode(Self.recordsListed)
         for p in records.listed {
             rows.append(SheetRow([.text("record waits for verification"), .text("\(p.path):\(p.line)"), .text(p.code), .empty, .text(p.reason),
                                   .date(p.firstSeen), .integer(Int64(asOf - p.firstSeen))]))
@@ -208,11 +209,16 @@ public struct ReconciliationReport {
         // A sale of a month closed by then posts late, on the first open day: said, as its
         // purchase date is not the day it will be dated.
         let closed = try stateRun().flatMap { try reader.closedThrough(ofRun: $0.id) }
-        for t in try reader.pendingTransactions(on: asOf) {
+        let waiting = try reader.pendingTransactions(on: asOf, limit: recordsLimit)
+        for t in waiting.listed {
             let what = (t.reason.hasPrefix("ORDER_WAIT:") ? "waits for its order (storefront)" : "waits for a rule")
                 + (closed.flatMap { t.purchased.month <= $0 ? "; its month is closed: it posts late, on \($0.next.firstDay) or later" : nil } ?? "")
             rows.append(SheetRow([.text("\(t.book) transaction \(what)"), .text(t.transactionId), .text(t.productId),
                                   .date(t.purchased), .text(t.reason), .date(t.firstSeen), .integer(Int64(asOf - t.firstSeen))]))
+        }
+        if waiting.count > waiting.listed.count {
+            rows.append(SheetRow([.text("... and \(waiting.count - waiting.listed.count) more waiting transactions, not listed here (a sheet lists the first \(recordsLimit); `iapledger findings --code MISSING_RULE` and `--code ORDER_WAIT` list every one)"),
+                                  .empty, .empty, .empty, .empty, .empty, .empty]))
         }
         return SheetContent(key: "pending", tables: [TableBlock(key: "pending", columns: ReportSchema.pending, rows: rows)])
     }
@@ -220,11 +226,9 @@ public struct ReconciliationReport {
     /// The records refused and still open on the as-of date, oldest first. A refused order
     /// line is resolved by a later valid line of the same order; a refused receipt or signed
     /// record stays (a corrected copy is a record of its own).
-    /// - Parameter openRecords: the rejected records still open on the as-of date.
-    public func rejectedSheet(openRecords: [RecordProblem]) throws -> SheetContent {
-        let open = openRecords
-            .sorted { ($0.firstSeen, $0.path, $0.line) < ($1.firstSeen, $1.path, $1.line) }
-            .cappedPerCode(Self.recordsListed)
+    /// - Parameter openRecords: the rejected records still open on the as-of date, oldest first
+    ///   (the first of each code, and how many more).
+    public func rejectedSheet(openRecords open: SharedReads.OpenRecords) throws -> SheetContent {
         let rows = try notReconciled(ReportSchema.rejected) + open.listed.map {
             SheetRow([.text("\($0.path):\($0.line)"), .text($0.code), .text($0.reason), .date($0.firstSeen),
                       .integer(Int64(asOf - $0.firstSeen))])

@@ -2,8 +2,8 @@ import Foundation
 import LedgerCore
 import LedgerStore
 
-/// Reads of the whole ledger that every workbook of a night makes alike (its totals, every
-/// finding, every record not posted), made once and shared by the workbooks written after
+/// Reads of the whole ledger that every workbook of a night makes alike (its totals, the
+/// open findings and records not posted), made once and shared by the workbooks written after
 /// the night's commit, whatever their as-of date: nothing writes to the ledger while they
 /// are written (the run holds its lock), so each thread's connection reads the same rows.
 /// Each workbook filters them for its own date and book. At a million transactions the three
@@ -12,7 +12,8 @@ public final class SharedReads: @unchecked Sendable {
     private let lock = NSLock()
     private var totals: LedgerTotals?
     private var openFindings: [String: (rows: [FindingRow], counts: [String: Int])] = [:]
-    private var problems: [RecordProblem]?
+    private var openRecords: [String: OpenRecords] = [:]
+    public typealias OpenRecords = (listed: [RecordProblem], counts: [(outcome: String, code: String, count: Int)], more: [(code: String, count: Int)])
 
     public init() {}
 
@@ -38,7 +39,16 @@ public final class SharedReads: @unchecked Sendable {
         openFindings[key] = value
         return value
     }
-    func recordProblems(_ reader: LedgerReader) throws -> [RecordProblem] { try once(\.problems) { try reader.recordProblems() } }
+    /// The records not posted of `scope`, at most `perCode` of each code and `total` in all.
+    func openRecordProblems(_ scope: LedgerReader.RecordProblemScope, perCode: Int, total: Int, _ reader: LedgerReader) throws -> OpenRecords {
+        lock.lock()
+        defer { lock.unlock() }
+        let key = "\(scope)|\(perCode)|\(total)"
+        if let value = openRecords[key] { return value }
+        let value = try reader.openRecordProblems(scope, perCode: perCode, total: total)
+        openRecords[key] = value
+        return value
+    }
 }
 
 extension Optional where Wrapped == SharedReads {
@@ -47,5 +57,7 @@ extension Optional where Wrapped == SharedReads {
     func findingsOpen(on day: Day, book: String, limit: Int, _ reader: LedgerReader) throws -> (rows: [FindingRow], counts: [String: Int]) {
         try self?.findingsOpen(on: day, book: book, limit: limit, reader) ?? reader.findingsOpen(on: day, book: book, limit: limit)
     }
-    func recordProblems(_ reader: LedgerReader) throws -> [RecordProblem] { try self?.recordProblems(reader) ?? reader.recordProblems() }
+    func openRecordProblems(_ scope: LedgerReader.RecordProblemScope, perCode: Int, total: Int, _ reader: LedgerReader) throws -> SharedReads.OpenRecords {
+        try self?.openRecordProblems(scope, perCode: perCode, total: total, reader) ?? reader.openRecordProblems(scope, perCode: perCode, total: total)
+    }
 }

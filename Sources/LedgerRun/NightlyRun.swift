@@ -44,8 +44,10 @@ public struct NightlyRun {
         /// runs it opened again (found again after they were resolved).
         public var newFindings = 0
         public var findingsReopened = 0
-        /// How many of `problems` are records (the rest are findings).
+        /// How many records this run read and could not post (still open at its end), and how
+        /// many of them `problems` lists (the first thousand; the rest of it are findings).
         public var problemRecords = 0
+        public var problemRecordsListed = 0
         /// The records of `problems` by outcome and reason code ("pending RETRYABLE"), and its
         /// findings by code ("MISSING_RULE"), each with its count, the commonest first.
         public var recordCounts: [(key: String, count: Int)] = []
@@ -333,8 +335,9 @@ public struct NightlyRun {
         let totals = try ledger.read { try $0.totals() }
         let datedAfter = try ledger.read { try $0.entriesDated(after: asOf) }
         // What this run read and could not post, as it stands at the end of the run.
-        let notPostedRecords = try ledger.read { try $0.recordProblems(readBy: runId) }.filter { !$0.resolved }
-        let notPosted = notPostedRecords.map { "\($0.path):\($0.line): \($0.outcome): \($0.reason)" }
+        // Counted, and the first thousand listed (a file of a million bad lines is not read whole).
+        let notPostedRecords = try ledger.read { try $0.openRecordProblems(.readBy(runId: runId), perCode: .max, total: 1000) }
+        let notPosted = notPostedRecords.listed.map { "\($0.path):\($0.line): \($0.outcome): \($0.reason)" }
         // The findings it opened: counted by code and the first of them (a rules change may open
         // one for every posted sale: not read whole).
         let opened = try ledger.read { try $0.findingsOpened(byRun: runId, limit: 10) }
@@ -342,8 +345,11 @@ public struct NightlyRun {
         let problems = nothingNewSince == nil ? notPosted + newFindings : []
         var result = Result(runId: runId, asOf: asOf, counts: counts, filesRead: filesRead, filesSkipped: filesSkipped,
                       totals: totals, workbooks: [], problems: problems,
-                      problemRecords: nothingNewSince == nil ? notPosted.count : 0,
-                      recordCounts: nothingNewSince == nil ? Self.counted(notPostedRecords.map { "\($0.outcome) \($0.code)" }) : [],
+                      problemRecords: nothingNewSince == nil ? notPostedRecords.counts.reduce(0) { $0 + $1.count } : 0,
+                      problemRecordsListed: nothingNewSince == nil ? notPosted.count : 0,
+                      recordCounts: nothingNewSince == nil
+                        ? notPostedRecords.counts.map { (key: "\($0.outcome) \($0.code)", count: $0.count) }
+                            .sorted { $0.count != $1.count ? $0.count > $1.count : $0.key < $1.key } : [],
                       findingCounts: nothingNewSince == nil ? opened.counts.map { (key: $0.code, count: $0.count) } : [],
                       nothingNewSinceRun: nothingNewSince,
                       notRead: notRead, changedFiles: changedFiles, putBackFiles: putBackFiles, goneFiles: goneFiles, datedAfterAsOf: datedAfter, closedByConfig: closedByConfig,
@@ -444,12 +450,6 @@ public struct NightlyRun {
         }
         CrashPoint.hit("report:done")
         return result
-    }
-
-    /// Each distinct key with its count, the commonest first (then by key).
-    static func counted(_ keys: [String]) -> [(key: String, count: Int)] {
-        Dictionary(keys.map { ($0, 1) }, uniquingKeysWith: +).map { (key: $0.key, count: $0.value) }
-            .sorted { $0.count != $1.count ? $0.count > $1.count : $0.key < $1.key }
     }
 
     /// Posts every sale still waiting (new ones and those that waited for a rule) and every

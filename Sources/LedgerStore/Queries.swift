@@ -60,34 +60,6 @@ public struct RecordProblem: Equatable {
     public var resolvedOn: Day? = nil
 }
 
-extension Array where Element == RecordProblem {
-    /// The first `perCode` records of each code, in order, and how many of each code are left
-    /// out (a file of a million bad lines would pass a sheet's 1,048,576 rows, and the night
-    /// failed writing its workbooks, every night after too).
-    /// At most `total` are listed in all (a code per line, such as `STATUS_<n>` for every
-    /// status a garbage file makes up, is no cap), and the codes left out past the hundredth
-    /// are counted together (`"N other codes"`).
-    public func cappedPerCode(_ perCode: Int, total: Int = 100_000) -> (listed: [RecordProblem], more: [(code: String, count: Int)]) {
-        var seen: [String: Int] = [:], unlisted: [String: Int] = [:], listed: [RecordProblem] = [], order: [String] = []
-        for p in self {
-            let n = seen[p.code, default: 0]
-            seen[p.code] = n + 1
-            if n < perCode && listed.count < total {
-                listed.append(p)
-            } else {
-                if unlisted[p.code] == nil { order.append(p.code) }
-                unlisted[p.code, default: 0] += 1
-            }
-        }
-        var more = order.map { (code: $0, count: unlisted[$0] ?? 0) }
-        if more.count > 100 {
-            let rest = more.dropFirst(100)
-            more = [(code: String, count: Int)](more.prefix(100)) + [(code: "\(rest.count) other codes", count: rest.reduce(0) { $0 + $1.count })]
-        }
-        return (listed, more)
-    }
-}
-
 /// Something seen by one run and perhaps resolved by a later one (a record that did not
 /// verify, a finding).
 public protocol SeenAndResolved {
@@ -337,20 +309,84 @@ extension LedgerReader {
             """), arguments: [day.description]) ?? 0
     }
 
-    /// Rejected records, and pending ones not yet resolved by a verified record.
-    public func recordProblems(readBy runId: Int64? = nil) throws -> [RecordProblem] {
-        // One run's (its night's summary): read by that run alone, not the whole history's.
+    /// Rejected records, and pending ones not yet resolved by a verified record: every one
+    /// the ledger holds (`iapledger`'s own reads are bounded: `openRecordProblems`).
+    public func recordProblems() throws -> [RecordProblem] {
         try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT f.path, r.line, r.outcome, r.reason_code, r.reason, run.as_of, r.resolved_run_id IS NOT NULL, f.run_id, resolver.as_of
+            SELECT \(Self.recordProblemColumns)
             FROM source_record r JOIN source_file f ON f.id = r.file_id JOIN run ON run.id = f.run_id
             LEFT JOIN run resolver ON resolver.id = r.resolved_run_id
-            WHERE r.outcome <> 'verified' AND (?1 IS NULL OR f.run_id = ?1)
+            WHERE r.outcome <> 'verified'
             ORDER BY r.outcome, f.path, r.line, r.id
-            """), arguments: [runId]).map {
-            RecordProblem(path: $0[0], line: $0[1], outcome: $0[2], code: $0[3] ?? "", reason: $0[4] ?? "",
-                          firstSeen: Day(iso: $0[5] as String)!, resolved: $0[6], runId: $0[7],
-                          resolvedOn: ($0[8] as String?).flatMap { Day(iso: $0) })
+            """)).map(Self.recordProblem)
+    }
+
+    static let recordProblemColumns = "f.path, r.line, r.outcome, r.reason_code, r.reason, run.as_of, r.resolved_run_id IS NOT NULL, f.run_id, resolver.as_of"
+    static func recordProblem(_ row: Row) -> RecordProblem {
+        RecordProblem(path: row[0], line: row[1], outcome: row[2], code: row[3] ?? "", reason: row[4] ?? "",
+                      firstSeen: Day(iso: row[5] as String)!, resolved: row[6], runId: row[7],
+                      resolvedOn: (row[8] as String?).flatMap { Day(iso: $0) })
+    }
+
+    /// Which records `openRecordProblems` reads, and in what order.
+    public enum RecordProblemScope {
+        /// Those open on a day (read on or before it, not resolved by then), of one outcome or
+        /// both, in outcome, file and line order (`byFirstSeen`: oldest first, then file and line).
+        case openOn(Day, outcome: String?, byFirstSeen: Bool)
+        /// Those one run read that are still open (its night's summary), in outcome, file and line order.
+        case readBy(runId: Int64)
+    }
+
+    /// The records of `scope`: the first `perCode` of each reason code in its order, at most
+    /// `total` in all, how many there are of each code and outcome (`counts`, in code order),
+    /// and how many of each code are left out (`more`, in the order the first of each was left
+    /// out; past the hundredth code, the rest counted together as "N other codes"). Read as a
+    /// stream, one pass, only the listed ones kept: a file of a million bad lines made each
+    /// workbook hold every one of them (1.8 GB), and a sheet holds 1,048,576 rows.
+    public func openRecordProblems(_ scope: RecordProblemScope, perCode: Int, total: Int) throws
+        -> (listed: [RecordProblem], counts: [(outcome: String, code: String, count: Int)], more: [(code: String, count: Int)]) {
+        let condition: String, order: String
+        var arguments: [DatabaseValueConvertible] = []
+        switch scope {
+        case let .openOn(day, outcome, byFirstSeen):
+            condition = "run.as_of <= ? AND (resolver.as_of IS NULL OR resolver.as_of > ?)" + (outcome == nil ? "" : " AND r.outcome = ?")
+            arguments = [day.description, day.description] + (outcome.map { [$0] } ?? [])
+            order = byFirstSeen ? "run.as_of, f.path, r.line, r.id" : "r.outcome, f.path, r.line, r.id"
+        case let .readBy(runId):
+            condition = "f.run_id = ? AND r.resolved_run_id IS NULL"
+            arguments = [runId]
+            order = "r.outcome, f.path, r.line, r.id"
         }
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: """
+            SELECT \(Self.recordProblemColumns)
+            FROM source_record r INDEXED BY source_record_open JOIN source_file f ON f.id = r.file_id JOIN run ON run.id = f.run_id
+            LEFT JOIN run resolver ON resolver.id = r.resolved_run_id
+            WHERE r.outcome <> 'verified' AND \(condition)
+            ORDER BY \(order)
+            """), arguments: StatementArguments(arguments))
+        var seen: [String: Int] = [:], byOutcome: [String: [String: Int]] = [:], unlisted: [String: Int] = [:]
+        var listed: [RecordProblem] = [], unlistedOrder: [String] = []
+        while let row = try rows.next() {
+            let code: String = row[3] ?? "", outcome: String = row[2]
+            let n = seen[code, default: 0]
+            seen[code] = n + 1
+            byOutcome[code, default: [:]][outcome, default: 0] += 1
+            if n < perCode && listed.count < total {
+                listed.append(Self.recordProblem(row))
+            } else {
+                if unlisted[code] == nil { unlistedOrder.append(code) }
+                unlisted[code, default: 0] += 1
+            }
+        }
+        let counts = byOutcome.keys.sorted().flatMap { code in
+            byOutcome[code]!.keys.sorted().map { (outcome: $0, code: code, count: byOutcome[code]![$0]!) }
+        }
+        var more = unlistedOrder.map { (code: $0, count: unlisted[$0] ?? 0) }
+        if more.count > 100 {
+            let rest = more.dropFirst(100)
+            more = [(code: String, count: Int)](more.prefix(100)) + [(code: "\(rest.count) other codes", count: rest.reduce(0) { $0 + $1.count })]
+        }
+        return (listed, counts, more)
     }
 
     /// A finding's book (SQL over `finding f`): its transaction's, else that of the record

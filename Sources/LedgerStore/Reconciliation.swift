@@ -144,12 +144,20 @@ extension LedgerReader {
     /// The sales waiting as a workbook as of `day` lists them: those waiting now, or (for a date
     /// before the last run) those that waited then, for a rule or for their order (their
     /// MISSING_RULE or ORDER_WAIT finding was open), posted since or not.
-    public func pendingTransactions(on day: Day) throws -> [WaitingSale] {
-        guard try !isCurrent(day) else { return try pendingTransactions() }
-        return try Row.fetchAll(db.cachedStatement(sql: """
+    /// At most `limit` of them (in the order listed), and how many there are in all: a night
+    /// that leaves a million sales waiting (a region with no price yet) lists the first, as a
+    /// sheet holds 1,048,576 rows and every row is held in memory while the workbook is built.
+    public func pendingTransactions(on day: Day, limit: Int = Int(Int32.max)) throws -> (listed: [WaitingSale], count: Int) {
+        guard try !isCurrent(day) else {
+            let count = try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM store_transaction WHERE sale_status = 'pending'")) ?? 0
+            return (try pendingTransactions(limit: limit), count)
+        }
+        let count = try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) \(Self.waitingOpenOn)"), arguments: [day.description]) ?? 0
+        let listed = try Row.fetchAll(db.cachedStatement(sql: """
             SELECT f.transaction_id, t.book, t.product_id, f.code || ': ' || f.message, found.as_of, t.purchase_ms \(Self.waitingOpenOn)
-            ORDER BY found.as_of, f.transaction_id
-            """), arguments: [day.description]).map(WaitingSale.init(row:))
+            ORDER BY found.as_of, f.transaction_id LIMIT ?2
+            """), arguments: [day.description, limit]).map(WaitingSale.init(row:))
+        return (listed, count)
     }
 
     /// A sale waiting for a rule or for its order, as a workbook lists it.
@@ -224,11 +232,11 @@ extension LedgerReader {
     }
 
     /// Transactions whose sale waits for a rule, with the day they were first read.
-    public func pendingTransactions() throws -> [WaitingSale] {
+    public func pendingTransactions(limit: Int = Int(Int32.max)) throws -> [WaitingSale] {
         try Row.fetchAll(db.cachedStatement(sql: """
             SELECT t.transaction_id, t.book, t.product_id, t.pending_reason, r.as_of, t.purchase_ms FROM store_transaction t JOIN run r ON r.id = t.first_run_id
-            WHERE t.sale_status = 'pending' ORDER BY r.as_of, t.transaction_id
-            """)).map(WaitingSale.init(row:))
+            WHERE t.sale_status = 'pending' ORDER BY r.as_of, t.transaction_id LIMIT ?
+            """), arguments: [limit]).map(WaitingSale.init(row:))
     }
 }
 

@@ -341,8 +341,8 @@ func printSummary(_ r: NightlyRun.Result) {
             for p in lines.prefix(10) { print("      " + TerminalText.visible(p)) }
             if total > 10 { print("      ... and \(total - 10) more \(noun)\(total - 10 == 1 ? "" : "s") (\(all))") }
         }
-        list(r.problems.prefix(r.problemRecords), total: r.problemRecords, counts: r.recordCounts, noun: "record", all: "Run Info lists the first thousand of each code, the reconciliation workbook 100,000")
-        list(r.problems.dropFirst(r.problemRecords), total: r.newFindings, counts: r.findingCounts, noun: "finding",
+        list(r.problems.prefix(r.problemRecordsListed), total: r.problemRecords, counts: r.recordCounts, noun: "record", all: "Run Info lists the first thousand of each code, the reconciliation workbook 100,000")
+        list(r.problems.dropFirst(r.problemRecordsListed), total: r.newFindings, counts: r.findingCounts, noun: "finding",
              all: "`iapledger findings` lists them all, Run Info the first \(FinanceReport.findingsListed) of each code")
     }
     if r.datedAfterAsOf.count > 0, let latest = r.datedAfterAsOf.latest {

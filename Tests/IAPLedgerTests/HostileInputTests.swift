@@ -356,21 +356,53 @@ final class HostileInputTests: XCTestCase {
         }
         XCTAssertEqual(rows.map { $0[0] }, ["inbox/receipts/flood.jsonl", "inbox/receipts/flood.jsonl",
                                          "... and 3 more open MALFORMED records, not listed here (the reconciliation workbook's Pending and Rejected sheets list up to 100000 of each code)"])
-        let a = LedgerStore.RecordProblem(path: "a", line: 1, outcome: "rejected", code: "A", reason: "", firstSeen: Day(iso: "2026-11-03")!, resolved: false, runId: 1)
-        var b = a
-        b.code = "B"
-        let capped: (listed: [LedgerStore.RecordProblem], more: [(code: String, count: Int)]) = [a, a, a, b].cappedPerCode(2)
-        XCTAssertEqual(capped.listed.map { $0.code }, ["A", "A", "B"])
-        // A code per record (a status made up per line) is capped in all, and the codes left
-        // out past the hundredth counted together.
-        let many = (1...300).map { n -> LedgerStore.RecordProblem in var p = a; p.code = "STATUS_\(n)"; return p }
-        let cappedMany: (listed: [LedgerStore.RecordProblem], more: [(code: String, count: Int)]) = many.cappedPerCode(2, total: 10)
-        XCTAssertEqual(cappedMany.listed.count, 10)
-        XCTAssertEqual(cappedMany.more.count, 101)
-        XCTAssertEqual(cappedMany.more.last?.code, "190 other codes")
-        XCTAssertEqual(cappedMany.more.last?.count, 190)
-        XCTAssertEqual(capped.more.map { $0.code }, ["A"])
-        XCTAssertEqual(capped.more.map { $0.count }, [1])
+        // Counted in the ledger, not read whole: the first of each code in order, at most a
+        // total (a code per record, a status made up per line, is no cap), the codes left out
+        // past the hundredth counted together.
+        try ws.write("inbox/receipts/statuses.jsonl", (1...300).map { "{\"status\": \(30_000 + $0)}" }.joined(separator: "\n") + "\n")
+        try ws.run("2026-11-04")
+        let day = Day(iso: "2026-11-04")!
+        let capped = try ledger().read { try $0.openRecordProblems(.openOn(day, outcome: nil, byFirstSeen: false), perCode: 2, total: 1000) }
+        XCTAssertEqual(capped.listed.filter { $0.code == "MALFORMED" }.map(\.line), [1, 2])
+        XCTAssertEqual(capped.counts.first { $0.code == "MALFORMED" }?.count, 5)
+        XCTAssertEqual(capped.more.first?.code, "MALFORMED")
+        XCTAssertEqual(capped.more.first?.count, 3)
+        XCTAssertEqual(capped.listed.count, 302, "two MALFORMED and every status once")
+        let many = try ledger().read { try $0.openRecordProblems(.openOn(day, outcome: nil, byFirstSeen: false), perCode: 2, total: 10) }
+        XCTAssertEqual(many.listed.count, 10)
+        XCTAssertEqual(many.counts.count, 301)
+        XCTAssertEqual(many.more.count, 101)
+        XCTAssertEqual(many.more.last?.code, "193 other codes")
+        XCTAssertEqual(many.more.last?.count, 193)
+        // As of the day before, the statuses were not read yet; by first seen, oldest first.
+        let before = try ledger().read { try $0.openRecordProblems(.openOn(Day(iso: "2026-11-03")!, outcome: "rejected", byFirstSeen: true), perCode: 10, total: 10) }
+        XCTAssertEqual(before.listed.map(\.code), Array(repeating: "MALFORMED", count: 5))
+        XCTAssertEqual(before.more.count, 0)
+        // A night's summary: its own run's records only.
+        let night = try ledger().read { try $0.openRecordProblems(.readBy(runId: 2), perCode: .max, total: 3) }
+        XCTAssertEqual(night.listed.map(\.path), Array(repeating: "inbox/receipts/statuses.jsonl", count: 3))
+        XCTAssertEqual(night.counts.reduce(0) { $0 + $1.count }, 300)
+    }
+
+    /// More sales waiting than a sheet lists (a region with no price yet, at a million sales,
+    /// passed the Pending sheet's 1,048,576 rows, and the night failed writing its workbooks):
+    /// the first are listed, then a row says how many more, as for the records waiting.
+    func testThePendingSheetListsTheFirstWaitingSalesAndCountsTheRest() throws {
+        try ws.write("inbox/receipts/wait.jsonl", Receipt.response((1...3).map { Receipt.item("NP\($0)", product: "coins.unpriced", purchased: "2026-10-05T10:00:00Z") }) + "\n")
+        try ws.run("2026-11-03")
+        let rows = try ledger().read { r -> [String] in
+            var report = ReconciliationReport(reader: r, asOf: Day(iso: "2026-11-03")!, reportingCurrency: "USD", runId: nil,
+                                              layout: try ReportLayout.shipped(.reconciliation))
+            report.recordsLimit = 2
+            let open = try r.openRecordProblems(.openOn(Day(iso: "2026-11-03")!, outcome: "pending", byFirstSeen: false), perCode: 2, total: 2)
+            let table = try XCTUnwrap(try report.pendingSheet(openRecords: open).tables.first)
+            var out: [String] = []
+            try table.rows { row in out.append(row.cells.prefix(2).map { if case .text(let t) = $0 { return t }; return "" }.joined(separator: " | ")) }
+            return out
+        }
+        XCTAssertEqual(rows.count, 3, "\(rows)")
+        XCTAssertTrue(rows[0].hasSuffix(" | NP1") && rows[1].hasSuffix(" | NP2"), "\(rows)")
+        XCTAssertEqual(rows[2], "... and 1 more waiting transactions, not listed here (a sheet lists the first 2; `iapledger findings --code MISSING_RULE` and `--code ORDER_WAIT` list every one) | ")
     }
 
     /// A blank transaction id, or one or a product id with spaces around it, is no store's: an

@@ -93,14 +93,20 @@ final class OrderWaitTests: XCTestCase {
         XCTAssertNil(try sale(ws), "still waiting on the night before the wait ends")
         // A workbook written again for 2026-10-10 (a date before the last run) lists it on
         // Pending too: ORDER_WAIT opens no finding, which is what that list read for a past date.
-        let then = try ws.workspace.openExistingLedger().1.read { try $0.pendingTransactions(on: Day(iso: "2026-10-10")!) }
+        let then = try ws.workspace.openExistingLedger().1.read { try $0.pendingTransactions(on: Day(iso: "2026-10-10")!).listed }
         XCTAssertEqual(then.map(\.transactionId), ["r1"])
         XCTAssertTrue(then.first?.reason.hasPrefix("ORDER_WAIT:") == true)
+        // Listed up to a limit, counted in all (a sheet holds 1,048,576 rows), then and now.
+        for day in ["2026-10-10", "2026-10-11"] {
+            let capped = try ws.workspace.openExistingLedger().1.read { try $0.pendingTransactions(on: Day(iso: day)!, limit: 0) }
+            XCTAssertEqual(capped.listed.count, 0)
+            XCTAssertEqual(capped.count, 1)
+        }
         try ws.run("2026-10-12")
         let booked = try XCTUnwrap(try sale(ws))
         XCTAssertEqual(Array(booked.prefix(3)), ["USA", "USD", "99"], "booked at default_storefront")
         XCTAssertEqual(try openFindings(ws), [])
-        let waitedThen = try ws.workspace.openExistingLedger().1.read { try $0.pendingTransactions(on: Day(iso: "2026-10-11")!) }
+        let waitedThen = try ws.workspace.openExistingLedger().1.read { try $0.pendingTransactions(on: Day(iso: "2026-10-11")!).listed }
         XCTAssertEqual(waitedThen.map(\.transactionId), ["r1"], "a list written again for 2026-10-11 still says it waited then, though posted since")
 
         try ws.write("inbox/orders/b.csv", order)
