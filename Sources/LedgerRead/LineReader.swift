@@ -21,7 +21,7 @@ public enum LineReader {
     }
 
     /// Calls `body` with each chunk of the file in order; returns its SHA-256 and size.
-    static func forEachChunk(_ path: String, _ body: (UnsafeRawBufferPointer) -> Void) throws -> (sha256: String, sizeBytes: Int) {
+    static func forEachChunk(_ path: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> (sha256: String, sizeBytes: Int) {
         let fd = open(path, O_RDONLY)
         guard fd >= 0 else { throw ReadError.file(path, "cannot be read: \(String(cString: strerror(errno)))") }
         defer { close(fd) }
@@ -39,34 +39,68 @@ public enum LineReader {
             let bytes = UnsafeRawBufferPointer(rebasing: chunk[0..<n])
             hasher.update(bytes: bytes)
             size += n
-            body(bytes)
+            try body(bytes)
         }
         return (hasher.finalizeHex(), size)
     }
 
+    /// Every record of the file, held in memory.
     public static func read(_ path: String, maxRecordBytes: Int = maxRecordBytes) throws -> Result {
+        try read(path, maxRecordBytes: maxRecordBytes, maxRecords: .max)!
+    }
+
+    /// Every record of the file, or nil once it has more than `maxRecords` (the caller then
+    /// reads it a record at a time: `forEachRecord`).
+    public static func read(_ path: String, maxRecordBytes: Int = maxRecordBytes, maxRecords: Int) throws -> Result? {
+        struct TooMany: Error {}
         var records: [RawRecord] = []
+        do {
+            let (sha, size) = try forEachRecord(path, maxRecordBytes: maxRecordBytes) { record in
+                guard records.count < maxRecords else { throw TooMany() }
+                records.append(record)
+            }
+            return Result(records: records, sha256: sha, sizeBytes: size)
+        } catch is TooMany {
+            return nil
+        }
+    }
+
+    /// Calls `body` with each record of the file in order, holding one chunk and one line (and
+    /// the record before, to mark the last one `unterminated`), never the file; returns its
+    /// SHA-256 and size.
+    @discardableResult
+    public static func forEachRecord(_ path: String, maxRecordBytes: Int = maxRecordBytes,
+                                     _ body: (RawRecord) throws -> Void) throws -> (sha256: String, sizeBytes: Int) {
         var line: [UInt8] = []
         var lineLength = 0          // bytes of the current line so far (also past the limit)
         var lineNo = 0
+        var held: RawRecord?
 
-        func finishLine() {
+        func emit(_ record: RawRecord) throws {
+            if let before = held { try body(before) }
+            held = record
+        }
+
+        /// Returns whether the line was a record (not blank).
+        @discardableResult
+        func finishLine() throws -> Bool {
             lineNo += 1
             defer { line.removeAll(keepingCapacity: line.capacity <= 1 << 20); lineLength = 0 }
             if lineLength > maxRecordBytes {
-                records.append(RawRecord(line: lineNo, text: "<\(lineLength) bytes>", problem: (
+                try emit(RawRecord(line: lineNo, text: "<\(lineLength) bytes>", problem: (
                     "RECORD_TOO_LONG", "line \(lineNo) is \(lineLength) bytes, over the \(maxRecordBytes)-byte limit for one record; its bytes were skipped")))
-                return
+                return true
             }
             if line.last == 0x0D { line.removeLast() }
-            if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return }
+            if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return false }
             if let text = line.withUnsafeBufferPointer(UTF8Text.string) {
-                records.append(RawRecord(line: lineNo, text: Substring(text)))
+                try emit(RawRecord(line: lineNo, text: Substring(text)))
             } else {
                 let digest = Hashing.sha256Hex(line)
-                records.append(RawRecord(line: lineNo, text: Substring("<\(line.count) bytes, not UTF-8, sha256 \(digest)>"), problem: (
+                try emit(RawRecord(line: lineNo, text: Substring("<\(line.count) bytes, not UTF-8, sha256 \(digest)>"), problem: (
                     "INVALID_UTF8", "line \(lineNo) is not valid UTF-8 text")))
             }
+            return true
         }
 
         let (sha, size) = try forEachChunk(path) { bytes in
@@ -85,7 +119,7 @@ public enum LineReader {
                 }
                 lineLength += piece
                 if found != nil {
-                    finishLine()
+                    try finishLine()
                     start = end + 1
                 } else {
                     start = n
@@ -95,11 +129,11 @@ public enum LineReader {
         if lineLength > 0 {
             // The file ends inside this line (no line end after it): marked, unless it ends in a
             // CR (a classic Mac line end).
-            let before = records.count, endsInCR = line.last == 0x0D
-            finishLine()
-            if records.count > before && !endsInCR { records[records.count - 1].unterminated = true }
+            let endsInCR = line.last == 0x0D
+            if try finishLine(), !endsInCR { held?.unterminated = true }
         }
-        return Result(records: records, sha256: sha, sizeBytes: size)
+        if let last = held { try body(last) }
+        return (sha, size)
     }
 
     /// The SHA-256 and size of a file, read a chunk at a time.

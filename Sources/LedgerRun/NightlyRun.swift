@@ -238,6 +238,7 @@ public struct NightlyRun {
             let poster = Poster(config: postingConfig, rules: rules)
             var counts = LedgerWriter.RunCounts()
             var ingest = Ingest(writer: w, runId: runId, verifier: verifier, counts: counts)
+            ingest.signedVerifier = signedVerifier
             // Files are read, hashed, split, parsed and verified on other threads (two where
             // there are two cores), a few files ahead; this thread only writes to the ledger,
             // in input order.
@@ -713,6 +714,10 @@ struct PreparedFile {
         case signed([PreparedSigned])
         case orders(rows: [OrderRow], hashes: [String], texts: [RecordText], fileError: Finding?, text: String, header: String?)
         case receipts([PreparedReceipt])
+        /// A line-based file (receipts or signed data) too big to hold prepared: the writer
+        /// reads it itself, twice, a part at a time (`Ingest.lines`). `statKey` is its identity
+        /// on disk before it was read, if settled.
+        case lines(signed: Bool, statKey: String?)
         /// Listed, then gone before it could be read (moved or removed while the night ran).
         case gone
     }
@@ -754,12 +759,24 @@ struct PreparedFile {
     /// record); JSON Lines and one-JWS-a-line files are read a chunk at a time, any size.
     static let maxWholeFileBytes = 512 << 20
 
+    /// A line-based file of more records or bytes than these is not prepared whole ahead of the
+    /// writer, but read by it a part at a time (`Body.lines`): a file of 1.1 million bad lines
+    /// held 760 MiB prepared (about 700 bytes a record, whatever its length), and a file of
+    /// long lines its own size and more. (Variables for the tests.)
+    nonisolated(unsafe) static var linesAboveRecords = 100_000
+    nonisolated(unsafe) static var linesAboveBytes = 64 << 20
+
     static func prepare(url: URL, kind: String, workspace: Workspace, verifier: ReceiptVerifier,
                         signedVerifier: SignedDataVerifier, storedSigned: Set<String> = []) throws -> PreparedFile {
         let ext = url.pathExtension.lowercased()
         let path = workspace.relative(url)
         if kind == "receipts" && ext == "jsonl" || kind == "signed" && ["jsonl", "jws", "txt"].contains(ext) {
-            let read = try LineReader.read(url.path)
+            let size = NightlyRun.fileSize(url)
+            guard size <= linesAboveBytes, let read = try LineReader.read(url.path, maxRecords: linesAboveRecords) else {
+                // Its SHA-256 and records are known once the writer has read it.
+                return PreparedFile(input: InputFile(url: url, path: path, kind: kind, sizeBytes: size, sha256: ""),
+                                    body: .lines(signed: kind == "signed", statKey: nil))
+            }
             let input = InputFile(url: url, path: path, kind: kind, sizeBytes: read.sizeBytes, sha256: read.sha256)
             if read.records.isEmpty { return PreparedFile(input: input, body: .empty) }
             if kind == "signed" {
@@ -1020,6 +1037,8 @@ final class PreparedFiles: @unchecked Sendable {
                         var file = try PreparedFile.prepare(url: url, kind: kind, workspace: workspace, verifier: verifier,
                                                             signedVerifier: signedVerifier, storedSigned: storedSigned[path] ?? [])
                         file.input.statKey = before != nil && FileStat.key(url.path) == before ? before : nil
+                        // Read by the writer: its identity is checked there, after its reads.
+                        if case .lines(let signed, _) = file.body { file.body = .lines(signed: signed, statKey: before) }
                         return file
                       } catch {
                         // Listed, then moved or removed before it was read (a backend archiving
@@ -1146,6 +1165,8 @@ struct Ingest {
     let writer: LedgerWriter
     let runId: Int64
     let verifier: ReceiptVerifier
+    /// Signed data's verifier, for a signed file read here a part at a time (`lines`).
+    var signedVerifier: SignedDataVerifier?
     var counts: LedgerWriter.RunCounts
     /// The refund reversals asked for this night, each with the REVERSAL_WAITING it opens if
     /// its refund is still not posted once the night's entries are (see `openWaitingReversals`).
@@ -1192,8 +1213,79 @@ struct Ingest {
         case let .orders(rows, hashes, texts, fileError, text, header):
             try orders(file.input, rows: rows, hashes: hashes, texts: texts, fileError: fileError, text: text, header: header)
         case .receipts(let records): try receipts(file.input, records)
+        case let .lines(signed, statKey):
+            // Its cut lines resolved as it is read (its records are not held).
+            try lines(file.input, signed: signed, statKey: statKey)
+            return
         }
         try resolveCutLines(file)
+    }
+
+    /// Records a line-based file's part at a time: at most this many records prepared at once.
+    nonisolated(unsafe) static var linesPart = 2_000
+    /// A test's hook, called between the two reads of such a file (nil in use).
+    nonisolated(unsafe) static var betweenReads: ((URL) -> Void)?
+
+    /// A line-based file too big to hold prepared (`PreparedFile.Body.lines`), read here twice
+    /// a record at a time: once for its SHA-256, size, records and new records (the file's
+    /// row, written before its records), then for its records, prepared and stored a part at a
+    /// time. Stores what the file prepared whole would: the same file row, records and texts,
+    /// outcomes and cut lines resolved. A file whose bytes changed between the two reads (one
+    /// still being written, under its final name) stops the night: the ledger stays as it was.
+    mutating func lines(_ listed: InputFile, signed: Bool, statKey before: String?) throws {
+        let path = listed.path, url = listed.url, ext = url.pathExtension.lowercased()
+        let seen = try writer.recordHashes(path: path)
+        func isNew(_ r: RawRecord) -> Bool { seen.isEmpty || !seen.contains(Hashing.sha256Hex(utf8: r.text)) }
+        var records = 0, fresh = 0
+        let first = try LineReader.forEachRecord(url.path) { r in
+            records += 1
+            if isNew(r) { fresh += 1 }
+        }
+        Self.betweenReads?(url)
+        var input = listed
+        input.sha256 = first.sha256
+        input.sizeBytes = first.sizeBytes
+        input.statKey = before != nil && FileStat.key(url.path) == before ? before : nil
+        guard records > 0 else { return try empty(input) }
+        let fileId = try addFile(input, records: records, fresh: fresh, readBefore: !seen.isEmpty)
+        if truncatedPaths == nil { truncatedPaths = try writer.pathsWithOpenTruncatedLines() }
+        let cut = truncatedPaths!.contains(path)
+        var whole: [Int] = []
+        var part: [RawRecord] = []
+        func store() throws {
+            guard !part.isEmpty else { return }
+            if signed {
+                guard let signedVerifier else { throw ReadError.file(url.path, "signed data read with no verifier") }
+                for p in PreparedFile.withTexts(part.map { PreparedFile.PreparedSigned($0, fileExtension: ext, verifier: signedVerifier, stored: []) }) {
+                    if cut && Self.cutShort(p) == nil { whole.append(p.record.line) }
+                    try signedRecord(p, fileId: fileId, path: path)
+                }
+            } else {
+                for p in PreparedFile.withTexts(part.map { PreparedFile.prepareReceipt($0, path: path, verifier: verifier) }) {
+                    counts.read += 1
+                    if cut && (!p.record.unterminated || Self.parsedWhole(p)) { whole.append(p.record.line) }
+                    try receipt(p, sha: p.sha256, fileId: fileId, path: path)
+                    CrashPoint.tick("verify:receipts", every: 10)
+                }
+            }
+            part.removeAll(keepingCapacity: true)
+        }
+        let second = try LineReader.forEachRecord(url.path) { r in
+            guard isNew(r) else {
+                // Stored from an earlier version of the file: whole unless cut short (its last line).
+                if cut && (!r.unterminated || (signed ? false : Self.parsedWhole(PreparedFile.prepareReceipt(r, path: path, verifier: verifier)))) {
+                    whole.append(r.line)
+                }
+                return
+            }
+            part.append(r)
+            if part.count >= Self.linesPart { try store() }
+        }
+        try store()
+        guard second.sha256 == first.sha256, second.sizeBytes == first.sizeBytes else {
+            throw ReadError.file(url.path, "changed while the night read it (read twice, as it has more than \(PreparedFile.linesAboveRecords) records or \(PreparedFile.linesAboveBytes >> 20) MiB): nothing of the night was written; give a file being written a temporary name until it is complete, and run again")
+        }
+        if cut && !whole.isEmpty { try writer.resolveTruncatedLines(path: path, sha256: input.sha256, lines: whole.sorted(), runId: runId) }
     }
 
     /// Resolves the lines earlier versions of this file ended inside (TRUNCATED) that this
@@ -1390,14 +1482,20 @@ struct Ingest {
     /// 100,000 records.
     mutating func addFile(_ input: InputFile, hashes: [String], seen: Set<String>) throws -> (fileId: Int64, fresh: [Int]) {
         let fresh = seen.isEmpty ? Array(hashes.indices) : hashes.indices.filter { !seen.contains(hashes[$0]) }
+        return (try addFile(input, records: hashes.count, fresh: fresh.count, readBefore: !seen.isEmpty), fresh)
+    }
+
+    /// Records an input file of `records` records, `fresh` of them new (`readBefore`: the
+    /// path was read before); the others count as skipped.
+    mutating func addFile(_ input: InputFile, records: Int, fresh: Int, readBefore: Bool) throws -> Int64 {
         let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256, statKey: input.statKey,
-                                        sizeBytes: Int64(input.sizeBytes), records: hashes.count, newRecords: fresh.count)
-        counts.skipped += hashes.count - fresh.count
-        if !seen.isEmpty && !hashes.isEmpty {
+                                        sizeBytes: Int64(input.sizeBytes), records: records, newRecords: fresh)
+        counts.skipped += records - fresh
+        if readBefore && records > 0 {
             try writer.resolveWholeFileRejections(path: input.path, fileId: fileId, runId: runId,
-                                                  note: "\(input.path) was read again, whole (\(hashes.count) record\(hashes.count == 1 ? "" : "s"))")
+                                                  note: "\(input.path) was read again, whole (\(records) record\(records == 1 ? "" : "s"))")
         }
-        return (fileId, fresh)
+        return fileId
     }
 
     mutating func receipt(_ prepared: PreparedFile.PreparedReceipt, sha: String, fileId: Int64, path: String) throws {

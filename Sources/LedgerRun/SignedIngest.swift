@@ -40,66 +40,69 @@ extension Ingest {
     mutating func signed(_ input: InputFile, records: [PreparedFile.PreparedSigned]) throws {
         let seen = try writer.recordHashes(path: input.path)
         let (fileId, fresh) = try addFile(input, hashes: records.map(\.sha256), seen: seen)
-        for i in fresh {
-            let prepared = records[i], sha = prepared.sha256
-            counts.read += 1
-            CrashPoint.tick("verify:signed", every: 10)
-            let record = prepared.record
-            let location = SourceLocation(path: input.path, line: record.line)
-            let raw = prepared.text
-            if let problem = record.problem {
-                try reject(fileId: fileId, location: location, sha: sha, code: problem.code, reason: problem.reason, raw: raw)
-                continue
-            }
-            if let failed = Self.cutShort(prepared) {
-                try reject(fileId: fileId, location: location, sha: sha, code: "TRUNCATED", reason: RawRecord.truncatedReason(failed), raw: raw)
-                continue
-            }
-            guard let jws = prepared.jws, let verdict = prepared.verdict else {
-                // Which of the two: JSON that does not parse (with where and why), or no body.
-                var reason = "not a notification body {\"signedPayload\": \"...\"}"
-                do {
-                    if let hint = ForeignData.hint(try JSONParser.parse(record.text)), !hint.contains("inbox/signed/") { reason += " (\(hint))" }
-                } catch { reason = "not valid JSON (\(error))" }
-                try reject(fileId: fileId, location: location, sha: sha, code: "MALFORMED", reason: reason, raw: raw)
-                continue
-            }
-            switch verdict {
-            case .transaction(let result):
-                try signedTransaction(result, jws: jws, fileId: fileId, location: location, sha: sha, raw: raw)
-            case .notification(let result):
-                try notification(result, jws: jws, fileId: fileId, location: location, sha: sha, raw: raw)
-            case .renewalInfo(let result):
-                switch result {
-                case .success:
-                    _ = try writer.addRecord(.init(fileId: fileId, line: location.line, sha256: sha, outcome: .verified,
-                                                   reasonCode: "RENEWAL_INFO", reason: "signed renewal info, verified; no money moves", raw: raw))
-                    counts.verified += 1
-                case .failure(let why):
-                    try reject(fileId: fileId, location: location, sha: sha, code: why.code, reason: why.description, raw: raw)
-                }
-            case .otherPayload(let failure?):
-                // Not chained to a trusted root (or not signed by it): refused for that first,
-                // as a transaction or notification would be, whatever its payload says.
-                try reject(fileId: fileId, location: location, sha: sha, code: failure.code, reason: failure.description, raw: raw)
-            case .otherPayload(nil) where appTransactionReceiptType(ofCompactJWS: jws) != nil:
-                // An app transaction (the app's own purchase or download, as StoreKit's
-                // AppTransaction gives it), signed by Apple: verified and kept, as renewal info is.
-                let type = appTransactionReceiptType(ofCompactJWS: jws) ?? ""
-                _ = try writer.addRecord(.init(fileId: fileId, line: location.line, sha256: sha, outcome: .verified, reasonCode: "APP_TRANSACTION",
-                                               reason: "signed app transaction (the app's own purchase or download, receiptType \(type)), verified; not an in-app purchase: no money moves",
-                                               raw: raw))
+        for i in fresh { try signedRecord(records[i], fileId: fileId, path: input.path) }
+    }
+
+    /// One new record of a signed-data file, verified on the thread that prepared it.
+    mutating func signedRecord(_ prepared: PreparedFile.PreparedSigned, fileId: Int64, path: String) throws {
+        let sha = prepared.sha256
+        counts.read += 1
+        CrashPoint.tick("verify:signed", every: 10)
+        let record = prepared.record
+        let location = SourceLocation(path: path, line: record.line)
+        let raw = prepared.text
+        if let problem = record.problem {
+            try reject(fileId: fileId, location: location, sha: sha, code: problem.code, reason: problem.reason, raw: raw)
+            return
+        }
+        if let failed = Self.cutShort(prepared) {
+            try reject(fileId: fileId, location: location, sha: sha, code: "TRUNCATED", reason: RawRecord.truncatedReason(failed), raw: raw)
+            return
+        }
+        guard let jws = prepared.jws, let verdict = prepared.verdict else {
+            // Which of the two: JSON that does not parse (with where and why), or no body.
+            var reason = "not a notification body {\"signedPayload\": \"...\"}"
+            do {
+                if let hint = ForeignData.hint(try JSONParser.parse(record.text)), !hint.contains("inbox/signed/") { reason += " (\(hint))" }
+            } catch { reason = "not valid JSON (\(error))" }
+            try reject(fileId: fileId, location: location, sha: sha, code: "MALFORMED", reason: reason, raw: raw)
+            return
+        }
+        switch verdict {
+        case .transaction(let result):
+            try signedTransaction(result, jws: jws, fileId: fileId, location: location, sha: sha, raw: raw)
+        case .notification(let result):
+            try notification(result, jws: jws, fileId: fileId, location: location, sha: sha, raw: raw)
+        case .renewalInfo(let result):
+            switch result {
+            case .success:
+                _ = try writer.addRecord(.init(fileId: fileId, line: location.line, sha256: sha, outcome: .verified,
+                                               reasonCode: "RENEWAL_INFO", reason: "signed renewal info, verified; no money moves", raw: raw))
                 counts.verified += 1
-            case .unknown, .otherPayload(nil):
-                // A compact JWS of another kind (Apple's test data has payloads of a bundle id
-                // and a date alone) is told apart from text that is no JWS at all.
-                if isCompactJWS(jws) {
-                    try reject(fileId: fileId, location: location, sha: sha, code: "UNKNOWN_SIGNED_PAYLOAD",
-                               reason: "a compact JWS whose payload is no signed transaction (no transactionId), notification (no notificationType) or renewal info (no autoRenewStatus): nothing here to post or record", raw: raw)
-                } else {
-                    try reject(fileId: fileId, location: location, sha: sha, code: "MALFORMED",
-                               reason: "not a compact JWS of a signed transaction or a notification", raw: raw)
-                }
+            case .failure(let why):
+                try reject(fileId: fileId, location: location, sha: sha, code: why.code, reason: why.description, raw: raw)
+            }
+        case .otherPayload(let failure?):
+            // Not chained to a trusted root (or not signed by it): refused for that first,
+            // as a transaction or notification would be, whatever its payload says.
+            try reject(fileId: fileId, location: location, sha: sha, code: failure.code, reason: failure.description, raw: raw)
+        case .otherPayload(nil) where appTransactionReceiptType(ofCompactJWS: jws) != nil:
+            // An app transaction (the app's own purchase or download, as StoreKit's
+            // AppTransaction gives it), signed by Apple: verified and kept, as renewal info is.
+            let type = appTransactionReceiptType(ofCompactJWS: jws) ?? ""
+            _ = try writer.addRecord(.init(fileId: fileId, line: location.line, sha256: sha, outcome: .verified, reasonCode: "APP_TRANSACTION",
+                                           reason: "signed app transaction (the app's own purchase or download, receiptType \(type)), verified; not an in-app purchase: no money moves",
+                                           raw: raw))
+            counts.verified += 1
+        case .unknown, .otherPayload(nil):
+            // A compact JWS of another kind (Apple's test data has payloads of a bundle id
+            // and a date alone) is told apart from text that is no JWS at all.
+            if isCompactJWS(jws) {
+                try reject(fileId: fileId, location: location, sha: sha, code: "UNKNOWN_SIGNED_PAYLOAD",
+                           reason: "a compact JWS whose payload is no signed transaction (no transactionId), notification (no notificationType) or renewal info (no autoRenewStatus): nothing here to post or record", raw: raw)
+            } else {
+                try reject(fileId: fileId, location: location, sha: sha, code: "MALFORMED",
+                           reason: "not a compact JWS of a signed transaction or a notification", raw: raw)
             }
         }
     }

@@ -207,13 +207,18 @@ final class SignedIngestTests: XCTestCase {
 
     /// The read stage prepares files on several threads and stores them in input order: with
     /// one thread, two or three, each file waiting for room or not, the bigger files left to
-    /// the first thread or not, the ledger is the same:
+    /// the first thread or not, line-based files over a number of records or bytes read by the
+    /// writer a part at a time (as a file of a million lines is) or not, the ledger is the same:
     /// files, records (ids, lines, hashes, outcomes, reasons), transactions, entries and the
-    /// chain head.
+    /// chain head, on a first night and on the nights after, when files grow (their records
+    /// read before skipped) and a line cut short is made whole.
     func testFilesPreparedOnSeveralThreadsAreStoredInInputOrder() throws {
         defer {
             PreparedFiles.preparers = min(2, max(1, ProcessInfo.processInfo.activeProcessorCount))
             PreparedFiles.aheadBytes = 8 << 20
+            PreparedFile.linesAboveRecords = 100_000
+            PreparedFile.linesAboveBytes = 64 << 20
+            Ingest.linesPart = 2_000
         }
         // Signatures are randomised: the files are made once and written to each workspace.
         var files: [(String, String)] = []
@@ -232,20 +237,36 @@ final class SignedIngestTests: XCTestCase {
                           + "o\(day),a\(day),\(9000 + day * 100),com.example.product,1,100,2023-11-13T10:00:00Z,sandbox\n"))
         }
         files.append(("inbox/receipts/empty.json", "  \n"))
+        // Grown on later nights: new signed records and receipts after those read, a last line
+        // cut short, then made whole.
+        let grownSigned = files[15].1 + (try transaction("9950", purchase: t0 - 7_200_000)) + "\n" + (try transaction("9951", purchase: t0 - 7_100_000)) + "\n"
+        let grown = files[16].1 + Receipt.response([Receipt.item("g1", product: "com.example.product", purchased: "2023-11-19T10:00:00Z")], bundle: "com.example") + "\n"
+        let cutLine = Receipt.response([Receipt.item("g2", product: "com.example.product", purchased: "2023-11-19T11:00:00Z")], bundle: "com.example")
         var ledgers: [[String]] = []
-        for (threads, aheadBytes) in [(1, 8 << 20), (2, 8 << 20), (3, 8 << 20), (2, 2048), (2, 1)] {
+        for (threads, aheadBytes, linesAbove, linesBytes, part) in [(1, 8 << 20, 100_000, 64 << 20, 2_000), (2, 8 << 20, 100_000, 64 << 20, 2_000),
+                                                                    (3, 8 << 20, 100_000, 64 << 20, 2_000), (2, 2048, 100_000, 64 << 20, 2_000),
+                                                                    (2, 1, 100_000, 64 << 20, 2_000), (2, 8 << 20, 2, 64 << 20, 2),
+                                                                    (1, 8 << 20, 100_000, 100, 1)] {
             PreparedFiles.preparers = threads
             PreparedFiles.aheadBytes = aheadBytes
+            PreparedFile.linesAboveRecords = linesAbove
+            PreparedFile.linesAboveBytes = linesBytes
+            Ingest.linesPart = part
             let w = try makeWorkspace(trusted: true)
             defer { w.remove() }
             for (path, text) in files { try w.write(path, text) }
             try Data([0xFF, 0xFE, 0x00, 0x7B]).write(to: w.root.appendingPathComponent("inbox/receipts/binary.json"))
             _ = try w.run("2023-11-20")
+            try w.write(files[15].0, grownSigned)
+            try w.write(files[16].0, grown + String(cutLine.prefix(cutLine.count / 2)))
+            _ = try w.run("2023-11-21")
+            try w.write(files[16].0, grown + cutLine + "\n")
+            _ = try w.run("2023-11-22")
             let ledger = try Ledger(path: w.root.appendingPathComponent("ledger.sqlite").path, readOnly: true)
             ledgers.append(try ledger.read { r in
-                try r.rawRows("SELECT id, path, sha256 FROM source_file ORDER BY id").map { $0.joined(separator: "|") }
+                try r.rawRows("SELECT id, path, sha256, size_bytes, records, new_records, ifnull(stat_key, '') <> '' FROM source_file ORDER BY id").map { $0.joined(separator: "|") }
                     + r.rawRows("""
-                        SELECT id, file_id, line, record_sha256, outcome, ifnull(reason_code, ''), ifnull(reason, '')
+                        SELECT id, file_id, line, record_sha256, outcome, ifnull(reason_code, ''), ifnull(reason, ''), ifnull(resolved_run_id, '')
                         FROM source_record ORDER BY id
                         """).map { $0.joined(separator: "|") }
                     + r.rawRows("SELECT transaction_id, first_record_id, sale_status FROM store_transaction ORDER BY 1").map { $0.joined(separator: "|") }
@@ -256,6 +277,7 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertGreaterThan(ledgers[0].filter { $0.contains("|verified|") }.count, 60)
         XCTAssertGreaterThan(ledgers[0].filter { $0.contains("|rejected|") }.count, 10)
         XCTAssertGreaterThan(ledgers[0].filter { $0.contains("|sale|") }.count, 40)
+        XCTAssertTrue(ledgers[0].contains { $0.contains("|TRUNCATED|") && !$0.hasSuffix("|") }, "the cut line, resolved by the whole one")
         for other in ledgers.dropFirst() {
             XCTAssertEqual(ledgers[0].count, other.count)
             if let i = ledgers[0].indices.first(where: { $0 < other.count && ledgers[0][$0] != other[$0] }) {

@@ -66,6 +66,44 @@ final class StreamingInputTests: XCTestCase {
         XCTAssertEqual(read.sizeBytes, text.utf8.count)
         let big = try LineReader.read(path)
         XCTAssertEqual(big.records[1].text.count, long.count, "under the real limit the long line is a record")
+        // A record at a time, the same records (the last marked as having no line end after it).
+        var streamed: [RawRecord] = []
+        let (sha, size) = try LineReader.forEachRecord(path, maxRecordBytes: 64) { streamed.append($0) }
+        XCTAssertEqual(streamed.map(\.line), [1, 2, 4, 5])
+        XCTAssertEqual(streamed.map { String($0.text) }, read.records.map { String($0.text) })
+        XCTAssertEqual(streamed.map(\.unterminated), [false, false, false, true])
+        XCTAssertEqual(read.records.map(\.unterminated), [false, false, false, true])
+        XCTAssertEqual(sha, read.sha256)
+        XCTAssertEqual(size, read.sizeBytes)
+        // Past a number of records, not held: the caller reads it a record at a time.
+        XCTAssertNil(try LineReader.read(path, maxRecordBytes: 64, maxRecords: 3))
+        XCTAssertEqual(try LineReader.read(path, maxRecordBytes: 64, maxRecords: 4)?.records.count, 4)
+        try Data("a\n\nb\r\n".utf8).write(to: URL(fileURLWithPath: path))
+        var ended: [RawRecord] = []
+        try LineReader.forEachRecord(path) { ended.append($0) }
+        XCTAssertEqual(ended.map { String($0.text) }, ["a", "b"])
+        XCTAssertEqual(ended.map(\.unterminated), [false, false])
+    }
+
+    /// A file read a part at a time (past a number of records) is read twice: one whose bytes
+    /// changed between the reads (appended to under its final name) stops the night, the ledger
+    /// as it was, and the next night reads it whole.
+    func testABigLineFileChangedBetweenItsReadsStopsTheNight() throws {
+        defer { PreparedFile.linesAboveRecords = 100_000; Ingest.betweenReads = nil }
+        PreparedFile.linesAboveRecords = 2
+        try ws.write("inbox/receipts/big.jsonl", ["8301", "8302", "8303"].map(record).joined(separator: "\n") + "\n")
+        let db = ws.root.appendingPathComponent("ledger.sqlite")
+        let url = ws.root.appendingPathComponent("inbox/receipts/big.jsonl")
+        Ingest.betweenReads = { _ in try? TestWorkspace.appendText(url, self.record("8304") + "\n") }
+        XCTAssertThrowsError(try ws.run("2026-10-06")) { error in
+            XCTAssertEqual("\(error)", "\(url.path): changed while the night read it (read twice, as it has more than 2 records or 64 MiB): nothing of the night was written; give a file being written a temporary name until it is complete, and run again")
+        }
+        if FileManager.default.fileExists(atPath: db.path) { XCTAssertEqual(try outcomes("inbox/receipts/big.jsonl").count, 0, "nothing stored") }
+        Ingest.betweenReads = nil
+        let r = try ws.run("2026-10-06")
+        XCTAssertEqual(r.counts.read, 4)
+        XCTAssertEqual(r.counts.verified, 4)
+        XCTAssertEqual(try outcomes("inbox/receipts/big.jsonl").count, 4)
     }
 
     /// A 2 GiB line (a sparse file: no disk) between two good records, read by the real
