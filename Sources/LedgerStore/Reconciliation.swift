@@ -31,6 +31,16 @@ extension LedgerReader {
     /// reopened) are resolved rows of their own, with their own dates.
     /// - Parameter openOn: only those open on that day (detected on or before it, not resolved by then).
     public func exceptions(status: String = "all", category: String? = nil, openOn day: Day? = nil) throws -> [ExceptionRow] {
+        var out: [ExceptionRow] = []
+        try forEachException(status: status, category: category, openOn: day) { out.append($0) }
+        return out
+    }
+
+    /// The same, one at a time, none held (a million open exceptions, a backend's export of
+    /// credits gone wrong, took 1.4 GB held). `resolvedAfter`/`resolvedThrough`: only those
+    /// resolved after and on or before those days.
+    public func forEachException(status: String = "all", category: String? = nil, openOn day: Day? = nil,
+                                 resolvedAfter: Day? = nil, resolvedThrough: Day? = nil, _ body: (ExceptionRow) throws -> Void) throws {
         var conditions: [String] = []
         var args: [(any DatabaseValueConvertible)?] = []
         if let day {
@@ -40,13 +50,41 @@ extension LedgerReader {
         if status == "open" { conditions.append("resolved_on IS NULL") }
         if status == "resolved" { conditions.append("resolved_on IS NOT NULL") }
         if let category { conditions.append("category = ?"); args.append(category) }
+        if let resolvedAfter { conditions.append("resolved_on > ?"); args.append(resolvedAfter.description) }
+        if let resolvedThrough { conditions.append("resolved_on <= ?"); args.append(resolvedThrough.description) }
         let whereSQL = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
         let order = ExceptionCategory.allCases.enumerated().map { "WHEN '\($1.rawValue)' THEN \($0)" }.joined(separator: " ")
-        return try Row.fetchAll(db.cachedStatement(sql: """
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: """
             SELECT category, transaction_id, order_id, account_id, product_id, gross_minor, currency, net_reporting_minor,
                    detail, first_seen, last_seen, resolved_on FROM (\(try episodesSQL)) \(whereSQL)
             ORDER BY CASE category \(order) END, first_seen, transaction_id, order_id
-            """), arguments: StatementArguments(args)).map(Self.exceptionRow)
+            """), arguments: StatementArguments(args))
+        while let row = try rows.next() { try body(Self.exceptionRow(row)) }
+    }
+
+    /// How many exceptions were open on `day`.
+    public func exceptionCount(openOn day: Day) throws -> Int {
+        try Int.fetchOne(db.cachedStatement(sql: """
+            SELECT count(*) FROM (\(try episodesSQL)) WHERE first_seen <= ?1 AND (resolved_on IS NULL OR resolved_on > ?1)
+            """), arguments: [day.description]) ?? 0
+    }
+
+    /// What a summary of the exceptions open on `day` adds up, one at a time: each one's
+    /// category, transaction, net in the reporting currency (nil where none, or where its sale
+    /// was posted by a run after `postedAfterRun`: not booked as of that run), first day seen,
+    /// and whether its transaction is in the sandbox book.
+    public func forEachOpenExceptionFigure(openOn day: Day, postedAfterRun: Int64?,
+                                           _ body: (_ category: String, _ transactionId: String, _ net: Int64?, _ firstSeen: Day, _ sandbox: Bool) throws -> Void) throws {
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: """
+            SELECT x.category, x.transaction_id,
+                   CASE WHEN ?2 IS NOT NULL AND EXISTS (SELECT 1 FROM entry e WHERE e.book IN ('production', 'sandbox') AND e.transaction_id = x.transaction_id
+                                                          AND e.kind = 'sale' AND e.run_id > ?2)
+                        THEN NULL ELSE x.net_reporting_minor END,
+                   x.first_seen,
+                   x.net_reporting_minor IS NOT NULL AND EXISTS (SELECT 1 FROM store_transaction t WHERE t.transaction_id = x.transaction_id AND t.book = 'sandbox')
+            FROM (\(try episodesSQL)) x WHERE x.first_seen <= ?1 AND (x.resolved_on IS NULL OR x.resolved_on > ?1)
+            """), arguments: [day.description, postedAfterRun])
+        while let r = try rows.next() { try body(r[0], r[1], r[2], Day(iso: r[3] as String)!, r[4]) }
     }
 
     /// Every episode of every exception: each row as it stands (its current episode), and the
@@ -99,11 +137,16 @@ extension LedgerReader {
     /// Those of `transactionIds` whose sale a run after `runId` posted: not booked in the state
     /// that run left (a workbook written again for its date shows them as not booked then).
     public func salesPosted(afterRun runId: Int64, of transactionIds: Set<String>) throws -> Set<String> {
-        guard try (Int64.fetchOne(db, sql: "SELECT max(id) FROM run") ?? 0) > runId else { return [] }
+        guard try runExists(after: runId) else { return [] }
         let statement = try db.cachedStatement(sql: """
             SELECT 1 FROM entry WHERE book IN ('production', 'sandbox') AND transaction_id = ? AND kind = 'sale' AND run_id > ?
             """)
         return try transactionIds.filter { try Bool.fetchOne(statement, arguments: [$0, runId]) ?? false }
+    }
+
+    /// Whether a run came after run `runId`.
+    public func runExists(after runId: Int64) throws -> Bool {
+        try (Int64.fetchOne(db.cachedStatement(sql: "SELECT max(id) FROM run")) ?? 0) > runId
     }
 
     /// Those of `transactionIds` in the sandbox book: their amounts are test sales', which no
