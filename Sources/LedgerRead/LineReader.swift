@@ -25,12 +25,21 @@ public enum LineReader {
         let fd = open(path, O_RDONLY)
         guard fd >= 0 else { throw ReadError.file(path, "cannot be read: \(String(cString: strerror(errno)))") }
         defer { close(fd) }
+        return try forEachChunk(path, descriptor: fd, body)
+    }
+
+    /// The same through an open descriptor, from the file's start, up to `limit` bytes if given
+    /// (what a first read found: bytes appended since are not read).
+    static func forEachChunk(_ path: String, descriptor fd: Int32, limit: Int? = nil,
+                             _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> (sha256: String, sizeBytes: Int) {
         var hasher = StreamingSHA256()
         var size = 0
         let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkBytes, alignment: 16)
         defer { chunk.deallocate() }
         while true {
-            let n = Glibc.read(fd, chunk.baseAddress, chunkBytes)
+            let want = limit.map { min(chunkBytes, $0 - size) } ?? chunkBytes
+            if want == 0 { break }
+            let n = pread(fd, chunk.baseAddress, want, off_t(size))
             if n < 0 {
                 if errno == EINTR { continue }
                 throw ReadError.file(path, "read failed: \(String(cString: strerror(errno)))")
@@ -68,8 +77,10 @@ public enum LineReader {
     /// Calls `body` with each record of the file in order, holding one chunk and one line (and
     /// the record before, to mark the last one `unterminated`), never the file; returns its
     /// SHA-256 and size.
+    /// `descriptor`: read through it (from the start, `limit` bytes at most) instead of opening
+    /// `path` (named in errors).
     @discardableResult
-    public static func forEachRecord(_ path: String, maxRecordBytes: Int = maxRecordBytes,
+    public static func forEachRecord(_ path: String, descriptor: Int32? = nil, limit: Int? = nil, maxRecordBytes: Int = maxRecordBytes,
                                      _ body: (RawRecord) throws -> Void) throws -> (sha256: String, sizeBytes: Int) {
         var line: [UInt8] = []
         var lineLength = 0          // bytes of the current line so far (also past the limit)
@@ -103,7 +114,11 @@ public enum LineReader {
             return true
         }
 
-        let (sha, size) = try forEachChunk(path) { bytes in
+        func chunks(_ each: (UnsafeRawBufferPointer) throws -> Void) throws -> (sha256: String, sizeBytes: Int) {
+            if let descriptor { return try forEachChunk(path, descriptor: descriptor, limit: limit, each) }
+            return try forEachChunk(path, each)
+        }
+        let (sha, size) = try chunks { bytes in
             let n = bytes.count
             var start = 0
             while start < n {

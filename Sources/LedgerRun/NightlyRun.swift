@@ -275,9 +275,15 @@ public struct NightlyRun {
                         try ingest.resolveCutLines(file)
                         return
                     }
-                    filesRead += 1
                     let before = ingest.counts.read
-                    try ingest.store(file)
+                    do {
+                        try ingest.store(file)
+                    } catch is Ingest.FileGone {
+                        // A big file read by the writer itself, gone before it opened it.
+                        goneFiles.append(input.path)
+                        return
+                    }
+                    filesRead += 1
                     tick.done = bytes
                     tick.advance(by: ingest.counts.read - before)
                     // Read before with other bytes: a file changed after it was read (an orders
@@ -1221,27 +1227,49 @@ struct Ingest {
         try resolveCutLines(file)
     }
 
+    /// A file listed for the night and gone before it was opened (moved or removed meanwhile).
+    struct FileGone: Error {}
+
     /// Records a line-based file's part at a time: at most this many records prepared at once.
     nonisolated(unsafe) static var linesPart = 2_000
-    /// A test's hook, called between the two reads of such a file (nil in use).
-    nonisolated(unsafe) static var betweenReads: ((URL) -> Void)?
+    /// A test's hook, called before such a file is opened ("open") and between its two reads
+    /// ("between"), nil in use.
+    nonisolated(unsafe) static var readHook: ((_ stage: String, _ url: URL) -> Void)?
 
     /// A line-based file too big to hold prepared (`PreparedFile.Body.lines`), read here twice
-    /// a record at a time: once for its SHA-256, size, records and new records (the file's
-    /// row, written before its records), then for its records, prepared and stored a part at a
-    /// time. Stores what the file prepared whole would: the same file row, records and texts,
-    /// outcomes and cut lines resolved. A file whose bytes changed between the two reads (one
-    /// still being written, under its final name) stops the night: the ledger stays as it was.
+    /// a record at a time, through one open descriptor: once for its SHA-256, size, records and
+    /// new records (the file's row, written before its records), then for its records, prepared
+    /// and stored a part at a time. Stores what the file prepared whole would: the same file
+    /// row, records and texts, outcomes and cut lines resolved. The second read stops where the
+    /// first did (a file still being appended to is read as it stood, as a file read whole is);
+    /// the file moved, removed or replaced meanwhile is read as it was opened; gone before it
+    /// was opened, it is `FileGone` (not read tonight, nothing written). Bytes of it rewritten
+    /// between the two reads stop the night: the ledger stays as it was.
     mutating func lines(_ listed: InputFile, signed: Bool, statKey before: String?) throws {
         let path = listed.path, url = listed.url, ext = url.pathExtension.lowercased()
+        Self.readHook?("open", url)
+        let fd = open(url.path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let why = errno
+            if why == ENOENT {
+                // Its folder gone too (a share unmounted mid-night) is no empty night.
+                let folder = url.deletingLastPathComponent()
+                guard FileManager.default.fileExists(atPath: folder.path) else {
+                    throw ReadError.file(folder.path, "disappeared while the night read it (a share unmounted, or the folder moved?): restore it and run again")
+                }
+                throw FileGone()
+            }
+            throw ReadError.file(url.path, "cannot be read: \(String(cString: strerror(why)))")
+        }
+        defer { close(fd) }
         let seen = try writer.recordHashes(path: path)
         func isNew(_ r: RawRecord) -> Bool { seen.isEmpty || !seen.contains(Hashing.sha256Hex(utf8: r.text)) }
         var records = 0, fresh = 0
-        let first = try LineReader.forEachRecord(url.path) { r in
+        let first = try LineReader.forEachRecord(url.path, descriptor: fd) { r in
             records += 1
             if isNew(r) { fresh += 1 }
         }
-        Self.betweenReads?(url)
+        Self.readHook?("between", url)
         var input = listed
         input.sha256 = first.sha256
         input.sizeBytes = first.sizeBytes
@@ -1270,10 +1298,12 @@ struct Ingest {
             }
             part.removeAll(keepingCapacity: true)
         }
-        let second = try LineReader.forEachRecord(url.path) { r in
+        let second = try LineReader.forEachRecord(url.path, descriptor: fd, limit: first.sizeBytes) { r in
             guard isNew(r) else {
                 // Stored from an earlier version of the file: whole unless cut short (its last line).
-                if cut && (!r.unterminated || (signed ? false : Self.parsedWhole(PreparedFile.prepareReceipt(r, path: path, verifier: verifier)))) {
+                if cut && (!r.unterminated || (signed
+                    ? signedVerifier.map { Self.cutShort(PreparedFile.PreparedSigned(r, fileExtension: ext, verifier: $0, stored: [])) == nil } ?? false
+                    : Self.parsedWhole(PreparedFile.prepareReceipt(r, path: path, verifier: verifier)))) {
                     whole.append(r.line)
                 }
                 return
@@ -1283,7 +1313,7 @@ struct Ingest {
         }
         try store()
         guard second.sha256 == first.sha256, second.sizeBytes == first.sizeBytes else {
-            throw ReadError.file(url.path, "changed while the night read it (read twice, as it has more than \(PreparedFile.linesAboveRecords) records or \(PreparedFile.linesAboveBytes >> 20) MiB): nothing of the night was written; give a file being written a temporary name until it is complete, and run again")
+            throw ReadError.file(url.path, "was rewritten while the night read it (read twice, as it has more than \(PreparedFile.linesAboveRecords) records or \(PreparedFile.linesAboveBytes >> 20) MiB; bytes appended are not read until the next night, bytes changed are): nothing of the night was written; run again")
         }
         if cut && !whole.isEmpty { try writer.resolveTruncatedLines(path: path, sha256: input.sha256, lines: whole.sorted(), runId: runId) }
     }

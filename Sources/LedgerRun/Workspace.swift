@@ -209,8 +209,13 @@ public struct Workspace {
     /// So can the files of those sets (a folder at a workbook's path cannot be renamed over),
     /// and the folder each file is written in before its rename (`.iapledger-tmp`): a file in
     /// its place, or a folder at a workbook's path, also stopped the night after its commit.
+    /// An earlier month's set already under `reports/` is written again when entries dated in
+    /// it post while it is open: its folder is checked too.
     public func checkSetFolders(asOf: Day) throws {
-        for day in [asOf, asOf.month.previous.lastDay] {
+        let previous = asOf.month.previous
+        let earlier = ((try? FileManager.default.contentsOfDirectory(atPath: reportsURL.path)) ?? []).compactMap(Day.init(iso:))
+            .filter { $0 == $0.month.lastDay && $0.month < previous }.sorted()
+        for day in [asOf, previous.lastDay] + earlier {
             let dir = reportDirectory(asOf: day)
             try Self.refuseDanglingLink(dir)
             var st = stat()
@@ -222,7 +227,7 @@ public struct Workspace {
                 let file = dir.appendingPathComponent(name)
                 // lstat: a link at the path is renamed over (the link replaced), whatever it names.
                 guard lstat(file.path, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else { continue }
-                throw ReadError.file(file.path, "is a folder at the path of a file of the set of \(day), which cannot be written over it; nothing was read or written; move it away and run again")
+                throw ReadError.file(file.path, "is a folder at the path of a file of the set of \(day), which a night may write: it cannot write over a folder; nothing was read or written; move it away and run again")
             }
         }
         try Self.refuseDanglingLink(tempURL)

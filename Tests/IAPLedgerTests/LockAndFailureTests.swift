@@ -608,14 +608,16 @@ final class LockAndFailureTests: XCTestCase {
             XCTAssertEqual(try Data(contentsOf: db), before, "the ledger is unchanged")
             try FileManager.default.removeItem(at: reports)
         }
-        // A folder at a path of a file of either set (it could not be renamed over), and a
+        // A folder at a path of a file of either set, or of an earlier month's set under
+        // reports/ (written again when entries dated in it post; it could not be renamed over), and a
         // file in the place of the folder each file is written in first: the same (both
         // committed the night, then failed writing its workbooks).
-        for (day, name) in [("2026-10-08", "finance-2026-10-08.xlsx"), ("2026-09-30", "journal-2026-09-30.csv.gz")] {
+        for (day, name) in [("2026-10-08", "finance-2026-10-08.xlsx"), ("2026-09-30", "journal-2026-09-30.csv.gz"),
+                            ("2026-06-30", "sandbox-2026-06-30.xlsx")] {
             let inTheWay = reports.appendingPathComponent("\(day)/\(name)")
             try FileManager.default.createDirectory(at: inTheWay, withIntermediateDirectories: true)
             XCTAssertThrowsError(try ws.run("2026-10-08")) { error in
-                XCTAssertEqual("\(error)", "\(inTheWay.path): is a folder at the path of a file of the set of \(day), which cannot be written over it; nothing was read or written; move it away and run again")
+                XCTAssertEqual("\(error)", "\(inTheWay.path): is a folder at the path of a file of the set of \(day), which a night may write: it cannot write over a folder; nothing was read or written; move it away and run again")
             }
             XCTAssertEqual(try Data(contentsOf: db), before, "the ledger is unchanged")
             try FileManager.default.removeItem(at: reports)

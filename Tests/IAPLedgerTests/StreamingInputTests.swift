@@ -85,25 +85,58 @@ final class StreamingInputTests: XCTestCase {
         XCTAssertEqual(ended.map(\.unterminated), [false, false])
     }
 
-    /// A file read a part at a time (past a number of records) is read twice: one whose bytes
-    /// changed between the reads (appended to under its final name) stops the night, the ledger
-    /// as it was, and the next night reads it whole.
-    func testABigLineFileChangedBetweenItsReadsStopsTheNight() throws {
-        defer { PreparedFile.linesAboveRecords = 100_000; Ingest.betweenReads = nil }
+    /// A file read a part at a time (past a number of records) is read twice, through one
+    /// descriptor: bytes appended between the reads (a file still being written) are left for
+    /// the next night, as a file read whole leaves them; moved away meanwhile, it is read as it
+    /// was opened; gone before it was opened, the night goes on without it and names it; bytes
+    /// of it rewritten between the reads stop the night, the ledger as it was.
+    func testABigLineFileIsReadAsItStoodWhenTheNightOpenedIt() throws {
+        defer { PreparedFile.linesAboveRecords = 100_000; Ingest.readHook = nil }
         PreparedFile.linesAboveRecords = 2
+        let url = ws.root.appendingPathComponent("inbox/receipts/big.jsonl")
         try ws.write("inbox/receipts/big.jsonl", ["8301", "8302", "8303"].map(record).joined(separator: "\n") + "\n")
         let db = ws.root.appendingPathComponent("ledger.sqlite")
-        let url = ws.root.appendingPathComponent("inbox/receipts/big.jsonl")
-        Ingest.betweenReads = { _ in try? TestWorkspace.appendText(url, self.record("8304") + "\n") }
+        // Rewritten in place (the same size): the night stops, nothing stored.
+        Ingest.readHook = { stage, _ in
+            guard stage == "between", let h = FileHandle(forUpdatingAtPath: url.path) else { return }
+            try? h.seek(toOffset: 40)
+            h.write(Data("X".utf8))
+            try? h.close()
+        }
         XCTAssertThrowsError(try ws.run("2026-10-06")) { error in
-            XCTAssertEqual("\(error)", "\(url.path): changed while the night read it (read twice, as it has more than 2 records or 64 MiB): nothing of the night was written; give a file being written a temporary name until it is complete, and run again")
+            XCTAssertEqual("\(error)", "\(url.path): was rewritten while the night read it (read twice, as it has more than 2 records or 64 MiB; bytes appended are not read until the next night, bytes changed are): nothing of the night was written; run again")
         }
         if FileManager.default.fileExists(atPath: db.path) { XCTAssertEqual(try outcomes("inbox/receipts/big.jsonl").count, 0, "nothing stored") }
-        Ingest.betweenReads = nil
+        // Appended to between the reads, then moved away: read as it stood when opened.
+        try ws.write("inbox/receipts/big.jsonl", ["8301", "8302", "8303"].map(record).joined(separator: "\n") + "\n")
+        let moved = ws.root.appendingPathComponent("moved.jsonl")
+        Ingest.readHook = { stage, _ in
+            guard stage == "between" else { return }
+            try? TestWorkspace.appendText(url, self.record("8304") + "\n")
+            try? FileManager.default.moveItem(at: url, to: moved)
+        }
         let r = try ws.run("2026-10-06")
-        XCTAssertEqual(r.counts.read, 4)
-        XCTAssertEqual(r.counts.verified, 4)
+        XCTAssertEqual(r.counts.read, 3)
+        XCTAssertEqual(r.counts.verified, 3)
+        XCTAssertEqual(r.filesRead, 1)
+        // Back, with its appended line: the next night reads that line alone.
+        Ingest.readHook = nil
+        try FileManager.default.moveItem(at: moved, to: url)
+        let next = try ws.run("2026-10-07")
+        XCTAssertEqual(next.counts.read, 1)
         XCTAssertEqual(try outcomes("inbox/receipts/big.jsonl").count, 4)
+        // Gone before it was opened: named, not read, the night goes on.
+        try ws.write("inbox/receipts/other.jsonl", ["8401", "8402", "8403"].map(record).joined(separator: "\n") + "\n")
+        try ws.write("inbox/receipts/small.jsonl", record("8405") + "\n")
+        let other = ws.root.appendingPathComponent("inbox/receipts/other.jsonl")
+        Ingest.readHook = { stage, u in
+            guard stage == "open", u == other else { return }
+            try? FileManager.default.removeItem(at: other)
+        }
+        let gone = try ws.run("2026-10-08")
+        XCTAssertEqual(gone.goneFiles, ["inbox/receipts/other.jsonl"])
+        XCTAssertEqual(gone.counts.read, 1, "the small file")
+        XCTAssertEqual(gone.filesRead, 1)
     }
 
     /// A 2 GiB line (a sparse file: no disk) between two good records, read by the real
