@@ -33,31 +33,68 @@ public enum ExceptionsOutput {
     }
 
     public static func render(_ rows: [ExceptionRow], asOf: Day, format: String) -> String {
-        let json = rows.map {
-            JSONRow(category: $0.category, transaction_id: $0.transactionId, order_id: $0.orderId,
-                    status: $0.isOpen ? "open" : "resolved", first_seen: $0.firstSeen.description,
-                    resolved_on: $0.resolvedOn?.description, age_days: $0.ageDays(asOf: asOf), detail: $0.detail)
-        }
-        switch format {
-        case "json":
+        var out = ""
+        var writer = Writer(asOf: asOf, format: format)
+        out += writer.begin()
+        for r in rows { out += writer.add(r) }
+        return out + writer.end()
+    }
+
+    /// Writes the exceptions one at a time, as `render` does them all: a beginning, a piece per
+    /// exception, an ending (`exceptions` spools them so: a million open ones took 1.3 GB held).
+    public struct Writer {
+        let asOf: Day, format: String
+        private var count = 0
+        private let encoder: JSONEncoder = {
             let enc = JSONEncoder()
             enc.outputFormatting = [.prettyPrinted, .sortedKeys]
-            return TerminalText.jsonEscapingInvisible(String(decoding: (try? enc.encode(json)) ?? Data("[]".utf8), as: UTF8.self)) + "\n"
-        case "csv":
-            var out = "category,transaction_id,order_id,status,first_seen,resolved_on,age_days,detail\n"
-            for r in json {
-                out += [r.category, r.transaction_id, r.order_id ?? "", r.status, r.first_seen, r.resolved_on ?? "", String(r.age_days), r.detail]
+            return enc
+        }()
+
+        public init(asOf: Day, format: String) {
+            self.asOf = asOf
+            self.format = format
+        }
+
+        public func begin() -> String {
+            switch format {
+            case "json": return "[\n"
+            case "csv": return "category,transaction_id,order_id,status,first_seen,resolved_on,age_days,detail\n"
+            default: return ""
+            }
+        }
+
+        public mutating func add(_ e: ExceptionRow) -> String {
+            let r = JSONRow(category: e.category, transaction_id: e.transactionId, order_id: e.orderId,
+                            status: e.isOpen ? "open" : "resolved", first_seen: e.firstSeen.description,
+                            resolved_on: e.resolvedOn?.description, age_days: e.ageDays(asOf: asOf), detail: e.detail)
+            count += 1
+            switch format {
+            case "json":
+                // An element of the array as JSONEncoder writes one: its lines indented by two.
+                let object = TerminalText.jsonEscapingInvisible(String(decoding: (try? encoder.encode(r)) ?? Data("{}".utf8), as: UTF8.self))
+                var element = count > 1 ? ",\n  " : "  "
+                element.unicodeScalars.reserveCapacity(object.utf8.count + 64)
+                for u in object.unicodeScalars {
+                    element.unicodeScalars.append(u)
+                    if u == "\n" { element += "  " }
+                }
+                return element
+            case "csv":
+                return [r.category, r.transaction_id, r.order_id ?? "", r.status, r.first_seen, r.resolved_on ?? "", String(r.age_days), r.detail]
                     .map(CSV.escape).joined(separator: ",") + "\n"
-            }
-            return out
-        default:
-            if rows.isEmpty { return "No exceptions.\n" }
-            var out = ""
-            for r in json {
+            default:
                 // A detail may quote an order's fields as read: no control character reaches the terminal.
-                out += "\(r.status.padding(toLength: 9, withPad: " ", startingAt: 0)) \(r.category.padding(toLength: 31, withPad: " ", startingAt: 0)) tx \(r.transaction_id.isEmpty ? "-" : TerminalText.visible(r.transaction_id)) order \(TerminalText.visible(r.order_id ?? "-")) first seen \(r.first_seen)\(r.resolved_on.map { " resolved \($0)" } ?? "") age \(r.age_days)d\n    \(TerminalText.visible(r.detail))\n"
+                return "\(r.status.padding(toLength: 9, withPad: " ", startingAt: 0)) \(r.category.padding(toLength: 31, withPad: " ", startingAt: 0)) tx \(r.transaction_id.isEmpty ? "-" : TerminalText.visible(r.transaction_id)) order \(TerminalText.visible(r.order_id ?? "-")) first seen \(r.first_seen)\(r.resolved_on.map { " resolved \($0)" } ?? "") age \(r.age_days)d\n    \(TerminalText.visible(r.detail))\n"
             }
-            return out + "\(rows.count) exception(s) as of \(asOf)\n"
+        }
+
+        public func end() -> String {
+            switch format {
+            case "json": return "\n]\n"
+            case "csv": return ""
+            default: return count == 0 ? "No exceptions.\n" : "\(count) exception(s) as of \(asOf)\n"
+            }
         }
     }
 }

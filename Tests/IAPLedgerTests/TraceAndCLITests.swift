@@ -38,6 +38,36 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertTrue(try cli(["trace", "ord-90", "--workspace", ws.root.path]).out.contains("CREDITED_WITHOUT_TRANSACTION open, no transaction, first seen"))
     }
 
+    /// `exceptions` writes its list a row at a time (spooled, none held): the same text as the
+    /// whole list rendered at once, JSON as JSONEncoder writes the array, in each format, empty
+    /// or not.
+    func testExceptionsAreListedARowAtATimeAsTheWholeListRenders() throws {
+        try ws.write("inbox/orders/o.csv", ReconciliationTests.header + "ord-91,acct-9,,coins.100,1,100,2026-10-05T10:00:00Z,production,USA,,\n"
+                     + "ord-92,acct-9,,coins.100,1,100,2026-10-05T10:00:00Z,production,USA,,\n"
+                     + "ord-93,acct-\u{202E}9,9999,coins.100,1,100,2026-10-05T10:00:00Z,production,USA,,\n")
+        try ws.run("2026-10-07")
+        let ledger = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path, readOnly: true)
+        let rows = try ledger.read { try $0.exceptions(status: "open") }
+        XCTAssertGreaterThanOrEqual(rows.count, 2)
+        let day = Day(iso: "2026-10-07")!
+        for format in ["table", "csv", "json"] {
+            let listed = try cli(["exceptions", "--format", format, "--workspace", ws.root.path])
+            XCTAssertEqual(listed.status, 0, listed.err)
+            XCTAssertEqual(listed.out, ExceptionsOutput.render(rows, asOf: day, format: format), format)
+            let none = try cli(["exceptions", "--format", format, "--status", "resolved", "--workspace", ws.root.path])
+            XCTAssertEqual(none.out, ExceptionsOutput.render([], asOf: day, format: format), format)
+        }
+        // JSON as the encoder writes the whole array.
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let whole = rows.map { ExceptionsOutput.JSONRow(category: $0.category, transaction_id: $0.transactionId, order_id: $0.orderId,
+                                                         status: "open", first_seen: $0.firstSeen.description, resolved_on: nil,
+                                                         age_days: $0.ageDays(asOf: day), detail: $0.detail) }
+        XCTAssertEqual(ExceptionsOutput.render(rows, asOf: day, format: "json"),
+                       TerminalText.jsonEscapingInvisible(String(decoding: try encoder.encode(whole), as: UTF8.self)) + "\n")
+        XCTAssertEqual(ExceptionsOutput.render([], asOf: day, format: "json"), String(decoding: try encoder.encode([ExceptionsOutput.JSONRow]()), as: UTF8.self) + "\n")
+    }
+
     /// `findings --code` with a code the ledger never held (a typo) says so on stderr, with the
     /// codes it holds ("No findings." alone read as nothing to book).
     func testFindingsOfACodeTheLedgerNeverHeldSaysSo() throws {
