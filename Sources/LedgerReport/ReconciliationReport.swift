@@ -40,7 +40,7 @@ public struct ReconciliationReport {
     func forEachOpenException(_ body: (ExceptionRow) throws -> Void) throws {
         let later = try postedAfterStateRun()
         try reader.forEachException(openOn: asOf) { e in
-            guard let later, e.netReportingMinor != nil, !(try reader.salesPosted(afterRun: later, of: [e.transactionId])).isEmpty else { return try body(e) }
+            guard let later, e.netReportingMinor != nil, try reader.salePosted(afterRun: later, transactionId: e.transactionId) else { return try body(e) }
             var e = e
             e.grossMinor = nil; e.currency = nil; e.netReportingMinor = nil
             try body(e)

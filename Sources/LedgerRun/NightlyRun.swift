@@ -765,6 +765,20 @@ struct PreparedFile {
     /// record); JSON Lines and one-JWS-a-line files are read a chunk at a time, any size.
     static let maxWholeFileBytes = 512 << 20
 
+    /// Whether a file listed for the night is gone (moved or removed before it was read: a
+    /// backend archiving its inbox while the night runs): not there tonight, as if never
+    /// listed. (A link still there whose target is gone stops the night, as documented.) Its
+    /// folder gone too (a share unmounted mid-night) is no empty night: an error.
+    static func isGone(_ url: URL) throws -> Bool {
+        var st = stat()
+        guard url.path.withCString({ lstat($0, &st) != 0 && errno == ENOENT }) else { return false }
+        let folder = url.deletingLastPathComponent()
+        guard FileManager.default.fileExists(atPath: folder.path) else {
+            throw ReadError.file(folder.path, "disappeared while the night read it (a share unmounted, or the folder moved?): restore it and run again")
+        }
+        return true
+    }
+
     /// A line-based file of more records or bytes than these is not prepared whole ahead of the
     /// writer, but read by it a part at a time (`Body.lines`): a file of 1.1 million bad lines
     /// held 760 MiB prepared (about 700 bytes a record, whatever its length), and a file of
@@ -1047,17 +1061,7 @@ final class PreparedFiles: @unchecked Sendable {
                         if case .lines(let signed, _) = file.body { file.body = .lines(signed: signed, statKey: before) }
                         return file
                       } catch {
-                        // Listed, then moved or removed before it was read (a backend archiving
-                        // its inbox while the night runs): not there tonight, as if never listed.
-                        // (A link still there whose target is gone stops the night, as documented.)
-                        var st = stat()
-                        let gone = url.path.withCString { lstat($0, &st) != 0 && errno == ENOENT }
-                        guard gone else { throw error }
-                        // Its folder gone too (a share unmounted mid-night) is no empty night.
-                        let folder = url.deletingLastPathComponent()
-                        guard FileManager.default.fileExists(atPath: folder.path) else {
-                            throw ReadError.file(folder.path, "disappeared while the night read it (a share unmounted, or the folder moved?): restore it and run again")
-                        }
+                        guard try PreparedFile.isGone(url) else { throw error }
                         return PreparedFile(input: InputFile(url: url, path: workspace.relative(url), kind: kind, sizeBytes: 0, sha256: ""), body: .gone)
                       }
                     }
@@ -1251,14 +1255,7 @@ struct Ingest {
         let fd = open(url.path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             let why = errno
-            if why == ENOENT {
-                // Its folder gone too (a share unmounted mid-night) is no empty night.
-                let folder = url.deletingLastPathComponent()
-                guard FileManager.default.fileExists(atPath: folder.path) else {
-                    throw ReadError.file(folder.path, "disappeared while the night read it (a share unmounted, or the folder moved?): restore it and run again")
-                }
-                throw FileGone()
-            }
+            if try PreparedFile.isGone(url) { throw FileGone() }
             throw ReadError.file(url.path, "cannot be read: \(String(cString: strerror(why)))")
         }
         defer { close(fd) }
@@ -1285,13 +1282,13 @@ struct Ingest {
             if signed {
                 guard let signedVerifier else { throw ReadError.file(url.path, "signed data read with no verifier") }
                 for p in PreparedFile.withTexts(part.map { PreparedFile.PreparedSigned($0, fileExtension: ext, verifier: signedVerifier, stored: []) }) {
-                    if cut && Self.cutShort(p) == nil { whole.append(p.record.line) }
+                    if cut && Self.isWhole(p) { whole.append(p.record.line) }
                     try signedRecord(p, fileId: fileId, path: path)
                 }
             } else {
                 for p in PreparedFile.withTexts(part.map { PreparedFile.prepareReceipt($0, path: path, verifier: verifier) }) {
                     counts.read += 1
-                    if cut && (!p.record.unterminated || Self.parsedWhole(p)) { whole.append(p.record.line) }
+                    if cut && Self.isWhole(p) { whole.append(p.record.line) }
                     try receipt(p, sha: p.sha256, fileId: fileId, path: path)
                     CrashPoint.tick("verify:receipts", every: 10)
                 }
@@ -1302,8 +1299,8 @@ struct Ingest {
             guard isNew(r) else {
                 // Stored from an earlier version of the file: whole unless cut short (its last line).
                 if cut && (!r.unterminated || (signed
-                    ? signedVerifier.map { Self.cutShort(PreparedFile.PreparedSigned(r, fileExtension: ext, verifier: $0, stored: [])) == nil } ?? false
-                    : Self.parsedWhole(PreparedFile.prepareReceipt(r, path: path, verifier: verifier)))) {
+                    ? signedVerifier.map { Self.isWhole(PreparedFile.PreparedSigned(r, fileExtension: ext, verifier: $0, stored: [])) } ?? false
+                    : Self.isWhole(PreparedFile.prepareReceipt(r, path: path, verifier: verifier)))) {
                     whole.append(r.line)
                 }
                 return
@@ -1332,8 +1329,8 @@ struct Ingest {
             // Whole records: a signed one stored before (not verified again) is whole as read.
             let records: [(line: Int, text: Substring)]
             switch file.body {
-            case .receipts(let r): records = r.filter { !$0.record.unterminated || Self.parsedWhole($0) }.map { ($0.record.line, $0.record.text) }
-            case .signed(let r): records = r.filter { Self.cutShort($0) == nil }.map { ($0.record.line, $0.record.text) }
+            case .receipts(let r): records = r.filter(Self.isWhole).map { ($0.record.line, $0.record.text) }
+            case .signed(let r): records = r.filter(Self.isWhole).map { ($0.record.line, $0.record.text) }
             // A version read before (unchanged since, or put back): its records as the file holds
             // them (the ledger stored only those it brought first: a record an earlier version
             // brought is in it too), else as stored.
@@ -1353,8 +1350,8 @@ struct Ingest {
         }
         let whole: [Int]
         switch file.body {
-        case .receipts(let records): whole = records.filter { !$0.record.unterminated || Self.parsedWhole($0) }.map(\.record.line)
-        case .signed(let records): whole = records.filter { Self.cutShort($0) == nil }.map(\.record.line)
+        case .receipts(let records): whole = records.filter(Self.isWhole).map(\.record.line)
+        case .signed(let records): whole = records.filter(Self.isWhole).map(\.record.line)
         case let .orders(rows, _, _, _, _, _):
             whole = rows.filter { if case .failure(let f) = $0.result, f.code == "TRUNCATED" { return false }; return true }.map(\.line)
         case .alreadyRead: whole = try writer.wholeLines(path: path, sha256: file.input.sha256)
@@ -1363,10 +1360,14 @@ struct Ingest {
         if !whole.isEmpty { try writer.resolveTruncatedLines(path: path, sha256: file.input.sha256, lines: whole, runId: runId) }
     }
 
-    static func parsedWhole(_ r: PreparedFile.PreparedReceipt) -> Bool {
+    /// A record read whole (not the file's last line cut short): what settles a line an
+    /// earlier version of its file ended inside.
+    static func isWhole(_ r: PreparedFile.PreparedReceipt) -> Bool {
+        if !r.record.unterminated { return true }
         if case .success = r.parsed { return true }
         return false
     }
+    static func isWhole(_ r: PreparedFile.PreparedSigned) -> Bool { cutShort(r) == nil }
 
     /// An empty or blank file (a transfer that failed?): one rejected record, not silence.
     mutating func empty(_ input: InputFile) throws {

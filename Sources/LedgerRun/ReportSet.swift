@@ -52,7 +52,7 @@ struct ReportSet {
         let dir = workspace.reportDirectory(asOf: asOf)
         var jobs: [Job] = []
         for (book, workbook) in [(Book.production, ReportWorkbook.finance), (Book.sandbox, ReportWorkbook.sandbox)] {
-            let url = dir.appendingPathComponent("\(workbook.rawValue)-\(asOf).xlsx")
+            let url = dir.appendingPathComponent(Workspace.workbookName(workbook, asOf: asOf))
             jobs.append(Job(name: url.lastPathComponent) { [self] reader in
                 CrashPoint.hit("report:\(url.lastPathComponent)")
                 var report = FinanceReport(reader: reader, book: book, asOf: asOf, reportingCurrency: config.reportingCurrency,
@@ -60,7 +60,7 @@ struct ReportSet {
                 report.journalRowCap = config.journalRowCap
                 report.shared = shared
                 var exports: [ReportFile] = []
-                let exportName = (book == .production ? "journal-" : "sandbox-journal-") + "\(asOf).csv.gz"
+                let exportName = Workspace.journalExportName(book, asOf: asOf)
                 // Past the cap, the full journal goes beside the workbook with the Journal sheet's
                 // columns; a layout without the Journal sheet has no journal to export.
                 if try report.journalOverCap(), let journal = try report.laidOutJournalTable() {
@@ -93,7 +93,7 @@ struct ReportSet {
                 return [ReportFile(url: url, keptAside: keptAside)] + exports
             })
         }
-        let url = dir.appendingPathComponent("reconciliation-\(asOf).xlsx")
+        let url = dir.appendingPathComponent(Workspace.workbookName(.reconciliation, asOf: asOf))
         jobs.append(Job(name: url.lastPathComponent) { [self] reader in
             CrashPoint.hit("report:\(url.lastPathComponent)")
             var report = ReconciliationReport(reader: reader, asOf: asOf, reportingCurrency: config.reportingCurrency, runId: runId,

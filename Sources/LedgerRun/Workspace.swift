@@ -108,7 +108,15 @@ public struct Workspace {
 
     /// A set's workbook as the ledger registers it (`reports/<day>/<workbook>-<day>.xlsx`).
     public static func workbookPath(_ workbook: ReportWorkbook, asOf: Day) -> String {
-        "reports/\(asOf)/\(workbook.rawValue)-\(asOf).xlsx"
+        "reports/\(asOf)/" + workbookName(workbook, asOf: asOf)
+    }
+
+    /// A set's workbook's file name (`finance-<day>.xlsx`).
+    static func workbookName(_ workbook: ReportWorkbook, asOf: Day) -> String { "\(workbook.rawValue)-\(asOf).xlsx" }
+
+    /// A book's journal export's file name, beside the workbook past the journal cap.
+    static func journalExportName(_ book: Book, asOf: Day) -> String {
+        (book == .production ? "journal-" : "sandbox-journal-") + "\(asOf).csv.gz"
     }
 
     /// `reports/.iapledger-ledger`: the identity of the ledger whose nights write the sets in
@@ -240,7 +248,7 @@ public struct Workspace {
     /// The files a night's set as of `day` may write into `reports/<day>/`: its workbooks and
     /// the journal exports beside them.
     static func setFileNames(asOf day: Day) -> [String] {
-        ReportWorkbook.allCases.map { "\($0.rawValue)-\(day).xlsx" } + ["journal-\(day).csv.gz", "sandbox-journal-\(day).csv.gz"]
+        ReportWorkbook.allCases.map { workbookName($0, asOf: day) } + [Book.production, .sandbox].map { journalExportName($0, asOf: day) }
     }
 
     /// What is at a ledger's path, read through a link as SQLite opens it: nothing (`missing`),

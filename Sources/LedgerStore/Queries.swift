@@ -60,21 +60,6 @@ public struct RecordProblem: Equatable {
     public var resolvedOn: Day? = nil
 }
 
-/// Something seen by one run and perhaps resolved by a later one (a record that did not
-/// verify, a finding).
-public protocol SeenAndResolved {
-    var firstSeen: Day { get }
-    var resolvedOn: Day? { get }
-}
-
-extension SeenAndResolved {
-    /// Seen on or before `day` and not resolved by then: what a workbook as of `day` lists.
-    public func isOpen(on day: Day) -> Bool { firstSeen <= day && (resolvedOn.map { $0 > day } ?? true) }
-}
-
-extension RecordProblem: SeenAndResolved {}
-extension FindingRow: SeenAndResolved {}
-
 /// An open or resolved finding (MISSING_RULE and others).
 public struct FindingRow: Equatable {
     public var code: String

@@ -138,10 +138,14 @@ extension LedgerReader {
     /// that run left (a workbook written again for its date shows them as not booked then).
     public func salesPosted(afterRun runId: Int64, of transactionIds: Set<String>) throws -> Set<String> {
         guard try runExists(after: runId) else { return [] }
-        let statement = try db.cachedStatement(sql: """
+        return try transactionIds.filter { try salePosted(afterRun: runId, transactionId: $0) }
+    }
+
+    /// Whether the sale of `transactionId` was posted by a run after run `runId`.
+    public func salePosted(afterRun runId: Int64, transactionId: String) throws -> Bool {
+        try Bool.fetchOne(db.cachedStatement(sql: """
             SELECT 1 FROM entry WHERE book IN ('production', 'sandbox') AND transaction_id = ? AND kind = 'sale' AND run_id > ?
-            """)
-        return try transactionIds.filter { try Bool.fetchOne(statement, arguments: [$0, runId]) ?? false }
+            """), arguments: [transactionId, runId]) ?? false
     }
 
     /// Whether a run came after run `runId`.
