@@ -345,15 +345,7 @@ final class HostileInputTests: XCTestCase {
     func testManyOpenRecordsAreCountedPastTheCapNotListed() throws {
         try ws.write("inbox/receipts/flood.jsonl", (1...5).map { "x\($0)" }.joined(separator: "\n") + "\n" + good("FL1") + "\n")
         try ws.run("2026-11-03")
-        let rows = try ledger().read { r -> [[String]] in
-            var report = FinanceReport(reader: r, book: .production, asOf: Day(iso: "2026-11-03")!, reportingCurrency: "USD",
-                                       toolVersion: "t", runId: nil, layout: try ReportLayout.shipped(.finance))
-            report.findingsLimit = 2
-            let table = try XCTUnwrap(try report.runInfoSheet().tables.first { $0.key == "not_posted" })
-            var out: [[String]] = []
-            try table.rows { row in out.append(row.cells.map { if case .text(let t) = $0 { return t }; return "" }) }
-            return out
-        }
+        let rows = try ledger().runInfoTexts("not_posted", asOf: "2026-11-03", findingsLimit: 2)
         XCTAssertEqual(rows.map { $0[0] }, ["inbox/receipts/flood.jsonl", "inbox/receipts/flood.jsonl",
                                          "... and 3 more open MALFORMED records, not listed here (the reconciliation workbook's Pending and Rejected sheets list up to 100000 of each code)"])
         // Counted in the ledger, not read whole: the first of each code in order, at most a

@@ -284,15 +284,7 @@ final class KeptRulesTests: XCTestCase {
                       "\(summary.prefix(8))")
         // Run Info, two of each code at most: the third is counted, not listed.
         let ledger = try Ledger(path: dbPath, readOnly: true)
-        let rows = try ledger.read { r -> [[String]] in
-            var report = FinanceReport(reader: r, book: .production, asOf: Day(iso: "2026-10-08")!, reportingCurrency: "USD",
-                                   toolVersion: "t", runId: nil, layout: try ReportLayout.shipped(.finance))
-            report.findingsLimit = 2
-            let table = try XCTUnwrap(try report.runInfoSheet().tables.first { $0.key == "findings" })
-            var out: [[String]] = []
-            try table.rows { row in out.append(row.cells.map { if case .text(let t) = $0 { return t }; return "" }) }
-            return out
-        }
+        let rows = try ledger.runInfoTexts("findings", asOf: "2026-10-08", findingsLimit: 2)
         XCTAssertEqual(rows.filter { $0[0] == "RULES_CHANGED" }.map { $0[1] }, ["9001", "9002", ""])
         XCTAssertEqual(rows.last?[2], "... and 1 more open RULES_CHANGED findings, not listed here: `iapledger findings --code RULES_CHANGED` lists them all")
         // The command lists all of them.

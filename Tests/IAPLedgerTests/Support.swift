@@ -5,6 +5,8 @@ import ZIPFoundation
 @testable import LedgerCore
 @testable import LedgerRun
 @testable import LedgerRead
+@testable import LedgerStore
+@testable import LedgerReport
 
 /// Shared helpers of the test suite.
 enum Fixtures {
@@ -205,6 +207,22 @@ enum Tamper {
             try d.execute(sql: "DROP TRIGGER \(trigger)")
             try d.execute(sql: sql)
             try d.execute(sql: create)
+        }
+    }
+}
+
+extension Ledger {
+    /// The texts (other cells empty) of a table of the production finance workbook's Run Info
+    /// as of `asOf`, listing at most `findingsLimit` records and findings of each code.
+    func runInfoTexts(_ key: String, asOf: String, findingsLimit: Int) throws -> [[String]] {
+        try read { r in
+            var report = FinanceReport(reader: r, book: .production, asOf: Day(iso: asOf)!, reportingCurrency: "USD",
+                                       toolVersion: "t", runId: nil, layout: try ReportLayout.shipped(.finance))
+            report.findingsLimit = findingsLimit
+            let table = try XCTUnwrap(try report.runInfoSheet().tables.first { $0.key == key })
+            var out: [[String]] = []
+            try table.rows { row in out.append(row.cells.map { if case .text(let t) = $0 { return t }; return "" }) }
+            return out
         }
     }
 }
