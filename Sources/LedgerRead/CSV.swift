@@ -51,13 +51,28 @@ public enum CSV {
         var rows: [Result<CSVRow, CSVError>] = []
         var s = text
         if s.hasPrefix("\u{FEFF}") { s = s.dropFirst() }
+        forEachRow(s, line: 1, final: true) { rows.append($0) }
+        return rows
+    }
+
+    /// Parses the rows of `s` (its first on line `line`) one at a time, as `parseRows` does,
+    /// handing each to `body`. Not `final` (`s` is the start of more text: a file read a chunk
+    /// at a time), it stops before a row that may go on past the end of `s` (one not ended by
+    /// a line end, a quote still open, a bad row whose first line does not end, a CR last),
+    /// and returns where that row starts and its line, to be read again with the text after;
+    /// the rows it gave are those the whole text gives. (`s.endIndex` when every row was given.)
+    @discardableResult
+    public static func forEachRow(_ s: Substring, line firstLine: Int, final: Bool,
+                                  _ body: (Result<CSVRow, CSVError>) throws -> Void) rethrows -> (rest: Substring.Index, line: Int) {
         let u = s.utf8
         var i = u.startIndex
-        var line = 1
+        var line = firstLine
         func followedByLF(_ at: Substring.UTF8View.Index) -> Bool {
             let next = u.index(after: at)
             return next < u.endIndex && u[next] == UInt8(ascii: "\n")
         }
+        /// Whether the byte at `at` is the text's last (what follows it is not known unless `final`).
+        func last(_ at: Substring.UTF8View.Index) -> Bool { u.index(after: at) == u.endIndex }
         /// The end of the line that starts at `from`: its LF, or a CR not followed by one.
         func lineEnd(from: Substring.UTF8View.Index) -> Substring.UTF8View.Index {
             var e = from
@@ -99,6 +114,7 @@ public enum CSV {
                 case UInt8(ascii: "\r"):
                     // CR LF ends the row at its LF; a CR alone (classic Mac line ends, still
                     // written by some spreadsheet exports) ends it here.
+                    if !final && last(i) { return (rowStart, rowLine) }
                     if !followedByLF(i) { line += 1; rowDone = true }
                 case UInt8(ascii: "\n"):
                     line += 1; rowDone = true
@@ -108,9 +124,13 @@ public enum CSV {
                 }
                 i = u.index(after: i)
             }
+            if !final && broken == nil && !rowDone { return (rowStart, rowLine) }
             if inQuotes || broken != nil {
                 // Refuse this row alone and go on at the line after its first line.
                 let firstLineEnd = lineEnd(from: rowStart)
+                if !final && (firstLineEnd == u.endIndex || (u[firstLineEnd] == UInt8(ascii: "\r") && last(firstLineEnd))) {
+                    return (rowStart, rowLine)
+                }
                 var rawEnd = firstLineEnd
                 if rawEnd > rowStart && u[u.index(before: rawEnd)] == UInt8(ascii: "\r") { rawEnd = u.index(before: rawEnd) }
                 let message: String
@@ -121,12 +141,12 @@ public enum CSV {
                 }
                 // The fields before the broken one, each read whole (the first of them is on the
                 // row's first line; a later one may hold lines of the file after it).
-                rows.append(.failure(CSVError(line: rowLine, message: message, raw: s[rowStart..<rawEnd],
-                                              fieldsBefore: fields,
-                                              // (A quote left open runs to the end: cut short
-                                              // only where the text ends with no line end.)
-                                              endsFile: broken == nil ? !(u.last == UInt8(ascii: "\n") || u.last == UInt8(ascii: "\r"))
-                                                                      : firstLineEnd == u.endIndex)))
+                try body(.failure(CSVError(line: rowLine, message: message, raw: s[rowStart..<rawEnd],
+                                           fieldsBefore: fields,
+                                           // (A quote left open runs to the end: cut short
+                                           // only where the text ends with no line end.)
+                                           endsFile: broken == nil ? !(u.last == UInt8(ascii: "\n") || u.last == UInt8(ascii: "\r"))
+                                                                   : firstLineEnd == u.endIndex)))
                 i = firstLineEnd < u.endIndex ? u.index(after: firstLineEnd) : firstLineEnd
                 line = rowLine + 1
                 continue
@@ -141,9 +161,9 @@ public enum CSV {
             // A blank line, or a row of empty fields (`,,,,,,,`: the rows a spreadsheet writes
             // for rows cleared of their values) or of spaces: no record, as a blank line is none.
             if !anyQuoted && fields.allSatisfy({ $0.utf8.allSatisfy { $0 == 0x20 || $0 == 0x09 } }) { continue }
-            rows.append(.success(CSVRow(line: rowLine, fields: fields, raw: raw, endsFile: !rowDone)))
+            try body(.success(CSVRow(line: rowLine, fields: fields, raw: raw, endsFile: !rowDone)))
         }
-        return rows
+        return (u.endIndex, line)
     }
 
     /// Quotes a field for output when it needs it.
@@ -173,7 +193,6 @@ public struct CSVTable {
     /// - Parameter reads: the columns the reader takes values from (nil: every column): a name
     ///   given twice is refused among those only.
     public init(path: String, text: Substring, required: [String], rowByRow: Bool = false, reads: Set<String>? = nil) throws {
-        self.path = path
         var rows: [CSVRow] = []
         var bad: [CSVError] = []
         for r in CSV.parseRows(text) {
@@ -185,9 +204,15 @@ public struct CSVTable {
                 bad.append(e)
             }
         }
-        badRows = bad
         guard !rows.isEmpty else { throw ReadError.file(path, "is empty: a header row is required (\(required.joined(separator: ",")))") }
         let headerRow = rows.removeFirst()
+        try self.init(path: path, headerRow: headerRow, rows: rows, badRows: bad, required: required, reads: reads)
+    }
+
+    /// A table of `headerRow` and the rows after it (an orders file read a row at a time has none).
+    public init(path: String, headerRow: CSVRow, rows: [CSVRow] = [], badRows: [CSVError] = [], required: [String], reads: Set<String>? = nil) throws {
+        self.path = path
+        self.badRows = badRows
         let header = headerRow.fields.map(CSV.trimmed)
         self.header = header
         self.headerRaw = headerRow.raw

@@ -44,65 +44,137 @@ public enum OrderReader {
 
     /// Reads every row of an orders file. A header problem refuses the whole file (one finding);
     /// a bad row refuses that row only. `header` is the header row's text (nil when the file is refused).
-    public static func read(path: String, text: Substring) -> (rows: [OrderRow], fileError: Finding?, header: Substring?) {
-        let table: CSVTable
-        do {
-            table = try CSVTable(path: path, text: text, required: requiredColumns, rowByRow: true, reads: readColumns)
-        } catch let e as CSVError {
-            return ([], Finding(code: "BAD_CSV", message: e.message, location: SourceLocation(path: path, line: e.line)), nil)
-        } catch let e as ReadError {
+    public static func read(path: String, text: Substring) -> (rows: [OrderRow], fileError: Finding?, header: String?) {
+        var reader = Rows(path: path)
+        var rows: [OrderRow] = []
+        var s = text
+        if s.hasPrefix("\u{FEFF}") { s = s.dropFirst() }
+        CSV.forEachRow(s, line: 1, final: true) { if let row = reader.take($0) { rows.append(row) } }
+        if let last = reader.finish() { rows.append(last) }
+        if let e = reader.fileError { return ([], e, nil) }
+        return (rows, nil, reader.header)
+    }
+
+    /// An orders file's rows read one at a time, as its parsed rows come (`CSV.forEachRow`,
+    /// `CSVFile.forEachRow`): the first is the header, each row after it is read or refused
+    /// with its reason. A row is handed back once the next one has come (the file's last,
+    /// by `finish`, may be one cut short).
+    public struct Rows {
+        public let path: String
+        /// The header refused, or no header at all: the file is refused whole (no rows).
+        public private(set) var fileError: Finding?
+        /// The header row's text as it stands in the file.
+        public private(set) var header: String?
+        var table: CSVTable?
+        /// Whether `order_id` is the header's first column.
+        var orderFirst = false
+        /// The row read last, with its parsed fields when it parsed.
+        var held: (row: OrderRow, parsed: CSVRow?)?
+
+        public init(path: String) { self.path = path }
+
+        /// Takes the file's first parsed row as its header; false when the header was taken
+        /// (or refused) before.
+        mutating func takeHeader(_ parsed: Result<CSVRow, CSVError>) -> Bool {
+            guard fileError == nil, table == nil else { return false }
+            do {
+                // The header must be whole.
+                let headerRow = try parsed.get()
+                let t = try CSVTable(path: path, headerRow: headerRow, required: requiredColumns, reads: readColumns)
+                table = t
+                header = String(headerRow.raw)
+                orderFirst = t.header.first.map { CSV.trimmed($0) == "order_id" } ?? false
+            } catch {
+                fileError = OrderReader.fileError(error, path: path)
+            }
+            return true
+        }
+
+        /// Takes the next parsed row only to count it: its text when it is a row after the
+        /// header (a record), unread (a first reading of a big file: how many rows, which are new).
+        public mutating func count(_ parsed: Result<CSVRow, CSVError>) -> Substring? {
+            if takeHeader(parsed) || fileError != nil { return nil }
+            switch parsed {
+            case .success(let r): return r.raw
+            case .failure(let e): return e.raw
+            }
+        }
+
+        /// Takes the next parsed row of the file; gives the row before it.
+        public mutating func take(_ parsed: Result<CSVRow, CSVError>) -> OrderRow? {
+            if takeHeader(parsed) { return nil }
+            guard fileError == nil, let table else { return nil }
+            let row: OrderRow, fields: CSVRow?
+            switch parsed {
+            case .success(let r):
+                row = OrderRow(line: r.line, raw: r.raw, result: parse(r, table), orderId: namedOrder(r, table), endsFile: r.endsFile)
+                fields = r
+            case .failure(let e):
+                // A row broken by a stray or unclosed quote after its first field names its order
+                // when `order_id` is the header's first column (as for a row of the wrong length:
+                // an unquoted comma before the break would shift any later column), so the valid
+                // line of the order read later resolves it.
+                let id = orderFirst ? e.fieldsBefore.first.flatMap(usableOrderId) : nil
+                row = OrderRow(line: e.line, raw: e.raw,
+                               result: .failure(Finding(code: "BAD_CSV", message: e.message + (id.map { " (order \($0))" } ?? ""),
+                                                        location: SourceLocation(path: path, line: e.line))),
+                               orderId: id, endsFile: e.endsFile, fieldsBeforeBreak: e.fieldsBefore)
+                fields = nil
+            }
+            defer { held = (row, fields) }
+            return held?.row
+        }
+
+        /// The file's last row, once every row was taken (nil when only counted).
+        public mutating func finish() -> OrderRow? {
+            guard fileError == nil else { return nil }
+            guard let table else {
+                fileError = Finding(code: "BAD_CSV", message: "is empty: a header row is required (\(requiredColumns.joined(separator: ",")))",
+                                    location: SourceLocation(path: path, line: 1))
+                return nil
+            }
+            guard let h = held else { return nil }
+            var last = h.row
+            let parsed = h.parsed
+            held = nil
+            // The file's last row, with no line end after it, that does not read: cut short while
+            // the file was being written. Its fields before the last one are in place, so an order
+            // id among them names its order (the last may itself be cut).
+            // (Cut short: a quote left open, or fewer fields than the header; a whole row with a bad
+            // value is refused for it.)
+            // (The row itself must reach the end: a row of empty fields after it, no record, is no
+            // cut in the row before it.)
+            if last.endsFile, case .failure(let f) = last.result,
+               f.code == "BAD_CSV" || (parsed.map { $0.fields.count < table.header.count } ?? false) {
+                last.result = .failure(Finding(code: "TRUNCATED", message: RawRecord.truncatedReason(f.message), location: f.location))
+                // (A quote cut open: the fields before it are whole, and stand where the header
+                // puts them, as those of a row cut short do.)
+                // (The last field of a row cut short may itself be cut.)
+                if last.orderId == nil {
+                    last.orderId = parsed.map { orderBeforeTheCut($0.fields, whole: $0.fields.count - 1, table) }
+                        ?? orderBeforeTheCut(last.fieldsBeforeBreak, whole: last.fieldsBeforeBreak.count, table)
+                }
+            }
+            return last
+        }
+    }
+
+    /// A header that does not read, or a file with none: the file's finding.
+    static func fileError(_ error: Error, path: String) -> Finding {
+        switch error {
+        case let e as CSVError:
+            return Finding(code: "BAD_CSV", message: e.message, location: SourceLocation(path: path, line: e.line))
+        case let e as ReadError:
             // The finding names the file and line already: the message alone.
             let message: String, line: Int
             switch e {
             case let .file(_, m): (message, line) = (m, 1)
             case let .line(_, l, m): (message, line) = (m, l)
             }
-            return ([], Finding(code: "BAD_CSV", message: message, location: SourceLocation(path: path, line: line)), nil)
-        } catch {
-            return ([], Finding(code: "BAD_CSV", message: "\(error)", location: SourceLocation(path: path, line: 1)), nil)
+            return Finding(code: "BAD_CSV", message: message, location: SourceLocation(path: path, line: line))
+        default:
+            return Finding(code: "BAD_CSV", message: "\(error)", location: SourceLocation(path: path, line: 1))
         }
-        // A row broken by a stray or unclosed quote after its first field names its order when
-        // `order_id` is the header's first column (as for a row of the wrong length: an unquoted
-        // comma before the break would shift any later column), so the valid line of the order
-        // read later resolves it.
-        let orderFirst = table.header.first.map { CSV.trimmed($0) == "order_id" } ?? false
-        let bad = table.badRows.map { e in
-            let id = orderFirst ? e.fieldsBefore.first.flatMap(usableOrderId) : nil
-            return OrderRow(line: e.line, raw: e.raw,
-                            result: .failure(Finding(code: "BAD_CSV", message: e.message + (id.map { " (order \($0))" } ?? ""),
-                                                     location: SourceLocation(path: path, line: e.line))),
-                            orderId: id, endsFile: e.endsFile, fieldsBeforeBreak: e.fieldsBefore)
-        }
-        // In place: a joined, then sorted copy of a file's rows held them twice (a fifth of the
-        // peak of a 300,000-row file).
-        var rows = table.rows.map { row in
-            OrderRow(line: row.line, raw: row.raw, result: parse(row, table), orderId: namedOrder(row, table), endsFile: row.endsFile)
-        }
-        if !bad.isEmpty {
-            rows.append(contentsOf: bad)
-            rows.sort { $0.line < $1.line }
-        }
-        // The file's last row, with no line end after it, that does not read: cut short while
-        // the file was being written. Its fields before the last one are in place, so an order
-        // id among them names its order (the last may itself be cut).
-        // (Cut short: a quote left open, or fewer fields than the header; a whole row with a bad
-        // value is refused for it.)
-        // (The row itself must reach the end: a row of empty fields after it, no record, is no
-        // cut in the row before it.)
-        if let i = rows.indices.last, rows[i].endsFile, case .failure(let f) = rows[i].result {
-            let row = table.rows.last.flatMap { $0.line == rows[i].line ? $0 : nil }
-            if f.code == "BAD_CSV" || (row.map { $0.fields.count < table.header.count } ?? false) {
-                rows[i].result = .failure(Finding(code: "TRUNCATED", message: RawRecord.truncatedReason(f.message), location: f.location))
-                // (A quote cut open: the fields before it are whole, and stand where the header
-                // puts them, as those of a row cut short do.)
-                // (The last field of a row cut short may itself be cut.)
-                if rows[i].orderId == nil {
-                    rows[i].orderId = row.map { orderBeforeTheCut($0.fields, whole: $0.fields.count - 1, table) }
-                        ?? orderBeforeTheCut(rows[i].fieldsBeforeBreak, whole: rows[i].fieldsBeforeBreak.count, table)
-                }
-            }
-        }
-        return (rows, nil, table.headerRaw)
     }
 
     /// The order id among the fields read whole of a row cut short (`whole` of them), where the

@@ -245,8 +245,9 @@ public struct NightlyRun {
             let versionsRead = try w.filesRead()
             // A signed file read before that has changed (grown) is mostly records already
             // stored: their hashes go to the preparing threads, which verify only the others.
+            // (And those of a big orders file read before, to count its new rows.)
             var storedSigned: [String: Set<String>] = [:]
-            for url in signedFiles {
+            for url in signedFiles + orderFiles.filter({ NightlyRun.fileSize($0) > PreparedFile.ordersAboveBytes }) {
                 let path = workspace.relative(url)
                 guard let versions = versionsRead[path] else { continue }
                 if let identity = FileStat.identity(url.path), versions.statKeys[identity.key] != nil { continue }
@@ -724,8 +725,21 @@ struct PreparedFile {
         /// reads it itself, twice, a part at a time (`Ingest.lines`). `statKey` is its identity
         /// on disk before it was read, if settled.
         case lines(signed: Bool, statKey: String?)
+        /// An orders file too big to hold parsed (`ordersAboveBytes`), read once through: its
+        /// SHA-256, size and rows counted, its header read. The writer reads it again, a part of
+        /// its rows at a time, through the same open file (`Ingest.orderRows`).
+        case orderRows(OrderRowsRead)
         /// Listed, then gone before it could be read (moved or removed while the night ran).
         case gone
+    }
+    /// A big orders file read once through (`Body.orderRows`).
+    struct OrderRowsRead {
+        /// Open since it was read: read again as it was then, wherever it was moved meanwhile.
+        var file: OpenFile
+        var records: Int
+        /// Rows not read from an earlier version of the same path.
+        var fresh: Int
+        var header: String?
     }
     struct PreparedReceipt {
         var record: RawRecord
@@ -785,6 +799,10 @@ struct PreparedFile {
     /// long lines its own size and more. (Variables for the tests.)
     nonisolated(unsafe) static var linesAboveRecords = 100_000
     nonisolated(unsafe) static var linesAboveBytes = 64 << 20
+    /// An orders file of more bytes than this is read by the writer a part of its rows at a time
+    /// (`Body.orderRows`), not parsed whole ahead of it: parsed whole, an orders file takes about
+    /// nine times its size (a file of a million rows, 147 MB, took its night to 1,367 MiB).
+    nonisolated(unsafe) static var ordersAboveBytes = 16 << 20
 
     static func prepare(url: URL, kind: String, workspace: Workspace, verifier: ReceiptVerifier,
                         signedVerifier: SignedDataVerifier, storedSigned: Set<String> = []) throws -> PreparedFile {
@@ -807,6 +825,9 @@ struct PreparedFile {
             return PreparedFile(input: input, body: .receipts(withTexts(read.records.map { prepareReceipt($0, path: path, verifier: verifier) })))
         }
         let size = NightlyRun.fileSize(url)
+        if kind == "orders" && size > ordersAboveBytes && size <= maxWholeFileBytes {
+            return try orderRows(url: url, path: path, kind: kind, stored: storedSigned)
+        }
         if size > maxWholeFileBytes {
             let (sha, size) = try LineReader.hash(url.path)
             return PreparedFile(input: InputFile(url: url, path: path, kind: kind, sizeBytes: size, sha256: sha), body: .tooLarge)
@@ -822,7 +843,7 @@ struct PreparedFile {
             let (rows, fileError, header) = OrderReader.read(path: input.path, text: Substring(text))
             return PreparedFile(input: input, body: .orders(rows: rows, hashes: rows.map { Hashing.sha256Hex(utf8: $0.raw) },
                                                            texts: RecordText.chunked(rows.map(\.raw)), fileError: fileError, text: text,
-                                                           header: header.map(String.init)))
+                                                           header: header))
         case "receipts":
             return PreparedFile(input: input, body: .receipts(withTexts(RecordSplitter.jsonDocument(Substring(text)).map {
                 prepareReceipt($0, path: path, verifier: verifier)
@@ -832,6 +853,37 @@ struct PreparedFile {
                 PreparedSigned($0, fileExtension: ext, verifier: signedVerifier, stored: storedSigned)
             })))
         }
+    }
+
+    /// A big orders file read once through, a chunk at a time: told as a file read whole is
+    /// (blank, then not UTF-8, then refused by its header, else its rows), its rows counted (those
+    /// whose hashes are not `stored` are new), and left open for the writer to read again.
+    static func orderRows(url: URL, path: String, kind: String, stored: Set<String>) throws -> PreparedFile {
+        Ingest.readHook?("open", url)
+        let fd = open(url.path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw ReadError.file(url.path, "cannot be read: \(String(cString: strerror(errno)))") }
+        let file = OpenFile(fd)
+        var rows = OrderReader.Rows(path: path)
+        var records = 0, fresh = 0
+        // Counted, not read: the writer reads each row.
+        let read = try CSVFile.forEachRow(url.path, descriptor: fd) { parsed in
+            guard let raw = rows.count(parsed) else { return }
+            records += 1
+            if stored.isEmpty || !stored.contains(Hashing.sha256Hex(utf8: raw)) { fresh += 1 }
+        }
+        _ = rows.finish()
+        let input = InputFile(url: url, path: path, kind: kind, sizeBytes: read.sizeBytes, sha256: read.sha256)
+        if read.blank { return PreparedFile(input: input, body: .empty) }
+        if let at = read.notUTF8 { return PreparedFile(input: input, body: .notText(line: at.line, offset: at.offset)) }
+        if let e = rows.fileError {
+            // Its first 4096 characters are kept, as of a file read whole (a character is a few
+            // bytes but for combining marks).
+            var head = [UInt8](repeating: 0, count: 64 << 10)
+            let n = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+            return PreparedFile(input: input, body: .orders(rows: [], hashes: [], texts: [], fileError: e,
+                                                           text: String(decoding: head.prefix(max(0, n)), as: UTF8.self), header: nil))
+        }
+        return PreparedFile(input: input, body: .orderRows(OrderRowsRead(file: file, records: records, fresh: fresh, header: rows.header)))
     }
 
     /// The records with their texts as stored: compressed together, a chunk of neighbours at a time.
@@ -864,6 +916,74 @@ struct PreparedFile {
         }
         return PreparedReceipt(record: record, sha256: Hashing.sha256Hex(utf8: record.text), parsed: parsed)
     }
+}
+
+/// Parts made on one thread and taken, in order, on another: at most `capacity` wait.
+final class Handoff<Part>: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var parts: [Part] = []
+    private var finished = false
+    private var failure: Error?
+    private var cancelled = false
+    let capacity: Int
+
+    init(capacity: Int) { self.capacity = capacity }
+
+    /// Hands a part over, once there is room; false when the taker has given up (stop).
+    func put(_ part: Part) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        while parts.count >= capacity && !cancelled { condition.wait() }
+        guard !cancelled else { return false }
+        parts.append(part)
+        condition.broadcast()
+        return true
+    }
+
+    /// No more parts (the maker's error, if it failed).
+    func finish(_ error: Error?) {
+        condition.lock()
+        finished = true
+        failure = error
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// The next part; nil once the maker has finished; its error if it failed.
+    func next() throws -> Part? {
+        condition.lock()
+        defer { condition.unlock() }
+        while parts.isEmpty && !finished { condition.wait() }
+        if !parts.isEmpty {
+            condition.broadcast()
+            return parts.removeFirst()
+        }
+        if let failure { throw failure }
+        return nil
+    }
+
+    /// The taker gives up: the maker's next `put` is refused.
+    func cancel() {
+        condition.lock()
+        cancelled = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Waits for the maker to finish.
+    func waitFinished() {
+        condition.lock()
+        while !finished { condition.wait() }
+        condition.unlock()
+    }
+}
+
+/// A file left open by the thread that read it, for another to read again; closed once no one
+/// holds it (stored, or the night given up).
+final class OpenFile: @unchecked Sendable {
+    let descriptor: Int32
+    init(_ descriptor: Int32) { self.descriptor = descriptor }
+    deinit { close(descriptor) }
 }
 
 /// A prepared receipt or signed record: the record read and its text as it is stored.
@@ -1227,6 +1347,9 @@ struct Ingest {
             // Its cut lines resolved as it is read (its records are not held).
             try lines(file.input, signed: signed, statKey: statKey)
             return
+        case .orderRows(let read):
+            try orderRows(file.input, read)
+            return
         }
         try resolveCutLines(file)
     }
@@ -1315,6 +1438,85 @@ struct Ingest {
         if cut && !whole.isEmpty { try writer.resolveTruncatedLines(path: path, sha256: input.sha256, lines: whole.sorted(), runId: runId) }
     }
 
+    /// An orders file too big to hold parsed (`PreparedFile.Body.orderRows`), read through once
+    /// by its preparing thread, read again here a chunk at a time through the same open file
+    /// (wherever it was moved meanwhile), its rows stored a part at a time. Stores what the file
+    /// parsed whole would (`orders`): the same file row, header, records, texts, order versions
+    /// and outcomes, cut lines resolved. The second read stops where the first did (bytes
+    /// appended meanwhile are read the next night, as for a file read whole); bytes rewritten
+    /// between the two reads stop the night: the ledger stays as it was.
+    mutating func orderRows(_ input: InputFile, _ read: PreparedFile.OrderRowsRead) throws {
+        let path = input.path, url = input.url
+        Self.readHook?("between", url)
+        let seen = try writer.recordHashes(path: path)
+        func isNew(_ sha: String) -> Bool { seen.isEmpty || !seen.contains(sha) }
+        let resent = try writer.fileReadBefore(sha256: input.sha256, otherThan: input.path)
+        let fileId = try addFile(input, records: read.records, fresh: read.fresh, readBefore: !seen.isEmpty)
+        var file = try OrdersFile(self, input: input, fileId: fileId, resent: resent, header: read.header)
+        defer { ordersBroughtBack += file.broughtBack }
+        if truncatedPaths == nil { truncatedPaths = try writer.pathsWithOpenTruncatedLines() }
+        let cut = truncatedPaths!.contains(path)
+        var whole: [Int] = []
+        // Parsed, hashed and compressed on a thread of its own a part at a time, while this one
+        // stores the part before (as the preparing threads do for a file read whole).
+        let parts = Handoff<OrderPart>(capacity: 2)
+        let second = ReadResult()
+        let part = Self.linesPart, opened = read.file, size = input.sizeBytes
+        let reader = Thread {
+            do {
+                var rows = OrderReader.Rows(path: path)
+                var taken: [OrderRow] = []
+                func handOver() -> Bool {
+                    defer { taken.removeAll(keepingCapacity: true) }
+                    return parts.put(OrderPart(rows: taken, hashes: taken.map { Hashing.sha256Hex(utf8: $0.raw) },
+                                               texts: RecordText.chunked(taken.map(\.raw))))
+                }
+                struct GivenUp: Error {}
+                let r = try CSVFile.forEachRow(url.path, descriptor: opened.descriptor, limit: size) { parsed in
+                    guard let row = rows.take(parsed) else { return }
+                    taken.append(row)
+                    if taken.count >= part, !handOver() { throw GivenUp() }
+                }
+                if let row = rows.finish() { taken.append(row) }
+                if !taken.isEmpty, !handOver() { throw GivenUp() }
+                second.value = (r.sha256, r.sizeBytes)
+                parts.finish(nil)
+            } catch {
+                parts.finish(error)
+            }
+        }
+        reader.start()
+        defer { parts.cancel(); parts.waitFinished() }
+        while let p = try parts.next() {
+            for i in p.rows.indices {
+                if cut && !Self.isCut(p.rows[i]) { whole.append(p.rows[i].line) }
+                if isNew(p.hashes[i]) { try orderRow(p.rows[i], raw: p.texts[i], sha: p.hashes[i], file: &file) }
+            }
+        }
+        guard let (sha, bytes) = second.value, sha == input.sha256, bytes == input.sizeBytes else {
+            throw ReadError.file(url.path, "was rewritten while the night read it (read twice, as it is over \(PreparedFile.ordersAboveBytes >> 20) MiB; bytes appended are not read until the next night, bytes changed are): nothing of the night was written; run again")
+        }
+        if cut && !whole.isEmpty { try writer.resolveTruncatedLines(path: path, sha256: input.sha256, lines: whole, runId: runId) }
+    }
+
+    /// A part of a big orders file's rows, with their hashes and their texts as stored.
+    struct OrderPart {
+        var rows: [OrderRow]
+        var hashes: [String]
+        var texts: [RecordText]
+    }
+
+    /// What a reading thread found, read once it has finished.
+    final class ReadResult: @unchecked Sendable {
+        var value: (sha256: String, sizeBytes: Int)?
+    }
+
+    /// An orders row cut short (the file's last, while it was being written).
+    static func isCut(_ row: OrderRow) -> Bool {
+        if case .failure(let f) = row.result, f.code == "TRUNCATED" { return true }
+        return false
+    }
+
     /// Resolves the lines earlier versions of this file ended inside (TRUNCATED) that this
     /// version holds whole: in its records (read now, or when these bytes were read before:
     /// a file skipped as read), or a line whose text was stored before.
@@ -1352,8 +1554,7 @@ struct Ingest {
         switch file.body {
         case .receipts(let records): whole = records.filter(Self.isWhole).map(\.record.line)
         case .signed(let records): whole = records.filter(Self.isWhole).map(\.record.line)
-        case let .orders(rows, _, _, _, _, _):
-            whole = rows.filter { if case .failure(let f) = $0.result, f.code == "TRUNCATED" { return false }; return true }.map(\.line)
+        case let .orders(rows, _, _, _, _, _): whole = rows.filter { !Self.isCut($0) }.map(\.line)
         case .alreadyRead: whole = try writer.wholeLines(path: path, sha256: file.input.sha256)
         default: whole = []
         }
@@ -1408,91 +1609,112 @@ struct Ingest {
     mutating func orders(_ input: InputFile, rows: [OrderRow], hashes: [String], texts: [RecordText], fileError: Finding?,
                          text: String, header: String?) throws {
         let seen = try writer.recordHashes(path: input.path)
-        if let e = fileError {
-            let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256, statKey: input.statKey,
-                                            sizeBytes: Int64(input.sizeBytes), records: 1, newRecords: 1)
-            _ = try writer.addRecord(.init(fileId: fileId, line: e.location?.line ?? 1, sha256: input.sha256, outcome: .rejected,
-                                           reasonCode: e.code, reason: e.message, raw: .inline(String(text.prefix(4096)))))
-            counts.read += 1
-            counts.rejected += 1
-            return
-        }
-        // A file whose bytes were read before under another name is a file sent again: its rows
-        // are kept as records but make no new versions (as ones they would bring back what later
-        // versions replaced: a reversal undone).
+        if let e = fileError { return try refusedOrders(input, e, text: String(text.prefix(4096))) }
         let resent = try writer.fileReadBefore(sha256: input.sha256, otherThan: input.path)
         let (fileId, fresh) = try addFile(input, hashes: hashes, seen: seen)
-        // Its header, kept (and sealed) with the file: each line can be read again by column.
-        if let header { try writer.addFileHeader(fileId: fileId, header: header) }
-        // The orders this file changes, as they stood before it and as its last row for each
-        // leaves them: one brought back to an earlier version is said once the file is read
-        // (a history export, a credit row then its reversal row, sent again in other bytes,
-        // leaves the order as it was: nothing is said).
+        var file = try OrdersFile(self, input: input, fileId: fileId, resent: resent, header: header)
+        defer { ordersBroughtBack += file.broughtBack }
+        for i in fresh { try orderRow(rows[i], raw: texts[i], sha: hashes[i], file: &file) }
+    }
+
+    /// An orders file refused whole (its header): one rejected record, its first 4096 characters.
+    mutating func refusedOrders(_ input: InputFile, _ e: Finding, text: String) throws {
+        let fileId = try writer.addFile(runId: runId, path: input.path, kind: input.kind, sha256: input.sha256, statKey: input.statKey,
+                                        sizeBytes: Int64(input.sizeBytes), records: 1, newRecords: 1)
+        _ = try writer.addRecord(.init(fileId: fileId, line: e.location?.line ?? 1, sha256: input.sha256, outcome: .rejected,
+                                       reasonCode: e.code, reason: e.message, raw: .inline(text)))
+        counts.read += 1
+        counts.rejected += 1
+    }
+
+    /// An orders file being stored: its row, whether it was sent before, and the orders it
+    /// changes, as they stood before it and as its last row for each leaves them: one brought
+    /// back to an earlier version is said once the file is read (a history export, a credit row
+    /// then its reversal row, sent again in other bytes, leaves the order as it was: nothing is
+    /// said).
+    struct OrdersFile {
+        var path: String
+        var fileId: Int64
+        /// Its bytes were read before under another name: a file sent again, whose rows are kept
+        /// as records but make no new versions (as ones they would bring back what later versions
+        /// replaced: a reversal undone).
+        var resent: Bool
         var touched: [String: (before: LedgerWriter.OrderVersionFields, beforeReversed: Bool, earlier: [LedgerWriter.OrderVersionFields],
                                last: LedgerWriter.OrderVersionFields, lastReversed: Bool, location: String)] = [:]
         var touchedOrder: [String] = []
-        defer {
-            for id in touchedOrder {
-                // Back to an earlier version, or credited again after its reversal (whatever else it
-                // says: a credit taken back is given again).
-                guard let t = touched[id], t.last != t.before, t.earlier.contains(t.last) || (t.beforeReversed && !t.lastReversed) else { continue }
-                ordersBroughtBack.append((id, t.location, t.beforeReversed && !t.lastReversed))
+
+        /// Also keeps its header (and seals it) with the file: each line can be read again by column.
+        init(_ ingest: Ingest, input: InputFile, fileId: Int64, resent: Bool, header: String?) throws {
+            path = input.path
+            self.fileId = fileId
+            self.resent = resent
+            if let header { try ingest.writer.addFileHeader(fileId: fileId, header: header) }
+        }
+
+        /// Back to an earlier version, or credited again after their reversal (whatever else it
+        /// says: a credit taken back is given again).
+        var broughtBack: [(orderId: String, location: String, reversalUndone: Bool)] {
+            touchedOrder.compactMap { id in
+                guard let t = touched[id], t.last != t.before, t.earlier.contains(t.last) || (t.beforeReversed && !t.lastReversed) else { return nil }
+                return (id, t.location, t.beforeReversed && !t.lastReversed)
             }
         }
-        for i in fresh {
-            let row = rows[i], raw = texts[i], sha = hashes[i]
-            counts.read += 1
-            CrashPoint.tick("read:orders", every: 10)
-            switch row.result {
-            case .success(let o):
-                // In a new file, a row that repeats the order's latest version changes nothing; one
-                // that repeats an earlier version brings the order back to it (a credit restored
-                // after a reversal, a correction undone): the later row replaces the earlier.
-                let repeated: Bool
-                if resent {
-                    repeated = try writer.orderHasVersion(orderId: o.orderId, sha256: sha)
-                } else {
-                    let versions = try writer.orderVersionsToMatch(orderId: o.orderId, milliseconds: ISOTimestamp.milliseconds)
-                    repeated = versions.first?.sha256 == sha
-                    // Said: a backend sending an old export again (under a new name, its bytes
-                    // not a copy: other line ends, quoting, column order) undoes what later
-                    // versions did, a reversal included. Told by what the rows say, not their
-                    // bytes: the latest said again in other bytes brings nothing back.
-                    if !repeated, let latest = versions.first {
-                        let says = LedgerWriter.OrderVersionFields(
-                            accountId: o.accountId, transactionId: o.transactionId, productId: o.productId, quantity: o.quantity,
-                            creditedUnits: o.creditedUnits, creditedMs: o.creditedMs, environment: o.environment, storefront: o.storefront,
-                            appAccountToken: o.appAccountToken, reversedMs: o.reversedAt.flatMap(ISOTimestamp.milliseconds))
-                        if var t = touched[o.orderId] {
-                            t.last = says; t.lastReversed = o.reversedAt != nil; t.location = "\(input.path):\(row.line)"
-                            touched[o.orderId] = t
-                        } else {
-                            touched[o.orderId] = (latest.fields, latest.reversed, versions.dropFirst().map(\.fields), says, o.reversedAt != nil,
-                                                  "\(input.path):\(row.line)")
-                            touchedOrder.append(o.orderId)
-                        }
+    }
+
+    /// Stores one new row of an orders file.
+    mutating func orderRow(_ row: OrderRow, raw: RecordText, sha: String, file: inout OrdersFile) throws {
+        let path = file.path, fileId = file.fileId
+        counts.read += 1
+        CrashPoint.tick("read:orders", every: 10)
+        switch row.result {
+        case .success(let o):
+            // In a new file, a row that repeats the order's latest version changes nothing; one
+            // that repeats an earlier version brings the order back to it (a credit restored
+            // after a reversal, a correction undone): the later row replaces the earlier.
+            let repeated: Bool
+            if file.resent {
+                repeated = try writer.orderHasVersion(orderId: o.orderId, sha256: sha)
+            } else {
+                let versions = try writer.orderVersionsToMatch(orderId: o.orderId, milliseconds: ISOTimestamp.milliseconds)
+                repeated = versions.first?.sha256 == sha
+                // Said: a backend sending an old export again (under a new name, its bytes
+                // not a copy: other line ends, quoting, column order) undoes what later
+                // versions did, a reversal included. Told by what the rows say, not their
+                // bytes: the latest said again in other bytes brings nothing back.
+                if !repeated, let latest = versions.first {
+                    let says = LedgerWriter.OrderVersionFields(
+                        accountId: o.accountId, transactionId: o.transactionId, productId: o.productId, quantity: o.quantity,
+                        creditedUnits: o.creditedUnits, creditedMs: o.creditedMs, environment: o.environment, storefront: o.storefront,
+                        appAccountToken: o.appAccountToken, reversedMs: o.reversedAt.flatMap(ISOTimestamp.milliseconds))
+                    if var t = file.touched[o.orderId] {
+                        t.last = says; t.lastReversed = o.reversedAt != nil; t.location = "\(path):\(row.line)"
+                        file.touched[o.orderId] = t
+                    } else {
+                        file.touched[o.orderId] = (latest.fields, latest.reversed, versions.dropFirst().map(\.fields), says, o.reversedAt != nil,
+                                              "\(path):\(row.line)")
+                        file.touchedOrder.append(o.orderId)
                     }
                 }
-                let recordId = try writer.addRecord(.init(fileId: fileId, line: row.line, sha256: sha, outcome: .verified,
-                                                          reason: o.note, environment: o.environment, accountId: o.accountId,
-                                                          orderId: o.orderId, raw: raw))
-                if repeated { counts.verified += 1; continue }
-                try writer.insertOrderVersion(orderId: o.orderId, recordId: recordId, accountId: o.accountId,
-                                              transactionId: o.transactionId, productId: o.productId, quantity: o.quantity,
-                                              creditedUnits: o.creditedUnits, creditedAt: o.creditedAt,
-                                              creditedMs: o.creditedMs, environment: o.environment,
-                                              storefront: o.storefront, appAccountToken: o.appAccountToken,
-                                              reversedAt: o.reversedAt)
-                try writer.resolveRejectedOrderLines(orderId: o.orderId, recordId: recordId, sha256: sha, runId: runId,
-                                                     note: "order \(o.orderId) read again from \(input.path):\(row.line)")
-                counts.verified += 1
-            case .failure(let f):
-                _ = try writer.addRecord(.init(fileId: fileId, line: row.line, sha256: sha, outcome: .rejected,
-                                               reasonCode: f.code, reason: f.message, orderId: row.orderId, raw: raw))
-                if f.code == "TRUNCATED" { truncatedPaths?.insert(input.path) }
-                if let id = row.orderId { try writer.noteRejectedOrderLine(orderId: id) }
-                counts.rejected += 1
             }
+            let recordId = try writer.addRecord(.init(fileId: fileId, line: row.line, sha256: sha, outcome: .verified,
+                                                      reason: o.note, environment: o.environment, accountId: o.accountId,
+                                                      orderId: o.orderId, raw: raw))
+            if repeated { counts.verified += 1; return }
+            try writer.insertOrderVersion(orderId: o.orderId, recordId: recordId, accountId: o.accountId,
+                                          transactionId: o.transactionId, productId: o.productId, quantity: o.quantity,
+                                          creditedUnits: o.creditedUnits, creditedAt: o.creditedAt,
+                                          creditedMs: o.creditedMs, environment: o.environment,
+                                          storefront: o.storefront, appAccountToken: o.appAccountToken,
+                                          reversedAt: o.reversedAt)
+            try writer.resolveRejectedOrderLines(orderId: o.orderId, recordId: recordId, sha256: sha, runId: runId,
+                                                 note: "order \(o.orderId) read again from \(path):\(row.line)")
+            counts.verified += 1
+        case .failure(let f):
+            _ = try writer.addRecord(.init(fileId: fileId, line: row.line, sha256: sha, outcome: .rejected,
+                                           reasonCode: f.code, reason: f.message, orderId: row.orderId, raw: raw))
+            if f.code == "TRUNCATED" { truncatedPaths?.insert(path) }
+            if let id = row.orderId { try writer.noteRejectedOrderLine(orderId: id) }
+            counts.rejected += 1
         }
     }
 

@@ -1,6 +1,7 @@
 import GRDB
 import XCTest
 @testable import LedgerCore
+@testable import LedgerRead
 @testable import LedgerRun
 @testable import LedgerStore
 import LedgerVerify
@@ -218,6 +219,8 @@ final class SignedIngestTests: XCTestCase {
             PreparedFiles.aheadBytes = 8 << 20
             PreparedFile.linesAboveRecords = 100_000
             PreparedFile.linesAboveBytes = 64 << 20
+            PreparedFile.ordersAboveBytes = 16 << 20
+            CSVFile.feedBytes = .max
             Ingest.linesPart = 2_000
         }
         // Signatures are randomised: the files are made once and written to each workspace.
@@ -237,30 +240,51 @@ final class SignedIngestTests: XCTestCase {
                           + "o\(day),a\(day),\(9000 + day * 100),com.example.product,1,100,2023-11-13T10:00:00Z,sandbox\n"))
         }
         files.append(("inbox/receipts/empty.json", "  \n"))
+        // Orders files of every kind of row, refused whole, sent again under another name, and
+        // one whose last row is cut short, then made whole.
+        let orderTexts = OrderStreamingTests.texts
+        for (n, text) in orderTexts.enumerated() { files.append(("inbox/orders/mixed-\(n).csv", text)) }
+        files.append(("inbox/orders/sent-again.csv", orderTexts[3]))
+        files.append(("inbox/orders/blank.csv", " \r\n\n"))
+        let cutOrders = OrderStreamingTests.header + "\n" + OrderStreamingTests.row(11) + "\n"
         // Grown on later nights: new signed records and receipts after those read, a last line
         // cut short, then made whole.
         let grownSigned = files[15].1 + (try transaction("9950", purchase: t0 - 7_200_000)) + "\n" + (try transaction("9951", purchase: t0 - 7_100_000)) + "\n"
         let grown = files[16].1 + Receipt.response([Receipt.item("g1", product: "com.example.product", purchased: "2023-11-19T10:00:00Z")], bundle: "com.example") + "\n"
         let cutLine = Receipt.response([Receipt.item("g2", product: "com.example.product", purchased: "2023-11-19T11:00:00Z")], bundle: "com.example")
         var ledgers: [[String]] = []
-        for (threads, aheadBytes, linesAbove, linesBytes, part) in [(1, 8 << 20, 100_000, 64 << 20, 2_000), (2, 8 << 20, 100_000, 64 << 20, 2_000),
-                                                                    (3, 8 << 20, 100_000, 64 << 20, 2_000), (2, 2048, 100_000, 64 << 20, 2_000),
-                                                                    (2, 1, 100_000, 64 << 20, 2_000), (2, 8 << 20, 2, 64 << 20, 2),
-                                                                    (1, 8 << 20, 100_000, 100, 1)] {
+        // (Orders files over `ordersAbove` bytes read by the writer, fed to the parser `feed` bytes at a time.)
+        let configs: [(Int, Int, Int, Int, Int, Int, Int)] = [
+            (1, 8 << 20, 100_000, 64 << 20, 2_000, 16 << 20, Int.max), (2, 8 << 20, 100_000, 64 << 20, 2_000, 16 << 20, Int.max),
+            (3, 8 << 20, 100_000, 64 << 20, 2_000, 16 << 20, Int.max), (2, 2048, 100_000, 64 << 20, 2_000, 16 << 20, Int.max),
+            (2, 1, 100_000, 64 << 20, 2_000, 16 << 20, Int.max), (2, 8 << 20, 2, 64 << 20, 2, 16 << 20, Int.max),
+            (1, 8 << 20, 100_000, 100, 1, 16 << 20, Int.max), (2, 8 << 20, 100_000, 64 << 20, 2_000, 0, Int.max),
+            (1, 8 << 20, 100_000, 64 << 20, 1, 0, 3), (2, 8 << 20, 100_000, 64 << 20, 2, 100, 7),
+        ]
+        for (threads, aheadBytes, linesAbove, linesBytes, part, ordersAbove, feed) in configs {
             PreparedFiles.preparers = threads
             PreparedFiles.aheadBytes = aheadBytes
             PreparedFile.linesAboveRecords = linesAbove
             PreparedFile.linesAboveBytes = linesBytes
+            PreparedFile.ordersAboveBytes = ordersAbove
+            CSVFile.feedBytes = feed
             Ingest.linesPart = part
             let w = try makeWorkspace(trusted: true)
             defer { w.remove() }
             for (path, text) in files { try w.write(path, text) }
             try Data([0xFF, 0xFE, 0x00, 0x7B]).write(to: w.root.appendingPathComponent("inbox/receipts/binary.json"))
+            var notUTF8 = Data((OrderStreamingTests.header + "\n" + OrderStreamingTests.row(9) + "\n").utf8)
+            notUTF8.append(contentsOf: [0x6F, 0xC3, 0x28, 0x0A])
+            try notUTF8.write(to: w.root.appendingPathComponent("inbox/orders/not-utf8.csv"))
             _ = try w.run("2023-11-20")
             try w.write(files[15].0, grownSigned)
             try w.write(files[16].0, grown + String(cutLine.prefix(cutLine.count / 2)))
+            let cutRow = OrderStreamingTests.row(12, "tok")
+            // (Cut inside its order id: no order names it, the whole line alone settles it.)
+            try w.write("inbox/orders/grown.csv", cutOrders + String(cutRow.prefix(2)))
             _ = try w.run("2023-11-21")
             try w.write(files[16].0, grown + cutLine + "\n")
+            try w.write("inbox/orders/grown.csv", cutOrders + cutRow + "\n" + OrderStreamingTests.row(13) + "\n")
             _ = try w.run("2023-11-22")
             let ledger = try Ledger(path: w.root.appendingPathComponent("ledger.sqlite").path, readOnly: true)
             ledgers.append(try ledger.read { r in
@@ -272,12 +296,20 @@ final class SignedIngestTests: XCTestCase {
                     + r.rawRows("SELECT transaction_id, first_record_id, sale_status FROM store_transaction ORDER BY 1").map { $0.joined(separator: "|") }
                     + r.rawRows("SELECT id, transaction_id, kind, hash FROM entry ORDER BY id").map { $0.joined(separator: "|") }
                     + r.rawRows("SELECT chain_head FROM run").map { $0.joined(separator: "|") }
+                    + r.rawRows("SELECT * FROM order_version ORDER BY id").map { $0.joined(separator: "|") }
+                    + r.rawRows("SELECT * FROM source_file_header ORDER BY file_id").map { $0.joined(separator: "|") }
+                    + r.rawRows("SELECT code, transaction_id, ifnull(record_id, ''), message FROM finding ORDER BY id").map { $0.joined(separator: "|") }
+                    + r.rawRows("SELECT * FROM exception ORDER BY id").map { $0.joined(separator: "|") }
             })
         }
         XCTAssertGreaterThan(ledgers[0].filter { $0.contains("|verified|") }.count, 60)
         XCTAssertGreaterThan(ledgers[0].filter { $0.contains("|rejected|") }.count, 10)
         XCTAssertGreaterThan(ledgers[0].filter { $0.contains("|sale|") }.count, 40)
         XCTAssertTrue(ledgers[0].contains { $0.contains("|TRUNCATED|") && !$0.hasSuffix("|") }, "the cut line, resolved by the whole one")
+        XCTAssertTrue(ledgers[0].contains { $0.contains("inbox/orders/grown.csv") }, "the orders file cut, then whole")
+        XCTAssertTrue(ledgers[0].contains { $0.contains("|INVALID_UTF8|") && $0.contains("line 3") })
+        XCTAssertTrue(ledgers[0].contains { $0.contains("|EMPTY_FILE|") })
+        XCTAssertGreaterThan(ledgers[0].filter { $0.contains("|BAD_CSV|") || $0.contains("|BAD_ORDER|") }.count, 8)
         for other in ledgers.dropFirst() {
             XCTAssertEqual(ledgers[0].count, other.count)
             if let i = ledgers[0].indices.first(where: { $0 < other.count && ledgers[0][$0] != other[$0] }) {

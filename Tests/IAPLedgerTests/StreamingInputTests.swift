@@ -139,6 +139,50 @@ final class StreamingInputTests: XCTestCase {
         XCTAssertEqual(gone.filesRead, 1)
     }
 
+    /// An orders file read by the writer a chunk at a time (over `ordersAboveBytes`) is read
+    /// twice, as a big line file is: bytes appended between the reads wait for the next night,
+    /// bytes rewritten stop the night with nothing stored, a file gone before it was opened is
+    /// named and the night goes on.
+    func testABigOrdersFileIsReadAsItStoodWhenTheNightOpenedIt() throws {
+        defer { PreparedFile.ordersAboveBytes = 16 << 20; Ingest.readHook = nil }
+        PreparedFile.ordersAboveBytes = 10
+        let header = OrderStreamingTests.header + "\n"
+        let url = ws.root.appendingPathComponent("inbox/orders/big.csv")
+        try ws.write("inbox/orders/big.csv", header + (1...3).map { OrderStreamingTests.row($0) + "\n" }.joined())
+        Ingest.readHook = { stage, _ in
+            guard stage == "between", let h = FileHandle(forUpdatingAtPath: url.path) else { return }
+            try? h.seek(toOffset: UInt64(header.utf8.count + 1))
+            h.write(Data("X".utf8))
+            try? h.close()
+        }
+        XCTAssertThrowsError(try ws.run("2026-10-06")) { error in
+            XCTAssertEqual("\(error)", "\(url.path): was rewritten while the night read it (read twice, as it is over 0 MiB; bytes appended are not read until the next night, bytes changed are): nothing of the night was written; run again")
+        }
+        let db = ws.root.appendingPathComponent("ledger.sqlite")
+        if FileManager.default.fileExists(atPath: db.path) { XCTAssertEqual(try outcomes("inbox/orders/big.csv").count, 0, "nothing stored") }
+        try ws.write("inbox/orders/big.csv", header + (1...3).map { OrderStreamingTests.row($0) + "\n" }.joined())
+        Ingest.readHook = { stage, _ in
+            guard stage == "between" else { return }
+            try? TestWorkspace.appendText(url, OrderStreamingTests.row(4) + "\n")
+        }
+        let r = try ws.run("2026-10-06")
+        XCTAssertEqual(r.counts.read, 3)
+        XCTAssertEqual(r.counts.verified, 3)
+        Ingest.readHook = nil
+        let next = try ws.run("2026-10-07")
+        XCTAssertEqual(next.counts.read, 1, "the row appended")
+        XCTAssertEqual(try outcomes("inbox/orders/big.csv").count, 4)
+        let other = ws.root.appendingPathComponent("inbox/orders/other.csv")
+        try ws.write("inbox/orders/other.csv", header + OrderStreamingTests.row(5) + "\n")
+        Ingest.readHook = { stage, u in
+            guard stage == "open", u == other else { return }
+            try? FileManager.default.removeItem(at: other)
+        }
+        let gone = try ws.run("2026-10-08")
+        XCTAssertEqual(gone.goneFiles, ["inbox/orders/other.csv"])
+        XCTAssertEqual(gone.counts.read, 0)
+    }
+
     /// A 2 GiB line (a sparse file: no disk) between two good records, read by the real
     /// binary: the run succeeds, the line is rejected, and the process stays small.
     func testATwoGigabyteLineIsRejectedWithoutUsingMemory() throws {

@@ -1,0 +1,82 @@
+import LedgerCore
+
+/// A CSV file read a chunk at a time (an orders file too big to hold parsed whole): its rows
+/// handed over one by one, as `CSV.parseRows` gives them from the whole text, holding a chunk
+/// and the rows not yet ended, never the file.
+public enum CSVFile {
+    /// What a read found besides its rows.
+    public struct Read {
+        public var sha256: String
+        public var sizeBytes: Int
+        /// The first byte that is not UTF-8 (line, byte offset in the file), as `UTF8Position`
+        /// finds it in the whole file: the rows before it were given, none after.
+        public var notUTF8: (line: Int, offset: Int)?
+        /// Nothing but spaces, tabs and line ends (or nothing).
+        public var blank: Bool
+    }
+
+    /// The most bytes handed to the parser at once (the tests make it small, to cut rows,
+    /// quoted fields, CR LF and UTF-8 sequences at every place).
+    nonisolated(unsafe) public static var feedBytes = Int.max
+
+    /// Calls `body` with each row of the file, in order: read through `descriptor` from the
+    /// start, `limit` bytes at most (what a first read found), `path` named in errors.
+    @discardableResult
+    public static func forEachRow(_ path: String, descriptor fd: Int32, limit: Int? = nil,
+                                  _ body: (Result<CSVRow, CSVError>) throws -> Void) throws -> Read {
+        var pending: [UInt8] = []
+        var line = 1
+        var lineEnds = 0            // LFs in the bytes parsed (UTF8Position counts lines by LF)
+        var parsedBytes = 0         // the file's bytes before `pending`
+        var atStart = true
+        var notUTF8: (line: Int, offset: Int)?
+        var blank = true
+        // Parsed again only once it has doubled: a row longer than a chunk is not parsed again
+        // for every chunk that does not end it.
+        var waitFor = 0
+
+        func parse(final: Bool) throws {
+            guard notUTF8 == nil else { pending.removeAll(); return }
+            if !final && pending.count < waitFor { return }
+            // Up to the last line end: a line end is no part of a UTF-8 sequence, so what is
+            // before it is whole if it is UTF-8 at all.
+            var cut = pending.count
+            if !final {
+                while cut > 0 && pending[cut - 1] != 0x0A && pending[cut - 1] != 0x0D { cut -= 1 }
+                if cut == 0 { waitFor = pending.count * 2; return }
+            }
+            let region = pending[0..<cut]
+            guard let text = region.withUnsafeBufferPointer({ String(validating: $0, as: UTF8.self) }) else {
+                let at = UTF8Position.firstInvalid(in: region) ?? (line: 1, offset: 0)
+                notUTF8 = (lineEnds + at.line, parsedBytes + at.offset)
+                pending.removeAll()
+                return
+            }
+            var s = Substring(text)
+            if atStart && s.hasPrefix("\u{FEFF}") { s = s.dropFirst() }
+            let (rest, restLine) = try CSV.forEachRow(s, line: line, final: final, body)
+            let used = final ? cut : cut - s.utf8.distance(from: rest, to: s.endIndex)
+            guard used > 0 else { waitFor = pending.count * 2; return }
+            atStart = false
+            line = restLine
+            for b in pending[0..<used] where b == 0x0A { lineEnds += 1 }
+            parsedBytes += used
+            pending.removeFirst(used)
+            waitFor = 0
+        }
+
+        let (sha, size) = try LineReader.forEachChunk(path, descriptor: fd, limit: limit) { chunk in
+            var from = 0
+            while from < chunk.count {
+                let to = min(chunk.count, from + max(1, feedBytes))
+                let piece = UnsafeRawBufferPointer(rebasing: chunk[from..<to])
+                if blank { blank = piece.allSatisfy { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 } }
+                if notUTF8 == nil { pending.append(contentsOf: piece) }
+                try parse(final: false)
+                from = to
+            }
+        }
+        try parse(final: true)
+        return Read(sha256: sha, sizeBytes: size, notUTF8: notUTF8, blank: blank)
+    }
+}

@@ -1,0 +1,145 @@
+import Foundation
+import XCTest
+@testable import LedgerCore
+@testable import LedgerRead
+@testable import LedgerRun
+@testable import LedgerStore
+
+/// An orders file too big to parse whole is read a chunk at a time (`CSVFile`): the rows, their
+/// findings and order ids are those of the whole text, wherever a chunk ends (inside a quoted
+/// field, between CR and LF, inside a UTF-8 sequence), and a night stores the same ledger.
+final class OrderStreamingTests: XCTestCase {
+    static let header = "order_id,account_id,transaction_id,product_id,quantity,credited_units,credited_at,environment,storefront,app_account_token,reversed_at"
+    static func row(_ n: Int, _ token: String = "") -> String {
+        "o\(n),a\(n),\(7000 + n),com.example.gems,1,100,2026-10-0\(n % 9 + 1)T10:00:00Z,production,USA,\(token),"
+    }
+
+    /// Texts that take the parser through every path: CR LF, CR alone, quoted commas, quotes and
+    /// line ends, a BOM, blank and empty rows, broken rows (a stray quote, a quote never properly
+    /// closed, one left open to the end), rows of the wrong length, a last row cut short or bad,
+    /// text that is not ASCII, and files refused whole by their header.
+    static let texts: [String] = [
+        header + "\n" + row(1) + "\n" + row(2) + "\n",
+        "\u{FEFF}" + header + "\r\n" + row(1) + "\r\n\r\n" + row(2, "\"tok,en\"") + "\r\n",
+        header + "\r" + row(1) + "\r" + row(2) + "\r",
+        header + "\n" + row(1, "\"a \"\"quoted\"\" token\nover two lines\"") + "\n" + row(2) + "\n,,,,,,,,,,\n   \n" + row(3, "é✓😀") + "\n",
+        header + "\n" + row(1) + "\n" + "o2,a2,70\"02,com.example.gems,1,100,2026-10-01T10:00:00Z,production,USA,,\n" + row(3) + "\n",
+        header + "\n" + row(1) + "\n" + "o2,a2,\"7002\nx\"y,com.example.gems\n" + row(3) + "\n" + row(4) + "\n",
+        header + "\n" + row(1) + "\n" + "o2,a2,\"7002,com.example.gems\n" + row(3) + "\n",
+        header + "\n" + row(1) + "\n" + "o2,a2,7002\n" + row(3) + ",extra\n" + row(4),
+        header + "\n" + row(1) + "\n" + "o2,a2,7002,com.exa",
+        header + "\n" + row(1) + "\n" + "o2,a2,\"7002,com.exa",
+        header + "\n" + row(1) + "\n" + "o2,a2,7002,com.example.gems,zero,100,2026-10-01T10:00:00Z,production,USA,,",
+        header + "\n" + row(1) + "\n,,,,\n",
+        header + "\n",
+        header,
+        "order_id,account_id,product_id\n" + row(1) + "\n",
+        "order_id,order_id,account_id,product_id,credited_at,environment\n" + row(1) + "\n",
+        "order_\"id,account_id\n" + row(1) + "\n",
+        ",,,,\n\n",
+        "\n\n" + header + "\n" + row(1) + "\n",
+    ]
+
+    func description(_ rows: [OrderRow], _ error: Finding?, _ header: String?) -> [String] {
+        rows.map { "\($0.line)|\($0.raw)|\($0.result)|\($0.orderId ?? "-")|\($0.endsFile)" } + ["error: \(String(describing: error))", "header: \(header ?? "-")"]
+    }
+
+    func streamed(_ data: Data, feedBytes: Int) throws -> (rows: [String], read: CSVFile.Read) {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("orders-\(UUID().uuidString).csv")
+        try data.write(to: url)
+        defer { try? FileManager.default.removeItem(at: url) }
+        let fd = open(url.path, O_RDONLY)
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        defer { close(fd) }
+        CSVFile.feedBytes = feedBytes
+        defer { CSVFile.feedBytes = .max }
+        var reader = OrderReader.Rows(path: "inbox/orders/x.csv")
+        var rows: [OrderRow] = []
+        let read = try CSVFile.forEachRow(url.path, descriptor: fd) { if let row = reader.take($0) { rows.append(row) } }
+        if let last = reader.finish() { rows.append(last) }
+        return (description(reader.fileError == nil ? rows : [], reader.fileError, reader.fileError == nil ? reader.header : nil), read)
+    }
+
+    func testOrdersReadAChunkAtATimeGiveTheRowsOfTheWholeText() throws {
+        var checked = 0
+        for text in Self.texts {
+            let whole = OrderReader.read(path: "inbox/orders/x.csv", text: Substring(text))
+            let expected = description(whole.rows, whole.fileError, whole.header)
+            for feed in [1, 2, 3, 5, 8, 13, 64, 200, Int.max] {
+                let (rows, read) = try streamed(Data(text.utf8), feedBytes: feed)
+                XCTAssertEqual(rows, expected, "fed \(feed) bytes at a time: \(String(reflecting: text))")
+                XCTAssertEqual(read.sha256, Hashing.sha256Hex(Data(text.utf8)))
+                XCTAssertEqual(read.sizeBytes, text.utf8.count)
+                XCTAssertNil(read.notUTF8)
+                XCTAssertEqual(read.blank, text.utf8.allSatisfy { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 })
+                checked += 1
+            }
+        }
+        XCTAssertEqual(checked, Self.texts.count * 9)
+        // The texts reach every kind of row: read, refused for a value, broken, cut short, and
+        // files refused whole.
+        let all = Self.texts.flatMap { t -> [String] in
+            let r = OrderReader.read(path: "x.csv", text: Substring(t))
+            return description(r.rows, r.fileError, r.header)
+        }.joined(separator: "\n")
+        for code in ["success(", "BAD_ORDER", "BAD_CSV", "TRUNCATED", "never properly closed", "a quote inside an unquoted field",
+                     "never closed", "header lacks", "twice", "is empty"] {
+            XCTAssertTrue(all.contains(code), code)
+        }
+    }
+
+    /// The parser stops before a row the text may not end, wherever the text is cut (between
+    /// CR and LF, inside a quoted field, after a quote that may be doubled, inside a bad row's
+    /// first line), and the rest read with the text after it gives the rows of the whole.
+    func testRowsParsedUpToAnyCutAndOnGiveTheRowsOfTheWhole() {
+        func rows(_ text: String, line: Int, final: Bool) -> (rows: [String], rest: String, line: Int) {
+            var out: [String] = []
+            let s = Substring(text)
+            let (rest, next) = CSV.forEachRow(s, line: line, final: final) { r in
+                switch r {
+                case .success(let row): out.append("\(row.line)|\(row.fields)|\(row.raw)|\(row.endsFile)")
+                case .failure(let e): out.append("\(e.line)|\(e.message)|\(e.raw)|\(e.fieldsBefore)|\(e.endsFile)")
+                }
+            }
+            return (out, String(s[rest...]), next)
+        }
+        var cuts = 0
+        for text in Self.texts + ["a,b\r", "a,\"b\"\"\"\r\nc,d\r\r\ne", "a,\"b\r\n\r\nc\"\"\r\n", "x\"y\r\nz,\"w\r"] {
+            let whole = rows(text, line: 1, final: true).rows
+            let scalars = text.unicodeScalars
+            for k in scalars.indices + [scalars.endIndex] {
+                let headText = String(scalars[..<k])
+                let head = rows(headText, line: 1, final: false)
+                let tail = rows(head.rest + String(scalars[k...]), line: head.line, final: true)
+                XCTAssertEqual(head.rows + tail.rows, whole, "cut after \(String(reflecting: headText))")
+                cuts += 1
+            }
+        }
+        XCTAssertGreaterThan(cuts, 3_000)
+    }
+
+    /// A byte that is not UTF-8 is found where the whole file's check finds it, by line and
+    /// offset, wherever the chunks end, and a blank file is told blank.
+    func testAByteThatIsNotUTF8IsFoundWhereTheWholeFileSaysAndABlankFileIsBlank() throws {
+        var bytes = Data((Self.header + "\n" + Self.row(1, "é") + "\r\n" + Self.row(2) + "\n").utf8)
+        let at = bytes.count
+        bytes.append(contentsOf: [0x6F, 0x33, 0xC3, 0x28])
+        bytes.append(Data(("\n" + Self.row(4) + "\n").utf8))
+        let expected = try XCTUnwrap(UTF8Position.firstInvalid(in: [UInt8](bytes)))
+        XCTAssertEqual(expected.line, 4)
+        XCTAssertEqual(expected.offset, at + 2)
+        for feed in [1, 3, 7, 100, Int.max] {
+            let (_, read) = try streamed(bytes, feedBytes: feed)
+            XCTAssertEqual(read.notUTF8?.line, expected.line, "fed \(feed)")
+            XCTAssertEqual(read.notUTF8?.offset, expected.offset, "fed \(feed)")
+            XCTAssertEqual(read.sizeBytes, bytes.count)
+            XCTAssertFalse(read.blank)
+        }
+        // Cut inside its last sequence: not UTF-8 either.
+        let cut = Data((Self.header + "\n" + Self.row(1) + "é").utf8).dropLast()
+        for feed in [1, Int.max] {
+            XCTAssertEqual(try streamed(Data(cut), feedBytes: feed).read.notUTF8?.line, 2)
+        }
+        XCTAssertTrue(try streamed(Data(" \r\n\t\n".utf8), feedBytes: 2).read.blank)
+    }
+}
