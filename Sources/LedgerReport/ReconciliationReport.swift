@@ -37,9 +37,9 @@ public struct ReconciliationReport {
     /// sale's) shows no amount, as it was not booked then (the set written again later showed
     /// the amount of a sale in a later month's books).
     /// One at a time (none held: a million open exceptions took 1.4 GB).
-    func forEachOpenException(_ body: (ExceptionRow) throws -> Void) throws {
+    func forEachOpenException(perCategory: Int? = nil, _ body: (ExceptionRow) throws -> Void) throws {
         let later = try postedAfterStateRun()
-        try reader.forEachException(openOn: asOf) { e in
+        try reader.forEachException(openOn: asOf, perCategory: perCategory) { e in
             guard let later, e.netReportingMinor != nil, try reader.salePosted(afterRun: later, transactionId: e.transactionId) else { return try body(e) }
             var e = e
             e.grossMinor = nil; e.currency = nil; e.netReportingMinor = nil
@@ -133,7 +133,7 @@ public struct ReconciliationReport {
                                  style: .total))
         }
         let matched = try (runId ?? state?.id).map { try reader.matchedCount(runId: $0) } ?? 0
-        let resolved = try resolvedSinceLastNight().count
+        let resolved = try resolvedSinceLastNight().values.reduce(0, +)
         let stateText = state.map { "run \($0.id), as of \($0.asOf) (the last run on or before \(asOf))" }
             ?? "no run on or before \(asOf): NOT RECONCILED (the nights that read this day's data ran later; their set, or a later month's, has the exceptions)"
         return SheetContent(
@@ -163,18 +163,42 @@ public struct ReconciliationReport {
     }
 
     /// Streamed from the ledger as the workbook is written (a million open exceptions took
-    /// 1.4 GB held).
+    /// 1.4 GB held): the first `recordsLimit` of each category (by first seen), then a row
+    /// saying how many more (a million took the workbook 35 s to write; `iapledger exceptions`
+    /// lists every one).
     public func exceptionsSheet() throws -> SheetContent {
-        let count = try reader.exceptionCount(openOn: asOf)
-        let head = try notReconciled(ReportSchema.exceptions)
-        let none = count == 0 ? try noneRow(ReportSchema.exceptions, "None open: every store transaction in scope matched its credit, and every credit its transaction, as of \(asOf)") : []
+        let counts = try reader.exceptionCounts(openOn: asOf)
+        let none = counts.isEmpty ? try noneRow(ReportSchema.exceptions, "None open: every store transaction in scope matched its credit, and every credit its transaction, as of \(asOf)") : []
         let report = self
-        return SheetContent(key: "exceptions", tables: [TableBlock(key: "exceptions", columns: ReportSchema.exceptions,
-                                                                    rowCount: head.count + count + none.count) { emit in
+        return try exceptionList("exceptions", ReportSchema.exceptions, counts: counts, status: "open", none: none,
+                                 forEach: { perCategory, body in try report.forEachOpenException(perCategory: perCategory, body) },
+                                 cells: { [.integer(Int64($0.ageDays(asOf: report.asOf))), .text($0.detail)] })
+    }
+
+    /// A sheet's list of exceptions (`counts` of each category), streamed: the first
+    /// `recordsLimit` of each category, then a row saying how many more (`status`: which
+    /// `iapledger exceptions --status` lists every one), after any not-reconciled row and before
+    /// `none`. `cells`: an exception's cells after the common ones.
+    func exceptionList(_ key: String, _ columns: [Column], counts: [String: Int], status: String, none: [SheetRow],
+                       forEach: @escaping (_ perCategory: Int, _ body: (ExceptionRow) throws -> Void) throws -> Void,
+                       cells: @escaping (ExceptionRow) -> [Cell]) throws -> SheetContent {
+        let limit = recordsLimit
+        let head = try notReconciled(columns)
+        let listed = counts.values.reduce(0) { $0 + min($1, limit) + ($1 > limit ? 1 : 0) }
+        let report = self
+        return SheetContent(key: key, tables: [TableBlock(key: key, columns: columns, rowCount: head.count + listed + none.count) { emit in
             for row in head { try emit(row) }
-            try report.forEachOpenException { e in
-                try emit(SheetRow(report.cells(e) + [.integer(Int64(e.ageDays(asOf: report.asOf))), .text(e.detail)]))
+            var category: String? = nil
+            func more(after c: String?) throws {
+                guard let c, let n = counts[c], n > limit else { return }
+                try emit(SheetRow([.text(c)] + Array(repeating: .empty, count: columns.count - 2)
+                                  + [.text("... and \(n - limit) more \(c) exceptions, not listed here (a sheet lists the first \(limit) of each category, by first seen; the Summary counts every one; `iapledger exceptions --status \(status) --category \(c) --format csv` lists every one)")]))
             }
+            try forEach(limit) { e in
+                if e.category != category { try more(after: category); category = e.category }
+                try emit(SheetRow(report.cells(e) + cells(e)))
+            }
+            try more(after: category)
             for row in none { try emit(row) }
         }])
     }
@@ -195,24 +219,26 @@ public struct ReconciliationReport {
                          + Array(repeating: .empty, count: columns.count - 1))]
     }
 
-    /// Exceptions resolved after the previous night's as-of date, up to this one.
-    func resolvedSinceLastNight() throws -> [ExceptionRow] {
-        let previous = try reader.previousAsOf(before: asOf)
-        // Those of the nights since alone, not every one ever resolved (read whole every night).
-        var out: [ExceptionRow] = []
-        try reader.forEachException(status: "resolved", resolvedAfter: previous, resolvedThrough: asOf) { out.append($0) }
-        return out
+    /// How many exceptions of each category were resolved after the previous night's as-of
+    /// date, up to this one (those of the nights since alone, not every one ever resolved).
+    func resolvedSinceLastNight() throws -> [String: Int] {
+        try reader.exceptionCounts(status: "resolved", resolvedAfter: try reader.previousAsOf(before: asOf), resolvedThrough: asOf)
     }
 
+    /// Streamed and listed as the Exceptions sheet is (a backend's million credits fixed in a
+    /// day are a million resolved).
     public func resolvedSheet() throws -> SheetContent {
-        let rows = try resolvedSinceLastNight().map {
-            SheetRow(cells($0) + [.date($0.resolvedOn!), .integer(Int64($0.ageDays(asOf: asOf))), .text($0.detail)])
-        }
+        let (reader, asOf) = (self.reader, self.asOf)
         let previous = try reader.previousAsOf(before: asOf)
-        let none = rows.isEmpty ? try noneRow(ReportSchema.resolved, previous.map { "None: no exception was resolved after the night as of \($0), up to \(asOf)" }
+        let counts = try resolvedSinceLastNight()
+        let none = counts.isEmpty ? try noneRow(ReportSchema.resolved, previous.map { "None: no exception was resolved after the night as of \($0), up to \(asOf)" }
                                                 ?? "None: no night ran before this one, so no exception was open to be resolved") : []
-        return SheetContent(key: "resolved", tables: [TableBlock(key: "resolved", columns: ReportSchema.resolved,
-                                                                  rows: try notReconciled(ReportSchema.resolved) + rows + none)])
+        return try exceptionList("resolved", ReportSchema.resolved, counts: counts, status: "resolved", none: none,
+                                 forEach: { perCategory, body in
+                                     try reader.forEachException(status: "resolved", resolvedAfter: previous, resolvedThrough: asOf,
+                                                                 perCategory: perCategory, body)
+                                 },
+                                 cells: { [.date($0.resolvedOn!), .integer(Int64($0.ageDays(asOf: asOf))), .text($0.detail)] })
     }
 
     /// - Parameter openRecords: the pending records still open on the as-of date (the first of

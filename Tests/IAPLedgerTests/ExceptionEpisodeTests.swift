@@ -3,6 +3,7 @@ import GRDB
 @testable import LedgerRun
 @testable import LedgerStore
 import LedgerCore
+import LedgerReconcile
 
 /// An exception resolved and found again reopens its row; the episode before it stays in the
 /// ledger (`exception_episode`), in `trace`, in `exceptions --status resolved` and in the
@@ -57,5 +58,52 @@ final class ExceptionEpisodeTests: XCTestCase {
         XCTAssertThrowsError(try ledger.write { try $0.db.execute(sql: "DELETE FROM exception_episode") })
         let audit = try Audit(workspace: ws.workspace).run()
         XCTAssertTrue(audit.ok, "\(audit.problems)")
+    }
+
+    /// Exceptions are listed a category at a time along the index `exception_list`, earlier
+    /// episodes merged in: the same list, in the same order, as one query sorting them all by
+    /// category, first seen, transaction and order (SQLite's byte order), whatever the filter.
+    func testExceptionsAreListedInTheOrderOfOneSortedQuery() throws {
+        let ws = try TestWorkspace(config: OrderWaitTests.config)
+        defer { ws.remove() }
+        let header = ReconciliationTests.header
+        try ws.write("inbox/receipts/a.jsonl", ["e1", "e2", "E3"].map { Receipt.response([Receipt.item($0, purchased: "2026-10-05T10:00:00Z")]) }.joined(separator: "\n") + "\n")
+        try ws.write("inbox/orders/a.csv", header + ["o-x1,acc-1,x1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,",
+                                                     "o-X2,acc-1,X2,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,",
+                                                     "o-é3,acc-1,é3,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,",
+                                                     "o-n1,acc-1,,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,"].joined(separator: "\n") + "\n")
+        try ws.run("2026-10-05")
+        try ws.write("inbox/orders/b.csv", header + "o-e1,acc-1,e1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n"
+                     + "o-E3,acc-2,E3,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n"
+                     + "o-e2,acc-1,e2,coins.100,2,100,2026-10-05T10:01:00Z,production,USA,,\n")
+        try ws.run("2026-10-07")
+        try ws.write("inbox/orders/c.csv", header + "o-e1,acc-1,e1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,2026-10-09T08:00:00Z\n"
+                     + "o-a4,acc-1,a4,coins.100,1,100,2026-10-09T10:01:00Z,production,USA,,\n")
+        try ws.run("2026-10-10")
+        let (_, ledger) = try ws.workspace.openExistingLedger()
+        let order = ExceptionCategory.allCases.enumerated().map { "WHEN '\($1.rawValue)' THEN \($0)" }.joined(separator: " ")
+        func sorted(_ whereSQL: String, _ args: StatementArguments) throws -> [String] {
+            try ledger.read { r in
+                try Row.fetchAll(r.db, sql: """
+                    SELECT category, transaction_id, order_id, first_seen, ifnull(resolved_on, 'open') FROM (\(try r.episodesSQL)) \(whereSQL)
+                    ORDER BY CASE category \(order) END, first_seen, transaction_id, order_id
+                    """, arguments: args).map { "\($0[0] as String) \($0[1] as String) \($0[2] as String) \($0[3] as String) \($0[4] as String)" }
+            }
+        }
+        func listed(_ rows: [ExceptionRow]) -> [String] {
+            rows.map { "\($0.category) \($0.transactionId) \($0.orderId ?? "") \($0.firstSeen) \($0.resolvedOn?.description ?? "open")" }
+        }
+        let all = try sorted("", [])
+        XCTAssertGreaterThan(all.count, 6)
+        XCTAssertTrue(all.contains { $0.hasPrefix("NOT_CREDITED e1  2026-10-05 2026-10-07") }, "\(all)")
+        XCTAssertEqual(Set(all.map { $0.split(separator: " ")[0] }).count, 3, "\(all)")
+        XCTAssertEqual(listed(try ledger.read { try $0.exceptions(status: "all") }), all)
+        XCTAssertEqual(listed(try ledger.read { try $0.exceptions(status: "open") }), try sorted("WHERE resolved_on IS NULL", []))
+        XCTAssertEqual(listed(try ledger.read { try $0.exceptions(status: "resolved") }), try sorted("WHERE resolved_on IS NOT NULL", []))
+        XCTAssertEqual(listed(try ledger.read { try $0.exceptions(category: "NOT_CREDITED") }), try sorted("WHERE category = 'NOT_CREDITED'", []))
+        for day in ["2026-10-05", "2026-10-06", "2026-10-08", "2026-10-10"] {
+            XCTAssertEqual(listed(try ledger.read { try $0.exceptions(openOn: Day(iso: day)!) }),
+                           try sorted("WHERE first_seen <= ?1 AND (resolved_on IS NULL OR resolved_on > ?1)", [day]), day)
+        }
     }
 }

@@ -397,6 +397,50 @@ final class HostileInputTests: XCTestCase {
         XCTAssertEqual(rows[2], "... and 1 more waiting transactions, not listed here (a sheet lists the first 2; `iapledger findings --code MISSING_RULE` and `--code ORDER_WAIT` list every one) | ")
     }
 
+    /// More exceptions of a category than a sheet lists (a backend's million credits of no
+    /// purchase took the reconciliation workbook 35 s to write): the Exceptions and Resolved
+    /// sheets list the first of each category, by first seen, then a row saying how many more;
+    /// the Summary counts every one.
+    func testTheExceptionSheetsListTheFirstOfEachCategoryAndCountTheRest() throws {
+        let header = ReconciliationTests.header
+        let orders = (1...3).map { "o-w\($0),acc-1,,coins.100,1,100,2026-10-0\($0)T10:01:00Z,production,USA,," }
+        try ws.write("inbox/receipts/nc.jsonl", good("NC1") + "\n")
+        try ws.write("inbox/orders/a.csv", header + orders.joined(separator: "\n") + "\n")
+        try ws.run("2026-11-03")
+        try ws.write("inbox/orders/b.csv", header + orders.map { $0 + "2026-11-03T12:00:00Z" }.joined(separator: "\n") + "\n")
+        try ws.run("2026-11-04")
+        func sheet(_ asOf: String, _ make: (ReconciliationReport) throws -> SheetContent) throws -> [String] {
+            try ledger().read { r -> [String] in
+                var report = ReconciliationReport(reader: r, asOf: Day(iso: asOf)!, reportingCurrency: "USD", runId: nil,
+                                                  layout: try ReportLayout.shipped(.reconciliation))
+                report.recordsLimit = 2
+                let table = try XCTUnwrap(try make(report).tables.first)
+                var out: [String] = []
+                try table.rows { row in
+                    out.append([row.cells[0], row.cells[2], row.cells.last!].map { if case .text(let t) = $0 { return t }; return "" }.joined(separator: " | "))
+                }
+                XCTAssertEqual(out.count, table.rowCount)
+                return out
+            }
+        }
+        let more = "... and 1 more CREDITED_WITHOUT_TRANSACTION exceptions, not listed here (a sheet lists the first 2 of each category, by first seen; the Summary counts every one; "
+        let open = try sheet("2026-11-03") { try $0.exceptionsSheet() }
+        XCTAssertEqual(open.count, 4, "\(open)")
+        XCTAssertTrue(open[0].hasPrefix("NOT_CREDITED | "), "\(open)")
+        XCTAssertTrue(open[1].hasPrefix("CREDITED_WITHOUT_TRANSACTION | o-w1 | "), "\(open)")
+        XCTAssertTrue(open[2].hasPrefix("CREDITED_WITHOUT_TRANSACTION | o-w2 | "), "\(open)")
+        XCTAssertEqual(open[3], "CREDITED_WITHOUT_TRANSACTION |  | " + more + "`iapledger exceptions --status open --category CREDITED_WITHOUT_TRANSACTION --format csv` lists every one)")
+        let resolved = try sheet("2026-11-04") { try $0.resolvedSheet() }
+        XCTAssertEqual(resolved.count, 3, "\(resolved)")
+        XCTAssertTrue(resolved[0].hasPrefix("CREDITED_WITHOUT_TRANSACTION | o-w1 | "), "\(resolved)")
+        XCTAssertEqual(resolved[2], "CREDITED_WITHOUT_TRANSACTION |  | " + more + "`iapledger exceptions --status resolved --category CREDITED_WITHOUT_TRANSACTION --format csv` lists every one)")
+        let summary = try ledger().read { r in
+            try ReconciliationReport(reader: r, asOf: Day(iso: "2026-11-04")!, reportingCurrency: "USD", runId: nil,
+                                     layout: try ReportLayout.shipped(.reconciliation)).summarySheet()
+        }
+        XCTAssertEqual(summary.values["resolved"], "3", "every one resolved is counted")
+    }
+
     /// A blank transaction id, or one or a product id with spaces around it, is no store's: an
     /// INVALID_TRANSACTION finding (" " was posted as a sale; " 2000…" is another transaction
     /// than the order's trimmed "2000…").
