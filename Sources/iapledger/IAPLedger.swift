@@ -414,6 +414,13 @@ struct Balance: ParsableCommand {
             if let day, case let later = try ledger.read({ try $0.entriesDated(after: day, book: chosen) }), later.count > 0, let latest = later.latest {
                 StandardError.write("balance through \(day): \(later.count) entr\(later.count == 1 ? "y" : "ies") dated after it (the latest \(latest)) left out; `--through \(latest)` or `--through all` includes \(later.count == 1 ? "it" : "them")\n")
             }
+            // Books that do not balance are a broken ledger, not a report: said on stderr (csv and
+            // json stay data), and the exit is 1, as for `verify`, for a script to stop on.
+            let unbalanced = BalanceOutput.unbalanced(rows, reportingCurrency: config.reportingCurrency)
+            if !unbalanced.isEmpty {
+                StandardError.write("balance: the balances do not sum to zero: \(unbalanced.joined(separator: ", ")); run `iapledger verify`\n")
+                throw ExitCode.failure
+            }
         }
     }
 }

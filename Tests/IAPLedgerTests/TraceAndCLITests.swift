@@ -205,6 +205,21 @@ final class TraceAndCLITests: XCTestCase {
         let usdRows = balanceLines.filter { $0.hasPrefix("production  ") && !$0.contains("Total") && $0.contains(" USD ") }
         func debit(_ line: Substring) -> Decimal { Decimal(string: String(line.split(separator: " ", omittingEmptySubsequences: true)[3])) ?? -1 }
         XCTAssertEqual(debit(usdTotal), usdRows.map(debit).reduce(0, +), "the total's debits are its accounts'")
+        XCTAssertEqual(try cli(["balance", "--workspace", ws.root.path]).status, 0)
+        // Books that do not balance (the month totals tampered with): said, and exit 1, in every
+        // format, for a script to stop on (it printed a WARNING and exited 0).
+        let dbPath = ws.root.appendingPathComponent("ledger.sqlite").path
+        let tamper = "UPDATE balance_month SET balance_minor = balance_minor + ? WHERE (book, month, account_id, currency) = (SELECT book, month, account_id, currency FROM balance_month WHERE book = 'production' ORDER BY 1, 2, 3, 4 LIMIT 1)"
+        try DatabaseQueue(path: dbPath).write { try $0.execute(sql: tamper, arguments: [100000]) }
+        for format in ["table", "csv", "json"] {
+            let broken = try cli(["balance", "--format", format, "--through", "all", "--workspace", ws.root.path])
+            XCTAssertEqual(broken.status, 1, format)
+            XCTAssertTrue(broken.err.hasPrefix("balance: the balances do not sum to zero: production "), broken.err)
+            XCTAssertTrue(broken.err.contains("run `iapledger verify`"), broken.err)
+            if format == "table" { XCTAssertTrue(broken.out.contains("WARNING: balances do not sum to zero: production "), broken.out) }
+        }
+        try DatabaseQueue(path: dbPath).write { try $0.execute(sql: tamper, arguments: [-100000]) }
+        XCTAssertEqual(try cli(["balance", "--workspace", ws.root.path]).status, 0)
         // verify --workbook: a file that cannot be read is named once; not with --runs.
         let missing = try cli(["verify", "--workbook", "/nonexistent.xlsx", "--workspace", ws.root.path])
         XCTAssertEqual(missing.status, 1)
