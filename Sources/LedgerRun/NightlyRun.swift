@@ -251,6 +251,10 @@ public struct NightlyRun {
                 let path = workspace.relative(url)
                 guard let versions = versionsRead[path] else { continue }
                 if let identity = FileStat.identity(url.path), versions.statKeys[identity.key] != nil { continue }
+                // Bytes read before under a new identity on disk (a workspace copied or restored)
+                // are skipped unread: their records' hashes are not needed (a million-row orders
+                // file's took a night with nothing new 1 s and 150 MB).
+                if let (sha, _) = try? LineReader.hash(url.path), versions.sha256s.contains(sha) { continue }
                 storedSigned[path] = try w.recordHashes(path: path)
             }
             let prepared = PreparedFiles(inputs: inputFiles, workspace: workspace, verifier: verifier,
