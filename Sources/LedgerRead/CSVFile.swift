@@ -1,3 +1,4 @@
+import Foundation
 import LedgerCore
 
 /// A CSV file read a chunk at a time (an orders file too big to hold parsed whole): its rows
@@ -53,7 +54,9 @@ public enum CSVFile {
                 return
             }
             var s = Substring(text)
-            if atStart && s.hasPrefix("\u{FEFF}") { s = s.dropFirst() }
+            // Two BOMs, as a file read whole loses them: Foundation's decoding takes one, the
+            // parser the next.
+            if atStart { for _ in 0..<2 where s.hasPrefix("\u{FEFF}") { s = s.dropFirst() } }
             let (rest, restLine) = try CSV.forEachRow(s, line: line, final: final, body)
             let used = final ? cut : cut - s.utf8.distance(from: rest, to: s.endIndex)
             guard used > 0 else { waitFor = pending.count * 2; return }
@@ -78,5 +81,34 @@ public enum CSVFile {
         }
         try parse(final: true)
         return Read(sha256: sha, sizeBytes: size, notUTF8: notUTF8, blank: blank)
+    }
+
+    /// The file's first `characters` characters, without the BOM a file read whole loses (the
+    /// text kept of a file refused whole): read as far as they go (a character is a few bytes
+    /// but for combining marks, without bound).
+    public static func head(_ path: String, descriptor fd: Int32, characters: Int) throws -> String {
+        var bytes: [UInt8] = []
+        var block = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            let n = block.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(bytes.count)) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw ReadError.file(path, "read failed: \(String(cString: strerror(errno)))")
+            }
+            bytes += block.prefix(n)
+            // Up to the last whole UTF-8 sequence (the block may end inside one).
+            var end = bytes.count
+            if n > 0, let lead = (max(0, end - 4)..<end).last(where: { bytes[$0] & 0xC0 != 0x80 }) {
+                let length = bytes[lead] >= 0xF0 ? 4 : bytes[lead] >= 0xE0 ? 3 : bytes[lead] >= 0xC0 ? 2 : 1
+                if lead + length > end { end = lead }
+            }
+            let start = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
+            var text = Substring(String(decoding: bytes[min(start, end)..<end], as: UTF8.self))
+            // More than asked: the last of those asked is whole, as a character after it began.
+            if n == 0 || text.count > characters {
+                text = text.prefix(characters)
+                return String(text)
+            }
+        }
     }
 }

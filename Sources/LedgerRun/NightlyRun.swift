@@ -245,15 +245,14 @@ public struct NightlyRun {
             let versionsRead = try w.filesRead()
             // A signed file read before that has changed (grown) is mostly records already
             // stored: their hashes go to the preparing threads, which verify only the others.
-            // (And those of a big orders file read before, to count its new rows.)
             var storedSigned: [String: Set<String>] = [:]
-            for url in signedFiles + orderFiles.filter({ NightlyRun.fileSize($0) > PreparedFile.ordersAboveBytes }) {
+            for url in signedFiles {
                 let path = workspace.relative(url)
                 guard let versions = versionsRead[path] else { continue }
                 if let identity = FileStat.identity(url.path), versions.statKeys[identity.key] != nil { continue }
                 // Bytes read before under a new identity on disk (a workspace copied or restored)
-                // are skipped unread: their records' hashes are not needed (a million-row orders
-                // file's took a night with nothing new 1 s and 150 MB).
+                // are skipped unread: their records' hashes are not needed (a big file's take
+                // a night with nothing new seconds and hundreds of megabytes).
                 if let (sha, _) = try? LineReader.hash(url.path), versions.sha256s.contains(sha) { continue }
                 storedSigned[path] = try w.recordHashes(path: path)
             }
@@ -741,8 +740,9 @@ struct PreparedFile {
         /// Open since it was read: read again as it was then, wherever it was moved meanwhile.
         var file: OpenFile
         var records: Int
-        /// Rows not read from an earlier version of the same path.
-        var fresh: Int
+        /// Rows not read from an earlier version of the same path; nil for a path read before
+        /// (the writer counts them, against the hashes it has: the preparing thread has none).
+        var fresh: Int?
         var header: String?
     }
     struct PreparedReceipt {
@@ -808,8 +808,10 @@ struct PreparedFile {
     /// nine times its size (a file of a million rows, 147 MB, took its night to 1,367 MiB).
     nonisolated(unsafe) static var ordersAboveBytes = 16 << 20
 
+    /// - Parameter pathReadBefore: a file of its path was read before (a big orders file's new
+    ///   rows are then counted by the writer).
     static func prepare(url: URL, kind: String, workspace: Workspace, verifier: ReceiptVerifier,
-                        signedVerifier: SignedDataVerifier, storedSigned: Set<String> = []) throws -> PreparedFile {
+                        signedVerifier: SignedDataVerifier, storedSigned: Set<String> = [], pathReadBefore: Bool = true) throws -> PreparedFile {
         let ext = url.pathExtension.lowercased()
         let path = workspace.relative(url)
         if kind == "receipts" && ext == "jsonl" || kind == "signed" && ["jsonl", "jws", "txt"].contains(ext) {
@@ -830,7 +832,7 @@ struct PreparedFile {
         }
         let size = NightlyRun.fileSize(url)
         if kind == "orders" && size > ordersAboveBytes && size <= maxWholeFileBytes {
-            return try orderRows(url: url, path: path, kind: kind, stored: storedSigned)
+            return try orderRows(url: url, path: path, kind: kind, readBefore: pathReadBefore)
         }
         if size > maxWholeFileBytes {
             let (sha, size) = try LineReader.hash(url.path)
@@ -860,34 +862,27 @@ struct PreparedFile {
     }
 
     /// A big orders file read once through, a chunk at a time: told as a file read whole is
-    /// (blank, then not UTF-8, then refused by its header, else its rows), its rows counted (those
-    /// whose hashes are not `stored` are new), and left open for the writer to read again.
-    static func orderRows(url: URL, path: String, kind: String, stored: Set<String>) throws -> PreparedFile {
+    /// (blank, then not UTF-8, then refused by its header, else its rows), its rows counted (all
+    /// new unless its path was `readBefore`), and left open for the writer to read again.
+    static func orderRows(url: URL, path: String, kind: String, readBefore: Bool) throws -> PreparedFile {
         Ingest.readHook?("open", url)
         let fd = open(url.path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw ReadError.file(url.path, "cannot be read: \(String(cString: strerror(errno)))") }
         let file = OpenFile(fd)
         var rows = OrderReader.Rows(path: path)
-        var records = 0, fresh = 0
+        var records = 0
         // Counted, not read: the writer reads each row.
-        let read = try CSVFile.forEachRow(url.path, descriptor: fd) { parsed in
-            guard let raw = rows.count(parsed) else { return }
-            records += 1
-            if stored.isEmpty || !stored.contains(Hashing.sha256Hex(utf8: raw)) { fresh += 1 }
-        }
+        let read = try CSVFile.forEachRow(url.path, descriptor: fd) { if rows.count($0) != nil { records += 1 } }
         _ = rows.finish()
         let input = InputFile(url: url, path: path, kind: kind, sizeBytes: read.sizeBytes, sha256: read.sha256)
         if read.blank { return PreparedFile(input: input, body: .empty) }
         if let at = read.notUTF8 { return PreparedFile(input: input, body: .notText(line: at.line, offset: at.offset)) }
         if let e = rows.fileError {
-            // Its first 4096 characters are kept, as of a file read whole (a character is a few
-            // bytes but for combining marks).
-            var head = [UInt8](repeating: 0, count: 64 << 10)
-            let n = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
             return PreparedFile(input: input, body: .orders(rows: [], hashes: [], texts: [], fileError: e,
-                                                           text: String(decoding: head.prefix(max(0, n)), as: UTF8.self), header: nil))
+                                                           text: try CSVFile.head(url.path, descriptor: fd, characters: 4096), header: nil))
         }
-        return PreparedFile(input: input, body: .orderRows(OrderRowsRead(file: file, records: records, fresh: fresh, header: rows.header)))
+        return PreparedFile(input: input, body: .orderRows(OrderRowsRead(file: file, records: records, fresh: readBefore ? nil : records,
+                                                                         header: rows.header)))
     }
 
     /// The records with their texts as stored: compressed together, a chunk of neighbours at a time.
@@ -1179,7 +1174,8 @@ final class PreparedFiles: @unchecked Sendable {
                             }
                         }
                         var file = try PreparedFile.prepare(url: url, kind: kind, workspace: workspace, verifier: verifier,
-                                                            signedVerifier: signedVerifier, storedSigned: storedSigned[path] ?? [])
+                                                            signedVerifier: signedVerifier, storedSigned: storedSigned[path] ?? [],
+                                                            pathReadBefore: alreadyRead[path] != nil)
                         file.input.statKey = before != nil && FileStat.key(url.path) == before ? before : nil
                         // Read by the writer: its identity is checked there, after its reads.
                         if case .lines(let signed, _) = file.body { file.body = .lines(signed: signed, statKey: before) }
@@ -1454,8 +1450,19 @@ struct Ingest {
         Self.readHook?("between", url)
         let seen = try writer.recordHashes(path: path)
         func isNew(_ sha: String) -> Bool { seen.isEmpty || !seen.contains(sha) }
+        let rewritten = ReadError.file(url.path, "was rewritten while the night read it (read twice, as it is over \(PreparedFile.ordersAboveBytes >> 20) MiB; bytes appended are not read until the next night, bytes changed are): nothing of the night was written; run again")
+        // Its path read before: its new rows counted here, against the hashes of those stored
+        // (read once more, through the same descriptor, as far as the first read went).
+        var fresh = read.fresh ?? 0
+        if read.fresh == nil {
+            var rows = OrderReader.Rows(path: path)
+            let again = try CSVFile.forEachRow(url.path, descriptor: read.file.descriptor, limit: input.sizeBytes) { parsed in
+                if let raw = rows.count(parsed), isNew(Hashing.sha256Hex(utf8: raw)) { fresh += 1 }
+            }
+            guard again.sha256 == input.sha256, again.sizeBytes == input.sizeBytes else { throw rewritten }
+        }
         let resent = try writer.fileReadBefore(sha256: input.sha256, otherThan: input.path)
-        let fileId = try addFile(input, records: read.records, fresh: read.fresh, readBefore: !seen.isEmpty)
+        let fileId = try addFile(input, records: read.records, fresh: fresh, readBefore: !seen.isEmpty)
         var file = try OrdersFile(self, input: input, fileId: fileId, resent: resent, header: read.header)
         defer { ordersBroughtBack += file.broughtBack }
         if truncatedPaths == nil { truncatedPaths = try writer.pathsWithOpenTruncatedLines() }
@@ -1497,9 +1504,7 @@ struct Ingest {
                 if isNew(p.hashes[i]) { try orderRow(p.rows[i], raw: p.texts[i], sha: p.hashes[i], file: &file) }
             }
         }
-        guard let (sha, bytes) = second.value, sha == input.sha256, bytes == input.sizeBytes else {
-            throw ReadError.file(url.path, "was rewritten while the night read it (read twice, as it is over \(PreparedFile.ordersAboveBytes >> 20) MiB; bytes appended are not read until the next night, bytes changed are): nothing of the night was written; run again")
-        }
+        guard let (sha, bytes) = second.value, sha == input.sha256, bytes == input.sizeBytes else { throw rewritten }
         if cut && !whole.isEmpty { try writer.resolveTruncatedLines(path: path, sha256: input.sha256, lines: whole, runId: runId) }
     }
 

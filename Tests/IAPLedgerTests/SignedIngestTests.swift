@@ -246,6 +246,8 @@ final class SignedIngestTests: XCTestCase {
         for (n, text) in orderTexts.enumerated() { files.append(("inbox/orders/mixed-\(n).csv", text)) }
         files.append(("inbox/orders/sent-again.csv", orderTexts[3]))
         files.append(("inbox/orders/blank.csv", " \r\n\n"))
+        // Refused whole, its first 4096 characters kept: more than 64 KiB of them.
+        files.append(("inbox/orders/marks.csv", "\u{FEFF}x" + String(repeating: "e" + String(repeating: "\u{301}", count: 10), count: 5_000) + "\n"))
         let cutOrders = OrderStreamingTests.header + "\n" + OrderStreamingTests.row(11) + "\n"
         // Grown on later nights: new signed records and receipts after those read, a last line
         // cut short, then made whole.
@@ -300,6 +302,7 @@ final class SignedIngestTests: XCTestCase {
                     + r.rawRows("SELECT * FROM source_file_header ORDER BY file_id").map { $0.joined(separator: "|") }
                     + r.rawRows("SELECT code, transaction_id, ifnull(record_id, ''), message FROM finding ORDER BY id").map { $0.joined(separator: "|") }
                     + r.rawRows("SELECT * FROM exception ORDER BY id").map { $0.joined(separator: "|") }
+                    + r.rawRows("SELECT id FROM source_record ORDER BY id").map { try r.recordText(Int64($0[0])!) }
             })
         }
         XCTAssertGreaterThan(ledgers[0].filter { $0.contains("|verified|") }.count, 60)

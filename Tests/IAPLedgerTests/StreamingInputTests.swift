@@ -172,6 +172,10 @@ final class StreamingInputTests: XCTestCase {
         let next = try ws.run("2026-10-07")
         XCTAssertEqual(next.counts.read, 1, "the row appended")
         XCTAssertEqual(try outcomes("inbox/orders/big.csv").count, 4)
+        // The file's row counts the new rows alone (its path read before: counted by the writer,
+        // against the rows stored), as `verify` checks.
+        let audit = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(audit.ok, "\(audit.problems)")
         let other = ws.root.appendingPathComponent("inbox/orders/other.csv")
         try ws.write("inbox/orders/other.csv", header + OrderStreamingTests.row(5) + "\n")
         Ingest.readHook = { stage, u in
