@@ -249,11 +249,14 @@ public struct NightlyRun {
             for url in signedFiles {
                 let path = workspace.relative(url)
                 guard let versions = versionsRead[path] else { continue }
-                if let identity = FileStat.identity(url.path), versions.statKeys[identity.key] != nil { continue }
+                let identity = FileStat.identity(url.path)
+                if let identity, versions.statKeys[identity.key] != nil { continue }
                 // Bytes read before under a new identity on disk (a workspace copied or restored)
                 // are skipped unread: their records' hashes are not needed (a big file's take
-                // a night with nothing new seconds and hundreds of megabytes).
-                if let (sha, _) = try? LineReader.hash(url.path), versions.sha256s.contains(sha) { continue }
+                // a night with nothing new seconds and hundreds of megabytes). Hashed only at a
+                // size read before: a file grown daily is not read once more for it.
+                if let identity, versions.sizes.contains(identity.sizeBytes),
+                   let (sha, _) = try? LineReader.hash(url.path), versions.sha256s.contains(sha) { continue }
                 storedSigned[path] = try w.recordHashes(path: path)
             }
             let prepared = PreparedFiles(inputs: inputFiles, workspace: workspace, verifier: verifier,

@@ -531,6 +531,7 @@ public class LedgerReader {
         for r in try Row.fetchAll(db, sql: "SELECT path, sha256, stat_key, size_bytes FROM source_file ORDER BY id") {
             out[r[0], default: FileVersions()].sha256s.insert(r[1])
             out[r[0], default: FileVersions()].latestSHA256 = r[1]
+            out[r[0], default: FileVersions()].sizes.insert(r[3])
             // An identity on disk is that version's only with its size (the key's third part):
             // a key set by hand to a grown file's identity would have the night skip what it grew by.
             if let key: String = r[2], key.split(separator: ":").dropFirst(2).first == Substring(String(r[3] as Int64)) {
@@ -1242,6 +1243,8 @@ public struct FileVersions {
     /// put back: a change undone in place).
     public var latestSHA256: String?
     public var statKeys: [String: String] = [:]
+    /// The sizes of the versions read (a file of another size holds none of their bytes).
+    public var sizes: Set<Int> = []
     public init() {}
 }
 

@@ -58,19 +58,15 @@ extension LedgerReader {
             SELECT \(columns) FROM exception WHERE category = ?\(filter)
             ORDER BY first_seen, transaction_id, order_id LIMIT ?
             """)
-        let episodes = try db.tableExists("exception_episode") ? try db.cachedStatement(sql: """
-            SELECT \(columns) FROM (
-                SELECT x.category, x.transaction_id, x.order_id, x.account_id, x.product_id, x.gross_minor, x.currency,
-                       x.net_reporting_minor, p.detail, p.first_seen, p.last_seen, p.resolved_on
-                FROM exception_episode p JOIN exception x ON x.id = p.exception_id
-            ) WHERE category = ?\(filter)
+        let episodes = try earlierEpisodesSQL.map { try db.cachedStatement(sql: """
+            SELECT \(columns) FROM (\($0)) WHERE category = ?\(filter)
             ORDER BY first_seen, transaction_id, order_id
-            """) : nil
+            """) }
         /// Whether `a` sorts before `b` (first seen, transaction, order; SQLite's BINARY order).
         func before(_ a: Row, _ b: Row) -> Bool {
             for i in [9, 1, 2] {
                 let x = (a[i] as String?) ?? "", y = (b[i] as String?) ?? ""
-                if x != y { return Array(x.utf8).lexicographicallyPrecedes(Array(y.utf8)) }
+                if !LedgerWriter.sameId(x, y) { return LedgerWriter.binaryOrder(x, y) }
             }
             return false
         }
@@ -152,12 +148,18 @@ extension LedgerReader {
                 SELECT category, transaction_id, order_id, account_id, product_id, gross_minor, currency, net_reporting_minor,
                        detail, first_seen, last_seen, resolved_on, id AS exception_id FROM exception
                 """
-            guard try db.tableExists("exception_episode") else { return current }
-            return current + """
+            guard let earlier = try earlierEpisodesSQL else { return current }
+            return current + "\nUNION ALL\n" + earlier
+        }
+    }
 
-                UNION ALL
+    /// The earlier episodes alone, with the columns of `episodesSQL` (nil when the ledger keeps none).
+    var earlierEpisodesSQL: String? {
+        get throws {
+            guard try db.tableExists("exception_episode") else { return nil }
+            return """
                 SELECT x.category, x.transaction_id, x.order_id, x.account_id, x.product_id, x.gross_minor, x.currency,
-                       x.net_reporting_minor, p.detail, p.first_seen, p.last_seen, p.resolved_on, x.id
+                       x.net_reporting_minor, p.detail, p.first_seen, p.last_seen, p.resolved_on, x.id AS exception_id
                 FROM exception_episode p JOIN exception x ON x.id = p.exception_id
                 """
         }
@@ -564,10 +566,21 @@ extension LedgerWriter {
                 gross_minor = ?, currency = ?, net_reporting_minor = ? WHERE id = ?
             """), in: db)
         var addException = FastStatement(try db.cachedStatement(sql: """
-            INSERT INTO exception (category, transaction_id, order_id, account_id, product_id, gross_minor, currency,
-                net_reporting_minor, detail, first_seen, first_run_id, last_seen, last_run_id)
+            INSERT INTO exception (category, transaction_id, order_id, first_seen, first_run_id, last_seen, last_run_id,
+                detail, account_id, product_id, gross_minor, currency, net_reporting_minor)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """), in: db)
+        /// Binds what an exception says as detected now (both statements take it in this order).
+        func bindFigures(_ e: DetectedException, _ statement: inout FastStatement) {
+            statement.bind(day)
+            statement.bind(runId)
+            statement.bind(e.detail)
+            statement.bind(e.accountId)
+            statement.bind(e.productId)
+            statement.bind(e.grossMinor)
+            statement.bind(e.currency)
+            statement.bind(e.netReportingMinor)
+        }
         var groups = 0
 
         func apply(_ group: ReconGroup) throws {
@@ -577,14 +590,7 @@ extension LedgerWriter {
                 if let (id, open) = existing[key] {
                     seen.insert(id)
                     if open {
-                        stillOpen.bind(day)
-                        stillOpen.bind(runId)
-                        stillOpen.bind(e.detail)
-                        stillOpen.bind(e.accountId)
-                        stillOpen.bind(e.productId)
-                        stillOpen.bind(e.grossMinor)
-                        stillOpen.bind(e.currency)
-                        stillOpen.bind(e.netReportingMinor)
+                        bindFigures(e, &stillOpen)
                         stillOpen.bind(id)
                         try stillOpen.run()
                     } else {
@@ -609,16 +615,9 @@ extension LedgerWriter {
                     addException.bind(e.category.rawValue)
                     addException.bind(e.transactionId)
                     addException.bind(e.orderId)
-                    addException.bind(e.accountId)
-                    addException.bind(e.productId)
-                    addException.bind(e.grossMinor)
-                    addException.bind(e.currency)
-                    addException.bind(e.netReportingMinor)
-                    addException.bind(e.detail)
                     addException.bind(day)
                     addException.bind(runId)
-                    addException.bind(day)
-                    addException.bind(runId)
+                    bindFigures(e, &addException)
                     try addException.run()
                 }
             }
