@@ -305,10 +305,12 @@ public struct NightlyRun {
             counts = ingest.counts
             ordersBroughtBack = ingest.ordersBroughtBack
             CrashPoint.hit("post:start")
-            // The sales waiting to post (tonight's and those that waited): the percent's total.
-            let waiting = try w.pendingSaleCount()
-            postedKinds = try progress.stage("post entries", total: waiting, unit: "transactions") { tick in
-                try Self.post(writer: w, poster: poster, runId: runId, asOf: asOf, tick: tick)
+            // The sales waiting to post that tonight tries (tonight's, those waiting for an
+            // order, and those waiting for a rule unless nothing they wait for changed): the
+            // percent's total.
+            let toTry = try w.salesToTry(everyWaitingForRule: try Self.retryEveryWaitingSale(w, poster: poster))
+            postedKinds = try progress.stage("post entries", total: toTry.count, unit: "transactions") { tick in
+                try Self.post(writer: w, poster: poster, runId: runId, asOf: asOf, sales: toTry, tick: tick)
             }
             counts.entriesPosted = postedKinds.entries
             try ingest.openWaitingReversals()
@@ -466,9 +468,40 @@ public struct NightlyRun {
         return result
     }
 
-    /// Posts every sale still waiting (new ones and those that waited for a rule) and every
-    /// refund that is due. Returns the number of entries written.
-    static func post(writer w: LedgerWriter, poster: Poster, runId: Int64, asOf: Day, tick: RunProgress.Ticker? = nil) throws -> Posted {
+    /// Tests set it to have every night try every sale waiting for a rule (to see that trying
+    /// only those touched changes nothing but the nights' `finding.last_run_id`).
+    nonisolated(unsafe) static var alwaysRetryEveryWaitingSale = false
+
+    /// Whether tonight tries again every sale waiting for a rule, not only those its records
+    /// touched: on the ledger's first night, when the config or a rules file differs from the
+    /// ones the night before posted by (its `run_input`, as sealed), and when that night was
+    /// run by another version of iapledger or schema. Otherwise each untouched one would be
+    /// decided as the night before decided it, for the same reason (`salesToTry`).
+    static func retryEveryWaitingSale(_ w: LedgerWriter, poster: Poster) throws -> Bool {
+        guard let last = try w.lastFinishedRun() else { return true }
+        var current: [String: String]? = nil
+        if let configSHA = poster.config.sourceSHA256 {
+            current = ["iapledger.toml": configSHA]
+            for (name, sha) in poster.rules.sourceSHA256 { current?["rules/" + name] = sha }
+        }
+        var before: [String: String] = [:]
+        for f in try w.runFiles(last.id) { before[f.path] = f.sha256 }
+        return retryEveryWaitingSale(files: current, lastNightFiles: before, lastNightVersion: try w.runVersion(last.id))
+    }
+
+    /// `retryEveryWaitingSale` from the config and rules files tonight posts by (nil: not read
+    /// from files), those the last night posted by, and the version and schema it ran with.
+    static func retryEveryWaitingSale(files: [String: String]?, lastNightFiles: [String: String],
+                                      lastNightVersion: (tool: String, newestSchema: Bool)?) -> Bool {
+        guard !alwaysRetryEveryWaitingSale, let files, files == lastNightFiles, let lastNightVersion else { return true }
+        return lastNightVersion.tool != toolVersion || !lastNightVersion.newestSchema
+    }
+
+    /// Posts every sale still waiting that `sales` names (new ones, and those that waited for
+    /// an order or a rule; every one when nil) and every refund that is due. Returns the number
+    /// of entries written.
+    static func post(writer w: LedgerWriter, poster: Poster, runId: Int64, asOf: Day, sales toTry: LedgerReader.SalesToTry? = nil,
+                     tick: RunProgress.Ticker? = nil) throws -> Posted {
         var kinds = Posted()
         // Subscription chains read once per stage: posting changes no transaction a chain holds.
         var chains = SubscriptionChains()
@@ -524,7 +557,7 @@ public struct NightlyRun {
             try w.resolveFinding(code: other, transactionId: id, runId: runId)
             try w.openFinding(code: code, transactionId: id, recordId: nil, message: why, runId: runId)
         }
-        try w.forEachPendingSaleBatch(batchSize: postingBatchSize) { sales in
+        try w.forEachPendingSaleBatch(batchSize: postingBatchSize, of: toTry) { sales in
             let paidDays = try sales.map { try subscriptionPaidDays(of: $0.sale.observation, writer: w, poster: poster, chains: &chains) }
             let batch = PreparedSales(sales, paidDays: paidDays, poster: poster, asOf: asOf, on: preparing)
             if let before = ahead {

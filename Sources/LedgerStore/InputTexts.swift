@@ -80,6 +80,13 @@ extension LedgerReader {
         return (r[0], Day(iso: r[1] as String)!)
     }
 
+    /// The version of iapledger run `runId` recorded running with, and whether its schema was
+    /// this version's newest (runs before v20 recorded none: not).
+    public func runVersion(_ runId: Int64) throws -> (tool: String, newestSchema: Bool)? {
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT tool_version, schema_migration FROM run WHERE id = ?"),
+                         arguments: [runId]).map { ($0[0], ($0[1] as String?) == Schema.newestMigration) }
+    }
+
     /// Every sale entry of `book`, in entry order, without its postings (its amounts and the
     /// rules it recorded), with the run that posted it: what the night after a rules change
     /// checks against the rules now.

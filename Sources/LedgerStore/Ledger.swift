@@ -403,24 +403,37 @@ public class LedgerReader {
         return (String(text[..<cut]), String(text[text.index(after: cut)...]))
     }
 
+    /// The waiting sales a night tries to post: every one, or all but the sales waiting for a
+    /// rule that nothing read tonight touched (`salesToTry(everyWaitingForRule:)`).
+    public struct SalesToTry: Sendable {
+        /// Appended to the query of pending sales (`t` the stored transaction).
+        let filter: String
+        /// How many there are: the post stage's total.
+        public let count: Int
+        /// Whether a sale waiting for a rule is tried only when tonight touched it.
+        public let touchedOnly: Bool
+    }
+
     /// Transactions whose sale waits, in posting order (purchase time, then id), a batch at a
     /// time, each with the storefront of its order (looked up in the same query): each batch
-    /// is read whole before `body` sees it, so `body` may update the batch's rows.
-    public func forEachPendingSaleBatch(batchSize: Int = 10_000, _ body: ([PendingSale]) throws -> Void) throws {
+    /// is read whole before `body` sees it, so `body` may update the batch's rows. Only those
+    /// of `sales` when given (`salesToTry`), else every one.
+    public func forEachPendingSaleBatch(batchSize: Int = 10_000, of sales: SalesToTry? = nil, _ body: ([PendingSale]) throws -> Void) throws {
         let storefront = Self.orderStorefrontSQL(of: "t.transaction_id")
+        let filter = sales?.filter ?? ""
         var after: (ms: Int64, id: String)? = nil
         while true {
             let statement: Statement
             if after != nil {
                 statement = try db.cachedStatement(sql: """
                     SELECT \(Self.storedColumns), \(storefront) FROM store_transaction t INDEXED BY store_transaction_pending_order
-                    WHERE sale_status = 'pending' AND (purchase_ms > ? OR (purchase_ms = ? AND transaction_id > ?))
+                    WHERE sale_status = 'pending' AND (purchase_ms > ? OR (purchase_ms = ? AND transaction_id > ?))\(filter)
                     ORDER BY purchase_ms, transaction_id LIMIT ?
                     """)
             } else {
                 statement = try db.cachedStatement(sql: """
                     SELECT \(Self.storedColumns), \(storefront) FROM store_transaction t INDEXED BY store_transaction_pending_order
-                    WHERE sale_status = 'pending' ORDER BY purchase_ms, transaction_id LIMIT ?
+                    WHERE sale_status = 'pending'\(filter) ORDER BY purchase_ms, transaction_id LIMIT ?
                     """)
             }
             // Read through the C API: decoding a GRDB `Row` per pending sale cost a tenth of posting.

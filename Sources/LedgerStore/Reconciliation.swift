@@ -514,29 +514,7 @@ extension LedgerWriter {
             exceptionsSQL = "SELECT id, category, transaction_id, order_id, resolved_on IS NULL FROM exception"
             try db.execute(sql: "DELETE FROM reconciled_match")
         } else {
-            try db.execute(sql: """
-                CREATE TEMP TABLE IF NOT EXISTS recon_touched (transaction_id TEXT PRIMARY KEY) WITHOUT ROWID;
-                CREATE TEMP TABLE IF NOT EXISTS recon_touched_order (order_id TEXT PRIMARY KEY) WITHOUT ROWID;
-                DELETE FROM temp.recon_touched;
-                DELETE FROM temp.recon_touched_order;
-                """)
-            var addT = FastStatement(try db.cachedStatement(sql: "INSERT OR IGNORE INTO temp.recon_touched (transaction_id) VALUES (?)"), in: db)
-            for id in touched.transactions.sorted(by: Self.binaryOrder) where !id.isEmpty {
-                addT.bind(id)
-                try addT.run()
-            }
-            var addO = FastStatement(try db.cachedStatement(sql: "INSERT OR IGNORE INTO temp.recon_touched_order (order_id) VALUES (?)"), in: db)
-            for id in touched.orders.sorted(by: Self.binaryOrder) {
-                addO.bind(id)
-                try addO.run()
-            }
-            // A touched order touches every transaction it ever named (a new version may name
-            // another one, or none: the one it named before is reconciled again).
-            try db.execute(sql: """
-                INSERT OR IGNORE INTO temp.recon_touched (transaction_id)
-                SELECT v.transaction_id FROM temp.recon_touched_order k JOIN order_version v ON v.order_id = k.order_id
-                WHERE v.transaction_id IS NOT NULL AND v.transaction_id <> '';
-                """)
+            try fillTouchedTables()
             try db.execute(sql: "DELETE FROM reconciled_match WHERE transaction_id IN (SELECT transaction_id FROM temp.recon_touched)")
             matched = (last?.matched ?? 0) - db.changesCount
             // CROSS JOIN keeps the touched keys the outer loop (SQLite has no statistics on a
@@ -713,6 +691,55 @@ extension LedgerWriter {
             order \(orderId), read since, names \(named). The entry stays as posted (entries are never rewritten): \
             book the difference by hand if it matters
             """, runId: runId)
+    }
+
+    /// Which waiting sales to try. A sale waiting for a rule (`MISSING_RULE: ...`) is decided by
+    /// its stored transaction, its order's storefront (the latest version of each order naming
+    /// it), the config and rules files and iapledger's code, and by nothing else: not by the
+    /// date. Unless `everyWaitingForRule`, only those of them that tonight's records touched
+    /// (their transaction stored or changed, or an order naming them now or before read again)
+    /// are tried, with every other waiting sale (new tonight, or waiting for an order, which
+    /// the date decides); the caller asks for every one when the config, rules or version
+    /// changed since the night before. More touched keys than `TouchedKeys` keeps: every one.
+    public func salesToTry(everyWaitingForRule: Bool) throws -> SalesToTry {
+        var filter = ""
+        let touchedOnly = !everyWaitingForRule && !touched.overflowed
+        if touchedOnly {
+            try fillTouchedTables()
+            filter = " AND (substr(t.pending_reason, 1, 13) <> 'MISSING_RULE:' OR t.transaction_id IN (SELECT transaction_id FROM temp.recon_touched))"
+        }
+        let count = try Int.fetchOne(db.cachedStatement(sql: """
+            SELECT count(*) FROM store_transaction t INDEXED BY store_transaction_pending_order WHERE sale_status = 'pending'\(filter)
+            """)) ?? 0
+        return SalesToTry(filter: filter, count: count, touchedOnly: touchedOnly)
+    }
+
+    /// The keys this run touched so far, as temporary tables: `temp.recon_touched_order` the
+    /// orders, `temp.recon_touched` the transactions, with every transaction a touched order
+    /// ever named (a new version may name another one, or none: the one it named before is
+    /// concerned again, in its match and in the storefront its order gives its sale).
+    func fillTouchedTables() throws {
+        try db.execute(sql: """
+            CREATE TEMP TABLE IF NOT EXISTS recon_touched (transaction_id TEXT PRIMARY KEY) WITHOUT ROWID;
+            CREATE TEMP TABLE IF NOT EXISTS recon_touched_order (order_id TEXT PRIMARY KEY) WITHOUT ROWID;
+            DELETE FROM temp.recon_touched;
+            DELETE FROM temp.recon_touched_order;
+            """)
+        var addT = FastStatement(try db.cachedStatement(sql: "INSERT OR IGNORE INTO temp.recon_touched (transaction_id) VALUES (?)"), in: db)
+        for id in touched.transactions.sorted(by: Self.binaryOrder) where !id.isEmpty {
+            addT.bind(id)
+            try addT.run()
+        }
+        var addO = FastStatement(try db.cachedStatement(sql: "INSERT OR IGNORE INTO temp.recon_touched_order (order_id) VALUES (?)"), in: db)
+        for id in touched.orders.sorted(by: Self.binaryOrder) {
+            addO.bind(id)
+            try addO.run()
+        }
+        try db.execute(sql: """
+            INSERT OR IGNORE INTO temp.recon_touched (transaction_id)
+            SELECT v.transaction_id FROM temp.recon_touched_order k JOIN order_version v ON v.order_id = k.order_id
+            WHERE v.transaction_id IS NOT NULL AND v.transaction_id <> '';
+            """)
     }
 
     /// SQLite's BINARY order (UTF-8 bytes, then length), compared in place with `memcmp`: the
