@@ -179,7 +179,7 @@ extension FinanceReport {
             proceedsTotal += sign * e.proceedsReportingMinor
             let d = decimals(e.currency)
             return SheetRow([.integer(e.entryId), .date(e.date), .date(e.originalDate), .text(e.late ? "late" : ""),
-                             .text(e.kind == "refund" ? "refund" : "refund reversed"), .text(e.transactionId), .text(e.productId),
+                             .text(e.kind), .text(e.transactionId), .text(e.productId),
                              .text(e.storefront), .text(e.currency),
                              e.refundPercentage.map { .money(minor: $0, decimals: 3) } ?? .empty,
                              .money(minor: sign * e.netMinor, decimals: d), .money(minor: sign * e.commissionMinor, decimals: d),
@@ -187,6 +187,9 @@ extension FinanceReport {
                              .money(minor: sign * e.netReportingMinor, decimals: reportingDecimals),
                              .money(minor: sign * e.commissionReportingMinor, decimals: reportingDecimals),
                              .money(minor: sign * e.proceedsReportingMinor, decimals: reportingDecimals)])
+        }
+        if list.isEmpty {
+            rows.append(SheetRow([.text("None: no refund or reversed refund posted through \(asOf)")] + Array(repeating: .empty, count: ReportSchema.refunds.count - 1)))
         }
         rows.append(SheetRow([.text("Total"), .empty, .empty, .text("\(list.filter(\.late).count) late"), .empty, .empty, .empty, .empty,
                               .empty, .empty, .empty, .empty, .empty, .money(minor: total, decimals: reportingDecimals),

@@ -221,6 +221,11 @@ public struct FinanceReport {
                           "The full journal is in \(where_). Every other sheet is complete."]
             return SheetContent(key: "journal", tables: [TableBlock(key: "postings", columns: table.columns, rows: [])], notice: notice)
         }
+        if table.rowCount == 0 {
+            return SheetContent(key: "journal", tables: [TableBlock(key: "postings", columns: table.columns, rows: [
+                SheetRow([.text("None: no posting dated \(journalFrom) to \(asOf) in this book")] + Array(repeating: .empty, count: table.columns.count - 1),
+                         style: .total)])])
+        }
         return SheetContent(key: "journal", tables: [table])
     }
 

@@ -141,7 +141,7 @@ public struct ReconciliationReport {
             tables: [
                 TableBlock(key: "by_category", columns: ReportSchema.reconciliationByCategory, rows: rows),
                 TableBlock(key: "matching", columns: ReportSchema.reconciliationMatching, rows: [
-                    SheetRow([.text("Matched order/transaction pairs"), state == nil ? .text("not reconciled") : .integer(Int64(matched))]),
+                    SheetRow([.text("Matched order/transaction pairs (both books; a sale booked or still waiting)"), state == nil ? .text("not reconciled") : .integer(Int64(matched))]),
                     SheetRow([.text("Resolved since the previous night"), state == nil ? .text("not reconciled") : .integer(Int64(resolved))]),
                     SheetRow([.text("Reconciliation state"), .text(stateText)]),
                     SheetRow([.text("Product types reconciled"), .text(
@@ -267,6 +267,9 @@ public struct ReconciliationReport {
             rows.append(SheetRow([.text("... and \(waiting.count - waiting.listed.count) more waiting transactions, not listed here (a sheet lists the first \(recordsLimit); `iapledger findings --code MISSING_RULE` and `--code ORDER_WAIT` list every one)"),
                                   .empty, .empty, .empty, .empty, .empty, .empty]))
         }
+        if records.listed.isEmpty && records.more.isEmpty && waiting.count == 0 {
+            rows += try noneRow(ReportSchema.pending, "None waiting: no record waits for verification and no transaction for a rule or its order, as of \(asOf)")
+        }
         return SheetContent(key: "pending", tables: [TableBlock(key: "pending", columns: ReportSchema.pending, rows: rows)])
     }
 
@@ -276,11 +279,14 @@ public struct ReconciliationReport {
     /// - Parameter openRecords: the rejected records still open on the as-of date, oldest first
     ///   (the first of each code, and how many more).
     public func rejectedSheet(openRecords open: SharedReads.OpenRecords) throws -> SheetContent {
-        let rows = try notReconciled(ReportSchema.rejected) + open.listed.map {
+        var rows = try notReconciled(ReportSchema.rejected) + open.listed.map {
             SheetRow([.text("\($0.path):\($0.line)"), .text($0.code), .text($0.reason), .date($0.firstSeen),
                       .integer(Int64(asOf - $0.firstSeen))])
         } + open.more.map {
             SheetRow([.text("... and \($0.count) more rejected \($0.code) records, not listed here"), .text($0.code), .empty, .empty, .empty])
+        }
+        if open.listed.isEmpty && open.more.isEmpty {
+            rows += try noneRow(ReportSchema.rejected, "None open: no record read is rejected and unresolved, as of \(asOf)")
         }
         return SheetContent(key: "rejected", tables: [TableBlock(key: "rejected", columns: ReportSchema.rejected, rows: rows)])
     }

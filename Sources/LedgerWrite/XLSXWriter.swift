@@ -122,7 +122,8 @@ public enum XLSXWriter {
             headerRight = make { format_set_bold($0); format_set_bg_color($0, 0xD9E1F2); format_set_bottom($0, UInt8(LXW_BORDER_THIN.rawValue)); format_set_text_wrap($0); format_set_align($0, UInt8(LXW_ALIGN_RIGHT.rawValue)); format_set_align($0, UInt8(LXW_ALIGN_VERTICAL_TOP.rawValue)) }
             section = make { format_set_bold($0); format_set_font_size($0, 12) }
             integer = make { format_set_num_format($0, "#,##0") }
-            date = make { format_set_num_format($0, "yyyy-mm-dd"); format_set_align($0, UInt8(LXW_ALIGN_LEFT.rawValue)) }
+            // Indented: a date after a right-aligned number (an entry id) would read as one field.
+            date = make { format_set_num_format($0, "yyyy-mm-dd"); format_set_align($0, UInt8(LXW_ALIGN_LEFT.rawValue)); format_set_indent($0, 1) }
             money = (0...3).map { d in make { format_set_num_format($0, Formats.moneyFormat(d)) } }
             totalText = make { format_set_bold($0); format_set_top($0, UInt8(LXW_BORDER_THIN.rawValue)) }
             wrappedText = make { format_set_text_wrap($0) }
@@ -145,7 +146,7 @@ public enum XLSXWriter {
             let f = workbook_add_format(wb)!
             switch role {
             case .integerTotal, .moneyTotal: format_set_bold(f); format_set_top(f, UInt8(LXW_BORDER_THIN.rawValue))
-            case .date: format_set_align(f, UInt8(LXW_ALIGN_LEFT.rawValue))
+            case .date: format_set_align(f, UInt8(LXW_ALIGN_LEFT.rawValue)); format_set_indent(f, 1)
             case .integer, .money: break
             }
             format_set_num_format(f, numFormat)

@@ -244,6 +244,26 @@ final class NightlyRunTests: XCTestCase {
         XCTAssertTrue(sandboxBook["Journal"]!.contains { $0.contains("s1") })
     }
 
+    /// A list with nothing in it says so (an empty table reads as data missing): the Journal
+    /// of a month with no posting, Refunds with none, and the reconciliation's Pending and
+    /// Rejected with nothing waiting or refused.
+    func testEmptyListsSaySo() throws {
+        try ws.write("inbox/receipts/n.jsonl", Receipt.response([Receipt.item("2001", purchased: "2026-10-03T10:00:00Z")]) + "\n")
+        let october = try ws.run("2026-10-04")
+        let finance = try XLSXReader.sheets(october.workbooks[0])
+        XCTAssertEqual(finance["Refunds"]!.dropFirst(4).map { $0[0] }, ["None: no refund or reversed refund posted through 2026-10-04", "Total"])
+        XCTAssertEqual(finance["Journal"]!.dropFirst(4).count, 3, "the sale's postings")
+        let recon = try XLSXReader.sheets(october.workbooks[2])
+        XCTAssertEqual(recon["Pending"]!.dropFirst(4).map { $0[0] }, ["None waiting: no record waits for verification and no transaction for a rule or its order, as of 2026-10-04"])
+        XCTAssertEqual(recon["Rejected"]!.dropFirst(4).map { $0[0] }, ["None open: no record read is rejected and unresolved, as of 2026-10-04"])
+        // November, nothing posted yet: its Journal says so; a record refused is listed, not "None".
+        try ws.write("inbox/receipts/bad.jsonl", #"{"status": 21003}"# + "\n")
+        let november = try ws.run("2026-11-02")
+        let journal = try XLSXReader.sheets(november.workbooks[0])["Journal"]!.dropFirst(4).map { $0[0] }
+        XCTAssertEqual(journal, ["None: no posting dated 2026-11-01 to 2026-11-02 in this book"])
+        XCTAssertEqual(try XLSXReader.sheets(november.workbooks[2])["Rejected"]!.dropFirst(4).map { $0[0] }, ["inbox/receipts/bad.jsonl:1"])
+    }
+
     func testMissingRuleWaitsAndIsPostedByALaterRun() throws {
         // The order names the storefront (DEU); there is no EUR rate for November yet.
         try ws.write("inbox/orders/orders.csv", """

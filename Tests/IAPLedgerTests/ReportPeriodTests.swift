@@ -163,7 +163,7 @@ final class ReportPeriodTests: XCTestCase {
         XCTAssertTrue(summary.contains { $0.first == "Not reconciled: no night had run on or before 2026-10-31" }, "\(summary)")
         XCTAssertFalse(summary.contains { $0.first?.hasPrefix("Total open exceptions") == true })
         // The count of exceptions without an amount is not "none" either: it was never counted.
-        let withoutAmount = try XCTUnwrap(summary.first { $0.first?.hasPrefix("Open exceptions whose sale is not booked") == true }?.first)
+        let withoutAmount = try XCTUnwrap(summary.first { $0.first?.hasPrefix("Open exceptions that name no booked sale") == true }?.first)
         XCTAssertTrue(withoutAmount.contains("leave out: not reconciled"), withoutAmount)
         // The sandbox book's list of test purchases credited in production says so too (it
         // was an empty list, read as none credited).
@@ -178,8 +178,8 @@ final class ReportPeriodTests: XCTestCase {
         let infoNow = try XCTUnwrap(try XLSXReader.sheets(ws.root.appendingPathComponent("reports/2026-11-02/finance-2026-11-02.xlsx"))["Run Info"])
         XCTAssertTrue(infoNow.contains { $0.first == "None: no record read by 2026-11-02 was still pending or rejected on that day" }, "\(infoNow)")
         XCTAssertTrue(infoNow.contains { $0.first == "None open on 2026-11-02" }, "\(infoNow)")
-        XCTAssertEqual(summary.first { $0.first == "Matched order/transaction pairs" }?.dropFirst().first, "not reconciled")
-        XCTAssertTrue(summary.contains { $0.first?.hasPrefix("Matched order/transaction pairs: not reconciled. Resolved since the previous night: not reconciled.") == true },
+        XCTAssertEqual(summary.first { $0.first?.hasPrefix("Matched order/transaction pairs (") == true }?.dropFirst().first, "not reconciled")
+        XCTAssertTrue(summary.contains { $0.first?.hasPrefix("Matched order/transaction pairs: not reconciled (production and sandbox, each sale booked or still waiting). Resolved since the previous night: not reconciled.") == true },
                       "\(summary.prefix(4))")
         XCTAssertTrue(summary.first { $0.first == "Reconciliation state" }?.dropFirst().first?.hasPrefix("no run on or before 2026-10-31: NOT RECONCILED") == true)
         // Its lists say so in their one row, where empty lists read as a clean month.
@@ -398,7 +398,7 @@ final class ReportPeriodTests: XCTestCase {
         XCTAssertTrue(nowPending.contains("inbox/receipts/b.jsonl:1"))
         let state = october["Summary"]!.first { $0.first == "Reconciliation state" }
         XCTAssertEqual(state?.dropFirst().first, "run 1, as of 2026-10-20 (the last run on or before 2026-10-31)")
-        XCTAssertEqual(october["Summary"]!.first { $0.first == "Matched order/transaction pairs" }?.dropFirst().first, "2",
+        XCTAssertEqual(october["Summary"]!.first { $0.first?.hasPrefix("Matched order/transaction pairs (") == true }?.dropFirst().first, "2",
                        "run 1 matched a1 and w1 with their orders")
 
         let info = try XLSXReader.sheets(ws.root.appendingPathComponent("reports/2026-10-31/finance-2026-10-31.xlsx"))["Run Info"]!

@@ -468,9 +468,15 @@ final class SignedIngestTests: XCTestCase {
         // REFUND_REVERSED restores it, dated the notification's signedDate.
         let reversedAt = t0 + 5 * 86_400_000
         try ws.write("inbox/signed/n3.json", try notification("REFUND_REVERSED", signed: reversedAt, transaction: try transaction("9003")))
-        XCTAssertEqual(try ws.run("2023-11-20").counts.entriesPosted, 1)
+        let night3 = try ws.run("2023-11-20")
+        XCTAssertEqual(night3.counts.entriesPosted, 1)
         XCTAssertEqual(try rows("SELECT kind, date FROM entry ORDER BY id").map { $0.joined(separator: " ") },
                        ["sale 2023-11-13", "refund 2023-11-16", "refund_reversal 2023-11-19"])
+        // The Refunds sheet names each kind as the Journal does (a filter on one finds the other's).
+        let book = try XLSXReader.sheets(try XCTUnwrap(night3.workbooks.first { $0.lastPathComponent == "sandbox-2023-11-20.xlsx" }))
+        func kinds(_ sheet: String) -> [String] { book[sheet]!.compactMap { $0.count > 5 && $0[5] == "9003" ? $0[4] : nil } }
+        XCTAssertEqual(kinds("Refunds"), ["refund", "refund_reversal"])
+        XCTAssertEqual(Set(kinds("Journal")), ["sale", "refund", "refund_reversal"])
         XCTAssertEqual(try rows("SELECT a.name, sum(p.amount_minor) FROM posting p JOIN account a ON a.id = p.account_id GROUP BY 1 ORDER BY 1"),
                        [["Assets:AppStore:Receivable", "139"], ["Expenses:AppStore:Commission", "60"],
                         ["Revenue:InApp:Refunds", "0"], ["Revenue:InApp:Sales", "-199"]])
