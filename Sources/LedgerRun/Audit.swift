@@ -41,6 +41,9 @@ public struct Audit {
         /// The workbooks iapledger registered that are no longer at their path under the
         /// workspace (deleted or moved: a retention policy, or by hand): said, not a problem.
         public var workbooksGone: [String] = []
+        /// What `verify` says besides (a root named in the config that cannot be read), not a
+        /// problem of the ledger.
+        public var notes: [String] = []
         /// Each finished run's chain head as the ledger's entries now give it (compare with the
         /// head on the Run Info sheet of that night's workbooks, or the run's own output).
         public var runHeads: [LedgerReader.RunHead] = []
@@ -68,8 +71,6 @@ public struct Audit {
 
     public func run() throws -> Report {
         let (config, ledger) = try workspace.openExistingLedger()
-        let receiptVerifier = ReceiptVerifier(bundleIds: config.bundleIds)
-        let signedVerifier = try NightlyRun.signedDataVerifier(config: config, workspace: workspace)
         var report = Report()
         let schemaDifferences = try ledger.schemaDifferences()
         // A run records the schema it wrote with: one newer than the migrations the ledger
@@ -101,6 +102,11 @@ public struct Audit {
             return report
         }
         do { try ledger.read { r in
+            // Each run's records are checked again as that night checked them: by the bundle ids
+            // and roots it verified with, not by today's config.
+            let verifiers = try RunVerifiers(config: config, workspace: workspace, reader: r)
+            for p in verifiers.problems { report.problems.append(Problem(entryId: nil, message: p, run: true)) }
+            report.notes += verifiers.notes
             var previous = EntryHash.genesis
             // Sales are kept only for transactions with a refund entry, refunds only for those
             // with a reversal: what re-deriving those needs, not the whole ledger in memory.
@@ -181,7 +187,7 @@ public struct Audit {
                 switch e.kind {
                 case .sale:
                     if refunded.contains(key) { sales[key] = e }
-                    if let why = try rederiveSale(e, reader: r, receiptVerifier: receiptVerifier, signedVerifier: signedVerifier, config: config) {
+                    if let why = try rederiveSale(e, reader: r, verifiers: verifiers, config: config) {
                         fail(why)
                     } else {
                         report.rederived += 1
@@ -198,7 +204,7 @@ public struct Audit {
                     if negated != e.postings { fail("is not the exact negation of its refund"); break }
                     // Only Apple's REFUND_REVERSED notification asks for a reversal: one must be
                     // stored for the transaction, and its record must verify as one again.
-                    if let why = try rederiveReversal(e, reader: r, signedVerifier: signedVerifier) { fail(why) } else { report.rederived += 1 }
+                    if let why = try rederiveReversal(e, reader: r, verifiers: verifiers) { fail(why) } else { report.rederived += 1 }
                 }
             }
             report.chainHead = previous
@@ -216,7 +222,7 @@ public struct Audit {
             // Every stored refund is one a source record of its transaction reports: a refund
             // date written into the ledger by hand would be posted by the next night.
             for refund in try r.storedRefunds() {
-                if let why = try refundSupport(refund, reader: r, receiptVerifier: receiptVerifier, signedVerifier: signedVerifier) {
+                if let why = try refundSupport(refund, reader: r, verifiers: verifiers) {
                     report.problems.append(Problem(entryId: nil, message: "transaction \(refund.transactionId): \(why)"))
                 }
             }
@@ -260,7 +266,7 @@ public struct Audit {
                 return try rules!.get()
             }
             try r.forEachTransactionWithoutSale { id, status in
-                switch try firstSourceAgrees(id, entry: nil, reader: r, receiptVerifier: receiptVerifier, signedVerifier: signedVerifier) {
+                switch try firstSourceAgrees(id, entry: nil, reader: r, verifiers: verifiers) {
                 case .failure(let why):
                     report.problems.append(Problem(entryId: nil, message: "transaction \(id) (\(status), no sale entry): \(why)"))
                 case .success(let agreed):
@@ -342,14 +348,15 @@ public struct Audit {
             // quantity, price or expiry), and a refund a record reports is stored (the sale
             // waiting with it would post without its refund).
             var notFirst: [String] = [], refundsMissing: [String] = [], flagged = Set<String>()
-            try r.forEachSourceRecordText { path, line, outcome, code, recordSHA, fileSHA, chunk, raw, kind, recordId in
+            try r.forEachSourceRecordText { path, line, outcome, code, recordSHA, fileSHA, chunk, raw, kind, recordId, runId in
                 report.records += 1
                 guard let raw else {
                     report.problems.append(Problem(entryId: nil, message: "source record \(path):\(line): its text's chunk \(chunk ?? 0) cannot be read (not the compressed text of its recorded size): it was damaged or altered after it was read"))
                     return
                 }
                 if outcome == "verified" && kind != "orders" {
-                    let said = Self.reported(kind: kind, path: path, raw: raw, receiptVerifier: receiptVerifier, signedVerifier: signedVerifier)
+                    let run = verifiers.forRun(runId)
+                    let said = Self.reported(kind: kind, path: path, raw: raw, receiptVerifier: run.receipts, signedVerifier: run.signed)
                     // A record agrees with the stored transaction when it reports it as stored,
                     // field by field (a refund aside): the night takes a refund, or a reversal,
                     // only from such a record. Judged from the records, not from the findings
@@ -573,10 +580,9 @@ public struct Audit {
 
     /// Re-reads the sale's first source record, re-verifies it, and recomputes the sale from
     /// that transaction and the rules recorded with the entry. Nil when it agrees.
-    func rederiveSale(_ e: EntryDraft, reader: LedgerReader, receiptVerifier: ReceiptVerifier,
-                      signedVerifier: SignedDataVerifier, config: WorkspaceConfig) throws -> String? {
+    func rederiveSale(_ e: EntryDraft, reader: LedgerReader, verifiers: RunVerifiers, config: WorkspaceConfig) throws -> String? {
         let obs: TransactionObservation, where_: String
-        switch try firstSourceAgrees(e.transactionId, entry: e, reader: reader, receiptVerifier: receiptVerifier, signedVerifier: signedVerifier) {
+        switch try firstSourceAgrees(e.transactionId, entry: e, reader: reader, verifiers: verifiers) {
         case .success(let agreed): (obs, where_) = (agreed.observation, agreed.where_)
         case .failure(let why): return why.description
         }
@@ -617,8 +623,8 @@ public struct Audit {
     /// Re-reads the transaction's first source record, re-verifies it, and compares what it
     /// gives with the stored transaction field by field (and with `entry`, the sale posted
     /// from it, if any): the transaction as the record gives it, and the record's place; or why not.
-    func firstSourceAgrees(_ transactionId: String, entry e: EntryDraft?, reader: LedgerReader, receiptVerifier: ReceiptVerifier,
-                           signedVerifier: SignedDataVerifier) throws -> Result<(observation: TransactionObservation, where_: String), Why> {
+    func firstSourceAgrees(_ transactionId: String, entry e: EntryDraft?, reader: LedgerReader,
+                           verifiers: RunVerifiers) throws -> Result<(observation: TransactionObservation, where_: String), Why> {
         guard let source = try reader.firstSourceRecord(of: transactionId) else {
             return .failure(Why("no stored source record brought this transaction"))
         }
@@ -627,8 +633,9 @@ public struct Audit {
         // A response of many items, verified for an earlier of its sales: not read again.
         let known = source.kind == "receipts" ? verifiedReceipts.known(source.recordId) : nil
         let raw = known == nil ? try reader.recordText(source.recordId) : ""
-        switch Self.observation(of: transactionId, kind: source.kind, path: source.path, raw: raw, receiptVerifier: receiptVerifier,
-                                signedVerifier: signedVerifier, verifiedReceipt: known, keep: { verifiedReceipts.keep(source.recordId, $0) }) {
+        let run = verifiers.forRun(source.runId)
+        switch Self.observation(of: transactionId, kind: source.kind, path: source.path, raw: raw, receiptVerifier: run.receipts,
+                                signedVerifier: run.signed, verifiedReceipt: known, keep: { verifiedReceipts.keep(source.recordId, $0) }) {
         case .success(let o): obs = o
         case .failure(let why): return .failure(Why("its source record \(where_) does not give the transaction again: \(why)"))
         }
@@ -702,13 +709,14 @@ public struct Audit {
     /// Nil when a source record of the transaction reports its stored refund (the same date and
     /// percentage); otherwise why not.
     func refundSupport(_ refund: (transactionId: String, cancellationMs: Int64, percentage: Int64?), reader: LedgerReader,
-                       receiptVerifier: ReceiptVerifier, signedVerifier: SignedDataVerifier) throws -> String? {
+                       verifiers: RunVerifiers) throws -> String? {
         let sources = try reader.sources(of: refund.transactionId)
         var verified = 0
         var refused: [String] = []
         for s in sources {
+            let run = verifiers.forRun(s.runId)
             switch Self.observation(of: refund.transactionId, kind: s.kind, path: s.path, raw: s.raw,
-                                    receiptVerifier: receiptVerifier, signedVerifier: signedVerifier) {
+                                    receiptVerifier: run.receipts, signedVerifier: run.signed) {
             case .success(let o):
                 verified += 1
                 if o.cancellationMs == refund.cancellationMs, o.revocationPercentage == refund.percentage { return nil }
@@ -728,12 +736,12 @@ public struct Audit {
 
     /// Nil when a stored REFUND_REVERSED notification of the transaction verifies again as one
     /// (Apple's signature, its type and transaction); otherwise why not.
-    func rederiveReversal(_ e: EntryDraft, reader: LedgerReader, signedVerifier: SignedDataVerifier) throws -> String? {
+    func rederiveReversal(_ e: EntryDraft, reader: LedgerReader, verifiers: RunVerifiers) throws -> String? {
         let stored = try reader.reversalNotifications(of: e.transactionId)
         for n in stored {
             let ext = (n.path as NSString).pathExtension.lowercased()
             guard let jws = Ingest.jws(in: RawRecord(line: 0, text: Substring(n.raw)), fileExtension: ext),
-                  case .notification(.success(let notification)) = signedVerifier.verify(jws) else { continue }
+                  case .notification(.success(let notification)) = verifiers.forRun(n.runId).signed.verify(jws) else { continue }
             if notification.notificationType == "REFUND_REVERSED", notification.notificationUUID == n.uuid,
                notification.transaction?.transactionId == e.transactionId { return nil }
         }

@@ -220,6 +220,10 @@ public struct NightlyRun {
             // And the files themselves, once per distinct content (what `verify` checks the
             // entries' recorded rules against, and what the next night compares its rules with).
             for bytes in (config.sourceData.map { [$0] } ?? []) + rules.sourceData.values { try w.keepInputText(bytes) }
+            // And the roots it verifies signed data to (their DER, under the fingerprint it
+            // recorded): `verify` checks tonight's signed records again against them, whatever
+            // trusted_roots names by then.
+            for root in roots { try w.keepInputText([UInt8](root.der)) }
             // Findings finance dismissed since (booked by hand), first: the rules check below
             // then knows which corrections were booked (a rule undone the same night asks for
             // their reversal; checked before, the booking was lost).

@@ -147,14 +147,14 @@ extension LedgerReader {
     /// `kind` is the file's (`receipts`, `signed`, `orders`).
     public func forEachSourceRecordText(_ body: (_ path: String, _ line: Int, _ outcome: String, _ reasonCode: String?,
                                                  _ recordSHA256: String, _ fileSHA256: String, _ chunk: Int64?,
-                                                 _ raw: String?, _ kind: String, _ recordId: Int64) throws -> Void) throws {
+                                                 _ raw: String?, _ kind: String, _ recordId: Int64, _ runId: Int64) throws -> Void) throws {
         var chunks = chunkReader()
         let cursor = try Row.fetchCursor(db, sql: """
-            SELECT f.path, r.line, r.outcome, r.reason_code, r.record_sha256, f.sha256, CAST(r.raw AS BLOB), \(chunkColumns), f.kind, r.id
+            SELECT f.path, r.line, r.outcome, r.reason_code, r.record_sha256, f.sha256, CAST(r.raw AS BLOB), \(chunkColumns), f.kind, r.id, f.run_id
             FROM source_record r JOIN source_file f ON f.id = r.file_id ORDER BY r.id
             """)
         while let r = try cursor.next() {
-            try body(r[0], r[1], r[2], r[3], r[4], r[5], r[7], try Self.text(r, raw: 6, chunk: 7, &chunks), r[10], r[11])
+            try body(r[0], r[1], r[2], r[3], r[4], r[5], r[7], try Self.text(r, raw: 6, chunk: 7, &chunks), r[10], r[11], r[12])
         }
     }
 
@@ -383,12 +383,12 @@ extension LedgerReader {
 
     /// The source record that first brought a transaction, without its text: its id, the
     /// file's kind and path, the line (`recordText` reads the text when it is needed).
-    public func firstSourceRecord(of transactionId: String) throws -> (recordId: Int64, kind: String, path: String, line: Int)? {
+    public func firstSourceRecord(of transactionId: String) throws -> (recordId: Int64, kind: String, path: String, line: Int, runId: Int64)? {
         try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT r.id, f.kind, f.path, r.line FROM store_transaction t
+            SELECT r.id, f.kind, f.path, r.line, f.run_id FROM store_transaction t
             JOIN source_record r ON r.id = t.first_record_id JOIN source_file f ON f.id = r.file_id
             WHERE t.transaction_id = ?
-            """), arguments: [transactionId]).map { ($0[0], $0[1], $0[2], $0[3]) }
+            """), arguments: [transactionId]).map { ($0[0], $0[1], $0[2], $0[3], $0[4]) }
     }
 
     /// A source record's text, as kept.
@@ -439,13 +439,13 @@ extension LedgerReader {
 
     /// Every stored source record of a transaction: the one that stored it and those linked
     /// after it, the latest read first (a refund usually comes with the latest).
-    public func sources(of transactionId: String) throws -> [(kind: String, path: String, line: Int, raw: String)] {
+    public func sources(of transactionId: String) throws -> [(kind: String, path: String, line: Int, raw: String, runId: Int64)] {
         try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT f.kind, f.path, r.line, CAST(r.raw AS BLOB), \(chunkColumns) FROM source_record r JOIN source_file f ON f.id = r.file_id
+            SELECT f.kind, f.path, r.line, CAST(r.raw AS BLOB), \(chunkColumns), f.run_id FROM source_record r JOIN source_file f ON f.id = r.file_id
             WHERE r.id = (SELECT first_record_id FROM store_transaction WHERE transaction_id = ?1)
                OR r.id IN (SELECT record_id FROM transaction_source WHERE transaction_id = ?1)
             ORDER BY r.id DESC
-            """), arguments: [transactionId]).map { ($0[0], $0[1], $0[2], try Self.text($0, raw: 3, chunk: 4, &chunkCache) ?? Self.unreadableText) }
+            """), arguments: [transactionId]).map { ($0[0], $0[1], $0[2], try Self.text($0, raw: 3, chunk: 4, &chunkCache) ?? Self.unreadableText, $0[7]) }
     }
 
     /// Transactions whose sale status says otherwise than their entries: `posted` with no sale
@@ -540,12 +540,12 @@ extension LedgerReader {
     }
 
     /// The REFUND_REVERSED notifications stored for a transaction, with their record's text.
-    public func reversalNotifications(of transactionId: String) throws -> [(uuid: String, path: String, line: Int, raw: String)] {
+    public func reversalNotifications(of transactionId: String) throws -> [(uuid: String, path: String, line: Int, raw: String, runId: Int64)] {
         try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT n.uuid, f.path, r.line, CAST(r.raw AS BLOB), \(chunkColumns) FROM notification n
+            SELECT n.uuid, f.path, r.line, CAST(r.raw AS BLOB), \(chunkColumns), f.run_id FROM notification n
             JOIN source_record r ON r.id = n.record_id JOIN source_file f ON f.id = r.file_id
             WHERE n.transaction_id = ? AND n.notification_type = 'REFUND_REVERSED' ORDER BY r.id
-            """), arguments: [transactionId]).map { ($0[0], $0[1], $0[2], try Self.text($0, raw: 3, chunk: 4, &chunkCache) ?? Self.unreadableText) }
+            """), arguments: [transactionId]).map { ($0[0], $0[1], $0[2], try Self.text($0, raw: 3, chunk: 4, &chunkCache) ?? Self.unreadableText, $0[7]) }
     }
 
     /// A record's raw text read as its bytes: SQLite keeps a text's NUL characters, but reading

@@ -80,6 +80,22 @@ extension LedgerReader {
         return (r[0], Day(iso: r[1] as String)!)
     }
 
+    /// The roots run `runId` recorded verifying signed data to (`trusted root: <name>` in
+    /// `run_input`, the SHA-256 of each one's DER), nil for a run that recorded none (before
+    /// schema v22).
+    public func runRoots(_ runId: Int64) throws -> [(name: String, sha256: String)]? {
+        guard try db.tableExists("run_input") else { return nil }
+        let rows = try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT substr(path, 15), sha256 FROM run_input WHERE run_id = ? AND path LIKE 'trusted root: %' ORDER BY path
+            """), arguments: [runId]).map { (name: $0[0] as String, sha256: $0[1] as String) }
+        return rows.isEmpty ? nil : rows
+    }
+
+    /// The ids of the runs that finished, in order.
+    public func finishedRunIds() throws -> [Int64] {
+        try Int64.fetchAll(db, sql: "SELECT id FROM run WHERE finished_at IS NOT NULL ORDER BY id")
+    }
+
     /// The version of iapledger run `runId` recorded running with, and whether its schema was
     /// this version's newest (runs before v20 recorded none: not).
     public func runVersion(_ runId: Int64) throws -> (tool: String, newestSchema: Bool)? {

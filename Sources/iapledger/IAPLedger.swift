@@ -789,6 +789,7 @@ extension Verify {
     /// The workbooks iapledger registered that are gone from their path: said (the ledger is
     /// not wrong for it: a retention policy may delete old sets), with how to write them again.
     func printWorkbooksGone(_ report: Audit.Report) {
+        for note in report.notes { print("note: \(TerminalText.visible(note))") }
         guard !report.workbooksGone.isEmpty else { return }
         let n = report.workbooksGone.count
         print("note: \(n) workbook\(n == 1 ? "" : "s") iapledger wrote \(n == 1 ? "is" : "are") no longer at \(n == 1 ? "its path" : "their paths") (deleted or moved): "

@@ -495,6 +495,54 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertTrue(TraceOutput.json(traced).contains("\"refund_reversed_date\" : \"2023-11-19\""))
     }
 
+    /// `verify` checks each night's records again by the bundle ids and roots that night
+    /// verified with: a bundle id retired since, a root taken out of trusted_roots and its file
+    /// deleted are changes of config, not tampering (it said every record they let in no longer
+    /// verified, and could not run at all without the root's file). A root the ledger did not
+    /// keep (as before this version) and the config no longer names is said as the cause.
+    func testVerifyChecksRecordsByTheBundleIdsAndRootsOfTheirNight() throws {
+        try ws.write("iapledger.toml", Self.config(trusted: true).replacingOccurrences(of: #"["com.example"]"#, with: #"["com.example", "com.example.old"]"#))
+        try ws.write("inbox/signed/t.jws", try transaction("9101") + "\n")
+        try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("9102", product: "com.example.product", purchased: "2023-11-13T10:00:00Z")],
+                                                                bundle: "com.example.old") + "\n")
+        XCTAssertEqual(try ws.run("2023-11-15").counts.entriesPosted, 2)
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+        // The old app retired, the test root out of the config and its file deleted.
+        try ws.write("iapledger.toml", Self.config(trusted: false))
+        try FileManager.default.removeItem(at: ws.root.appendingPathComponent("certs/testCA.pem"))
+        var audit = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(audit.ok, "\(audit.problems)")
+        XCTAssertEqual(audit.rederived, 2)
+        XCTAssertTrue(audit.notes.isEmpty, "\(audit.notes)")
+        try ws.run("2023-11-16")
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+        // The config names the root again, its file still gone: said, not a problem.
+        try ws.write("iapledger.toml", Self.config(trusted: true))
+        audit = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(audit.ok, "\(audit.problems)")
+        XCTAssertTrue(audit.notes.first?.hasPrefix("trusted_roots names certs/testCA.pem, which cannot be read") == true, "\(audit.notes)")
+        // A ledger that did not keep the root (a version before this one), the config no
+        // longer naming it: said as the cause, before the record it leaves unchecked.
+        try ws.write("iapledger.toml", Self.config(trusted: false))
+        let queue = try DatabaseQueue(path: ws.root.appendingPathComponent("ledger.sqlite").path)
+        try queue.write { db in
+            let trigger = try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE name = 'input_text_no_delete'")!
+            try db.execute(sql: "DROP TRIGGER input_text_no_delete")
+            try db.execute(sql: "DELETE FROM input_text WHERE sha256 IN (SELECT sha256 FROM run_input WHERE path = 'trusted root: certs/testCA.pem')")
+            try db.execute(sql: trigger)
+        }
+        try queue.close()
+        audit = try Audit(workspace: ws.workspace).run()
+        XCTAssertFalse(audit.ok)
+        XCTAssertTrue(audit.problems.contains { $0.run && $0.message.hasPrefix("run 1 verified signed data to the trusted root certs/testCA.pem (SHA-256 ") }, "\(audit.problems)")
+        XCTAssertTrue(audit.problems.contains { $0.message.contains("9101") }, "\(audit.problems)")
+        // Named and readable again: checked.
+        try ws.write("iapledger.toml", Self.config(trusted: true))
+        try ws.write("certs/testCA.pem", try TestSigner.appleFixtureText("java/certs/testCA.pem"))
+        audit = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(audit.ok, "\(audit.problems)")
+    }
+
     /// A reversal waiting for its refund is a row (reversal_request) the next night posts from:
     /// deleted, the reversal would never post; its date changed, it would post on another day.
     /// Triggers refuse both; past them, `verify` reads the notifications again and names each.

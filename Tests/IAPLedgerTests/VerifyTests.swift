@@ -383,7 +383,7 @@ final class VerifyTests: XCTestCase {
         for readOnly in [true, false] {
             let texts = try Ledger(path: path, readOnly: readOnly).read { r in
                 var out: [(String, String)] = []
-                try r.forEachSourceRecordText { _, _, _, _, sha, _, chunk, raw, _, _ in
+                try r.forEachSourceRecordText { _, _, _, _, sha, _, chunk, raw, _, _, _ in
                     XCTAssertNil(chunk)
                     out.append((sha, raw ?? ""))
                 }

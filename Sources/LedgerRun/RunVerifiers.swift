@@ -1,0 +1,96 @@
+import Foundation
+import LedgerCore
+import LedgerRead
+import LedgerStore
+import LedgerVerify
+
+/// The verifiers `verify` checks each run's records again with: the bundle ids of the config
+/// that run kept and the roots it recorded verifying signed data to (`run_input`), not the
+/// config on disk now. A bundle id retired since (an app renamed) or a root taken out of
+/// `trusted_roots` (a test root, once the app is live) is a change of config, not tampering:
+/// checked against today's config, every record it let in would be said to no longer verify.
+///
+/// A run that kept no config (before schema v26) is checked by the bundle ids on disk; one that
+/// recorded no roots (before v22), by the roots on disk. A root is found by its fingerprint:
+/// Apple Root CA - G3 (built in), the certificate kept in the ledger (`input_text`, from this
+/// version on), or a certificate `trusted_roots` names now. One found nowhere is said
+/// (`problems`): the signed records its run read are checked against the roots it still can.
+final class RunVerifiers: @unchecked Sendable {
+    struct Pair {
+        let receipts: ReceiptVerifier
+        let signed: SignedDataVerifier
+    }
+
+    let current: Pair
+    private(set) var byRun: [Int64: Pair] = [:]
+    /// What keeps records of some runs from being checked as their night checked them.
+    private(set) var problems: [String] = []
+    /// Roots `trusted_roots` names that cannot be read: said, not a problem of the ledger (the
+    /// records are checked against the copies the ledger kept).
+    private(set) var notes: [String] = []
+
+    func forRun(_ runId: Int64) -> Pair { byRun[runId] ?? current }
+
+    init(config: WorkspaceConfig, workspace: Workspace, reader: LedgerReader) throws {
+        // Today's roots, each that can be read (a root file gone stops no check of the runs
+        // that recorded another).
+        let apple = try SignedDataVerifier.appleRootCAG3()
+        var onDisk: [(name: String, der: Data)] = [("Apple Root CA - G3 (built in)", apple)]
+        var unreadable: [String: String] = [:]
+        for path in config.trustedRoots {
+            let url = path.hasPrefix("/") ? URL(fileURLWithPath: path) : workspace.root.appendingPathComponent(path)
+            do { onDisk.append((path, try SignedDataVerifier.loadCertificateFile(url))) } catch { unreadable[path] = "\(error)" }
+        }
+        let currentKey = Self.key(bundleIds: config.bundleIds, roots: onDisk.map { Hashing.sha256Hex($0.der) })
+        current = Pair(receipts: ReceiptVerifier(bundleIds: config.bundleIds),
+                       signed: try SignedDataVerifier(trustedRootsDER: onDisk.map(\.der), bundleIds: config.bundleIds))
+        for (path, why) in unreadable.sorted(by: { $0.key < $1.key }) {
+            notes.append("trusted_roots names \(path), which cannot be read (\(why)); the signed records of the runs that verified to it are checked against the copy the ledger kept (the next night stops on it)")
+        }
+        var byFingerprint: [String: Data] = [:]
+        for r in onDisk { byFingerprint[Hashing.sha256Hex(r.der)] = r.der }
+        var made: [String: Pair] = [currentKey: current]
+        var missingSaid = Set<String>()
+        for runId in try reader.finishedRunIds() {
+            var bundleIds = config.bundleIds
+            if let text = try Self.keptConfig(of: runId, reader: reader),
+               let c = try? ConfigReader.parse(text, displayPath: "iapledger.toml (kept)") { bundleIds = c.bundleIds }
+            var ders = onDisk.map(\.der)
+            if let recorded = try reader.runRoots(runId) {
+                ders = []
+                for root in recorded {
+                    if let der = byFingerprint[root.sha256] { ders.append(der); continue }
+                    if let kept = try reader.inputText(sha256: root.sha256) {
+                        let der = Data(kept)
+                        byFingerprint[root.sha256] = der
+                        ders.append(der)
+                        continue
+                    }
+                    if missingSaid.insert(root.sha256).inserted {
+                        problems.append("run \(runId) verified signed data to the trusted root \(root.name) (SHA-256 \(root.sha256)), which the ledger did not keep (runs before this version kept no root) and trusted_roots no longer names: the signed records such runs read are checked against the roots they still can; name the certificate in trusted_roots again to check them")
+                    }
+                }
+                if ders.isEmpty { ders = [apple] }
+            }
+            let key = Self.key(bundleIds: bundleIds, roots: ders.map { Hashing.sha256Hex($0) })
+            if key == currentKey { continue }
+            if made[key] == nil {
+                made[key] = Pair(receipts: ReceiptVerifier(bundleIds: bundleIds),
+                                 signed: try SignedDataVerifier(trustedRootsDER: ders, bundleIds: bundleIds))
+            }
+            byRun[runId] = made[key]
+        }
+    }
+
+    static func key(bundleIds: [String], roots: [String]) -> String {
+        Set(bundleIds).sorted().joined(separator: "\u{1F}") + "\u{1E}" + Set(roots).sorted().joined(separator: "\u{1F}")
+    }
+
+    /// The config run `runId` kept, as text; nil when it kept none.
+    static func keptConfig(of runId: Int64, reader: LedgerReader) throws -> String? {
+        guard try reader.keepsInputTexts(),
+              let file = try reader.runFiles(runId).first(where: { $0.path == "iapledger.toml" }),
+              let bytes = try reader.inputText(sha256: file.sha256) else { return nil }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
