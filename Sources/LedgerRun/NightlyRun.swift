@@ -72,6 +72,10 @@ public struct NightlyRun {
         /// export sent again, not as a byte copy), or credited again after their reversal: each
         /// with its last row, and whether it undid the order's reversal.
         public var ordersBroughtBack: [(orderId: String, location: String, reversalUndone: Bool)] = []
+        /// Signed records this run verified to a trusted root other than Apple Root CA - G3 (a
+        /// test root, or a root that is not Apple's): by root, how many, and how many of them
+        /// say they are production data (Apple signs those under its own root only).
+        public var otherRoots: [(root: String, records: Int, production: Int)] = []
         /// Files read whose bytes a file read before under another name had (copied or renamed
         /// in the inbox): their records are stored again as theirs, nothing is posted twice.
         public var repeatedFiles: [(path: String, earlier: String, readOn: String)] = []
@@ -184,7 +188,7 @@ public struct NightlyRun {
         }
         let verifier = ReceiptVerifier(bundleIds: config.bundleIds)
         let roots = try Self.trustedRoots(config: config, workspace: workspace)
-        let signedVerifier = try SignedDataVerifier(trustedRootsDER: roots.map(\.der), bundleIds: config.bundleIds)
+        let signedVerifier = try SignedDataVerifier(trustedRootsDER: roots.map(\.der), bundleIds: config.bundleIds, rootNames: roots.map(\.name))
 
         // A folder earlier nights read from must be there (a missing one is no empty night).
         let kindsRead = try ledger.read { try $0.fileKindsRead() }
@@ -203,6 +207,7 @@ public struct NightlyRun {
         var putBackFiles: [String] = []
         var goneFiles: [String] = []
         var ordersBroughtBack: [(orderId: String, location: String, reversalUndone: Bool)] = []
+        var otherRoots: [(root: String, records: Int, production: Int)] = []
         var postedKinds = Posted()
         var closedThrough: Month? = nil
         var closedByConfig: Month? = nil
@@ -308,6 +313,7 @@ public struct NightlyRun {
             }
             counts = ingest.counts
             ordersBroughtBack = ingest.ordersBroughtBack
+            otherRoots = ingest.otherRoots.sorted { $0.key < $1.key }.map { ($0.key, $0.value.records, $0.value.production) }
             CrashPoint.hit("post:start")
             // The sales waiting to post that tonight tries (tonight's, those waiting for an
             // order, and those waiting for a rule unless nothing they wait for changed): the
@@ -392,6 +398,7 @@ public struct NightlyRun {
         }
         if nothingNewSince == nil { result.repeatedFiles = try ledger.read { try $0.filesRepeatingEarlierOnes(runId: runId) } }
         result.ordersBroughtBack = ordersBroughtBack
+        result.otherRoots = otherRoots
         if nothingNewSince == nil { result.posted = postedKinds }
         committed?(result)
 
@@ -1341,6 +1348,8 @@ struct Ingest {
     /// The refund reversals asked for this night, each with the REVERSAL_WAITING it opens if
     /// its refund is still not posted once the night's entries are (see `openWaitingReversals`).
     var reversalsAsked: [AskedReversal] = []
+    /// Signed records verified to a root other than Apple's, by root (`Result.otherRoots`).
+    var otherRoots: [String: (records: Int, production: Int)] = [:]
     /// Orders brought back to an earlier version this night (see `Result.ordersBroughtBack`).
     var ordersBroughtBack: [(orderId: String, location: String, reversalUndone: Bool)] = []
 

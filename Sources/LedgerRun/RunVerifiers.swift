@@ -51,14 +51,23 @@ final class RunVerifiers: @unchecked Sendable {
         for r in onDisk { byFingerprint[Hashing.sha256Hex(r.der)] = r.der }
         var made: [String: Pair] = [currentKey: current]
         var missingSaid = Set<String>()
+        // Bundle ids and roots earlier nights verified with that the config no longer names:
+        // said (a change of config, not of the ledger), with the nights.
+        var retired: [String: (first: Int64, last: Int64)] = [:]
+        func retire(_ what: String, _ runId: Int64) { retired[what] = (retired[what]?.first ?? runId, runId) }
+        let currentFingerprints = Set(onDisk.map { Hashing.sha256Hex($0.der) })
         for runId in try reader.finishedRunIds() {
             var bundleIds = config.bundleIds
             if let text = try Self.keptConfig(of: runId, reader: reader),
                let c = try? ConfigReader.parse(text, displayPath: "iapledger.toml (kept)") { bundleIds = c.bundleIds }
+            for id in Set(bundleIds).subtracting(config.bundleIds) { retire("bundle_ids no longer lists \(id)", runId) }
             var ders = onDisk.map(\.der)
             if let recorded = try reader.runRoots(runId) {
                 ders = []
                 for root in recorded {
+                    if !currentFingerprints.contains(root.sha256) && !unreadable.keys.contains(root.name) {
+                        retire("trusted_roots no longer names the root \(root.name)", runId)
+                    }
                     if let der = byFingerprint[root.sha256] { ders.append(der); continue }
                     if let kept = try reader.inputText(sha256: root.sha256) {
                         let der = Data(kept)
@@ -79,6 +88,9 @@ final class RunVerifiers: @unchecked Sendable {
                                  signed: try SignedDataVerifier(trustedRootsDER: ders, bundleIds: bundleIds))
             }
             byRun[runId] = made[key]
+        }
+        for (what, runs) in retired.sorted(by: { $0.key < $1.key }) {
+            notes.append("iapledger.toml's \(what), which \(runs.first == runs.last ? "run \(runs.first)" : "runs \(runs.first) to \(runs.last)") verified records with: their records are checked by the config and roots those runs kept, as they verified them")
         }
     }
 

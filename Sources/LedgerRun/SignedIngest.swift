@@ -135,8 +135,19 @@ extension Ingest {
         }
     }
 
-    static func verifiedNote(_ what: String, signedMs: Int64?) -> String {
-        "\(what): ES256 signature and x5c chain verified to a trusted root, Apple OIDs present, valid at signedDate \(signedMs.map { Day(epochMilliseconds: $0).description } ?? "(none)")"
+    /// How a verified signed record was verified, as its record keeps it (`trace` shows it):
+    /// the root its chain led to named, and said when it is not Apple's.
+    static func verifiedNote(_ what: String, signedMs: Int64?, anchor: SignedDataAnchor?) -> String {
+        let root = anchor.map { $0.isApple ? "the trusted root \($0.name)" : "the trusted root \($0.name), not Apple Root CA - G3 (test data, or not Apple's)" }
+            ?? "a trusted root"
+        return "\(what): ES256 signature and x5c chain verified to \(root), Apple OIDs present, valid at signedDate \(signedMs.map { Day(epochMilliseconds: $0).description } ?? "(none)")"
+    }
+
+    /// Counts a record verified to a root other than Apple's (the night's summary says them).
+    mutating func noteAnchor(_ anchor: SignedDataAnchor?, environment: String?) {
+        guard let anchor, !anchor.isApple else { return }
+        otherRoots[anchor.name, default: (0, 0)].records += 1
+        if environment?.lowercased() == "production" { otherRoots[anchor.name, default: (0, 0)].production += 1 }
     }
 
     mutating func signedTransaction(_ result: Result<SignedTransaction, SignedDataRejection>, jws: String, fileId: Int64,
@@ -147,9 +158,10 @@ extension Ingest {
                        transactionIds: unverifiedTransactionIds(ofCompactJWS: jws))
         case .success(let t):
             let recordId = try writer.addRecord(.init(fileId: fileId, line: location.line, sha256: sha, outcome: .verified,
-                                                      reasonCode: "JWS_VERIFIED", reason: Self.verifiedNote("signed transaction", signedMs: t.signedDateMs),
+                                                      reasonCode: "JWS_VERIFIED", reason: Self.verifiedNote("signed transaction", signedMs: t.signedDateMs, anchor: t.anchor),
                                                       environment: t.environment, raw: raw))
             counts.verified += 1
+            noteAnchor(t.anchor, environment: t.environment)
             try observeSigned(t, recordId: recordId, location: location)
         }
     }
@@ -182,10 +194,11 @@ extension Ingest {
         let type = n.notificationType + (n.subtype.map { "/\($0)" } ?? "")
         let recordId = try writer.addRecord(.init(fileId: fileId, line: location.line, sha256: sha, outcome: .verified,
                                                   reasonCode: "JWS_VERIFIED",
-                                                  reason: Self.verifiedNote("notification \(type) \(n.notificationUUID)", signedMs: n.signedDateMs)
+                                                  reason: Self.verifiedNote("notification \(type) \(n.notificationUUID)", signedMs: n.signedDateMs, anchor: n.anchor)
                                                       + (n.transaction == nil ? "; it carries no transaction (a test, a summary, a notice of renewal or consent), so nothing is posted from it" : ""),
                                                   environment: n.environment, raw: raw))
         counts.verified += 1
+        noteAnchor(n.anchor, environment: n.environment)
         let fresh = try writer.addNotification(uuid: n.notificationUUID, recordId: recordId, runId: runId,
                                                type: n.notificationType, subtype: n.subtype, signedMs: n.signedDateMs,
                                                environment: n.environment, transactionId: n.transaction?.transactionId)

@@ -142,6 +142,18 @@ public struct SignedTransaction: Equatable, Sendable {
         self.priceMilliunits = priceMilliunits
         self.rawPayloadJSON = rawPayloadJSON
     }
+
+    /// The trusted root its certificate chain was verified to (nil: not set by a verifier).
+    public var anchor: SignedDataAnchor? = nil
+}
+
+/// The trusted root a signed record's chain leads to: its name (as the verifier was given
+/// it: `Apple Root CA - G3 (built in)`, or a path of `trusted_roots`), and whether it is Apple
+/// Root CA - G3 (Apple signs its production data under no other root).
+public struct SignedDataAnchor: Equatable, Sendable {
+    public var name: String
+    public var isApple: Bool
+    public init(name: String, isApple: Bool) { self.name = name; self.isApple = isApple }
 }
 
 /// A verified App Store Server Notification V2 (`ResponseBodyV2DecodedPayload`).
@@ -186,6 +198,9 @@ public struct SignedNotification: Equatable, Sendable {
         self.renewalInfoJSON = renewalInfoJSON
         self.rawPayloadJSON = rawPayloadJSON
     }
+
+    /// The trusted root its certificate chain was verified to (nil: not set by a verifier).
+    public var anchor: SignedDataAnchor? = nil
 }
 
 /// Any signed payload whose header, certificate chain and signature were verified, before it is
@@ -203,6 +218,8 @@ public struct VerifiedSignedPayload: Equatable, Sendable {
     public var kind: SignedDataKind
     /// Subject of the leaf (signing) certificate, for audit trails.
     public var signerSubject: String
+    /// The trusted root the chain leads to.
+    public var anchor: SignedDataAnchor? = nil
 }
 
 // MARK: - Exact JSON values

@@ -102,6 +102,8 @@ public struct SignedDataVerifier: Sendable {
     }
 
     let trustedRoots: [Certificate]
+    /// Each trusted root as a record names it (`SignedDataAnchor`), in the order of `trustedRoots`.
+    public let anchors: [SignedDataAnchor]
     /// Accepted app bundle ids; empty = any.
     public let bundleIds: [String]
     /// The clock used as validation time ONLY for payloads without a signedDate (Apple's library does
@@ -112,8 +114,16 @@ public struct SignedDataVerifier: Sendable {
 
     /// `trustedRootsDER`: DER certificates that anchor the chain (Apple Root CA - G3 for real data,
     /// Apple's test CA in tests). `bundleIds`: accepted app bundle ids; empty accepts any.
-    public init(trustedRootsDER: [Data], bundleIds: [String]) throws {
+    /// `rootNames`: how each root is named where a record says which one its chain led to
+    /// (default: Apple Root CA - G3 by its name, the others by their place in the list).
+    public init(trustedRootsDER: [Data], bundleIds: [String], rootNames: [String]? = nil) throws {
         guard !trustedRootsDER.isEmpty else { throw SignedDataSetupError.noTrustedRoots }
+        self.anchors = trustedRootsDER.enumerated().map { index, der in
+            let isApple = SHA256.hash(data: der).map { String(format: "%02X", $0) }.joined() == Self.appleRootCAG3SHA256
+            let name = rootNames.flatMap { index < $0.count ? $0[index] : nil }
+                ?? (isApple ? "Apple Root CA - G3" : "trusted root #\(index + 1)")
+            return SignedDataAnchor(name: name, isApple: isApple)
+        }
         self.trustedRoots = try trustedRootsDER.enumerated().map { index, der in
             do {
                 return try Certificate(derEncoded: Array(der))
@@ -140,13 +150,14 @@ public struct SignedDataVerifier: Sendable {
 
     func transaction(from parsed: SignedDataCompactJWS) throws(SignedDataRejection) -> SignedTransaction {
         do {
-            let (jws, _) = try verifyEnvelope(parsed)
-            let transaction: SignedTransaction
+            let (jws, verified) = try verifyEnvelope(parsed)
+            var transaction: SignedTransaction
             do {
                 transaction = try SignedTransaction(payload: jws.payload, rawPayloadJSON: jws.payloadJSON)
             } catch {
                 throw .malformed(Self.message(error))
             }
+            transaction.anchor = verified.anchor
             try checkBundleId(transaction.bundleId)
             return transaction
         }
@@ -180,7 +191,7 @@ public struct SignedDataVerifier: Sendable {
 
     func notification(from parsed: SignedDataCompactJWS) throws(SignedDataRejection) -> SignedNotification {
         do {
-            let (jws, _) = try verifyEnvelope(parsed)
+            let (jws, verified) = try verifyEnvelope(parsed)
             var notification: SignedNotification
             var nestedTransactionJWS: String?
             var nestedRenewalJWS: String?
@@ -220,6 +231,7 @@ public struct SignedDataVerifier: Sendable {
             } catch {
                 throw .malformed(Self.message(error))
             }
+            notification.anchor = verified.anchor
             try checkBundleId(notification.bundleId)
             if let nested = nestedTransactionJWS {
                 switch verifyTransaction(nested) {
@@ -367,7 +379,7 @@ public struct SignedDataVerifier: Sendable {
         let validationTime = signedDateMs.map { Date(timeIntervalSince1970: TimeInterval($0) / 1000) } ?? currentTime()
 
         // Chain, OIDs, validity.
-        try SignedDataChainCheck(roots: trustedRoots, cache: chainCache).check(
+        let root = try SignedDataChainCheck(roots: trustedRoots, cache: chainCache).check(
             leaf: leaf, intermediate: intermediate, at: validationTime, signedDateGiven: signedDateMs != nil)
 
         // Signature.
@@ -387,7 +399,8 @@ public struct SignedDataVerifier: Sendable {
             validationTime: validationTime,
             environment: environment,
             kind: SignedDataKind(payload: jws.payload),
-            signerSubject: leaf.subject.description)
+            signerSubject: leaf.subject.description,
+            anchor: trustedRoots.firstIndex(of: root).map { anchors[$0] })
         return (jws, verified)
     }
 }
@@ -488,10 +501,12 @@ struct SignedDataChainCheck {
     let roots: [Certificate]
     var cache: SignedDataChainCache?
 
+    /// Returns the trusted root the chain leads to.
+    @discardableResult
     func check(leaf: Certificate, intermediate: Certificate, at validationTime: Date, signedDateGiven: Bool)
-        throws(SignedDataRejection)
+        throws(SignedDataRejection) -> Certificate
     {
-        if let cache, cache.accepts(leaf: leaf, intermediate: intermediate, at: validationTime) { return }
+        if let cache, let root = cache.accepts(leaf: leaf, intermediate: intermediate, at: validationTime) { return root }
         let rootStore = CertificateStore(roots)
         let intermediates = CertificateStore([intermediate])
 
@@ -550,6 +565,7 @@ struct SignedDataChainCheck {
             throw .untrustedChain(failures.first.map { "\($0.policyFailureReason)" } ?? "the chain does not meet RFC 5280 at \(Self.format(validationTime))")
         }
         cache?.remember(leaf: leaf, intermediate: intermediate, chain: chain)
+        return chain[2]
     }
 
     static func format(_ date: Date) -> String {
@@ -569,7 +585,7 @@ final class SignedDataChainCache: @unchecked Sendable {
         let intermediate: Certificate
     }
     private let lock = NSLock()
-    private var windows: [Key: ClosedRange<Date>] = [:]
+    private var windows: [Key: (window: ClosedRange<Date>, root: Certificate)] = [:]
     private let limit = 64
     /// Certificates parsed from their x5c base64 text (the same text always gives the same one).
     private var certificates: [String: Certificate] = [:]
@@ -587,10 +603,12 @@ final class SignedDataChainCache: @unchecked Sendable {
         certificates[base64] = certificate
     }
 
-    func accepts(leaf: Certificate, intermediate: Certificate, at time: Date) -> Bool {
+    /// The root of the chain, when the pair passed every check for a time whose window holds `time`.
+    func accepts(leaf: Certificate, intermediate: Certificate, at time: Date) -> Certificate? {
         lock.lock()
         defer { lock.unlock() }
-        return windows[Key(leaf: leaf, intermediate: intermediate)]?.contains(time) ?? false
+        guard let known = windows[Key(leaf: leaf, intermediate: intermediate)], known.window.contains(time) else { return nil }
+        return known.root
     }
 
     func remember(leaf: Certificate, intermediate: Certificate, chain: [Certificate]) {
@@ -599,7 +617,7 @@ final class SignedDataChainCache: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         if windows.count >= limit { windows.removeAll() }
-        windows[Key(leaf: leaf, intermediate: intermediate)] = start...end
+        windows[Key(leaf: leaf, intermediate: intermediate)] = (start...end, chain[2])
     }
 }
 

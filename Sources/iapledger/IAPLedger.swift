@@ -300,6 +300,16 @@ func printSummary(_ r: NightlyRun.Result) {
         print("  files put back to a version read before (skipped: a change undone in place is not read again, and what the later version brought stands; to bring back rows as they were, send them in a new file that is no byte copy of an earlier one): "
               + r.putBackFiles.map(TerminalText.visible).joined(separator: ", "))
     }
+    for o in r.otherRoots {
+        // Apple signs App Store data under Apple Root CA - G3 only: a root of the config's own
+        // (a test root) let these in; production data under it is not Apple's.
+        print("  \(o.production > 0 ? "WARNING: " : "")signed records verified to \(TerminalText.visible(o.root)) (trusted_roots), not to Apple Root CA - G3: \(o.records)"
+              + (o.production > 0 ? ", \(o.production) of them saying they are production data, which Apple signs under its own root only: not Apple's, unless that root is (take it out of trusted_roots once testing is done)" : " (test data)"))
+        // Said where a scheduler mails what a night says (the night goes on: the records verify).
+        if o.production > 0 {
+            StandardError.write("iapledger: WARNING: \(o.production) signed record\(o.production == 1 ? "" : "s") saying \(o.production == 1 ? "it is" : "they are") production data verified to \(TerminalText.visible(o.root)) (trusted_roots), not to Apple Root CA - G3\n")
+        }
+    }
     if !r.ordersBroughtBack.isEmpty {
         let undone = r.ordersBroughtBack.filter(\.reversalUndone).count
         print("  orders brought back to an earlier version, or credited again after their reversal, by rows read tonight (a later row replaces an earlier one; an old export sent again, not as a byte copy, undoes what came after it): \(r.ordersBroughtBack.count)"

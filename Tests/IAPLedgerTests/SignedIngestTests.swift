@@ -495,6 +495,31 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertTrue(TraceOutput.json(traced).contains("\"refund_reversed_date\" : \"2023-11-19\""))
     }
 
+    /// A signed record's trusted root is named where it was verified (its record's reason, which
+    /// `trace` shows), and the night's summary counts the records verified to a root other
+    /// than Apple Root CA - G3, with a WARNING for those saying they are production data: Apple
+    /// signs production data under its own root only (a root added to trusted_roots let in
+    /// "production" purchases, and nothing said which root vouched for them).
+    func testTheRootASignedRecordWasVerifiedToIsNamed() throws {
+        try ws.write("inbox/signed/t.jws", try transaction("9201") + "\n" + (try transaction("9202", environment: "Production")) + "\n")
+        let night = try ws.run("2023-11-14")
+        XCTAssertEqual(night.otherRoots.map { "\($0.root) \($0.records) \($0.production)" }, ["certs/testCA.pem 2 1"])
+        XCTAssertEqual(try rows("SELECT DISTINCT reason FROM source_record").map { $0[0] },
+                       ["signed transaction: ES256 signature and x5c chain verified to the trusted root certs/testCA.pem, not Apple Root CA - G3 (test data, or not Apple's), Apple OIDs present, valid at signedDate 2023-11-14"])
+        let (_, ledger) = try ws.workspace.openExistingLedger()
+        let traced = try XCTUnwrap(try ledger.read { try $0.traceTransaction("9202", asOf: nil) })
+        XCTAssertTrue(TraceOutput.text(traced).contains("verified to the trusted root certs/testCA.pem, not Apple Root CA - G3"), TraceOutput.text(traced))
+        // The binary says it in the night's summary.
+        try ws.write("inbox/signed/u.jws", try transaction("9203", environment: "Production") + "\n")
+        let cli = try Resilience.cli(["run", "--workspace", ws.root.path, "--as-of", "2023-11-15"])
+        XCTAssertEqual(cli.status, 0, cli.err)
+        XCTAssertTrue(cli.out.contains("  WARNING: signed records verified to certs/testCA.pem (trusted_roots), not to Apple Root CA - G3: 1, 1 of them saying they are production data"), cli.out)
+        XCTAssertEqual(cli.err, "iapledger: WARNING: 1 signed record saying it is production data verified to certs/testCA.pem (trusted_roots), not to Apple Root CA - G3\n")
+        // Apple's own root names itself (the verifier's names, in the order of its roots).
+        let apple = try SignedDataVerifier(bundleIds: [])
+        XCTAssertEqual(apple.anchors, [SignedDataAnchor(name: "Apple Root CA - G3", isApple: true)])
+    }
+
     /// `verify` checks each night's records again by the bundle ids and roots that night
     /// verified with: a bundle id retired since, a root taken out of trusted_roots and its file
     /// deleted are changes of config, not tampering (it said every record they let in no longer
@@ -513,7 +538,8 @@ final class SignedIngestTests: XCTestCase {
         var audit = try Audit(workspace: ws.workspace).run()
         XCTAssertTrue(audit.ok, "\(audit.problems)")
         XCTAssertEqual(audit.rederived, 2)
-        XCTAssertTrue(audit.notes.isEmpty, "\(audit.notes)")
+        XCTAssertEqual(audit.notes, ["iapledger.toml's bundle_ids no longer lists com.example.old, which run 1 verified records with: their records are checked by the config and roots those runs kept, as they verified them",
+                                     "iapledger.toml's trusted_roots no longer names the root certs/testCA.pem, which run 1 verified records with: their records are checked by the config and roots those runs kept, as they verified them"])
         try ws.run("2023-11-16")
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
         // The config names the root again, its file still gone: said, not a problem.
