@@ -278,14 +278,14 @@ public final class Ledger {
                 problems += try LedgerSeal.findingDismissalsUnasked(r.db)
             }
             for (book, currency, sum) in try r.unbalancedMonthTotals() {
-                problems.append("its month totals of the \(book) book do not balance in \(currency) (they sum to \(sum))")
+                problems.append("its month totals of the \(book) book do not balance in \(currency) (they sum to \(sum) minor units)")
             }
             // The revenue sheets read the activity totals, the trial balance the balances: a row
             // of one deleted or changed would leave the workbooks disagreeing, silently.
             let apart = try r.activityBalanceDifferences()
             if let d = apart.first {
                 problems.append("its month totals of sales and refunds (activity_month) do not give its month balances (balance_month): "
-                    + "\(d.book) \(d.month) \(d.account) \(d.currency) differs by \(d.difference) (\(d.reporting) in the reporting currency)"
+                    + "\(d.book) \(d.month) \(d.account) \(d.currency) differs by \(d.difference) minor units (\(d.reporting) in the reporting currency)"
                     + (apart.count > 1 ? ", and \(apart.count - 1) more" : ""))
             }
         }

@@ -24,6 +24,11 @@ extension LedgerWriter {
         var previous = chained ? try ReportFileChain.head(db) ?? ReportFileChain.genesis : ReportFileChain.genesis
         var id = try Int64.fetchOne(db, sql: "SELECT max(id) FROM report_file") ?? 0
         for f in files {
+            // The same bytes as the last version registered at its path (a night run again that
+            // wrote the same workbooks): already known, with when it was first written.
+            if let last = try Row.fetchOne(db.cachedStatement(sql: "SELECT sha256, size_bytes FROM report_file WHERE path = ? ORDER BY id DESC LIMIT 1"),
+                                           arguments: [f.path]),
+               (last[0] as String) == f.sha256, (last[1] as Int64) == f.sizeBytes { continue }
             id += 1
             let registered = RegisteredReportFile(path: f.path, sha256: f.sha256, sizeBytes: f.sizeBytes, writtenAt: writtenAt, runId: runId,
                                                   writtenBy: runId == nil ? "report" : "run")

@@ -301,7 +301,7 @@ extension LedgerReader {
     static func receiptVerification(outcome: String, kind: String, status: Int64?) -> String? {
         guard outcome == "verified", kind == "receipts" else { return nil }
         let code = status ?? 0
-        return "Apple verifyReceipt status \(code) (\(code == 21006 ? "the subscription has expired; the receipt is valid, " : "")verified by Apple's service)"
+        return "Apple verifyReceipt status \(code) (\(code == 21006 ? "the subscription has expired; the receipt is valid, " : "")verified by Apple's service; the response, as the backend stored it, carries no signature of Apple's to check)"
     }
 
     /// - Parameter withText: also read each source record's (and order line's) text as it was read.

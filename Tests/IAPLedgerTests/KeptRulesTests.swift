@@ -31,10 +31,10 @@ final class KeptRulesTests: XCTestCase {
     func testTheFilesARunPostedByAreKeptOnceEach() throws {
         let kept = try Ledger(path: dbPath).read { try $0.rawRows("SELECT sha256 FROM input_text ORDER BY sha256") }.map { $0[0] }
         let recorded = try Ledger(path: dbPath).read {
-            try $0.rawRows("SELECT DISTINCT sha256 FROM run_input WHERE path NOT LIKE 'trusted root: %' ORDER BY sha256")
+            try $0.rawRows("SELECT DISTINCT sha256 FROM run_input ORDER BY sha256")
         }.map { $0[0] }
         XCTAssertEqual(kept, recorded)
-        XCTAssertEqual(kept.count, 5, "the config and the four rules files")
+        XCTAssertEqual(kept.count, 6, "the config, the four rules files and the root (Apple's, built in) signed data is verified to")
         let fx = try XCTUnwrap(try Ledger(path: dbPath).read { r in
             try r.inputText(sha256: try XCTUnwrap(try r.runFiles(1).first { $0.path == "rules/fx.csv" }).sha256)
         })
@@ -42,7 +42,7 @@ final class KeptRulesTests: XCTestCase {
         // A second night by the same files keeps nothing more.
         try ws.write("inbox/receipts/r2.jsonl", Receipt.response([Receipt.item("9004", purchased: "2026-10-07T10:00:00Z")]))
         try ws.run("2026-10-08")
-        XCTAssertEqual(try Ledger(path: dbPath).read { try $0.rawRows("SELECT count(*) FROM input_text") }, [["5"]])
+        XCTAssertEqual(try Ledger(path: dbPath).read { try $0.rawRows("SELECT count(*) FROM input_text") }, [["6"]])
         let db = try DatabaseQueue(path: dbPath)
         XCTAssertThrowsError(try db.write { try $0.execute(sql: "DELETE FROM input_text") })
         XCTAssertThrowsError(try db.write { try $0.execute(sql: "UPDATE input_text SET text_bytes = 1") })

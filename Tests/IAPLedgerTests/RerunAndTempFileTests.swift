@@ -94,6 +94,11 @@ final class RerunAndTempFileTests: XCTestCase {
         XCTAssertEqual(try runCount(), 1, "a run that changed nothing records no run")
         XCTAssertTrue(try Resilience.ledgerDump(ws.root) == dump)
         XCTAssertEqual(try reports(), written)
+        // The same bytes are not registered again: the head the night printed stands.
+        XCTAssertNotNil(first.totals.reportFilesHead)
+        XCTAssertEqual(again.totals.reportFilesHead, first.totals.reportFilesHead)
+        XCTAssertEqual(try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path, readOnly: true)
+            .read { try $0.rawRows("SELECT count(*) FROM report_file") }, [["6"]])
         // Run Info names run 1 and what it read.
         let info = try XLSXReader.sheets(ws.root.appendingPathComponent("reports/2026-11-03/finance-2026-11-03.xlsx"))["Run Info"]!
         XCTAssertTrue(info.contains { $0.first == "Run number" && $0.dropFirst().first == "1" })

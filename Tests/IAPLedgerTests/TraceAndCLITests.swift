@@ -96,9 +96,9 @@ final class TraceAndCLITests: XCTestCase {
         try other.run("2026-11-02")
         let ledger = try Ledger(path: other.root.appendingPathComponent("ledger.sqlite").path, readOnly: true)
         XCTAssertEqual(try ledger.read { try $0.traceTransaction("1000000052076747", asOf: nil) }?.sources.map(\.verification),
-                       ["Apple verifyReceipt status 21006 (the subscription has expired; the receipt is valid, verified by Apple's service)"])
+                       ["Apple verifyReceipt status 21006 (the subscription has expired; the receipt is valid, verified by Apple's service; the response, as the backend stored it, carries no signature of Apple's to check)"])
         XCTAssertEqual(try ledger.read { try $0.traceTransaction("8001", asOf: nil) }?.sources.map(\.verification),
-                       ["Apple verifyReceipt status 0 (verified by Apple's service)"])
+                       ["Apple verifyReceipt status 0 (verified by Apple's service; the response, as the backend stored it, carries no signature of Apple's to check)"])
     }
 
     func testARecordIsTracedByItsFileAndLine() throws {
@@ -763,6 +763,9 @@ final class TraceAndCLITests: XCTestCase {
         let versions = try db.read { try $0.reportFiles(path: "reports/2026-10-31/finance-2026-10-31.xlsx") }
         XCTAssertEqual(versions.map(\.writtenBy), ["run", "report"])
         XCTAssertNotEqual(versions[0].sha256, versions[1].sha256, "the close changed its Run Info")
+        // A file of the set written again as it was (the reconciliation workbook: nothing of it
+        // changed with the close) is not registered twice.
+        XCTAssertEqual(try db.read { try $0.reportFiles(path: "reports/2026-10-31/reconciliation-2026-10-31.xlsx") }.map(\.writtenBy), ["run"])
         try bytes.write(to: held)
         let superseded = try cli(["verify", "--workspace", ws.root.path, "--workbook", held.path])
         XCTAssertEqual(superseded.status, 0, "the version written over is still known")
@@ -799,7 +802,7 @@ final class TraceAndCLITests: XCTestCase {
         let verified = try cli(["verify", "--workspace", ws.root.path])
         XCTAssertEqual(verified.status, 0, verified.err)
         let head = try XCTUnwrap(try db.read { try $0.reportFilesHead() })
-        XCTAssertTrue(verified.out.contains("6 report file registrations in an unbroken chain (head \(head))"), verified.out)
+        XCTAssertTrue(verified.out.contains("5 report file registrations in an unbroken chain (head \(head))"), verified.out)
         // verify --runs lists the head after each night's or report's files, as each printed it.
         let runs = try cli(["verify", "--runs", "--workspace", ws.root.path])
         let listed = runs.out.split(separator: "\n").filter { $0.hasPrefix("  run 1 at ") || $0.hasPrefix("  report at ") }
@@ -813,13 +816,13 @@ final class TraceAndCLITests: XCTestCase {
         try edited.write(to: held)
         let forgedAnswer = try cli(["verify", "--workspace", ws.root.path, "--workbook", held.path])
         XCTAssertEqual(forgedAnswer.status, 1, forgedAnswer.out)
-        XCTAssertTrue(forgedAnswer.out.contains("the ledger's report file registrations do not hold together, so the answers below cannot be trusted: report file registration #7 (reports/2026-10-31/finance-2026-10-31.xlsx, SHA-256 \(Hashing.sha256Hex(edited))) does not match its hash"), forgedAnswer.out)
+        XCTAssertTrue(forgedAnswer.out.contains("the ledger's report file registrations do not hold together, so the answers below cannot be trusted: report file registration #6 (reports/2026-10-31/finance-2026-10-31.xlsx, SHA-256 \(Hashing.sha256Hex(edited))) does not match its hash"), forgedAnswer.out)
         let triggers = try forged.read { try String.fetchAll($0, sql: "SELECT sql FROM sqlite_schema WHERE name IN ('report_file_no_update', 'report_file_no_delete')") }
-        try forged.write { try $0.execute(sql: "DROP TRIGGER report_file_no_update; DROP TRIGGER report_file_no_delete; UPDATE report_file SET hash = NULL WHERE id = 7") }
+        try forged.write { try $0.execute(sql: "DROP TRIGGER report_file_no_update; DROP TRIGGER report_file_no_delete; UPDATE report_file SET hash = NULL WHERE id = 6") }
         let unhashed = try cli(["verify", "--workspace", ws.root.path])
-        XCTAssertTrue(unhashed.err.contains("report file registration #7 (reports/2026-10-31/finance-2026-10-31.xlsx) has no hash, after registrations that have: written by hand") || unhashed.out.contains("has no hash, after registrations that have"), unhashed.out + unhashed.err)
+        XCTAssertTrue(unhashed.err.contains("report file registration #6 (reports/2026-10-31/finance-2026-10-31.xlsx) has no hash, after registrations that have: written by hand") || unhashed.out.contains("has no hash, after registrations that have"), unhashed.out + unhashed.err)
         try forged.write { d in
-            try d.execute(sql: "DELETE FROM report_file WHERE id = 7")
+            try d.execute(sql: "DELETE FROM report_file WHERE id = 6")
             for t in triggers { try d.execute(sql: t) }
         }
         XCTAssertEqual(try cli(["verify", "--workspace", ws.root.path]).status, 0)
