@@ -365,6 +365,8 @@ public struct TouchedKeys {
     public private(set) var overflowed = false
 
     public var transactions: [String] { transactionKeys.map(\.text) }
+    /// How many keys are kept.
+    public var count: Int { transactionKeys.count + orderKeys.count }
     public var orders: [String] { orderKeys.map(\.text) }
 
     mutating func transaction(_ id: String) {
@@ -703,7 +705,11 @@ extension LedgerWriter {
     /// changed since the night before. More touched keys than `TouchedKeys` keeps: every one.
     public func salesToTry(everyWaitingForRule: Bool) throws -> SalesToTry {
         var filter = ""
-        let touchedOnly = !everyWaitingForRule && !touched.overflowed
+        // Trying a waiting sale again (read, decided, its finding said again) costs far more
+        // than listing a touched key for the filter: a night with few sales ever waiting for a
+        // rule, against the keys it touched, tries them all (the same ledger either way).
+        let waitedForRule = try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM finding WHERE code = 'MISSING_RULE'")) ?? 0
+        let touchedOnly = !everyWaitingForRule && !touched.overflowed && waitedForRule * 32 > touched.count
         if touchedOnly {
             try fillTouchedTables()
             filter = " AND (substr(t.pending_reason, 1, 13) <> 'MISSING_RULE:' OR t.transaction_id IN (SELECT transaction_id FROM temp.recon_touched))"

@@ -82,6 +82,21 @@ final class WaitingSaleRetryTests: ScratchTestCase {
             .read { try $0.rawRows("SELECT count(*) FROM store_transaction WHERE sale_status = 'pending'") }, [["0"]])
     }
 
+    /// A night that touched many more keys than sales ever waited for a rule tries every one
+    /// (cheaper than listing its keys; the same ledger).
+    func testFewWaitingSalesAgainstManyTouchedKeysAreAllTried() throws {
+        let ws = try TestWorkspace()
+        defer { ws.remove() }
+        try ws.write("inbox/receipts/n.jsonl", Receipt.response([Receipt.item("2002", product: "coins.999", purchased: "2026-11-03T11:00:00Z")]) + "\n")
+        try ws.run("2026-11-04")
+        try ws.write("inbox/receipts/few.jsonl", (0..<20).map { Receipt.response([Receipt.item("31\($0)", purchased: "2026-11-04T10:00:00Z")]) }.joined(separator: "\n") + "\n")
+        try ws.run("2026-11-05")
+        XCTAssertEqual(try lastTried(ws)["2002"], "1", "20 keys touched: only those are listed")
+        try ws.write("inbox/receipts/many.jsonl", (0..<40).map { Receipt.response([Receipt.item("32\($0)", purchased: "2026-11-05T10:00:00Z")]) }.joined(separator: "\n") + "\n")
+        try ws.run("2026-11-06")
+        XCTAssertEqual(try lastTried(ws)["2002"], "3", "40 keys touched, one sale ever waiting for a rule: every one tried")
+    }
+
     /// Every waiting sale is tried again on the ledger's first night, and when the config or a
     /// rules file differs from the last night's, or that night ran another version of
     /// iapledger (its rules of posting may differ) or an older schema.
