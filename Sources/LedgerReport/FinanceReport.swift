@@ -232,6 +232,7 @@ public struct FinanceReport {
     public func runInfoSheet() throws -> SheetContent {
         let totals = try shared.totals(reader)
         let summary = try runId.flatMap { try reader.runSummary($0) }
+        let earlier = try runId.map { try reader.earlierRuns(asOf: asOf, before: $0).compactMap { try reader.runSummary($0) } } ?? []
         var info: [SheetRow] = [
             SheetRow([.text("As-of date"), .date(asOf)]),
             SheetRow([.text("Book"), .text(book.rawValue)]),
@@ -257,6 +258,12 @@ public struct FinanceReport {
                 SheetRow([.text("  skipped (already read)"), .integer(Int64(s.recordsSkipped))]),
                 SheetRow([.text("Entries posted this run"), .integer(Int64(s.entriesPosted))]),
             ]
+            // Nights run again as of the same date (more data the same day): their books are in
+            // these figures, their files below.
+            if !earlier.isEmpty {
+                info.append(SheetRow([.text("Earlier runs as of this date"),
+                                      .text(earlier.map { "run \($0.id) (\($0.entriesPosted) entries posted, \($0.files.count) files read)" }.joined(separator: ", "))]))
+            }
             if let mode = s.reconciliation {
                 info.append(SheetRow([.text("Reconciliation this run"),
                                       .text(mode == "full" ? "full: every transaction and order" : "incremental: the transactions and orders this run touched")]))
@@ -302,13 +309,20 @@ public struct FinanceReport {
             ? [SheetRow([.text("None: no night ran as of \(asOf); the files each night read are on the Run Info of that night's own set")]
                         + Array(repeating: .empty, count: ReportSchema.runInfoFiles.count - 1), style: .total)]
             : []
-        let files = noRun + (summary?.files ?? []).map {
-            SheetRow([.text($0.path), .text($0.kind), .text($0.sha256), .integer($0.sizeBytes),
-                      .integer(Int64($0.records)), .integer(Int64($0.newRecords))])
-        } + (summary?.inputs ?? []).map {
-            // The config and rules the run posted by, fingerprinted as read (sealed with the run).
-            SheetRow([.text($0.path), .text($0.path.hasPrefix("rules/") ? "rules" : $0.path.hasPrefix("trusted root: ") ? "trusted root" : "config"),
-                      .text($0.sha256), .empty, .empty, .empty])
+        func read(by s: RunSummary) -> [SheetRow] {
+            s.files.map {
+                SheetRow([.text($0.path), .text($0.kind), .text($0.sha256), .integer($0.sizeBytes),
+                          .integer(Int64($0.records)), .integer(Int64($0.newRecords))])
+            } + s.inputs.map {
+                // The config and rules the run posted by, fingerprinted as read (sealed with the run).
+                SheetRow([.text($0.path), .text($0.path.hasPrefix("rules/") ? "rules" : $0.path.hasPrefix("trusted root: ") ? "trusted root" : "config"),
+                          .text($0.sha256), .empty, .empty, .empty])
+            }
+        }
+        // Then those of the runs as of the same date before it, each under a row naming it.
+        let files = noRun + (summary.map(read) ?? []) + earlier.flatMap { s in
+            [SheetRow([.text("Read by run \(s.id), as of this date too, before run \(summary?.id ?? 0):")] + Array(repeating: .empty, count: ReportSchema.runInfoFiles.count - 1),
+                      style: .total)] + read(by: s)
         }
         // What was open on the as-of date (a month-end set written again later lists neither
         // records read nor findings made after it).

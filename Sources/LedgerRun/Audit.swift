@@ -41,6 +41,9 @@ public struct Audit {
         /// The workbooks iapledger registered that are no longer at their path under the
         /// workspace (deleted or moved: a retention policy, or by hand): said, not a problem.
         public var workbooksGone: [String] = []
+        /// The workbooks under `reports/` whose bytes are not the last version iapledger wrote
+        /// at their path (opened and saved, or edited): said, not a problem of the ledger.
+        public var workbooksChanged: [String] = []
         /// What `verify` says besides (a root named in the config that cannot be read), not a
         /// problem of the ledger.
         public var notes: [String] = []
@@ -105,7 +108,6 @@ public struct Audit {
             // Each run's records are checked again as that night checked them: by the bundle ids
             // and roots it verified with, not by today's config.
             let verifiers = try RunVerifiers(config: config, workspace: workspace, reader: r)
-            for p in verifiers.problems { report.problems.append(Problem(entryId: nil, message: p, run: true)) }
             report.notes += verifiers.notes
             var previous = EntryHash.genesis
             // Sales are kept only for transactions with a refund entry, refunds only for those
@@ -308,8 +310,13 @@ public struct Audit {
             report.reportFilesChained = registrations.chained
             report.reportFilesHeads = registrations.heads
             if try r.registersReportFiles() {
-                report.workbooksGone = try r.registeredWorkbookPaths().filter {
-                    !FileManager.default.fileExists(atPath: workspace.root.appendingPathComponent($0).path)
+                // Each workbook under reports/ is the last version iapledger wrote there, or is
+                // said (gone, or changed: opened and saved, or edited), not a problem of the ledger.
+                for last in try r.lastWorkbookRegistrations() {
+                    let url = workspace.root.appendingPathComponent(last.path)
+                    guard FileManager.default.fileExists(atPath: url.path) else { report.workbooksGone.append(last.path); continue }
+                    let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int64) ?? nil
+                    if size != last.sizeBytes || (try? LineReader.hash(url.path).sha256) != last.sha256 { report.workbooksChanged.append(last.path) }
                 }
             }
             // Each run recorded how many entries it wrote: entries removed (the chain and head

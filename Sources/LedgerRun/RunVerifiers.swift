@@ -14,7 +14,7 @@ import LedgerVerify
 /// recorded no roots (before v22), by the roots on disk. A root is found by its fingerprint:
 /// Apple Root CA - G3 (built in), the certificate kept in the ledger (`input_text`, from this
 /// version on), or a certificate `trusted_roots` names now. One found nowhere is said
-/// (`problems`): the signed records its run read are checked against the roots it still can.
+/// (`notes`): the signed records its run read are checked against the roots it still can.
 final class RunVerifiers: @unchecked Sendable {
     struct Pair {
         let receipts: ReceiptVerifier
@@ -23,8 +23,6 @@ final class RunVerifiers: @unchecked Sendable {
 
     let current: Pair
     private(set) var byRun: [Int64: Pair] = [:]
-    /// What keeps records of some runs from being checked as their night checked them.
-    private(set) var problems: [String] = []
     /// Roots `trusted_roots` names that cannot be read: said, not a problem of the ledger (the
     /// records are checked against the copies the ledger kept).
     private(set) var notes: [String] = []
@@ -76,7 +74,9 @@ final class RunVerifiers: @unchecked Sendable {
                         continue
                     }
                     if missingSaid.insert(root.sha256).inserted {
-                        problems.append("run \(runId) verified signed data to the trusted root \(root.name) (SHA-256 \(root.sha256)), which the ledger did not keep (runs before this version kept no root) and trusted_roots no longer names: the signed records such runs read are checked against the roots they still can; name the certificate in trusted_roots again to check them")
+                        // Said, not a problem: the run may have verified nothing to it; a record
+                        // that needed it fails below, for that.
+                        notes.append("run \(runId) trusted the root \(root.name) (SHA-256 \(root.sha256)), which the ledger does not hold (versions before 2026-11-27 kept no root) and trusted_roots no longer names: the signed records of the runs that trusted it are checked against the roots they still can, and one that needed it is said not to verify; name the certificate in trusted_roots again to check them")
                     }
                 }
                 if ders.isEmpty { ders = [apple] }

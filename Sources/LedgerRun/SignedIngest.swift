@@ -198,7 +198,9 @@ extension Ingest {
                                                       + (n.transaction == nil ? "; it carries no transaction (a test, a summary, a notice of renewal or consent), so nothing is posted from it" : ""),
                                                   environment: n.environment, raw: raw))
         counts.verified += 1
-        noteAnchor(n.anchor, environment: n.environment)
+        // The book is its transaction's (a notification saying Sandbox may carry a production
+        // transaction, and one may say no environment at all).
+        noteAnchor(n.anchor, environment: n.transaction?.environment ?? n.environment)
         let fresh = try writer.addNotification(uuid: n.notificationUUID, recordId: recordId, runId: runId,
                                                type: n.notificationType, subtype: n.subtype, signedMs: n.signedDateMs,
                                                environment: n.environment, transactionId: n.transaction?.transactionId)

@@ -244,7 +244,7 @@ public enum TraceOutput {
         line("Sources (\(t.sources.count)):")
         for s in t.sources {
             line("  \(s.path):\(s.line)  file sha256 \(s.sha256)  read by the night of \(s.read_on)")
-            line("    \(s.outcome)" + (s.environment.map { ", environment \($0)" } ?? "") + (s.verification.map { ": \($0)" } ?? ""))
+            line("    \(s.outcome)" + (s.code.map { " \($0)" } ?? "") + (s.environment.map { ", environment \($0)" } ?? "") + (s.verification.map { ": \($0)" } ?? ""))
             if !s.text_holds {
                 line("    WARNING: the text the ledger keeps of this record no longer hashes to its record sha256 \(s.record_sha256): changed after it was read; run `iapledger verify`")
             }

@@ -10,6 +10,8 @@ public struct TransactionTrace: Encodable {
         public var sha256: String
         public var record_sha256: String
         public var outcome: String
+        /// The reason code of a record not verified (`WRONG_BUNDLE_ID`, `STATUS_21003`, ...).
+        public var code: String? = nil
         public var verification: String?
         public var environment: String?
         public var read_on: String
@@ -23,7 +25,7 @@ public struct TransactionTrace: Encodable {
         /// after it was read, or its chunk damaged: `verify` says more).
         public var text_holds: Bool = true
         enum CodingKeys: String, CodingKey {
-            case path, line, sha256, record_sha256, outcome, verification, environment, read_on, resolved_on, resolution, text, text_holds
+            case path, line, sha256, record_sha256, outcome, code, verification, environment, read_on, resolved_on, resolution, text, text_holds
         }
     }
     public struct Posting: Encodable {
@@ -324,6 +326,7 @@ extension LedgerReader {
             let recordSHA: String = $0[3], fileSHA: String = $0[2]
             let holds = Self.textHolds(text, recordSHA256: recordSHA, fileSHA256: fileSHA, inChunk: $0[11], outcome: $0[4], reasonCode: $0[12])
             return TransactionTrace.Source(path: $0[0], line: $0[1], sha256: fileSHA, record_sha256: recordSHA, outcome: $0[4],
+                                           code: ($0[4] as String) == "verified" ? nil : $0[12],
                                            verification: $0[5] ?? Self.receiptVerification(outcome: $0[4], kind: $0[14], status: $0[13]),
                                            environment: $0[6], read_on: $0[7], resolved_on: $0[9], resolution: $0[10],
                                            text: withText ? text : nil, text_holds: holds)

@@ -800,6 +800,12 @@ extension Verify {
     /// not wrong for it: a retention policy may delete old sets), with how to write them again.
     func printWorkbooksGone(_ report: Audit.Report) {
         for note in report.notes { print("note: \(TerminalText.visible(note))") }
+        if !report.workbooksChanged.isEmpty {
+            let n = report.workbooksChanged.count
+            print("note: \(n) workbook\(n == 1 ? "" : "s") under reports/ \(n == 1 ? "is" : "are") not the bytes iapledger last wrote there (opened and saved, or edited): "
+                + report.workbooksChanged.prefix(5).map { TerminalText.visible($0) }.joined(separator: ", ") + (n > 5 ? ", and \(n - 5) more" : "")
+                + "; `iapledger verify --workbook FILE` says what a file is, and `iapledger report --as-of DATE` (or `--period YYYY-MM`) writes a set again")
+        }
         guard !report.workbooksGone.isEmpty else { return }
         let n = report.workbooksGone.count
         print("note: \(n) workbook\(n == 1 ? "" : "s") iapledger wrote \(n == 1 ? "is" : "are") no longer at \(n == 1 ? "its path" : "their paths") (deleted or moved): "

@@ -264,6 +264,24 @@ final class NightlyRunTests: XCTestCase {
         XCTAssertEqual(try XLSXReader.sheets(november.workbooks[2])["Rejected"]!.dropFirst(4).map { $0[0] }, ["inbox/receipts/bad.jsonl:1"])
     }
 
+    /// A night run again as of the same date with more data: its Run Info names the runs
+    /// before it as of that date, with what each posted and read (their postings are in the
+    /// set's figures; only the last run's files were listed).
+    func testRunInfoListsTheEarlierRunsOfItsDate() throws {
+        try ws.write("inbox/receipts/a.jsonl", Receipt.response([Receipt.item("2101", purchased: "2026-10-03T10:00:00Z")]) + "\n")
+        try ws.run("2026-10-04")
+        try ws.write("inbox/receipts/b.jsonl", Receipt.response([Receipt.item("2102", purchased: "2026-10-03T11:00:00Z")]) + "\n")
+        let again = try ws.run("2026-10-04")
+        XCTAssertEqual(again.runId, 2)
+        let info = try XLSXReader.sheets(again.workbooks[0])["Run Info"]!
+        XCTAssertEqual(info.first { $0.first == "Earlier runs as of this date" }?[1], "run 1 (1 entries posted, 1 files read)")
+        let files = info.compactMap(\.first).filter { $0.hasPrefix("inbox/") || $0.hasPrefix("Read by run") }
+        XCTAssertEqual(files, ["inbox/receipts/b.jsonl", "Read by run 1, as of this date too, before run 2:", "inbox/receipts/a.jsonl"])
+        // A night of its own date lists none.
+        let next = try ws.run("2026-10-05")
+        XCTAssertNil(try XLSXReader.sheets(next.workbooks[0])["Run Info"]!.first { $0.first == "Earlier runs as of this date" })
+    }
+
     func testMissingRuleWaitsAndIsPostedByALaterRun() throws {
         // The order names the storefront (DEU); there is no EUR rate for November yet.
         try ws.write("inbox/orders/orders.csv", """

@@ -515,6 +515,12 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(cli.status, 0, cli.err)
         XCTAssertTrue(cli.out.contains("  WARNING: signed records verified to certs/testCA.pem (trusted_roots), not to Apple Root CA - G3: 1, 1 of them saying they are production data"), cli.out)
         XCTAssertEqual(cli.err, "iapledger: WARNING: 1 signed record saying it is production data verified to certs/testCA.pem (trusted_roots), not to Apple Root CA - G3\n")
+        // A notification counts as its transaction's book: one saying Sandbox (the helper's
+        // default) that carries a production transaction is production data.
+        try ws.write("inbox/signed/n.json", try notification("ONE_TIME_CHARGE", transaction: try transaction("9204", environment: "Production")))
+        let third = try ws.run("2023-11-16")
+        XCTAssertEqual(third.otherRoots.map { "\($0.root) \($0.records) \($0.production)" }, ["certs/testCA.pem 1 1"])
+        XCTAssertEqual(try rows("SELECT book FROM entry WHERE transaction_id = '9204'"), [["production"]])
         // Apple's own root names itself (the verifier's names, in the order of its roots).
         let apple = try SignedDataVerifier(bundleIds: [])
         XCTAssertEqual(apple.anchors, [SignedDataAnchor(name: "Apple Root CA - G3", isApple: true)])
@@ -560,8 +566,9 @@ final class SignedIngestTests: XCTestCase {
         try queue.close()
         audit = try Audit(workspace: ws.workspace).run()
         XCTAssertFalse(audit.ok)
-        XCTAssertTrue(audit.problems.contains { $0.run && $0.message.hasPrefix("run 1 verified signed data to the trusted root certs/testCA.pem (SHA-256 ") }, "\(audit.problems)")
-        XCTAssertTrue(audit.problems.contains { $0.message.contains("9101") }, "\(audit.problems)")
+        XCTAssertTrue(audit.notes.contains { $0.hasPrefix("run 1 trusted the root certs/testCA.pem (SHA-256 ") }, "\(audit.notes)")
+        XCTAssertEqual(audit.problems.map(\.message).filter { $0.contains("9101") && $0.contains("no longer verifies") }.count, 1, "\(audit.problems)")
+        XCTAssertFalse(audit.problems.contains { $0.message.contains("9102") }, "the receipt needed no root: \(audit.problems)")
         // Named and readable again: checked.
         try ws.write("iapledger.toml", Self.config(trusted: true))
         try ws.write("certs/testCA.pem", try TestSigner.appleFixtureText("java/certs/testCA.pem"))

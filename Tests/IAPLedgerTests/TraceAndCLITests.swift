@@ -101,6 +101,18 @@ final class TraceAndCLITests: XCTestCase {
                        ["Apple verifyReceipt status 0 (verified by Apple's service; the response, as the backend stored it, carries no signature of Apple's to check)"])
     }
 
+    /// A transaction's trace gives each source record not verified with its reason code, as
+    /// the trace of its FILE:LINE does (it gave the reason alone).
+    func testATransactionsRejectedSourceShowsItsCode() throws {
+        try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("9901", purchased: "2026-10-05T10:00:00Z")], bundle: "com.other.game") + "\n")
+        try ws.run("2026-10-07")
+        let ledger = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path, readOnly: true)
+        let traced = try XCTUnwrap(try ledger.read { try $0.traceTransaction("9901", asOf: nil) })
+        XCTAssertEqual(traced.sources.map(\.code), ["WRONG_BUNDLE_ID"])
+        XCTAssertTrue(TraceOutput.text(traced).contains("    rejected WRONG_BUNDLE_ID, environment Production: receipt of another app"), TraceOutput.text(traced))
+        XCTAssertTrue(TraceOutput.json(traced).contains("\"code\" : \"WRONG_BUNDLE_ID\""), TraceOutput.json(traced))
+    }
+
     func testARecordIsTracedByItsFileAndLine() throws {
         try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("9801", purchased: "2026-10-05T10:00:00Z")]) + "\n{not json\n")
         try ws.run("2026-10-07")

@@ -262,6 +262,24 @@ final class VerifyTests: XCTestCase {
         XCTAssertEqual(r.problems.map(\.message), ["source record inbox/receipts/one.json:1: its stored text no longer hashes to the SHA-256 recorded when it was read (\(Hashing.sha256Hex(Data("{\"status\": 21003}".utf8)))): it was changed after it was read"])
     }
 
+    /// A workbook under reports/ that is not the last version iapledger wrote there (opened
+    /// and saved, or edited) is said by plain `verify` (it said nothing), not as a problem of
+    /// the ledger; one put back as written is not.
+    func testAWorkbookChangedUnderReportsIsSaid() throws {
+        XCTAssertEqual(try Audit(workspace: ws.workspace).run().workbooksChanged, [])
+        let path = "reports/2026-10-07/finance-2026-10-07.xlsx"
+        let url = ws.root.appendingPathComponent(path)
+        let bytes = try Data(contentsOf: url)
+        var edited = bytes
+        edited[edited.count / 2] ^= 0x01
+        try edited.write(to: url)
+        let r = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(r.ok, "\(r.problems)")
+        XCTAssertEqual(r.workbooksChanged, [path])
+        try bytes.write(to: url)
+        XCTAssertEqual(try Audit(workspace: ws.workspace).run().workbooksChanged, [])
+    }
+
     /// A bundle id dropped from the config since: the records its nights verified are checked
     /// by the config those nights kept (a change of config is no tampering), and verify says
     /// the config no longer lists it. A ledger whose nights kept no config (before schema v26)
