@@ -221,7 +221,10 @@ public struct NightlyRun {
             // What the night posts by, fingerprinted as read (sealed with the run).
             try w.recordInputs(runId: runId, (config.sourceSHA256.map { [("iapledger.toml", $0)] } ?? [])
                                 + rules.sourceSHA256.sorted { $0.key < $1.key }.map { ("rules/" + $0.key, $0.value) }
-                                + roots.map { ("trusted root: " + $0.name, Hashing.sha256Hex($0.der)) })
+                                + roots.map { ("trusted root: " + $0.name, Hashing.sha256Hex($0.der)) }
+                                // And the program that decides (its GNU build ID): a sale left waiting
+                                // for a rule is tried again when another build runs.
+                                + (BuildIdentity.current.map { [(Self.buildInput, $0)] } ?? []))
             // And the files themselves, once per distinct content (what `verify` checks the
             // entries' recorded rules against, and what the next night compares its rules with).
             for bytes in (config.sourceData.map { [$0] } ?? []) + rules.sourceData.values { try w.keepInputText(bytes) }
@@ -479,6 +482,9 @@ public struct NightlyRun {
         return result
     }
 
+    /// How a run's `run_input` names the build of iapledger that ran it (its GNU build ID).
+    public static let buildInput = "iapledger build"
+
     /// Tests set it to have every night try every sale waiting for a rule (to see that trying
     /// only those touched changes nothing but the nights' `finding.last_run_id`).
     nonisolated(unsafe) static var alwaysRetryEveryWaitingSale = false
@@ -486,7 +492,8 @@ public struct NightlyRun {
     /// Whether tonight tries again every sale waiting for a rule, not only those its records
     /// touched: on the ledger's first night, when the config or a rules file differs from the
     /// ones the night before posted by (its `run_input`, as sealed), and when that night was
-    /// run by another version of iapledger or schema. Otherwise each untouched one would be
+    /// run by another version of iapledger or schema, or another build of it (its GNU build
+    /// ID; a build without one, every night). Otherwise each untouched one would be
     /// decided as the night before decided it, for the same reason (`salesToTry`).
     static func retryEveryWaitingSale(_ w: LedgerWriter, poster: Poster) throws -> Bool {
         guard let last = try w.lastFinishedRun() else { return true }
@@ -497,15 +504,18 @@ public struct NightlyRun {
         }
         var before: [String: String] = [:]
         for f in try w.runFiles(last.id) { before[f.path] = f.sha256 }
-        return retryEveryWaitingSale(files: current, lastNightFiles: before, lastNightVersion: try w.runVersion(last.id))
+        return retryEveryWaitingSale(files: current, lastNightFiles: before, lastNightVersion: try w.runVersion(last.id),
+                                     lastNightBuild: try w.runBuild(last.id))
     }
 
     /// `retryEveryWaitingSale` from the config and rules files tonight posts by (nil: not read
     /// from files), those the last night posted by, and the version and schema it ran with.
     static func retryEveryWaitingSale(files: [String: String]?, lastNightFiles: [String: String],
-                                      lastNightVersion: (tool: String, newestSchema: Bool)?) -> Bool {
+                                      lastNightVersion: (tool: String, newestSchema: Bool)?,
+                                      build: String? = BuildIdentity.current, lastNightBuild: String?) -> Bool {
         guard !alwaysRetryEveryWaitingSale, let files, files == lastNightFiles, let lastNightVersion else { return true }
         return lastNightVersion.tool != toolVersion || !lastNightVersion.newestSchema
+            || build == nil || lastNightBuild != build
     }
 
     /// Posts every sale still waiting that `sales` names (new ones, and those that waited for

@@ -30,8 +30,16 @@ extension LedgerReader {
     /// roots it trusted).
     public func runFiles(_ runId: Int64) throws -> [(path: String, sha256: String)] {
         try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT path, sha256 FROM run_input WHERE run_id = ? AND path NOT LIKE 'trusted root: %' ORDER BY path
+            SELECT path, sha256 FROM run_input WHERE run_id = ? AND path NOT LIKE 'trusted root: %' AND path <> 'iapledger build' ORDER BY path
             """), arguments: [runId]).map { ($0[0], $0[1]) }
+    }
+
+    /// The build of iapledger run `runId` recorded running with (its GNU build ID; nil when
+    /// it recorded none).
+    public func runBuild(_ runId: Int64) throws -> String? {
+        guard try db.tableExists("run_input") else { return nil }
+        return try String.fetchOne(db.cachedStatement(sql: "SELECT sha256 FROM run_input WHERE run_id = ? AND path = 'iapledger build'"),
+                                   arguments: [runId])
     }
 
     /// The kept files that no longer give their SHA-256 (damaged or altered: each named by the
@@ -62,7 +70,7 @@ extension LedgerReader {
         let later = migrations[migrations.firstIndex(of: "v26-input-texts")!...].map { "'\($0)'" }.joined(separator: ", ")
         for r in try Row.fetchAll(db, sql: """
             SELECT i.run_id, i.path, i.sha256 FROM run_input i JOIN run ON run.id = i.run_id
-            WHERE run.schema_migration IN (\(later)) AND i.path NOT LIKE 'trusted root: %'
+            WHERE run.schema_migration IN (\(later)) AND i.path NOT LIKE 'trusted root: %' AND i.path <> 'iapledger build'
               AND NOT EXISTS (SELECT 1 FROM input_text t WHERE t.sha256 = i.sha256)
             ORDER BY i.run_id, i.path LIMIT 20
             """) {

@@ -31,7 +31,7 @@ final class KeptRulesTests: XCTestCase {
     func testTheFilesARunPostedByAreKeptOnceEach() throws {
         let kept = try Ledger(path: dbPath).read { try $0.rawRows("SELECT sha256 FROM input_text ORDER BY sha256") }.map { $0[0] }
         let recorded = try Ledger(path: dbPath).read {
-            try $0.rawRows("SELECT DISTINCT sha256 FROM run_input ORDER BY sha256")
+            try $0.rawRows("SELECT DISTINCT sha256 FROM run_input WHERE path <> 'iapledger build' ORDER BY sha256")
         }.map { $0[0] }
         XCTAssertEqual(kept, recorded)
         XCTAssertEqual(kept.count, 6, "the config, the four rules files and the root (Apple's, built in) signed data is verified to")

@@ -99,20 +99,24 @@ final class WaitingSaleRetryTests: ScratchTestCase {
 
     /// Every waiting sale is tried again on the ledger's first night, and when the config or a
     /// rules file differs from the last night's, or that night ran another version of
-    /// iapledger (its rules of posting may differ) or an older schema.
+    /// iapledger (its rules of posting may differ), another build of it, or an older schema.
     func testEveryWaitingSaleIsTriedWhenTheFilesOrTheVersionDiffer() {
         let files = ["iapledger.toml": "a", "rules/fx.csv": "b"]
         let this = (tool: NightlyRun.toolVersion, newestSchema: true)
-        XCTAssertFalse(NightlyRun.retryEveryWaitingSale(files: files, lastNightFiles: files, lastNightVersion: this))
-        XCTAssertTrue(NightlyRun.retryEveryWaitingSale(files: files, lastNightFiles: files, lastNightVersion: nil))
-        XCTAssertTrue(NightlyRun.retryEveryWaitingSale(files: files, lastNightFiles: [:], lastNightVersion: this))
-        XCTAssertTrue(NightlyRun.retryEveryWaitingSale(files: files, lastNightFiles: files.merging(["rules/fx.csv": "c"]) { $1 }, lastNightVersion: this))
-        XCTAssertTrue(NightlyRun.retryEveryWaitingSale(files: files, lastNightFiles: files.merging(["rules/other.csv": "c"]) { $1 }, lastNightVersion: this))
-        XCTAssertTrue(NightlyRun.retryEveryWaitingSale(files: nil, lastNightFiles: files, lastNightVersion: this))
-        XCTAssertTrue(NightlyRun.retryEveryWaitingSale(files: files, lastNightFiles: files, lastNightVersion: (tool: "0.0.9", newestSchema: true)))
-        XCTAssertTrue(NightlyRun.retryEveryWaitingSale(files: files, lastNightFiles: files, lastNightVersion: (tool: NightlyRun.toolVersion, newestSchema: false)))
+        XCTAssertFalse(NightlyRun.retryEveryWaitingSale(files: files, lastNightFiles: files, lastNightVersion: this, build: "b1", lastNightBuild: "b1"))
+        XCTAssertTrue(NightlyRun.retryEveryWaitingSale(files: files, lastNightFiles: files, lastNightVersion: nil, build: "b1", lastNightBuild: "b1"))
+        XCTAssertTrue(NightlyRun.retryEveryWaitingSale(files: files, lastNightFiles: [:], lastNightVersion: this, build: "b1", lastNightBuild: "b1"))
+        XCTAssertTrue(NightlyRun.retryEveryWaitingSale(files: files, lastNightFiles: files.merging(["rules/fx.csv": "c"]) { $1 }, lastNightVersion: this, build: "b1", lastNightBuild: "b1"))
+        XCTAssertTrue(NightlyRun.retryEveryWaitingSale(files: files, lastNightFiles: files.merging(["rules/other.csv": "c"]) { $1 }, lastNightVersion: this, build: "b1", lastNightBuild: "b1"))
+        XCTAssertTrue(NightlyRun.retryEveryWaitingSale(files: nil, lastNightFiles: files, lastNightVersion: this, build: "b1", lastNightBuild: "b1"))
+        XCTAssertTrue(NightlyRun.retryEveryWaitingSale(files: files, lastNightFiles: files, lastNightVersion: (tool: "0.0.9", newestSchema: true), build: "b1", lastNightBuild: "b1"))
+        XCTAssertTrue(NightlyRun.retryEveryWaitingSale(files: files, lastNightFiles: files, lastNightVersion: (tool: NightlyRun.toolVersion, newestSchema: false), build: "b1", lastNightBuild: "b1"))
+        // Another build of the same version (its code changed), or one without a build ID.
+        XCTAssertTrue(NightlyRun.retryEveryWaitingSale(files: files, lastNightFiles: files, lastNightVersion: this, build: "b2", lastNightBuild: "b1"))
+        XCTAssertTrue(NightlyRun.retryEveryWaitingSale(files: files, lastNightFiles: files, lastNightVersion: this, build: "b1", lastNightBuild: nil))
+        XCTAssertTrue(NightlyRun.retryEveryWaitingSale(files: files, lastNightFiles: files, lastNightVersion: this, build: nil, lastNightBuild: nil))
         NightlyRun.alwaysRetryEveryWaitingSale = true
-        XCTAssertTrue(NightlyRun.retryEveryWaitingSale(files: files, lastNightFiles: files, lastNightVersion: this))
+        XCTAssertTrue(NightlyRun.retryEveryWaitingSale(files: files, lastNightFiles: files, lastNightVersion: this, build: "b1", lastNightBuild: "b1"))
     }
 
     /// The demo's ledger (its sales of yearly subscriptions in India wait for a price, its
@@ -179,5 +183,26 @@ final class WaitingSaleRetryTests: ScratchTestCase {
         }
         XCTAssertEqual(skipped[0], 0)
         XCTAssertGreaterThan(skipped[1], 5)
+    }
+
+    /// The build a night records is the program's GNU build ID, as `readelf -n` shows it.
+    func testTheBuildIdentityIsTheProgramsGNUBuildID() throws {
+        let binary = TraceAndCLITests.binary
+        guard FileManager.default.fileExists(atPath: binary.path) else { throw XCTSkip("iapledger binary not built at \(binary.path)") }
+        let id = try XCTUnwrap(BuildIdentity.read(path: binary.path))
+        XCTAssertNotNil(id.range(of: "^[0-9a-f]{16,}$", options: .regularExpression), id)
+        XCTAssertNotNil(BuildIdentity.current, "this test program has one too")
+        XCTAssertNil(BuildIdentity.read(path: "/etc/hostname"), "not an ELF file")
+        let readelf = ["/usr/bin/readelf", "/bin/readelf"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        guard let readelf else { return }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: readelf)
+        p.arguments = ["-n", binary.path]
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        XCTAssertTrue(text.contains("Build ID: \(id)"), text)
     }
 }
