@@ -281,6 +281,7 @@ public struct Audit {
                     report.problems.append(Problem(entryId: nil, message: "transaction \(id) is marked free, but \(why) (\(agreed.where_)): \(cause)"))
                 }
             }
+            try checkWaitingForRule(r, into: &report)
             for run in runHeads {
                 report.runHeads.append(run)
                 guard let head = run.head else {
@@ -658,6 +659,47 @@ public struct Audit {
             return .failure(Why("its source record \(where_) differs \(parts.joined(separator: ", and "))"))
         }
         return .success((obs, where_))
+    }
+
+    /// Each sale waiting for a rule waits for the reason the config and rules the last night
+    /// posted by give it (as kept), when that night ran this build of iapledger: a night tries
+    /// such a sale again only when what decides it changed, so a reason written by hand (a sale
+    /// that would post, said to wait) would keep it waiting for ever. Another build may decide
+    /// otherwise: then the check is left to the next night, which tries them all, and said.
+    func checkWaitingForRule(_ r: LedgerReader, into report: inout Report) throws {
+        guard let last = try r.lastFinishedRun() else { return }
+        guard let build = BuildIdentity.current, try r.runBuild(last.id) == build,
+              let version = try r.runVersion(last.id), version.tool == NightlyRun.toolVersion, version.newestSchema else {
+            report.notes.append("the sales waiting for a rule were not decided again: the last night (run \(last.id)) ran another build of iapledger, whose rules of posting may differ (the next night tries every one again)")
+            return
+        }
+        guard case .kept(let rules, let config) = try RunRules.load(try r.runFiles(last.id), reader: r) else { return }
+        let poster = Poster(config: config, rules: rules)
+        var wrong: [String] = [], count = 0
+        try r.forEachPendingSaleBatch { batch in
+            for (t, orderStorefront) in batch {
+                guard let reason = t.pendingReason, reason.hasPrefix("MISSING_RULE: ") else { continue }
+                let obs = t.observation
+                let decided: String
+                if poster.orderWait(of: obs, orderStorefront: orderStorefront, asOf: last.asOf) != nil {
+                    decided = "it a wait for its order"
+                } else {
+                    switch poster.sale(of: obs, orderStorefront: orderStorefront) {
+                    case .missingRule(let why) where "MISSING_RULE: \(why)" == reason: continue
+                    case .missingRule(let why): decided = "another reason: \(why)"
+                    case .post, .free: decided = "it a sale to post"
+                    }
+                }
+                count += 1
+                if wrong.count < 20 { wrong.append("transaction \(obs.transactionId) waits (\(reason)), but the config and rules run \(last.id) posted by give \(decided)") }
+            }
+        }
+        for w in wrong {
+            report.problems.append(Problem(entryId: nil, message: w + ": its reason was written by hand (a night tries a sale waiting for a rule again only when what decides it changed), so it would wait for ever"))
+        }
+        if count > wrong.count {
+            report.problems.append(Problem(entryId: nil, message: "... and \(count - wrong.count) more sales waiting for a rule with a reason the rules do not give"))
+        }
     }
 
     /// What a schema object (`trigger period_close_no_delete`, `index ...`) enforces, said

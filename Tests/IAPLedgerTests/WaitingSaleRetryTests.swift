@@ -1,3 +1,4 @@
+import GRDB
 import XCTest
 @testable import LedgerCore
 @testable import LedgerRun
@@ -204,5 +205,36 @@ final class WaitingSaleRetryTests: ScratchTestCase {
         let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         p.waitUntilExit()
         XCTAssertTrue(text.contains("Build ID: \(id)"), text)
+    }
+
+    /// A sale's waiting reason written by hand would keep it waiting for ever (nights try a
+    /// sale waiting for a rule again only when what decides it changed): `verify` decides each
+    /// one again by the config and rules the last night posted by, and names one whose reason
+    /// they do not give.
+    func testVerifyNamesAWaitingReasonTheRulesDoNotGive() throws {
+        let ws = try TestWorkspace(config: TestWorkspace.defaultConfig.replacingOccurrences(of: "order_wait_days = 0", with: "order_wait_days = 2"))
+        defer { ws.remove() }
+        // 2002 waits for a rule (its wait for an order over by 11-04); 2005 for its order, until 11-07.
+        try ws.write("inbox/receipts/n.jsonl", [
+            Receipt.response([Receipt.item("2005", purchased: "2026-11-05T10:00:00Z")]),
+            Receipt.response([Receipt.item("2002", product: "coins.999", purchased: "2026-11-01T11:00:00Z")]),
+        ].joined(separator: "\n") + "\n")
+        try ws.run("2026-11-05")
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+        let queue = try DatabaseQueue(path: ws.root.appendingPathComponent("ledger.sqlite").path)
+        try queue.write { try $0.execute(sql: "UPDATE store_transaction SET pending_reason = 'MISSING_RULE: no FX rate for USD in 2026-11 in rules/fx.csv' WHERE transaction_id = '2005'") }
+        var audit = try Audit(workspace: ws.workspace).run()
+        XCTAssertEqual(audit.problems.map(\.message), ["transaction 2005 waits (MISSING_RULE: no FX rate for USD in 2026-11 in rules/fx.csv), but the config and rules run 1 posted by give it a wait for its order: its reason was written by hand (a night tries a sale waiting for a rule again only when what decides it changed), so it would wait for ever"])
+        // Its wait for an order over, the next night leaves it waiting: it would post.
+        try ws.run("2026-11-08")
+        XCTAssertEqual(try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path, readOnly: true)
+            .read { try $0.rawRows("SELECT sale_status FROM store_transaction WHERE transaction_id = '2005'") }, [["pending"]])
+        audit = try Audit(workspace: ws.workspace).run()
+        XCTAssertEqual(audit.problems.map(\.message).first?.hasPrefix("transaction 2005 waits (MISSING_RULE: no FX rate for USD in 2026-11 in rules/fx.csv), but the config and rules run 2 posted by give it a sale to post"), true, "\(audit.problems)")
+        try queue.write { try $0.execute(sql: "UPDATE store_transaction SET pending_reason = 'MISSING_RULE: no row for product coins.998 in rules/products.csv' WHERE transaction_id = '2002'") }
+        audit = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(audit.problems.contains { $0.message.hasPrefix("transaction 2002 waits (MISSING_RULE: no row for product coins.998 in rules/products.csv), but the config and rules run 2 posted by give another reason: no row for product coins.999 in rules/products.csv") }, "\(audit.problems)")
+        XCTAssertEqual(audit.problems.count, 2)
+        try queue.close()
     }
 }
