@@ -1113,8 +1113,10 @@ final class VerifyTests: XCTestCase {
         XCTAssertEqual(r.seal, closeSeal)
         XCTAssertEqual(r.runSeals[2], night2.totals.seal, "the seal the night printed")
         XCTAssertEqual(try rows("SELECT path FROM run_input WHERE run_id = 2 ORDER BY path").map { $0[0] },
-                       ["iapledger.toml", "rules/fx.csv", "rules/prices.csv", "rules/products.csv", "rules/storefronts.csv",
+                       ["iapledger build", "iapledger.toml", "rules/fx.csv", "rules/prices.csv", "rules/products.csv", "rules/storefronts.csv",
                         "trusted root: Apple Root CA - G3 (built in)"])
+        // The program that ran is its GNU build ID.
+        XCTAssertEqual(try rows("SELECT sha256 FROM run_input WHERE run_id = 2 AND path = 'iapledger build'"), [[try XCTUnwrap(BuildIdentity.current)]])
         // A root's entry is its certificate's fingerprint, the SHA-256 of its DER.
         XCTAssertEqual(try rows("SELECT sha256 FROM run_input WHERE run_id = 2 AND path LIKE 'trusted root:%'"),
                        [[Hashing.sha256Hex(try SignedDataVerifier.appleRootCAG3())]])
