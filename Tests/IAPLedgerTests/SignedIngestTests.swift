@@ -554,16 +554,10 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertTrue(audit.ok, "\(audit.problems)")
         XCTAssertTrue(audit.notes.first?.hasPrefix("trusted_roots names certs/testCA.pem, which cannot be read") == true, "\(audit.notes)")
         // A ledger that did not keep the root (a version before this one), the config no
-        // longer naming it: said as the cause, before the record it leaves unchecked.
+        // longer naming it: a note, and the record that needed it is named.
         try ws.write("iapledger.toml", Self.config(trusted: false))
-        let queue = try DatabaseQueue(path: ws.root.appendingPathComponent("ledger.sqlite").path)
-        try queue.write { db in
-            let trigger = try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE name = 'input_text_no_delete'")!
-            try db.execute(sql: "DROP TRIGGER input_text_no_delete")
-            try db.execute(sql: "DELETE FROM input_text WHERE sha256 IN (SELECT sha256 FROM run_input WHERE path = 'trusted root: certs/testCA.pem')")
-            try db.execute(sql: trigger)
-        }
-        try queue.close()
+        try Tamper.run(ws.root.appendingPathComponent("ledger.sqlite").path, past: "input_text_no_delete",
+                       "DELETE FROM input_text WHERE sha256 IN (SELECT sha256 FROM run_input WHERE path = 'trusted root: certs/testCA.pem')")
         audit = try Audit(workspace: ws.workspace).run()
         XCTAssertFalse(audit.ok)
         XCTAssertTrue(audit.notes.contains { $0.hasPrefix("run 1 trusted the root certs/testCA.pem (SHA-256 ") }, "\(audit.notes)")

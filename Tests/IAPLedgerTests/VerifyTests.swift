@@ -289,14 +289,7 @@ final class VerifyTests: XCTestCase {
         var r = try Audit(workspace: ws.workspace).run()
         XCTAssertTrue(r.ok, "\(r.problems)")
         XCTAssertEqual(r.notes, ["iapledger.toml's bundle_ids no longer lists com.example.coins, which run 1 verified records with: their records are checked by the config and roots those runs kept, as they verified them"])
-        let db = try DatabaseQueue(path: dbPath)
-        try db.write { d in
-            let trigger = try String.fetchOne(d, sql: "SELECT sql FROM sqlite_master WHERE name = 'input_text_no_delete'")!
-            try d.execute(sql: "DROP TRIGGER input_text_no_delete")
-            try d.execute(sql: "DELETE FROM input_text WHERE sha256 IN (SELECT sha256 FROM run_input WHERE path = 'iapledger.toml')")
-            try d.execute(sql: trigger)
-        }
-        try db.close()
+        try Tamper.run(dbPath, past: "input_text_no_delete", "DELETE FROM input_text WHERE sha256 IN (SELECT sha256 FROM run_input WHERE path = 'iapledger.toml')")
         r = try Audit(workspace: ws.workspace).run()
         XCTAssertTrue(r.problems.contains { $0.message.contains("does not give the transaction again: it no longer verifies: WRONG_BUNDLE_ID: receipt of another app: bundle id com.example.coins, expected com.example.other (bundle_ids in iapledger.toml no longer lists the app it was verified for)") }, "\(r.problems)")
     }
