@@ -315,7 +315,7 @@ public struct FinanceReport {
                           .integer(Int64($0.records)), .integer(Int64($0.newRecords))])
             } + s.inputs.map {
                 // The config and rules the run posted by, fingerprinted as read (sealed with the run).
-                SheetRow([.text($0.path), .text($0.path.hasPrefix("rules/") ? "rules" : $0.path.hasPrefix("trusted root: ") ? "trusted root" : $0.path == "iapledger build" ? "program" : "config"),
+                SheetRow([.text($0.path), .text($0.path.hasPrefix("rules/") ? "rules" : $0.path.hasPrefix("trusted root: ") ? "trusted root" : $0.path == LedgerReader.buildInput ? "program" : "config"),
                           .text($0.sha256), .empty, .empty, .empty])
             }
         }

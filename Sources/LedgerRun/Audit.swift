@@ -316,8 +316,9 @@ public struct Audit {
                 for last in try r.lastWorkbookRegistrations() {
                     let url = workspace.root.appendingPathComponent(last.path)
                     guard FileManager.default.fileExists(atPath: url.path) else { report.workbooksGone.append(last.path); continue }
-                    let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int64) ?? nil
-                    if size != last.sizeBytes || (try? LineReader.hash(url.path).sha256) != last.sha256 { report.workbooksChanged.append(last.path) }
+                    if Int64(NightlyRun.fileSize(url)) != last.sizeBytes || (try? LineReader.hash(url.path).sha256) != last.sha256 {
+                        report.workbooksChanged.append(last.path)
+                    }
                 }
             }
             // Each run recorded how many entries it wrote: entries removed (the chain and head
@@ -668,8 +669,7 @@ public struct Audit {
     /// otherwise: then the check is left to the next night, which tries them all, and said.
     func checkWaitingForRule(_ r: LedgerReader, into report: inout Report) throws {
         guard let last = try r.lastFinishedRun() else { return }
-        guard let build = BuildIdentity.current, try r.runBuild(last.id) == build,
-              let version = try r.runVersion(last.id), version.tool == NightlyRun.toolVersion, version.newestSchema else {
+        guard NightlyRun.sameProgram(version: try r.runVersion(last.id), runBuild: try r.runBuild(last.id)) else {
             report.notes.append("the sales waiting for a rule were not decided again: the last night (run \(last.id)) ran another build of iapledger, whose rules of posting may differ (the next night tries every one again)")
             return
         }

@@ -224,7 +224,7 @@ public struct NightlyRun {
                                 + roots.map { ("trusted root: " + $0.name, Hashing.sha256Hex($0.der)) }
                                 // And the program that decides (its GNU build ID): a sale left waiting
                                 // for a rule is tried again when another build runs.
-                                + (BuildIdentity.current.map { [(Self.buildInput, $0)] } ?? []))
+                                + (BuildIdentity.current.map { [(LedgerReader.buildInput, $0)] } ?? []))
             // And the files themselves, once per distinct content (what `verify` checks the
             // entries' recorded rules against, and what the next night compares its rules with).
             for bytes in (config.sourceData.map { [$0] } ?? []) + rules.sourceData.values { try w.keepInputText(bytes) }
@@ -482,9 +482,6 @@ public struct NightlyRun {
         return result
     }
 
-    /// How a run's `run_input` names the build of iapledger that ran it (its GNU build ID).
-    public static let buildInput = "iapledger build"
-
     /// Tests set it to have every night try every sale waiting for a rule (to see that trying
     /// only those touched changes nothing but the nights' `finding.last_run_id`).
     nonisolated(unsafe) static var alwaysRetryEveryWaitingSale = false
@@ -513,9 +510,16 @@ public struct NightlyRun {
     static func retryEveryWaitingSale(files: [String: String]?, lastNightFiles: [String: String],
                                       lastNightVersion: (tool: String, newestSchema: Bool)?,
                                       build: String? = BuildIdentity.current, lastNightBuild: String?) -> Bool {
-        guard !alwaysRetryEveryWaitingSale, let files, files == lastNightFiles, let lastNightVersion else { return true }
-        return lastNightVersion.tool != toolVersion || !lastNightVersion.newestSchema
-            || build == nil || lastNightBuild != build
+        guard !alwaysRetryEveryWaitingSale, let files, files == lastNightFiles else { return true }
+        return !sameProgram(version: lastNightVersion, build: build, runBuild: lastNightBuild)
+    }
+
+    /// Whether a run with this version (and schema) and build was run by this program: this
+    /// version, the newest schema, and this build (a program without a build ID is never known
+    /// to be the same).
+    static func sameProgram(version: (tool: String, newestSchema: Bool)?, build: String? = BuildIdentity.current, runBuild: String?) -> Bool {
+        guard let version, let build else { return false }
+        return version.tool == toolVersion && version.newestSchema && runBuild == build
     }
 
     /// Posts every sale still waiting that `sales` names (new ones, and those that waited for
@@ -723,16 +727,26 @@ public struct NightlyRun {
     /// The roots signed data is verified to: Apple Root CA - G3 (built in), then the config's
     /// `trusted_roots`, each named and as DER (its SHA-256 is the certificate's fingerprint).
     static func trustedRoots(config: WorkspaceConfig, workspace: Workspace) throws -> [(name: String, der: Data)] {
+        let read = try readTrustedRoots(config: config, workspace: workspace)
+        if let first = read.unreadable.first { throw ReadError.file(first.path, "trusted_roots: \(first.why)") }
+        return read.roots
+    }
+
+    /// `trustedRoots`, each that can be read, and those that cannot (their name in the config,
+    /// their path, why): `verify` checks the runs that trusted another root all the same.
+    static func readTrustedRoots(config: WorkspaceConfig, workspace: Workspace) throws
+        -> (roots: [(name: String, der: Data)], unreadable: [(name: String, path: String, why: String)]) {
         var roots = [("Apple Root CA - G3 (built in)", try SignedDataVerifier.appleRootCAG3())]
+        var unreadable: [(name: String, path: String, why: String)] = []
         for path in config.trustedRoots {
             let url = path.hasPrefix("/") ? URL(fileURLWithPath: path) : workspace.root.appendingPathComponent(path)
             do {
                 roots.append((path, try SignedDataVerifier.loadCertificateFile(url)))
             } catch {
-                throw ReadError.file(url.path, "trusted_roots: \(error)")
+                unreadable.append((path, url.path, "\(error)"))
             }
         }
-        return roots
+        return (roots, unreadable)
     }
 
     /// The current time as an ISO 8601 UTC timestamp (`2026-10-02T09:00:00Z`).

@@ -32,18 +32,14 @@ final class RunVerifiers: @unchecked Sendable {
     init(config: WorkspaceConfig, workspace: Workspace, reader: LedgerReader) throws {
         // Today's roots, each that can be read (a root file gone stops no check of the runs
         // that recorded another).
-        let apple = try SignedDataVerifier.appleRootCAG3()
-        var onDisk: [(name: String, der: Data)] = [("Apple Root CA - G3 (built in)", apple)]
-        var unreadable: [String: String] = [:]
-        for path in config.trustedRoots {
-            let url = path.hasPrefix("/") ? URL(fileURLWithPath: path) : workspace.root.appendingPathComponent(path)
-            do { onDisk.append((path, try SignedDataVerifier.loadCertificateFile(url))) } catch { unreadable[path] = "\(error)" }
-        }
+        let (onDisk, unreadableRoots) = try NightlyRun.readTrustedRoots(config: config, workspace: workspace)
+        let apple = onDisk[0].der
+        let unreadable = Set(unreadableRoots.map(\.name))
         let currentKey = Self.key(bundleIds: config.bundleIds, roots: onDisk.map { Hashing.sha256Hex($0.der) })
         current = Pair(receipts: ReceiptVerifier(bundleIds: config.bundleIds),
                        signed: try SignedDataVerifier(trustedRootsDER: onDisk.map(\.der), bundleIds: config.bundleIds))
-        for (path, why) in unreadable.sorted(by: { $0.key < $1.key }) {
-            notes.append("trusted_roots names \(path), which cannot be read (\(why)); the signed records of the runs that verified to it are checked against the copy the ledger kept (the next night stops on it)")
+        for r in unreadableRoots {
+            notes.append("trusted_roots names \(r.name), which cannot be read (\(r.why)); the signed records of the runs that verified to it are checked against the copy the ledger kept (the next night stops on it)")
         }
         var byFingerprint: [String: Data] = [:]
         for r in onDisk { byFingerprint[Hashing.sha256Hex(r.der)] = r.der }
@@ -63,7 +59,7 @@ final class RunVerifiers: @unchecked Sendable {
             if let recorded = try reader.runRoots(runId) {
                 ders = []
                 for root in recorded {
-                    if !currentFingerprints.contains(root.sha256) && !unreadable.keys.contains(root.name) {
+                    if !currentFingerprints.contains(root.sha256) && !unreadable.contains(root.name) {
                         retire("trusted_roots no longer names the root \(root.name)", runId)
                     }
                     if let der = byFingerprint[root.sha256] { ders.append(der); continue }

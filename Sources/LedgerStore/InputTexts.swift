@@ -14,6 +14,9 @@ extension LedgerWriter {
 }
 
 extension LedgerReader {
+    /// How a run's `run_input` names the build of iapledger that ran it (its GNU build ID).
+    public static let buildInput = "iapledger build"
+
     /// Whether the ledger keeps the files runs posted by (schema v26 on).
     public func keepsInputTexts() throws -> Bool { try db.tableExists("input_text") }
 
@@ -30,7 +33,7 @@ extension LedgerReader {
     /// roots it trusted).
     public func runFiles(_ runId: Int64) throws -> [(path: String, sha256: String)] {
         try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT path, sha256 FROM run_input WHERE run_id = ? AND path NOT LIKE 'trusted root: %' AND path <> 'iapledger build' ORDER BY path
+            SELECT path, sha256 FROM run_input WHERE run_id = ? AND path NOT LIKE 'trusted root: %' AND path <> '\(Self.buildInput)' ORDER BY path
             """), arguments: [runId]).map { ($0[0], $0[1]) }
     }
 
@@ -38,7 +41,7 @@ extension LedgerReader {
     /// it recorded none).
     public func runBuild(_ runId: Int64) throws -> String? {
         guard try db.tableExists("run_input") else { return nil }
-        return try String.fetchOne(db.cachedStatement(sql: "SELECT sha256 FROM run_input WHERE run_id = ? AND path = 'iapledger build'"),
+        return try String.fetchOne(db.cachedStatement(sql: "SELECT sha256 FROM run_input WHERE run_id = ? AND path = '\(Self.buildInput)'"),
                                    arguments: [runId])
     }
 
@@ -70,7 +73,7 @@ extension LedgerReader {
         let later = migrations[migrations.firstIndex(of: "v26-input-texts")!...].map { "'\($0)'" }.joined(separator: ", ")
         for r in try Row.fetchAll(db, sql: """
             SELECT i.run_id, i.path, i.sha256 FROM run_input i JOIN run ON run.id = i.run_id
-            WHERE run.schema_migration IN (\(later)) AND i.path NOT LIKE 'trusted root: %' AND i.path <> 'iapledger build'
+            WHERE run.schema_migration IN (\(later)) AND i.path NOT LIKE 'trusted root: %' AND i.path <> '\(Self.buildInput)'
               AND NOT EXISTS (SELECT 1 FROM input_text t WHERE t.sha256 = i.sha256)
             ORDER BY i.run_id, i.path LIMIT 20
             """) {
@@ -107,8 +110,10 @@ extension LedgerReader {
     /// The version of iapledger run `runId` recorded running with, and whether its schema was
     /// this version's newest (runs before v20 recorded none: not).
     public func runVersion(_ runId: Int64) throws -> (tool: String, newestSchema: Bool)? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT tool_version, schema_migration FROM run WHERE id = ?"),
-                         arguments: [runId]).map { ($0[0], ($0[1] as String?) == Schema.newestMigration) }
+        // (A ledger before v20, opened read-only by `verify`, has no such column.)
+        let recordsSchema = try db.columns(in: "run").contains { $0.name == "schema_migration" }
+        return try Row.fetchOne(db.cachedStatement(sql: "SELECT tool_version, \(recordsSchema ? "schema_migration" : "NULL") FROM run WHERE id = ?"),
+                                arguments: [runId]).map { ($0[0], ($0[1] as String?) == Schema.newestMigration) }
     }
 
     /// Every sale entry of `book`, in entry order, without its postings (its amounts and the

@@ -410,8 +410,6 @@ public class LedgerReader {
         let filter: String
         /// How many there are: the post stage's total.
         public let count: Int
-        /// Whether a sale waiting for a rule is tried only when tonight touched it.
-        public let touchedOnly: Bool
     }
 
     /// Transactions whose sale waits, in posting order (purchase time, then id), a batch at a

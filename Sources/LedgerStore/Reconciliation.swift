@@ -724,7 +724,7 @@ extension LedgerWriter {
         let count = try Int.fetchOne(db.cachedStatement(sql: """
             SELECT count(*) FROM store_transaction t INDEXED BY store_transaction_pending_order WHERE sale_status = 'pending'\(filter)
             """)) ?? 0
-        return SalesToTry(filter: filter, count: count, touchedOnly: touchedOnly)
+        return SalesToTry(filter: filter, count: count)
     }
 
     /// The keys this run touched so far, as temporary tables: `temp.recon_touched_order` the

@@ -145,18 +145,13 @@ extension LedgerReader {
         try registered(where: "sha256 = ?", sha256)
     }
 
-    /// Every path a workbook (`.xlsx`) was registered at, in order.
-    /// The last version registered at each workbook's path: its SHA-256 and size.
+    /// The last version registered at each workbook's path (`.xlsx`), in order: its SHA-256 and size.
     public func lastWorkbookRegistrations() throws -> [(path: String, sha256: String, sizeBytes: Int64)] {
         try Row.fetchAll(db, sql: """
             SELECT r.path, r.sha256, r.size_bytes FROM report_file r
             JOIN (SELECT path, max(id) AS id FROM report_file WHERE path LIKE '%.xlsx' GROUP BY path) last ON last.id = r.id
             ORDER BY r.path
             """).map { ($0[0], $0[1], $0[2]) }
-    }
-
-    public func registeredWorkbookPaths() throws -> [String] {
-        try String.fetchAll(db, sql: "SELECT DISTINCT path FROM report_file WHERE path LIKE '%.xlsx' ORDER BY path")
     }
 
     /// Every registration of a path, oldest first (the versions written there).
