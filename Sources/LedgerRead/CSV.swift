@@ -1,3 +1,5 @@
+import LedgerCore
+
 /// A small RFC 4180 CSV reader that remembers the line each row starts on, so every
 /// rejection can name `file:line`. (Quoted fields may hold commas, quotes and newlines.)
 public struct CSVRow {
@@ -164,6 +166,14 @@ public enum CSV {
             try body(.success(CSVRow(line: rowLine, fields: fields, raw: raw, endsFile: !rowDone)))
         }
         return (u.endIndex, line)
+    }
+
+    /// A text field of an output file (an id, a product, a message): as `escape`, with an
+    /// apostrophe put before a text a spreadsheet would run as a formula (`SpreadsheetText.readsAsFormula`),
+    /// so an order id such as `=HYPERLINK(...)` read from the backend's file is shown, not run.
+    /// Not for numbers: a negative amount is written as it is, with `escape`.
+    public static func escapeText(_ field: String) -> String {
+        escape(SpreadsheetText.readsAsFormula(field.utf8) ? "'" + field : field)
     }
 
     /// Quotes a field for output when it needs it.

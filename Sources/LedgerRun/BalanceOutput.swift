@@ -32,8 +32,9 @@ public enum BalanceOutput {
         case "csv":
             var out = "book,account,currency,debit_minor,credit_minor,balance_minor,reporting_balance_minor\n"
             for r in rows {
-                out += [r.book, r.account, r.currency, String(r.debitMinor), String(r.creditMinor), String(r.balanceMinor),
-                        String(r.reportingBalanceMinor)].map(CSV.escape).joined(separator: ",") + "\n"
+                out += ([r.book, r.account, r.currency].map(CSV.escapeText)
+                        + [r.debitMinor, r.creditMinor, r.balanceMinor, r.reportingBalanceMinor].map { String($0) })
+                    .joined(separator: ",") + "\n"
             }
             return out
         default:

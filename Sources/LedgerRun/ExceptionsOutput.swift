@@ -81,8 +81,10 @@ public enum ExceptionsOutput {
                 }
                 return element
             case "csv":
+                // Ids and details are text as read from the inputs: escapeText keeps a spreadsheet
+                // from running one that begins like a formula. The age is a number.
                 return [r.category, r.transaction_id, r.order_id ?? "", r.status, r.first_seen, r.resolved_on ?? "", String(r.age_days), r.detail]
-                    .map(CSV.escape).joined(separator: ",") + "\n"
+                    .enumerated().map { $0.offset == 6 ? CSV.escape($0.element) : CSV.escapeText($0.element) }.joined(separator: ",") + "\n"
             default:
                 // A detail may quote an order's fields as read: no control character reaches the terminal.
                 return "\(r.status.padding(toLength: 9, withPad: " ", startingAt: 0)) \(r.category.padding(toLength: 31, withPad: " ", startingAt: 0)) tx \(r.transaction_id.isEmpty ? "-" : TerminalText.visible(r.transaction_id)) order \(TerminalText.visible(r.order_id ?? "-")) first seen \(r.first_seen)\(r.resolved_on.map { " resolved \($0)" } ?? "") age \(r.age_days)d\n    \(TerminalText.visible(r.detail))\n"
@@ -149,7 +151,7 @@ public enum FindingsOutput {
                     write(TerminalText.jsonEscapingInvisible(String(decoding: (try? enc.encode(row)) ?? Data("{}".utf8), as: UTF8.self)) + "\n")
                 case "csv":
                     write([f.code, f.transactionId, f.book ?? "", status, f.firstSeen.description, f.resolvedOn?.description ?? "", note ?? "", f.message]
-                        .map(CSV.escape).joined(separator: ",") + "\n")
+                        .map(CSV.escapeText).joined(separator: ",") + "\n")
                 default:
                     write("\(status.padding(toLength: 9, withPad: " ", startingAt: 0)) \(f.code.padding(toLength: 26, withPad: " ", startingAt: 0)) tx \(f.transactionId.isEmpty ? "-" : TerminalText.visible(f.transactionId)) \(f.book ?? "-") first seen \(f.firstSeen)\(f.resolvedOn.map { " resolved \($0)" } ?? "")\n    \(TerminalText.visible(f.message))\(note.map { "\n    " + TerminalText.visible($0) } ?? "")\n")
                 }

@@ -268,8 +268,12 @@ public struct TrueUp {
                                       Self.money(l.differenceMinor, l.paidIn), l.note]
                 let added: [String] = [count(l.appleSoldUnits), count(l.appleReturnedUnits), count(l.ledgerSoldUnits),
                                        count(l.ledgerReturnedUnits), Self.money(l.ledgerProceedsCustomerMinor, l.currency)]
-                let fields: [String] = [l.start.description, l.end.description, l.currency, l.productId] + units + customer + paid + added
-                out += fields.map(CSV.escape).joined(separator: ",") + "\n"
+                // Product ids, currencies and the note are text (escapeText: none runs as a formula
+                // in a spreadsheet); the counts and amounts are numbers, a negative one as it is.
+                let paidIn = CSV.escapeText(l.paidIn), note = CSV.escapeText(l.note)
+                let fields: [String] = [l.start.description, l.end.description, CSV.escapeText(l.currency), CSV.escapeText(l.productId)]
+                    + (units + customer).map(CSV.escape) + [paidIn] + paid[1...3].map(CSV.escape) + [note] + added.map(CSV.escape)
+                out += fields.joined(separator: ",") + "\n"
             }
             return out
         default:

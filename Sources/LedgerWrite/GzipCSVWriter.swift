@@ -200,15 +200,20 @@ public enum GzipCSVWriter {
         return String(decoding: text, as: UTF8.self)
     }
 
-    /// One CSV field (RFC 4180): quoted, with its quotes doubled, when it holds a comma, a
+    /// One CSV text field (RFC 4180): quoted, with its quotes doubled, when it holds a comma, a
     /// quote or a line break; as it is otherwise. Checked byte by byte (all four are ASCII).
+    /// A text a spreadsheet would run as a formula gets an apostrophe before it
+    /// (as `CSV.escapeText` does); amounts and dates do not come here.
     static func appendField(_ s: String, to buffer: inout [UInt8]) {
         let u = s.utf8
+        let formula = SpreadsheetText.readsAsFormula(u)
         guard u.contains(where: { $0 == 0x2C || $0 == 0x22 || $0 == 0x0A || $0 == 0x0D }) else {
+            if formula { buffer.append(0x27) }
             buffer.append(contentsOf: u)
             return
         }
         buffer.append(0x22)
+        if formula { buffer.append(0x27) }
         for b in u {
             buffer.append(b)
             if b == 0x22 { buffer.append(0x22) }

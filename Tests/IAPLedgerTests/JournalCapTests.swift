@@ -5,6 +5,7 @@ import ZIPFoundation
 @testable import LedgerCore
 @testable import LedgerReport
 @testable import LedgerRun
+import LedgerRead
 import LedgerStore
 @testable import LedgerWrite
 
@@ -304,6 +305,35 @@ final class JournalCapTests: XCTestCase {
         let crc = content.withUnsafeBytes { crc32(0, $0.bindMemory(to: Bytef.self).baseAddress, UInt32($0.count)) }
         for v in [UInt32(crc), UInt32(content.count)] { withUnsafeBytes(of: v.littleEndian) { out.append(contentsOf: $0) } }
         return out
+    }
+
+    /// A text cell that a spreadsheet would run as a formula (an order id or account read from
+    /// the backend's file) is written with an apostrophe before it; amounts, negative ones too,
+    /// and other texts as they are.
+    func testTextsThatReadAsFormulasAreNotRunByASpreadsheet() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("formula-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let texts = ["=HYPERLINK(\"http://x\",\"y\")", "+1", "-x", "@SUM(A1)", "\tcmd", "=1,2", "acct-=9", "", "ok"]
+        let table = TableBlock(columns: [Column("Text", width: 10), Column("Amount", width: 10, kind: .money)],
+                               rows: texts.map { SheetRow([.text($0), .money(minor: -1234, decimals: 2)]) })
+        let url = dir.appendingPathComponent("j.csv.gz")
+        _ = try GzipCSVWriter.write(table, to: url)
+        XCTAssertEqual(try gunzip(url), """
+            Text,Amount
+            "'=HYPERLINK(""http://x"",""y"")",-12.34
+            '+1,-12.34
+            '-x,-12.34
+            '@SUM(A1),-12.34
+            '\tcmd,-12.34
+            "'=1,2",-12.34
+            acct-=9,-12.34
+            ,-12.34
+            ok,-12.34
+
+            """)
+        XCTAssertEqual(["=1", "-5", "a-b", "@x,y"].map(CSV.escapeText), ["'=1", "'-5", "a-b", "\"'@x,y\""])
+        XCTAssertEqual(CSV.escape("-5"), "-5", "a number is written as it is")
     }
 
     func gunzip(_ url: URL) throws -> String {

@@ -459,6 +459,21 @@ final class ReconciliationTests: XCTestCase {
         XCTAssertEqual(open.fieldsBefore, ["a"])
     }
 
+    /// An order id, account or transaction id from the backend's file that a spreadsheet would
+    /// run as a formula is written to the exceptions' CSV with an apostrophe before it; the
+    /// age stays a number, the JSON and the workbook keep the id as it was read.
+    func testExceptionsCSVDoesNotLetASpreadsheetRunAnOrderIdAsAFormula() throws {
+        try ws.write("inbox/orders/o.csv", Self.header + "\"=HYPERLINK(\"\"http://evil\"\",\"\"x\"\")\",@acct,-T9,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n")
+        let r = try ws.run("2026-10-06")
+        let rows = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path).read { try $0.exceptions(status: "open") }
+        XCTAssertEqual(rows.map(\.orderId), ["=HYPERLINK(\"http://evil\",\"x\")"], "stored as read")
+        let csv = ExceptionsOutput.render(rows, asOf: Day(iso: "2026-10-06")!, format: "csv").split(separator: "\n")
+        XCTAssertEqual(csv.count, 2, "\(csv)")
+        XCTAssertTrue(csv[1].hasPrefix("CREDITED_WITHOUT_TRANSACTION,'-T9,\"'=HYPERLINK(\"\"http://evil\"\",\"\"x\"\")\",open,2026-10-06,,0,"), String(csv[1]))
+        let sheet = try XCTUnwrap(try XLSXReader.sheets(r.workbooks[2])["Exceptions"]).dropFirst(4)
+        XCTAssertTrue(sheet.contains { $0.contains("=HYPERLINK(\"http://evil\",\"x\")") }, "the workbook's text cell keeps the id: \(sheet)")
+    }
+
     func testLostOrderLifecycleOverThreeNights() throws {
         try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("L1", purchased: "2026-10-05T10:00:00Z")]) + "\n")
         // Night 1: paid, never credited.
