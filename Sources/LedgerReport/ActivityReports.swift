@@ -181,7 +181,9 @@ extension FinanceReport {
             return SheetRow([.integer(e.entryId), .date(e.date), .date(e.originalDate), .text(e.late ? "late" : ""),
                              .text(e.kind), .text(e.transactionId), .text(e.productId),
                              .text(e.storefront), .text(e.currency),
-                             e.refundPercentage.map { .money(minor: $0, decimals: 3) } ?? .empty,
+                             // A full refund (no percentage stored) is 100%; a reversal's is negative,
+                             // as its amounts are (it showed positive beside them).
+                             .money(minor: sign * (e.refundPercentage ?? 100_000), decimals: 3),
                              .money(minor: sign * e.netMinor, decimals: d), .money(minor: sign * e.commissionMinor, decimals: d),
                              .money(minor: sign * e.proceedsMinor, decimals: d),
                              .money(minor: sign * e.netReportingMinor, decimals: reportingDecimals),

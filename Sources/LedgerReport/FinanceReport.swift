@@ -270,6 +270,18 @@ public struct FinanceReport {
             }
         }
         let latest = try reader.latestRun()
+        // The set of a night written again after later runs (`report --as-of`, the month
+        // before's set): its figures hold the entries dated on or before the as-of date that
+        // those runs posted, which the night's own set did not; said, with how many (the two
+        // files of one name differed with no word of it).
+        if let s = summary, let latest, latest.id > s.id {
+            let later = try reader.entriesPosted(afterRun: s.id, book: book, through: asOf)
+            info.append(SheetRow([.text("Written again after run \(latest.id) (as of \(latest.asOf))"), .text(later.map {
+                "the figures include \($0.count) \($0.count == 1 ? "entry" : "entries") dated on or before \(asOf) that "
+                    + ($0.firstRun == $0.lastRun ? "run \($0.firstRun)" : "runs \($0.firstRun) to \($0.lastRun)")
+                    + " posted after run \(s.id): the set run \(s.id) wrote did not have them"
+            } ?? "no entry dated on or before \(asOf) was posted after run \(s.id): the figures are those of the set run \(s.id) wrote")]))
+        }
         if summary == nil {
             // A set written for an earlier date than the latest run (the month before, or
             // `report --period`): say whose state its lists are, and that the totals are today's.

@@ -102,9 +102,11 @@ public struct ReconciliationReport {
             try reader.forEachOpenExceptionFigure(openOn: asOf, postedAfterRun: try postedAfterStateRun()) { category, transactionId, net, firstSeen, sandbox in
                 counted[category, default: (0, 0)].all += 1
                 if firstSeen == asOf { counted[category, default: (0, 0)].new += 1; newInAll += 1 }
-                // Open exceptions that name a transaction whose sale is not booked (waiting for
-                // verification, a rule or its order; or free): the amounts leave them out.
-                if net == nil && category != ExceptionCategory.creditedWithoutTransaction.rawValue { withoutAmount += 1 }
+                // Open exceptions that name no booked sale (a credit naming no transaction, or one
+                // the store never reported; a sale waiting for verification, a rule or its order;
+                // or free): the amounts leave them out. (Credits with no transaction were left
+                // out of this count, which then matched no list on the Exceptions sheet.)
+                if net == nil { withoutAmount += 1 }
                 // A sandbox purchase's amount is a test sale's, which nobody paid: shown with
                 // SANDBOX_CREDITED_IN_PRODUCTION alone, in no other category's amount nor the total
                 // (no production total holds sandbox figures, accounting.md).

@@ -41,7 +41,7 @@ final class OrderWaitTests: XCTestCase {
         func summary(_ day: String) throws -> (notCredited: [String], note: String) {
             let rows = try XCTUnwrap(XLSXReader.sheets(ws.root.appendingPathComponent("reports/\(day)/reconciliation-\(day).xlsx"))["Summary"])
             return (try XCTUnwrap(rows.first { $0.first == "NOT_CREDITED" }),
-                    try XCTUnwrap(rows.compactMap(\.first).first { $0.hasPrefix("Open exceptions that name no booked sale") }))
+                    try XCTUnwrap(rows.compactMap(\.first).first { $0.hasPrefix("Open exceptions with no amount") }))
         }
         let waiting = try summary("2026-10-10")
         XCTAssertEqual(waiting.notCredited[2], "1")

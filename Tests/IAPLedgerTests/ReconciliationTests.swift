@@ -472,6 +472,11 @@ final class ReconciliationTests: XCTestCase {
         XCTAssertTrue(csv[1].hasPrefix("CREDITED_WITHOUT_TRANSACTION,'-T9,\"'=HYPERLINK(\"\"http://evil\"\",\"\"x\"\")\",open,2026-10-06,,0,"), String(csv[1]))
         let sheet = try XCTUnwrap(try XLSXReader.sheets(r.workbooks[2])["Exceptions"]).dropFirst(4)
         XCTAssertTrue(sheet.contains { $0.contains("=HYPERLINK(\"http://evil\",\"x\")") }, "the workbook's text cell keeps the id: \(sheet)")
+        // A credit naming a transaction the store never reported has no amount, and is counted
+        // among those the amounts leave out (it was not).
+        let summary = try XCTUnwrap(try XLSXReader.sheets(r.workbooks[2])["Summary"])
+        let note = try XCTUnwrap(summary.compactMap(\.first).first { $0.hasPrefix("Open exceptions with no amount") })
+        XCTAssertTrue(note.contains("which the amounts leave out: 1 ("), note)
     }
 
     func testLostOrderLifecycleOverThreeNights() throws {

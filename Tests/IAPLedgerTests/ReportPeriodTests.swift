@@ -166,7 +166,7 @@ final class ReportPeriodTests: XCTestCase {
         XCTAssertTrue(summary.contains { $0.first == "Not reconciled: no night had run on or before 2026-10-31" }, "\(summary)")
         XCTAssertFalse(summary.contains { $0.first?.hasPrefix("Total open exceptions") == true })
         // The count of exceptions without an amount is not "none" either: it was never counted.
-        let withoutAmount = try XCTUnwrap(summary.first { $0.first?.hasPrefix("Open exceptions that name no booked sale") == true }?.first)
+        let withoutAmount = try XCTUnwrap(summary.first { $0.first?.hasPrefix("Open exceptions with no amount") == true }?.first)
         XCTAssertTrue(withoutAmount.contains("leave out: not reconciled"), withoutAmount)
         // The sandbox book's list of test purchases credited in production says so too (it
         // was an empty list, read as none credited).
@@ -261,6 +261,28 @@ final class ReportPeriodTests: XCTestCase {
         XCTAssertTrue(info.contains { $0.first == "inbox/receipts/a.jsonl" }, "\(info)")
         XCTAssertFalse(info.contains { $0.first == "inbox/receipts/b.jsonl" }, "\(info)")
         XCTAssertEqual(value("Ledger totals below"), "the whole ledger after the latest run (run \(november.runId), as of 2026-11-01)")
+        // It says it was written again, and that no later run posted into its figures...
+        XCTAssertEqual(value("Written again after run \(november.runId) (as of 2026-11-01)"),
+                       "no entry dated on or before 2026-10-31 was posted after run \(october.runId): the figures are those of the set run \(october.runId) wrote")
+        // ...until a late October sale arrives: the set of the same name now holds it, and says so.
+        try ws.write("inbox/receipts/c.jsonl", Receipt.response([Receipt.item("k3", purchased: "2026-10-29T10:00:00Z"),
+                                                                Receipt.item("k4", purchased: "2026-10-30T11:00:00Z")]) + "\n")
+        let third = try ws.run("2026-11-02")
+        let later = try XCTUnwrap(XLSXReader.sheets(finance)["Run Info"])
+        XCTAssertEqual(later.first { $0.first == "Written again after run \(third.runId) (as of 2026-11-02)" }?[1],
+                       "the figures include 2 entries dated on or before 2026-10-31 that run \(third.runId) posted after run \(october.runId): the set run \(october.runId) wrote did not have them")
+        XCTAssertEqual(later.first { $0.first == "Run number" }?[1], "\(october.runId)")
+        // The reader's count: every book's entries after a run, by bisection on the id.
+        let reader = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path, readOnly: true)
+        try reader.read { r in
+            XCTAssertEqual(try r.entriesPosted(afterRun: october.runId, book: .production, through: Day(iso: "2026-10-31")!).map { [$0.count, Int($0.firstRun), Int($0.lastRun)] },
+                           [2, Int(third.runId), Int(third.runId)])
+            XCTAssertEqual(try r.entriesPosted(afterRun: october.runId, book: .production, through: Day(iso: "2026-11-30")!)?.count, 3)
+            XCTAssertEqual(try r.entriesPosted(afterRun: november.runId, book: .production, through: Day(iso: "2026-11-30")!).map { [$0.count, Int($0.firstRun)] }, [2, Int(third.runId)])
+            XCTAssertNil(try r.entriesPosted(afterRun: third.runId, book: .production, through: Day(iso: "2026-11-30")!))
+            XCTAssertNil(try r.entriesPosted(afterRun: october.runId, book: .sandbox, through: Day(iso: "2026-11-30")!))
+            XCTAssertEqual(try r.entriesPosted(afterRun: 0, book: .production, through: Day(iso: "2026-11-30")!)?.count, 4)
+        }
     }
 
     /// The Summary says which of its figures are late entries (a closed month's sale posted on

@@ -476,6 +476,8 @@ final class SignedIngestTests: XCTestCase {
         let book = try XLSXReader.sheets(try XCTUnwrap(night3.workbooks.first { $0.lastPathComponent == "sandbox-2023-11-20.xlsx" }))
         func kinds(_ sheet: String) -> [String] { book[sheet]!.compactMap { $0.count > 5 && $0[5] == "9003" ? $0[4] : nil } }
         XCTAssertEqual(kinds("Refunds"), ["refund", "refund_reversal"])
+        // Its refunded percentage takes the sign of its amounts: the reversal's is negative.
+        XCTAssertEqual(book["Refunds"]!.compactMap { $0.count > 10 && $0[5] == "9003" ? [$0[9], $0[10]] : nil }, [["50", "1"], ["-50", "-1"]])
         XCTAssertEqual(Set(kinds("Journal")), ["sale", "refund", "refund_reversal"])
         XCTAssertEqual(try rows("SELECT a.name, sum(p.amount_minor) FROM posting p JOIN account a ON a.id = p.account_id GROUP BY 1 ORDER BY 1"),
                        [["Assets:AppStore:Receivable", "139"], ["Expenses:AppStore:Commission", "60"],
