@@ -158,10 +158,13 @@ public struct ReconciliationReport {
                    "without_amount": String(withoutAmount)])
     }
 
-    func cells(_ e: ExceptionRow) -> [Cell] {
+    /// An exception's common cells. `purchased`: the day the store says its transaction was
+    /// bought (nil when no verified record reports it): how old the problem is, where first seen
+    /// is when a night found it (a three-month-old double credit read 0 days old).
+    func cells(_ e: ExceptionRow, purchased: Day?) -> [Cell] {
         [.text(e.category), .text(e.transactionId), .text(e.orderId ?? ""), .text(e.accountId ?? ""), .text(e.productId ?? ""),
          e.grossMinor.map { .money(minor: $0, decimals: Currency.exponent(e.currency ?? "") ?? 2) } ?? .empty,
-         .text(e.currency ?? ""), .date(e.firstSeen)]
+         .text(e.currency ?? ""), purchased.map(Cell.date) ?? .empty, .date(e.firstSeen)]
     }
 
     /// Streamed from the ledger as the workbook is written (a million open exceptions took
@@ -198,7 +201,7 @@ public struct ReconciliationReport {
             }
             try forEach(limit) { e in
                 if e.category != category { try more(after: category); category = e.category }
-                try emit(SheetRow(report.cells(e) + cells(e)))
+                try emit(SheetRow(report.cells(e, purchased: try report.reader.purchaseDay(transactionId: e.transactionId)) + cells(e)))
             }
             try more(after: category)
             for row in none { try emit(row) }

@@ -17,6 +17,15 @@ public enum ExceptionsOutput {
         var resolved_on: String?
         var age_days: Int
         var detail: String
+        // The workbook's figures (added after the columns above: a CSV read by position reads
+        // those as before): the account and product, the customer's gross price in its currency
+        // and the sale's net in the reporting currency (null when the exception names no booked
+        // sale), all in minor units.
+        var account_id: String?
+        var product_id: String?
+        var gross_minor: Int64?
+        var currency: String?
+        var net_reporting_minor: Int64?
 
         func encode(to encoder: Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
@@ -28,8 +37,16 @@ public enum ExceptionsOutput {
             try c.encode(resolved_on, forKey: .resolved_on)   // null while open
             try c.encode(age_days, forKey: .age_days)
             try c.encode(detail, forKey: .detail)
+            try c.encode(account_id, forKey: .account_id)
+            try c.encode(product_id, forKey: .product_id)
+            try c.encode(gross_minor, forKey: .gross_minor)
+            try c.encode(currency, forKey: .currency)
+            try c.encode(net_reporting_minor, forKey: .net_reporting_minor)
         }
-        enum CodingKeys: String, CodingKey { case category, transaction_id, order_id, status, first_seen, resolved_on, age_days, detail }
+        enum CodingKeys: String, CodingKey {
+            case category, transaction_id, order_id, status, first_seen, resolved_on, age_days, detail
+            case account_id, product_id, gross_minor, currency, net_reporting_minor
+        }
     }
 
     public static func render(_ rows: [ExceptionRow], asOf: Day, format: String) -> String {
@@ -59,7 +76,7 @@ public enum ExceptionsOutput {
         public func begin() -> String {
             switch format {
             case "json": return "[\n"
-            case "csv": return "category,transaction_id,order_id,status,first_seen,resolved_on,age_days,detail\n"
+            case "csv": return "category,transaction_id,order_id,status,first_seen,resolved_on,age_days,detail,account_id,product_id,gross_minor,currency,net_reporting_minor\n"
             default: return ""
             }
         }
@@ -67,7 +84,9 @@ public enum ExceptionsOutput {
         public mutating func add(_ e: ExceptionRow) -> String {
             let r = JSONRow(category: e.category, transaction_id: e.transactionId, order_id: e.orderId,
                             status: e.isOpen ? "open" : "resolved", first_seen: e.firstSeen.description,
-                            resolved_on: e.resolvedOn?.description, age_days: e.ageDays(asOf: asOf), detail: e.detail)
+                            resolved_on: e.resolvedOn?.description, age_days: e.ageDays(asOf: asOf), detail: e.detail,
+                            account_id: e.accountId, product_id: e.productId, gross_minor: e.grossMinor, currency: e.currency,
+                            net_reporting_minor: e.netReportingMinor)
             count += 1
             switch format {
             case "json":
@@ -82,9 +101,11 @@ public enum ExceptionsOutput {
                 return element
             case "csv":
                 // Ids and details are text as read from the inputs: escapeText keeps a spreadsheet
-                // from running one that begins like a formula. The age is a number.
-                return [r.category, r.transaction_id, r.order_id ?? "", r.status, r.first_seen, r.resolved_on ?? "", String(r.age_days), r.detail]
-                    .enumerated().map { $0.offset == 6 ? CSV.escape($0.element) : CSV.escapeText($0.element) }.joined(separator: ",") + "\n"
+                // from running one that begins like a formula. The age and amounts are numbers.
+                let text = [r.category, r.transaction_id, r.order_id ?? "", r.status, r.first_seen, r.resolved_on ?? ""].map(CSV.escapeText)
+                let figures = [r.account_id ?? "", r.product_id ?? ""].map(CSV.escapeText)
+                    + [r.gross_minor.map(String.init) ?? "", CSV.escapeText(r.currency ?? ""), r.net_reporting_minor.map(String.init) ?? ""]
+                return (text + [String(r.age_days), CSV.escapeText(r.detail)] + figures).joined(separator: ",") + "\n"
             default:
                 // A detail may quote an order's fields as read: no control character reaches the terminal.
                 return "\(r.status.padding(toLength: 9, withPad: " ", startingAt: 0)) \(r.category.padding(toLength: 31, withPad: " ", startingAt: 0)) tx \(r.transaction_id.isEmpty ? "-" : TerminalText.visible(r.transaction_id)) order \(TerminalText.visible(r.order_id ?? "-")) first seen \(r.first_seen)\(r.resolved_on.map { " resolved \($0)" } ?? "") age \(r.age_days)d\n    \(TerminalText.visible(r.detail))\n"

@@ -116,6 +116,14 @@ extension LedgerReader {
         try Int64.fetchOne(db, sql: "SELECT coalesce(max(id), 0) FROM entry") ?? 0
     }
 
+    /// The day (UTC) the store says transaction `transactionId` was bought; nil when no
+    /// verified record reports it (a credit naming no transaction, or an unverified one).
+    public func purchaseDay(transactionId: String) throws -> Day? {
+        guard !transactionId.isEmpty else { return nil }
+        return try Int64.fetchOne(db.cachedStatement(sql: "SELECT purchase_ms FROM store_transaction WHERE transaction_id = ?"),
+                                  arguments: [transactionId]).map { Day(epochMilliseconds: $0) }
+    }
+
     /// Whether any entry is posted on or before `day`.
     public func hasEntries(through day: Day) throws -> Bool {
         try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM entry WHERE date <= ? LIMIT 1"), arguments: [day.description]) ?? false

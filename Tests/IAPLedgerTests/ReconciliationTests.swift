@@ -469,6 +469,8 @@ final class ReconciliationTests: XCTestCase {
         XCTAssertEqual(rows.map(\.orderId), ["=HYPERLINK(\"http://evil\",\"x\")"], "stored as read")
         let csv = ExceptionsOutput.render(rows, asOf: Day(iso: "2026-10-06")!, format: "csv").split(separator: "\n")
         XCTAssertEqual(csv.count, 2, "\(csv)")
+        XCTAssertEqual(csv[0], "category,transaction_id,order_id,status,first_seen,resolved_on,age_days,detail,account_id,product_id,gross_minor,currency,net_reporting_minor")
+        XCTAssertTrue(csv[1].hasSuffix(",'@acct,coins.100,,,"), "the account as text, no amount: \(csv[1])")
         XCTAssertTrue(csv[1].hasPrefix("CREDITED_WITHOUT_TRANSACTION,'-T9,\"'=HYPERLINK(\"\"http://evil\"\",\"\"x\"\")\",open,2026-10-06,,0,"), String(csv[1]))
         let sheet = try XCTUnwrap(try XLSXReader.sheets(r.workbooks[2])["Exceptions"]).dropFirst(4)
         XCTAssertTrue(sheet.contains { $0.contains("=HYPERLINK(\"http://evil\",\"x\")") }, "the workbook's text cell keeps the id: \(sheet)")
@@ -490,6 +492,17 @@ final class ReconciliationTests: XCTestCase {
         XCTAssertEqual(rows[0]["age_days"] as? Int, 0)
         XCTAssertTrue(rows[0]["order_id"] is NSNull)
         XCTAssertEqual(try XLSXReader.sheets(n1.workbooks[2])["Exceptions"]!.dropFirst(4).map { $0[0] }, ["NOT_CREDITED"])
+        // The output carries the workbook's figures too: the product, the gross price and the
+        // sale's net (the workbook's Price and the Summary's amount), in minor units.
+        let book1: [String: [[String]]] = try XLSXReader.sheets(n1.workbooks[2])
+        let listed: [String] = try XCTUnwrap(book1["Exceptions"]?[4])
+        XCTAssertEqual(rows[0]["product_id"] as? String, listed[4])
+        func cents(_ cell: String) -> Int { NSDecimalNumber(string: cell).multiplying(byPowerOf10: 2).intValue }
+        XCTAssertEqual(rows[0]["gross_minor"] as? Int, cents(listed[5]))
+        XCTAssertEqual(rows[0]["currency"] as? String, "USD")
+        let net: String = try XCTUnwrap(book1["Summary"]?.first { $0.first == "NOT_CREDITED" }?[4])
+        XCTAssertEqual(rows[0]["net_reporting_minor"] as? Int, cents(net))
+        XCTAssertTrue(rows[0]["account_id"] is NSNull)
 
         // Night 2: still open, age 1.
         let n2 = try ws.run("2026-10-07")
@@ -498,7 +511,12 @@ final class ReconciliationTests: XCTestCase {
         XCTAssertEqual(rows[0]["first_seen"] as? String, "2026-10-06")
         XCTAssertEqual(rows[0]["age_days"] as? Int, 1)
         let open2 = try XLSXReader.sheets(n2.workbooks[2])["Exceptions"]!.dropFirst(4)
-        XCTAssertEqual(open2.first?[8], "1", "Age (days) column on night 2")
+        XCTAssertEqual(open2.first?[9], "1", "Age (days) column on night 2")
+        // The day it was bought (2026-10-05, the day before the first night found it): how old
+        // the problem is, beside how long it has been open.
+        XCTAssertEqual(open2.first.map { [$0[7], $0[8]] }, ["46300", "46301"], "Purchased and First seen, as Excel's day numbers")
+        let credit = try XCTUnwrap(try XLSXReader.sheets(n2.workbooks[2])["Exceptions"]?[3])
+        XCTAssertEqual(Array(credit[6...9]), ["Currency", "Purchased", "First seen", "Age (days)"])
         XCTAssertEqual(try XLSXReader.sheets(n1.workbooks[2])["Resolved"]!.dropFirst(4).map { $0[0] }, ["None: no night ran before this one, so no exception was open to be resolved"])
         XCTAssertEqual(try XLSXReader.sheets(n2.workbooks[2])["Resolved"]!.dropFirst(4).map { $0[0] }, ["None: no exception was resolved after the night as of 2026-10-06, up to 2026-10-07"])
 

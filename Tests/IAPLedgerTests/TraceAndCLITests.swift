@@ -62,7 +62,9 @@ final class TraceAndCLITests: XCTestCase {
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         let whole = rows.map { ExceptionsOutput.JSONRow(category: $0.category, transaction_id: $0.transactionId, order_id: $0.orderId,
                                                          status: "open", first_seen: $0.firstSeen.description, resolved_on: nil,
-                                                         age_days: $0.ageDays(asOf: day), detail: $0.detail) }
+                                                         age_days: $0.ageDays(asOf: day), detail: $0.detail, account_id: $0.accountId,
+                                                         product_id: $0.productId, gross_minor: $0.grossMinor, currency: $0.currency,
+                                                         net_reporting_minor: $0.netReportingMinor) }
         XCTAssertEqual(ExceptionsOutput.render(rows, asOf: day, format: "json"),
                        TerminalText.jsonEscapingInvisible(String(decoding: try encoder.encode(whole), as: UTF8.self)) + "\n")
         XCTAssertEqual(ExceptionsOutput.render([], asOf: day, format: "json"), String(decoding: try encoder.encode([ExceptionsOutput.JSONRow]()), as: UTF8.self) + "\n")
