@@ -177,7 +177,20 @@ public struct ReconciliationReport {
         let report = self
         return try exceptionList("exceptions", ReportSchema.exceptions, counts: counts, status: "open", none: none,
                                  forEach: { perCategory, body in try report.forEachOpenException(perCategory: perCategory, body) },
-                                 cells: { [.integer(Int64($0.ageDays(asOf: report.asOf))), .text($0.detail)] })
+                                 cells: { e, sale in [.integer(Int64(e.ageDays(asOf: report.asOf))), .text(e.detail + Self.waiting(e, sale?.waitsOn))] })
+    }
+
+    /// What an open exception's detail adds when its sale is not booked yet: a lost order whose
+    /// sale waits for its order read as lost beside the Pending sheet's word that it waits.
+    static func waiting(_ e: ExceptionRow, _ waitsOn: String?) -> String {
+        switch waitsOn {
+        case "ORDER_WAIT"?:
+            return "; its sale waits for its order (ORDER_WAIT, on the Pending sheet)"
+                + (e.category == ExceptionCategory.notCredited.rawValue ? ": an order read before the wait ends resolves this" : "")
+        case "MISSING_RULE"?: return "; its sale waits for a rule (MISSING_RULE, on the Pending sheet): no amount until it is booked"
+        case let code?: return "; its sale is not booked yet (\(code), on the Pending sheet)"
+        case nil: return ""
+        }
     }
 
     /// A sheet's list of exceptions (`counts` of each category), streamed: the first
@@ -186,7 +199,7 @@ public struct ReconciliationReport {
     /// `none`. `cells`: an exception's cells after the common ones.
     func exceptionList(_ key: String, _ columns: [Column], counts: [String: Int], status: String, none: [SheetRow],
                        forEach: @escaping (_ perCategory: Int, _ body: (ExceptionRow) throws -> Void) throws -> Void,
-                       cells: @escaping (ExceptionRow) -> [Cell]) throws -> SheetContent {
+                       cells: @escaping (ExceptionRow, _ sale: (purchased: Day, waitsOn: String?)?) -> [Cell]) throws -> SheetContent {
         let limit = recordsLimit
         let head = try notReconciled(columns)
         let listed = counts.values.reduce(0) { $0 + min($1, limit) + ($1 > limit ? 1 : 0) }
@@ -201,7 +214,8 @@ public struct ReconciliationReport {
             }
             try forEach(limit) { e in
                 if e.category != category { try more(after: category); category = e.category }
-                try emit(SheetRow(report.cells(e, purchased: try report.reader.purchaseDay(transactionId: e.transactionId)) + cells(e)))
+                let sale = try report.reader.storeSale(transactionId: e.transactionId)
+                try emit(SheetRow(report.cells(e, purchased: sale?.purchased) + cells(e, sale)))
             }
             try more(after: category)
             for row in none { try emit(row) }
@@ -243,7 +257,7 @@ public struct ReconciliationReport {
                                      try reader.forEachException(status: "resolved", resolvedAfter: previous, resolvedThrough: asOf,
                                                                  perCategory: perCategory, body)
                                  },
-                                 cells: { [.date($0.resolvedOn!), .integer(Int64($0.ageDays(asOf: asOf))), .text($0.detail)] })
+                                 cells: { e, _ in [.date(e.resolvedOn!), .integer(Int64(e.ageDays(asOf: asOf))), .text(e.detail)] })
     }
 
     /// - Parameter openRecords: the pending records still open on the as-of date (the first of

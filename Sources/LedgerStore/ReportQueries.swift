@@ -116,12 +116,16 @@ extension LedgerReader {
         try Int64.fetchOne(db, sql: "SELECT coalesce(max(id), 0) FROM entry") ?? 0
     }
 
-    /// The day (UTC) the store says transaction `transactionId` was bought; nil when no
-    /// verified record reports it (a credit naming no transaction, or an unverified one).
-    public func purchaseDay(transactionId: String) throws -> Day? {
-        guard !transactionId.isEmpty else { return nil }
-        return try Int64.fetchOne(db.cachedStatement(sql: "SELECT purchase_ms FROM store_transaction WHERE transaction_id = ?"),
-                                  arguments: [transactionId]).map { Day(epochMilliseconds: $0) }
+    /// The day (UTC) the store says transaction `transactionId` was bought, and the code its
+    /// sale waits on while it is not booked (`ORDER_WAIT`, `MISSING_RULE`: the reason's first
+    /// word; nil once posted or free); nil when no verified record reports the transaction (a
+    /// credit naming no transaction, or an unverified one).
+    public func storeSale(transactionId: String) throws -> (purchased: Day, waitsOn: String?)? {
+        guard !transactionId.isEmpty, let row = try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT purchase_ms, CASE sale_status WHEN 'pending' THEN pending_reason END FROM store_transaction WHERE transaction_id = ?
+            """), arguments: [transactionId]) else { return nil }
+        let reason: String? = row[1]
+        return (Day(epochMilliseconds: row[0] as Int64), reason.map { String($0.prefix { $0 != ":" }) })
     }
 
     /// Whether any entry is posted on or before `day`.

@@ -47,7 +47,17 @@ final class OrderWaitTests: XCTestCase {
         XCTAssertEqual(waiting.notCredited[2], "1")
         XCTAssertEqual(waiting.notCredited.count > 4 ? waiting.notCredited[4] : "", "", "no amount, not 0: \(waiting.notCredited)")
         XCTAssertTrue(waiting.note.contains("which the amounts leave out: 1 ("), waiting.note)
+        // The lost order's detail says its sale waits for its order (it read as lost beside the
+        // Pending sheet's word that it waits), and that an order in time resolves it.
+        func detail(_ day: String) throws -> String {
+            let rows = try XCTUnwrap(XLSXReader.sheets(ws.root.appendingPathComponent("reports/\(day)/reconciliation-\(day).xlsx"))["Exceptions"])
+            return try XCTUnwrap(rows.first { $0.first == "NOT_CREDITED" }?.last)
+        }
+        let whileWaiting = try detail("2026-10-10")
+        XCTAssertTrue(whileWaiting.hasSuffix("; its sale waits for its order (ORDER_WAIT, on the Pending sheet): an order read before the wait ends resolves this"), whileWaiting)
         try ws.run("2026-10-13")
+        let afterBooking = try detail("2026-10-13")
+        XCTAssertFalse(afterBooking.contains("waits"), "booked: \(afterBooking)")
         let booked = try summary("2026-10-13")
         XCTAssertEqual(booked.notCredited[2], "1")
         XCTAssertEqual(XLSXReader.minor(booked.notCredited[4], decimals: 2), 99, "booked at the default storefront: 0.99 USD")

@@ -369,7 +369,8 @@ final class ReconciliationTests: XCTestCase {
             "CREDITED_UNVERIFIED v1 o-v1",
         ])
         let first = try exceptionsJSON().first!
-        XCTAssertEqual(Set(first.keys), ["category", "transaction_id", "order_id", "status", "first_seen", "resolved_on", "age_days", "detail"])
+        XCTAssertEqual(Set(first.keys), ["category", "transaction_id", "order_id", "status", "first_seen", "resolved_on", "age_days", "detail",
+                                         "account_id", "product_id", "gross_minor", "currency", "net_reporting_minor"])
         XCTAssertTrue(first["resolved_on"] is NSNull, "open")
         let book = try XLSXReader.sheets(r.workbooks[2])
         XCTAssertEqual(Set(book.keys), ["Summary", "Exceptions", "Resolved", "Pending", "Rejected"])
