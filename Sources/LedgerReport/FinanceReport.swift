@@ -196,8 +196,9 @@ public struct FinanceReport {
 
     /// The version of the journal export's format: raise it when the export of the same
     /// postings would give other bytes (fields, quoting, compression), so that no export
-    /// written before is kept.
-    public static let journalExportFormat = 1
+    /// written before is kept. 2: a text a spreadsheet would run as a formula is written with
+    /// an apostrophe before it.
+    public static let journalExportFormat = 2
 
     /// What the journal export of `table` (`laidOutJournalTable`) is made of, as one SHA-256:
     /// the entries it lists (`LedgerReader.journalInputs`), its book and dates, its columns as
