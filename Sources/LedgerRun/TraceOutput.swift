@@ -158,6 +158,100 @@ public enum TraceOutput {
         return o
     }
 
+    /// Where the open items of a trace are rows of the last night's lists (`asOf`): the
+    /// reconciliation workbook's Pending sheet (a sale waiting for a rule or its order, a record
+    /// waiting for verification), its Rejected sheet (a record refused and not settled), its
+    /// Exceptions sheet (an open exception), and the book's Run Info (an open finding), each
+    /// as the layouts name the sheet and the column to look in (none where a layout leaves the
+    /// sheet out). The trace said where its postings were, and nothing of these.
+    struct Lists {
+        let asOf: Day, layouts: ReportLayouts, workspace: Workspace
+
+        func workbook(_ w: ReportWorkbook) -> String { Workspace.workbookPath(w, asOf: asOf) }
+
+        /// The sheet `key` of workbook `w` and the title of its column `column`.
+        func sheet(_ w: ReportWorkbook, _ key: String, _ column: String) -> (name: String, column: String)? {
+            guard let s = layouts[w].sheet(key), let c = s.tables.lazy.flatMap(\.columns).first(where: { $0.key == column }) else { return nil }
+            return (s.name, c.title)
+        }
+
+        func listing(_ w: ReportWorkbook, _ key: String, _ column: String, _ find: (String) -> String) -> Listing? {
+            guard let (name, title) = sheet(w, key, column) else { return nil }
+            var l = Listing(workbook: workbook(w), sheet: name, find: find(title))
+            l.written = FileManager.default.fileExists(atPath: workspace.root.appendingPathComponent(l.workbook).path)
+            return l
+        }
+
+        func record(path: String, line: Int, outcome: String) -> Listing? {
+            outcome == "pending"
+                ? listing(.reconciliation, "pending", "record_or_transaction") { "the row whose \($0) is \(path):\(line) (a record waiting for verification)" }
+                : listing(.reconciliation, "rejected", "record") { "the row whose \($0) is \(path):\(line)" }
+        }
+
+        func transaction(_ t: TransactionTrace) -> [Listing] {
+            var out: [Listing] = []
+            if t.status == "pending" {
+                out += [listing(.reconciliation, "pending", "record_or_transaction") { "the row whose \($0) is \(t.transaction_id) (its sale, waiting)" }].compactMap { $0 }
+            }
+            for s in t.sources where s.outcome != "verified" && s.resolved_on == nil {
+                out += [record(path: s.path, line: s.line, outcome: s.outcome)].compactMap { $0 }
+            }
+            out += exceptions(t.exceptions)
+            let book: ReportWorkbook = t.book == Book.sandbox.rawValue ? .sandbox : .finance
+            for code in Set(t.findings.filter { $0.resolved_on == nil }.map { String($0.code) }).sorted() {
+                out += [listing(book, "run_info", "transaction") { "the findings' row of code \(code) whose \($0) is \(t.transaction_id)" }].compactMap { $0 }
+            }
+            return out
+        }
+
+        func exceptions(_ list: [TransactionTrace.Exception]) -> [Listing] {
+            list.filter { $0.status == "open" }.compactMap { x in
+                listing(.reconciliation, "exceptions", "transaction") { title in
+                    "the \(x.category) row" + (x.transaction_id.map { " whose \(title) is \($0)" } ?? "") + (x.order_id.map { x.transaction_id == nil ? " of order \($0)" : ", order \($0)" } ?? "")
+                }
+            }
+        }
+    }
+
+    /// The trace with the lists of the last night's set (as of `asOf`) where its open items
+    /// are rows (`Lists`); none before a first night, or when the layouts cannot be read.
+    public static func listed(_ t: TransactionTrace, asOf: Day?, layouts: ReportLayouts?, workspace: Workspace) -> TransactionTrace {
+        guard let asOf, let layouts else { return t }
+        var t = t
+        t.listed = Lists(asOf: asOf, layouts: layouts, workspace: workspace).transaction(t)
+        return t
+    }
+
+    public static func listed(_ o: OrderTrace, asOf: Day?, layouts: ReportLayouts?, workspace: Workspace) -> OrderTrace {
+        guard let asOf, let layouts else { return o }
+        var o = o
+        o.transaction = o.transaction.map { listed($0, asOf: asOf, layouts: layouts, workspace: workspace) }
+        let lists = Lists(asOf: asOf, layouts: layouts, workspace: workspace)
+        // Its own open exceptions (a credit naming no transaction is the order's alone) and its
+        // lines refused and not settled; the transaction's are listed under it.
+        let own = o.exceptions.filter { x in !(o.transaction?.exceptions.contains { $0.category == x.category && $0.order_id == x.order_id && $0.transaction_id == x.transaction_id } ?? false) }
+        o.listed = lists.exceptions(own) + o.lines_not_taken.filter { $0.outcome != "verified" && $0.resolved_on == nil }
+            .compactMap { lists.record(path: $0.path, line: $0.line, outcome: $0.outcome) }
+        return o
+    }
+
+    public static func listed(_ r: RecordTrace, asOf: Day?, layouts: ReportLayouts?, workspace: Workspace) -> RecordTrace {
+        guard let asOf, let layouts else { return r }
+        var r = r
+        let lists = Lists(asOf: asOf, layouts: layouts, workspace: workspace)
+        r.listed = r.records.filter { $0.outcome != "verified" && $0.resolved_on == nil }
+            .compactMap { lists.record(path: r.path, line: r.line, outcome: $0.outcome) }
+        return r
+    }
+
+    /// The text of a trace's listings, under a heading (nothing when there are none).
+    static func listingLines(_ listed: [Listing], workspace: String) -> [String] {
+        guard !listed.isEmpty else { return [] }
+        return ["Listed while open, in the last night's workbooks:"] + listed.map {
+            "  \($0.workbook), sheet \($0.sheet): \($0.find)" + ($0.written == false ? " (not under reports/ now)" : "")
+        }
+    }
+
     public static func placed(_ o: OrderTrace, layouts: ReportLayouts, journalRowCap: Int = .max) -> OrderTrace {
         var o = o
         o.transaction = o.transaction.map { placed($0, layouts: layouts, journalRowCap: journalRowCap) }
@@ -335,6 +429,7 @@ public enum TraceOutput {
                             : "")))
             }
         }
+        for l in listingLines(t.listed, workspace: workspace) { line(l) }
         return out.map(TerminalText.visible).joined(separator: "\n") + "\n"
     }
 
@@ -457,6 +552,7 @@ public enum TraceOutput {
             if let o = r.order_id { out.append("    order: \(o) (`iapledger trace \(ShellWord.quoted(o))\(workspace)`)") }
             if let text = r.text { sourceText(text, indent: "    ", into: &out) }
         }
+        out += listingLines(t.listed, workspace: workspace)
         return out.map(TerminalText.visible).joined(separator: "\n") + "\n"
     }
 
@@ -497,6 +593,7 @@ public enum TraceOutput {
             let about = ", " + (x.transaction_id.map { "transaction \($0)" } ?? "no transaction")
             out += "  \(x.category) \(x.status)\(about), first seen \(x.first_seen), last seen \(x.last_seen)\(x.resolved_on.map { ", resolved \($0)" } ?? ""): \(x.detail)\n"
         }
+        for l in listingLines(o.listed, workspace: workspace) { out += l + "\n" }
         if let t = o.transaction {
             out += (o.versions.isEmpty ? "The transaction its records report:\n" : "The transaction it names:\n") + text(t, indent: "  ", workspace: workspace)
         } else if o.records_naming_it != nil {

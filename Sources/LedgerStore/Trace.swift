@@ -3,6 +3,24 @@ import GRDB
 import LedgerCore
 
 /// Everything the ledger knows about one transaction or one order, for auditors.
+/// A list of the last night's workbooks where an open item is a row: a record not posted or a
+/// sale waiting (the reconciliation workbook's Pending and Rejected sheets), an open exception
+/// (its Exceptions sheet), an open finding (the finance or sandbox workbook's Run Info). These
+/// lists are sorted by code and date and cut at a number per code or category, so the row is
+/// said by what it holds (`find`), not by number.
+public struct Listing: Encodable, Equatable {
+    public var workbook: String
+    public var sheet: String
+    public var find: String
+    /// Whether the workbook is under `reports/` now (nil: not looked at).
+    public var written: Bool? = nil
+    public init(workbook: String, sheet: String, find: String) {
+        self.workbook = workbook
+        self.sheet = sheet
+        self.find = find
+    }
+}
+
 public struct TransactionTrace: Encodable {
     public struct Source: Encodable {
         public var path: String
@@ -172,6 +190,9 @@ public struct TransactionTrace: Encodable {
     public var findings: [Finding]
     public var notifications: [Notification]
     public var reports: [Placement]
+    /// The last night's lists where it is a row while open: its waiting sale, its records not
+    /// posted, its open exceptions and findings (set by `trace`).
+    public var listed: [Listing] = []
     /// An auto-renewable's days of paid service before this purchase, counted again from its
     /// chain as the ledger holds it now (set by `trace`; nil for other products).
     public var subscription: Subscription? = nil
@@ -261,6 +282,8 @@ public struct RecordTrace: Encodable {
         public var text: String?
     }
     public var records: [Record]
+    /// The last night's lists where it is a row while open (set by `trace`).
+    public var listed: [Listing] = []
 }
 
 /// The versions of one backend order and the transaction it names.
@@ -295,6 +318,8 @@ public struct OrderTrace: Encodable {
     public var records_naming_it: [RecordNamingIt]? = nil
     public var transaction: TransactionTrace?
     public var exceptions: [TransactionTrace.Exception]
+    /// The last night's lists where its open exceptions and lines not taken are rows (set by `trace`).
+    public var listed: [Listing] = []
 }
 
 extension LedgerReader {

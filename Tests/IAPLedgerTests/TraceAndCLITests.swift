@@ -21,6 +21,53 @@ final class TraceAndCLITests: XCTestCase {
         return dir.appendingPathComponent("iapledger")
     }
 
+    /// `trace` says where its open items are rows of the last night's lists: a sale waiting
+    /// for a rule (Pending) and its finding (Run Info), a refused record (Rejected), an open
+    /// exception (Exceptions), each a row the workbook read back holds in the column named.
+    func testTraceSaysWhichListsHoldItsOpenItems() throws {
+        try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("9801", product: "coins.999", purchased: "2026-10-05T10:00:00Z")]) + "\n"
+                     + Receipt.response([Receipt.item("9802", purchased: "2026-10-05T10:00:00Z")], bundle: "com.other.app") + "\n")
+        try ws.write("inbox/orders/o.csv", ReconciliationTests.header + "ord-98,acct-9,,coins.100,1,100,2026-10-05T10:00:00Z,production,USA,,\n")
+        try ws.run("2026-10-07")
+        func listed(_ id: String) throws -> [[String: Any]] {
+            let r = try cli(["trace", id, "--format", "json", "--workspace", ws.root.path])
+            XCTAssertEqual(r.status, 0, r.err)
+            return try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])?["listed"] as? [[String: Any]], r.out)
+        }
+        /// Whether the sheet read back has a row holding `value` in the column titled `title`.
+        func holds(_ l: [String: Any], title: String, value: String) throws -> Bool {
+            let url = ws.root.appendingPathComponent(try XCTUnwrap(l["workbook"] as? String))
+            let rows = try XCTUnwrap(try XLSXReader.sheets(url)[try XCTUnwrap(l["sheet"] as? String)])
+            return rows.contains { header in
+                guard let c = header.firstIndex(of: title) else { return false }
+                return rows.contains { $0.count > c && $0[c] == value }
+            }
+        }
+        let sale = try listed("9801")
+        XCTAssertEqual(sale.map { "\($0["sheet"]!): \($0["find"]!)" }, [
+            "Pending: the row whose Record / transaction is 9801 (its sale, waiting)",
+            "Exceptions: the NOT_CREDITED row whose Transaction is 9801",
+            "Run Info: the findings' row of code MISSING_RULE whose Transaction is 9801",
+        ])
+        XCTAssertTrue(try holds(sale[0], title: "Record / transaction", value: "9801"))
+        XCTAssertTrue(try holds(sale[1], title: "Transaction", value: "9801"))
+        XCTAssertTrue(try holds(sale[2], title: "Transaction", value: "9801"))
+        XCTAssertEqual(sale.map { $0["written"] as? Bool }, [true, true, true])
+        let refused = try listed("inbox/receipts/r.jsonl:2")
+        XCTAssertEqual(refused.map { "\($0["sheet"]!): \($0["find"]!)" }, ["Rejected: the row whose Record (file:line) is inbox/receipts/r.jsonl:2"])
+        XCTAssertTrue(try holds(refused[0], title: "Record (file:line)", value: "inbox/receipts/r.jsonl:2"))
+        let credit = try listed("ord-98")
+        XCTAssertEqual(credit.map { "\($0["sheet"]!): \($0["find"]!)" }, ["Exceptions: the CREDITED_WITHOUT_TRANSACTION row of order ord-98"])
+        XCTAssertTrue(try holds(credit[0], title: "Order", value: "ord-98"))
+        let text = try cli(["trace", "9801", "--workspace", ws.root.path]).out
+        XCTAssertTrue(text.contains("Listed while open, in the last night's workbooks:\n  reports/2026-10-07/reconciliation-2026-10-07.xlsx, sheet Pending: the row whose Record / transaction is 9801 (its sale, waiting)\n"), text)
+        // Booked once its price arrives: listed only as the lost order it still is.
+        try ws.write("rules/prices.csv", TestWorkspace.defaultPrices + "\ncoins.999,USA,9.99,2020-01-01\n")
+        try ws.write("rules/products.csv", TestWorkspace.defaultProducts + "\ncoins.999,consumable,999\n")
+        try ws.run("2026-10-08")
+        XCTAssertEqual(try listed("9801").map { $0["find"] as? String }, ["the NOT_CREDITED row whose Transaction is 9801"])
+    }
+
     /// An exception that names no transaction (a credit without one) gives `null` for it in
     /// trace's JSON, as `exceptions --format json` does (it gave ""), and says so in text.
     func testAnExceptionWithoutATransactionIsNullInTracesJSON() throws {
