@@ -216,12 +216,31 @@ public struct JSONParser {
         skipSpace()
         if i < b.count, b[i] == UInt8(ascii: "}") { i += 1; close(node, count: 0); return .object(members) }
         var count = 0
+        // A name given twice in one object is refused: JSON leaves it open which value counts
+        // (this parser took the first, most readers the last), so the backend and the ledger
+        // could read different facts from one record ("environment" Production, then Sandbox).
+        // Each name's bit in `seen` (by its length and end bytes) is checked; the names before
+        // it are compared only when its bit was already set.
+        var seen: UInt64 = 0
         while true {
             skipSpace()
             guard i < b.count else { throw fail("unexpected end of input (truncated JSON)") }
             guard b[i] == UInt8(ascii: "\"") else { throw fail("expected a member name in quotes") }
+            let nameAt = i
             var key = ""
             if flat { try indexString() } else { key = try parseString() }
+            let bit: UInt64
+            if flat {
+                let n = nodes[nodes.count - 1]
+                bit = n.kind == .decoded ? Self.nameBit(decoded[n.start].utf8) : Self.nameBit(UnsafeBufferPointer(rebasing: b[n.start..<n.end]))
+            } else {
+                bit = Self.nameBit(key.utf8)
+            }
+            if seen & bit != 0, flat ? flatNameRepeats(object: node, count: count) : members.contains(where: { $0.0 == key }) {
+                let name = flat ? flatName(nodes.count - 1) : key
+                throw JSONError(offset: nameAt, message: "the member \"\(name)\" is given twice in one object (JSON does not say which value counts, and readers differ)")
+            }
+            seen |= bit
             skipSpace()
             guard i < b.count, b[i] == UInt8(ascii: ":") else { throw fail(i < b.count ? "expected ':'" : "unexpected end of input (truncated JSON)") }
             i += 1
@@ -235,6 +254,33 @@ public struct JSONParser {
             if b[i] == UInt8(ascii: "}") { i += 1; close(node, count: count); return .object(members) }
             throw fail("expected ',' or '}'")
         }
+    }
+
+    /// A member name's bit for `parseObject`'s check of names given twice: by its length and
+    /// its first and last bytes (equal names, equal bits).
+    private static func nameBit<C: Collection>(_ utf8: C) -> UInt64 where C.Element == UInt8 {
+        let h = utf8.count &* 31 &+ Int(utf8.first ?? 0) &* 7 &+ Int(utf8.reversed().first ?? 0)
+        return 1 << UInt64(h & 63)
+    }
+
+    /// A name node's text (flat mode).
+    private func flatName(_ k: Int) -> String {
+        let n = nodes[k]
+        return n.kind == .decoded ? decoded[n.start] : String(decoding: UnsafeBufferPointer(rebasing: b[n.start..<n.end]), as: UTF8.self)
+    }
+
+    /// Flat mode: whether the name just indexed (the last node) is one of the `count` names
+    /// before it in the object at node `object`.
+    private func flatNameRepeats(object: Int, count: Int) -> Bool {
+        let name = flatName(nodes.count - 1)
+        var k = object + 1
+        for _ in 0..<count {
+            if flatName(k) == name { return true }
+            // Past the member's value: a closed object or array's `next`, else the node after.
+            let v = nodes[k + 1]
+            k = v.kind == .object || v.kind == .array ? v.next : k + 2
+        }
+        return false
     }
 
     /// Flat mode: an object's or array's member count and the index after its last value.

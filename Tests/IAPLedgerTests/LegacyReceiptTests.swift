@@ -228,6 +228,34 @@ final class JSONParserTests: XCTestCase {
         }
     }
 
+    /// A name given twice in one object is refused, in both parses, naming it (the first was
+    /// taken: a receipt saying Production, then Sandbox, was posted to the production book);
+    /// the same name in two objects, and many names in one, are not.
+    func testANameGivenTwiceInOneObjectIsRefused() throws {
+        func flat(_ text: String) throws { try JSONParser.withFlat(Substring(text)) { _ in } }
+        let twice = [
+            (#"{"status":0,"environment":"Production","environment":"Sandbox"}"#, "environment", 39),
+            (#"{"a":{"b":[{"q":"1","x":{"q":2},"q":"5"}]}}"#, "q", 32),
+            (#"{"environment":1,"env\u0069ronment":2}"#, "environment", 17),
+            (#"{"k\u00e9":1,"ké":2}"#, "ké", 13),
+            (#"{"":1,"":2}"#, "", 6),
+        ]
+        for (text, name, offset) in twice {
+            for parse in [{ _ = try JSONParser.parse(text) }, { try flat(text) }] {
+                XCTAssertThrowsError(try parse(), text) { e in
+                    XCTAssertEqual(e as? JSONError, JSONError(offset: offset, message: "the member \"\(name)\" is given twice in one object (JSON does not say which value counts, and readers differ)"), text)
+                }
+            }
+        }
+        let many = "{" + (0..<300).map { "\"k\($0)\":{\"k\($0)\":[{\"k\($0)\":1}]}" }.joined(separator: ",") + "}"
+        for text in [many, #"{"a":{"a":1},"b":{"a":2},"c":[{"a":1},{"a":2}]}"#, #"{"ab":1,"ba":2,"a":3,"b":4,"aa":5}"#] {
+            XCTAssertNoThrow(try JSONParser.parse(text))
+            XCTAssertNoThrow(try flat(text))
+        }
+        // Through the receipt reader: rejected as malformed, not posted.
+        XCTAssertThrowsError(try LegacyReceiptParser.parse(Substring(twice[0].0)))
+    }
+
     func testSplittingDocumentsKeepsLines() {
         let doc = "[\n  {\"status\": 0},\n  {\"status\": 21007,\n   \"x\": \"a,]\"},\n  {\"status\": 1}\n]\n"
         let recs = RecordSplitter.jsonDocument(Substring(doc))
