@@ -4,7 +4,9 @@
 // Rules (the same as Apple's app-store-server-library ChainVerifier with online checks off):
 //  1. compact JWS: three base64url parts, JSON header and payload;
 //  2. payload environment Xcode / LocalTesting: rejected with its own reason (StoreKit test data is
-//     signed by one self-signed Xcode certificate; checked before the chain);
+//     signed by one self-signed Xcode certificate; checked before the chain), once its signature
+//     holds by the certificate it carries (a record with a broken signature or none, whatever its
+//     payload says, is refused for that: a forged record said "Xcode" read as a developer test);
 //  3. header alg ES256; x5c present with exactly three standard-base64 DER certificates;
 //  4. x5c[0] (leaf) and x5c[1] (intermediate) chain to one of the configured trusted roots (x5c[2] is
 //     read but never trusted by itself; by default the only root is Apple Root CA - G3, shipped);
@@ -313,12 +315,22 @@ public struct SignedDataVerifier: Sendable {
             // An app transaction (AppTransaction) names its environment `receiptType`.
             if environment == nil, case .string(let value)? = jws.payload["receiptType"] { environment = value }
         }
+        var testEnvironment: SignedDataRejection?
         if let environment {
             switch environment.lowercased() {
-            case "xcode": throw .xcodeEnvironment
-            case "localtesting": throw .localTestingEnvironment
+            case "xcode": testEnvironment = .xcodeEnvironment
+            case "localtesting": testEnvironment = .localTestingEnvironment
             default: break
             }
+        }
+        /// Whether the JWS's signature holds by `key` (raw r||s, 64 bytes, over "header.payload").
+        func signatureHolds(_ key: P256.Signing.PublicKey) throws(SignedDataRejection) -> Bool {
+            guard let signatureBytes = SignedDataCompactJWS.base64URLDecode(jws.signatureSegment) else {
+                throw .malformed("the signature part is not base64url text")
+            }
+            guard signatureBytes.count == 64, let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes)
+            else { return false }
+            return key.isValidSignature(signature, for: Data(jws.signingInput.utf8))
         }
 
         // Header.
@@ -334,6 +346,15 @@ public struct SignedDataVerifier: Sendable {
         case nil, .null?: throw .missingCertificateChain
         case .array(let list)?: x5c = list
         case let other?: throw .invalidCertificate("the x5c header should be a list of certificates but is \(other.typeName)")
+        }
+        // StoreKit test data (one self-signed certificate): said as such once its signature holds
+        // by the certificate it carries; otherwise refused as any record whose signature fails.
+        if let testEnvironment {
+            guard case .string(let base64)? = x5c.first, let der = Data(base64Encoded: trimmedText(base64)),
+                  let certificate = try? Certificate(derEncoded: Array(der)), let key = P256.Signing.PublicKey(certificate.publicKey)
+            else { throw x5c.isEmpty ? .missingCertificateChain : .invalidCertificate("the signing certificate (x5c[0]) is not an X.509 certificate with a P-256 key") }
+            guard try signatureHolds(key) else { throw .badSignature }
+            throw testEnvironment
         }
         guard x5c.count == 3 else { throw .wrongCertificateCount(x5c.count) }
         let roles = ["signing (leaf) certificate", "intermediate certificate", "root certificate"]
@@ -383,15 +404,7 @@ public struct SignedDataVerifier: Sendable {
             leaf: leaf, intermediate: intermediate, at: validationTime, signedDateGiven: signedDateMs != nil)
 
         // Signature.
-        guard let signatureBytes = SignedDataCompactJWS.base64URLDecode(jws.signatureSegment) else {
-            throw .malformed("the signature part is not base64url text")
-        }
-        guard signatureBytes.count == 64,
-              let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes),
-              leafKey.isValidSignature(signature, for: Data(jws.signingInput.utf8))
-        else {
-            throw .badSignature
-        }
+        guard try signatureHolds(leafKey) else { throw .badSignature }
 
         let verified = VerifiedSignedPayload(
             rawPayloadJSON: jws.payloadJSON,

@@ -62,12 +62,13 @@ final class SignedDataVerifierTests: XCTestCase {
         XCTAssertEqual(object["e"], .object(["f": .integer(Int64.min)]))
         XCTAssertEqual(object["g"], .fractional(9_223_372_036_854_775_808), "past Int64: a fraction, as JSONDecoder gave")
         XCTAssertThrowsError(try SignedDataJSON.parseObject(Data(#"{"a": 1e400}"#.utf8)))
-        let whole = try SignedDataJSON.parseObject(Data(#"{"p": 1990.0, "t": 1.7e12, "z": -0.0, "f": 0.5, "k": 1, "k": 2}"#.utf8))
+        let whole = try SignedDataJSON.parseObject(Data(#"{"p": 1990.0, "t": 1.7e12, "z": -0.0, "f": 0.5, "k": 1}"#.utf8))
         XCTAssertEqual(whole["p"], .integer(1990), "a whole value written with a fraction, as JSONDecoder read it")
         XCTAssertEqual(whole["t"], .integer(1_700_000_000_000))
         XCTAssertEqual(whole["z"], .integer(0))
         XCTAssertEqual(whole["f"], .fractional(0.5))
-        XCTAssertEqual(whole["k"], .integer(1), "a repeated key keeps its first value")
+        XCTAssertEqual(whole["k"], .integer(1))
+        XCTAssertThrowsError(try SignedDataJSON.parseObject(Data(#"{"k": 1, "k": 2}"#.utf8)), "a name given twice: refused (it kept the first)")
         // Whole values past 2^53 written with a fraction or an exponent keep every digit (Double would round).
         let big = try SignedDataJSON.parseObject(Data(#"{"a": 9007199254740993.0, "b": -12345678901234567.000, "c": 9.007199254740993e15, "d": 1.25e1, "e": 12e-1, "f": 5e-400, "g": 9223372036854775807.0, "h": 9223372036854775808.0}"#.utf8))
         XCTAssertEqual(big["a"], .integer(9_007_199_254_740_993))
@@ -250,6 +251,24 @@ final class SignedDataVerifierTests: XCTestCase {
         let renewal = try TestSigner.appleFixtureText("swift/xcode/xcode-signed-renewal-info")
         XCTAssertEqual(rejection(try SignedDataVerifier().verifyRenewalInfo(renewal)), .xcodeEnvironment)
         XCTAssertEqual(signedDataKind(ofCompactJWS: renewal), .renewalInfo)
+        // A record saying Xcode whose signature fails, or that carries no certificate, is refused
+        // for that, whatever its payload says (a forged one read as a developer test).
+        let trimmed = jws.trimmingCharacters(in: .whitespacesAndNewlines)
+        XCTAssertEqual(rejection(try SignedDataVerifier().verifyTransaction(tamper(trimmed, part: 2, offset: 10))), .badSignature)
+        XCTAssertNotEqual(rejection(try SignedDataVerifier().verifyTransaction(tamper(trimmed, part: 1, offset: 30))), .xcodeEnvironment)
+        let parts = trimmed.split(separator: ".").map(String.init)
+        let noChain = TestSigner.base64URL(Data(#"{"alg":"ES256"}"#.utf8)) + "." + parts[1] + "." + parts[2]
+        XCTAssertEqual(rejection(try SignedDataVerifier().verifyTransaction(noChain)), .missingCertificateChain)
+        // Signed by a key of its own (Apple's test key, its own certificate in x5c): still a
+        // developer test once its signature holds.
+        let signer = try TestSigner.appleTest()
+        let own = try signer.sign(payload: TestSigner.transactionPayload(transactionId: "79", environment: "Xcode"))
+        XCTAssertEqual(rejection(try SignedDataVerifier().verifyTransaction(own)), .xcodeEnvironment)
+        XCTAssertEqual(rejection(try SignedDataVerifier().verifyTransaction(tamper(own, part: 2, offset: 5))), .badSignature)
+        // Its payload swapped for another Xcode payload, the signature kept: refused as changed.
+        let other = try signer.sign(payload: TestSigner.transactionPayload(transactionId: "80", environment: "Xcode")).split(separator: ".")
+        let ownParts = own.split(separator: ".")
+        XCTAssertEqual(rejection(try SignedDataVerifier().verifyTransaction([ownParts[0], other[1], ownParts[2]].joined(separator: "."))), .badSignature)
     }
 
     func testLocalTestingEnvironmentIsRejected() throws {
