@@ -190,7 +190,9 @@ extension LedgerReader {
             SELECT f.path, g.path, run.as_of FROM source_file f
             JOIN source_file g ON g.id = (SELECT min(id) FROM source_file WHERE sha256 = f.sha256 AND path <> f.path AND id < f.id)
             JOIN run ON run.id = g.run_id
-            WHERE f.run_id = ? AND f.records > 0 ORDER BY f.id
+            WHERE f.run_id = ? AND f.records > 0
+              AND EXISTS (SELECT 1 FROM source_record r WHERE r.file_id = f.id AND r.reason_code IS NOT 'EMPTY_FILE')
+            ORDER BY f.id
             """, arguments: [runId]).map { ($0[0], $0[1], $0[2]) }
     }
 }

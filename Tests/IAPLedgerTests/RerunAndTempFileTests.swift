@@ -245,6 +245,16 @@ final class RerunAndTempFileTests: XCTestCase {
         // A file whose bytes are new is not listed.
         try ws.write("inbox/receipts/s.jsonl", Receipt.response([Receipt.item("8009", purchased: "2026-11-04T10:00:00Z")]) + "\n")
         XCTAssertEqual(try ws.run("2026-11-05").repeatedFiles.count, 0)
+        // Empty or blank files have the same bytes without being copies of one another (two
+        // independent empty files were said to repeat each other).
+        try ws.write("inbox/orders/e.csv", "")
+        try ws.write("inbox/receipts/e1.jsonl", "\n")
+        XCTAssertEqual(try ws.run("2026-11-06").repeatedFiles.count, 0)
+        try ws.write("inbox/receipts/e2.jsonl", "")
+        try ws.write("inbox/signed/e3.jws", "\n")
+        let empties = try ws.run("2026-11-07")
+        XCTAssertEqual(empties.repeatedFiles.count, 0)
+        XCTAssertEqual(empties.counts.rejected, 2, "each an EMPTY_FILE record still")
         // Found by an index on the files' hashes, not a scan of every file ever read for each
         // file of the night (50,000 one-record files took a night 280 s in that lookup).
         let plan = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path, readOnly: true).read {
