@@ -417,8 +417,11 @@ public enum TraceOutput {
                 if let r = f.resolution { line("    \(r)") }
             }
         }
+        if let after = t.dated_after_reports {
+            line("In the reports: " + after)
+        }
         if !t.reports.isEmpty {
-            line("In the reports:")
+            line(t.dated_after_reports == nil ? "In the reports:" : "In the reports, its entries dated on or before it:")
             for p in t.reports {
                 let month = (((p.workbook as NSString).deletingLastPathComponent as NSString).lastPathComponent).prefix(7)
                 line("  \(p.workbook), sheet \(p.sheet), rows \(p.rows.map(String.init).joined(separator: ", "))"

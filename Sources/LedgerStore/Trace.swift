@@ -190,6 +190,10 @@ public struct TransactionTrace: Encodable {
     public var findings: [Finding]
     public var notifications: [Notification]
     public var reports: [Placement]
+    /// Its entries dated after the last night's as-of date (a purchase or refund dated in the
+    /// future of the night): in the ledger, in no workbook yet, said (the trace said nothing of
+    /// where they were).
+    public var dated_after_reports: String? = nil
     /// The last night's lists where it is a row while open: its waiting sale, its records not
     /// posted, its open exceptions and findings (set by `trace`).
     public var listed: [Listing] = []
@@ -417,6 +421,7 @@ extension LedgerReader {
                 SELECT uuid, notification_type, subtype, signed_ms FROM notification WHERE transaction_id = ? ORDER BY signed_ms, uuid
                 """), arguments: [id]).map { .init(uuid: $0[0], type: $0[1], subtype: $0[2], signed_date: ($0[3] as Int64?).map { Day(epochMilliseconds: $0).description }) },
             reports: try placements(id, book: obs?.book, asOf: asOf),
+            dated_after_reports: try datedAfter(id, asOf: asOf),
             reconciliation: TransactionTrace.Reconciliation(in_scope: nil, matched_orders: try String.fetchAll(db.cachedStatement(sql: """
                 SELECT order_id FROM reconciled_match WHERE transaction_id = ? ORDER BY order_id
                 """), arguments: [id]), note: ""))
@@ -571,6 +576,14 @@ extension LedgerReader {
     /// was open and by `report --period`). Rows are 1-based sheet rows (title, subtitle, a
     /// blank row, then the header on row 4); `journalRows` is the month's posting count, so a
     /// reader can tell when the month passed the sheet's row cap.
+    /// Its entries dated after `asOf` (the last night's): how many and the latest date, said.
+    func datedAfter(_ id: String, asOf: Day?) throws -> String? {
+        guard let asOf, let row = try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT count(*), max(date) FROM entry WHERE transaction_id = ? AND date > ?
+            """), arguments: [id, asOf.description]), let n: Int = row[0], n > 0, let latest: String = row[1] else { return nil }
+        return "\(n == 1 ? "its entry is" : "\(n) of its entries are") dated after the last night's as-of date \(asOf) (the latest \(latest)): in the ledger, in no workbook yet; the set of the first night as of \(latest) or later lists \(n == 1 ? "it" : "them")"
+    }
+
     func placements(_ id: String, book: Book?, asOf: Day?) throws -> [TransactionTrace.Placement] {
         guard let book, let asOf else { return [] }
         let dates = try String.fetchAll(db.cachedStatement(sql: """

@@ -968,6 +968,10 @@ final class TraceAndCLITests: XCTestCase {
         let run = try cli(["run", "--workspace", ws.root.path, "--as-of", "2026-11-04", "--no-progress"])
         XCTAssertEqual(run.status, 0, run.err)
         XCTAssertTrue(run.out.contains("1 entry is dated after 2026-11-04 (the latest 2030-03-17): in the ledger, in no workbook as of 2026-11-04"), run.out)
+        // Its trace says so too (it said nothing of where the entry was).
+        let trace = try cli(["trace", "5002", "--workspace", ws.root.path]).out
+        XCTAssertTrue(trace.contains("In the reports: its entry is dated after the last night's as-of date 2026-11-04 (the latest 2030-03-17): in the ledger, in no workbook yet; the set of the first night as of 2030-03-17 or later lists it\n"), trace)
+        XCTAssertFalse(try cli(["trace", "5001", "--workspace", ws.root.path]).out.contains("dated after"))
         func total(_ args: [String]) throws -> (receivable: Int, err: String) {
             let r = try cli(["balance", "--format", "json", "--workspace", ws.root.path] + args)
             XCTAssertEqual(r.status, 0, r.err)
