@@ -202,6 +202,9 @@ public struct ReconciliationReport {
                        cells: @escaping (ExceptionRow, _ sale: (purchased: Day, waitsOn: String?)?) -> [Cell]) throws -> SheetContent {
         let limit = recordsLimit
         let head = try notReconciled(columns)
+        // A set written again for a date before the last night's says what each sale waited on
+        // then (it said what it waits on now, or nothing once booked since).
+        let current = try reader.lastAsOf().map { $0 <= asOf } ?? true
         let listed = counts.values.reduce(0) { $0 + min($1, limit) + ($1 > limit ? 1 : 0) }
         let report = self
         return SheetContent(key: key, tables: [TableBlock(key: key, columns: columns, rowCount: head.count + listed + none.count) { emit in
@@ -214,7 +217,7 @@ public struct ReconciliationReport {
             }
             try forEach(limit) { e in
                 if e.category != category { try more(after: category); category = e.category }
-                let sale = try report.reader.storeSale(transactionId: e.transactionId)
+                let sale = try report.reader.storeSale(transactionId: e.transactionId, waitingOn: current ? nil : report.asOf)
                 try emit(SheetRow(report.cells(e, purchased: sale?.purchased) + cells(e, sale)))
             }
             try more(after: category)

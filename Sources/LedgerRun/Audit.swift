@@ -726,8 +726,12 @@ public struct Audit {
             ("notification_", "that the notifications read are kept as read"),
             ("seal_", "that seals are never changed or deleted"),
             ("exception_episode_", "that closed exception episodes are never changed or removed"),
-            ("record_dismissal_", "that dismissals are kept as asked and never withdrawn"),
+            ("exception_", "that exceptions are resolved only by a night's reconciliation and never removed"),
             ("finding_dismissal_", "that dismissals are kept as asked and never withdrawn"),
+            ("finding_", "that findings are resolved only by a night's run and never removed"),
+            ("transaction_source_", "that a transaction's links to the records that told it are never changed or removed"),
+            ("unverified_record_transaction_", "that a record's links to the transactions it names are never changed or removed"),
+            ("record_dismissal_", "that dismissals are kept as asked and never withdrawn"),
             ("account_", "that accounts keep their names and are never removed"),
         ]
         if let r = rules.first(where: { name.hasPrefix($0.prefix) }) { return "what it enforces (\(r.what))" }

@@ -11,10 +11,15 @@ public enum DemoWorkspace {
 
         public var description: String {
             let s = summary
+            let truncated = s.anomalies[DemoAnomaly.malformedLine] ?? 0
+            let inbox = s.files.filter { $0.hasPrefix("inbox/") }.count
             var lines = [
                 "Generated demo workspace \(TerminalText.visible(root.path))",
                 "  \(s.transactions) store transaction\(s.transactions == 1 ? "" : "s") \(s.firstDay)..\(s.lastDay): \(s.productionTransactions) production, \(s.sandboxTransactions) sandbox, \(s.renewals) renewals, \(s.refunds) refunds",
-                "  \(s.receiptRecords) receipt records, \(s.orderRows) order rows, \(s.files.count) files",
+                // As the night counts them: the inbox's files (the rules and config besides), and
+                // a line cut short before its complete copy as a record of its own.
+                "  \(s.receiptRecords) receipt records" + (truncated > 0 ? " (\(truncated == 1 ? "one" : "\(truncated)") also written cut short before \(truncated == 1 ? "it" : "them"): \(s.receiptRecords + truncated) lines)" : "")
+                    + ", \(s.orderRows) order rows, \(inbox) inbox files (and \(s.files.count - inbox) rules and config files)",
             ]
             let seeded = s.anomalies.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
             if !seeded.isEmpty { lines.append("  seeded cases: " + seeded.joined(separator: ", ")) }

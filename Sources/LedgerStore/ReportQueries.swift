@@ -119,13 +119,22 @@ extension LedgerReader {
     /// The day (UTC) the store says transaction `transactionId` was bought, and the code its
     /// sale waits on while it is not booked (`ORDER_WAIT`, `MISSING_RULE`: the reason's first
     /// word; nil once posted or free); nil when no verified record reports the transaction (a
-    /// credit naming no transaction, or an unverified one).
-    public func storeSale(transactionId: String) throws -> (purchased: Day, waitsOn: String?)? {
+    /// credit naming no transaction, or an unverified one). `waitingOn`: the code it waited on
+    /// that day instead (a set written again for a date before the last night's: its
+    /// `MISSING_RULE` or `ORDER_WAIT` finding open then), as the Pending sheet lists it.
+    public func storeSale(transactionId: String, waitingOn day: Day? = nil) throws -> (purchased: Day, waitsOn: String?)? {
         guard !transactionId.isEmpty, let row = try Row.fetchOne(db.cachedStatement(sql: """
             SELECT purchase_ms, CASE sale_status WHEN 'pending' THEN pending_reason END FROM store_transaction WHERE transaction_id = ?
             """), arguments: [transactionId]) else { return nil }
-        let reason: String? = row[1]
-        return (Day(epochMilliseconds: row[0] as Int64), reason.map { String($0.prefix { $0 != ":" }) })
+        let purchased = Day(epochMilliseconds: row[0] as Int64)
+        guard let day else {
+            let reason: String? = row[1]
+            return (purchased, reason.map { String($0.prefix { $0 != ":" }) })
+        }
+        let then = try String.fetchOne(db.cachedStatement(sql: """
+            SELECT f.code \(Self.waitingOpenOn) AND f.transaction_id = ?2 ORDER BY f.code LIMIT 1
+            """), arguments: [day.description, transactionId])
+        return (purchased, then)
     }
 
     /// Whether any entry is posted on or before `day`.

@@ -169,9 +169,19 @@ final class DismissTests: XCTestCase {
         XCTAssertEqual(trace.findings.map(\.resolution), ["dismissed by dana on 2026-10-06: booked by hand, JE-17"])
         XCTAssertTrue(TraceOutput.text(trace).contains("    dismissed by dana on 2026-10-06: booked by hand, JE-17"))
         XCTAssertTrue(try dismiss("INVALID_TRANSACTION", "9009").askedFindings.isEmpty, "resolved already")
+        /// What a night does to a finding, done here as a night's run would (inside one: the
+        /// trigger refuses a finding resolved or opened again outside a night's run).
+        func asANight(_ body: (LedgerWriter) throws -> Void) throws {
+            try ledger().write { w in
+                let guardSQL = try XCTUnwrap(String.fetchOne(w.db, sql: "SELECT sql FROM sqlite_schema WHERE name = 'finding_resolved_by_a_run'"))
+                try w.db.execute(sql: "DROP TRIGGER finding_resolved_by_a_run")
+                try body(w)
+                try w.db.execute(sql: guardSQL)
+            }
+        }
         // Found again saying the same (its order touched, reconciled again): still dismissed,
         // and the night records nothing new for it.
-        try ledger().write { w in
+        try asANight { w in
             let row = try XCTUnwrap(Row.fetchOne(w.db, sql: "SELECT record_id, message FROM finding WHERE transaction_id = '9009'"))
             try w.openFinding(code: "INVALID_TRANSACTION", transactionId: "9009", recordId: row[0], message: row[1], runId: night.runId)
         }
@@ -179,7 +189,7 @@ final class DismissTests: XCTestCase {
         XCTAssertEqual(try ledger().read { try String.fetchOne($0.db, sql: "SELECT resolved_note FROM finding WHERE transaction_id = '9009'") },
                        "dismissed by dana on 2026-10-06: booked by hand, JE-17")
         // Found again, saying something else: open again, and the ask (for what it said) does not close it.
-        try ledger().write { w in
+        try asANight { w in
             let record = try XCTUnwrap(Int64.fetchOne(w.db, sql: "SELECT record_id FROM finding WHERE transaction_id = '9009'"))
             try w.openFinding(code: "INVALID_TRANSACTION", transactionId: "9009", recordId: record, message: "another reason", runId: night.runId)
         }

@@ -1,3 +1,4 @@
+import GRDB
 import XCTest
 @testable import LedgerCore
 import LedgerRead
@@ -102,10 +103,10 @@ final class ReconciliationTests: XCTestCase {
         try ws.run("2026-10-07")
         let path = ws.root.appendingPathComponent("ledger.sqlite").path
         // As a ledger of v23 had it: no link for the refused item, its order a credit without transaction.
-        try Ledger(path: path).write { w in
-            try w.db.execute(sql: "DELETE FROM unverified_record_transaction")
-            try w.db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v24-refused-items-unverified'")
-        }
+        try Tamper.run(path, past: "unverified_record_transaction_no_delete", """
+            DELETE FROM unverified_record_transaction;
+            DELETE FROM grdb_migrations WHERE identifier = 'v24-refused-items-unverified'
+            """)
         // A product's units change, so the next night reconciles every group again (as the
         // first night after the upgrade does, the logic's version being in the fingerprint).
         try ws.write("rules/products.csv", TestWorkspace.defaultProducts.replacingOccurrences(of: "coins.550,consumable,550", with: "coins.550,consumable,551"))
@@ -480,6 +481,51 @@ final class ReconciliationTests: XCTestCase {
         let summary = try XCTUnwrap(try XLSXReader.sheets(r.workbooks[2])["Summary"])
         let note = try XCTUnwrap(summary.compactMap(\.first).first { $0.hasPrefix("Open exceptions with no amount") })
         XCTAssertTrue(note.contains("which the amounts leave out: 1 ("), note)
+    }
+
+    /// Exceptions and findings are resolved only by a night's run, and the links of
+    /// transactions to their records never change: a hand-made UPDATE or DELETE is refused (an
+    /// exception closed by hand was gone from every list for good, a link deleted took a source
+    /// off `trace`), and a guard dropped is said by `verify`.
+    func testResolutionsAndLinksAreChangedOnlyByANightsRun() throws {
+        try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("G1", purchased: "2026-10-05T10:00:00Z")]) + "\n"
+                     + Receipt.response([Receipt.item("G2", product: "coins.999", purchased: "2026-10-05T10:00:00Z")]) + "\n"
+                     + Receipt.response([Receipt.item("G4", purchased: "2026-10-05T10:00:00Z")], bundle: "com.other.app") + "\n")
+        // G1 told again by a second record: a link of its later sources.
+        try ws.write("inbox/receipts/again.jsonl", Receipt.response([Receipt.item("G1", purchased: "2026-10-05T10:00:00Z"),
+                                                                    Receipt.item("G5", purchased: "2026-10-05T11:00:00Z")]) + "\n")
+        try ws.write("inbox/orders/o.csv", Self.header + "o-G3,acct-1,G3,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n"
+                     + "o-G5,acct-1,G5,coins.100,1,100,2026-10-05T11:01:00Z,production,USA,,\n")
+        try ws.run("2026-10-06")
+        let path = ws.root.appendingPathComponent("ledger.sqlite").path
+        let db = try DatabaseQueue(path: path)
+        XCTAssertEqual(try db.read { try [Int.fetchOne($0, sql: "SELECT count(*) FROM transaction_source"), Int.fetchOne($0, sql: "SELECT count(*) FROM unverified_record_transaction")] }, [1, 1])
+        XCTAssertEqual(try db.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM exception WHERE resolved_on IS NULL") }, 3)
+        for (sql, refusal) in [
+            ("UPDATE exception SET resolved_on = '2026-10-06', resolved_run_id = 1 WHERE category = 'NOT_CREDITED'", "an exception is resolved or found again only by a night's reconciliation"),
+            ("DELETE FROM exception", "an exception is never removed: a night resolves it"),
+            ("UPDATE finding SET resolved_run_id = 1", "a finding is resolved only by a night's run (`iapledger dismiss` asks the next night to)"),
+            ("DELETE FROM finding", "a finding is never removed: a night resolves it"),
+            ("DELETE FROM transaction_source", "a transaction's link to a record that told it is never removed"),
+            ("UPDATE transaction_source SET transaction_id = 'X'", "a transaction's link to a record that told it is kept as it was made"),
+            ("DELETE FROM unverified_record_transaction", "a record's link to the transaction it names is never removed"),
+        ] {
+            XCTAssertThrowsError(try db.write { try $0.execute(sql: sql) }, sql) { e in
+                XCTAssertTrue("\(e)".contains(refusal), "\(sql): \(e)")
+            }
+        }
+        // The night's own updates go through: the order arrives, its exception is resolved.
+        try ws.write("inbox/orders/o2.csv", Self.header + "o-G1,acct-1,G1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n")
+        try ws.run("2026-10-07")
+        XCTAssertEqual(try db.read { try String.fetchAll($0, sql: "SELECT category FROM exception WHERE resolved_on IS NOT NULL") }, ["NOT_CREDITED"])
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+        // A guard dropped to close one by hand is said.
+        try db.write { d in
+            try d.execute(sql: "DROP TRIGGER exception_resolved_by_a_run")
+            try d.execute(sql: "UPDATE exception SET resolved_on = '2026-10-07', resolved_run_id = 2 WHERE resolved_on IS NULL AND category = 'CREDITED_WITHOUT_TRANSACTION'")
+        }
+        let problems = try Audit(workspace: ws.workspace).run().problems.map(\.message)
+        XCTAssertTrue(problems.contains { $0.hasPrefix("the ledger's trigger exception_resolved_by_a_run is missing: it was dropped") }, "\(problems)")
     }
 
     func testLostOrderLifecycleOverThreeNights() throws {

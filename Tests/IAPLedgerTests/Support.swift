@@ -198,15 +198,19 @@ enum XLSXReader {
 
 /// A hand with write access to the ledger file, covering its tracks.
 enum Tamper {
-    /// Runs `sql` on the ledger at `path` past the trigger that refuses it, then creates the
-    /// trigger again as it was (only the content checks can catch it).
+    /// Runs `sql` on the ledger at `path` past the triggers that refuse it, then creates the
+    /// triggers again as they were (only the content checks can catch it).
     static func run(_ path: String, past trigger: String, _ sql: String) throws {
+        try run(path, pastAll: [trigger], sql)
+    }
+
+    static func run(_ path: String, pastAll triggers: [String], _ sql: String) throws {
         let db = try DatabaseQueue(path: path)
-        let create = try db.read { try String.fetchOne($0, sql: "SELECT sql FROM sqlite_schema WHERE name = ?", arguments: [trigger])! }
+        let create = try db.read { d in try triggers.map { try String.fetchOne(d, sql: "SELECT sql FROM sqlite_schema WHERE name = ?", arguments: [$0])! } }
         try db.write { d in
-            try d.execute(sql: "DROP TRIGGER \(trigger)")
+            for t in triggers { try d.execute(sql: "DROP TRIGGER \(t)") }
             try d.execute(sql: sql)
-            try d.execute(sql: create)
+            for c in create { try d.execute(sql: c) }
         }
     }
 }

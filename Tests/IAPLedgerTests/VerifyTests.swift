@@ -1029,10 +1029,12 @@ final class VerifyTests: XCTestCase {
         XCTAssertTrue(found.contains { $0.hasPrefix(sealOf(3)) && $0.contains("or the finding dismissals up to #1 were changed") }, "\(found)")
         XCTAssertTrue(found.contains { $0.hasPrefix("finding #") && $0.contains("(INVALID_TRANSACTION 8301) reads \"dismissed by dana on 2026-10-08: booked, JE-1\", but no dismissal asked for it") }, "\(found)")
         try restore()
-        // A finding marked dismissed by hand (findings have no trigger): named, and the night refuses.
-        try Ledger(path: dbPath).write { w in
+        // A finding marked dismissed by hand is refused by a trigger; past it (dropped, made
+        // again): named, and the night refuses.
+        XCTAssertThrowsError(try Ledger(path: dbPath).write { w in
             try w.db.execute(sql: "UPDATE finding SET resolved_run_id = 3, resolved_note = 'dismissed by cfo on 2026-10-09: booked' WHERE transaction_id = '8302'")
-        }
+        })
+        try tamper(past: "finding_resolved_by_a_run", "UPDATE finding SET resolved_run_id = 3, resolved_note = 'dismissed by cfo on 2026-10-09: booked' WHERE transaction_id = '8302'")
         found = try problems()
         XCTAssertEqual(found.count, 1, "\(found)")
         XCTAssertTrue(found.first?.contains("(INVALID_TRANSACTION 8302) reads \"dismissed by cfo on 2026-10-09: booked\", but no dismissal asked for it") == true, "\(found)")
@@ -1040,26 +1042,22 @@ final class VerifyTests: XCTestCase {
         try restore()
         // ...even with a dismissal made up beside it, dated back (no trigger refuses an insert):
         // it is under no seal of the night named as resolving it.
-        try Ledger(path: dbPath).write { w in
-            try w.db.execute(sql: """
-                INSERT INTO finding_dismissal (finding_id, message, asked_at, asked_by, reason)
-                SELECT id, message, '2026-10-08T09:30:00Z', 'cfo', 'booked' FROM finding WHERE transaction_id = '8302';
-                UPDATE finding SET resolved_run_id = 3, resolved_note = 'dismissed by cfo on 2026-10-08: booked' WHERE transaction_id = '8302'
-                """)
-        }
+        try tamper(past: "finding_resolved_by_a_run", """
+            INSERT INTO finding_dismissal (finding_id, message, asked_at, asked_by, reason)
+            SELECT id, message, '2026-10-08T09:30:00Z', 'cfo', 'booked' FROM finding WHERE transaction_id = '8302';
+            UPDATE finding SET resolved_run_id = 3, resolved_note = 'dismissed by cfo on 2026-10-08: booked' WHERE transaction_id = '8302'
+            """)
         found = try problems()
         XCTAssertEqual(found.count, 1, "\(found)")
         XCTAssertTrue(found.first?.contains("(INVALID_TRANSACTION 8302) reads \"dismissed by cfo on 2026-10-08: booked\", but no dismissal asked for it") == true, "\(found)")
         XCTAssertThrowsError(try ws.run("2026-10-10"))
         try restore()
         // ...and with an id below every seal's range (0): under no seal, named.
-        try Ledger(path: dbPath).write { w in
-            try w.db.execute(sql: """
-                INSERT INTO finding_dismissal (id, finding_id, message, asked_at, asked_by, reason)
-                SELECT 0, id, message, '2026-10-08T09:30:00Z', 'cfo', 'booked' FROM finding WHERE transaction_id = '8302';
-                UPDATE finding SET resolved_run_id = 3, resolved_note = 'dismissed by cfo on 2026-10-08: booked' WHERE transaction_id = '8302'
-                """)
-        }
+        try tamper(past: "finding_resolved_by_a_run", """
+            INSERT INTO finding_dismissal (id, finding_id, message, asked_at, asked_by, reason)
+            SELECT 0, id, message, '2026-10-08T09:30:00Z', 'cfo', 'booked' FROM finding WHERE transaction_id = '8302';
+            UPDATE finding SET resolved_run_id = 3, resolved_note = 'dismissed by cfo on 2026-10-08: booked' WHERE transaction_id = '8302'
+            """)
         XCTAssertEqual(try problems(), ["finding dismissal #0 has an id below 1, under no seal: added by hand"])
         XCTAssertThrowsError(try ws.run("2026-10-10")) { XCTAssertTrue("\($0)".contains("finding dismissal #0 has an id below 1"), "\($0)") }
         try restore()
@@ -1348,7 +1346,7 @@ final class VerifyTests: XCTestCase {
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
         let file = "(SELECT id FROM source_file WHERE path = 'inbox/receipts/next.jsonl')"
         XCTAssertEqual(try rows("SELECT line, outcome FROM source_record WHERE file_id = \(file) ORDER BY line"), [["1", "verified"], ["2", "rejected"]])
-        try tamper(past: "source_record_no_delete", """
+        try Tamper.run(dbPath, pastAll: ["source_record_no_delete", "transaction_source_no_delete"], """
             DELETE FROM transaction_source WHERE record_id IN (SELECT id FROM source_record WHERE file_id = \(file));
             DELETE FROM source_record WHERE file_id = \(file)
             """)
