@@ -109,6 +109,8 @@ public struct JSONParser {
     private var flat = false
     private var nodes: [FlatJSON.Node] = []
     private var decoded: [String] = []
+    /// The hashes of the member names of the objects being read, innermost last (`parseObject`).
+    private var nameHashes: [UInt64] = []
 
     private init(_ b: UnsafeBufferPointer<UInt8>) { self.b = b }
 
@@ -219,9 +221,14 @@ public struct JSONParser {
         // A name given twice in one object is refused: JSON leaves it open which value counts
         // (this parser took the first, most readers the last), so the backend and the ledger
         // could read different facts from one record ("environment" Production, then Sandbox).
-        // Each name's bit in `seen` (by its length and end bytes) is checked; the names before
-        // it are compared only when its bit was already set.
-        var seen: UInt64 = 0
+        // Each name's 64-bit hash (FNV-1a over its text) goes on `nameHashes`, a stack shared by
+        // the objects being read (no allocation per object); a name is compared with the names
+        // before it only when its hash is among theirs. Past 32 members the object's hashes are
+        // also kept in a set: an object of a million names (a 16 MiB line) is read in linear
+        // time, not compared name by name (it stalled the night).
+        let hashBase = nameHashes.count
+        defer { nameHashes.removeSubrange(hashBase...) }
+        var hashSet: Set<UInt64>? = nil
         while true {
             skipSpace()
             guard i < b.count else { throw fail("unexpected end of input (truncated JSON)") }
@@ -229,18 +236,27 @@ public struct JSONParser {
             let nameAt = i
             var key = ""
             if flat { try indexString() } else { key = try parseString() }
-            let bit: UInt64
+            let hash: UInt64
             if flat {
                 let n = nodes[nodes.count - 1]
-                bit = n.kind == .decoded ? Self.nameBit(decoded[n.start].utf8) : Self.nameBit(UnsafeBufferPointer(rebasing: b[n.start..<n.end]))
+                hash = n.kind == .decoded ? Self.nameHash(decoded[n.start].utf8) : Self.nameHash(UnsafeBufferPointer(rebasing: b[n.start..<n.end]))
             } else {
-                bit = Self.nameBit(key.utf8)
+                hash = Self.nameHash(key.utf8)
             }
-            if seen & bit != 0, flat ? flatNameRepeats(object: node, count: count) : members.contains(where: { $0.0 == key }) {
+            let seenBefore: Bool
+            if hashSet != nil {
+                // Inserted in place (a copy of the set taken out first would copy it each time).
+                seenBefore = !hashSet!.insert(hash).inserted
+            } else {
+                seenBefore = nameHashes[hashBase...].contains(hash)
+                if count == 32 { hashSet = Set(nameHashes[hashBase...]).union([hash]) }
+            }
+            nameHashes.append(hash)
+            // The same hash: the same name, unless two names share a hash (checked by their text).
+            if seenBefore, flat ? flatNameRepeats(object: node, count: count) : members.contains(where: { $0.0 == key }) {
                 let name = flat ? flatName(nodes.count - 1) : key
                 throw JSONError(offset: nameAt, message: "the member \"\(name)\" is given twice in one object (JSON does not say which value counts, and readers differ)")
             }
-            seen |= bit
             skipSpace()
             guard i < b.count, b[i] == UInt8(ascii: ":") else { throw fail(i < b.count ? "expected ':'" : "unexpected end of input (truncated JSON)") }
             i += 1
@@ -256,11 +272,12 @@ public struct JSONParser {
         }
     }
 
-    /// A member name's bit for `parseObject`'s check of names given twice: by its length and
-    /// its first and last bytes (equal names, equal bits).
-    private static func nameBit<C: Collection>(_ utf8: C) -> UInt64 where C.Element == UInt8 {
-        let h = utf8.count &* 31 &+ Int(utf8.first ?? 0) &* 7 &+ Int(utf8.reversed().first ?? 0)
-        return 1 << UInt64(h & 63)
+    /// A member name's hash for `parseObject`'s check of names given twice (FNV-1a, 64 bits,
+    /// over its text: equal names, equal hashes).
+    private static func nameHash<C: Sequence>(_ utf8: C) -> UInt64 where C.Element == UInt8 {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in utf8 { h = (h ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
+        return h
     }
 
     /// A name node's text (flat mode).

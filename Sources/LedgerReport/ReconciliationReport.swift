@@ -205,6 +205,9 @@ public struct ReconciliationReport {
         // A set written again for a date before the last night's says what each sale waited on
         // then (it said what it waits on now, or nothing once booked since).
         let current = try reader.lastAsOf().map { $0 <= asOf } ?? true
+        // Nor does it give the purchase day of a transaction a later run first stored (a credit
+        // for an unverified transaction verified since: its exception had no such day then).
+        let stateRunId = current ? nil : try stateRun()?.id
         let listed = counts.values.reduce(0) { $0 + min($1, limit) + ($1 > limit ? 1 : 0) }
         let report = self
         return SheetContent(key: key, tables: [TableBlock(key: key, columns: columns, rowCount: head.count + listed + none.count) { emit in
@@ -217,8 +220,10 @@ public struct ReconciliationReport {
             }
             try forEach(limit) { e in
                 if e.category != category { try more(after: category); category = e.category }
-                let sale = try report.reader.storeSale(transactionId: e.transactionId, waitingOn: current ? nil : report.asOf)
-                try emit(SheetRow(report.cells(e, purchased: sale?.purchased) + cells(e, sale)))
+                // (The Resolved sheet says nothing of waiting: the day's lookup is for open ones.)
+                let found = try report.reader.storeSale(transactionId: e.transactionId, waitingOn: current || status != "open" ? nil : report.asOf)
+                let sale = found.flatMap { s in current || stateRunId.map({ s.firstRunId <= $0 }) == true ? (s.purchased, s.waitsOn) : nil }
+                try emit(SheetRow(report.cells(e, purchased: sale?.0) + cells(e, sale)))
             }
             try more(after: category)
             for row in none { try emit(row) }

@@ -330,6 +330,12 @@ public struct Audit {
             for (entryId, runId) in try r.entriesOutsideFinishedRuns() {
                 report.problems.append(Problem(entryId: entryId, message: "belongs to run \(runId), which is not a finished run of this ledger (entries commit with their run's finish): the run was removed or altered"))
             }
+            // A run commits with its finish: one left unfinished in the ledger was made by hand
+            // (and while it is the last run, the guards that let only a night's run resolve
+            // exceptions and findings let anyone do it).
+            for (runId, asOf) in try r.unfinishedRuns() {
+                report.problems.append(Problem(entryId: nil, message: "run \(runId) (as of \(asOf)) is not finished, but a night's run is written with its finish, in one transaction: it was added by hand, or its finish removed", run: true))
+            }
             // Every record read is kept: each file recorded how many new records it stored, and
             // each run how many it read. Records deleted (past the trigger that forbids it, put
             // back after) leave them short, though every record left still hashes as read.

@@ -190,16 +190,23 @@ public enum TraceOutput {
 
         func transaction(_ t: TransactionTrace) -> [Listing] {
             var out: [Listing] = []
-            if t.status == "pending" {
+            // A sale the ledger holds, waiting (a transaction told only by a record waiting for
+            // verification is that record's row, below: the Pending sheet lists it by FILE:LINE).
+            if t.status == "pending", t.book != nil {
                 out += [listing(.reconciliation, "pending", "record_or_transaction") { "the row whose \($0) is \(t.transaction_id) (its sale, waiting)" }].compactMap { $0 }
             }
             for s in t.sources where s.outcome != "verified" && s.resolved_on == nil {
                 out += [record(path: s.path, line: s.line, outcome: s.outcome)].compactMap { $0 }
             }
             out += exceptions(t.exceptions)
-            let book: ReportWorkbook = t.book == Book.sandbox.rawValue ? .sandbox : .finance
-            for code in Set(t.findings.filter { $0.resolved_on == nil }.map { String($0.code) }).sorted() {
-                out += [listing(book, "run_info", "transaction") { "the findings' row of code \(code) whose \($0) is \(t.transaction_id)" }].compactMap { $0 }
+            // Each open finding on its book's Run Info (a TRANSACTION_CONFLICT on its record's
+            // book's), or on every book's when none is known.
+            var said = Set<String>()
+            for f in t.findings where f.resolved_on == nil {
+                let books: [ReportWorkbook] = f.book == Book.sandbox.rawValue ? [.sandbox] : f.book == Book.production.rawValue ? [.finance] : [.finance, .sandbox]
+                for w in books where said.insert("\(w) \(f.code)").inserted {
+                    out += [listing(w, "run_info", "transaction") { "the findings' row of code \(f.code) whose \($0) is \(t.transaction_id)" }].compactMap { $0 }
+                }
             }
             return out
         }
@@ -239,8 +246,9 @@ public enum TraceOutput {
         guard let asOf, let layouts else { return r }
         var r = r
         let lists = Lists(asOf: asOf, layouts: layouts, workspace: workspace)
-        r.listed = r.records.filter { $0.outcome != "verified" && $0.resolved_on == nil }
-            .compactMap { lists.record(path: r.path, line: r.line, outcome: $0.outcome) }
+        // One row per outcome at that FILE:LINE (several versions of the file may hold one open).
+        r.listed = Set(r.records.filter { $0.outcome != "verified" && $0.resolved_on == nil }.map(\.outcome)).sorted()
+            .compactMap { lists.record(path: r.path, line: r.line, outcome: $0) }
         return r
     }
 

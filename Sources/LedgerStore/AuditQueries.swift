@@ -132,6 +132,11 @@ extension LedgerReader {
         return heads
     }
 
+    /// Runs without a finish (a night's run commits finished: none should be).
+    public func unfinishedRuns() throws -> [(runId: Int64, asOf: String)] {
+        try Row.fetchAll(db, sql: "SELECT id, as_of FROM run WHERE finished_at IS NULL ORDER BY id LIMIT 50").map { ($0[0], $0[1]) }
+    }
+
     /// Entries whose run is missing or never finished (a run's entries commit with its finish).
     public func entriesOutsideFinishedRuns() throws -> [(entryId: Int64, runId: Int64)] {
         try Row.fetchAll(db, sql: """

@@ -122,19 +122,21 @@ extension LedgerReader {
     /// credit naming no transaction, or an unverified one). `waitingOn`: the code it waited on
     /// that day instead (a set written again for a date before the last night's: its
     /// `MISSING_RULE` or `ORDER_WAIT` finding open then), as the Pending sheet lists it.
-    public func storeSale(transactionId: String, waitingOn day: Day? = nil) throws -> (purchased: Day, waitsOn: String?)? {
+    /// `firstRunId`: the run that stored it (a set written for a date before it knew of no
+    /// such transaction).
+    public func storeSale(transactionId: String, waitingOn day: Day? = nil) throws -> (purchased: Day, waitsOn: String?, firstRunId: Int64)? {
         guard !transactionId.isEmpty, let row = try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT purchase_ms, CASE sale_status WHEN 'pending' THEN pending_reason END FROM store_transaction WHERE transaction_id = ?
+            SELECT purchase_ms, CASE sale_status WHEN 'pending' THEN pending_reason END, first_run_id FROM store_transaction WHERE transaction_id = ?
             """), arguments: [transactionId]) else { return nil }
         let purchased = Day(epochMilliseconds: row[0] as Int64)
         guard let day else {
             let reason: String? = row[1]
-            return (purchased, reason.map { String($0.prefix { $0 != ":" }) })
+            return (purchased, reason.map { String($0.prefix { $0 != ":" }) }, row[2])
         }
         let then = try String.fetchOne(db.cachedStatement(sql: """
             SELECT f.code \(Self.waitingOpenOn) AND f.transaction_id = ?2 ORDER BY f.code LIMIT 1
             """), arguments: [day.description, transactionId])
-        return (purchased, then)
+        return (purchased, then, row[2])
     }
 
     /// Whether any entry is posted on or before `day`.

@@ -2,7 +2,6 @@ import Foundation
 import GRDB
 import LedgerCore
 
-/// Everything the ledger knows about one transaction or one order, for auditors.
 /// A list of the last night's workbooks where an open item is a row: a record not posted or a
 /// sale waiting (the reconciliation workbook's Pending and Rejected sheets), an open exception
 /// (its Exceptions sheet), an open finding (the finance or sandbox workbook's Run Info). These
@@ -21,6 +20,7 @@ public struct Listing: Encodable, Equatable {
     }
 }
 
+/// Everything the ledger knows about one transaction or one order, for auditors.
 public struct TransactionTrace: Encodable {
     public struct Source: Encodable {
         public var path: String
@@ -126,6 +126,10 @@ public struct TransactionTrace: Encodable {
         public var resolved_on: String?
         /// How it was resolved, when by a dismissal (`dismissed by <who> on <day>: <why>`).
         public var resolution: String? = nil
+        /// The book whose Run Info lists it while open (not in the JSON): its transaction's, but
+        /// a TRANSACTION_CONFLICT's is its record's (nil: none known, listed by every book).
+        public var book: String? = nil
+        enum CodingKeys: String, CodingKey { case code, message, first_seen, resolved_on, resolution }
     }
     public struct Notification: Encodable {
         public var uuid: String
@@ -368,7 +372,8 @@ extension LedgerReader {
         var entries: [TransactionTrace.Entry] = []
         var rules: AppliedRules?
         for r in try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT entry.*, (SELECT as_of FROM run WHERE run.id = entry.run_id) AS run_as_of FROM entry WHERE transaction_id = ? ORDER BY id
+            SELECT entry.*, (SELECT as_of FROM run WHERE run.id = entry.run_id) AS run_as_of FROM entry
+            WHERE book IN ('production', 'sandbox') AND transaction_id = ? ORDER BY id
             """), arguments: [id]) {
             let d = try draft(r)
             if d.kind == .sale { rules = d.rules }
@@ -413,10 +418,10 @@ extension LedgerReader {
             sources: sources, rules: rules, entries: entries, orders: orders,
             exceptions: try traceExceptions(where: "transaction_id = ?", id),
             findings: try Row.fetchAll(db.cachedStatement(sql: """
-                SELECT f.code, f.message, r1.as_of, r2.as_of, \(try hasFindingNotes() ? "f.resolved_note" : "NULL")
+                SELECT f.code, f.message, r1.as_of, r2.as_of, \(try hasFindingNotes() ? "f.resolved_note" : "NULL"), \(Self.findingBook)
                 FROM finding f JOIN run r1 ON r1.id = f.first_run_id
                 LEFT JOIN run r2 ON r2.id = f.resolved_run_id WHERE f.transaction_id = ? ORDER BY f.id
-                """), arguments: [id]).map { .init(code: $0[0], message: $0[1], first_seen: $0[2], resolved_on: $0[3], resolution: $0[4]) },
+                """), arguments: [id]).map { .init(code: $0[0], message: $0[1], first_seen: $0[2], resolved_on: $0[3], resolution: $0[4], book: $0[5]) },
             notifications: try Row.fetchAll(db.cachedStatement(sql: """
                 SELECT uuid, notification_type, subtype, signed_ms FROM notification WHERE transaction_id = ? ORDER BY signed_ms, uuid
                 """), arguments: [id]).map { .init(uuid: $0[0], type: $0[1], subtype: $0[2], signed_date: ($0[3] as Int64?).map { Day(epochMilliseconds: $0).description }) },
@@ -569,6 +574,14 @@ extension LedgerReader {
         }
     }
 
+    /// Its entries dated after `asOf` (the last night's): how many and the latest date, said.
+    func datedAfter(_ id: String, asOf: Day?) throws -> String? {
+        guard let asOf, let row = try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT count(*), max(date) FROM entry WHERE book IN ('production', 'sandbox') AND transaction_id = ? AND date > ?
+            """), arguments: [id, asOf.description]), let n: Int = row[0], n > 0, let latest: String = row[1] else { return nil }
+        return "\(n == 1 ? "its entry is" : "\(n) of its entries are") dated after the last night's as-of date \(asOf) (the latest \(latest)): in the ledger, in no workbook yet; the set of the first night as of \(latest) or later lists \(n == 1 ? "it" : "them")"
+    }
+
     /// Where the transaction's postings sit in the Journal sheets: each workbook set's
     /// Journal lists the postings of its month (from the 1st to the set's date), so a posting
     /// dated in the last night's month is in that night's set, one dated in an earlier month
@@ -576,14 +589,6 @@ extension LedgerReader {
     /// was open and by `report --period`). Rows are 1-based sheet rows (title, subtitle, a
     /// blank row, then the header on row 4); `journalRows` is the month's posting count, so a
     /// reader can tell when the month passed the sheet's row cap.
-    /// Its entries dated after `asOf` (the last night's): how many and the latest date, said.
-    func datedAfter(_ id: String, asOf: Day?) throws -> String? {
-        guard let asOf, let row = try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT count(*), max(date) FROM entry WHERE transaction_id = ? AND date > ?
-            """), arguments: [id, asOf.description]), let n: Int = row[0], n > 0, let latest: String = row[1] else { return nil }
-        return "\(n == 1 ? "its entry is" : "\(n) of its entries are") dated after the last night's as-of date \(asOf) (the latest \(latest)): in the ledger, in no workbook yet; the set of the first night as of \(latest) or later lists \(n == 1 ? "it" : "them")"
-    }
-
     func placements(_ id: String, book: Book?, asOf: Day?) throws -> [TransactionTrace.Placement] {
         guard let book, let asOf else { return [] }
         let dates = try String.fetchAll(db.cachedStatement(sql: """

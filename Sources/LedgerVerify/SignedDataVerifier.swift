@@ -5,8 +5,9 @@
 //  1. compact JWS: three base64url parts, JSON header and payload;
 //  2. payload environment Xcode / LocalTesting: rejected with its own reason (StoreKit test data is
 //     signed by one self-signed Xcode certificate; checked before the chain), once its signature
-//     holds by the certificate it carries (a record with a broken signature or none, whatever its
-//     payload says, is refused for that: a forged record said "Xcode" read as a developer test);
+//     holds by the certificate it carries, whoever signed it (a record with a broken signature or
+//     none, whatever its payload says, is refused for that: a forged record said "Xcode" read as a
+//     developer test); it is refused either way;
 //  3. header alg ES256; x5c present with exactly three standard-base64 DER certificates;
 //  4. x5c[0] (leaf) and x5c[1] (intermediate) chain to one of the configured trusted roots (x5c[2] is
 //     read but never trusted by itself; by default the only root is Apple Root CA - G3, shipped);

@@ -252,6 +252,14 @@ final class JSONParserTests: XCTestCase {
             XCTAssertNoThrow(try JSONParser.parse(text))
             XCTAssertNoThrow(try flat(text))
         }
+        // Names alike but for their last characters, by the hundred thousand, in one object:
+        // read in linear time (the check compared each name with every one before it), and a
+        // name repeated at the end still found.
+        let wide = "{" + (0..<200_000).map { "\"k\(String($0 + 1_000_000))\":\($0)" }.joined(separator: ",")
+        XCTAssertNoThrow(try JSONParser.parse(wide + "}"))
+        XCTAssertNoThrow(try flat(wide + "}"))
+        XCTAssertThrowsError(try flat(wide + ",\"k1000017\":1}")) { XCTAssertTrue("\($0)".contains("the member \"k1000017\" is given twice"), "\($0)") }
+        XCTAssertThrowsError(try JSONParser.parse(wide + ",\"k1000017\":1}"))
         // Through the receipt reader: rejected as malformed, not posted.
         XCTAssertThrowsError(try LegacyReceiptParser.parse(Substring(twice[0].0)))
     }

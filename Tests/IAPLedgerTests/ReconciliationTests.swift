@@ -504,11 +504,17 @@ final class ReconciliationTests: XCTestCase {
         for (sql, refusal) in [
             ("UPDATE exception SET resolved_on = '2026-10-06', resolved_run_id = 1 WHERE category = 'NOT_CREDITED'", "an exception is resolved or found again only by a night's reconciliation"),
             ("DELETE FROM exception", "an exception is never removed: a night resolves it"),
+            ("UPDATE exception SET first_seen = '2999-01-01'", "an exception is resolved or found again only by a night's reconciliation"),
+            ("UPDATE exception SET category = 'DUPLICATE_CREDIT' WHERE category = 'NOT_CREDITED'", "an exception is resolved or found again only by a night's reconciliation"),
+            ("UPDATE finding SET code = 'X'", "a finding is resolved only by a night's run"),
             ("UPDATE finding SET resolved_run_id = 1", "a finding is resolved only by a night's run (`iapledger dismiss` asks the next night to)"),
             ("DELETE FROM finding", "a finding is never removed: a night resolves it"),
             ("DELETE FROM transaction_source", "a transaction's link to a record that told it is never removed"),
             ("UPDATE transaction_source SET transaction_id = 'X'", "a transaction's link to a record that told it is kept as it was made"),
             ("DELETE FROM unverified_record_transaction", "a record's link to the transaction it names is never removed"),
+            // A replace deletes the row it replaces without the delete trigger: refused as an insert.
+            ("INSERT OR REPLACE INTO exception SELECT * FROM exception", "an exception is opened only by a night's reconciliation"),
+            ("INSERT OR REPLACE INTO finding SELECT * FROM finding", "a finding is opened only by a night's run"),
         ] {
             XCTAssertThrowsError(try db.write { try $0.execute(sql: sql) }, sql) { e in
                 XCTAssertTrue("\(e)".contains(refusal), "\(sql): \(e)")
@@ -526,6 +532,31 @@ final class ReconciliationTests: XCTestCase {
         }
         let problems = try Audit(workspace: ws.workspace).run().problems.map(\.message)
         XCTAssertTrue(problems.contains { $0.hasPrefix("the ledger's trigger exception_resolved_by_a_run is missing: it was dropped") }, "\(problems)")
+        // A run row left unfinished by hand lets the guards through while it is the last: said.
+        try db.write { d in
+            try d.execute(sql: "INSERT INTO run (id, as_of, started_at, tool_version) VALUES (9, '2026-10-07', '2026-10-07T23:00:00Z', 'x')")
+            try d.execute(sql: "UPDATE finding SET resolved_run_id = 2")
+        }
+        let unfinished = try Audit(workspace: ws.workspace).run().problems.map(\.message)
+        XCTAssertTrue(unfinished.contains("run 9 (as of 2026-10-07) is not finished, but a night's run is written with its finish, in one transaction: it was added by hand, or its finish removed"), "\(unfinished)")
+    }
+
+    /// A day's set written again later gives no purchase day for a transaction a later run
+    /// first stored (a credit for an unverified transaction, verified since): the same bytes as
+    /// the night's own set (it took the day from the later record).
+    func testASetWrittenAgainGivesNoPurchaseDayALaterRunLearned() throws {
+        try ws.write("inbox/orders/o.csv", Self.header + "o-P1,acct-1,P1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n")
+        try ws.write("inbox/receipts/a.jsonl", #"{"response":{"status":21005,"is_retryable":true},"transaction_id":"P1","received_at":"2026-10-05T10:00:00Z"}"# + "\n")
+        let first = try ws.run("2026-10-06")
+        let day = ws.root.appendingPathComponent("reports/2026-10-06/reconciliation-2026-10-06.xlsx")
+        let night = try Data(contentsOf: day)
+        func row(_ book: [String: [[String]]]) -> [String]? { book["Exceptions"]?.first { $0.first == "CREDITED_UNVERIFIED" } }
+        XCTAssertEqual(row(try XLSXReader.sheets(first.workbooks[2]))?[7], "", "no purchase day known")
+        try ws.write("inbox/receipts/b.jsonl", Receipt.response([Receipt.item("P1", purchased: "2026-10-05T10:00:00Z")]) + "\n")
+        try ws.run("2026-10-07")
+        _ = try PeriodReport.write(workspace: ws.workspace, asOf: Day(iso: "2026-10-06")!)
+        XCTAssertEqual(try Data(contentsOf: day), night, "the night's own bytes")
+        XCTAssertEqual(row(try XLSXReader.sheets(day))?[7], "")
     }
 
     func testLostOrderLifecycleOverThreeNights() throws {

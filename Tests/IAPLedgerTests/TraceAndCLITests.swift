@@ -26,7 +26,8 @@ final class TraceAndCLITests: XCTestCase {
     /// exception (Exceptions), each a row the workbook read back holds in the column named.
     func testTraceSaysWhichListsHoldItsOpenItems() throws {
         try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("9801", product: "coins.999", purchased: "2026-10-05T10:00:00Z")]) + "\n"
-                     + Receipt.response([Receipt.item("9802", purchased: "2026-10-05T10:00:00Z")], bundle: "com.other.app") + "\n")
+                     + Receipt.response([Receipt.item("9802", purchased: "2026-10-05T10:00:00Z")], bundle: "com.other.app") + "\n"
+                     + #"{"response":{"status":21005,"is_retryable":true},"transaction_id":"9803","received_at":"2026-10-05T10:00:00Z"}"# + "\n")
         try ws.write("inbox/orders/o.csv", ReconciliationTests.header + "ord-98,acct-9,,coins.100,1,100,2026-10-05T10:00:00Z,production,USA,,\n")
         try ws.run("2026-10-07")
         func listed(_ id: String) throws -> [[String: Any]] {
@@ -56,6 +57,11 @@ final class TraceAndCLITests: XCTestCase {
         let refused = try listed("inbox/receipts/r.jsonl:2")
         XCTAssertEqual(refused.map { "\($0["sheet"]!): \($0["find"]!)" }, ["Rejected: the row whose Record (file:line) is inbox/receipts/r.jsonl:2"])
         XCTAssertTrue(try holds(refused[0], title: "Record (file:line)", value: "inbox/receipts/r.jsonl:2"))
+        // A transaction told only by a record waiting for verification: that record's row (the
+        // Pending sheet lists no sale of it, the ledger holding none).
+        let told = try listed("9803")
+        XCTAssertEqual(told.map { "\($0["sheet"]!): \($0["find"]!)" }, ["Pending: the row whose Record / transaction is inbox/receipts/r.jsonl:3 (a record waiting for verification)"])
+        XCTAssertTrue(try holds(told[0], title: "Record / transaction", value: "inbox/receipts/r.jsonl:3"))
         let credit = try listed("ord-98")
         XCTAssertEqual(credit.map { "\($0["sheet"]!): \($0["find"]!)" }, ["Exceptions: the CREDITED_WITHOUT_TRANSACTION row of order ord-98"])
         XCTAssertTrue(try holds(credit[0], title: "Order", value: "ord-98"))
