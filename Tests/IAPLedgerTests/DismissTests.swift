@@ -173,10 +173,11 @@ final class DismissTests: XCTestCase {
         /// trigger refuses a finding resolved or opened again outside a night's run).
         func asANight(_ body: (LedgerWriter) throws -> Void) throws {
             try ledger().write { w in
-                let guardSQL = try XCTUnwrap(String.fetchOne(w.db, sql: "SELECT sql FROM sqlite_schema WHERE name = 'finding_resolved_by_a_run'"))
-                try w.db.execute(sql: "DROP TRIGGER finding_resolved_by_a_run")
+                let guards = try String.fetchAll(w.db, sql: "SELECT sql FROM sqlite_schema WHERE name IN ('finding_resolved_by_a_run', 'finding_added_by_a_run')")
+                XCTAssertEqual(guards.count, 2)
+                try w.db.execute(sql: "DROP TRIGGER finding_resolved_by_a_run; DROP TRIGGER finding_added_by_a_run")
                 try body(w)
-                try w.db.execute(sql: guardSQL)
+                for sql in guards { try w.db.execute(sql: sql) }
             }
         }
         // Found again saying the same (its order touched, reconciled again): still dismissed,

@@ -727,10 +727,10 @@ final class VerifyTests: XCTestCase {
         let record = try XCTUnwrap(try rows("""
             SELECT r.id FROM source_record r JOIN source_file f ON f.id = r.file_id WHERE f.path = 'inbox/receipts/r.jsonl' AND r.line = 2
             """).first?.first)
-        try DatabaseQueue(path: dbPath).write { d in
-            try d.execute(sql: "UPDATE store_transaction SET cancellation_ms = NULL WHERE transaction_id = '8002'")
-            try d.execute(sql: "INSERT INTO finding (code, transaction_id, record_id, message, first_run_id, last_run_id) VALUES ('TRANSACTION_CONFLICT', '8002', \(record), 'x', 1, 1)")
-        }
+        try tamper(past: "finding_added_by_a_run", """
+            UPDATE store_transaction SET cancellation_ms = NULL WHERE transaction_id = '8002';
+            INSERT INTO finding (code, transaction_id, record_id, message, first_run_id, last_run_id) VALUES ('TRANSACTION_CONFLICT', '8002', \(record), 'x', 1, 1)
+            """)
         var r = try Audit(workspace: ws.workspace).run()
         XCTAssertTrue(r.problems.contains { $0.message == "transaction 8002: inbox/receipts/r.jsonl:2 reports it refunded, but the ledger stores no refund for it: removed (its sale would post, or stay posted, without its refund)" }, "\(r.problems)")
 
