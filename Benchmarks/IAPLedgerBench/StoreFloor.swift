@@ -77,14 +77,20 @@ enum StoreFloor {
             arguments = tables.map { _ in [] }
         }
         defer { try? FileManager.default.removeItem(atPath: stage) }
+        // The night's run row goes in unfinished and is finished last, as a night writes it:
+        // exceptions and findings are written only while the last run is unfinished (schema
+        // v35's guards), and a finished run is never changed.
+        let runColumns = try queue.read { db in try db.columns(in: "run").map(\.name) }
+        let unfinishedRun = runColumns.map { $0 == "finished_at" ? "NULL" : $0 }.joined(separator: ", ")
         settle()
         let start = now()
         let rows = try queue.write { db -> Int in
             var rows = 0
             for (table, (source, args)) in zip(tables, zip(sources, arguments)) {
-                try db.execute(sql: "INSERT INTO main.\(table.name) SELECT * FROM \(source)", arguments: args)
+                try db.execute(sql: "INSERT INTO main.\(table.name) SELECT \(table.name == "run" ? unfinishedRun : "*") FROM \(source)", arguments: args)
                 rows += db.changesCount
             }
+            try db.execute(sql: "UPDATE main.run SET finished_at = (SELECT s.finished_at FROM src.run s WHERE s.id = run.id) WHERE finished_at IS NULL")
             return rows
         }
         return (now() - start, rows)
