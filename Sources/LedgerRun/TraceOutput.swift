@@ -192,12 +192,12 @@ public enum TraceOutput {
             var out: [Listing] = []
             // A sale the ledger holds, waiting (a transaction told only by a record waiting for
             // verification is that record's row, below: the Pending sheet lists it by FILE:LINE).
-            if t.status == "pending", t.book != nil {
-                out += [listing(.reconciliation, "pending", "record_or_transaction") { "the row whose \($0) is \(t.transaction_id) (its sale, waiting)" }].compactMap { $0 }
+            if t.status == "pending", t.book != nil,
+               let sale = listing(.reconciliation, "pending", "record_or_transaction", { "the row whose \($0) is \(t.transaction_id) (its sale, waiting)" }) {
+                out.append(sale)
             }
-            for s in t.sources where s.outcome != "verified" && s.resolved_on == nil {
-                out += [record(path: s.path, line: s.line, outcome: s.outcome)].compactMap { $0 }
-            }
+            out += t.sources.filter { $0.outcome != "verified" && $0.resolved_on == nil }
+                .compactMap { record(path: $0.path, line: $0.line, outcome: $0.outcome) }
             out += exceptions(t.exceptions)
             // Each open finding on its book's Run Info (a TRANSACTION_CONFLICT on its record's
             // book's), or on every book's when none is known.
@@ -205,7 +205,7 @@ public enum TraceOutput {
             for f in t.findings where f.resolved_on == nil {
                 let books: [ReportWorkbook] = f.book == Book.sandbox.rawValue ? [.sandbox] : f.book == Book.production.rawValue ? [.finance] : [.finance, .sandbox]
                 for w in books where said.insert("\(w) \(f.code)").inserted {
-                    out += [listing(w, "run_info", "transaction") { "the findings' row of code \(f.code) whose \($0) is \(t.transaction_id)" }].compactMap { $0 }
+                    if let l = listing(w, "run_info", "transaction", { "the findings' row of code \(f.code) whose \($0) is \(t.transaction_id)" }) { out.append(l) }
                 }
             }
             return out

@@ -260,19 +260,19 @@ public struct TrueUp {
         case "csv":
             var out = "start,end,currency,product_id,apple_units,apple_free_units,ledger_units,apple_customer_sales,ledger_gross,paid_in,apple_proceeds,ledger_proceeds,difference,note,apple_sold_units,apple_returned_units,ledger_sold_units,ledger_returned_units,ledger_proceeds_customer_currency\n"
             for l in lines {
+                // Product ids, currencies and the note are text (`text`: none runs as a formula in
+                // a spreadsheet); the counts and amounts are numbers, a negative one as it is.
+                func text(_ s: String) -> String { CSV.escapeText(s) }
                 func count(_ n: Int64?) -> String { n.map(String.init) ?? "" }
+                func money(_ minor: Int64?, _ currency: String) -> String { CSV.escape(Self.money(minor, currency)) }
                 // (The columns added since come last: a reader by position reads the others as before.)
                 let units: [String] = [count(l.appleUnits), count(l.appleFreeUnits), count(l.ledgerUnits)]
-                let customer: [String] = [Self.money(l.appleCustomerSalesMinor, l.currency), Self.money(l.ledgerGrossMinor, l.currency)]
-                let paid: [String] = [l.paidIn, Self.money(l.appleProceedsMinor, l.paidIn), Self.money(l.ledgerProceedsMinor, l.paidIn),
-                                      Self.money(l.differenceMinor, l.paidIn), l.note]
+                let customer: [String] = [money(l.appleCustomerSalesMinor, l.currency), money(l.ledgerGrossMinor, l.currency)]
+                let paid: [String] = [text(l.paidIn), money(l.appleProceedsMinor, l.paidIn), money(l.ledgerProceedsMinor, l.paidIn),
+                                      money(l.differenceMinor, l.paidIn), text(l.note)]
                 let added: [String] = [count(l.appleSoldUnits), count(l.appleReturnedUnits), count(l.ledgerSoldUnits),
-                                       count(l.ledgerReturnedUnits), Self.money(l.ledgerProceedsCustomerMinor, l.currency)]
-                // Product ids, currencies and the note are text (escapeText: none runs as a formula
-                // in a spreadsheet); the counts and amounts are numbers, a negative one as it is.
-                let paidIn = CSV.escapeText(l.paidIn), note = CSV.escapeText(l.note)
-                let fields: [String] = [l.start.description, l.end.description, CSV.escapeText(l.currency), CSV.escapeText(l.productId)]
-                    + (units + customer).map(CSV.escape) + [paidIn] + paid[1...3].map(CSV.escape) + [note] + added.map(CSV.escape)
+                                       count(l.ledgerReturnedUnits), money(l.ledgerProceedsCustomerMinor, l.currency)]
+                let fields: [String] = [l.start.description, l.end.description, text(l.currency), text(l.productId)] + units + customer + paid + added
                 out += fields.joined(separator: ",") + "\n"
             }
             return out

@@ -218,8 +218,6 @@ extension LedgerReader {
         return try transactionIds.filter { try Bool.fetchOne(statement, arguments: [$0]) ?? false }
     }
 
-    /// The last run whose as-of date is on or before `day`: the state a workbook as of `day`
-    /// reports (reconciliation, records and sales waiting), nil when no run had happened by then.
     /// The finished runs as of `day` before run `runId` (a night run again the same day with
     /// more data), in order.
     public func earlierRuns(asOf day: Day, before runId: Int64) throws -> [Int64] {
@@ -227,6 +225,8 @@ extension LedgerReader {
                            arguments: [day.description, runId])
     }
 
+    /// The last run whose as-of date is on or before `day`: the state a workbook as of `day`
+    /// reports (reconciliation, records and sales waiting), nil when no run had happened by then.
     public func lastRun(onOrBefore day: Day) throws -> (id: Int64, asOf: Day)? {
         guard let r = try Row.fetchOne(db.cachedStatement(sql: "SELECT id, as_of FROM run WHERE as_of <= ? ORDER BY as_of DESC, id DESC LIMIT 1"),
                                        arguments: [day.description]) else { return nil }

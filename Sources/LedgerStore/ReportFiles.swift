@@ -190,10 +190,14 @@ extension LedgerReader {
     /// them too). Read from the entries posted since, newest first, not the whole history.
     public func anyEntryPosted(after file: RegisteredReportFile, book: String, through day: Day) throws -> Bool {
         try Bool.fetchOne(db, sql: """
-            SELECT 1 FROM entry WHERE id > (SELECT coalesce((SELECT id FROM entry WHERE run_id <= ? ORDER BY id DESC LIMIT 1), 0))
-              AND book = ? AND date <= ? LIMIT 1
+            SELECT 1 FROM entry WHERE \(Self.postedAfterRun) AND book = ? AND date <= ? LIMIT 1
             """, arguments: [try runsBefore(file), book, day.description]) ?? false
     }
+
+    /// Entries posted after run `?` (SQL over `entry`): those after the last entry of that run or
+    /// an earlier one, found from the newest back (runs post one at a time, so entry ids grow
+    /// with the run), not by reading the whole history.
+    static let postedAfterRun = "id > (SELECT coalesce((SELECT id FROM entry WHERE run_id <= ? ORDER BY id DESC LIMIT 1), 0))"
 
     /// The last run whose entries `file` holds (see `entriesPosted`).
     func runsBefore(_ file: RegisteredReportFile) throws -> Int64 {

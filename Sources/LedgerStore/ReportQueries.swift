@@ -146,20 +146,12 @@ extension LedgerReader {
 
     /// The entries of `book` dated on or before `day` that runs after run `runId` posted (a
     /// day's set written again later holds them, the night's own did not): how many, and the
-    /// first and last run that posted them; nil when none. Runs post one at a time (the lock),
-    /// so entry ids grow with the run: the first entry of a later run is found by bisection on
-    /// the id (there is no index on the run), and only the entries from it on are read.
+    /// first and last run that posted them; nil when none. Only the entries posted since are
+    /// read (`postedAfterRun`).
     public func entriesPosted(afterRun runId: Int64, book: Book, through day: Day) throws -> (count: Int, firstRun: Int64, lastRun: Int64)? {
-        let runOf = try db.cachedStatement(sql: "SELECT run_id FROM entry WHERE id >= ? ORDER BY id LIMIT 1")
-        // The smallest id in lo...hi from which every entry is a later run's (hi: past the last).
-        var lo: Int64 = 1, hi = try lastEntryId() + 1
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2
-            if let r = try Int64.fetchOne(runOf, arguments: [mid]), r <= runId { lo = mid + 1 } else { hi = mid }
-        }
         guard let row = try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT count(*), min(run_id), max(run_id) FROM entry WHERE id >= ? AND book = ? AND date <= ?
-            """), arguments: [lo, book.rawValue, day.description]), let count: Int = row[0], count > 0 else { return nil }
+            SELECT count(*), min(run_id), max(run_id) FROM entry WHERE \(Self.postedAfterRun) AND book = ? AND date <= ?
+            """), arguments: [runId, book.rawValue, day.description]), let count: Int = row[0], count > 0 else { return nil }
         return (count, row[1], row[2])
     }
 }

@@ -781,10 +781,11 @@ enum Schema {
         // about, when first seen, when resolved), which only a night's run sets (an exception
         // closed by hand with an UPDATE, or moved to a first seen in 2999, was gone from every
         // list, incremental nights never looking at it again). Their details and figures, which
-        // every night refreshes, are not guarded (a trigger per row of a million). A night's run is the last run, not finished yet:
-        // `max(id)` is its row, read through the key. `verify` compares the schema with this
-        // one, so a guard dropped is said.
+        // every night refreshes, are not guarded (a trigger per row of a million). A night's run
+        // is the last run, not finished yet: `max(id)` is its row, read through the key.
+        // `verify` compares the schema with this one, so a guard dropped is said.
         m.registerMigration("v35-link-and-resolution-guards", foreignKeyChecks: .immediate) { db in
+            let noNight = "NOT EXISTS (SELECT 1 FROM run WHERE id = (SELECT max(id) FROM run) AND finished_at IS NULL)"
             try db.execute(sql: """
                 CREATE TRIGGER transaction_source_no_update BEFORE UPDATE ON transaction_source
                     BEGIN SELECT RAISE(ABORT, 'a transaction''s link to a record that told it is kept as it was made'); END;
@@ -796,21 +797,21 @@ enum Schema {
                     BEGIN SELECT RAISE(ABORT, 'a record''s link to the transaction it names is never removed'); END;
                 CREATE TRIGGER exception_resolved_by_a_run
                     BEFORE UPDATE OF resolved_on, resolved_run_id, first_seen, first_run_id, category, transaction_id, order_id ON exception
-                    WHEN NOT EXISTS (SELECT 1 FROM run WHERE id = (SELECT max(id) FROM run) AND finished_at IS NULL)
+                    WHEN \(noNight)
                     BEGIN SELECT RAISE(ABORT, 'an exception is resolved or found again only by a night''s reconciliation'); END;
                 CREATE TRIGGER exception_no_delete BEFORE DELETE ON exception
                     BEGIN SELECT RAISE(ABORT, 'an exception is never removed: a night resolves it'); END;
                 CREATE TRIGGER exception_added_by_a_run BEFORE INSERT ON exception
-                    WHEN NOT EXISTS (SELECT 1 FROM run WHERE id = (SELECT max(id) FROM run) AND finished_at IS NULL)
+                    WHEN \(noNight)
                     BEGIN SELECT RAISE(ABORT, 'an exception is opened only by a night''s reconciliation'); END;
                 CREATE TRIGGER finding_resolved_by_a_run
                     BEFORE UPDATE OF resolved_run_id, code, transaction_id, record_id, first_run_id ON finding
-                    WHEN NOT EXISTS (SELECT 1 FROM run WHERE id = (SELECT max(id) FROM run) AND finished_at IS NULL)
+                    WHEN \(noNight)
                     BEGIN SELECT RAISE(ABORT, 'a finding is resolved only by a night''s run (`iapledger dismiss` asks the next night to)'); END;
                 CREATE TRIGGER finding_no_delete BEFORE DELETE ON finding
                     BEGIN SELECT RAISE(ABORT, 'a finding is never removed: a night resolves it'); END;
                 CREATE TRIGGER finding_added_by_a_run BEFORE INSERT ON finding
-                    WHEN NOT EXISTS (SELECT 1 FROM run WHERE id = (SELECT max(id) FROM run) AND finished_at IS NULL)
+                    WHEN \(noNight)
                     BEGIN SELECT RAISE(ABORT, 'a finding is opened only by a night''s run'); END;
                 """)
         }

@@ -426,7 +426,7 @@ extension LedgerReader {
                 SELECT uuid, notification_type, subtype, signed_ms FROM notification WHERE transaction_id = ? ORDER BY signed_ms, uuid
                 """), arguments: [id]).map { .init(uuid: $0[0], type: $0[1], subtype: $0[2], signed_date: ($0[3] as Int64?).map { Day(epochMilliseconds: $0).description }) },
             reports: try placements(id, book: obs?.book, asOf: asOf),
-            dated_after_reports: try datedAfter(id, asOf: asOf),
+            dated_after_reports: Self.datedAfter(entries.map(\.date), asOf: asOf),
             reconciliation: TransactionTrace.Reconciliation(in_scope: nil, matched_orders: try String.fetchAll(db.cachedStatement(sql: """
                 SELECT order_id FROM reconciled_match WHERE transaction_id = ? ORDER BY order_id
                 """), arguments: [id]), note: ""))
@@ -574,11 +574,12 @@ extension LedgerReader {
         }
     }
 
-    /// Its entries dated after `asOf` (the last night's): how many and the latest date, said.
-    func datedAfter(_ id: String, asOf: Day?) throws -> String? {
-        guard let asOf, let row = try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT count(*), max(date) FROM entry WHERE book IN ('production', 'sandbox') AND transaction_id = ? AND date > ?
-            """), arguments: [id, asOf.description]), let n: Int = row[0], n > 0, let latest: String = row[1] else { return nil }
+    /// Of its entries' dates, those after `asOf` (the last night's): how many and the latest, said.
+    static func datedAfter(_ dates: [String], asOf: Day?) -> String? {
+        guard let asOf else { return nil }
+        let after = dates.filter { $0 > asOf.description }
+        guard let latest = after.max() else { return nil }
+        let n = after.count
         return "\(n == 1 ? "its entry is" : "\(n) of its entries are") dated after the last night's as-of date \(asOf) (the latest \(latest)): in the ledger, in no workbook yet; the set of the first night as of \(latest) or later lists \(n == 1 ? "it" : "them")"
     }
 

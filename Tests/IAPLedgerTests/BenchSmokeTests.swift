@@ -9,18 +9,12 @@ final class BenchSmokeTests: XCTestCase {
     func testTheBenchmarkRunsBothNightsAndTheirFloorsAtASmallSize() throws {
         let bench = TraceAndCLITests.binary.deletingLastPathComponent().appendingPathComponent("iapledger-bench")
         XCTAssertTrue(FileManager.default.isExecutableFile(atPath: bench.path), "iapledger-bench is built beside the tests (swift build --build-tests builds every product)")
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("bench-\(UUID().uuidString)")
+        let dir = Resilience.scratch("bench")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let p = Process()
-        p.executableURL = bench
-        p.arguments = ["--transactions", "1500", "--seed", "5", "--dir", dir.appendingPathComponent("workspace").path, "--skip-writer-comparison"]
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = out
-        try p.run()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        XCTAssertEqual(p.terminationStatus, 0, text)
+        let r = try Resilience.cli(["--transactions", "1500", "--seed", "5", "--dir", dir.appendingPathComponent("workspace").path, "--skip-writer-comparison"],
+                                   binary: bench)
+        let text = r.out + r.err
+        XCTAssertEqual(r.status, 0, text)
         for heading in ["== night 1: iapledger run", "== store floor, night 1:", "== night 2 (incremental): iapledger run", "== store floor, night 2:"] {
             XCTAssertTrue(text.contains(heading), "\(heading) in:\n\(text)")
         }

@@ -86,10 +86,10 @@ enum Resilience {
         FileManager.default.temporaryDirectory.appendingPathComponent("iapledger-\(name)-\(UUID().uuidString)")
     }
 
-    /// Runs the built `iapledger` with extra environment variables; output read to the end.
-    static func cli(_ args: [String], environment extra: [String: String] = [:]) throws
+    /// Runs the built `iapledger` (or another built `binary`) with extra environment
+    /// variables; output read to the end.
+    static func cli(_ args: [String], environment extra: [String: String] = [:], binary: URL = TraceAndCLITests.binary) throws
         -> (status: Int32, reason: Process.TerminationReason, out: String, err: String) {
-        let binary = TraceAndCLITests.binary
         guard FileManager.default.fileExists(atPath: binary.path) else { throw XCTSkip("iapledger binary not built at \(binary.path)") }
         let p = Process()
         p.executableURL = binary
