@@ -47,6 +47,8 @@ public enum Dismiss {
     public static let dismissableFindings = Set(dismissableFindingCodes)
     /// The findings of a sale or a refund waiting, which the nights resolve themselves.
     public static let selfResolvingFindingCodes: [String] = ["MISSING_RULE", "ORDER_WAIT", "REVERSAL_WAITING", "REFUND_NOT_DATED"]
+    /// Every finding code a night opens, in the order `findings` lists them when refusing one.
+    public static let findingCodes: [String] = selfResolvingFindingCodes + dismissableFindingCodes
 
     public struct Result: CustomStringConvertible {
         public var asked: [DismissCandidate] = []

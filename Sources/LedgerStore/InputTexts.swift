@@ -70,14 +70,22 @@ extension LedgerReader {
             }
         }
         let migrations = Schema.migrator().migrations
-        let later = migrations[migrations.firstIndex(of: "v26-input-texts")!...].map { "'\($0)'" }.joined(separator: ", ")
+        func from(_ first: String) -> String { migrations[migrations.firstIndex(of: first)!...].map { "'\($0)'" }.joined(separator: ", ") }
+        // The roots a run verified signed data to are kept from schema v35 on (some runs of v34
+        // kept them, some did not): one deleted left verify checking that run's records by the
+        // certificate on disk, as if nothing were missing.
         for r in try Row.fetchAll(db, sql: """
-            SELECT i.run_id, i.path, i.sha256 FROM run_input i JOIN run ON run.id = i.run_id
-            WHERE run.schema_migration IN (\(later)) AND i.path NOT LIKE 'trusted root: %' AND i.path <> '\(Self.buildInput)'
+            SELECT i.run_id, i.path, i.sha256, i.path LIKE 'trusted root: %' FROM run_input i JOIN run ON run.id = i.run_id
+            WHERE i.path <> '\(Self.buildInput)'
+              AND CASE WHEN i.path LIKE 'trusted root: %' THEN run.schema_migration IN (\(from("v35-link-and-resolution-guards")))
+                       ELSE run.schema_migration IN (\(from("v26-input-texts"))) END
               AND NOT EXISTS (SELECT 1 FROM input_text t WHERE t.sha256 = i.sha256)
             ORDER BY i.run_id, i.path LIMIT 20
             """) {
-            problems.append("run \(r[0] as Int64) posted by \(r[1] as String) (SHA-256 \(r[2] as String)), whose content it kept, but the ledger no longer holds it: it was deleted")
+            let path: String = r[1]
+            problems.append(r[3] as Bool
+                ? "run \(r[0] as Int64) verified signed data to the root \(path.dropFirst("trusted root: ".count)) (SHA-256 \(r[2] as String)), whose certificate it kept, but the ledger no longer holds it: it was deleted"
+                : "run \(r[0] as Int64) posted by \(path) (SHA-256 \(r[2] as String)), whose content it kept, but the ledger no longer holds it: it was deleted")
         }
         return (altered, problems)
     }

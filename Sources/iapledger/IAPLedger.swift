@@ -645,9 +645,14 @@ struct Findings: ParsableCommand {
     func run() throws {
         try runReporting {
             let (_, ledger) = try Workspace(ws.url).openExistingLedger()
+            // A code no night opens (a typo read as nothing to book): refused with the codes
+            // there are, as `exceptions` refuses an unknown category (a code an older ledger
+            // holds is listed all the same).
+            if let code, !LedgerRun.Dismiss.findingCodes.contains(code), !(try ledger.read { try $0.findingCodes() }).contains(code) {
+                throw ValidationError("unknown finding code \(TerminalText.visible(code)); one of \(LedgerRun.Dismiss.findingCodes.joined(separator: ", "))")
+            }
             let n = try FindingsOutput.write(ledger, status: status.rawValue, code: code, format: format.rawValue) { print($0, terminator: "") }
-            // A code the ledger has never held (a typo reads as nothing to book): said on stderr,
-            // with the codes it holds.
+            // A code the ledger has never held: said on stderr, with the codes it holds.
             if n == 0, let code, let held = try? ledger.read({ try $0.findingCodes() }), !held.contains(code) {
                 StandardError.write("iapledger: this ledger holds no finding of code \"\(TerminalText.visible(code))\", of any status; the codes it holds: \(held.isEmpty ? "none" : held.joined(separator: ", "))\n")
             }

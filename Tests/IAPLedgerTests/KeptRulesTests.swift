@@ -100,6 +100,10 @@ final class KeptRulesTests: XCTestCase {
         try tamper(past: "input_text_no_delete", "DELETE FROM input_text")
         r = try Audit(workspace: ws.workspace).run()
         XCTAssertEqual(r.problems.filter { $0.message.contains("whose content it kept, but the ledger no longer holds it") }.count, 5, "\(r.problems)")
+        // And the root each run verified signed data to, kept beside them (Apple's, built in).
+        let apple = try XCTUnwrap(try Ledger(path: dbPath).read { try $0.runRoots(1) }?.first)
+        XCTAssertEqual(r.problems.filter { $0.message.contains("whose certificate it kept, but the ledger no longer holds it") }.map(\.message),
+                       [1].map { "run \($0) verified signed data to the root \(apple.name) (SHA-256 \(apple.sha256)), whose certificate it kept, but the ledger no longer holds it: it was deleted" }, "\(r.problems)")
         XCTAssertEqual(r.rulesNotKept, 3)
 
         // As a ledger of v25 has it: runs that kept nothing, and said so by their schema.

@@ -123,18 +123,46 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertEqual(ExceptionsOutput.render([], asOf: day, format: "json"), String(decoding: try encoder.encode([ExceptionsOutput.JSONRow]()), as: UTF8.self) + "\n")
     }
 
-    /// `findings --code` with a code the ledger never held (a typo) says so on stderr, with the
-    /// codes it holds ("No findings." alone read as nothing to book).
+    /// `findings --code` with a code no night opens (a typo) is refused with exit 64 and the
+    /// codes there are, as `exceptions --category` refuses one ("No findings." alone read as
+    /// nothing to book); a real code the ledger never held says so on stderr, with the codes it
+    /// holds.
     func testFindingsOfACodeTheLedgerNeverHeldSaysSo() throws {
         try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("9701", product: "coins.999", purchased: "2026-10-05T10:00:00Z")]) + "\n")
         try ws.run("2026-10-07")
         let typo = try cli(["findings", "--code", "MISING_RULE", "--workspace", ws.root.path])
-        XCTAssertEqual(typo.status, 0)
-        XCTAssertEqual(typo.out, "No findings.\n")
-        XCTAssertEqual(typo.err, "iapledger: this ledger holds no finding of code \"MISING_RULE\", of any status; the codes it holds: MISSING_RULE\n")
+        XCTAssertEqual(typo.status, 64)
+        XCTAssertEqual(typo.out, "")
+        XCTAssertTrue(typo.err.hasPrefix("Error: unknown finding code MISING_RULE; one of MISSING_RULE, ORDER_WAIT, REVERSAL_WAITING, REFUND_NOT_DATED, PRICE_MISMATCH, "), typo.err)
+        XCTAssertTrue(typo.err.contains("Usage: iapledger findings"), typo.err)
+        let never = try cli(["findings", "--code", "PRICE_MISMATCH", "--workspace", ws.root.path])
+        XCTAssertEqual(never.status, 0)
+        XCTAssertEqual(never.out, "No findings.\n")
+        XCTAssertEqual(never.err, "iapledger: this ledger holds no finding of code \"PRICE_MISMATCH\", of any status; the codes it holds: MISSING_RULE\n")
         let held = try cli(["findings", "--code", "MISSING_RULE", "--status", "resolved", "--workspace", ws.root.path])
         XCTAssertEqual(held.out, "No findings.\n")
         XCTAssertEqual(held.err, "", "a code the ledger holds, none resolved: nothing more to say")
+    }
+
+    /// Every finding code the sources open is one `findings --code` takes (a new code left off
+    /// the list would be refused as a typo).
+    func testEveryFindingCodeOpenedIsListed() throws {
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Sources")
+        var opened = Set<String>()
+        let files = try XCTUnwrap(FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil))
+        for case let url as URL in files where url.pathExtension == "swift" {
+            let text = try String(contentsOf: url, encoding: .utf8)
+            for pattern in [#"openFinding\(code: "([A-Z_]+)""#, #"static let code = "([A-Z_]+)""#, #"waits\([a-z]+, code: "([A-Z_]+)""#] {
+                let regex = try NSRegularExpression(pattern: pattern)
+                for m in regex.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
+                    opened.insert(String(text[Range(m.range(at: 1), in: text)!]))
+                }
+            }
+        }
+        XCTAssertGreaterThanOrEqual(opened.count, 14, "the scan finds the codes: \(opened.sorted())")
+        XCTAssertEqual(opened.subtracting(LedgerRun.Dismiss.findingCodes), [], "opened but not listed")
+        XCTAssertEqual(Set(LedgerRun.Dismiss.findingCodes).count, LedgerRun.Dismiss.findingCodes.count)
     }
 
     /// A record that names no transaction or order (a line that is no JSON) is traced by its
