@@ -259,6 +259,15 @@ public struct FinanceReport {
                 SheetRow([.text("  skipped (already read)"), .integer(Int64(s.recordsSkipped))]),
                 SheetRow([.text("Entries posted this run"), .integer(Int64(s.entriesPosted))]),
             ]
+            // Sales booked where the config says, not where the buyer is (a renewal in a legacy
+            // receipt, which names no storefront, that no order named one for): at that
+            // storefront's prices and tax, in its region's figures.
+            for d in try reader.salesAtDefaultStorefront(run: s.id, book: book.rawValue) {
+                info += [
+                    SheetRow([.text("  sales booked at default_storefront \(d.storefront) (no storefront of their own, no order naming one)"), .integer(Int64(d.sales))]),
+                    SheetRow([.text("    their gross (\(reportingCurrency))"), .money(minor: d.grossReportingMinor, decimals: reportingDecimals)]),
+                ]
+            }
             // Nights run again as of the same date (more data the same day): their books are in
             // these figures, their files below.
             if !earlier.isEmpty {

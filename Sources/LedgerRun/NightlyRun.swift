@@ -545,6 +545,7 @@ public struct NightlyRun {
                 case .post(let entry, let priceMismatch):
                     try w.insertEntry(entry, runId: runId, quantity: t.observation.quantity)
                     kinds.sales += 1
+                    if entry.entry.rules.storefrontSource == "default_storefront" && entry.entry.book == .production { kinds.atDefaultStorefront += 1 }
                     // A sale that waited on an earlier night carries the reason it waited.
                     if let waited = t.pendingReason {
                         if waited.hasPrefix("MISSING_RULE:") { kinds.afterRuleWait += 1 } else if waited.hasPrefix("ORDER_WAIT:") { kinds.afterOrderWait += 1 }
@@ -623,6 +624,27 @@ public struct NightlyRun {
         public var reversals = 0
         public var afterRuleWait = 0
         public var afterOrderWait = 0
+        /// Production sales booked at `default_storefront`: no storefront of their own and no
+        /// order naming one.
+        public var atDefaultStorefront = 0
+
+        /// What the night's entries were, for its summary: sales (and of them those that had
+        /// waited on an earlier night, for a rule or their order, and those booked at
+        /// `default_storefront`), refunds, reversals; empty when there were none.
+        public var breakdown: String {
+            guard entries > 0 else { return "" }
+            var parts = ["\(sales) sale\(sales == 1 ? "" : "s")"]
+            var waited: [String] = []
+            if afterRuleWait > 0 { waited.append("\(afterRuleWait) that waited for a rule") }
+            if afterOrderWait > 0 { waited.append("\(afterOrderWait) that waited for their order (its storefront, or the end of the wait: the default storefront)") }
+            if !waited.isEmpty { parts[0] += ", of them " + waited.joined(separator: " and ") + " on an earlier night" }
+            if atDefaultStorefront > 0 {
+                parts[0] += ", \(atDefaultStorefront) booked at default_storefront (production; no storefront of their own, no order naming one)"
+            }
+            if refunds > 0 { parts.append("\(refunds) refund\(refunds == 1 ? "" : "s")") }
+            if reversals > 0 { parts.append("\(reversals) refund reversal\(reversals == 1 ? "" : "s")") }
+            return " (" + parts.joined(separator: "; ") + ")"
+        }
     }
 
     /// Pending sales read, decided and stored a batch at a time (tests set a small one to

@@ -194,6 +194,19 @@ extension LedgerReader {
             """, arguments: [try runsBefore(file), book, day.description]) ?? false
     }
 
+    /// The sales of `book` run `runId` posted at `default_storefront` (no storefront of their
+    /// own and no order naming one, so booked where the config says, at its prices and tax), by
+    /// storefront: how many and their gross in the reporting currency. Read from that run's
+    /// entries only, found from the newest back.
+    public func salesAtDefaultStorefront(run runId: Int64, book: String) throws -> [(storefront: String, sales: Int, grossReportingMinor: Int64)] {
+        try Row.fetchAll(db, sql: """
+            SELECT storefront, count(*), sum(gross_reporting_minor) FROM entry
+            WHERE \(Self.postedAfterRun) AND run_id = ? AND book = ? AND kind = 'sale'
+              AND instr(rules_json, '"storefrontSource":"default_storefront"') > 0
+            GROUP BY storefront ORDER BY storefront
+            """, arguments: [runId - 1, runId, book]).map { ($0[0], $0[1], $0[2]) }
+    }
+
     /// Entries posted after run `?` (SQL over `entry`): those after the last entry of that run or
     /// an earlier one, found from the newest back (runs post one at a time, so entry ids grow
     /// with the run), not by reading the whole history.

@@ -252,20 +252,6 @@ enum StopSignals {
     }
 }
 
-/// What the night's entries were: sales (and of them those that had waited on an earlier
-/// night, for a rule or their order), refunds, reversals; empty when there were none.
-func postedBreakdown(_ p: NightlyRun.Posted) -> String {
-    guard p.entries > 0 else { return "" }
-    var parts = ["\(p.sales) sale\(p.sales == 1 ? "" : "s")"]
-    var waited: [String] = []
-    if p.afterRuleWait > 0 { waited.append("\(p.afterRuleWait) that waited for a rule") }
-    if p.afterOrderWait > 0 { waited.append("\(p.afterOrderWait) that waited for their order (its storefront, or the end of the wait: the default storefront)") }
-    if !waited.isEmpty { parts[0] += ", of them " + waited.joined(separator: " and ") + " on an earlier night" }
-    if p.refunds > 0 { parts.append("\(p.refunds) refund\(p.refunds == 1 ? "" : "s")") }
-    if p.reversals > 0 { parts.append("\(p.reversals) refund reversal\(p.reversals == 1 ? "" : "s")") }
-    return " (" + parts.joined(separator: "; ") + ")"
-}
-
 func printSummary(_ r: NightlyRun.Result) {
     let c = r.counts
     if let last = r.nothingNewSinceRun {
@@ -277,7 +263,7 @@ func printSummary(_ r: NightlyRun.Result) {
         print("  records: \(c.read) new: \(c.verified) verified, \(c.pending) pending, \(c.rejected) rejected"
               + (r.recordsSettledSameNight > 0 ? " (\(r.recordsSettledSameNight) of these settled by a later record of the same night)" : "")
               + "; \(c.skipped) already read")
-        print("  entries posted: \(c.entriesPosted)" + postedBreakdown(r.posted))
+        print("  entries posted: \(c.entriesPosted)" + r.posted.breakdown)
     }
     if !r.repeatedFiles.isEmpty {
         print("  files read that repeat a file read before under another name (copied or renamed: their records are kept as theirs, and nothing they report is posted twice): "

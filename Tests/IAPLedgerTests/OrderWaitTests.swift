@@ -112,9 +112,23 @@ final class OrderWaitTests: XCTestCase {
             XCTAssertEqual(capped.listed.count, 0)
             XCTAssertEqual(capped.count, 1)
         }
-        try ws.run("2026-10-12")
+        let night = try ws.run("2026-10-12")
         let booked = try XCTUnwrap(try sale(ws))
         XCTAssertEqual(Array(booked.prefix(3)), ["USA", "USD", "99"], "booked at default_storefront")
+        // Counted where finance reads the night: the summary and Run Info, with its gross (the
+        // night before, which posted nothing, says nothing of it).
+        XCTAssertEqual(night.posted.atDefaultStorefront, 1)
+        XCTAssertEqual(night.posted.breakdown, " (1 sale, of them 1 that waited for their order (its storefront, or the end of the wait: the default storefront) on an earlier night, 1 booked at default_storefront (production; no storefront of their own, no order naming one))")
+        func info(_ day: String) throws -> [[String]] {
+            try XCTUnwrap(XLSXReader.sheets(ws.root.appendingPathComponent("reports/\(day)/finance-\(day).xlsx"))["Run Info"])
+        }
+        let rows = try info("2026-10-12")
+        let at = try XCTUnwrap(rows.firstIndex { $0.first == "  sales booked at default_storefront USA (no storefront of their own, no order naming one)" }, "\(rows)")
+        XCTAssertEqual(rows[at].dropFirst().first, "1")
+        XCTAssertEqual(rows[at + 1].prefix(2), ["    their gross (USD)", "0.99"])
+        XCTAssertFalse(try info("2026-10-11").contains { $0.first?.contains("default_storefront") == true })
+        XCTAssertFalse(try XCTUnwrap(XLSXReader.sheets(ws.root.appendingPathComponent("reports/2026-10-12/sandbox-2026-10-12.xlsx"))["Run Info"])
+            .contains { $0.first?.contains("default_storefront") == true }, "the production book's sale, not the sandbox's")
         XCTAssertEqual(try openFindings(ws), [])
         let waitedThen = try ws.workspace.openExistingLedger().1.read { try $0.pendingTransactions(on: Day(iso: "2026-10-11")!).listed }
         XCTAssertEqual(waitedThen.map(\.transactionId), ["r1"], "a list written again for 2026-10-11 still says it waited then, though posted since")
