@@ -68,7 +68,11 @@ let package = Package(
             .product(name: "TOMLKit", package: "TOMLKit"),
         ]),
         // Write: the only target that talks to libxlsxwriter.
-        .target(name: "LedgerWrite", dependencies: ["LedgerCore", "LedgerReport", "CXlsxWriter", "CGzip", "CXattr"]),
+        .target(name: "LedgerWrite", dependencies: [
+            "LedgerCore", "LedgerReport", "CXlsxWriter", "CGzip", "CXattr",
+            // Reading a finished workbook back whole before it is put in place (`XLSXCheck`).
+            .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+        ]),
         // Demo: a seeded generator of realistic workspaces.
         .target(name: "LedgerDemo", dependencies: ["LedgerCore"]),
         // Templates: the example workspace (config, rules) and report layouts, kept in the

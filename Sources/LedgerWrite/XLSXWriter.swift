@@ -35,7 +35,14 @@ public enum XLSXWriter {
     }
 
     static func writeFile(_ model: WorkbookModel, path: String, rowsPerSheetMax: UInt32) throws {
-        var options = lxw_workbook_options(constant_memory: 1, tmpdir: nil, use_zip64: 1)
+        // libxlsxwriter stages every sheet in temp files and does not check its writes to them:
+        // with no space left there (a full /tmp), it packaged empty or cut-short parts and said
+        // nothing. They are made in the folder the workbook is written in (the workspace's temp
+        // folder, on the disk of reports/, not /tmp), and the finished file is checked whole
+        // (`XLSXCheck`) before it is renamed into place.
+        let tmpdir = strdup((path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent)
+        defer { free(tmpdir) }
+        var options = lxw_workbook_options(constant_memory: 1, tmpdir: tmpdir, use_zip64: 1)
         guard let wb = workbook_new_opt(path, &options) else {
             throw WriteError(message: "\(path): cannot create workbook (is the folder writable?)")
         }
@@ -46,14 +53,57 @@ public enum XLSXWriter {
         try withDocumentProperties(model) { props in
             try check(workbook_set_properties(wb, props), "document properties", path)
         }
+        let tally = RowTally()
         for sheet in model.sheets {
             guard let ws = workbook_add_worksheet(wb, sheet.name) else {
                 throw WriteError(message: "\(path): cannot add sheet \(sheet.name)")
             }
-            try writeSheet(sheet, ws, wb, f, path, lastRow: rowsPerSheetMax - 1, header: model.subject)
+            tally.add(ws)
+            try writeSheet(sheet, ws, wb, f, path, lastRow: rowsPerSheetMax - 1, header: model.subject, tally: tally)
+        }
+        // The rows streamed so far: a write that failed (no space left) is found here.
+        for ws in tally.worksheets {
+            if let file = ws.pointee.optimize_tmpfile, fflush(file) != 0 || ferror(file) != 0 {
+                throw WriteError(message: "\(path): cannot write workbook: writing its rows to a temp file in \(String(cString: tmpdir!)) failed (\(String(cString: strerror(errno)))): is the disk full?")
+            }
         }
         closed = true
         try check(close(wb), "closing", path)
+        afterPackaging?(path)
+        try XLSXCheck.check(path: path, rowsPerSheet: tally.rows)
+    }
+
+    /// A test's hook, called with each packaged workbook before it is checked (nil in use): a
+    /// test cuts a part short there, as a disk that filled up did.
+    nonisolated(unsafe) public static var afterPackaging: ((String) -> Void)?
+
+    /// The rows each worksheet holds as written, in the order the sheets were added (sheet1,
+    /// sheet2, ... in the package): a row is in the file when a cell was written in it or its
+    /// height set. Rows go down a sheet in order (constant-memory mode), so a row is counted
+    /// when it differs from the sheet's last.
+    final class RowTally {
+        private(set) var worksheets: [UnsafeMutablePointer<lxw_worksheet>] = []
+        private(set) var rows: [Int] = []
+        private var last: [UInt32] = []
+        private var current = -1
+
+        func add(_ ws: UnsafeMutablePointer<lxw_worksheet>) {
+            worksheets.append(ws)
+            rows.append(0)
+            last.append(.max)
+            current = worksheets.count - 1
+        }
+
+        func touch(_ ws: UnsafeMutablePointer<lxw_worksheet>, _ row: UInt32) {
+            if current < 0 || worksheets[current] != ws {
+                guard let i = worksheets.lastIndex(of: ws) else { return }
+                current = i
+            }
+            if last[current] != row {
+                last[current] = row
+                rows[current] += 1
+            }
+        }
     }
 
     /// libxlsxwriter writes the package's dates (`docProps/core.xml`) through `gmtime()`, whose
@@ -244,12 +294,13 @@ public enum XLSXWriter {
     }
 
     static func writeSheet(_ sheet: SheetModel, _ firstSheet: UnsafeMutablePointer<lxw_worksheet>, _ wb: UnsafeMutablePointer<lxw_workbook>,
-                           _ f: Formats, _ path: String, lastRow maxRow: UInt32, header: String) throws {
+                           _ f: Formats, _ path: String, lastRow maxRow: UInt32, header: String, tally: RowTally) throws {
         var ws = firstSheet
         let widths = setUp(ws, sheet, header: header)
         var part = 1
         var row: UInt32 = 0
         worksheet_write_string(ws, row, 0, XMLText.safe(sheet.title), f.title)
+        tally.touch(ws, row)
         row += 1
         // Each note wraps within the columns the sheet's tables use (merged across them, as
         // high as its text needs): unwrapped, a long note ran past the last column and was cut
@@ -261,6 +312,7 @@ public enum XLSXWriter {
             let text = XMLText.safe(line)
             let lines = max(1, (text.count + perLine - 1) / perLine)
             worksheet_set_row(ws, row, Double(15 * lines), nil)
+            tally.touch(ws, row)
             if span > 1 {
                 worksheet_merge_range(ws, row, 0, row, lxw_col_t(span - 1), text, f.subtitle)
             } else {
@@ -275,11 +327,13 @@ public enum XLSXWriter {
             if ti > 0 { row += 1 }
             if let heading = table.heading {
                 worksheet_write_string(ws, row, 0, XMLText.safe(heading), f.section)
+                tally.touch(ws, row)
                 row += 1
             }
             var headerRow = row
             // Two lines high, so wrapped column titles stay readable.
             worksheet_set_row(ws, row, 30, nil)
+            tally.touch(ws, row)
             for (i, c) in table.columns.enumerated() {
                 let right = c.kind == .money || c.kind == .integer
                 worksheet_write_string(ws, row, lxw_col_t(i), XMLText.safe(c.title), right ? f.headerRight : f.header)
@@ -312,9 +366,12 @@ public enum XLSXWriter {
                         throw WriteError(message: "\(path): cannot add sheet \(name)")
                     }
                     ws = next
+                    tally.add(ws)
                     setUp(ws, sheet, header: header)
                     worksheet_write_string(ws, 0, 0, XMLText.safe("\(sheet.title) (continued, part \(part))"), f.title)
+                    tally.touch(ws, 0)
                     worksheet_set_row(ws, 2, 30, nil)
+                    tally.touch(ws, 2)
                     for (i, c) in table.columns.enumerated() {
                         let right = c.kind == .money || c.kind == .integer
                         worksheet_write_string(ws, 2, lxw_col_t(i), XMLText.safe(c.title), right ? f.headerRight : f.header)
@@ -334,7 +391,7 @@ public enum XLSXWriter {
                     for (i, cell) in r.cells.enumerated() where i < widths.count && widths[i] >= Self.wrapFromWidth {
                         if case .text(let s) = cell { lines = max(lines, Self.lines(s, width: widths[i])) }
                     }
-                    if lines > 1 { worksheet_set_row(ws, row, Double(15 * min(lines, 20)), nil) }
+                    if lines > 1 { worksheet_set_row(ws, row, Double(15 * min(lines, 20)), nil); tally.touch(ws, row) }
                 }
                 if total && !previousWasTotal && ti == 0 && !table.columns.isEmpty {
                     // Set while the row above is still the one being written: in constant-memory
@@ -343,12 +400,15 @@ public enum XLSXWriter {
                 }
                 previousWasTotal = total
                 if !total { lastBeforeTotals = row }
+                var wrote = false
                 for (i, cell) in r.cells.enumerated() {
                     let col = lxw_col_t(i)
                     let cf = i < columnFormats.count ? columnFormats[i] : otherFormats
+                    if case .empty = cell, !total { continue }
+                    wrote = true
                     switch cell {
                     case .empty:
-                        if total { worksheet_write_blank(ws, row, col, f.totalText) }
+                        worksheet_write_blank(ws, row, col, f.totalText)
                     case .text(let s):
                         let wraps = lines > 1 && i < widths.count && widths[i] >= Self.wrapFromWidth && Self.lines(s, width: widths[i]) > 1
                         worksheet_write_string(ws, row, col, XMLText.safe(s), total ? f.totalText : (r.style == .section ? f.section : (wraps ? f.wrappedText : f.text)))
@@ -362,6 +422,7 @@ public enum XLSXWriter {
                         worksheet_write_number(ws, row, col, cellNumber(Int64(day.daysSinceEpoch + 25_569), decimals: 0), cf.date())
                     }
                 }
+                if wrote { tally.touch(ws, row) }
                 row += 1
                 CrashPoint.tick("write:rows", every: 200)
             }

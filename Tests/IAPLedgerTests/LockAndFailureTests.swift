@@ -411,6 +411,36 @@ final class LockAndFailureTests: XCTestCase {
         XCTAssertTrue(try ws.run("2026-11-04").setsMissing.isEmpty, "written since: nothing said")
     }
 
+    /// A workbook libxlsxwriter packaged with a part cut short (it stages each sheet in a temp
+    /// file and does not check those writes: a full disk gave empty or cut-short parts, exit 0,
+    /// registered as the night's) is found before it is put in place: the night fails naming
+    /// it, nothing of it is under reports/ or registered, and `report --as-of` writes it whole.
+    func testAWorkbookPackagedIncompleteIsNeverPutInPlace() throws {
+        try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("F2", purchased: "2026-10-05T10:00:00Z")]) + "\n")
+        XLSXWriter.afterPackaging = { path in
+            guard (path as NSString).lastPathComponent.hasPrefix("finance-2026-10-07.xlsx") else { return }
+            try? XLSXCheckTests.rewrite(URL(fileURLWithPath: path)) { name, data in
+                name == "xl/worksheets/sheet3.xml" ? data.prefix(data.count / 2) : data
+            }
+        }
+        defer { XLSXWriter.afterPackaging = nil }
+        XCTAssertThrowsError(try ws.run("2026-10-07")) {
+            XCTAssertTrue($0 is WorkbooksNotWritten, "\($0)")
+            XCTAssertTrue("\($0)".contains("finance-2026-10-07.xlsx"), "\($0)")
+            XCTAssertTrue("\($0)".contains("the workbook came out incomplete (its part xl/worksheets/sheet3.xml is cut short: it does not end with </worksheet>): is the disk full? Nothing was put in place"), "\($0)")
+        }
+        XLSXWriter.afterPackaging = nil
+        let finance = ws.root.appendingPathComponent("reports/2026-10-07/finance-2026-10-07.xlsx")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: finance.path))
+        let registered = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path, readOnly: true).read {
+            try $0.rawRows("SELECT path FROM report_file WHERE path LIKE '%finance-2026-10-07.xlsx'") }
+        XCTAssertEqual(registered, [])
+        XCTAssertTrue(try FileManager.default.contentsOfDirectory(atPath: ws.root.appendingPathComponent(".iapledger-tmp").path)
+            .filter { $0.hasPrefix("finance") }.isEmpty, "the cut workbook is not left in the temp folder")
+        _ = try PeriodReport.write(workspace: ws.workspace, asOf: Day(iso: "2026-10-07")!)
+        XCTAssertEqual(try XLSXReader.sheets(finance)["Journal"]?.contains { $0.contains("F2") }, true)
+    }
+
     /// `report`'s note on a file written again counts the nights run since the version before
     /// it: a night whose workbooks all failed (so registered none) ran before a report, not
     /// since it (it was counted at every later report, hiding a layout change as the cause).
