@@ -18,6 +18,13 @@ public enum Currency {
         "LAK": 2, "MMK": 2, "NPR": 2, "UZS": 2, "TJS": 2, "KGS": 2, "MDL": 2, "MKD": 2,
         "ALL": 2, "RSD": 2, "BAM": 2, "HRK": 2, "FJD": 2, "PGK": 2, "WST": 2, "TOP": 2,
         "SBD": 2, "MVR": 2, "SCR": 2, "CVE": 2, "GMD": 2, "LRD": 2, "SLL": 2, "MWK": 2,
+        // The rest of ISO 4217's current list (BIF, MGA and MRU stopped a night whose rules
+        // named them). Not the funds codes and units of account (CLF, UYW: four decimals).
+        "AFN": 2, "ANG": 2, "AWG": 2, "BBD": 2, "BIF": 0, "BMD": 2, "BSD": 2, "BTN": 2,
+        "BZD": 2, "CDF": 2, "CUP": 2, "ERN": 2, "FKP": 2, "GIP": 2, "GYD": 2, "HTG": 2,
+        "IRR": 2, "KPW": 2, "KYD": 2, "LBP": 2, "LSL": 2, "MGA": 2, "MRU": 2, "SDG": 2,
+        "SHP": 2, "SLE": 2, "SOS": 2, "SRD": 2, "SSP": 2, "STN": 2, "SVC": 2, "SYP": 2,
+        "SZL": 2, "TMT": 2, "VES": 2, "XCG": 2, "YER": 2, "ZWG": 2, "ZWL": 2,
     ]
 
     /// The exponent of `code`, or nil for a currency iapledger does not know (upper case only:

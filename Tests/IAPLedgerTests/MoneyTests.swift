@@ -36,6 +36,11 @@ final class MoneyTests: XCTestCase {
         XCTAssertEqual(Currency.format(minor: -1230, currency: "USD"), "-12.30")
         XCTAssertEqual(Currency.format(minor: 300, currency: "KWD"), "0.300")
         XCTAssertEqual(Currency.format(minor: 1500, currency: "KRW"), "1500")
+        // ISO 4217's whole current list is known (a storefront in BIF stopped the night).
+        XCTAssertEqual(Currency.exponent("BIF"), 0)
+        XCTAssertEqual(Currency.exponent("MGA"), 2)
+        XCTAssertEqual(Currency.exponent("MRU"), 2)
+        XCTAssertNil(Currency.exponent("CLF"), "a unit of account of four decimals, no sales currency")
     }
 
     func testDaysAndMonths() {

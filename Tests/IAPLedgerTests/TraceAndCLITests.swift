@@ -734,7 +734,7 @@ final class TraceAndCLITests: XCTestCase {
         let next = try cli(["run", "--workspace", ws.root.path, "--as-of", "2026-11-05", "--no-progress"])
         XCTAssertEqual(next.status, 0, next.err)
         XCTAssertTrue(next.out.contains("  records: 1 new: 1 verified, 0 pending, 0 rejected; 0 already read\n"
-                                        + "  entries posted: 13 (12 sales, of them 11 that waited for a rule on an earlier night; 1 refund)\n"), next.out)
+                                        + "  entries posted: 13 (12 sales, of them 11 that waited for a rule on an earlier night, 12 booked at default_storefront (production; no storefront of their own, no order naming one); 1 refund)\n"), next.out)
     }
 
     /// A reason quotes what it refuses as it was read, and a file name is the sender's: an
