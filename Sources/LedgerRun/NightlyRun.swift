@@ -269,7 +269,9 @@ public struct NightlyRun {
                 // size read before: a file grown daily is not read once more for it.
                 if let identity, versions.sizes.contains(identity.sizeBytes),
                    let (sha, _) = try? LineReader.hash(url.path), versions.sha256s.contains(sha) { continue }
-                storedSigned[path] = try w.recordHashes(path: path)
+                // (Not its lines cut short and still open: one that ends now is read again.)
+                let before = try w.recordsReadBefore(path: path)
+                storedSigned[path] = before.hashes.subtracting(before.cut)
             }
             let prepared = PreparedFiles(inputs: inputFiles, workspace: workspace, verifier: verifier,
                                          signedVerifier: signedVerifier, alreadyRead: versionsRead, storedSigned: storedSigned)
@@ -1477,8 +1479,8 @@ struct Ingest {
             throw ReadError.file(url.path, "cannot be read: \(String(cString: strerror(why)))")
         }
         defer { close(fd) }
-        let seen = try writer.recordHashes(path: path)
-        func isNew(_ r: RawRecord) -> Bool { seen.isEmpty || !seen.contains(Hashing.sha256Hex(utf8: r.text)) }
+        let seen = try writer.recordsReadBefore(path: path)
+        func isNew(_ r: RawRecord) -> Bool { seen.isEmpty || !seen.contains(Hashing.sha256Hex(utf8: r.text), unterminated: r.unterminated) }
         var records = 0, fresh = 0
         let first = try LineReader.forEachRecord(url.path, descriptor: fd) { r in
             records += 1
@@ -1492,21 +1494,23 @@ struct Ingest {
         guard records > 0 else { return try empty(input) }
         let fileId = try addFile(input, records: records, fresh: fresh, readBefore: !seen.isEmpty)
         if truncatedPaths == nil { truncatedPaths = try writer.pathsWithOpenTruncatedLines() }
-        let cut = truncatedPaths!.contains(path)
-        var whole: [Int] = []
+        // Lines earlier versions ended inside, still open: the records whole now where they stood.
+        let cuts = truncatedPaths!.contains(path) ? try writer.openCuts(path: path, otherThan: input.sha256) : []
+        let cutLines = Set(cuts.flatMap { Array($0.spanned) })
+        var whole: [(line: Int, text: Substring)] = []
         var part: [RawRecord] = []
         func store() throws {
             guard !part.isEmpty else { return }
             if signed {
                 guard let signedVerifier else { throw ReadError.file(url.path, "signed data read with no verifier") }
                 for p in PreparedFile.withTexts(part.map { PreparedFile.PreparedSigned($0, fileExtension: ext, verifier: signedVerifier, stored: []) }) {
-                    if cut && Self.isWhole(p) { whole.append(p.record.line) }
+                    if cutLines.contains(p.record.line) && Self.isWhole(p) { whole.append((p.record.line, p.record.text)) }
                     try signedRecord(p, fileId: fileId, path: path)
                 }
             } else {
                 for p in PreparedFile.withTexts(part.map { PreparedFile.prepareReceipt($0, path: path, verifier: verifier) }) {
                     counts.read += 1
-                    if cut && Self.isWhole(p) { whole.append(p.record.line) }
+                    if cutLines.contains(p.record.line) && Self.isWhole(p) { whole.append((p.record.line, p.record.text)) }
                     try receipt(p, sha: p.sha256, fileId: fileId, path: path)
                     CrashPoint.tick("verify:receipts", every: 10)
                 }
@@ -1516,10 +1520,10 @@ struct Ingest {
         let second = try LineReader.forEachRecord(url.path, descriptor: fd, limit: first.sizeBytes) { r in
             guard isNew(r) else {
                 // Stored from an earlier version of the file: whole unless cut short (its last line).
-                if cut && (!r.unterminated || (signed
+                if cutLines.contains(r.line) && (!r.unterminated || (signed
                     ? signedVerifier.map { Self.isWhole(PreparedFile.PreparedSigned(r, fileExtension: ext, verifier: $0, stored: [])) } ?? false
                     : Self.isWhole(PreparedFile.prepareReceipt(r, path: path, verifier: verifier)))) {
-                    whole.append(r.line)
+                    whole.append((r.line, Substring(String(r.text))))
                 }
                 return
             }
@@ -1530,7 +1534,7 @@ struct Ingest {
         guard second.sha256 == first.sha256, second.sizeBytes == first.sizeBytes else {
             throw ReadError.file(url.path, "was rewritten while the night read it (read twice, as it has more than \(PreparedFile.linesAboveRecords) records or \(PreparedFile.linesAboveBytes >> 20) MiB; bytes appended are not read until the next night, bytes changed are): nothing of the night was written; run again")
         }
-        if cut && !whole.isEmpty { try writer.resolveTruncatedLines(path: path, sha256: input.sha256, lines: whole.sorted(), runId: runId) }
+        if !cuts.isEmpty && !whole.isEmpty { try writer.settleCuts(cuts, path: path, records: whole, runId: runId) }
     }
 
     /// An orders file too big to hold parsed (`PreparedFile.Body.orderRows`), read through once
@@ -1543,8 +1547,8 @@ struct Ingest {
     mutating func orderRows(_ input: InputFile, _ read: PreparedFile.OrderRowsRead) throws {
         let path = input.path, url = input.url
         Self.readHook?("between", url)
-        let seen = try writer.recordHashes(path: path)
-        func isNew(_ sha: String) -> Bool { seen.isEmpty || !seen.contains(sha) }
+        let seen = try writer.recordsReadBefore(path: path)
+        func isNew(_ sha: String, endsFile: Bool) -> Bool { seen.isEmpty || !seen.contains(sha, unterminated: endsFile) }
         let rewritten = ReadError.file(url.path, "was rewritten while the night read it (read twice, as it is over \(PreparedFile.ordersAboveBytes >> 20) MiB; bytes appended are not read until the next night, bytes changed are): nothing of the night was written; run again")
         // Its path read before: its new rows counted here, against the hashes of those stored
         // (read once more, through the same descriptor, as far as the first read went).
@@ -1552,7 +1556,12 @@ struct Ingest {
         if read.fresh == nil {
             var rows = OrderReader.Rows(path: path)
             let again = try CSVFile.forEachRow(url.path, descriptor: read.file.descriptor, limit: input.sizeBytes) { parsed in
-                if let raw = rows.count(parsed), isNew(Hashing.sha256Hex(utf8: raw)) { fresh += 1 }
+                let endsFile: Bool
+                switch parsed {
+                case .success(let r): endsFile = r.endsFile
+                case .failure(let e): endsFile = e.endsFile
+                }
+                if let raw = rows.count(parsed), isNew(Hashing.sha256Hex(utf8: raw), endsFile: endsFile) { fresh += 1 }
             }
             guard again.sha256 == input.sha256, again.sizeBytes == input.sizeBytes else { throw rewritten }
         }
@@ -1561,8 +1570,9 @@ struct Ingest {
         var file = try OrdersFile(self, input: input, fileId: fileId, resent: resent, header: read.header)
         defer { ordersBroughtBack += file.broughtBack }
         if truncatedPaths == nil { truncatedPaths = try writer.pathsWithOpenTruncatedLines() }
-        let cut = truncatedPaths!.contains(path)
-        var whole: [Int] = []
+        let cuts = truncatedPaths!.contains(path) ? try writer.openCuts(path: path, otherThan: input.sha256) : []
+        let cutLines = Set(cuts.flatMap { Array($0.spanned) })
+        var whole: [(line: Int, text: Substring)] = []
         // Parsed, hashed and compressed on a thread of its own a part at a time, while this one
         // stores the part before (as the preparing threads do for a file read whole).
         let parts = Handoff<OrderPart>(capacity: 2)
@@ -1595,12 +1605,12 @@ struct Ingest {
         defer { parts.cancel(); parts.waitFinished() }
         while let p = try parts.next() {
             for i in p.rows.indices {
-                if cut && !Self.isCut(p.rows[i]) { whole.append(p.rows[i].line) }
-                if isNew(p.hashes[i]) { try orderRow(p.rows[i], raw: p.texts[i], sha: p.hashes[i], file: &file) }
+                if cutLines.contains(p.rows[i].line) && !Self.isCut(p.rows[i]) { whole.append((p.rows[i].line, p.rows[i].raw)) }
+                if isNew(p.hashes[i], endsFile: p.rows[i].endsFile) { try orderRow(p.rows[i], raw: p.texts[i], sha: p.hashes[i], file: &file) }
             }
         }
         guard let (sha, bytes) = second.value, sha == input.sha256, bytes == input.sizeBytes else { throw rewritten }
-        if cut && !whole.isEmpty { try writer.resolveTruncatedLines(path: path, sha256: input.sha256, lines: whole, runId: runId) }
+        if !cuts.isEmpty && !whole.isEmpty { try writer.settleCuts(cuts, path: path, records: whole, runId: runId) }
     }
 
     /// A part of a big orders file's rows, with their hashes and their texts as stored.
@@ -1651,18 +1661,22 @@ struct Ingest {
             }
             // Only so, not by line alone: the next batch written to the same path holds whole
             // records on the same lines, and settled the cut one (its transaction lost).
-            if !records.isEmpty { try writer.resolveCutRecordsOfWholeDocument(path: path, sha256: file.input.sha256, records: records, runId: runId) }
+            if !records.isEmpty { try writer.settleCuts(try writer.openCuts(path: path, otherThan: file.input.sha256), path: path, records: records, runId: runId) }
             return
         }
-        let whole: [Int]
+        // A line file or an orders CSV: the same, a record whole where the cut one stood.
+        let cuts = try writer.openCuts(path: path, otherThan: file.input.sha256)
+        let lines = Set(cuts.flatMap { Array($0.spanned) })
+        let whole: [(line: Int, text: Substring)]
         switch file.body {
-        case .receipts(let records): whole = records.filter(Self.isWhole).map(\.record.line)
-        case .signed(let records): whole = records.filter(Self.isWhole).map(\.record.line)
-        case let .orders(rows, _, _, _, _, _): whole = rows.filter { !Self.isCut($0) }.map(\.line)
-        case .alreadyRead: whole = try writer.wholeLines(path: path, sha256: file.input.sha256)
+        case .receipts(let records): whole = records.filter { lines.contains($0.record.line) && Self.isWhole($0) }.map { ($0.record.line, $0.record.text) }
+        case .signed(let records): whole = records.filter { lines.contains($0.record.line) && Self.isWhole($0) }.map { ($0.record.line, $0.record.text) }
+        case let .orders(rows, _, _, _, _, _): whole = rows.filter { lines.contains($0.line) && !Self.isCut($0) }.map { ($0.line, $0.raw) }
+        case .alreadyRead:
+            whole = try writer.storedRecords(path: path, sha256: file.input.sha256).filter { lines.contains($0.line) }.map { ($0.line, Substring($0.text)) }
         default: whole = []
         }
-        if !whole.isEmpty { try writer.resolveTruncatedLines(path: path, sha256: file.input.sha256, lines: whole, runId: runId) }
+        if !whole.isEmpty { try writer.settleCuts(cuts, path: path, records: whole, runId: runId) }
     }
 
     /// A record read whole (not the file's last line cut short): what settles a line an
@@ -1712,10 +1726,10 @@ struct Ingest {
 
     mutating func orders(_ input: InputFile, rows: [OrderRow], hashes: [String], texts: [RecordText], fileError: Finding?,
                          text: String, header: String?) throws {
-        let seen = try writer.recordHashes(path: input.path)
+        let seen = try writer.recordsReadBefore(path: input.path)
         if let e = fileError { return try refusedOrders(input, e, text: String(text.prefix(4096))) }
         let resent = try writer.fileReadBefore(sha256: input.sha256, otherThan: input.path)
-        let (fileId, fresh) = try addFile(input, hashes: hashes, seen: seen)
+        let (fileId, fresh) = try addFile(input, hashes: hashes, seen: seen) { rows[$0].endsFile }
         var file = try OrdersFile(self, input: input, fileId: fileId, resent: resent, header: header)
         defer { ordersBroughtBack += file.broughtBack }
         for i in fresh { try orderRow(rows[i], raw: texts[i], sha: hashes[i], file: &file) }
@@ -1823,8 +1837,8 @@ struct Ingest {
     }
 
     mutating func receipts(_ input: InputFile, _ records: [PreparedFile.PreparedReceipt]) throws {
-        let seen = try writer.recordHashes(path: input.path)
-        let (fileId, fresh) = try addFile(input, hashes: records.map(\.sha256), seen: seen)
+        let seen = try writer.recordsReadBefore(path: input.path)
+        let (fileId, fresh) = try addFile(input, hashes: records.map(\.sha256), seen: seen) { records[$0].record.unterminated }
         for i in fresh {
             counts.read += 1
             try receipt(records[i], sha: records[i].sha256, fileId: fileId, path: input.path)
@@ -1837,8 +1851,11 @@ struct Ingest {
     /// ledger); the others count as skipped. Positions, not copies: copying a day's parsed
     /// records into new arrays cost the writer's thread more than a tenth of a second per
     /// 100,000 records.
-    mutating func addFile(_ input: InputFile, hashes: [String], seen: Set<String>) throws -> (fileId: Int64, fresh: [Int]) {
-        let fresh = seen.isEmpty ? Array(hashes.indices) : hashes.indices.filter { !seen.contains(hashes[$0]) }
+    /// (`unterminated`: whether the record at a position is the file's last line, with no line
+    /// end after it: a line cut short before and still so is not read again.)
+    mutating func addFile(_ input: InputFile, hashes: [String], seen: RecordsReadBefore,
+                          unterminated: (Int) -> Bool) throws -> (fileId: Int64, fresh: [Int]) {
+        let fresh = seen.isEmpty ? Array(hashes.indices) : hashes.indices.filter { !seen.contains(hashes[$0], unterminated: unterminated($0)) }
         return (try addFile(input, records: hashes.count, fresh: fresh.count, readBefore: !seen.isEmpty), fresh)
     }
 

@@ -38,8 +38,8 @@ extension Ingest {
     /// The records of a signed-data file (a line each, or the elements of a `.json` document),
     /// verified on the preparing thread: only what they bring is written here.
     mutating func signed(_ input: InputFile, records: [PreparedFile.PreparedSigned]) throws {
-        let seen = try writer.recordHashes(path: input.path)
-        let (fileId, fresh) = try addFile(input, hashes: records.map(\.sha256), seen: seen)
+        let seen = try writer.recordsReadBefore(path: input.path)
+        let (fileId, fresh) = try addFile(input, hashes: records.map(\.sha256), seen: seen) { records[$0].record.unterminated }
         for i in fresh { try signedRecord(records[i], fileId: fileId, path: input.path) }
     }
 

@@ -632,8 +632,11 @@ public final class LedgerWriter: LedgerReader {
         try db.cachedStatement(sql: """
             UPDATE source_record INDEXED BY source_record_open SET resolved_run_id = ?, resolved_note = ?
             WHERE outcome <> 'verified' AND outcome = 'rejected' AND resolved_run_id IS NULL
-              AND (reason_code IN ('EMPTY_FILE', 'INVALID_UTF8', 'FILE_TOO_LARGE')
-                   OR (reason_code = 'BAD_CSV' AND record_sha256 = (SELECT f.sha256 FROM source_file f WHERE f.id = file_id)))
+              AND reason_code IN ('EMPTY_FILE', 'INVALID_UTF8', 'FILE_TOO_LARGE', 'BAD_CSV')
+              -- The file's own rejection (it keeps the file's hash), not a line's: a line of a
+              -- JSON Lines file that is not UTF-8 was settled when the file grew, still broken.
+              AND record_sha256 = (SELECT f.sha256 FROM source_file f WHERE f.id = file_id)
+              AND (reason_code = 'BAD_CSV' OR substr(reason, 1, 9) = 'the file ')
               AND file_id IN (SELECT id FROM source_file WHERE path = ? AND id <> ?)
             """).execute(arguments: [runId, note, path, fileId])
         return db.changesCount
@@ -645,27 +648,6 @@ public final class LedgerWriter: LedgerReader {
             SELECT DISTINCT f.path FROM source_record r INDEXED BY source_record_open JOIN source_file f ON f.id = r.file_id
             WHERE r.outcome <> 'verified' AND r.reason_code = 'TRUNCATED' AND r.resolved_run_id IS NULL
             """))
-    }
-
-    /// The lines the version `sha256` of `path`, read before, holds as records not cut short.
-    public func wholeLines(path: String, sha256: String) throws -> [Int] {
-        try Int.fetchAll(db, sql: """
-            SELECT r.line FROM source_record r JOIN source_file f ON f.id = r.file_id
-            WHERE f.path = ? AND f.sha256 = ? AND r.reason_code IS NOT 'TRUNCATED'
-            """, arguments: [path, sha256])
-    }
-
-    /// Resolves the lines earlier versions of `path` ended inside (`TRUNCATED`: no line end
-    /// after them, the file still being written) that this version (`sha256`) holds whole (`lines`).
-    public func resolveTruncatedLines(path: String, sha256: String, lines: [Int], runId: Int64) throws {
-        let list = "[" + lines.map(String.init).joined(separator: ",") + "]"
-        try db.cachedStatement(sql: """
-            UPDATE source_record INDEXED BY source_record_open
-            SET resolved_run_id = ?1, resolved_note = 'line ' || line || ' read again whole in a later version of ' || ?2
-            WHERE outcome <> 'verified' AND outcome = 'rejected' AND reason_code = 'TRUNCATED' AND resolved_run_id IS NULL
-              AND file_id IN (SELECT id FROM source_file WHERE path = ?2 AND sha256 <> ?3)
-              AND line IN (SELECT value FROM json_each(?4))
-            """).execute(arguments: [runId, path, sha256, list])
     }
 
     /// The records stored from the versions of `path` with these bytes (line, text as read), in
@@ -680,40 +662,68 @@ public final class LedgerWriter: LedgerReader {
         }
     }
 
-    /// Resolves the cut records of earlier versions of a JSON document that this version holds
-    /// whole: a cut record is settled by a record of this version (`records`: line, text,
-    /// parsed whole) that starts on a line the cut one spanned (from its first line to the line
-    /// after its last: a cut after an element's comma ended on the line before the next one)
-    /// and whose text begins with what the cut one held (less the array's opening bracket, a
-    /// comma and the blanks around them). A document cut inside its first element was one
-    /// record at its first line, its element now a record of its own line, so no line matched;
-    /// other content at the same place (the path reused for the next batch) settles nothing.
-    public func resolveCutRecordsOfWholeDocument(path: String, sha256: String, records: [(line: Int, text: Substring)], runId: Int64) throws {
-        let open = try Row.fetchAll(db, sql: """
+    /// A record an earlier version of a file ended inside (`TRUNCATED`), still open: the lines
+    /// it spanned (from its first line to the line after its last: a cut after a JSON array
+    /// element's comma ended on the line before the next one) and the bytes it held, compared
+    /// as bytes (not Swift's canonical equivalence: a cut between a letter and its combining
+    /// mark is a prefix of the bytes, not of the characters), less carriage returns (the file
+    /// sent whole with other line ends), the opening bracket of a JSON array, a comma and the
+    /// blanks around them.
+    public struct OpenCut {
+        public let id: Int64
+        public let line: Int
+        public let spanned: ClosedRange<Int>
+        let held: [UInt8]
+    }
+
+    /// The open cut records of the versions of `path` other than `sha256`.
+    public func openCuts(path: String, otherThan sha256: String) throws -> [OpenCut] {
+        try Row.fetchAll(db, sql: """
             SELECT r.id, r.line FROM source_record r INDEXED BY source_record_open
             WHERE r.outcome <> 'verified' AND r.outcome = 'rejected' AND r.reason_code = 'TRUNCATED' AND r.resolved_run_id IS NULL
               AND r.file_id IN (SELECT id FROM source_file WHERE path = ? AND sha256 <> ?)
-            """, arguments: [path, sha256])
-        for row in open {
+            """, arguments: [path, sha256]).compactMap { row in
             let id: Int64 = row[0], line: Int = row[1]
-            guard let cut = try recordText(id) else { continue }
-            let spanned = line...(line + cut.utf8.lazy.filter { $0 == 0x0A }.count + 1)
-            // Compared as bytes (not Swift's canonical equivalence: a cut between a letter and its
-            // combining mark is a prefix of the bytes, not of the characters), carriage returns
-            // left out (the document sent whole with other line ends; JSON holds no raw CR but
-            // as a blank).
+            guard let cut = try recordText(id) else { return nil }
             var held = Array(cut.utf8.filter { $0 != 0x0D })
             let blank: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x0A || $0 == 0x09 }
             held = Array(held.drop { blank($0) || $0 == UInt8(ascii: "[") || $0 == UInt8(ascii: ",") })
             while let last = held.last, blank(last) { held.removeLast() }
+            return OpenCut(id: id, line: line, spanned: line...(line + cut.utf8.lazy.filter { $0 == 0x0A }.count + 1), held: held)
+        }
+    }
+
+    /// Settles each cut record that a record of this version of `path` (`records`: line and
+    /// text of records read whole: a line that ends now, whatever it holds) holds whole: one
+    /// that starts on a line the cut one spanned and whose text begins with what the cut one
+    /// held. Not by line alone: the next batch written to the same path holds whole records on
+    /// the same lines, and settled the cut one (its transaction lost).
+    public func settleCuts(_ cuts: [OpenCut], path: String, records: [(line: Int, text: Substring)], runId: Int64) throws {
+        for cut in cuts {
             guard let whole = records.first(where: { r in
-                spanned.contains(r.line) && r.text.utf8.lazy.filter { $0 != 0x0D }.starts(with: held)
+                cut.spanned.contains(r.line) && r.text.utf8.lazy.filter { $0 != 0x0D }.starts(with: cut.held)
             })?.line else { continue }
             try db.execute(sql: """
                 UPDATE source_record SET resolved_run_id = ?, resolved_note = ?
                 WHERE id = ? AND resolved_run_id IS NULL
-                """, arguments: [runId, "line \(line): its record is whole at line \(whole) of a later version of \(path)", id])
+                """, arguments: [runId, "line \(cut.line): its record is whole at line \(whole) of a later version of \(path)", cut.id])
         }
+    }
+
+    /// Hashes of the records of `path` the ledger has (`recordHashes`), for telling the records
+    /// of a version read before from new ones; and those of its lines cut short and still open:
+    /// such a line with its line end after it now (the file went on past it as it stood) is
+    /// read again as the record it is now (rejected for what it is, if not whole), not skipped
+    /// as read: a cut line later ended as it was was settled with nothing open for it.
+    public func recordsReadBefore(path: String) throws -> RecordsReadBefore {
+        let hashes = try recordHashes(path: path)
+        guard !hashes.isEmpty else { return RecordsReadBefore(hashes: [], cut: []) }
+        let cut = Set(try String.fetchAll(db.cachedStatement(sql: """
+            SELECT r.record_sha256 FROM source_record r INDEXED BY source_record_open JOIN source_file f ON f.id = r.file_id
+            WHERE r.outcome <> 'verified' AND r.outcome = 'rejected' AND r.reason_code = 'TRUNCATED' AND r.resolved_run_id IS NULL
+              AND f.path = ?
+            """), arguments: [path]))
+        return RecordsReadBefore(hashes: hashes, cut: cut)
     }
 
     private func loadUnverifiedIds() throws -> Set<String> {
@@ -1248,6 +1258,21 @@ extension JSONEncoder {
 
 /// The versions of one input path read so far: their SHA-256, and the identity on disk of
 /// each version when it was read (`stat_key`, mapped to its SHA-256).
+/// The records of a path read before (`LedgerWriter.recordsReadBefore`).
+public struct RecordsReadBefore: Sendable {
+    public let hashes: Set<String>
+    /// Of them, the lines cut short still open.
+    public let cut: Set<String>
+    /// Whether the path was read before.
+    public var isEmpty: Bool { hashes.isEmpty }
+
+    /// Whether a record of these bytes was read before: not a cut line that ends now
+    /// (`unterminated` false), which is read again as what it is now.
+    public func contains(_ sha256: String, unterminated: Bool) -> Bool {
+        hashes.contains(sha256) && (unterminated || !cut.contains(sha256))
+    }
+}
+
 public struct FileVersions {
     public var sha256s: Set<String> = []
     /// The bytes of the version read last (a file whose bytes are an earlier version's was

@@ -884,7 +884,7 @@ final class HostileInputTests: XCTestCase {
             SELECT f.path, r.resolved_note FROM source_record r JOIN source_file f ON f.id = r.file_id
             WHERE r.reason_code = 'TRUNCATED' AND r.resolved_run_id IS NOT NULL ORDER BY f.path
             """) }, [["inbox/orders/o.csv", "order ord-82 read again from inbox/orders/o.csv:3"],
-                     ["inbox/receipts/r.jsonl", "line 2 read again whole in a later version of inbox/receipts/r.jsonl"]])
+                     ["inbox/receipts/r.jsonl", "line 2: its record is whole at line 2 of a later version of inbox/receipts/r.jsonl"]])
         XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT count(*) FROM entry") }, [["2"]])
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
 
@@ -905,6 +905,56 @@ final class HostileInputTests: XCTestCase {
         try ws.run("2026-11-10")
         XCTAssertEqual(try records("inbox/orders/q.csv").map(\.code), ["BAD_ORDER"])
         XCTAssertEqual(try records("inbox/receipts/s.jsonl").map(\.code), ["MALFORMED"])
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+    }
+
+    /// Lines that stay broken stay open when their file grows, whatever else the file gains:
+    /// a line that is not UTF-8 (it was settled as if the whole file had been refused); a line
+    /// cut short that the file then ends as it was, with a line end or more records after it
+    /// (settled by line number alone, with nothing open for it: now read again, rejected for
+    /// what it is); and a cut line where the next batch, written to the same path, holds another
+    /// record (settled by that record, its transaction never accounted for).
+    func testBrokenLinesStayOpenWhenTheirFileGrows() throws {
+        let good = { (id: String) in Receipt.response([Receipt.item(id, purchased: "2026-11-05T10:00:00Z")]) }
+        // Not UTF-8 mid-line, then a record appended.
+        var bad = Data((good("7401") + "\n").utf8)
+        bad.append(Data("{\"status\": 0, \"x\": \"".utf8) + Data([0xFF]) + Data("\"}\n".utf8))
+        try ws.writeData("inbox/receipts/u.jsonl", bad)
+        // Cut short, then ended as it was, a record after it.
+        let cut = String(good("7412").prefix(60))
+        try ws.write("inbox/receipts/c.jsonl", good("7411") + "\n" + cut)
+        // Cut short, then ended as it was with a line end alone.
+        try ws.write("inbox/receipts/e.jsonl", good("7421") + "\n" + String(good("7422").prefix(50)))
+        // Cut short past its transaction id, then the path reused for the next batch (a cut
+        // before anything that tells the records apart is settled by any: it held nothing more).
+        let other = good("7432"), idEnd = other.range(of: "7432")!.upperBound
+        try ws.write("inbox/receipts/b.jsonl", good("7431") + "\n" + String(other[..<idEnd]))
+        try ws.run("2026-11-06")
+        func open() throws -> [[String]] {
+            try ledger().read { try $0.rawRows("""
+                SELECT f.path, r.line, r.reason_code FROM source_record r JOIN source_file f ON f.id = r.file_id
+                WHERE r.outcome <> 'verified' AND r.resolved_run_id IS NULL ORDER BY f.path, r.line, r.id
+                """) }
+        }
+        XCTAssertEqual(try open(), [["inbox/receipts/b.jsonl", "2", "TRUNCATED"], ["inbox/receipts/c.jsonl", "2", "TRUNCATED"],
+                                    ["inbox/receipts/e.jsonl", "2", "TRUNCATED"], ["inbox/receipts/u.jsonl", "2", "INVALID_UTF8"]])
+
+        bad.append(Data((good("7402") + "\n").utf8))
+        try ws.writeData("inbox/receipts/u.jsonl", bad)
+        try ws.write("inbox/receipts/c.jsonl", good("7411") + "\n" + cut + "\n" + good("7413") + "\n")
+        try ws.write("inbox/receipts/e.jsonl", good("7421") + "\n" + String(good("7422").prefix(50)) + "\n")
+        try ws.write("inbox/receipts/b.jsonl", good("7433") + "\n" + good("7434") + "\n")
+        let night = try ws.run("2026-11-07")
+        XCTAssertEqual(try open(), [["inbox/receipts/b.jsonl", "2", "TRUNCATED"], ["inbox/receipts/c.jsonl", "2", "MALFORMED"],
+                                    ["inbox/receipts/e.jsonl", "2", "MALFORMED"], ["inbox/receipts/u.jsonl", "2", "INVALID_UTF8"]],
+                       "the lines that end now as they were are read again, refused for what they are; the others stay as they were")
+        XCTAssertEqual(night.recordsSettled, 2, "the two cut lines, by the records they are now")
+        XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT transaction_id FROM entry ORDER BY transaction_id") }.map { $0[0] },
+                       ["7401", "7402", "7411", "7413", "7421", "7431", "7433", "7434"])
+        // Nothing more the night after: the lines read again are not read a third time.
+        try ws.run("2026-11-08")
+        XCTAssertEqual(try open().count, 4)
+        XCTAssertEqual(try records("inbox/receipts/c.jsonl").filter { $0.line == 2 }.map(\.code), ["TRUNCATED", "MALFORMED"])
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
     }
 

@@ -1090,7 +1090,7 @@ final class SignedIngestTests: XCTestCase {
         try ws.write("inbox/signed/day.jws", a + "\n" + b)
         try ws.run("2023-11-21")
         XCTAssertEqual(try rows("SELECT line, outcome, reason_code, resolved_note FROM source_record WHERE reason_code = 'TRUNCATED'"),
-                       [["2", "rejected", "TRUNCATED", "line 2 read again whole in a later version of inbox/signed/day.jws"]])
+                       [["2", "rejected", "TRUNCATED", "line 2: its record is whole at line 2 of a later version of inbox/signed/day.jws"]])
         XCTAssertEqual(try rows("SELECT count(*) FROM entry WHERE transaction_id IN ('9081', '9082')"), [["2"]])
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
     }

@@ -98,6 +98,12 @@ struct TestWorkspace {
         try Data(text.utf8).write(to: url)
     }
 
+    func writeData(_ relative: String, _ data: Data) throws {
+        let url = root.appendingPathComponent(relative)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try data.write(to: url)
+    }
+
     func append(_ relative: String, _ text: String) throws {
         let url = root.appendingPathComponent(relative)
         let h = try FileHandle(forWritingTo: url)
