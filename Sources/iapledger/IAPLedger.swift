@@ -509,7 +509,20 @@ struct Dismiss: ParsableCommand {
                 guard let colon = text.firstIndex(of: ":"), colon != text.startIndex else {
                     throw ValidationError("--finding must be CODE:TRANSACTION (PRICE_MISMATCH:2000000375872989), got \"\(TerminalText.visible(text))\"")
                 }
-                return (String(text[..<colon]), String(text[text.index(after: colon)...]))
+                let code = String(text[..<colon])
+                // A code that is not one finance dismisses (a typo, or one the nights resolve): a
+                // value not among those allowed, refused as the parse refuses one (exit 64).
+                if !LedgerRun.Dismiss.dismissableFindings.contains(code) {
+                    throw ValidationError("--finding \(TerminalText.visible(text)): "
+                        + (LedgerRun.Dismiss.selfResolvingFindingCodes.contains(code)
+                           ? "\(code) is resolved by the nights themselves, when what it waits for arrives (a rule, an order, a refund, a date): add it instead"
+                           : "no such finding code; those finance may dismiss once booked are \(LedgerRun.Dismiss.dismissableFindingCodes.joined(separator: ", "))"))
+                }
+                return (code, String(text[text.index(after: colon)...]))
+            }
+            // Lines are counted from 1 (a line 0 named no record, said as one not pending).
+            if let zero = records.first(where: { $0.hasSuffix(":0") && !$0.hasSuffix("::0") }) {
+                throw ValidationError("\(TerminalText.visible(zero)): lines are counted from 1")
             }
             let workspace = Workspace(ws.url)
             let result = try LedgerRun.Dismiss.dismiss(records.map { LedgerRun.Dismiss.Target($0, workspace: workspace) }, findings: findingTargets, workspace: workspace,

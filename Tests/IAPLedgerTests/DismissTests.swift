@@ -122,6 +122,15 @@ final class DismissTests: XCTestCase {
         let missing = try Resilience.cli(["dismiss", "inbox/receipts/r.jsonl:9", "--reason", "x", "--workspace", ws.root.path])
         XCTAssertEqual(missing.status, 1)
         XCTAssertTrue(missing.err.contains("inbox/receipts/r.jsonl:9: no record of it is pending or rejected in the ledger"), missing.err)
+        // Values not among those allowed exit 64, as the parse's own refusals do: a line 0, a
+        // finding code no night opens or one the nights resolve themselves.
+        for (args, said) in [(["inbox/receipts/r.jsonl:0"], "inbox/receipts/r.jsonl:0: lines are counted from 1"),
+                             (["--finding", "price_mismatch:1"], "--finding price_mismatch:1: no such finding code; those finance may dismiss once booked are PRICE_MISMATCH, "),
+                             (["--finding", "MISSING_RULE:1"], "--finding MISSING_RULE:1: MISSING_RULE is resolved by the nights themselves")] {
+            let refused = try Resilience.cli(["dismiss"] + args + ["--reason", "x", "--workspace", ws.root.path])
+            XCTAssertEqual(refused.status, 64, "\(args)")
+            XCTAssertTrue(refused.err.hasPrefix("Error: " + said), refused.err)
+        }
         let empty = try Resilience.cli(["dismiss", "inbox/receipts/r.jsonl:1", "--reason", " ", "--workspace", ws.root.path])
         XCTAssertNotEqual(empty.status, 0)
         let done = try Resilience.cli(["dismiss", "inbox/receipts/r.jsonl:1", "--reason", "test data", "--by", "carol", "--workspace", ws.root.path])
