@@ -2031,7 +2031,16 @@ struct Ingest {
                 } : nil
                 // Another environment: the ledger holds one transaction per id, so a purchase of
                 // this record's book under an id the other book holds is in none of its figures.
+                // A production transaction taken from an unsigned receipt that Apple's signed data
+                // calls sandbox: the production book may hold a test purchase, said on its Run
+                // Info (`findingBook`), not as test data on the sandbox one.
+                var signedSaysSandbox = false
+                if e.book == .production && t.book == .sandbox {
+                    signedSaysSandbox = try writer.recordKind(recordId) == "signed" && writer.recordKind(existing.firstRecordId) != "signed"
+                }
                 let otherBook = e.book == t.book ? ""
+                    : signedSaysSandbox
+                    ? "; so the production book holds a purchase Apple's signed data calls sandbox, on the word of its first source, an unsigned receipt: if it is a test purchase, reverse it by hand"
                     : "; so this \(t.book.rawValue) purchase is in no \(t.book.rawValue) figure (the ledger holds one transaction per id, in the \(e.book.rawValue) book)"
                       + (t.book == .production ? ": if it is real, book it by hand" : ": a test purchase, nothing to book")
                 try writer.openFinding(code: "TRANSACTION_CONFLICT", transactionId: t.transactionId, recordId: recordId,

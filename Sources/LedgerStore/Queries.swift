@@ -379,10 +379,20 @@ extension LedgerReader {
     /// TRANSACTION_CONFLICT is the book of the record that was not taken first: a production
     /// purchase whose id a sandbox transaction holds is in no production figure, so it is said
     /// on the production Run Info (it was on the sandbox one), and test data contradicting a
-    /// production transaction on the sandbox one.
+    /// production transaction on the sandbox one; but Apple's signed data calling sandbox a
+    /// production transaction taken from an unsigned receipt on the production one: that book
+    /// may hold a test purchase.
     static let findingBook = """
-        CASE WHEN f.code = 'TRANSACTION_CONFLICT' THEN ifnull(\(recordBook), \(transactionBook))
+        CASE WHEN f.code = 'TRANSACTION_CONFLICT' THEN
+                  CASE WHEN \(recordBook) = 'sandbox' AND \(transactionBook) = 'production' AND \(recordKind) = 'signed'
+                            AND \(firstSourceKind) <> 'signed'
+                       THEN 'production' ELSE ifnull(\(recordBook), \(transactionBook)) END
              ELSE ifnull(\(transactionBook), \(recordBook)) END
+        """
+    static let recordKind = "(SELECT sf.kind FROM source_record r JOIN source_file sf ON sf.id = r.file_id WHERE r.id = f.record_id)"
+    static let firstSourceKind = """
+        (SELECT sf.kind FROM store_transaction t JOIN source_record r ON r.id = t.first_record_id JOIN source_file sf ON sf.id = r.file_id
+         WHERE t.transaction_id = f.transaction_id)
         """
     static let transactionBook = "(SELECT t.book FROM store_transaction t WHERE t.transaction_id = f.transaction_id)"
     static let recordBook = """

@@ -1170,6 +1170,24 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertTrue(r.ok, "\(r.problems)")
     }
 
+    /// Apple's signed data calling sandbox a transaction the production book holds from an
+    /// unsigned receipt: the production book may hold a test purchase, said on its Run Info
+    /// (it was on the sandbox one, "a test purchase, nothing to book", while the production
+    /// figures held the sale). A receipt contradicting a receipt stays test data's.
+    func testSignedDataCallingAProductionReceiptSaleSandboxIsTheProductionBooks() throws {
+        try ws.write("inbox/receipts/p.jsonl", Receipt.response([Receipt.item("9048", product: "com.example.product", purchased: "2023-11-13T22:13:20Z")],
+                                                                bundle: "com.example") + "\n")
+        try ws.run("2023-11-16")
+        XCTAssertEqual(try rows("SELECT book FROM entry WHERE transaction_id = '9048'"), [["production"]])
+        try ws.write("inbox/signed/s.jws", try transaction("9048", environment: "Sandbox") + "\n")
+        try ws.run("2023-11-17")
+        let day = Day(iso: "2023-11-17")!
+        let production = try ledger().read { try $0.findingsOpen(on: day, book: "production", limit: 10) }.rows
+        XCTAssertEqual(production.map { "\($0.code) \($0.transactionId ?? "")" }, ["TRANSACTION_CONFLICT 9048"])
+        XCTAssertTrue(production[0].message.hasSuffix("so the production book holds a purchase Apple's signed data calls sandbox, on the word of its first source, an unsigned receipt: if it is a test purchase, reverse it by hand"), production[0].message)
+        XCTAssertEqual(try ledger().read { try $0.findingsOpen(on: day, book: "sandbox", limit: 10) }.rows.map(\.code), [])
+    }
+
     /// A REFUND_REVERSED whose transaction gives a posted receipt sale its storefront and price
     /// (said: SIGNED_AFTER_POSTING) agrees with it, and asks for its reversal; `verify` takes the
     /// request as asked (judging the notification by its own stricter comparison, it called it
