@@ -174,6 +174,7 @@ public struct NightlyRun {
         // A ledger changed by hand is not built on: what was changed would be carried into
         // every later night's books.
         try ledger.refuseWhenChangedByHand("a night")
+        try workspace.refuseLedgerOlderThanReports(ledger)
         // Nights go forward: a run dated before the last one would age exceptions backwards and
         // could date entries after its own as-of date. The same date again is a re-run.
         if let last = try ledger.read({ try $0.lastAsOf() }), asOf < last {

@@ -93,6 +93,24 @@ public struct Workspace {
         return ledger
     }
 
+    /// A ledger older than the workbooks under `reports/` (a backup restored over the latest
+    /// ledger: its last night is before the latest set the nights wrote) is refused before
+    /// anything is read: built on, it numbered its next night as the lost one, wrote other
+    /// workbooks under dates already written, disowned the genuine ones (`verify --workbook`),
+    /// and lost the dismissals and closes made since, all with exit 0.
+    func refuseLedgerOlderThanReports(_ ledger: Ledger) throws {
+        guard let newest = earlierSets().last else { return }
+        let last = try ledger.read { try $0.lastAsOf() }
+        if let last, newest <= last { return }
+        let dates = earlierSets().filter { last == nil || $0 > last! }
+        throw StoreError(message: "\(ledgerURL(try loadConfig()).path): the ledger's last night is "
+            + (last.map { "as of \($0)" } ?? "none (it holds no night)")
+            + ", but reports/ holds the workbooks of \(dates.count) later \(dates.count == 1 ? "date" : "dates") (\(dates.first!)"
+            + (dates.count > 1 ? " to \(dates.last!)" : "") + ") that a later ledger wrote: an older copy of the ledger restored? "
+            + "Nothing was read or written. Put the latest ledger back; to go on from this one (the nights since are lost: "
+            + "their inbox files are read again), move those folders of reports/ aside first")
+    }
+
     /// Stops when `reporting_currency` is not the one the ledger's entries were posted in:
     /// every stored reporting amount would be relabelled, not converted, and totals would mix.
     func checkReportingCurrency(_ config: WorkspaceConfig, _ ledger: Ledger) throws {

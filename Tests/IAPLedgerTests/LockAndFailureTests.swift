@@ -39,6 +39,25 @@ final class LockAndFailureTests: XCTestCase {
         XCTAssertEqual(try ws.run("2026-10-07").counts.entriesPosted, 1, "the lock is free again")
     }
 
+    /// An older copy of the ledger restored over the latest (its last night before the sets
+    /// reports/ holds): refused before anything is read, the ledger as it was (built on, it
+    /// numbered its next night as the lost one, wrote other workbooks under dates written,
+    /// disowned the genuine ones, exit 0); with the later sets moved aside, the night runs.
+    func testALedgerOlderThanTheWorkbooksIsRefused() throws {
+        try ws.write("inbox/receipts/a.jsonl", Receipt.response([Receipt.item("5101", purchased: "2026-10-06T10:00:00Z")]) + "\n")
+        let (db, before) = try firstNight()
+        try ws.write("inbox/receipts/b.jsonl", Receipt.response([Receipt.item("5102", purchased: "2026-10-09T10:00:00Z")]) + "\n")
+        try ws.run("2026-10-10")
+        try before.write(to: db)
+        XCTAssertThrowsError(try ws.run("2026-10-12")) { error in
+            XCTAssertTrue("\(error)".hasSuffix("ledger.sqlite: the ledger's last night is as of 2026-10-07, but reports/ holds the workbooks of 1 later date (2026-10-10) that a later ledger wrote: an older copy of the ledger restored? Nothing was read or written. Put the latest ledger back; to go on from this one (the nights since are lost: their inbox files are read again), move those folders of reports/ aside first"), "\(error)")
+        }
+        XCTAssertEqual(try Data(contentsOf: db), before, "nothing written")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: ws.root.appendingPathComponent("reports/2026-10-12").path))
+        try FileManager.default.moveItem(at: ws.root.appendingPathComponent("reports/2026-10-10"), to: ws.root.appendingPathComponent("reports-aside"))
+        XCTAssertEqual(try ws.run("2026-10-12").counts.entriesPosted, 1, "5102, read again")
+    }
+
     /// A ledger gone (moved, misspelt in `database`, on a share not mounted) where reports/
     /// holds earlier nights' workbooks: a new ledger would have been started from nothing and
     /// written over the month-end sets. Refused, nothing written; with reports/ moved aside
