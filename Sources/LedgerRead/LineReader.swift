@@ -94,7 +94,7 @@ public enum LineReader {
 
         /// Returns whether the line was a record (not blank).
         @discardableResult
-        func finishLine() throws -> Bool {
+        func finishLine(last: Bool = false) throws -> Bool {
             lineNo += 1
             defer { line.removeAll(keepingCapacity: line.capacity <= 1 << 20); lineLength = 0 }
             if lineLength > maxRecordBytes {
@@ -105,6 +105,11 @@ public enum LineReader {
             if line.last == 0x0D { line.removeLast() }
             if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return false }
             if let text = line.withUnsafeBufferPointer(UTF8Text.string) {
+                try emit(RawRecord(line: lineNo, text: Substring(text)))
+            } else if last, let cut = Self.droppingCutCharacter(line), let text = cut.withUnsafeBufferPointer(UTF8Text.string) {
+                // The file ends inside a character of its last line (still being written): the
+                // line as far as its last whole character, cut short (TRUNCATED, settled when
+                // the file holds it whole), not a line that is no UTF-8, which nothing settled.
                 try emit(RawRecord(line: lineNo, text: Substring(text)))
             } else {
                 let digest = Hashing.sha256Hex(line)
@@ -145,10 +150,22 @@ public enum LineReader {
             // The file ends inside this line (no line end after it): marked, unless it ends in a
             // CR (a classic Mac line end).
             let endsInCR = line.last == 0x0D
-            if try finishLine(), !endsInCR { held?.unterminated = true }
+            if try finishLine(last: !endsInCR), !endsInCR { held?.unterminated = true }
         }
         if let last = held { try body(last) }
         return (sha, size)
+    }
+
+    /// `bytes` without the start of a UTF-8 character they end inside (a lead byte and fewer
+    /// continuation bytes than it announces), or nil when they end on a whole character.
+    static func droppingCutCharacter(_ bytes: [UInt8]) -> [UInt8]? {
+        var i = bytes.count - 1, continuation = 0
+        while i >= 0, continuation < 3, bytes[i] & 0xC0 == 0x80 { continuation += 1; i -= 1 }
+        guard i >= 0 else { return nil }
+        let lead = bytes[i]
+        let length = lead & 0xE0 == 0xC0 ? 2 : lead & 0xF0 == 0xE0 ? 3 : lead & 0xF8 == 0xF0 ? 4 : 0
+        guard length > 0, continuation < length - 1 else { return nil }
+        return Array(bytes[..<i])
     }
 
     /// The SHA-256 and size of a file, read a chunk at a time.

@@ -1497,7 +1497,7 @@ struct Ingest {
         if truncatedPaths == nil { truncatedPaths = try writer.pathsWithOpenTruncatedLines() }
         // Lines earlier versions ended inside, still open: the records whole now where they stood.
         let cuts = truncatedPaths!.contains(path) ? try writer.openCuts(path: path, otherThan: input.sha256) : []
-        let cutLines = Set(cuts.flatMap { Array($0.spanned) })
+        let cutLines = Set(cuts.flatMap { Array($0.spanned) }), cutHashes = Set(cuts.map(\.sha256))
         var whole: [(line: Int, text: Substring)] = []
         var part: [RawRecord] = []
         func store() throws {
@@ -1505,13 +1505,13 @@ struct Ingest {
             if signed {
                 guard let signedVerifier else { throw ReadError.file(url.path, "signed data read with no verifier") }
                 for p in PreparedFile.withTexts(part.map { PreparedFile.PreparedSigned($0, fileExtension: ext, verifier: signedVerifier, stored: []) }) {
-                    if cutLines.contains(p.record.line) && Self.isWhole(p) { whole.append((p.record.line, p.record.text)) }
+                    if (cutLines.contains(p.record.line) || cutHashes.contains(p.sha256)) && Self.isWhole(p) { whole.append((p.record.line, p.record.text)) }
                     try signedRecord(p, fileId: fileId, path: path)
                 }
             } else {
                 for p in PreparedFile.withTexts(part.map { PreparedFile.prepareReceipt($0, path: path, verifier: verifier) }) {
                     counts.read += 1
-                    if cutLines.contains(p.record.line) && Self.isWhole(p) { whole.append((p.record.line, p.record.text)) }
+                    if (cutLines.contains(p.record.line) || cutHashes.contains(p.sha256)) && Self.isWhole(p) { whole.append((p.record.line, p.record.text)) }
                     try receipt(p, sha: p.sha256, fileId: fileId, path: path)
                     CrashPoint.tick("verify:receipts", every: 10)
                 }
@@ -1572,7 +1572,7 @@ struct Ingest {
         defer { ordersBroughtBack += file.broughtBack }
         if truncatedPaths == nil { truncatedPaths = try writer.pathsWithOpenTruncatedLines() }
         let cuts = truncatedPaths!.contains(path) ? try writer.openCuts(path: path, otherThan: input.sha256) : []
-        let cutLines = Set(cuts.flatMap { Array($0.spanned) })
+        let cutLines = Set(cuts.flatMap { Array($0.spanned) }), cutHashes = Set(cuts.map(\.sha256))
         var whole: [(line: Int, text: Substring)] = []
         // Parsed, hashed and compressed on a thread of its own a part at a time, while this one
         // stores the part before (as the preparing threads do for a file read whole).
@@ -1606,7 +1606,7 @@ struct Ingest {
         defer { parts.cancel(); parts.waitFinished() }
         while let p = try parts.next() {
             for i in p.rows.indices {
-                if cutLines.contains(p.rows[i].line) && !Self.isCut(p.rows[i]) { whole.append((p.rows[i].line, p.rows[i].raw)) }
+                if (cutLines.contains(p.rows[i].line) || cutHashes.contains(p.hashes[i])) && !Self.isCut(p.rows[i]) { whole.append((p.rows[i].line, p.rows[i].raw)) }
                 if isNew(p.hashes[i], endsFile: p.rows[i].endsFile) { try orderRow(p.rows[i], raw: p.texts[i], sha: p.hashes[i], file: &file) }
             }
         }
@@ -1667,12 +1667,15 @@ struct Ingest {
         }
         // A line file or an orders CSV: the same, a record whole where the cut one stood.
         let cuts = try writer.openCuts(path: path, otherThan: file.input.sha256)
-        let lines = Set(cuts.flatMap { Array($0.spanned) })
+        let lines = Set(cuts.flatMap { Array($0.spanned) }), hashes = Set(cuts.map(\.sha256))
         let whole: [(line: Int, text: Substring)]
         switch file.body {
-        case .receipts(let records): whole = records.filter { lines.contains($0.record.line) && Self.isWhole($0) }.map { ($0.record.line, $0.record.text) }
-        case .signed(let records): whole = records.filter { lines.contains($0.record.line) && Self.isWhole($0) }.map { ($0.record.line, $0.record.text) }
-        case let .orders(rows, _, _, _, _, _): whole = rows.filter { lines.contains($0.line) && !Self.isCut($0) }.map { ($0.line, $0.raw) }
+        case .receipts(let records):
+            whole = records.filter { (lines.contains($0.record.line) || hashes.contains($0.sha256)) && Self.isWhole($0) }.map { ($0.record.line, $0.record.text) }
+        case .signed(let records):
+            whole = records.filter { (lines.contains($0.record.line) || hashes.contains($0.sha256)) && Self.isWhole($0) }.map { ($0.record.line, $0.record.text) }
+        case let .orders(rows, rowHashes, _, _, _, _):
+            whole = rows.indices.filter { (lines.contains(rows[$0].line) || hashes.contains(rowHashes[$0])) && !Self.isCut(rows[$0]) }.map { (rows[$0].line, rows[$0].raw) }
         case .alreadyRead:
             whole = try writer.storedRecords(path: path, sha256: file.input.sha256).filter { lines.contains($0.line) }.map { ($0.line, Substring($0.text)) }
         default: whole = []

@@ -674,34 +674,47 @@ public final class LedgerWriter: LedgerReader {
         public let line: Int
         public let spanned: ClosedRange<Int>
         let held: [UInt8]
+        /// Its text as stored, byte for byte, and its SHA-256: the same line read again now that
+        /// it ends (wherever it stands now).
+        let text: [UInt8]
+        public let sha256: String
+
+        /// Bytes compared with what a cut record held: carriage returns left out, and the
+        /// blanks, opening bracket and commas before the record.
+        static func comparable<C: Collection>(_ bytes: C) -> [UInt8] where C.Element == UInt8 {
+            let blank: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x0A || $0 == 0x09 }
+            return Array(bytes.lazy.filter { $0 != 0x0D }.drop { blank($0) || $0 == UInt8(ascii: "[") || $0 == UInt8(ascii: ",") })
+        }
     }
 
     /// The open cut records of the versions of `path` other than `sha256`.
     public func openCuts(path: String, otherThan sha256: String) throws -> [OpenCut] {
         try Row.fetchAll(db, sql: """
-            SELECT r.id, r.line FROM source_record r INDEXED BY source_record_open
+            SELECT r.id, r.line, r.record_sha256 FROM source_record r INDEXED BY source_record_open
             WHERE r.outcome <> 'verified' AND r.outcome = 'rejected' AND r.reason_code = 'TRUNCATED' AND r.resolved_run_id IS NULL
               AND r.file_id IN (SELECT id FROM source_file WHERE path = ? AND sha256 <> ?)
             """, arguments: [path, sha256]).compactMap { row in
             let id: Int64 = row[0], line: Int = row[1]
             guard let cut = try recordText(id) else { return nil }
-            var held = Array(cut.utf8.filter { $0 != 0x0D })
-            let blank: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x0A || $0 == 0x09 }
-            held = Array(held.drop { blank($0) || $0 == UInt8(ascii: "[") || $0 == UInt8(ascii: ",") })
-            while let last = held.last, blank(last) { held.removeLast() }
-            return OpenCut(id: id, line: line, spanned: line...(line + cut.utf8.lazy.filter { $0 == 0x0A }.count + 1), held: held)
+            var held = OpenCut.comparable(cut.utf8)
+            while let last = held.last, last == 0x20 || last == 0x0A || last == 0x09 { held.removeLast() }
+            return OpenCut(id: id, line: line, spanned: line...(line + cut.utf8.lazy.filter { $0 == 0x0A }.count + 1), held: held,
+                           text: Array(cut.utf8), sha256: row[2])
         }
     }
 
     /// Settles each cut record that a record of this version of `path` (`records`: line and
     /// text of records read whole: a line that ends now, whatever it holds) holds whole: one
     /// that starts on a line the cut one spanned and whose text begins with what the cut one
-    /// held. Not by line alone: the next batch written to the same path holds whole records on
-    /// the same lines, and settled the cut one (its transaction lost).
+    /// held (both without the blanks, bracket and commas before a record), or, on any line, the
+    /// same bytes the cut one held, read again now that its line ends (rejected for what they
+    /// are: it stays open as that record). Not by line alone: the next batch written to the same
+    /// path holds whole records on the same lines, and settled the cut one (its transaction lost).
     public func settleCuts(_ cuts: [OpenCut], path: String, records: [(line: Int, text: Substring)], runId: Int64) throws {
         for cut in cuts {
             guard let whole = records.first(where: { r in
-                cut.spanned.contains(r.line) && r.text.utf8.lazy.filter { $0 != 0x0D }.starts(with: cut.held)
+                r.text.utf8.elementsEqual(cut.text)
+                    || (cut.spanned.contains(r.line) && OpenCut.comparable(r.text.utf8).starts(with: cut.held))
             })?.line else { continue }
             try db.execute(sql: """
                 UPDATE source_record SET resolved_run_id = ?, resolved_note = ?

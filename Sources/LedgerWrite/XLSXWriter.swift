@@ -400,26 +400,33 @@ public enum XLSXWriter {
                 }
                 previousWasTotal = total
                 if !total { lastBeforeTotals = row }
+                // Whether a cell of this row is in the file (the row then is).
                 var wrote = false
                 for (i, cell) in r.cells.enumerated() {
                     let col = lxw_col_t(i)
                     let cf = i < columnFormats.count ? columnFormats[i] : otherFormats
-                    if case .empty = cell, !total { continue }
-                    wrote = true
                     switch cell {
                     case .empty:
-                        worksheet_write_blank(ws, row, col, f.totalText)
+                        if total { worksheet_write_blank(ws, row, col, f.totalText); wrote = true }
                     case .text(let s):
                         let wraps = lines > 1 && i < widths.count && widths[i] >= Self.wrapFromWidth && Self.lines(s, width: widths[i]) > 1
-                        worksheet_write_string(ws, row, col, XMLText.safe(s), total ? f.totalText : (r.style == .section ? f.section : (wraps ? f.wrappedText : f.text)))
+                        let format = total ? f.totalText : (r.style == .section ? f.section : (wraps ? f.wrappedText : f.text))
+                        let text = XMLText.safe(s)
+                        // An empty text with no format is no cell: libxlsxwriter writes none.
+                        if text.isEmpty && format == nil { break }
+                        worksheet_write_string(ws, row, col, text, format)
+                        wrote = true
                     case .integer(let v):
                         worksheet_write_number(ws, row, col, cellNumber(v, decimals: 0), cf.integer(total: total))
+                        wrote = true
                     case let .money(minor, decimals):
                         let d = min(max(decimals, 0), 3)
                         worksheet_write_number(ws, row, col, cellNumber(minor, decimals: decimals), cf.money(decimals: d, total: total))
+                        wrote = true
                     case .date(let day):
                         // Excel's serial day: days since 1899-12-30.
                         worksheet_write_number(ws, row, col, cellNumber(Int64(day.daysSinceEpoch + 25_569), decimals: 0), cf.date())
+                        wrote = true
                     }
                 }
                 if wrote { tally.touch(ws, row) }

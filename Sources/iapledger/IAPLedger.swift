@@ -520,12 +520,13 @@ struct Dismiss: ParsableCommand {
                 }
                 return (code, String(text[text.index(after: colon)...]))
             }
-            // Lines are counted from 1 (a line 0 named no record, said as one not pending).
-            if let zero = records.first(where: { $0.hasSuffix(":0") && !$0.hasSuffix("::0") }) {
-                throw ValidationError("\(TerminalText.visible(zero)): lines are counted from 1")
-            }
             let workspace = Workspace(ws.url)
-            let result = try LedgerRun.Dismiss.dismiss(records.map { LedgerRun.Dismiss.Target($0, workspace: workspace) }, findings: findingTargets, workspace: workspace,
+            let targets = records.map { LedgerRun.Dismiss.Target($0, workspace: workspace) }
+            // Lines are counted from 1 (a line 0 named no record, said as one not pending).
+            if let zero = records.indices.first(where: { targets[$0].line == 0 }) {
+                throw ValidationError("\(TerminalText.visible(records[zero])): lines are counted from 1")
+            }
+            let result = try LedgerRun.Dismiss.dismiss(targets, findings: findingTargets, workspace: workspace,
                                                        reason: reason.trimmingCharacters(in: .whitespaces),
                                                        by: who ?? ClosedPeriods.currentUser(),
                                                        at: NightlyRun.timestamp())

@@ -125,6 +125,7 @@ final class DismissTests: XCTestCase {
         // Values not among those allowed exit 64, as the parse's own refusals do: a line 0, a
         // finding code no night opens or one the nights resolve themselves.
         for (args, said) in [(["inbox/receipts/r.jsonl:0"], "inbox/receipts/r.jsonl:0: lines are counted from 1"),
+                             (["inbox/receipts/r.jsonl:00"], "inbox/receipts/r.jsonl:00: lines are counted from 1"),
                              (["--finding", "price_mismatch:1"], "--finding price_mismatch:1: no such finding code; those finance may dismiss once booked are PRICE_MISMATCH, "),
                              (["--finding", "MISSING_RULE:1"], "--finding MISSING_RULE:1: MISSING_RULE is resolved by the nights themselves")] {
             let refused = try Resilience.cli(["dismiss"] + args + ["--reason", "x", "--workspace", ws.root.path])

@@ -958,6 +958,49 @@ final class HostileInputTests: XCTestCase {
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
     }
 
+    /// A cut line is settled by its record whole where it stood, or by the same bytes read
+    /// again now that they end, wherever the line stands now; once, not every night the file
+    /// grows: a line with blanks before its record (compared without them), lines put before
+    /// it, and a cut inside a character of more than one byte (a TRUNCATED line, not one that
+    /// is no UTF-8, which nothing settled).
+    func testCutLinesAreSettledOnceWhereverTheyStandNow() throws {
+        let good = { (id: String) in Receipt.response([Receipt.item(id, purchased: "2026-11-05T10:00:00Z")]) }
+        func cutAfter(_ id: String, _ text: String) -> String { String(text[..<text.range(of: id)!.upperBound]) }
+        let blankCut = " " + cutAfter("7512", good("7512"))
+        try ws.write("inbox/receipts/s.jsonl", good("7511") + "\n" + blankCut)
+        try ws.write("inbox/receipts/w.jsonl", good("7521") + "\n" + " " + cutAfter("7522", good("7522")))
+        let movedCut = cutAfter("7532", good("7532"))
+        try ws.write("inbox/receipts/m.jsonl", good("7531") + "\n" + movedCut)
+        let accented = good("7542").replacingOccurrences(of: "{\"status\": 0, ", with: "{\"status\": 0, \"note\": \"caf\u{e9}\", ")
+        var cutInside = Data((good("7541") + "\n").utf8)
+        let bytes = Array(accented.utf8), at = bytes.firstIndex(of: 0xC3)!
+        cutInside.append(contentsOf: bytes[...at])
+        try ws.writeData("inbox/receipts/u.jsonl", cutInside)
+        try ws.run("2026-11-06")
+        func open() throws -> [[String]] {
+            try ledger().read { try $0.rawRows("""
+                SELECT f.path, r.line, r.reason_code FROM source_record r JOIN source_file f ON f.id = r.file_id
+                WHERE r.outcome <> 'verified' AND r.resolved_run_id IS NULL ORDER BY f.path, r.line, r.id
+                """) }
+        }
+        XCTAssertEqual(try open(), [["inbox/receipts/m.jsonl", "2", "TRUNCATED"], ["inbox/receipts/s.jsonl", "2", "TRUNCATED"],
+                                    ["inbox/receipts/u.jsonl", "2", "TRUNCATED"], ["inbox/receipts/w.jsonl", "2", "TRUNCATED"]])
+        try ws.write("inbox/receipts/s.jsonl", good("7511") + "\n" + blankCut + "\n" + good("7513") + "\n")
+        try ws.write("inbox/receipts/w.jsonl", good("7521") + "\n" + " " + good("7522") + "\n")
+        try ws.write("inbox/receipts/m.jsonl", good("7533") + "\n" + good("7534") + "\n" + good("7531") + "\n" + movedCut + "\n")
+        try ws.writeData("inbox/receipts/u.jsonl", Data((good("7541") + "\n" + accented + "\n").utf8))
+        XCTAssertEqual(try ws.run("2026-11-07").recordsSettled, 4)
+        XCTAssertEqual(try open(), [["inbox/receipts/m.jsonl", "4", "MALFORMED"], ["inbox/receipts/s.jsonl", "2", "MALFORMED"]])
+        XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT transaction_id FROM entry ORDER BY transaction_id") }.map { $0[0] },
+                       ["7511", "7513", "7521", "7522", "7531", "7533", "7534", "7541", "7542"])
+        // Grown again: the lines read again are not read a third time.
+        try ws.append("inbox/receipts/s.jsonl", good("7514") + "\n")
+        try ws.append("inbox/receipts/m.jsonl", good("7535") + "\n")
+        XCTAssertEqual(try ws.run("2026-11-08").counts.read, 2)
+        XCTAssertEqual(try open(), [["inbox/receipts/m.jsonl", "4", "MALFORMED"], ["inbox/receipts/s.jsonl", "2", "MALFORMED"]])
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+    }
+
     func testAnOrderStoredInLowerCaseBeforeStillNamesItsStorefront() throws {
         try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("7203", purchased: "2026-11-05T10:00:00Z")]) + "\n")
         try ws.write("inbox/orders/o.csv", ReconciliationTests.header + "ord-73,acct-7,7203,coins.100,1,100,2026-11-05T10:01:00Z,production,DEU,,\n")

@@ -87,6 +87,21 @@ final class XLSXCheckTests: XCTestCase {
         }
     }
 
+    /// A body row of only empty texts is no row in the file (libxlsxwriter writes no cell for
+    /// an empty text without a format): not counted, so a layout showing only a column that is
+    /// often empty (the Journal's `late`) is no incomplete workbook.
+    func testARowOfEmptyTextsIsNoRowWritten() throws {
+        let columns = [Column("Late", width: 8, key: "late"), Column("Note", width: 12, key: "note")]
+        let rows = [SheetRow([.text(""), .text("")]), SheetRow([.text("late"), .empty]), SheetRow([.text(""), .empty]),
+                    SheetRow([.text(""), .empty], style: .total)]
+        let model = WorkbookModel(title: "Check", subject: "a test", created: Day(iso: "2026-11-27")!, sheets: [
+            SheetModel(name: "Rows", title: "Rows", tables: [TableBlock(key: "rows", columns: columns, rows: rows)])])
+        let url = dir.appendingPathComponent("empty-texts.xlsx")
+        XCTAssertNoThrow(try XLSXWriter.write(model, to: url))
+        // Title, header, the row with a text and the total row (its blanks have a format).
+        XCTAssertNoThrow(try XLSXCheck.check(path: url.path, rowsPerSheet: [4]))
+    }
+
     /// The check counts rows across the chunks a part inflates in, whatever the boundaries.
     func testRowsAreCountedAcrossChunks() {
         let text = Array(String(repeating: "<row r=\"1\"><c/></row>", count: 50).utf8) + Array("</worksheet>".utf8)
