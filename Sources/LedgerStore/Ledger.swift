@@ -146,6 +146,8 @@ public final class Ledger {
             return ": a night stopped part way left its journal (the ledger file's name with -journal), which only a user who can write the ledger can roll back: run any iapledger command (or the next night) as the user the nights run as; the ledger is then as it was before that night"
         case .SQLITE_READONLY, .SQLITE_CANTOPEN, .SQLITE_PERM:
             return unchanged + ": check that the ledger file and its folder are writable by this user (and the file system not mounted read-only)"
+        case .SQLITE_CORRUPT, .SQLITE_NOTADB:
+            return unchanged + ": the ledger file is damaged (a disk fault, or a copy or restore cut short): restore it from its latest copy and check it with `iapledger verify` (README, \"A damaged ledger\")"
         default:
             return ""
         }

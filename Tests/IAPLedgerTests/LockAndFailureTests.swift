@@ -58,6 +58,19 @@ final class LockAndFailureTests: XCTestCase {
         XCTAssertEqual(try ws.run("2026-10-12").counts.entriesPosted, 1, "5102, read again")
     }
 
+    /// A damaged ledger file (here its pages overwritten) stops the night saying what to do,
+    /// not only SQLite's "database disk image is malformed".
+    func testADamagedLedgerSaysWhatToDo() throws {
+        let (db, _) = try firstNight()
+        var bytes = try Data(contentsOf: db)
+        bytes.replaceSubrange(0..<min(4096, bytes.count), with: Data(repeating: 0x5A, count: min(4096, bytes.count)))
+        try bytes.write(to: db)
+        let run = try Resilience.cli(["run", "--as-of", "2026-10-08", "--no-progress", "--workspace", ws.root.path])
+        XCTAssertEqual(run.status, 1)
+        XCTAssertTrue(run.err.contains("ledger.sqlite: cannot open the ledger database: "), run.err)
+        XCTAssertTrue(run.err.contains("the ledger file is damaged (a disk fault, or a copy or restore cut short): restore it from its latest copy and check it with `iapledger verify` (README, \"A damaged ledger\")"), run.err)
+    }
+
     /// A ledger gone (moved, misspelt in `database`, on a share not mounted) where reports/
     /// holds earlier nights' workbooks: a new ledger would have been started from nothing and
     /// written over the month-end sets. Refused, nothing written; with reports/ moved aside
