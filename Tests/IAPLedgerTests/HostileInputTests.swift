@@ -32,6 +32,14 @@ final class HostileInputTests: XCTestCase {
             """) }.map { (Int($0[0])!, $0[1], $0[2], $0[3]) }
     }
 
+    /// The records still open (pending or rejected): path, line and reason code.
+    func openRecords() throws -> [[String]] {
+        try ledger().read { try $0.rawRows("""
+            SELECT f.path, r.line, r.reason_code FROM source_record r JOIN source_file f ON f.id = r.file_id
+            WHERE r.outcome <> 'verified' AND r.resolved_run_id IS NULL ORDER BY f.path, r.line, r.id
+            """) }
+    }
+
     func findings(_ code: String = "INVALID_TRANSACTION") throws -> [String] {
         try ledger().read { try $0.rawRows("SELECT message FROM finding WHERE code = '\(code)' ORDER BY id") }.map { $0[0] }
     }
@@ -930,13 +938,7 @@ final class HostileInputTests: XCTestCase {
         let other = good("7432"), idEnd = other.range(of: "7432")!.upperBound
         try ws.write("inbox/receipts/b.jsonl", good("7431") + "\n" + String(other[..<idEnd]))
         try ws.run("2026-11-06")
-        func open() throws -> [[String]] {
-            try ledger().read { try $0.rawRows("""
-                SELECT f.path, r.line, r.reason_code FROM source_record r JOIN source_file f ON f.id = r.file_id
-                WHERE r.outcome <> 'verified' AND r.resolved_run_id IS NULL ORDER BY f.path, r.line, r.id
-                """) }
-        }
-        XCTAssertEqual(try open(), [["inbox/receipts/b.jsonl", "2", "TRUNCATED"], ["inbox/receipts/c.jsonl", "2", "TRUNCATED"],
+        XCTAssertEqual(try openRecords(), [["inbox/receipts/b.jsonl", "2", "TRUNCATED"], ["inbox/receipts/c.jsonl", "2", "TRUNCATED"],
                                     ["inbox/receipts/e.jsonl", "2", "TRUNCATED"], ["inbox/receipts/u.jsonl", "2", "INVALID_UTF8"]])
 
         bad.append(Data((good("7402") + "\n").utf8))
@@ -945,7 +947,7 @@ final class HostileInputTests: XCTestCase {
         try ws.write("inbox/receipts/e.jsonl", good("7421") + "\n" + String(good("7422").prefix(50)) + "\n")
         try ws.write("inbox/receipts/b.jsonl", good("7433") + "\n" + good("7434") + "\n")
         let night = try ws.run("2026-11-07")
-        XCTAssertEqual(try open(), [["inbox/receipts/b.jsonl", "2", "TRUNCATED"], ["inbox/receipts/c.jsonl", "2", "MALFORMED"],
+        XCTAssertEqual(try openRecords(), [["inbox/receipts/b.jsonl", "2", "TRUNCATED"], ["inbox/receipts/c.jsonl", "2", "MALFORMED"],
                                     ["inbox/receipts/e.jsonl", "2", "MALFORMED"], ["inbox/receipts/u.jsonl", "2", "INVALID_UTF8"]],
                        "the lines that end now as they were are read again, refused for what they are; the others stay as they were")
         XCTAssertEqual(night.recordsSettled, 2, "the two cut lines, by the records they are now")
@@ -953,7 +955,7 @@ final class HostileInputTests: XCTestCase {
                        ["7401", "7402", "7411", "7413", "7421", "7431", "7433", "7434"])
         // Nothing more the night after: the lines read again are not read a third time.
         try ws.run("2026-11-08")
-        XCTAssertEqual(try open().count, 4)
+        XCTAssertEqual(try openRecords().count, 4)
         XCTAssertEqual(try records("inbox/receipts/c.jsonl").filter { $0.line == 2 }.map(\.code), ["TRUNCATED", "MALFORMED"])
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
     }
@@ -977,27 +979,21 @@ final class HostileInputTests: XCTestCase {
         cutInside.append(contentsOf: bytes[...at])
         try ws.writeData("inbox/receipts/u.jsonl", cutInside)
         try ws.run("2026-11-06")
-        func open() throws -> [[String]] {
-            try ledger().read { try $0.rawRows("""
-                SELECT f.path, r.line, r.reason_code FROM source_record r JOIN source_file f ON f.id = r.file_id
-                WHERE r.outcome <> 'verified' AND r.resolved_run_id IS NULL ORDER BY f.path, r.line, r.id
-                """) }
-        }
-        XCTAssertEqual(try open(), [["inbox/receipts/m.jsonl", "2", "TRUNCATED"], ["inbox/receipts/s.jsonl", "2", "TRUNCATED"],
+        XCTAssertEqual(try openRecords(), [["inbox/receipts/m.jsonl", "2", "TRUNCATED"], ["inbox/receipts/s.jsonl", "2", "TRUNCATED"],
                                     ["inbox/receipts/u.jsonl", "2", "TRUNCATED"], ["inbox/receipts/w.jsonl", "2", "TRUNCATED"]])
         try ws.write("inbox/receipts/s.jsonl", good("7511") + "\n" + blankCut + "\n" + good("7513") + "\n")
         try ws.write("inbox/receipts/w.jsonl", good("7521") + "\n" + " " + good("7522") + "\n")
         try ws.write("inbox/receipts/m.jsonl", good("7533") + "\n" + good("7534") + "\n" + good("7531") + "\n" + movedCut + "\n")
         try ws.writeData("inbox/receipts/u.jsonl", Data((good("7541") + "\n" + accented + "\n").utf8))
         XCTAssertEqual(try ws.run("2026-11-07").recordsSettled, 4)
-        XCTAssertEqual(try open(), [["inbox/receipts/m.jsonl", "4", "MALFORMED"], ["inbox/receipts/s.jsonl", "2", "MALFORMED"]])
+        XCTAssertEqual(try openRecords(), [["inbox/receipts/m.jsonl", "4", "MALFORMED"], ["inbox/receipts/s.jsonl", "2", "MALFORMED"]])
         XCTAssertEqual(try ledger().read { try $0.rawRows("SELECT transaction_id FROM entry ORDER BY transaction_id") }.map { $0[0] },
                        ["7511", "7513", "7521", "7522", "7531", "7533", "7534", "7541", "7542"])
         // Grown again: the lines read again are not read a third time.
         try ws.append("inbox/receipts/s.jsonl", good("7514") + "\n")
         try ws.append("inbox/receipts/m.jsonl", good("7535") + "\n")
         XCTAssertEqual(try ws.run("2026-11-08").counts.read, 2)
-        XCTAssertEqual(try open(), [["inbox/receipts/m.jsonl", "4", "MALFORMED"], ["inbox/receipts/s.jsonl", "2", "MALFORMED"]])
+        XCTAssertEqual(try openRecords(), [["inbox/receipts/m.jsonl", "4", "MALFORMED"], ["inbox/receipts/s.jsonl", "2", "MALFORMED"]])
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
     }
 
