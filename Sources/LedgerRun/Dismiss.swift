@@ -94,14 +94,19 @@ public enum Dismiss {
         }
     }
 
+    /// Why finance cannot dismiss findings of `code` (nil when it can): one the nights resolve
+    /// themselves, or no finding code at all.
+    public static func refusal(code: String) -> String? {
+        if dismissableFindings.contains(code) { return nil }
+        return selfResolvingFindingCodes.contains(code)
+            ? "\(code) is resolved by the nights themselves, when what it waits for arrives (a rule, an order, a refund, a date): add it instead"
+            : "no such finding code; those finance may dismiss once booked are \(dismissableFindingCodes.joined(separator: ", "))"
+    }
+
     public static func dismiss(_ targets: [Target], findings: [(code: String, transactionId: String)] = [], workspace: Workspace,
                                reason: String, by: String, at: String) throws -> Result {
-        for f in findings where !dismissableFindings.contains(f.code) {
-            throw StoreError(message: "\(f.code):\(f.transactionId): "
-                + (selfResolvingFindingCodes.contains(f.code)
-                   ? "\(f.code) is resolved by the nights themselves, when what it waits for arrives (a rule, an order, a refund, a date): add it instead"
-                   : "no such finding code; those finance may dismiss once booked are \(dismissableFindingCodes.joined(separator: ", "))")
-                + "; nothing was dismissed")
+        for f in findings {
+            if let why = refusal(code: f.code) { throw StoreError(message: "\(f.code):\(f.transactionId): \(why); nothing was dismissed") }
         }
         let config = try workspace.loadConfig()
         let lock = try RunLock(url: workspace.lockURL, command: "dismiss")

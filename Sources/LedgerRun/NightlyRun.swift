@@ -174,7 +174,7 @@ public struct NightlyRun {
         // A ledger changed by hand is not built on: what was changed would be carried into
         // every later night's books.
         try ledger.refuseWhenChangedByHand("a night")
-        try workspace.refuseLedgerOlderThanReports(ledger)
+        try workspace.refuseLedgerOlderThanReports(ledger, config: config)
         // Nights go forward: a run dated before the last one would age exceptions backwards and
         // could date entries after its own as-of date. The same date again is a re-run.
         if let last = try ledger.read({ try $0.lastAsOf() }), asOf < last {
@@ -1496,8 +1496,7 @@ struct Ingest {
         let fileId = try addFile(input, records: records, fresh: fresh, readBefore: !seen.isEmpty)
         if truncatedPaths == nil { truncatedPaths = try writer.pathsWithOpenTruncatedLines() }
         // Lines earlier versions ended inside, still open: the records whole now where they stood.
-        let cuts = truncatedPaths!.contains(path) ? try writer.openCuts(path: path, otherThan: input.sha256) : []
-        let cutLines = Set(cuts.flatMap { Array($0.spanned) }), cutHashes = Set(cuts.map(\.sha256))
+        let cuts = truncatedPaths!.contains(path) ? try writer.openCuts(path: path, otherThan: input.sha256) : nil
         var whole: [(line: Int, text: Substring)] = []
         var part: [RawRecord] = []
         func store() throws {
@@ -1505,13 +1504,13 @@ struct Ingest {
             if signed {
                 guard let signedVerifier else { throw ReadError.file(url.path, "signed data read with no verifier") }
                 for p in PreparedFile.withTexts(part.map { PreparedFile.PreparedSigned($0, fileExtension: ext, verifier: signedVerifier, stored: []) }) {
-                    if (cutLines.contains(p.record.line) || cutHashes.contains(p.sha256)) && Self.isWhole(p) { whole.append((p.record.line, p.record.text)) }
+                    if cuts?.wants(line: p.record.line, sha256: p.sha256) == true && Self.isWhole(p) { whole.append((p.record.line, p.record.text)) }
                     try signedRecord(p, fileId: fileId, path: path)
                 }
             } else {
                 for p in PreparedFile.withTexts(part.map { PreparedFile.prepareReceipt($0, path: path, verifier: verifier) }) {
                     counts.read += 1
-                    if (cutLines.contains(p.record.line) || cutHashes.contains(p.sha256)) && Self.isWhole(p) { whole.append((p.record.line, p.record.text)) }
+                    if cuts?.wants(line: p.record.line, sha256: p.sha256) == true && Self.isWhole(p) { whole.append((p.record.line, p.record.text)) }
                     try receipt(p, sha: p.sha256, fileId: fileId, path: path)
                     CrashPoint.tick("verify:receipts", every: 10)
                 }
@@ -1521,7 +1520,7 @@ struct Ingest {
         let second = try LineReader.forEachRecord(url.path, descriptor: fd, limit: first.sizeBytes) { r in
             guard isNew(r) else {
                 // Stored from an earlier version of the file: whole unless cut short (its last line).
-                if cutLines.contains(r.line) && (!r.unterminated || (signed
+                if cuts?.wants(line: r.line) == true && (!r.unterminated || (signed
                     ? signedVerifier.map { Self.isWhole(PreparedFile.PreparedSigned(r, fileExtension: ext, verifier: $0, stored: [])) } ?? false
                     : Self.isWhole(PreparedFile.prepareReceipt(r, path: path, verifier: verifier)))) {
                     whole.append((r.line, Substring(String(r.text))))
@@ -1535,7 +1534,7 @@ struct Ingest {
         guard second.sha256 == first.sha256, second.sizeBytes == first.sizeBytes else {
             throw ReadError.file(url.path, "was rewritten while the night read it (read twice, as it has more than \(PreparedFile.linesAboveRecords) records or \(PreparedFile.linesAboveBytes >> 20) MiB; bytes appended are not read until the next night, bytes changed are): nothing of the night was written; run again")
         }
-        if !cuts.isEmpty && !whole.isEmpty { try writer.settleCuts(cuts, path: path, records: whole, runId: runId) }
+        if let cuts, !whole.isEmpty { try writer.settleCuts(cuts, path: path, records: whole, runId: runId) }
     }
 
     /// An orders file too big to hold parsed (`PreparedFile.Body.orderRows`), read through once
@@ -1571,8 +1570,7 @@ struct Ingest {
         var file = try OrdersFile(self, input: input, fileId: fileId, resent: resent, header: read.header)
         defer { ordersBroughtBack += file.broughtBack }
         if truncatedPaths == nil { truncatedPaths = try writer.pathsWithOpenTruncatedLines() }
-        let cuts = truncatedPaths!.contains(path) ? try writer.openCuts(path: path, otherThan: input.sha256) : []
-        let cutLines = Set(cuts.flatMap { Array($0.spanned) }), cutHashes = Set(cuts.map(\.sha256))
+        let cuts = truncatedPaths!.contains(path) ? try writer.openCuts(path: path, otherThan: input.sha256) : nil
         var whole: [(line: Int, text: Substring)] = []
         // Parsed, hashed and compressed on a thread of its own a part at a time, while this one
         // stores the part before (as the preparing threads do for a file read whole).
@@ -1606,12 +1604,12 @@ struct Ingest {
         defer { parts.cancel(); parts.waitFinished() }
         while let p = try parts.next() {
             for i in p.rows.indices {
-                if (cutLines.contains(p.rows[i].line) || cutHashes.contains(p.hashes[i])) && !Self.isCut(p.rows[i]) { whole.append((p.rows[i].line, p.rows[i].raw)) }
+                if cuts?.wants(line: p.rows[i].line, sha256: p.hashes[i]) == true && !Self.isCut(p.rows[i]) { whole.append((p.rows[i].line, p.rows[i].raw)) }
                 if isNew(p.hashes[i], endsFile: p.rows[i].endsFile) { try orderRow(p.rows[i], raw: p.texts[i], sha: p.hashes[i], file: &file) }
             }
         }
         guard let (sha, bytes) = second.value, sha == input.sha256, bytes == input.sizeBytes else { throw rewritten }
-        if !cuts.isEmpty && !whole.isEmpty { try writer.settleCuts(cuts, path: path, records: whole, runId: runId) }
+        if let cuts, !whole.isEmpty { try writer.settleCuts(cuts, path: path, records: whole, runId: runId) }
     }
 
     /// A part of a big orders file's rows, with their hashes and their texts as stored.
@@ -1667,17 +1665,16 @@ struct Ingest {
         }
         // A line file or an orders CSV: the same, a record whole where the cut one stood.
         let cuts = try writer.openCuts(path: path, otherThan: file.input.sha256)
-        let lines = Set(cuts.flatMap { Array($0.spanned) }), hashes = Set(cuts.map(\.sha256))
         let whole: [(line: Int, text: Substring)]
         switch file.body {
         case .receipts(let records):
-            whole = records.filter { (lines.contains($0.record.line) || hashes.contains($0.sha256)) && Self.isWhole($0) }.map { ($0.record.line, $0.record.text) }
+            whole = records.filter { cuts.wants(line: $0.record.line, sha256: $0.sha256) && Self.isWhole($0) }.map { ($0.record.line, $0.record.text) }
         case .signed(let records):
-            whole = records.filter { (lines.contains($0.record.line) || hashes.contains($0.sha256)) && Self.isWhole($0) }.map { ($0.record.line, $0.record.text) }
+            whole = records.filter { cuts.wants(line: $0.record.line, sha256: $0.sha256) && Self.isWhole($0) }.map { ($0.record.line, $0.record.text) }
         case let .orders(rows, rowHashes, _, _, _, _):
-            whole = rows.indices.filter { (lines.contains(rows[$0].line) || hashes.contains(rowHashes[$0])) && !Self.isCut(rows[$0]) }.map { (rows[$0].line, rows[$0].raw) }
+            whole = rows.indices.filter { cuts.wants(line: rows[$0].line, sha256: rowHashes[$0]) && !Self.isCut(rows[$0]) }.map { (rows[$0].line, rows[$0].raw) }
         case .alreadyRead:
-            whole = try writer.storedRecords(path: path, sha256: file.input.sha256).filter { lines.contains($0.line) }.map { ($0.line, Substring($0.text)) }
+            whole = try writer.storedRecords(path: path, sha256: file.input.sha256).filter { cuts.wants(line: $0.line) }.map { ($0.line, Substring($0.text)) }
         default: whole = []
         }
         if !whole.isEmpty { try writer.settleCuts(cuts, path: path, records: whole, runId: runId) }

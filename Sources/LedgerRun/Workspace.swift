@@ -98,12 +98,13 @@ public struct Workspace {
     /// anything is read: built on, it numbered its next night as the lost one, wrote other
     /// workbooks under dates already written, disowned the genuine ones (`verify --workbook`),
     /// and lost the dismissals and closes made since, all with exit 0.
-    func refuseLedgerOlderThanReports(_ ledger: Ledger) throws {
-        guard let newest = earlierSets().last else { return }
+    func refuseLedgerOlderThanReports(_ ledger: Ledger, config: WorkspaceConfig) throws {
+        let sets = earlierSets()
+        guard let newest = sets.last else { return }
         let last = try ledger.read { try $0.lastAsOf() }
         if let last, newest <= last { return }
-        let dates = earlierSets().filter { last == nil || $0 > last! }
-        throw StoreError(message: "\(ledgerURL(try loadConfig()).path): the ledger's last night is "
+        let dates = sets.filter { last == nil || $0 > last! }
+        throw StoreError(message: "\(ledgerURL(config).path): the ledger's last night is "
             + (last.map { "as of \($0)" } ?? "none (it holds no night)")
             + ", but reports/ holds the workbooks of \(dates.count) later \(dates.count == 1 ? "date" : "dates") (\(dates.first!)"
             + (dates.count > 1 ? " to \(dates.last!)" : "") + ") that a later ledger wrote: an older copy of the ledger restored? "

@@ -689,9 +689,29 @@ public final class LedgerWriter: LedgerReader {
         }
     }
 
+    /// The open cut records of a path, and what of a version's records could settle them.
+    public struct OpenCuts {
+        public let cuts: [OpenCut]
+        private let lines: Set<Int>
+        private let hashes: Set<String>
+        public var isEmpty: Bool { cuts.isEmpty }
+
+        init(_ cuts: [OpenCut]) {
+            self.cuts = cuts
+            lines = Set(cuts.flatMap { Array($0.spanned) })
+            hashes = Set(cuts.map(\.sha256))
+        }
+
+        /// Whether a record read whole at `line` (of these bytes, when known) may settle one:
+        /// it stands on a line a cut one spanned, or is the same bytes read again.
+        public func wants(line: Int, sha256: String? = nil) -> Bool {
+            !cuts.isEmpty && (lines.contains(line) || sha256.map(hashes.contains) == true)
+        }
+    }
+
     /// The open cut records of the versions of `path` other than `sha256`.
-    public func openCuts(path: String, otherThan sha256: String) throws -> [OpenCut] {
-        try Row.fetchAll(db, sql: """
+    public func openCuts(path: String, otherThan sha256: String) throws -> OpenCuts {
+        OpenCuts(try Row.fetchAll(db, sql: """
             SELECT r.id, r.line, r.record_sha256 FROM source_record r INDEXED BY source_record_open
             WHERE r.outcome <> 'verified' AND r.outcome = 'rejected' AND r.reason_code = 'TRUNCATED' AND r.resolved_run_id IS NULL
               AND r.file_id IN (SELECT id FROM source_file WHERE path = ? AND sha256 <> ?)
@@ -702,7 +722,7 @@ public final class LedgerWriter: LedgerReader {
             while let last = held.last, last == 0x20 || last == 0x0A || last == 0x09 { held.removeLast() }
             return OpenCut(id: id, line: line, spanned: line...(line + cut.utf8.lazy.filter { $0 == 0x0A }.count + 1), held: held,
                            text: Array(cut.utf8), sha256: row[2])
-        }
+        })
     }
 
     /// Settles each cut record that a record of this version of `path` (`records`: line and
@@ -712,8 +732,8 @@ public final class LedgerWriter: LedgerReader {
     /// same bytes the cut one held, read again now that its line ends (rejected for what they
     /// are: it stays open as that record). Not by line alone: the next batch written to the same
     /// path holds whole records on the same lines, and settled the cut one (its transaction lost).
-    public func settleCuts(_ cuts: [OpenCut], path: String, records: [(line: Int, text: Substring)], runId: Int64) throws {
-        for cut in cuts {
+    public func settleCuts(_ cuts: OpenCuts, path: String, records: [(line: Int, text: Substring)], runId: Int64) throws {
+        for cut in cuts.cuts {
             guard let whole = records.first(where: { r in
                 r.text.utf8.elementsEqual(cut.text)
                     || (cut.spanned.contains(r.line) && OpenCut.comparable(r.text.utf8).starts(with: cut.held))

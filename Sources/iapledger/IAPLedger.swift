@@ -512,11 +512,8 @@ struct Dismiss: ParsableCommand {
                 let code = String(text[..<colon])
                 // A code that is not one finance dismisses (a typo, or one the nights resolve): a
                 // value not among those allowed, refused as the parse refuses one (exit 64).
-                if !LedgerRun.Dismiss.dismissableFindings.contains(code) {
-                    throw ValidationError("--finding \(TerminalText.visible(text)): "
-                        + (LedgerRun.Dismiss.selfResolvingFindingCodes.contains(code)
-                           ? "\(code) is resolved by the nights themselves, when what it waits for arrives (a rule, an order, a refund, a date): add it instead"
-                           : "no such finding code; those finance may dismiss once booked are \(LedgerRun.Dismiss.dismissableFindingCodes.joined(separator: ", "))"))
+                if let why = LedgerRun.Dismiss.refusal(code: code) {
+                    throw ValidationError("--finding \(TerminalText.visible(text)): \(why)")
                 }
                 return (code, String(text[text.index(after: colon)...]))
             }
