@@ -262,6 +262,13 @@ public struct Workspace {
         if stat(tempURL.path, &st) == 0, st.st_mode & S_IFMT != S_IFDIR {
             throw ReadError.file(tempURL.path, "is not a folder: each workbook is written in it, then renamed into reports/; nothing was read or written; move it away and run again (it is made again)")
         }
+        // And each of those folders can be written (or, not there yet, the folder it is made
+        // in): a read-only mount or folder (or `chattr +i`) stopped the night after its commit.
+        // (An earlier month's set is written only when entries dated in it post: not checked.)
+        for day in [asOf, previous.lastDay] {
+            try Self.refuseUnwritable(reportDirectory(asOf: day), "the workbooks of \(day) are written into reports/\(day)/")
+        }
+        try Self.refuseUnwritable(tempURL, "each workbook is written in .iapledger-tmp/, then renamed into reports/")
     }
 
     /// The files a night's set as of `day` may write into `reports/<day>/`: its workbooks and
@@ -294,6 +301,18 @@ public struct Workspace {
         guard lstat(url.path, &st) == 0, st.st_mode & S_IFMT == S_IFLNK, stat(url.path, &target) != 0 else { return }
         let to = (try? FileManager.default.destinationOfSymbolicLink(atPath: url.path)) ?? "?"
         throw ReadError.file(url.path, "is a link to \(to), which is missing (a share not mounted?): nothing was read or written; mount or restore it and run again")
+    }
+
+    /// A folder the night writes into, or the folder it would be made in while it is not there
+    /// yet, that this process may not write (a read-only mount, its permissions, the immutable
+    /// attribute) stops it before it reads or writes anything, naming the folder.
+    static func refuseUnwritable(_ url: URL, _ what: String) throws {
+        var folder = url.standardizedFileURL
+        var st = stat()
+        while stat(folder.path, &st) != 0, folder.path != "/" { folder = folder.deletingLastPathComponent() }
+        guard access(folder.path, W_OK | X_OK) != 0 else { return }
+        let reason = String(cString: strerror(errno))
+        throw ReadError.file(folder.path, "cannot be written (\(reason)): \(what); nothing was read or written; make it writable (or mount it read-write) and run again")
     }
 
     /// Deletes the partial files of processes that died while writing (a killed run); files of

@@ -337,10 +337,13 @@ final class LockAndFailureTests: XCTestCase {
         let aside = ws.root.appendingPathComponent(".iapledger-tmp")
         try FileManager.default.createDirectory(at: aside, withIntermediateDirectories: true)
         guard Self.immutable(aside, true) else { throw XCTSkip("chattr +i is not available here") }
+        XCTAssertTrue(Self.immutable(aside, false))
         defer { _ = Self.immutable(aside, false) }
         try ws.write("inbox/receipts/s.jsonl", Receipt.response([Receipt.item("6002", purchased: "2026-10-06T10:00:00Z")]) + "\n")
         var night = NightlyRun(workspace: ws.workspace, asOf: Day(iso: "2026-10-08")!)
         night.workspaceArgument = " --workspace /srv/books"
+        // Made unwritable once the night has committed (before, the night is refused unread).
+        night.committed = { _ in XCTAssertTrue(Self.immutable(aside, true)) }
         XCTAssertThrowsError(try night.run()) { error in
             XCTAssertTrue("\(error)".contains(aside.path), "names the file: \(error)")
             XCTAssertTrue("\(error)".contains("ledger is committed"), "\(error)")
@@ -354,6 +357,39 @@ final class LockAndFailureTests: XCTestCase {
         XCTAssertEqual(again.counts.entriesPosted, 0, "the night was committed once")
         XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: day.path)),
                        ["finance-2026-10-08.xlsx", "sandbox-2026-10-08.xlsx", "reconciliation-2026-10-08.xlsx"])
+    }
+
+    /// A folder the workbooks are written into that cannot be written (a read-only mount, its
+    /// permissions, the immutable attribute): the night stops before it reads anything, naming
+    /// the folder, the ledger as it was; once writable, the night runs as if nothing happened.
+    func testAReportsFolderThatCannotBeWrittenStopsTheNightBeforeItReads() throws {
+        try ws.run("2026-10-07")
+        try ws.write("inbox/receipts/s.jsonl", Receipt.response([Receipt.item("6002", purchased: "2026-10-06T10:00:00Z")]) + "\n")
+        let db = ws.root.appendingPathComponent("ledger.sqlite")
+        let reports = ws.root.appendingPathComponent("reports")
+        let aside = ws.root.appendingPathComponent(".iapledger-tmp")
+        try FileManager.default.createDirectory(at: aside, withIntermediateDirectories: true)
+        let day = reports.appendingPathComponent("2026-10-08")
+        try FileManager.default.createDirectory(at: day, withIntermediateDirectories: true)
+        for folder in [reports, day, aside] {
+            let before = try Data(contentsOf: db)
+            guard Self.immutable(folder, true) else { throw XCTSkip("chattr +i is not available here") }
+            defer { _ = Self.immutable(folder, false) }
+            XCTAssertThrowsError(try ws.run("2026-10-08")) { error in
+                XCTAssertTrue("\(error)".hasPrefix("\(folder.path): cannot be written (Operation not permitted): "), "\(error)")
+                XCTAssertTrue("\(error)".contains("nothing was read or written"), "\(error)")
+            }
+            XCTAssertEqual(try Data(contentsOf: db), before, "the ledger is unchanged")
+            XCTAssertTrue(Self.immutable(folder, false))
+        }
+        // reports/ not there yet: the workspace it is made in is what must be writable.
+        try FileManager.default.removeItem(at: reports)
+        guard Self.immutable(ws.root, true) else { throw XCTSkip("chattr +i is not available here") }
+        defer { _ = Self.immutable(ws.root, false) }
+        XCTAssertThrowsError(try ws.run("2026-10-08")) { XCTAssertTrue("\($0)".hasPrefix("\(ws.root.standardizedFileURL.path): cannot be written"), "\($0)") }
+        XCTAssertTrue(Self.immutable(ws.root, false))
+        XCTAssertEqual(try ws.run("2026-10-08").counts.entriesPosted, 1)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: day.appendingPathComponent("finance-2026-10-08.xlsx").path))
     }
 
     /// A night whose workbooks fail after its commit says its summary (the result carried by
