@@ -465,7 +465,20 @@ public enum XLSXWriter {
                 chart_series_set_name_range(series, sheet.name, first - 1, lxw_col_t(v))
             }
             chart_title_set_name(chart, XMLText.safe(c.title))
-            chart_axis_set_name(c.kind == .bar ? chart.pointee.x_axis : chart.pointee.y_axis, XMLText.safe(c.yAxisTitle))
+            // (libxlsxwriter's x axis of a bar chart is its value axis, drawn across.)
+            let valueAxis = c.kind == .bar ? chart.pointee.x_axis : chart.pointee.y_axis
+            let categoryAxis = c.kind == .bar ? chart.pointee.y_axis : chart.pointee.x_axis
+            chart_axis_set_name(valueAxis, XMLText.safe(c.yAxisTitle))
+            // Amounts with thousands separators (General showed 12000), and every category named
+            // (LibreOffice named every second of 16 storefronts).
+            chart_axis_set_num_format(valueAxis, "#,##0")
+            chart_axis_set_interval_unit(categoryAxis, 1)
+            // A bar chart lists its categories top down, as its table does (Excel draws the first
+            // at the bottom: the biggest storefront came last), the value axis kept at the bottom.
+            if c.kind == .bar {
+                chart_axis_set_reverse(categoryAxis)
+                chart_axis_set_crossing_max(categoryAxis)
+            }
             chart_legend_set_position(chart, UInt8(LXW_CHART_LEGEND_BOTTOM.rawValue))
             var options = lxw_chart_options()
             options.x_scale = 1.3
