@@ -160,11 +160,15 @@ public struct ReconciliationReport {
 
     /// An exception's common cells. `purchased`: the day the store says its transaction was
     /// bought (nil when no verified record reports it): how old the problem is, where first seen
-    /// is when a night found it (a three-month-old double credit read 0 days old).
-    func cells(_ e: ExceptionRow, purchased: Day?) -> [Cell] {
-        [.text(e.category), .text(e.transactionId), .text(e.orderId ?? ""), .text(e.accountId ?? ""), .text(e.productId ?? ""),
-         e.grossMinor.map { .money(minor: $0, decimals: Currency.exponent(e.currency ?? "") ?? 2) } ?? .empty,
-         .text(e.currency ?? ""), purchased.map(Cell.date) ?? .empty, .date(e.firstSeen)]
+    /// is when a night found it (a three-month-old double credit read 0 days old). The sale's
+    /// net in the reporting currency is the one the Summary adds up (each sale once per
+    /// category): none for a sandbox sale but with SANDBOX_CREDITED_IN_PRODUCTION, as there.
+    func cells(_ e: ExceptionRow, purchased: Day?, sandbox: Bool) -> [Cell] {
+        let net = sandbox && e.category != ExceptionCategory.sandboxCreditedInProduction.rawValue ? nil : e.netReportingMinor
+        return [.text(e.category), .text(e.transactionId), .text(e.orderId ?? ""), .text(e.accountId ?? ""), .text(e.productId ?? ""),
+                e.grossMinor.map { .money(minor: $0, decimals: Currency.exponent(e.currency ?? "") ?? 2) } ?? .empty,
+                .text(e.currency ?? ""), net.map { .money(minor: $0, decimals: rd) } ?? .empty,
+                purchased.map(Cell.date) ?? .empty, .date(e.firstSeen)]
     }
 
     /// Streamed from the ledger as the workbook is written (a million open exceptions took
@@ -223,7 +227,7 @@ public struct ReconciliationReport {
                 // (The Resolved sheet says nothing of waiting: the day's lookup is for open ones.)
                 let found = try report.reader.storeSale(transactionId: e.transactionId, waitingOn: current || status != "open" ? nil : report.asOf)
                 let sale = found.flatMap { s in current || stateRunId.map({ s.firstRunId <= $0 }) == true ? (s.purchased, s.waitsOn) : nil }
-                try emit(SheetRow(report.cells(e, purchased: sale?.0) + cells(e, sale)))
+                try emit(SheetRow(report.cells(e, purchased: sale?.0, sandbox: found?.sandbox == true) + cells(e, sale)))
             }
             try more(after: category)
             for row in none { try emit(row) }

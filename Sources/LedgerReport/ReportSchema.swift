@@ -127,7 +127,7 @@ public enum ReportSchema {
     static let reconciliationMatching = [c("measure"), c("value")]
     static let exceptionBase = [
         c("category"), c("transaction"), c("order"), c("account"), c("product"), c("amount", .money), c("currency"),
-        c("purchased", .date), c("first_seen", .date),
+        c("amount_reporting", .money), c("purchased", .date), c("first_seen", .date),
     ]
     static let exceptions = exceptionBase + [c("age_days", .integer), c("detail")]
     static let resolved = exceptionBase + [c("resolved", .date), c("days_open", .integer), c("detail")]

@@ -124,19 +124,19 @@ extension LedgerReader {
     /// `MISSING_RULE` or `ORDER_WAIT` finding open then), as the Pending sheet lists it.
     /// `firstRunId`: the run that stored it (a set written for a date before it knew of no
     /// such transaction).
-    public func storeSale(transactionId: String, waitingOn day: Day? = nil) throws -> (purchased: Day, waitsOn: String?, firstRunId: Int64)? {
+    public func storeSale(transactionId: String, waitingOn day: Day? = nil) throws -> (purchased: Day, waitsOn: String?, firstRunId: Int64, sandbox: Bool)? {
         guard !transactionId.isEmpty, let row = try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT purchase_ms, CASE sale_status WHEN 'pending' THEN pending_reason END, first_run_id FROM store_transaction WHERE transaction_id = ?
+            SELECT purchase_ms, CASE sale_status WHEN 'pending' THEN pending_reason END, first_run_id, book = 'sandbox' FROM store_transaction WHERE transaction_id = ?
             """), arguments: [transactionId]) else { return nil }
         let purchased = Day(epochMilliseconds: row[0] as Int64)
         guard let day else {
             let reason: String? = row[1]
-            return (purchased, reason.map { String($0.prefix { $0 != ":" }) }, row[2])
+            return (purchased, reason.map { String($0.prefix { $0 != ":" }) }, row[2], row[3])
         }
         let then = try String.fetchOne(db.cachedStatement(sql: """
             SELECT f.code \(Self.waitingOpenOn) AND f.transaction_id = ?2 ORDER BY f.code LIMIT 1
             """), arguments: [day.description, transactionId])
-        return (purchased, then, row[2])
+        return (purchased, then, row[2], row[3])
     }
 
     /// Whether any entry is posted on or before `day`.

@@ -302,6 +302,12 @@ final class ReconciliationTests: XCTestCase {
         XCTAssertEqual(amount("DUPLICATE_CREDIT"), "", "no amount: the sale is a test's")
         XCTAssertNotEqual(amount("SANDBOX_CREDITED_IN_PRODUCTION"), "")
         XCTAssertEqual(amount("Total open exceptions (amount: production sales only)"), "0")
+        // The Exceptions sheet's net column gives the amounts the Summary adds up, and no others.
+        let exceptions = try XCTUnwrap(try XLSXReader.sheets(r.workbooks[2])["Exceptions"])
+        XCTAssertEqual(exceptions[3][7], "Net (USD)")
+        XCTAssertEqual(exceptions.dropFirst(4).map { "\($0[0]) \($0[7])" }.sorted(),
+                       ["DUPLICATE_CREDIT ", "SANDBOX_CREDITED_IN_PRODUCTION \(amount("SANDBOX_CREDITED_IN_PRODUCTION")!)",
+                        "SANDBOX_CREDITED_IN_PRODUCTION \(amount("SANDBOX_CREDITED_IN_PRODUCTION")!)"])
     }
 
     /// The Summary's amounts are the net of the sales the exceptions name, each sale once: a
@@ -329,6 +335,10 @@ final class ReconciliationTests: XCTestCase {
         XCTAssertEqual(row("NOT_CREDITED")?[4], "0.99")
         XCTAssertEqual(row("Total open exceptions (amount: production sales only)")?[2], "4")
         XCTAssertEqual(row("Total open exceptions (amount: production sales only)")?[4], "1.98", "k1 and k3, each once")
+        // Each exception row gives its sale's net: the Summary's amount is each sale's once.
+        let exceptions = try XCTUnwrap(try XLSXReader.sheets(r.workbooks[2])["Exceptions"]).dropFirst(4)
+        XCTAssertEqual(exceptions.map { "\($0[0]) \($0[1]) \($0[7])" }.sorted(),
+                       ["DUPLICATE_CREDIT k1 0.99", "NOT_CREDITED k3 0.99", "REFUNDED_STILL_CREDITED k1 0.99", "REFUNDED_STILL_CREDITED k1 0.99"])
     }
 
     func testEveryCategoryThroughTheNightlyRun() throws {
@@ -386,6 +396,12 @@ final class ReconciliationTests: XCTestCase {
         let total = try XCTUnwrap(book["Summary"]!.first { $0.first == "Total open exceptions (amount: production sales only)" })
         XCTAssertEqual(amount(total), categories.filter { $0[0] != "SANDBOX_CREDITED_IN_PRODUCTION" }.map(amount).reduce(0, +))
         XCTAssertEqual(book["Exceptions"]!.dropFirst(4).count, 11)
+        // Each category's amount on the Summary is the net of the distinct sales its rows name.
+        for category in categories {
+            var sales: [String: Decimal] = [:]
+            for e in book["Exceptions"]!.dropFirst(4) where e[0] == category[0] && !e[7].isEmpty { sales[e[1]] = Decimal(string: e[7])! }
+            XCTAssertEqual(sales.values.reduce(0, +), amount(category), category[0])
+        }
         XCTAssertTrue(book["Pending"]!.contains { $0.contains { $0.contains("r.jsonl:6") } }, "the retryable record waits")
     }
 
@@ -589,12 +605,12 @@ final class ReconciliationTests: XCTestCase {
         XCTAssertEqual(rows[0]["first_seen"] as? String, "2026-10-06")
         XCTAssertEqual(rows[0]["age_days"] as? Int, 1)
         let open2 = try XLSXReader.sheets(n2.workbooks[2])["Exceptions"]!.dropFirst(4)
-        XCTAssertEqual(open2.first?[9], "1", "Age (days) column on night 2")
+        XCTAssertEqual(open2.first?[10], "1", "Age (days) column on night 2")
         // The day it was bought (2026-10-05, the day before the first night found it): how old
         // the problem is, beside how long it has been open.
-        XCTAssertEqual(open2.first.map { [$0[7], $0[8]] }, ["46300", "46301"], "Purchased and First seen, as Excel's day numbers")
+        XCTAssertEqual(open2.first.map { [$0[8], $0[9]] }, ["46300", "46301"], "Purchased and First seen, as Excel's day numbers")
         let credit = try XCTUnwrap(try XLSXReader.sheets(n2.workbooks[2])["Exceptions"]?[3])
-        XCTAssertEqual(Array(credit[6...9]), ["Currency", "Purchased", "First seen", "Age (days)"])
+        XCTAssertEqual(Array(credit[6...10]), ["Currency", "Net (USD)", "Purchased", "First seen", "Age (days)"])
         XCTAssertEqual(try XLSXReader.sheets(n1.workbooks[2])["Resolved"]!.dropFirst(4).map { $0[0] }, ["None: no night ran before this one, so no exception was open to be resolved"])
         XCTAssertEqual(try XLSXReader.sheets(n2.workbooks[2])["Resolved"]!.dropFirst(4).map { $0[0] }, ["None: no exception was resolved after the night as of 2026-10-06, up to 2026-10-07"])
 
