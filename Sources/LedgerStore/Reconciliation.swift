@@ -509,9 +509,15 @@ extension LedgerWriter {
         let oColumns = """
             SELECT v.order_id, v.account_id, NULLIF(v.transaction_id, ''), v.product_id, v.quantity, v.credited_units,
                    v.credited_ms, v.environment, v.app_account_token,
-                   v.storefront IS NOT NULL AND v.storefront <> '' AND upper(v.storefront) <> ?1
+                   v.storefront IS NOT NULL AND v.storefront <> '' AND upper(v.storefront) <> ?1,
+                   v.reversed_at IS NULL
             """
-        let latestActive = "v.reversed_at IS NULL AND v.id = (SELECT max(w.id) FROM order_version w WHERE w.order_id = v.order_id)"
+        // The latest version of each order; reversed ones too, in a transaction's group: they
+        // raise nothing (the Reconciler takes the active ones), but posting takes a reversed
+        // order's storefront, so one naming another storefront than a sale was booked at by
+        // default is a STOREFRONT_AFTER_POSTING as an active one is (it was left unsaid).
+        let latest = "v.id = (SELECT max(w.id) FROM order_version w WHERE w.order_id = v.order_id)"
+        let latestActive = "v.reversed_at IS NULL AND \(latest)"
         let transactionsSQL, ordersSQL, exceptionsSQL: String
         var loneOrdersSQL: String? = nil
         // Matched pairs in the ledger: those kept from the last reconciliation, less the pairs of
@@ -519,7 +525,7 @@ extension LedgerWriter {
         var matched = 0
         if full {
             transactionsSQL = "\(tColumns) FROM store_transaction t \(saleJoin) ORDER BY t.transaction_id"
-            ordersSQL = "\(oColumns) FROM order_version v INDEXED BY order_version_transaction WHERE \(latestActive) ORDER BY v.transaction_id"
+            ordersSQL = "\(oColumns) FROM order_version v INDEXED BY order_version_transaction WHERE \(latest) ORDER BY v.transaction_id"
             exceptionsSQL = "SELECT id, category, transaction_id, order_id, resolved_on IS NULL FROM exception"
             try db.execute(sql: "DELETE FROM reconciled_match")
         } else {
@@ -529,7 +535,7 @@ extension LedgerWriter {
             // CROSS JOIN keeps the touched keys the outer loop (SQLite has no statistics on a
             // temporary table and could otherwise walk the whole ledger to probe them).
             transactionsSQL = "\(tColumns) FROM temp.recon_touched k CROSS JOIN store_transaction t ON t.transaction_id = k.transaction_id \(saleJoin) ORDER BY k.transaction_id"
-            ordersSQL = "\(oColumns) FROM temp.recon_touched k CROSS JOIN order_version v ON v.transaction_id = k.transaction_id WHERE \(latestActive) ORDER BY k.transaction_id"
+            ordersSQL = "\(oColumns) FROM temp.recon_touched k CROSS JOIN order_version v ON v.transaction_id = k.transaction_id WHERE \(latest) ORDER BY k.transaction_id"
             loneOrdersSQL = "\(oColumns) FROM temp.recon_touched_order k CROSS JOIN order_version v ON v.order_id = k.order_id WHERE (v.transaction_id IS NULL OR v.transaction_id = '') AND \(latestActive) ORDER BY k.order_id"
             exceptionsSQL = """
                 SELECT id, category, transaction_id, order_id, resolved_on IS NULL FROM exception
@@ -634,7 +640,7 @@ extension LedgerWriter {
         var nextT = try tCursor.next().map(Self.reconTransaction)
         var nextO = try oCursor.next().map(Self.reconOrder)
         while let o = nextO, o.transactionId == nil {
-            try apply(ReconGroup(transactionId: nil, transaction: nil, orders: [o], unverified: false))
+            if o.active { try apply(ReconGroup(transactionId: nil, transaction: nil, orders: [o], unverified: false)) }
             nextO = try oCursor.next().map(Self.reconOrder)
         }
         while nextT != nil || nextO != nil {
@@ -656,7 +662,9 @@ extension LedgerWriter {
                 nextO = try oCursor.next().map(Self.reconOrder)
             }
             var isUnverified = false
-            if transaction == nil && orders.contains(where: { $0.environment == "production" }) {
+            // Reversed orders alone, of no stored transaction: no group (as before they were read).
+            if transaction == nil && !orders.contains(where: \.active) { continue }
+            if transaction == nil && orders.contains(where: { $0.environment == "production" && $0.active }) {
                 unverified.bind(id)
                 try unverified.forEachRow { _ in isUnverified = true }
             }
@@ -801,7 +809,7 @@ extension LedgerWriter {
 
     static func reconOrder(_ r: Row) -> ReconOrder {
         ReconOrder(orderId: r[0], accountId: r[1], transactionId: r[2], productId: r[3], quantity: r[4],
-                   creditedUnits: r[5], creditedMs: r[6], environment: r[7], appAccountToken: r[8], active: true,
+                   creditedUnits: r[5], creditedMs: r[6], environment: r[7], appAccountToken: r[8], active: (r[10] as Bool?) ?? true,
                    namesOtherStorefront: (r[9] as Bool?) ?? false)
     }
 }

@@ -140,6 +140,25 @@ final class OrderWaitTests: XCTestCase {
         let message = try ws.workspace.openExistingLedger().1.read { try $0.findings(openOnly: true) }.first?.message ?? ""
         XCTAssertTrue(message.hasPrefix("booked at default_storefront USA: no storefront of its own and no order naming one when it was posted; order o-r1, read since, names JPN"), message)
 
+        // An order reversed by the time it is read (a refund's credit taken back) names its
+        // storefront for posting as an active one does: so for the finding too (it was silent).
+        let reversed = try TestWorkspace(config: Self.config)
+        defer { reversed.remove() }
+        try reversed.write("inbox/receipts/a.jsonl", receipt)
+        try reversed.run("2026-10-12")
+        try reversed.write("inbox/orders/b.csv", order.replacingOccurrences(of: "production,JPN,,", with: "production,JPN,,2026-10-11T09:00:00Z"))
+        try reversed.run("2026-10-13")
+        XCTAssertEqual(try sale(reversed), booked)
+        XCTAssertEqual(try openFindings(reversed), ["STOREFRONT_AFTER_POSTING r1"])
+        // Read together with the receipt, the same reversed order gives the sale its storefront.
+        let together = try TestWorkspace(config: Self.config)
+        defer { together.remove() }
+        try together.write("inbox/receipts/a.jsonl", receipt)
+        try together.write("inbox/orders/b.csv", order.replacingOccurrences(of: "production,JPN,,", with: "production,JPN,,2026-10-11T09:00:00Z"))
+        try together.run("2026-10-12")
+        XCTAssertEqual(try sale(together)?.first, "JPN")
+        XCTAssertEqual(try openFindings(together), [])
+
         // An order naming the default storefront itself says nothing.
         let usa = try TestWorkspace(config: Self.config)
         defer { usa.remove() }
