@@ -162,10 +162,11 @@ public struct Reconciler {
     /// What this version decides, as a number in the fingerprint: raised when a version
     /// decides differently (2: out-of-scope groups raise nothing and match nothing; 3: a
     /// second refund or reversal the ledger did not post is the store's last word; 4: an order of
-    /// a product in scope naming a transaction out of scope is checked), so the
+    /// a product in scope naming a transaction out of scope is checked; 5: a reversed order naming
+    /// another storefront than a sale's default one opens STOREFRONT_AFTER_POSTING), so the
     /// first night after an upgrade reconciles every group again instead of keeping what the
     /// version before decided for the groups it does not touch.
-    static let logicVersion = 4
+    static let logicVersion = 5
 
     /// A hash of the rules reconciliation depends on (each product's type and units, the
     /// scope, the logic's version): when it changes, every group is reconciled again, not only
