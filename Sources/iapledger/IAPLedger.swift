@@ -724,6 +724,11 @@ struct Trace: ParsableCommand {
                 return nil
             }
             guard let found else {
+                // FILE:0 names no record (lines are counted from 1): a command line that does not
+                // parse, as `dismiss` says it (an id ending in ":0" would have been found above).
+                if LedgerRun.Dismiss.Target(id, workspace: Workspace(ws.url)).line == 0 {
+                    throw ValidationError("\(TerminalText.visible(id)): lines are counted from 1")
+                }
                 // The id is what the user typed (or pasted): shown escaped, as everything else printed is.
                 StandardError.write("iapledger: error: no transaction or order with id \"\(TerminalText.visible(id))\" in this ledger"
                                     + (id.contains(":") ? " (nor a record at it, as FILE:LINE: the inbox path and line a summary names)" : "") + "\n")

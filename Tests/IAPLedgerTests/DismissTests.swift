@@ -132,6 +132,13 @@ final class DismissTests: XCTestCase {
             XCTAssertEqual(refused.status, 64, "\(args)")
             XCTAssertTrue(refused.err.hasPrefix("Error: " + said), refused.err)
         }
+        // trace takes FILE:LINE as dismiss does: a line 0 exits 64 too (it said "no transaction or
+        // order with id", exit 1), a line past the file's end 1.
+        let zero = try Resilience.cli(["trace", "inbox/receipts/r.jsonl:0", "--workspace", ws.root.path])
+        XCTAssertEqual(zero.status, 64, zero.err)
+        XCTAssertTrue(zero.err.hasPrefix("Error: inbox/receipts/r.jsonl:0: lines are counted from 1"), zero.err)
+        XCTAssertEqual(try Resilience.cli(["trace", "inbox/receipts/r.jsonl:9", "--workspace", ws.root.path]).status, 1)
+        XCTAssertEqual(try Resilience.cli(["trace", "inbox/receipts/r.jsonl:1", "--workspace", ws.root.path]).status, 0)
         let empty = try Resilience.cli(["dismiss", "inbox/receipts/r.jsonl:1", "--reason", " ", "--workspace", ws.root.path])
         XCTAssertNotEqual(empty.status, 0)
         let done = try Resilience.cli(["dismiss", "inbox/receipts/r.jsonl:1", "--reason", "test data", "--by", "carol", "--workspace", ws.root.path])
