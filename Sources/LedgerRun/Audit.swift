@@ -356,6 +356,9 @@ public struct Audit {
             // the REFUND_REVERSED among them ask for: every one of a UUID may have asked; the
             // first for a transaction that reports it as stored must have.
             var notificationsMissing: [String] = []
+            // And each stored notification is one of them (the record it names is that
+            // notification): one added by hand showed in the trace as Apple's.
+            var notificationRecords: [String: Int64] = [:]
             var reversalsAsked: [String: (uuid: String, day: Day, at: String)] = [:]
             var reversalsSaid: [String: [(uuid: String, day: Day, at: String)]] = [:]
             // Each transaction's first record is the first verified record that reports it (the
@@ -400,6 +403,7 @@ public struct Audit {
                     // Each UUID's notification row names the record it was first stored from: a
                     // record after it is a resend, which asks for nothing.
                     if let n = said.notification {
+                        if notificationRecords[n.uuid] == nil { notificationRecords[n.uuid] = recordId }
                         let first = try r.notificationRecord(uuid: n.uuid)
                         if first == nil && notificationsMissing.count < 20 { notificationsMissing.append("\(n.type) \(n.uuid) (\(path):\(line))") }
                         if first == recordId, n.type == "REFUND_REVERSED", let id = n.transactionId, let book = n.book, let day = n.day {
@@ -417,6 +421,11 @@ public struct Audit {
             for m in notFirst + refundsMissing { report.problems.append(Problem(entryId: nil, message: m)) }
             for m in notificationsMissing {
                 report.problems.append(Problem(entryId: nil, message: "notification \(m) is a verified record, but the ledger holds no notification of that UUID: deleted"))
+            }
+            for n in try r.storedNotifications() where notificationRecords[n.uuid] != n.recordId {
+                report.problems.append(Problem(entryId: nil, message: "the ledger holds notification \(n.type) \(n.uuid)\(n.transactionId.map { " of transaction \($0)" } ?? "") as read from \(n.at), but "
+                    + (notificationRecords[n.uuid] == nil ? "no verified record is a notification of that UUID" : "that record is not it (the first record of it is another)")
+                    + ": written by hand (trace shows it as Apple's)"))
             }
             // The reversals asked for are those the notifications ask for, dated as they are: a
             // request deleted would leave the reversal unposted, one changed would date it elsewhere.

@@ -305,6 +305,34 @@ extension LedgerReader {
         try Int64.fetchOne(db.cachedStatement(sql: "SELECT record_id FROM notification WHERE uuid = ?"), arguments: [uuid])
     }
 
+    /// Every stored notification: its UUID, type, transaction, record and where that was read.
+    public func storedNotifications() throws -> [(uuid: String, type: String, transactionId: String?, recordId: Int64, at: String)] {
+        try Row.fetchAll(db, sql: """
+            SELECT n.uuid, n.notification_type, n.transaction_id, n.record_id, ifnull(f.path || ':' || r.line, 'record #' || n.record_id)
+            FROM notification n LEFT JOIN source_record r ON r.id = n.record_id LEFT JOIN source_file f ON f.id = r.file_id ORDER BY n.uuid
+            """).map { ($0[0], $0[1], $0[2], $0[3], $0[4]) }
+    }
+
+    /// Notifications and refund reversals asked for that no verified signed record can have
+    /// made (the checks a night makes before it writes; `verify` reads each record again): a
+    /// notification whose record is not a verified JWS of a signed-data file, and a reversal
+    /// whose notification is not a REFUND_REVERSED of its transaction. The night posted a
+    /// reversal so made up (a review's insider, past no trigger: inserts are not refused).
+    public func notificationsNotFromSignedRecords(limit: Int = 5) throws -> [String] {
+        let notifications = try Row.fetchAll(db, sql: """
+            SELECT n.notification_type, n.uuid, ifnull(f.path || ':' || r.line, 'record #' || n.record_id) FROM notification n
+            LEFT JOIN source_record r ON r.id = n.record_id LEFT JOIN source_file f ON f.id = r.file_id
+            WHERE r.id IS NULL OR r.outcome <> 'verified' OR r.reason_code IS NOT 'JWS_VERIFIED' OR f.kind IS NOT 'signed'
+            ORDER BY n.uuid LIMIT ?
+            """, arguments: [limit]).map { "its notification \($0[0] as String) \($0[1] as String) names \($0[2] as String), which is no verified signed record: written by hand" }
+        let reversals = try Row.fetchAll(db, sql: """
+            SELECT q.transaction_id, q.notification_uuid FROM reversal_request q LEFT JOIN notification n ON n.uuid = q.notification_uuid
+            WHERE n.uuid IS NULL OR n.notification_type <> 'REFUND_REVERSED' OR n.transaction_id IS NOT q.transaction_id
+            ORDER BY q.book, q.transaction_id LIMIT ?
+            """, arguments: [limit]).map { "its refund reversal of transaction \($0[0] as String) is asked for by \($0[1] as String), which is no REFUND_REVERSED notification of it: written by hand" }
+        return notifications + reversals
+    }
+
     /// The kind of file a record was read from (`receipts`, `signed`, `orders`).
     public func recordKind(_ recordId: Int64) throws -> String? {
         try String.fetchOne(db.cachedStatement(sql: "SELECT f.kind FROM source_record r JOIN source_file f ON f.id = r.file_id WHERE r.id = ?"),

@@ -783,15 +783,42 @@ final class VerifyTests: XCTestCase {
 
     /// A reversal asked for by hand (a row in `reversal_request`, which only Apple's
     /// REFUND_REVERSED notification should write) was posted by the next night and passed
-    /// verify; now a reversal needs a stored notification that verifies again as Apple's.
+    /// verify; then verify caught it once posted; now the night refuses to build on it (no
+    /// trigger refuses an insert), and verify names the request.
     func testAReversalWithoutAppleNotificationIsCaught() throws {
         let db = try DatabaseQueue(path: dbPath)
         try db.write { try $0.execute(sql: "INSERT INTO reversal_request (book, transaction_id, date, notification_uuid) VALUES ('production', '8002', '2026-10-08', 'forged-uuid')") }
-        try ws.run("2026-10-08")
-        XCTAssertEqual(try rows("SELECT count(*) FROM entry WHERE transaction_id = '8002' AND kind = 'refund_reversal'"), [["1"]], "the night posted it")
+        XCTAssertThrowsError(try ws.run("2026-10-08")) {
+            XCTAssertTrue("\($0)".contains("the ledger fails the checks a night makes before it writes: its refund reversal of transaction 8002 is asked for by forged-uuid, which is no REFUND_REVERSED notification of it: written by hand"), "\($0)")
+        }
+        XCTAssertEqual(try rows("SELECT count(*) FROM entry WHERE transaction_id = '8002' AND kind = 'refund_reversal'"), [["0"]], "nothing posted")
         let r = try Audit(workspace: ws.workspace).run()
-        XCTAssertEqual(r.problems.map(\.description).filter { $0.contains("refund_reversal") }.count, 1, "\(r.problems)")
-        XCTAssertTrue(r.problems.contains { $0.message == "refund_reversal of transaction 8002: no REFUND_REVERSED notification is stored for the transaction: the reversal was written by hand, or its notification's row was deleted" }, "\(r.problems)")
+        XCTAssertTrue(r.problems.contains { $0.message == "the refund reversal of transaction 8002 (production, dated 2026-10-08, by notification forged-uuid) is asked for by no verified REFUND_REVERSED notification of that UUID: written by hand" }, "\(r.problems)")
+    }
+
+    /// A notification made up with its request (an auditor's review: a REFUND_REVERSED row
+    /// naming a receipt line as its record): the night posted the reversal, exit 0, and trace
+    /// showed the notification as Apple's; a notification alone passed verify. Now the night
+    /// refuses, and verify names the notification no verified record is.
+    func testANotificationWrittenByHandIsCaught() throws {
+        let db = try DatabaseQueue(path: dbPath)
+        try db.write {
+            try $0.execute(sql: """
+                INSERT INTO notification (uuid, record_id, run_id, notification_type, subtype, signed_ms, environment, transaction_id)
+                VALUES ('11111111-2222-3333-4444-555555555555', (SELECT r.id FROM source_record r JOIN source_file f ON f.id = r.file_id WHERE f.path = 'inbox/receipts/r.jsonl' AND r.line = 1), 1, 'REFUND_REVERSED', NULL, 1786700000000, 'Production', '8002')
+                """)
+        }
+        var r = try Audit(workspace: ws.workspace).run()
+        let said = "the ledger holds notification REFUND_REVERSED 11111111-2222-3333-4444-555555555555 of transaction 8002 as read from inbox/receipts/r.jsonl:1, but no verified record is a notification of that UUID: written by hand (trace shows it as Apple's)"
+        XCTAssertTrue(r.problems.contains { $0.message == said }, "\(r.problems.map(\.message))")
+        XCTAssertFalse(r.ok)
+        try db.write { try $0.execute(sql: "INSERT INTO reversal_request (book, transaction_id, date, notification_uuid) VALUES ('production', '8002', '2026-10-08', '11111111-2222-3333-4444-555555555555')") }
+        XCTAssertThrowsError(try ws.run("2026-10-08")) {
+            XCTAssertTrue("\($0)".contains("its notification REFUND_REVERSED 11111111-2222-3333-4444-555555555555 names inbox/receipts/r.jsonl:1, which is no verified signed record: written by hand"), "\($0)")
+        }
+        XCTAssertEqual(try rows("SELECT count(*) FROM entry WHERE kind = 'refund_reversal'"), [["0"]], "nothing posted")
+        r = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(r.problems.contains { $0.message == said }, "\(r.problems.map(\.message))")
     }
 
     /// A night does not build on a ledger changed by hand: it checks cheaply before it writes
