@@ -2,6 +2,7 @@ import Foundation
 import LedgerCore
 import LedgerPost
 import LedgerRead
+import LedgerReconcile
 import LedgerStore
 import LedgerVerify
 
@@ -33,6 +34,9 @@ public struct Audit {
         /// those of runs before schema v26 (which kept no files).
         public var rulesChecked = 0
         public var rulesNotKept = 0
+        /// The reconciliation derived again (nil: not, a note says why): its open exceptions and
+        /// matched pairs, as the ledger holds them.
+        public var reconciliation: (open: Int, matched: Int)? = nil
         /// The report files' registrations chain head as they give it now, and how many are chained.
         public var reportFilesHead: String? = nil
         public var reportFilesChained = 0
@@ -543,6 +547,13 @@ public struct Audit {
                 report.problems.append(Problem(entryId: nil, message: "the month totals (\(name)) differ from the postings and entries they sum: "
                     + differences.prefix(3).joined(separator: "; ") + (differences.count > 3 ? "; and \(differences.count - 3) more" : "")))
             }
+            // Last, from the transactions and orders checked above: with a problem among them,
+            // what the reconciliation gives now follows from it, and is not said as its own.
+            if report.problems.isEmpty {
+                try checkReconciliation(r, into: &report)
+            } else {
+                report.notes.append("the reconciliation was not derived again: it is derived from the transactions and orders, and the ledger has the problems listed")
+            }
         } } catch let e as StoreError where !schemaDifferences.isEmpty {
             // A schema altered in a way the check above does not see (a column of another type)
             // stops the content checks: the schema's problems, listed first, are the cause.
@@ -675,6 +686,29 @@ public struct Audit {
             return .failure(Why("its source record \(where_) differs \(parts.joined(separator: ", and "))"))
         }
         return .success((obs, where_))
+    }
+
+    /// The reconciliation the ledger holds (open exceptions, their figures, matched pairs) is
+    /// the one its transactions and orders give, by the product rules and scope the last night
+    /// reconciled by (as kept): an exception resolved, changed or made up by hand, or a match,
+    /// passed `verify` (the triggers let a night's run resolve exceptions: a run made up and
+    /// removed again past its trigger let anyone). Left to the next night, and said, when the
+    /// last one reconciled by other rules or another version's logic.
+    func checkReconciliation(_ r: LedgerReader, into report: inout Report) throws {
+        guard let last = try r.lastFinishedRun() else { return }
+        var kept = RunRules()
+        guard case .kept(let rules, let config) = try kept.rules(ofRun: last.id, reader: r) else { return }
+        let reconciler = Reconciler(products: rules.products, scope: config.reconciliationScope)
+        guard try r.reconciliationRules(ofRun: last.id) == reconciler.rulesFingerprint else {
+            report.notes.append("the reconciliation was not derived again: the last night (run \(last.id)) reconciled by other product rules or another version's logic (the next night reconciles every group again)")
+            return
+        }
+        let (said, count, derived) = try r.reconciliationDifferences(reconciler, defaultStorefront: config.defaultStorefront)
+        report.reconciliation = derived
+        for m in said { report.problems.append(Problem(entryId: nil, message: m)) }
+        if count > said.count {
+            report.problems.append(Problem(entryId: nil, message: "and \(count - said.count) more differences between the reconciliation the ledger holds and the one its transactions and orders give"))
+        }
     }
 
     /// Each sale waiting for a rule waits for the reason the config and rules the last night

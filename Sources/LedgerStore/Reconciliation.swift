@@ -445,6 +445,162 @@ public struct ReconciliationSummary: Equatable {
     public var matched: Int
 }
 
+extension LedgerReader {
+    /// What reconciliation reads of a stored transaction (`reconTransaction`) and of an order's
+    /// latest version (`reconOrder`); `?1` is the config's default storefront.
+    static let reconTransactionColumns = """
+        SELECT t.transaction_id, t.book, t.product_id, t.quantity, t.app_account_token, t.cancellation_ms,
+               t.revocation_percentage,
+               EXISTS (SELECT 1 FROM reversal_request q WHERE q.book = t.book AND q.transaction_id = t.transaction_id),
+               e.gross_minor, e.currency, e.net_reporting_minor,
+               t.storefront IS NULL AND e.storefront = ?1, t.store_refund_share
+        """
+    static let reconSaleJoin = "LEFT JOIN entry e ON e.book = t.book AND e.transaction_id = t.transaction_id AND e.kind = 'sale'"
+    static let reconOrderColumns = """
+        SELECT v.order_id, v.account_id, NULLIF(v.transaction_id, ''), v.product_id, v.quantity, v.credited_units,
+               v.credited_ms, v.environment, v.app_account_token,
+               v.storefront IS NOT NULL AND v.storefront <> '' AND upper(v.storefront) <> ?1,
+               v.reversed_at IS NULL
+        """
+    /// The latest version of each order; reversed ones too, in a transaction's group: they
+    /// raise nothing (the Reconciler takes the active ones), but posting takes a reversed
+    /// order's storefront, so one naming another storefront than a sale was booked at by
+    /// default is a STOREFRONT_AFTER_POSTING as an active one is (it was left unsaid).
+    static let reconLatestOrder = "v.id = (SELECT max(w.id) FROM order_version w WHERE w.order_id = v.order_id)"
+    static let reconLatestActiveOrder = "v.reversed_at IS NULL AND \(reconLatestOrder)"
+    /// Every group of the ledger (a full reconciliation, and `verify`'s).
+    static let reconAllTransactionsSQL = "\(reconTransactionColumns) FROM store_transaction t \(reconSaleJoin) ORDER BY t.transaction_id"
+    static let reconAllOrdersSQL = "\(reconOrderColumns) FROM order_version v INDEXED BY order_version_transaction WHERE \(reconLatestOrder) ORDER BY v.transaction_id"
+
+    /// The groups reconciliation reconciles (`ReconGroup`: a transaction id with its stored
+    /// transaction and its orders, or an order naming none), streamed in transaction-id order
+    /// from the transactions and orders the SQL gives (`loneOrdersSQL`: orders naming no
+    /// transaction, read first). Memory does not grow with the ledger.
+    func forEachReconGroup(transactionsSQL: String, ordersSQL: String, loneOrdersSQL: String?, defaultStorefront: String,
+                           _ body: (ReconGroup) throws -> Void) throws {
+        var unverified = FastStatement(try db.cachedStatement(sql: "SELECT 1 FROM unverified_record_transaction WHERE transaction_id = ? LIMIT 1"), in: db)
+        if let loneOrdersSQL {
+            let lone = try Row.fetchCursor(db, sql: loneOrdersSQL, arguments: [defaultStorefront])
+            while let r = try lone.next() {
+                try body(ReconGroup(transactionId: nil, transaction: nil, orders: [LedgerWriter.reconOrder(r)], unverified: false))
+            }
+        }
+        // A merge of two streams in transaction-id order (SQLite's BINARY order: UTF-8 bytes).
+        let tCursor = try Row.fetchCursor(db, sql: transactionsSQL, arguments: [defaultStorefront])
+        let oCursor = try Row.fetchCursor(db, sql: ordersSQL, arguments: [defaultStorefront])
+        var nextT = try tCursor.next().map(LedgerWriter.reconTransaction)
+        var nextO = try oCursor.next().map(LedgerWriter.reconOrder)
+        while let o = nextO, o.transactionId == nil {
+            if o.active { try body(ReconGroup(transactionId: nil, transaction: nil, orders: [o], unverified: false)) }
+            nextO = try oCursor.next().map(LedgerWriter.reconOrder)
+        }
+        while nextT != nil || nextO != nil {
+            let id: String
+            switch (nextT?.transactionId, nextO?.transactionId) {
+            case let (a?, b?): id = LedgerWriter.binaryOrder(a, b) ? a : b
+            case let (a?, nil): id = a
+            case let (nil, b?): id = b
+            case (nil, nil): preconditionFailure("an order without a transaction id after the first (NULL ids sort first)")
+            }
+            var transaction: ReconTransaction? = nil
+            if let t = nextT, LedgerWriter.sameId(t.transactionId, id) {
+                transaction = t
+                nextT = try tCursor.next().map(LedgerWriter.reconTransaction)
+            }
+            var orders: [ReconOrder] = []
+            while let o = nextO, let oid = o.transactionId, LedgerWriter.sameId(oid, id) {
+                orders.append(o)
+                nextO = try oCursor.next().map(LedgerWriter.reconOrder)
+            }
+            var isUnverified = false
+            // Reversed orders alone, of no stored transaction: no group (as before they were read).
+            if transaction == nil && !orders.contains(where: \.active) { continue }
+            if transaction == nil && orders.contains(where: { $0.environment == "production" && $0.active }) {
+                unverified.bind(id)
+                try unverified.forEachRow { _ in isUnverified = true }
+            }
+            try body(ReconGroup(transactionId: id, transaction: transaction, orders: orders, unverified: isUnverified))
+        }
+    }
+}
+
+extension LedgerReader {
+    /// The reconciliation the ledger's transactions and orders give now (every group, by
+    /// `reconciler`: the rules the last night reconciled by), against the one it holds: the open
+    /// exceptions, their figures and detail, and the matched pairs. A night keeps them as it
+    /// found them; an exception resolved or changed by hand, or a match made up or removed,
+    /// passed `verify` and showed in the trace and the workbooks as the night's. What differs,
+    /// the first `limit` said, and how many in all.
+    public func reconciliationDifferences(_ reconciler: Reconciler, defaultStorefront: String, limit: Int = 20) throws
+        -> (said: [String], count: Int, derived: (open: Int, matched: Int)) {
+        typealias Figures = (detail: String, account: String?, product: String?, gross: Int64?, currency: String?, net: Int64?)
+        var open: [String: Figures] = [:]
+        let rows = try Row.fetchCursor(db, sql: """
+            SELECT category, transaction_id, order_id, detail, account_id, product_id, gross_minor, currency, net_reporting_minor
+            FROM exception WHERE resolved_on IS NULL
+            """)
+        while let r = try rows.next() {
+            open["\(r[0] as String)|\(r[1] as String)|\(r[2] as String)"] = (r[3], r[4], r[5], r[6], r[7], r[8])
+        }
+        var said: [String] = [], count = 0
+        func say(_ m: String) { count += 1; if said.count < limit { said.append(m) } }
+        func name(_ category: String, _ transactionId: String, _ orderId: String) -> String {
+            "\(category) of " + [transactionId.isEmpty ? nil : "transaction \(transactionId)", orderId.isEmpty ? nil : "order \(orderId)"]
+                .compactMap { $0 }.joined(separator: " and ")
+        }
+        func text(_ v: Any?) -> String { v.map { "\($0)" } ?? "none" }
+        var matchedSeen = 0, derivedOpen = 0, derivedMatched = 0
+        let matches = try db.cachedStatement(sql: "SELECT order_id FROM reconciled_match WHERE transaction_id = ?")
+        let resolved = try db.cachedStatement(sql: "SELECT resolved_on, resolved_run_id FROM exception WHERE category = ? AND transaction_id = ? AND order_id = ?")
+        try forEachReconGroup(transactionsSQL: Self.reconAllTransactionsSQL, ordersSQL: Self.reconAllOrdersSQL, loneOrdersSQL: nil,
+                              defaultStorefront: defaultStorefront) { group in
+            let result = reconciler.reconcile(group)
+            derivedOpen += result.exceptions.count
+            derivedMatched += group.transactionId == nil ? 0 : Set(result.matchedOrderIds).count
+            for e in result.exceptions {
+                let what = name(e.category.rawValue, e.transactionId, e.orderId)
+                guard let s = open.removeValue(forKey: "\(e.category.rawValue)|\(e.transactionId)|\(e.orderId)") else {
+                    if let r = try Row.fetchOne(resolved, arguments: [e.category.rawValue, e.transactionId, e.orderId]) {
+                        say("exception \(what) is stored resolved (on \(text(r[0] as String?)), by run \(text(r[1] as Int64?))), but the ledger's transactions and orders still give it: resolved by hand (or they were changed since the night)")
+                    } else {
+                        say("exception \(what) is not stored, but the ledger's transactions and orders give it: deleted (or they were changed since the night)")
+                    }
+                    continue
+                }
+                var differ: [String] = []
+                if s.detail != e.detail { differ.append("its detail reads \"\(s.detail)\" where they give \"\(e.detail)\"") }
+                if s.account != e.accountId { differ.append("its account \(text(s.account)) where they give \(text(e.accountId))") }
+                if s.product != e.productId { differ.append("its product \(text(s.product)) where they give \(text(e.productId))") }
+                if s.gross != e.grossMinor || s.currency != e.currency {
+                    differ.append("its price \(text(s.gross)) \(text(s.currency)) (minor units) where they give \(text(e.grossMinor)) \(text(e.currency))")
+                }
+                if s.net != e.netReportingMinor { differ.append("its net \(text(s.net)) (minor units) where they give \(text(e.netReportingMinor))") }
+                if !differ.isEmpty { say("exception \(what): " + differ.joined(separator: "; ") + ": changed by hand (or they were changed since the night)") }
+            }
+            if let id = group.transactionId {
+                let have = Set(try String.fetchAll(matches, arguments: [id]))
+                matchedSeen += have.count
+                let want = Set(result.matchedOrderIds)
+                for o in have.subtracting(want).sorted() {
+                    say("transaction \(id) is stored as matched with order \(o), but its orders do not match it so (an exception between them, or no such active order): made up")
+                }
+                for o in want.subtracting(have).sorted() {
+                    say("transaction \(id) and order \(o) match, but the ledger does not hold them as matched: removed")
+                }
+            }
+        }
+        for key in open.keys.sorted() {
+            let part = key.split(separator: "|", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
+            say("exception \(name(part[0], part[1], part[2])) is stored open, but the ledger's transactions and orders do not give it: made up, or its resolution removed (or they were changed since the night)")
+        }
+        let stored = try Int.fetchOne(db, sql: "SELECT count(*) FROM reconciled_match") ?? 0
+        if stored > matchedSeen {
+            say("\(stored - matchedSeen) matched pair\(stored - matchedSeen == 1 ? "" : "s") name\(stored - matchedSeen == 1 ? "s" : "") a transaction id with no transaction or order in the ledger: made up")
+        }
+        return (said, count, (derivedOpen, derivedMatched))
+    }
+}
+
 extension LedgerWriter {
     /// Why `reconcile` will reconcile every group whatever the run touches (the ledger's first
     /// reconciliation, or the product rules changed since the last), or nil.
@@ -498,34 +654,15 @@ extension LedgerWriter {
         else { fullBecause = nil }
         let full = fullBecause != nil
 
-        let tColumns = """
-            SELECT t.transaction_id, t.book, t.product_id, t.quantity, t.app_account_token, t.cancellation_ms,
-                   t.revocation_percentage,
-                   EXISTS (SELECT 1 FROM reversal_request q WHERE q.book = t.book AND q.transaction_id = t.transaction_id),
-                   e.gross_minor, e.currency, e.net_reporting_minor,
-                   t.storefront IS NULL AND e.storefront = ?1, t.store_refund_share
-            """
-        let saleJoin = "LEFT JOIN entry e ON e.book = t.book AND e.transaction_id = t.transaction_id AND e.kind = 'sale'"
-        let oColumns = """
-            SELECT v.order_id, v.account_id, NULLIF(v.transaction_id, ''), v.product_id, v.quantity, v.credited_units,
-                   v.credited_ms, v.environment, v.app_account_token,
-                   v.storefront IS NOT NULL AND v.storefront <> '' AND upper(v.storefront) <> ?1,
-                   v.reversed_at IS NULL
-            """
-        // The latest version of each order; reversed ones too, in a transaction's group: they
-        // raise nothing (the Reconciler takes the active ones), but posting takes a reversed
-        // order's storefront, so one naming another storefront than a sale was booked at by
-        // default is a STOREFRONT_AFTER_POSTING as an active one is (it was left unsaid).
-        let latest = "v.id = (SELECT max(w.id) FROM order_version w WHERE w.order_id = v.order_id)"
-        let latestActive = "v.reversed_at IS NULL AND \(latest)"
+        let (tColumns, saleJoin, oColumns, latest, latestActive) = (Self.reconTransactionColumns, Self.reconSaleJoin, Self.reconOrderColumns,
+                                                                   Self.reconLatestOrder, Self.reconLatestActiveOrder)
         let transactionsSQL, ordersSQL, exceptionsSQL: String
         var loneOrdersSQL: String? = nil
         // Matched pairs in the ledger: those kept from the last reconciliation, less the pairs of
         // the groups reconciled again, plus what those groups match now.
         var matched = 0
         if full {
-            transactionsSQL = "\(tColumns) FROM store_transaction t \(saleJoin) ORDER BY t.transaction_id"
-            ordersSQL = "\(oColumns) FROM order_version v INDEXED BY order_version_transaction WHERE \(latest) ORDER BY v.transaction_id"
+            (transactionsSQL, ordersSQL) = (Self.reconAllTransactionsSQL, Self.reconAllOrdersSQL)
             exceptionsSQL = "SELECT id, category, transaction_id, order_id, resolved_on IS NULL FROM exception"
             try db.execute(sql: "DELETE FROM reconciled_match")
         } else {
@@ -627,49 +764,10 @@ extension LedgerWriter {
             CrashPoint.tick("reconcile:groups", every: 16)
         }
 
-        var unverified = FastStatement(try db.cachedStatement(sql: "SELECT 1 FROM unverified_record_transaction WHERE transaction_id = ? LIMIT 1"), in: db)
-        if let loneOrdersSQL {
-            let lone = try Row.fetchCursor(db, sql: loneOrdersSQL, arguments: [defaultStorefront])
-            while let r = try lone.next() {
-                try apply(ReconGroup(transactionId: nil, transaction: nil, orders: [Self.reconOrder(r)], unverified: false))
-            }
-        }
-        // A merge of two streams in transaction-id order (SQLite's BINARY order: UTF-8 bytes).
-        let tCursor = try Row.fetchCursor(db, sql: transactionsSQL, arguments: [defaultStorefront])
-        let oCursor = try Row.fetchCursor(db, sql: ordersSQL, arguments: [defaultStorefront])
-        var nextT = try tCursor.next().map(Self.reconTransaction)
-        var nextO = try oCursor.next().map(Self.reconOrder)
-        while let o = nextO, o.transactionId == nil {
-            if o.active { try apply(ReconGroup(transactionId: nil, transaction: nil, orders: [o], unverified: false)) }
-            nextO = try oCursor.next().map(Self.reconOrder)
-        }
-        while nextT != nil || nextO != nil {
-            let id: String
-            switch (nextT?.transactionId, nextO?.transactionId) {
-            case let (a?, b?): id = Self.binaryOrder(a, b) ? a : b
-            case let (a?, nil): id = a
-            case let (nil, b?): id = b
-            case (nil, nil): preconditionFailure("an order without a transaction id after the first (NULL ids sort first)")
-            }
-            var transaction: ReconTransaction? = nil
-            if let t = nextT, Self.sameId(t.transactionId, id) {
-                transaction = t
-                nextT = try tCursor.next().map(Self.reconTransaction)
-            }
-            var orders: [ReconOrder] = []
-            while let o = nextO, let oid = o.transactionId, Self.sameId(oid, id) {
-                orders.append(o)
-                nextO = try oCursor.next().map(Self.reconOrder)
-            }
-            var isUnverified = false
-            // Reversed orders alone, of no stored transaction: no group (as before they were read).
-            if transaction == nil && !orders.contains(where: \.active) { continue }
-            if transaction == nil && orders.contains(where: { $0.environment == "production" && $0.active }) {
-                unverified.bind(id)
-                try unverified.forEachRow { _ in isUnverified = true }
-            }
-            try apply(ReconGroup(transactionId: id, transaction: transaction, orders: orders, unverified: isUnverified))
-            if let t = transaction, t.bookedAtDefaultStorefront, orders.contains(where: \.namesOtherStorefront) {
+        try forEachReconGroup(transactionsSQL: transactionsSQL, ordersSQL: ordersSQL, loneOrdersSQL: loneOrdersSQL,
+                              defaultStorefront: defaultStorefront) { group in
+            try apply(group)
+            if let t = group.transaction, t.bookedAtDefaultStorefront, group.orders.contains(where: \.namesOtherStorefront) {
                 try storefrontNamedAfterPosting(t, booked: defaultStorefront, runId: runId)
             }
         }

@@ -821,6 +821,56 @@ final class VerifyTests: XCTestCase {
         XCTAssertTrue(r.problems.contains { $0.message == said }, "\(r.problems.map(\.message))")
     }
 
+    /// The reconciliation the ledger holds is derived again from its transactions and orders
+    /// (an auditor's review: an exception resolved past its guard, its detail or price
+    /// rewritten, a match made up or removed, all passed verify, and trace and the workbooks
+    /// showed them as the night's).
+    func testAReconciliationChangedByHandIsCaught() throws {
+        func said() throws -> [String] {
+            try Audit(workspace: ws.workspace).run().problems.map(\.message).filter { $0.contains("exception") || $0.contains("match") }
+        }
+        XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.message), [])
+        XCTAssertEqual(try rows("SELECT category, transaction_id, order_id FROM exception ORDER BY 1, 2"),
+                       [["NOT_CREDITED", "8001", ""], ["NOT_CREDITED", "8003", ""], ["REFUNDED_STILL_CREDITED", "8002", "o1"]])
+        let lost = "category = 'NOT_CREDITED' AND transaction_id = '8001'"
+        try tamper(past: "exception_resolved_by_a_run", "UPDATE exception SET resolved_on = '2026-10-07', resolved_run_id = 1 WHERE \(lost)")
+        XCTAssertEqual(try said(), ["exception NOT_CREDITED of transaction 8001 is stored resolved (on 2026-10-07, by run 1), but the ledger's transactions and orders still give it: resolved by hand (or they were changed since the night)"])
+        try tamper(past: "exception_resolved_by_a_run", "UPDATE exception SET resolved_on = NULL, resolved_run_id = NULL WHERE \(lost)")
+        XCTAssertEqual(try said(), [])
+
+        let detail = try XCTUnwrap(try rows("SELECT detail FROM exception WHERE \(lost)").first?.first)
+        let db = try DatabaseQueue(path: dbPath)
+        try db.write { try $0.execute(sql: "UPDATE exception SET detail = 'cleared by finance', gross_minor = 0 WHERE \(lost)") }
+        XCTAssertEqual(try said(), ["exception NOT_CREDITED of transaction 8001: its detail reads \"cleared by finance\" where they give \"\(detail)\"; its price 0 USD (minor units) where they give 99 USD: changed by hand (or they were changed since the night)"])
+        try db.write { try $0.execute(sql: "UPDATE exception SET detail = ?, gross_minor = 99 WHERE \(lost)", arguments: [detail]) }
+        XCTAssertEqual(try said(), [])
+
+        try db.write { try $0.execute(sql: "INSERT INTO reconciled_match (transaction_id, order_id) VALUES ('8001', 'o1'), ('9999', 'o9')") }
+        XCTAssertEqual(try said(), [
+            "transaction 8001 is stored as matched with order o1, but its orders do not match it so (an exception between them, or no such active order): made up",
+            "1 matched pair names a transaction id with no transaction or order in the ledger: made up",
+        ])
+        try db.write { try $0.execute(sql: "DELETE FROM reconciled_match") }
+        XCTAssertEqual(try said(), [])
+
+        try tamper(past: "exception_added_by_a_run", """
+            INSERT INTO exception (category, transaction_id, order_id, first_seen, first_run_id, last_seen, last_run_id, detail)
+            VALUES ('DUPLICATE_CREDIT', '8003', 'o7', '2026-10-07', 1, '2026-10-07', 1, 'made up')
+            """)
+        XCTAssertEqual(try said(), ["exception DUPLICATE_CREDIT of transaction 8003 and order o7 is stored open, but the ledger's transactions and orders do not give it: made up, or its resolution removed (or they were changed since the night)"])
+    }
+
+    /// A match removed: the pair its orders match is said missing.
+    func testAMatchRemovedIsCaught() throws {
+        try ws.write("inbox/orders/p.csv", ReconciliationTests.header + "o3,a1,8003,coins.550,3,1650,2026-10-06T10:00:01Z,production,USA,,\n")
+        try ws.run("2026-10-08")
+        XCTAssertEqual(try rows("SELECT transaction_id, order_id FROM reconciled_match"), [["8003", "o3"]])
+        XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.message), [])
+        try DatabaseQueue(path: dbPath).write { try $0.execute(sql: "DELETE FROM reconciled_match") }
+        XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.message),
+                       ["transaction 8003 and order o3 match, but the ledger does not hold them as matched: removed"])
+    }
+
     /// A night does not build on a ledger changed by hand: it checks cheaply before it writes
     /// (the schema, the last entry against the last run's chain head, the month totals), and
     /// stops, changing nothing. It used to go on, posting with the append-only trigger gone, or
