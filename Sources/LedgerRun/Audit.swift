@@ -370,8 +370,27 @@ public struct Audit {
             // quantity, price or expiry), and a refund a record reports is stored (the sale
             // waiting with it would post without its refund).
             var notFirst: [String] = [], refundsMissing: [String] = [], flagged = Set<String>()
+            // And each link of a transaction to a record that told it (what `trace` lists as its
+            // sources) names a verified record that reports it: a link made up listed an order
+            // line about another transaction among a sale's sources. Read in record order beside
+            // the records (no set of links held).
+            let links = try r.transactionLinksByRecord()
+            var nextLink = try links.next()
+            var linksMadeUp: [String] = [], linksMadeUpCount = 0
+            func checkLinks(before recordId: Int64, of current: (id: Int64, at: String, reported: Set<String>)? = nil) throws {
+                while let l = nextLink, l.recordId < recordId || (l.recordId == current?.id) {
+                    if l.recordId != current?.id || current?.reported.contains(l.transactionId) != true {
+                        linksMadeUpCount += 1
+                        if linksMadeUp.count < 20 {
+                            linksMadeUp.append("transaction \(l.transactionId) is linked to \(l.recordId == current?.id ? current!.at : l.at) as a record that told it, but that record \(l.recordId == current?.id ? "does not report it" : "is no verified record of a receipt or signed data that reports it"): made up (trace lists it among the transaction's sources)")
+                        }
+                    }
+                    nextLink = try links.next()
+                }
+            }
             try r.forEachSourceRecordText { path, line, outcome, code, recordSHA, fileSHA, chunk, raw, kind, recordId, runId in
                 report.records += 1
+                try checkLinks(before: recordId)
                 guard let raw else {
                     report.problems.append(Problem(entryId: nil, message: "source record \(path):\(line): its text's chunk \(chunk ?? 0) cannot be read (not the compressed text of its recorded size): it was damaged or altered after it was read"))
                     return
@@ -379,6 +398,8 @@ public struct Audit {
                 if outcome == "verified" && kind != "orders" {
                     let run = verifiers.forRun(runId)
                     let said = Self.reported(kind: kind, path: path, raw: raw, receiptVerifier: run.receipts, signedVerifier: run.signed)
+                    try checkLinks(before: recordId, of: (recordId, "\(path):\(line)",
+                                                         Set(said.transactions.map(\.transactionId) + (said.notification?.transactionId.map { [$0] } ?? []))))
                     // A record agrees with the stored transaction when it reports it as stored,
                     // field by field (a refund aside): the night takes a refund, or a reversal,
                     // only from such a record. Judged from the records, not from the findings
@@ -422,7 +443,11 @@ public struct Audit {
                 if LedgerReader.textHolds(raw, recordSHA256: recordSHA, fileSHA256: fileSHA, inChunk: chunk != nil, outcome: outcome, reasonCode: code) { return }
                 report.problems.append(Problem(entryId: nil, message: "source record \(path):\(line): its stored text no longer hashes to the SHA-256 recorded when it was read (\(recordSHA)): it was changed after it was read"))
             }
-            for m in notFirst + refundsMissing { report.problems.append(Problem(entryId: nil, message: m)) }
+            try checkLinks(before: Int64.max)
+            for m in notFirst + refundsMissing + linksMadeUp { report.problems.append(Problem(entryId: nil, message: m)) }
+            if linksMadeUpCount > linksMadeUp.count {
+                report.problems.append(Problem(entryId: nil, message: "and \(linksMadeUpCount - linksMadeUp.count) more links of transactions to records that do not report them"))
+            }
             for m in notificationsMissing {
                 report.problems.append(Problem(entryId: nil, message: "notification \(m) is a verified record, but the ledger holds no notification of that UUID: deleted"))
             }

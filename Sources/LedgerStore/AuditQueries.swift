@@ -305,6 +305,18 @@ extension LedgerReader {
         try Int64.fetchOne(db.cachedStatement(sql: "SELECT record_id FROM notification WHERE uuid = ?"), arguments: [uuid])
     }
 
+    /// The links of transactions to the records that told them (`transaction_source`), in
+    /// record order, each with where its record was read (or its id, when the ledger holds no
+    /// such record).
+    public func transactionLinksByRecord() throws -> RecordCursor<(recordId: Int64, transactionId: String, at: String)> {
+        let rows = try Row.fetchCursor(db, sql: """
+            SELECT s.record_id, s.transaction_id, ifnull(f.path || ':' || r.line, 'record #' || s.record_id)
+            FROM transaction_source s LEFT JOIN source_record r ON r.id = s.record_id LEFT JOIN source_file f ON f.id = r.file_id
+            ORDER BY s.record_id, s.transaction_id
+            """)
+        return RecordCursor { try rows.next().map { ($0[0], $0[1], $0[2]) } }
+    }
+
     /// Every stored notification: its UUID, type, transaction, record and where that was read.
     public func storedNotifications() throws -> [(uuid: String, type: String, transactionId: String?, recordId: Int64, at: String)] {
         try Row.fetchAll(db, sql: """
@@ -586,4 +598,10 @@ extension LedgerReader {
     static func text(_ bytes: Data?) -> String {
         bytes.map { String(decoding: $0, as: UTF8.self) } ?? ""
     }
+}
+
+/// A cursor over rows read one at a time (`next()` nil at the end).
+public struct RecordCursor<Element> {
+    let step: () throws -> Element?
+    public func next() throws -> Element? { try step() }
 }

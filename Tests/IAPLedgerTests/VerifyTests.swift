@@ -860,6 +860,31 @@ final class VerifyTests: XCTestCase {
         XCTAssertEqual(try said(), ["exception DUPLICATE_CREDIT of transaction 8003 and order o7 is stored open, but the ledger's transactions and orders do not give it: made up, or its resolution removed (or they were changed since the night)"])
     }
 
+    /// A link of a transaction to a record that told it, made up (an auditor's review: trace
+    /// listed an order line about another transaction as a sale's first source; verify passed).
+    func testALinkToARecordThatDoesNotReportTheTransactionIsCaught() throws {
+        func record(_ path: String, _ line: Int) -> String {
+            "(SELECT r.id FROM source_record r JOIN source_file f ON f.id = r.file_id WHERE f.path = '\(path)' AND r.line = \(line))"
+        }
+        let db = try DatabaseQueue(path: dbPath)
+        try db.write { try $0.execute(sql: "INSERT INTO transaction_source (transaction_id, record_id) VALUES ('8001', \(record("inbox/orders/o.csv", 2)))") }
+        XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.message), [
+            "transaction 8001 is linked to inbox/orders/o.csv:2 as a record that told it, but that record is no verified record of a receipt or signed data that reports it: made up (trace lists it among the transaction's sources)",
+        ])
+        try Tamper.run(dbPath, past: "transaction_source_no_delete", "DELETE FROM transaction_source WHERE transaction_id = '8001'")
+        XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.message), [])
+        try db.write { try $0.execute(sql: "INSERT INTO transaction_source (transaction_id, record_id) VALUES ('8001', \(record("inbox/receipts/r.jsonl", 2)))") }
+        XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.message), [
+            "transaction 8001 is linked to inbox/receipts/r.jsonl:2 as a record that told it, but that record does not report it: made up (trace lists it among the transaction's sources)",
+        ])
+        // A link of a later record that does report it (a receipt listing the purchase again) is the night's own.
+        try Tamper.run(dbPath, past: "transaction_source_no_delete", "DELETE FROM transaction_source WHERE transaction_id = '8001'")
+        try ws.write("inbox/receipts/again.jsonl", Receipt.response([Receipt.item("8001", purchased: "2026-10-05T10:00:00Z")]) + "\n")
+        try ws.run("2026-10-08")
+        XCTAssertEqual(try rows("SELECT count(*) FROM transaction_source WHERE transaction_id = '8001'"), [["1"]])
+        XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.message), [])
+    }
+
     /// A match removed: the pair its orders match is said missing.
     func testAMatchRemovedIsCaught() throws {
         try ws.write("inbox/orders/p.csv", ReconciliationTests.header + "o3,a1,8003,coins.550,3,1650,2026-10-06T10:00:01Z,production,USA,,\n")
