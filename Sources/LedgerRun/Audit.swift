@@ -700,7 +700,10 @@ public struct Audit {
         case .failure(let why): return .failure(Why("its source record \(where_) does not give the transaction again: \(why)"))
         }
         guard let stored = try reader.transaction(transactionId)?.observation else { return .failure(Why("the transaction is not stored")) }
-        let differences = Self.differingFields(obs, stored)
+        var differences = Self.differingFields(obs, stored)
+        // The app it was bought in (a bundle id changed to another app's went unsaid; the rows
+        // of ledgers before it was stored hold none).
+        if let a = obs.bundleId, let b = stored.bundleId, a != b { differences.append("bundle id") }
         var fromEntry: [String] = []
         if let e, obs.productId != e.productId { fromEntry.append("product") }
         if let e, Day(epochMilliseconds: obs.purchaseMs) != e.originalDate { fromEntry.append("date (the purchase date)") }

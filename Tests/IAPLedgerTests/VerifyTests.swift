@@ -885,6 +885,13 @@ final class VerifyTests: XCTestCase {
         XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.message), [])
     }
 
+    /// The app a transaction was bought in, changed in the ledger (an auditor's review: it passed).
+    func testABundleIdChangedIsCaught() throws {
+        try DatabaseQueue(path: dbPath).write { try $0.execute(sql: "UPDATE store_transaction SET bundle_id = 'com.evil' WHERE transaction_id = '8001'") }
+        let problems = try Audit(workspace: ws.workspace).run().problems.map(\.message)
+        XCTAssertTrue(problems.contains { $0.contains("its source record inbox/receipts/r.jsonl:1 differs from the stored transaction in bundle id") }, "\(problems)")
+    }
+
     /// A match removed: the pair its orders match is said missing.
     func testAMatchRemovedIsCaught() throws {
         try ws.write("inbox/orders/p.csv", ReconciliationTests.header + "o3,a1,8003,coins.550,3,1650,2026-10-06T10:00:01Z,production,USA,,\n")
