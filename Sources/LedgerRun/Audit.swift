@@ -85,6 +85,10 @@ public struct Audit {
         if let behind = try ledger.migrationsBehindRuns() {
             report.problems.append(Problem(entryId: nil, message: "run \(behind.runId) recorded writing the ledger with its schema through migration \(behind.recorded), but the ledger's applied migrations (grdb_migrations) end \(behind.lastApplied.map { "at \($0)" } ?? "before the first"): the newer ones were deleted; the schema is compared with the one \(behind.recorded) gives", schema: true))
         }
+        let gaps = try ledger.migrationRowsMissing()
+        if !gaps.isEmpty {
+            report.problems.append(Problem(entryId: nil, message: "the ledger's list of applied schema migrations (grdb_migrations) lacks \(gaps.joined(separator: ", ")), though later ones are applied: \(gaps.count == 1 ? "its row was" : "their rows were") deleted (a night would run \(gaps.count == 1 ? "it" : "them") again on tables already made)", schema: true))
+        }
         // The schema: the triggers that keep the ledger append-only, the CHECKs, the unique keys.
         for d in schemaDifferences {
             let key = d.key

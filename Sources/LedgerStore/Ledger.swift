@@ -83,6 +83,9 @@ public final class Ledger {
     /// differed, or edited by hand) is named, with what was applied and what to do.
     static func migrate(_ queue: DatabaseQueue, path: String) throws {
         let migrator = Schema.migrator()
+        // A row of an applied migration deleted from among the others: migrating runs it again
+        // on tables it already made, which fails, saying so (not that the tables are not iapledger's).
+        let gaps = (try? queue.read({ try Self.migrationRowsMissing($0) })) ?? []
         do {
             try migrator.migrate(queue)
         } catch let e as SchemaRefusal {
@@ -101,6 +104,15 @@ public final class Ledger {
                 throw StoreError(message: "\(path): cannot open the ledger database: \(e.message ?? e.description)\(Self.advice(e))")
             }
             let failed = migrator.migrations[completed.count]
+            if gaps.contains(failed) {
+                throw StoreError(message: """
+                    \(path): cannot bring the ledger's schema up to date: its list of applied schema migrations \
+                    (grdb_migrations) lacks \(gaps.joined(separator: ", ")), though later ones are applied, and \
+                    migration \(failed), run again, failed: \(e.message ?? e.description): \(gaps.count == 1 ? "its row was" : "their rows were") \
+                    deleted by hand. No data was changed. Restore the ledger from a copy made before the change (or put the \
+                    row back, INSERT INTO grdb_migrations VALUES ('\(failed)'), and check it with `iapledger verify`)
+                    """)
+            }
             throw StoreError(message: """
                 \(path): cannot bring the ledger's schema up to date: migration \(failed) failed: \(e.message ?? e.description). \
                 The migrations before it are applied (\(completed.count) of \(migrator.migrations.count)); \
@@ -186,6 +198,18 @@ public final class Ledger {
     /// (with what they created, for the schema check to pass). The newest such schema and the
     /// last run that recorded it; nil when none is newer. A migration this iapledger does not
     /// know (a newer version wrote the run) is not compared.
+    /// The migrations not recorded applied though a later one is (a row of grdb_migrations
+    /// deleted from among the others): empty when the applied ones are the first ones in order.
+    static func migrationRowsMissing(_ db: Database) throws -> [String] {
+        guard try db.tableExists("grdb_migrations") else { return [] }
+        let ids = Schema.migrator().migrations
+        let applied = Set(try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations"))
+        guard let last = ids.lastIndex(where: applied.contains) else { return [] }
+        return ids[...last].filter { !applied.contains($0) }
+    }
+
+    public func migrationRowsMissing() throws -> [String] { try queue.read { try Self.migrationRowsMissing($0) } }
+
     public func migrationsBehindRuns() throws -> (runId: Int64, recorded: String, lastApplied: String?)? {
         let migrator = Schema.migrator(), ids = migrator.migrations
         do {

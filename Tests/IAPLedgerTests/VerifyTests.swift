@@ -892,6 +892,22 @@ final class VerifyTests: XCTestCase {
         XCTAssertTrue(problems.contains { $0.contains("its source record inbox/receipts/r.jsonl:1 differs from the stored transaction in bundle id") }, "\(problems)")
     }
 
+    /// A row of grdb_migrations deleted from among the others (an auditor's review): verify
+    /// passed, and the night said the tables were not iapledger's and to build a new ledger.
+    func testAMigrationRowDeletedIsNamed() throws {
+        try DatabaseQueue(path: dbPath).write { try $0.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v9-runs-and-records-fixed'") }
+        XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.message),
+                       ["the ledger's list of applied schema migrations (grdb_migrations) lacks v9-runs-and-records-fixed, though later ones are applied: its row was deleted (a night would run it again on tables already made)"])
+        let before = try Data(contentsOf: URL(fileURLWithPath: dbPath))
+        XCTAssertThrowsError(try ws.run("2026-10-08")) {
+            XCTAssertTrue("\($0)".contains("ledger.sqlite: cannot bring the ledger's schema up to date: its list of applied schema migrations (grdb_migrations) lacks v9-runs-and-records-fixed, though later ones are applied, and migration v9-runs-and-records-fixed, run again, failed: "), "\($0)")
+            XCTAssertTrue("\($0)".contains("its row was deleted by hand. No data was changed. Restore the ledger from a copy made before the change (or put the row back, INSERT INTO grdb_migrations VALUES ('v9-runs-and-records-fixed'), and check it with `iapledger verify`)"), "\($0)")
+        }
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: dbPath)), before)
+        try DatabaseQueue(path: dbPath).write { try $0.execute(sql: "INSERT INTO grdb_migrations VALUES ('v9-runs-and-records-fixed')") }
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+    }
+
     /// A match removed: the pair its orders match is said missing.
     func testAMatchRemovedIsCaught() throws {
         try ws.write("inbox/orders/p.csv", ReconciliationTests.header + "o3,a1,8003,coins.550,3,1650,2026-10-06T10:00:01Z,production,USA,,\n")
