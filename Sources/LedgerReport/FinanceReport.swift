@@ -154,7 +154,15 @@ public struct FinanceReport {
         out += totals
         out.append(SheetRow([.text(book.rawValue), .text("Total all currencies (\(reportingCurrency))"), .text(reportingCurrency),
                              .empty, .empty, .empty, .money(minor: reportingTotal, decimals: reportingDecimals)], style: .total))
-        return SheetContent(key: "trial_balance", tables: [TableBlock(key: "balances", columns: ReportSchema.trialBalance, rows: out)])
+        // Each account once, all its currencies added in the reporting currency: what ties to the
+        // Summary (an account was spread over a row per currency, to add up by hand).
+        var byAccount: [String: Int64] = [:]
+        for r in rows { byAccount[r.account, default: 0] += r.reportingBalanceMinor }
+        let accounts = byAccount.keys.sorted().map {
+            SheetRow([.text(book.rawValue), .text($0), .text(reportingCurrency), .money(minor: byAccount[$0]!, decimals: reportingDecimals)])
+        } + [SheetRow([.text(book.rawValue), .text("Total"), .text(reportingCurrency), .money(minor: reportingTotal, decimals: reportingDecimals)], style: .total)]
+        return SheetContent(key: "trial_balance", tables: [TableBlock(key: "balances", columns: ReportSchema.trialBalance, rows: out),
+                                                           TableBlock(key: "by_account", columns: ReportSchema.trialBalanceByAccount, rows: accounts)])
     }
 
     /// Postings the Journal covers (entries of the book posted on or before the as-of date).

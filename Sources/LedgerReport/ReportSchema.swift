@@ -65,6 +65,7 @@ public enum ReportSchema {
         c("book"), c("account"), c("currency"), c("debit", .money), c("credit", .money), c("balance", .money),
         c("balance_reporting", .money),
     ]
+    static let trialBalanceByAccount = [c("book"), c("account"), c("currency"), c("balance_reporting", .money)]
     static let journal = [
         c("entry", .integer), c("date", .date), c("original_date", .date), c("late"), c("kind"), c("transaction"), c("product"),
         c("storefront"), c("account"), c("currency"), c("amount", .money), c("amount_reporting", .money),
@@ -109,7 +110,7 @@ public enum ReportSchema {
         [
             SheetSchema("summary", [TableSchema("by_month", summaryByMonth), TableSchema("by_region", summaryByRegion)],
                         placeholders: ["sales_waiting", "records_waiting", "commission_returned", "commission_after_refunds", "late_entries", "free_transactions", "rules_changed"]),
-            SheetSchema("trial_balance", [TableSchema("balances", trialBalance)]),
+            SheetSchema("trial_balance", [TableSchema("balances", trialBalance), TableSchema("by_account", trialBalanceByAccount)]),
             SheetSchema("journal", [TableSchema("postings", journal)]),
             SheetSchema("revenue_by_region", [TableSchema("by_region", revenueByRegion)]),
             SheetSchema("revenue_by_product", [TableSchema("by_product", revenueByProduct)]),
