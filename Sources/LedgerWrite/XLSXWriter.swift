@@ -478,6 +478,11 @@ public enum XLSXWriter {
             if c.kind == .bar {
                 chart_axis_set_reverse(categoryAxis)
                 chart_axis_set_crossing_max(categoryAxis)
+                // Names in 8 points, so that each fits its bar's height (at the default size
+                // LibreOffice still left every second one out).
+                var font = lxw_chart_font()
+                font.size = 8
+                chart_axis_set_num_font(categoryAxis, &font)
             }
             chart_legend_set_position(chart, UInt8(LXW_CHART_LEGEND_BOTTOM.rawValue))
             var options = lxw_chart_options()
