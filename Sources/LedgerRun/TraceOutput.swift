@@ -286,17 +286,27 @@ public enum TraceOutput {
         switch e.kind {
         case EntryKind.sale.rawValue:
             guard let rules else { return [] }
+            // Each formula's result is computed here from G and the recorded rates, as posting
+            // computes it: a figure the entry holds otherwise (changed after it was posted) is
+            // said beside it, not printed as the formula's result.
+            let c = ExactDecimal(rules.taxRate).flatMap { tax in ExactDecimal(rules.commissionRate).flatMap { rate in ExactDecimal(rules.fxRate).map { fx in
+                Poster.figures(grossMinor: f.grossMinor, currency: cur, taxRate: tax, taxIncluded: rules.taxIncluded,
+                               commissionRate: rate, fx: fx, reportingCurrency: rep) } } }
+            func got(_ computed: Int64?, _ held: Int64, _ show: (Int64) -> String) -> String {
+                guard let computed, computed != held else { return show(held) }
+                return "\(show(computed)), but the entry holds \(show(held)) (changed after it was posted: `iapledger verify` says more)"
+            }
             var lines = ["computed (accounting.md; each figure rounded half to even once):"]
             lines.append("  gross G = \(m(f.grossMinor)); "
                 + (rules.taxIncluded
-                    ? "net N = round(G / (1 + \(rules.taxRate))) = \(m(f.netMinor)); tax T = G - N = \(m(f.taxMinor)) (a memo figure: the store remits it)"
-                    : "net N = G = \(m(f.netMinor)) (tax \(rules.taxRate) is added to prices, not in G: no tax in the figures)"))
-            lines.append("  commission C = round(N x \(rules.commissionRate)) = \(m(f.commissionMinor)); proceeds P = N - C = \(m(f.proceedsMinor))")
+                    ? "net N = round(G / (1 + \(rules.taxRate))) = \(got(c?.netMinor, f.netMinor, m)); tax T = G - N = \(got(c?.taxMinor, f.taxMinor, m)) (a memo figure: the store remits it)"
+                    : "net N = G = \(got(c?.netMinor, f.netMinor, m)) (tax \(rules.taxRate) is added to prices, not in G: no tax in the figures)"))
+            lines.append("  commission C = round(N x \(rules.commissionRate)) = \(got(c?.commissionMinor, f.commissionMinor, m)); proceeds P = N - C = \(got(c?.proceedsMinor, f.proceedsMinor, m))")
             let ec = Currency.exponent(cur) ?? 2, er = Currency.exponent(rep) ?? 2
             let k = ec == er ? "" : " x 10^(\(er) - \(ec))"
             lines.append("  in \(rep) at \(rules.fxRate) (\(cur) \(rules.fxMonth))\(k.isEmpty ? "" : ", minor units scaled by 10^(\(er) - \(ec))"): "
-                + "N_r = round(N x \(rules.fxRate)\(k)) = \(r(f.netReportingMinor)), C_r = round(C x \(rules.fxRate)\(k)) = \(r(f.commissionReportingMinor)), "
-                + "P_r = N_r - C_r = \(r(f.proceedsReportingMinor)); gross \(r(f.grossReportingMinor)) (a memo figure, as G)")
+                + "N_r = round(N x \(rules.fxRate)\(k)) = \(got(c?.netReportingMinor, f.netReportingMinor, r)), C_r = round(C x \(rules.fxRate)\(k)) = \(got(c?.commissionReportingMinor, f.commissionReportingMinor, r)), "
+                + "P_r = N_r - C_r = \(got(c?.proceedsReportingMinor, f.proceedsReportingMinor, r)); gross \(got(c?.grossReportingMinor, f.grossReportingMinor, r)) (a memo figure, as G)")
             return lines
         case EntryKind.refund.rawValue:
             let p = e.refund_percentage ?? 100_000

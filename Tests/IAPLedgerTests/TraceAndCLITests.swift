@@ -372,6 +372,14 @@ final class TraceAndCLITests: XCTestCase {
             "  commission C = round(N x 0.15) = 1.50 USD; proceeds P = N - C = 8.49 USD",
             "  in USD at 1 (USD 2026-10): N_r = round(N x 1) = 9.99 USD, C_r = round(C x 1) = 1.50 USD, P_r = N_r - C_r = 8.49 USD; gross 9.99 USD (a memo figure, as G)",
         ])
+        // A figure the entry holds otherwise than its formula gives (changed after it was posted:
+        // an auditor's review saw "round(N x 0.15) = 8.00" printed for a forged commission).
+        var forged = sale
+        forged.commissionMinor = 800
+        forged.proceedsMinor = 199
+        XCTAssertEqual(TraceOutput.computation(of: entry(.sale, forged), sale: nil, rules: rules)[2],
+                       "  commission C = round(N x 0.15) = 1.50 USD, but the entry holds 8.00 USD (changed after it was posted: `iapledger verify` says more); "
+                       + "proceeds P = N - C = 8.49 USD, but the entry holds 1.99 USD (changed after it was posted: `iapledger verify` says more)")
         // 50%: N' = round(499.5) = 500 (half to even), C' = round(75) = 75.
         let half = SaleFigures(currency: "USD", grossMinor: 500, taxMinor: 0, netMinor: 500, commissionMinor: 75, proceedsMinor: 425,
                                reportingCurrency: "USD", grossReportingMinor: 500, netReportingMinor: 500, commissionReportingMinor: 75, proceedsReportingMinor: 425)
