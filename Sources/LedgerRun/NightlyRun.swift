@@ -187,6 +187,7 @@ public struct NightlyRun {
             throw PeriodError("as-of date \(asOf) is in a closed month: the books are closed through \(closed.month) (\(ClosedPeriods.describe(closed))); "
                 + "nights run as of \(closed.month.next.firstDay) or later, and a closed month's workbooks are written again by `iapledger report --period \(closed.month)`")
         }
+        try workspace.checkPreviousSetWritable(asOf: asOf, closedThrough: [config.closedThrough, try ledger.read { try $0.latestClose()?.month }].compactMap { $0 }.max())
         let verifier = ReceiptVerifier(bundleIds: config.bundleIds)
         let roots = try Self.trustedRoots(config: config, workspace: workspace)
         let signedVerifier = try SignedDataVerifier(trustedRootsDER: roots.map(\.der), bundleIds: config.bundleIds, rootNames: roots.map(\.name))

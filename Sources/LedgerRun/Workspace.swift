@@ -262,13 +262,22 @@ public struct Workspace {
         if stat(tempURL.path, &st) == 0, st.st_mode & S_IFMT != S_IFDIR {
             throw ReadError.file(tempURL.path, "is not a folder: each workbook is written in it, then renamed into reports/; nothing was read or written; move it away and run again (it is made again)")
         }
-        // And each of those folders can be written (or, not there yet, the folder it is made
-        // in): a read-only mount or folder (or `chattr +i`) stopped the night after its commit.
-        // (An earlier month's set is written only when entries dated in it post: not checked.)
-        for day in [asOf, previous.lastDay] {
-            try Self.refuseUnwritable(reportDirectory(asOf: day), "the workbooks of \(day) are written into reports/\(day)/")
-        }
+        // And the night's own set's folder can be written (or, not there yet, the folder it is
+        // made in), and the one each workbook is written in first: a read-only mount or folder
+        // (or `chattr +i`) stopped the night after its commit. The month before's, written only
+        // while that month is open, is checked once the ledger says (`checkPreviousSetWritable`);
+        // an earlier month's set is written only when entries dated in it post: not checked.
+        try Self.refuseUnwritable(reportDirectory(asOf: asOf), "the workbooks of \(asOf) are written into reports/\(asOf)/")
         try Self.refuseUnwritable(tempURL, "each workbook is written in .iapledger-tmp/, then renamed into reports/")
+    }
+
+    /// The folder of the month before's set can be written while that month is open (the night
+    /// writes its set again); a closed month's (an archive made read-only) is not written.
+    public func checkPreviousSetWritable(asOf: Day, closedThrough: Month?) throws {
+        let previous = asOf.month.previous
+        guard closedThrough.map({ previous > $0 }) ?? true else { return }
+        try Self.refuseUnwritable(reportDirectory(asOf: previous.lastDay),
+                                  "the workbooks of \(previous.lastDay) are written into reports/\(previous.lastDay)/ while \(previous) is open")
     }
 
     /// The files a night's set as of `day` may write into `reports/<day>/`: its workbooks and

@@ -388,8 +388,20 @@ final class LockAndFailureTests: XCTestCase {
         defer { _ = Self.immutable(ws.root, false) }
         XCTAssertThrowsError(try ws.run("2026-10-08")) { XCTAssertTrue("\($0)".hasPrefix("\(ws.root.standardizedFileURL.path): cannot be written"), "\($0)") }
         XCTAssertTrue(Self.immutable(ws.root, false))
+        // The month before's folder, while that month is open (its set is written again);
+        // once it is closed, an archive made read-only is not written, and the night runs.
+        let september = reports.appendingPathComponent("2026-09-30")
+        try FileManager.default.createDirectory(at: september, withIntermediateDirectories: true)
+        guard Self.immutable(september, true) else { throw XCTSkip("chattr +i is not available here") }
+        defer { _ = Self.immutable(september, false) }
+        XCTAssertThrowsError(try ws.run("2026-10-08")) {
+            XCTAssertTrue("\($0)".hasPrefix("\(september.path): cannot be written (Operation not permitted): the workbooks of 2026-09-30 are written into reports/2026-09-30/ while 2026-09 is open"), "\($0)")
+        }
+        let close = try Resilience.cli(["close", "2026-09", "--workspace", ws.root.path])
+        XCTAssertEqual(close.status, 0, close.err)
         XCTAssertEqual(try ws.run("2026-10-08").counts.entriesPosted, 1)
         XCTAssertTrue(FileManager.default.fileExists(atPath: day.appendingPathComponent("finance-2026-10-08.xlsx").path))
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: september.path), [], "the closed month's folder untouched")
     }
 
     /// A night whose workbooks fail after its commit says its summary (the result carried by
