@@ -403,7 +403,7 @@ public struct Audit {
                     let run = verifiers.forRun(runId)
                     let said = Self.reported(kind: kind, path: path, raw: raw, receiptVerifier: run.receipts, signedVerifier: run.signed)
                     try checkLinks(before: recordId, of: (recordId, "\(path):\(line)",
-                                                         Set(said.transactions.map(\.transactionId) + (said.notification?.transactionId.map { [$0] } ?? []))))
+                                                         Set(said.transactions.map(\.transactionId) + [said.notification?.transactionId, said.namedTransactionId].compactMap { $0 })))
                     // A record agrees with the stored transaction when it reports it as stored,
                     // field by field (a refund aside): the night takes a refund, or a reversal,
                     // only from such a record. Judged from the records, not from the findings
@@ -705,9 +705,9 @@ public struct Audit {
         }
         guard let stored = try reader.transaction(transactionId)?.observation else { return .failure(Why("the transaction is not stored")) }
         var differences = Self.differingFields(obs, stored)
-        // The app it was bought in (a bundle id changed to another app's went unsaid; the rows
-        // of ledgers before it was stored hold none).
-        if let a = obs.bundleId, let b = stored.bundleId, a != b { differences.append("bundle id") }
+        // The app it was bought in (a bundle id changed to another app's, or removed, went
+        // unsaid; the column is the first schema's).
+        if obs.bundleId != stored.bundleId { differences.append("bundle id") }
         var fromEntry: [String] = []
         if let e, obs.productId != e.productId { fromEntry.append("product") }
         if let e, Day(epochMilliseconds: obs.purchaseMs) != e.originalDate { fromEntry.append("date (the purchase date)") }
@@ -729,7 +729,10 @@ public struct Audit {
     func checkReconciliation(_ r: LedgerReader, into report: inout Report) throws {
         guard let last = try r.lastFinishedRun() else { return }
         var kept = RunRules()
-        guard case .kept(let rules, let config) = try kept.rules(ofRun: last.id, reader: r) else { return }
+        guard case .kept(let rules, let config) = try kept.rules(ofRun: last.id, reader: r) else {
+            report.notes.append("the reconciliation was not derived again: the ledger does not keep the rules and config the last night (run \(last.id)) reconciled by (a ledger from before schema v26, or they cannot be read)")
+            return
+        }
         let reconciler = Reconciler(products: rules.products, scope: config.reconciliationScope)
         guard try r.reconciliationRules(ofRun: last.id) == reconciler.rulesFingerprint else {
             report.notes.append("the reconciliation was not derived again: the last night (run \(last.id)) reconciled by other product rules or another version's logic (the next night reconciles every group again)")
@@ -972,6 +975,9 @@ public struct Audit {
         /// Each transaction as the record reports it.
         var transactions: [TransactionObservation] = []
         var notification: (uuid: String, type: String, transactionId: String?, book: Book?, day: Day?)? = nil
+        /// The transaction id a notification names, valid or not (a night links a resent
+        /// notification's record to it as it is).
+        var namedTransactionId: String? = nil
     }
 
     static func reported(kind: String, path: String, raw: String, receiptVerifier: ReceiptVerifier,
@@ -993,6 +999,7 @@ public struct Audit {
             case .transaction(.success(let v)): t = v
             case .notification(.success(let n)):
                 t = n.transaction
+                out.namedTransactionId = n.transaction?.transactionId
                 let observed = t.flatMap { try? $0.observation().get() }
                 out.notification = (n.notificationUUID, n.notificationType, observed?.transactionId,
                                     t?.environment.flatMap(Book.init(storeEnvironment:)),

@@ -325,24 +325,29 @@ extension LedgerReader {
             """).map { ($0[0], $0[1], $0[2], $0[3], $0[4]) }
     }
 
-    /// Notifications and refund reversals asked for that no verified signed record can have
-    /// made (the checks a night makes before it writes; `verify` reads each record again): a
-    /// notification whose record is not a verified JWS of a signed-data file, and a reversal
-    /// whose notification is not a REFUND_REVERSED of its transaction. The night posted a
-    /// reversal so made up (a review's insider, past no trigger: inserts are not refused).
-    public func notificationsNotFromSignedRecords(limit: Int = 5) throws -> [String] {
-        let notifications = try Row.fetchAll(db, sql: """
-            SELECT n.notification_type, n.uuid, ifnull(f.path || ':' || r.line, 'record #' || n.record_id) FROM notification n
+    /// Refund reversals asked for that no verified signed record can have asked for (the
+    /// checks a night makes before it writes; `verify` reads each record again): one whose
+    /// notification is not a REFUND_REVERSED of its transaction, or whose notification's record
+    /// is not a verified JWS of a signed-data file. The night posted a reversal so made up (a
+    /// review's insider, past no trigger: inserts are not refused). Only the requests are read
+    /// (few: Apple's REFUND_REVERSED), not every notification, which a backend forwarding them
+    /// all makes one per purchase.
+    public func reversalsNotFromSignedRecords(limit: Int = 5) throws -> [String] {
+        try Row.fetchAll(db, sql: """
+            SELECT q.transaction_id, q.notification_uuid,
+                   n.uuid IS NULL OR n.notification_type <> 'REFUND_REVERSED' OR n.transaction_id IS NOT q.transaction_id,
+                   ifnull(f.path || ':' || r.line, 'record #' || n.record_id)
+            FROM reversal_request q LEFT JOIN notification n ON n.uuid = q.notification_uuid
             LEFT JOIN source_record r ON r.id = n.record_id LEFT JOIN source_file f ON f.id = r.file_id
-            WHERE r.id IS NULL OR r.outcome <> 'verified' OR r.reason_code IS NOT 'JWS_VERIFIED' OR f.kind IS NOT 'signed'
-            ORDER BY n.uuid LIMIT ?
-            """, arguments: [limit]).map { "its notification \($0[0] as String) \($0[1] as String) names \($0[2] as String), which is no verified signed record: written by hand" }
-        let reversals = try Row.fetchAll(db, sql: """
-            SELECT q.transaction_id, q.notification_uuid FROM reversal_request q LEFT JOIN notification n ON n.uuid = q.notification_uuid
             WHERE n.uuid IS NULL OR n.notification_type <> 'REFUND_REVERSED' OR n.transaction_id IS NOT q.transaction_id
+               OR r.id IS NULL OR r.outcome <> 'verified' OR r.reason_code IS NOT 'JWS_VERIFIED' OR f.kind IS NOT 'signed'
             ORDER BY q.book, q.transaction_id LIMIT ?
-            """, arguments: [limit]).map { "its refund reversal of transaction \($0[0] as String) is asked for by \($0[1] as String), which is no REFUND_REVERSED notification of it: written by hand" }
-        return notifications + reversals
+            """, arguments: [limit]).map { row in
+            let (id, uuid, notItsOwn, at): (String, String, Bool, String?) = (row[0], row[1], row[2], row[3])
+            return notItsOwn
+                ? "its refund reversal of transaction \(id) is asked for by \(uuid), which is no REFUND_REVERSED notification of it: written by hand"
+                : "its refund reversal of transaction \(id) is asked for by notification \(uuid), whose record \(at ?? "?") is no verified signed record: written by hand"
+        }
     }
 
     /// The kind of file a record was read from (`receipts`, `signed`, `orders`).

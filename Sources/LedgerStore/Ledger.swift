@@ -303,7 +303,7 @@ public final class Ledger {
                 problems += try LedgerSeal.implausibleResolutions(r.db)
                 problems += try LedgerSeal.findingDismissalsUnasked(r.db)
             }
-            problems += try r.notificationsNotFromSignedRecords()
+            problems += try r.reversalsNotFromSignedRecords()
             for (book, currency, sum) in try r.unbalancedMonthTotals() {
                 problems.append("its month totals of the \(book) book do not balance in \(currency) (they sum to \(sum) minor units)")
             }

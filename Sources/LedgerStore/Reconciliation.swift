@@ -534,13 +534,16 @@ extension LedgerReader {
     public func reconciliationDifferences(_ reconciler: Reconciler, defaultStorefront: String, limit: Int = 20) throws
         -> (said: [String], count: Int, derived: (open: Int, matched: Int)) {
         typealias Figures = (detail: String, account: String?, product: String?, gross: Int64?, currency: String?, net: Int64?)
-        var open: [String: Figures] = [:]
+        // Keyed by the ids' bytes, as SQLite compares them (Swift's String equality would take an
+        // id in NFC and one in NFD for one: a review's false difference).
+        func key(_ parts: String...) -> [UInt8] { Array(parts.joined(separator: "\u{1F}").utf8) }
+        var open: [[UInt8]: Figures] = [:]
         let rows = try Row.fetchCursor(db, sql: """
             SELECT category, transaction_id, order_id, detail, account_id, product_id, gross_minor, currency, net_reporting_minor
             FROM exception WHERE resolved_on IS NULL
             """)
         while let r = try rows.next() {
-            open["\(r[0] as String)|\(r[1] as String)|\(r[2] as String)"] = (r[3], r[4], r[5], r[6], r[7], r[8])
+            open[key(r[0], r[1], r[2])] = (r[3], r[4], r[5], r[6], r[7], r[8])
         }
         var said: [String] = [], count = 0
         func say(_ m: String) { count += 1; if said.count < limit { said.append(m) } }
@@ -551,7 +554,7 @@ extension LedgerReader {
         func text(_ v: Any?) -> String { v.map { "\($0)" } ?? "none" }
         var matchedSeen = 0, derivedOpen = 0, derivedMatched = 0
         let matches = try db.cachedStatement(sql: "SELECT order_id FROM reconciled_match WHERE transaction_id = ?")
-        let resolved = try db.cachedStatement(sql: "SELECT resolved_on, resolved_run_id FROM exception WHERE category = ? AND transaction_id = ? AND order_id = ?")
+        let resolved = try db.cachedStatement(sql: "SELECT resolved_on, resolved_run_id FROM exception WHERE category = ? AND transaction_id = ? AND order_id = ? AND resolved_on IS NOT NULL")
         try forEachReconGroup(transactionsSQL: Self.reconAllTransactionsSQL, ordersSQL: Self.reconAllOrdersSQL, loneOrdersSQL: nil,
                               defaultStorefront: defaultStorefront) { group in
             let result = reconciler.reconcile(group)
@@ -559,7 +562,7 @@ extension LedgerReader {
             derivedMatched += group.transactionId == nil ? 0 : Set(result.matchedOrderIds).count
             for e in result.exceptions {
                 let what = name(e.category.rawValue, e.transactionId, e.orderId)
-                guard let s = open.removeValue(forKey: "\(e.category.rawValue)|\(e.transactionId)|\(e.orderId)") else {
+                guard let s = open.removeValue(forKey: key(e.category.rawValue, e.transactionId, e.orderId)) else {
                     if let r = try Row.fetchOne(resolved, arguments: [e.category.rawValue, e.transactionId, e.orderId]) {
                         say("exception \(what) is stored resolved (on \(text(r[0] as String?)), by run \(text(r[1] as Int64?))), but the ledger's transactions and orders still give it: resolved by hand (or they were changed since the night)")
                     } else {
@@ -578,19 +581,19 @@ extension LedgerReader {
                 if !differ.isEmpty { say("exception \(what): " + differ.joined(separator: "; ") + ": changed by hand (or they were changed since the night)") }
             }
             if let id = group.transactionId {
-                let have = Set(try String.fetchAll(matches, arguments: [id]))
+                let have = Set(try String.fetchAll(matches, arguments: [id]).map { Array($0.utf8) })
                 matchedSeen += have.count
-                let want = Set(result.matchedOrderIds)
-                for o in have.subtracting(want).sorted() {
-                    say("transaction \(id) is stored as matched with order \(o), but its orders do not match it so (an exception between them, or no such active order): made up")
+                let want = Set(result.matchedOrderIds.map { Array($0.utf8) })
+                for o in have.subtracting(want).sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+                    say("transaction \(id) is stored as matched with order \(String(decoding: o, as: UTF8.self)), but its orders do not match it so (an exception between them, or no such active order): made up")
                 }
-                for o in want.subtracting(have).sorted() {
-                    say("transaction \(id) and order \(o) match, but the ledger does not hold them as matched: removed")
+                for o in want.subtracting(have).sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+                    say("transaction \(id) and order \(String(decoding: o, as: UTF8.self)) match, but the ledger does not hold them as matched: removed")
                 }
             }
         }
-        for key in open.keys.sorted() {
-            let part = key.split(separator: "|", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
+        for k in open.keys.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+            let part = k.split(separator: 0x1F, maxSplits: 2, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
             say("exception \(name(part[0], part[1], part[2])) is stored open, but the ledger's transactions and orders do not give it: made up, or its resolution removed (or they were changed since the night)")
         }
         let stored = try Int.fetchOne(db, sql: "SELECT count(*) FROM reconciled_match") ?? 0

@@ -1133,6 +1133,22 @@ final class SignedIngestTests: XCTestCase {
         ])
     }
 
+    /// A notification whose transaction is invalid (a currency no ISO code), sent again by Apple
+    /// in another file: the night links the resend's record to the transaction it names, and
+    /// verify takes that link as the record's own (it said it was made up; a review).
+    func testAResentNotificationOfAnInvalidTransactionIsLinkedAsItNamesIt() throws {
+        let body = try notification("REFUND", uuid: "5e1f0000-0000-4000-8000-000000000001", transaction: try transaction("9441", revocation: t0, currency: "XYZ"))
+        try ws.write("inbox/signed/a.json", body)
+        try ws.run("2023-11-15")
+        XCTAssertEqual(try rows("SELECT code FROM finding WHERE transaction_id = '9441'"), [["INVALID_TRANSACTION"]])
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+        try ws.write("inbox/signed/b.json", body)
+        try ws.run("2023-11-16")
+        XCTAssertEqual(try rows("SELECT count(*) FROM transaction_source WHERE transaction_id = '9441'"), [["1"]])
+        let audit = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(audit.ok, "\(audit.problems.map(\.message))")
+    }
+
     /// A signed refund whose share is out of range (0, 150%) is refused as an invalid transaction
     /// whose finding says nothing of the record is taken: the sale another record brought
     /// stands, and no refund is posted.
