@@ -301,6 +301,7 @@ public final class Ledger {
                 problems += try LedgerSeal.resolutionsUnsealed(r.db, lastSealedRun: last, unsealedRuns: Set(unsealed))
                 problems += try LedgerSeal.sealedClosesGone(r.db).map { "its close of \($0) is gone though sealed: deleted, reopening the month" }
                 problems += try LedgerSeal.implausibleResolutions(r.db)
+                problems += try LedgerSeal.waitingSalesWithFindingResolved(r.db)
                 problems += try LedgerSeal.findingDismissalsUnasked(r.db)
             }
             problems += try r.reversalsNotFromSignedRecords()

@@ -306,6 +306,24 @@ public enum LedgerSeal {
         } + (rows.count > 10 ? ["... and more source records resolved by hand"] : [])
     }
 
+    /// Sales still waiting for a rule whose MISSING_RULE findings are all resolved: the night
+    /// resolves that finding only when the sale posts (or waits for something else), so the
+    /// finding was resolved by hand (past its guard: a run made up and removed), taking the
+    /// waiting sale off `findings` and Run Info. Read along the index of waiting sales (few).
+    static func waitingSalesWithFindingResolved(_ db: Database) throws -> [String] {
+        let ids = try String.fetchAll(db, sql: """
+            SELECT t.transaction_id FROM store_transaction t
+            WHERE t.sale_status = 'pending' AND t.pending_reason LIKE 'MISSING_RULE:%'
+              AND EXISTS (SELECT 1 FROM finding f WHERE f.code = 'MISSING_RULE' AND f.transaction_id = t.transaction_id)
+              AND NOT EXISTS (SELECT 1 FROM finding f WHERE f.code = 'MISSING_RULE' AND f.transaction_id = t.transaction_id
+                              AND f.resolved_run_id IS NULL)
+            ORDER BY t.transaction_id LIMIT 11
+            """)
+        return ids.prefix(10).map {
+            "transaction \($0) still waits for a rule (MISSING_RULE), but its MISSING_RULE finding is marked resolved: resolved by hand (the nights resolve it only when the sale posts)"
+        } + (ids.count > 10 ? ["... and more waiting sales whose MISSING_RULE finding is marked resolved"] : [])
+    }
+
     /// Findings marked dismissed (a resolution note) with no dismissal asked for them as they
     /// read, before the night that resolved them, that gives that note and is under that
     /// night's seal: made up, or the note changed, by hand (the night writes the note of the
@@ -505,6 +523,7 @@ extension LedgerReader {
             problems += try LedgerSeal.resolutionsUnsealed(db, lastSealedRun: previousRunId, unsealedRuns: Set(unsealed))
         }
         problems += try LedgerSeal.implausibleResolutions(db)
+        problems += try LedgerSeal.waitingSalesWithFindingResolved(db)
         problems += try LedgerSeal.findingDismissalsUnasked(db)
         // Closes are forward only: those from the first seal on are sealed (a close recorded by
         // hand, past the seal, is named), those before it predate seals.

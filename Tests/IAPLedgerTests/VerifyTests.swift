@@ -922,6 +922,21 @@ final class VerifyTests: XCTestCase {
         XCTAssertEqual(audit.reconciliation?.open, 5)
     }
 
+    /// A sale still waiting for a rule whose MISSING_RULE finding is resolved by hand (past its
+    /// guard: an auditor's review): it left `findings` and Run Info, verify passed, and the
+    /// night built on it. Both now name it.
+    func testAWaitingSalesFindingResolvedByHandIsCaught() throws {
+        try ws.write("inbox/receipts/next.jsonl", Receipt.response([Receipt.item("8005", product: "vip.monthly", purchased: "2026-10-07T10:00:00Z")]))
+        try ws.write("rules/prices.csv", TestWorkspace.defaultPrices.replacingOccurrences(of: "vip.monthly,USA,9.99,2020-01-01", with: "vip.monthly,DEU,9.99,2020-01-01"))
+        try ws.run("2026-10-08")
+        XCTAssertEqual(try rows("SELECT code, resolved_run_id IS NULL FROM finding WHERE transaction_id = '8005'"), [["MISSING_RULE", "1"]])
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+        try tamper(past: "finding_resolved_by_a_run", "UPDATE finding SET resolved_run_id = 2 WHERE transaction_id = '8005'")
+        let said = "transaction 8005 still waits for a rule (MISSING_RULE), but its MISSING_RULE finding is marked resolved: resolved by hand (the nights resolve it only when the sale posts)"
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().problems.map(\.message).contains(said))
+        XCTAssertThrowsError(try ws.run("2026-10-09")) { XCTAssertTrue("\($0)".contains(said), "\($0)") }
+    }
+
     /// A match removed: the pair its orders match is said missing.
     func testAMatchRemovedIsCaught() throws {
         try ws.write("inbox/orders/p.csv", ReconciliationTests.header + "o3,a1,8003,coins.550,3,1650,2026-10-06T10:00:01Z,production,USA,,\n")
