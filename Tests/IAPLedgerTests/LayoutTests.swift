@@ -143,10 +143,11 @@ final class LayoutTests: XCTestCase {
         let overview = try XCTUnwrap(book["Overview 2026"])
         // The header row is under the title and the lines of the shipped subtitle.
         let header = try XCTUnwrap(overview.firstIndex { $0.first == "Month" })
-        XCTAssertEqual(header, 1 + 6 + 1, "title, six subtitle lines, a blank row")
+        XCTAssertEqual(header, 1 + 6 + 1 + 1, "title, six subtitle lines, a blank row, the table's heading (the shipped layout's)")
+        XCTAssertEqual(overview[header - 1], ["By month (USD)"])
         XCTAssertEqual(overview[header], ["Month", "Refunds (USD)", "Net sales (USD)", "Quantity sold"])
         XCTAssertNotNil(overview.first { $0.first == "Total" })
-        XCTAssertFalse(overview.contains { $0.first == "Proceeds by region (storefront)" })
+        XCTAssertFalse(overview.contains { $0.first?.hasPrefix("By region (storefront)") == true })
         XCTAssertEqual(try XLSXParts.columnWidths(finance, sheet: 1)[3], 7)
         // The month chart follows its columns (net sales now in C, refunds in B); the region
         // chart, whose table is left out, is not drawn.
