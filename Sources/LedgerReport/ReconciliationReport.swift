@@ -110,7 +110,7 @@ public struct ReconciliationReport {
                 // A sandbox purchase's amount is a test sale's, which nobody paid: shown with
                 // SANDBOX_CREDITED_IN_PRODUCTION alone, in no other category's amount nor the total
                 // (no production total holds sandbox figures, accounting.md).
-                if let net, category == ExceptionCategory.sandboxCreditedInProduction.rawValue || !sandbox {
+                if let net, Self.amountCounts(category: category, sandbox: sandbox) {
                     salesOf[category, default: [:]][transactionId] = net
                 }
             }
@@ -158,13 +158,19 @@ public struct ReconciliationReport {
                    "without_amount": String(withoutAmount)])
     }
 
+    /// Whether an exception's sale amount is one the Summary adds up: a sandbox purchase's is a
+    /// test sale's, which nobody paid, shown with SANDBOX_CREDITED_IN_PRODUCTION alone.
+    static func amountCounts(category: String, sandbox: Bool) -> Bool {
+        !sandbox || category == ExceptionCategory.sandboxCreditedInProduction.rawValue
+    }
+
     /// An exception's common cells. `purchased`: the day the store says its transaction was
     /// bought (nil when no verified record reports it): how old the problem is, where first seen
     /// is when a night found it (a three-month-old double credit read 0 days old). The sale's
     /// net in the reporting currency is the one the Summary adds up (each sale once per
     /// category): none for a sandbox sale but with SANDBOX_CREDITED_IN_PRODUCTION, as there.
     func cells(_ e: ExceptionRow, purchased: Day?, sandbox: Bool) -> [Cell] {
-        let net = sandbox && e.category != ExceptionCategory.sandboxCreditedInProduction.rawValue ? nil : e.netReportingMinor
+        let net = Self.amountCounts(category: e.category, sandbox: sandbox) ? e.netReportingMinor : nil
         return [.text(e.category), .text(e.transactionId), .text(e.orderId ?? ""), .text(e.accountId ?? ""), .text(e.productId ?? ""),
                 e.grossMinor.map { .money(minor: $0, decimals: Currency.exponent(e.currency ?? "") ?? 2) } ?? .empty,
                 .text(e.currency ?? ""), net.map { .money(minor: $0, decimals: rd) } ?? .empty,

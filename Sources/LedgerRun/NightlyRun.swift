@@ -183,11 +183,12 @@ public struct NightlyRun {
         }
         // A night as of a closed month's day would post what it reads after that day (late, on
         // the first open day), into none of its own workbooks.
-        if let closed = try ledger.read({ try $0.latestClose() }), asOf <= closed.month.lastDay {
+        let latestClose = try ledger.read { try $0.latestClose() }
+        if let closed = latestClose, asOf <= closed.month.lastDay {
             throw PeriodError("as-of date \(asOf) is in a closed month: the books are closed through \(closed.month) (\(ClosedPeriods.describe(closed))); "
                 + "nights run as of \(closed.month.next.firstDay) or later, and a closed month's workbooks are written again by `iapledger report --period \(closed.month)`")
         }
-        try workspace.checkPreviousSetWritable(asOf: asOf, closedThrough: [config.closedThrough, try ledger.read { try $0.latestClose()?.month }].compactMap { $0 }.max())
+        try workspace.checkPreviousSetWritable(asOf: asOf, closedThrough: [config.closedThrough, latestClose?.month].compactMap { $0 }.max())
         let verifier = ReceiptVerifier(bundleIds: config.bundleIds)
         let roots = try Self.trustedRoots(config: config, workspace: workspace)
         let signedVerifier = try SignedDataVerifier(trustedRootsDER: roots.map(\.der), bundleIds: config.bundleIds, rootNames: roots.map(\.name))

@@ -92,12 +92,12 @@ extension LedgerReader {
 }
 
 extension LedgerReader {
-    /// The ledger's last finished run (before the one running, if any).
     /// The fingerprint of the rules run `runId` reconciled by (`Reconciler.rulesFingerprint`).
     public func reconciliationRules(ofRun runId: Int64) throws -> String? {
         try String.fetchOne(db.cachedStatement(sql: "SELECT reconciliation_rules FROM run WHERE id = ?"), arguments: [runId])
     }
 
+    /// The ledger's last finished run (before the one running, if any).
     public func lastFinishedRun() throws -> (id: Int64, asOf: Day)? {
         guard let r = try Row.fetchOne(db.cachedStatement(sql: "SELECT id, as_of FROM run WHERE finished_at IS NOT NULL ORDER BY id DESC LIMIT 1"))
         else { return nil }

@@ -83,9 +83,6 @@ public final class Ledger {
     /// differed, or edited by hand) is named, with what was applied and what to do.
     static func migrate(_ queue: DatabaseQueue, path: String) throws {
         let migrator = Schema.migrator()
-        // A row of an applied migration deleted from among the others: migrating runs it again
-        // on tables it already made, which fails, saying so (not that the tables are not iapledger's).
-        let gaps = (try? queue.read({ try Self.migrationRowsMissing($0) })) ?? []
         do {
             try migrator.migrate(queue)
         } catch let e as SchemaRefusal {
@@ -104,6 +101,9 @@ public final class Ledger {
                 throw StoreError(message: "\(path): cannot open the ledger database: \(e.message ?? e.description)\(Self.advice(e))")
             }
             let failed = migrator.migrations[completed.count]
+            // A row of an applied migration deleted from among the others: migrating ran it again
+            // on tables it already made, which failed; said so (not that the tables are not iapledger's).
+            let gaps = (try? queue.read({ try Self.migrationRowsMissing($0) })) ?? []
             if gaps.contains(failed) {
                 throw StoreError(message: """
                     \(path): cannot bring the ledger's schema up to date: its list of applied schema migrations \
@@ -193,23 +193,22 @@ public final class Ledger {
         return migrator.migrations.last(where: applied.contains)
     }
 
-    /// A finished run that recorded writing with a newer schema (`run.schema_migration`) than
-    /// the last migration the ledger has applied: migrations were deleted from grdb_migrations
-    /// (with what they created, for the schema check to pass). The newest such schema and the
-    /// last run that recorded it; nil when none is newer. A migration this iapledger does not
-    /// know (a newer version wrote the run) is not compared.
     /// The migrations not recorded applied though a later one is (a row of grdb_migrations
     /// deleted from among the others): empty when the applied ones are the first ones in order.
     static func migrationRowsMissing(_ db: Database) throws -> [String] {
-        guard try db.tableExists("grdb_migrations") else { return [] }
-        let ids = Schema.migrator().migrations
-        let applied = Set(try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations"))
+        let migrator = Schema.migrator(), ids = migrator.migrations
+        let applied = try migrator.appliedIdentifiers(db)
         guard let last = ids.lastIndex(where: applied.contains) else { return [] }
         return ids[...last].filter { !applied.contains($0) }
     }
 
     public func migrationRowsMissing() throws -> [String] { try queue.read { try Self.migrationRowsMissing($0) } }
 
+    /// A finished run that recorded writing with a newer schema (`run.schema_migration`) than
+    /// the last migration the ledger has applied: migrations were deleted from grdb_migrations
+    /// (with what they created, for the schema check to pass). The newest such schema and the
+    /// last run that recorded it; nil when none is newer. A migration this iapledger does not
+    /// know (a newer version wrote the run) is not compared.
     public func migrationsBehindRuns() throws -> (runId: Int64, recorded: String, lastApplied: String?)? {
         let migrator = Schema.migrator(), ids = migrator.migrations
         do {

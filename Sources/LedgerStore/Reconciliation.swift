@@ -472,6 +472,56 @@ extension LedgerReader {
     static let reconAllTransactionsSQL = "\(reconTransactionColumns) FROM store_transaction t \(reconSaleJoin) ORDER BY t.transaction_id"
     static let reconAllOrdersSQL = "\(reconOrderColumns) FROM order_version v INDEXED BY order_version_transaction WHERE \(reconLatestOrder) ORDER BY v.transaction_id"
 
+    /// SQLite's BINARY order (UTF-8 bytes, then length), compared in place with `memcmp`: the
+    /// touched ids of a night are sorted with it (110,000 at 1M, 0.3 s through
+    /// `utf8.lexicographicallyPrecedes`).
+    static func binaryOrder(_ a: String, _ b: String) -> Bool {
+        var x = a, y = b
+        return x.withUTF8 { p in
+            y.withUTF8 { q in
+                let n = min(p.count, q.count)
+                let c = n == 0 ? 0 : memcmp(p.baseAddress!, q.baseAddress!, n)
+                return c != 0 ? c < 0 : p.count < q.count
+            }
+        }
+    }
+
+    /// Byte equality, as SQLite compares (Swift's `==` equates canonically equivalent strings),
+    /// compared in place (`utf8.elementsEqual` went through a generic collection's element
+    /// reads, a few percent of the read stage where touched ids are kept).
+    static func sameId(_ a: String, _ b: String) -> Bool {
+        var x = a, y = b
+        return x.withUTF8 { p in
+            y.withUTF8 { q in p.count == q.count && (p.isEmpty || memcmp(p.baseAddress!, q.baseAddress!, p.count) == 0) }
+        }
+    }
+
+    static func reconTransaction(_ r: Row) -> ReconTransaction {
+        let cancelled = (r[5] as Int64?) != nil
+        let percentage: Int64? = r[6]
+        let reversed: Bool = r[7]
+        var refunded = cancelled && !reversed
+        var inFull = refunded && (percentage == nil || percentage == 100_000)
+        // A second refund or reversal the ledger did not post: the store's last word.
+        let share = r[12] as Int64?
+        if let share {
+            refunded = share > 0
+            inFull = share == 100_000
+        }
+        var t = ReconTransaction(transactionId: r[0], book: Book(rawValue: r[1])!, productId: r[2], quantity: r[3],
+                                 appAccountToken: r[4], refundedInFull: inFull,
+                                 refunded: refunded, grossMinor: r[8], currency: r[9], netReportingMinor: r[10],
+                                 bookedAtDefaultStorefront: (r[11] as Bool?) ?? false)
+        t.refundedAgain = share != nil
+        return t
+    }
+
+    static func reconOrder(_ r: Row) -> ReconOrder {
+        ReconOrder(orderId: r[0], accountId: r[1], transactionId: r[2], productId: r[3], quantity: r[4],
+                   creditedUnits: r[5], creditedMs: r[6], environment: r[7], appAccountToken: r[8], active: (r[10] as Bool?) ?? true,
+                   namesOtherStorefront: (r[9] as Bool?) ?? false)
+    }
+
     /// The groups reconciliation reconciles (`ReconGroup`: a transaction id with its stored
     /// transaction and its orders, or an order naming none), streamed in transaction-id order
     /// from the transactions and orders the SQL gives (`loneOrdersSQL`: orders naming no
@@ -482,39 +532,39 @@ extension LedgerReader {
         if let loneOrdersSQL {
             let lone = try Row.fetchCursor(db, sql: loneOrdersSQL, arguments: [defaultStorefront])
             while let r = try lone.next() {
-                try body(ReconGroup(transactionId: nil, transaction: nil, orders: [LedgerWriter.reconOrder(r)], unverified: false))
+                try body(ReconGroup(transactionId: nil, transaction: nil, orders: [Self.reconOrder(r)], unverified: false))
             }
         }
         // A merge of two streams in transaction-id order (SQLite's BINARY order: UTF-8 bytes).
         let tCursor = try Row.fetchCursor(db, sql: transactionsSQL, arguments: [defaultStorefront])
         let oCursor = try Row.fetchCursor(db, sql: ordersSQL, arguments: [defaultStorefront])
-        var nextT = try tCursor.next().map(LedgerWriter.reconTransaction)
-        var nextO = try oCursor.next().map(LedgerWriter.reconOrder)
+        var nextT = try tCursor.next().map(Self.reconTransaction)
+        var nextO = try oCursor.next().map(Self.reconOrder)
         while let o = nextO, o.transactionId == nil {
             if o.active { try body(ReconGroup(transactionId: nil, transaction: nil, orders: [o], unverified: false)) }
-            nextO = try oCursor.next().map(LedgerWriter.reconOrder)
+            nextO = try oCursor.next().map(Self.reconOrder)
         }
         while nextT != nil || nextO != nil {
             let id: String
             switch (nextT?.transactionId, nextO?.transactionId) {
-            case let (a?, b?): id = LedgerWriter.binaryOrder(a, b) ? a : b
+            case let (a?, b?): id = Self.binaryOrder(a, b) ? a : b
             case let (a?, nil): id = a
             case let (nil, b?): id = b
             case (nil, nil): preconditionFailure("an order without a transaction id after the first (NULL ids sort first)")
             }
             var transaction: ReconTransaction? = nil
-            if let t = nextT, LedgerWriter.sameId(t.transactionId, id) {
+            if let t = nextT, Self.sameId(t.transactionId, id) {
                 transaction = t
-                nextT = try tCursor.next().map(LedgerWriter.reconTransaction)
+                nextT = try tCursor.next().map(Self.reconTransaction)
             }
             var orders: [ReconOrder] = []
-            while let o = nextO, let oid = o.transactionId, LedgerWriter.sameId(oid, id) {
+            while let o = nextO, let oid = o.transactionId, Self.sameId(oid, id) {
                 orders.append(o)
-                nextO = try oCursor.next().map(LedgerWriter.reconOrder)
+                nextO = try oCursor.next().map(Self.reconOrder)
             }
-            var isUnverified = false
             // Reversed orders alone, of no stored transaction: no group (as before they were read).
             if transaction == nil && !orders.contains(where: \.active) { continue }
+            var isUnverified = false
             if transaction == nil && orders.contains(where: { $0.environment == "production" && $0.active }) {
                 unverified.bind(id)
                 try unverified.forEachRow { _ in isUnverified = true }
@@ -559,7 +609,6 @@ extension LedgerReader {
                               defaultStorefront: defaultStorefront) { group in
             let result = reconciler.reconcile(group)
             derivedOpen += result.exceptions.count
-            derivedMatched += group.transactionId == nil ? 0 : Set(result.matchedOrderIds).count
             for e in result.exceptions {
                 let what = name(e.category.rawValue, e.transactionId, e.orderId)
                 guard let s = open.removeValue(forKey: key(e.category.rawValue, e.transactionId, e.orderId)) else {
@@ -582,8 +631,9 @@ extension LedgerReader {
             }
             if let id = group.transactionId {
                 let have = Set(try String.fetchAll(matches, arguments: [id]).map { Array($0.utf8) })
-                matchedSeen += have.count
                 let want = Set(result.matchedOrderIds.map { Array($0.utf8) })
+                matchedSeen += have.count
+                derivedMatched += want.count
                 for o in have.subtracting(want).sorted(by: { $0.lexicographicallyPrecedes($1) }) {
                     say("transaction \(id) is stored as matched with order \(String(decoding: o, as: UTF8.self)), but its orders do not match it so (an exception between them, or no such active order): made up")
                 }
@@ -657,8 +707,6 @@ extension LedgerWriter {
         else { fullBecause = nil }
         let full = fullBecause != nil
 
-        let (tColumns, saleJoin, oColumns, latest, latestActive) = (Self.reconTransactionColumns, Self.reconSaleJoin, Self.reconOrderColumns,
-                                                                   Self.reconLatestOrder, Self.reconLatestActiveOrder)
         let transactionsSQL, ordersSQL, exceptionsSQL: String
         var loneOrdersSQL: String? = nil
         // Matched pairs in the ledger: those kept from the last reconciliation, less the pairs of
@@ -674,9 +722,9 @@ extension LedgerWriter {
             matched = (last?.matched ?? 0) - db.changesCount
             // CROSS JOIN keeps the touched keys the outer loop (SQLite has no statistics on a
             // temporary table and could otherwise walk the whole ledger to probe them).
-            transactionsSQL = "\(tColumns) FROM temp.recon_touched k CROSS JOIN store_transaction t ON t.transaction_id = k.transaction_id \(saleJoin) ORDER BY k.transaction_id"
-            ordersSQL = "\(oColumns) FROM temp.recon_touched k CROSS JOIN order_version v ON v.transaction_id = k.transaction_id WHERE \(latest) ORDER BY k.transaction_id"
-            loneOrdersSQL = "\(oColumns) FROM temp.recon_touched_order k CROSS JOIN order_version v ON v.order_id = k.order_id WHERE (v.transaction_id IS NULL OR v.transaction_id = '') AND \(latestActive) ORDER BY k.order_id"
+            transactionsSQL = "\(Self.reconTransactionColumns) FROM temp.recon_touched k CROSS JOIN store_transaction t ON t.transaction_id = k.transaction_id \(Self.reconSaleJoin) ORDER BY k.transaction_id"
+            ordersSQL = "\(Self.reconOrderColumns) FROM temp.recon_touched k CROSS JOIN order_version v ON v.transaction_id = k.transaction_id WHERE \(Self.reconLatestOrder) ORDER BY k.transaction_id"
+            loneOrdersSQL = "\(Self.reconOrderColumns) FROM temp.recon_touched_order k CROSS JOIN order_version v ON v.order_id = k.order_id WHERE (v.transaction_id IS NULL OR v.transaction_id = '') AND \(Self.reconLatestActiveOrder) ORDER BY k.order_id"
             exceptionsSQL = """
                 SELECT id, category, transaction_id, order_id, resolved_on IS NULL FROM exception
                 WHERE transaction_id IN (SELECT transaction_id FROM temp.recon_touched)
@@ -862,56 +910,6 @@ extension LedgerWriter {
             SELECT v.transaction_id FROM temp.recon_touched_order k JOIN order_version v ON v.order_id = k.order_id
             WHERE v.transaction_id IS NOT NULL AND v.transaction_id <> '';
             """)
-    }
-
-    /// SQLite's BINARY order (UTF-8 bytes, then length), compared in place with `memcmp`: the
-    /// touched ids of a night are sorted with it (110,000 at 1M, 0.3 s through
-    /// `utf8.lexicographicallyPrecedes`).
-    static func binaryOrder(_ a: String, _ b: String) -> Bool {
-        var x = a, y = b
-        return x.withUTF8 { p in
-            y.withUTF8 { q in
-                let n = min(p.count, q.count)
-                let c = n == 0 ? 0 : memcmp(p.baseAddress!, q.baseAddress!, n)
-                return c != 0 ? c < 0 : p.count < q.count
-            }
-        }
-    }
-
-    /// Byte equality, as SQLite compares (Swift's `==` equates canonically equivalent strings),
-    /// compared in place (`utf8.elementsEqual` went through a generic collection's element
-    /// reads, a few percent of the read stage where touched ids are kept).
-    static func sameId(_ a: String, _ b: String) -> Bool {
-        var x = a, y = b
-        return x.withUTF8 { p in
-            y.withUTF8 { q in p.count == q.count && (p.isEmpty || memcmp(p.baseAddress!, q.baseAddress!, p.count) == 0) }
-        }
-    }
-
-    static func reconTransaction(_ r: Row) -> ReconTransaction {
-        let cancelled = (r[5] as Int64?) != nil
-        let percentage: Int64? = r[6]
-        let reversed: Bool = r[7]
-        var refunded = cancelled && !reversed
-        var inFull = refunded && (percentage == nil || percentage == 100_000)
-        // A second refund or reversal the ledger did not post: the store's last word.
-        let share = r[12] as Int64?
-        if let share {
-            refunded = share > 0
-            inFull = share == 100_000
-        }
-        var t = ReconTransaction(transactionId: r[0], book: Book(rawValue: r[1])!, productId: r[2], quantity: r[3],
-                                 appAccountToken: r[4], refundedInFull: inFull,
-                                 refunded: refunded, grossMinor: r[8], currency: r[9], netReportingMinor: r[10],
-                                 bookedAtDefaultStorefront: (r[11] as Bool?) ?? false)
-        t.refundedAgain = share != nil
-        return t
-    }
-
-    static func reconOrder(_ r: Row) -> ReconOrder {
-        ReconOrder(orderId: r[0], accountId: r[1], transactionId: r[2], productId: r[3], quantity: r[4],
-                   creditedUnits: r[5], creditedMs: r[6], environment: r[7], appAccountToken: r[8], active: (r[10] as Bool?) ?? true,
-                   namesOtherStorefront: (r[9] as Bool?) ?? false)
     }
 }
 

@@ -142,11 +142,12 @@ final class OrderWaitTests: XCTestCase {
 
         // An order reversed by the time it is read (a refund's credit taken back) names its
         // storefront for posting as an active one does: so for the finding too (it was silent).
+        let reversedOrder = order.replacingOccurrences(of: "production,JPN,,", with: "production,JPN,,2026-10-11T09:00:00Z")
         let reversed = try TestWorkspace(config: Self.config)
         defer { reversed.remove() }
         try reversed.write("inbox/receipts/a.jsonl", receipt)
         try reversed.run("2026-10-12")
-        try reversed.write("inbox/orders/b.csv", order.replacingOccurrences(of: "production,JPN,,", with: "production,JPN,,2026-10-11T09:00:00Z"))
+        try reversed.write("inbox/orders/b.csv", reversedOrder)
         try reversed.run("2026-10-13")
         XCTAssertEqual(try sale(reversed), booked)
         XCTAssertEqual(try openFindings(reversed), ["STOREFRONT_AFTER_POSTING r1"])
@@ -154,7 +155,7 @@ final class OrderWaitTests: XCTestCase {
         let together = try TestWorkspace(config: Self.config)
         defer { together.remove() }
         try together.write("inbox/receipts/a.jsonl", receipt)
-        try together.write("inbox/orders/b.csv", order.replacingOccurrences(of: "production,JPN,,", with: "production,JPN,,2026-10-11T09:00:00Z"))
+        try together.write("inbox/orders/b.csv", reversedOrder)
         try together.run("2026-10-12")
         XCTAssertEqual(try sale(together)?.first, "JPN")
         XCTAssertEqual(try openFindings(together), [])
