@@ -192,7 +192,8 @@ public struct Workspace {
         guard let identity = try Ledger(path: url.path, readOnly: true, migrate: false).read({ try $0.identity() }),
               identity != marker else { return }
         throw ReadError.file(url.path, "is not the ledger whose nights wrote reports/ (\(relative(ledgerMarkerURL)) names "
-            + "another): the ledger of another workspace, or reports/ of another? Nothing was read or written. Put back this "
+            + "another): the ledger of another workspace, or reports/ of another? (Or this ledger's first run or first file, "
+            + "which the name is made from, changed by hand: `iapledger verify` says.) Nothing was read or written. Put back this "
             + "workspace's ledger (`iapledger verify --workbook` on a workbook says whether this ledger wrote it); to start these "
             + "books anew from this ledger, move reports/ aside first")
     }

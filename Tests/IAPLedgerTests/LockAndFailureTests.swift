@@ -138,7 +138,7 @@ final class LockAndFailureTests: XCTestCase {
         try FileManager.default.removeItem(at: db)
         try FileManager.default.copyItem(at: other.root.appendingPathComponent("ledger.sqlite"), to: db)
         XCTAssertThrowsError(try ws.run("2026-10-08")) { error in
-            XCTAssertTrue("\(error)".contains("ledger.sqlite: is not the ledger whose nights wrote reports/ (reports/.iapledger-ledger names another): the ledger of another workspace, or reports/ of another? Nothing was read or written."), "\(error)")
+            XCTAssertTrue("\(error)".contains("ledger.sqlite: is not the ledger whose nights wrote reports/ (reports/.iapledger-ledger names another): the ledger of another workspace, or reports/ of another? (Or this ledger's first run or first file, which the name is made from, changed by hand: `iapledger verify` says.) Nothing was read or written."), "\(error)")
         }
         XCTAssertEqual(try Data(contentsOf: workbook), written)
         XCTAssertEqual(try Data(contentsOf: db), try Data(contentsOf: other.root.appendingPathComponent("ledger.sqlite")), "nothing written into it")
