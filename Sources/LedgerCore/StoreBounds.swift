@@ -48,6 +48,9 @@ public enum StoreBounds {
     /// Counted in Unicode scalars (a character of one letter and 100,000 combining marks is
     /// 100,001 of them).
     public static func boundedMessage(_ message: String) -> String {
+        // A NUL (in a value the message quotes: a bundle id, a header) ended the text as SQLite
+        // hands it back, the rest of the message lost: kept as `\u{0}`, as the terminal shows it.
+        let message = message.utf8.contains(0) ? message.replacingOccurrences(of: "\u{0}", with: "\\u{0}") : message
         guard message.utf8.count > maxMessageCharacters else { return message }
         let count = message.unicodeScalars.count
         guard count > maxMessageCharacters else { return message }

@@ -40,6 +40,10 @@ public enum CSV {
         return clean ? field : field.trimmingCharacters(in: .whitespaces)
     }
 
+    /// The most bytes a quoted field may hold (1 MiB: an order's fields are ids and dates):
+    /// past it, its quote is taken as never closed and the row refused at its first line.
+    public static let maxQuotedFieldBytes = 1 << 20
+
     /// Parses `text` into rows. Blank lines are skipped. A leading UTF-8 BOM is ignored. The
     /// first row that breaks the quoting rules stops the parse (rules files must be whole).
     public static func parse(_ text: Substring) throws -> [CSVRow] {
@@ -91,6 +95,7 @@ public enum CSV {
             var anyQuoted = false
             var rowDone = false
             var broken: String? = nil
+            var overlong = false
             scan: while i < u.endIndex && !rowDone {
                 let c = u[i]
                 if inQuotes {
@@ -103,6 +108,10 @@ public enum CSV {
                     } else {
                         if c == UInt8(ascii: "\n") || (c == UInt8(ascii: "\r") && !followedByLF(i)) { line += 1 }
                         field.append(c)
+                        // A quote left open would take the rest of the file into one field, held
+                        // until the file's end (a 500 MB orders file took 2 GB): past this size it
+                        // is taken as never closed, whatever follows, read whole or a chunk at a time.
+                        if field.count > maxQuotedFieldBytes { overlong = true; break scan }
                     }
                     i = u.index(after: i)
                     continue
@@ -126,7 +135,7 @@ public enum CSV {
                 }
                 i = u.index(after: i)
             }
-            if !final && broken == nil && !rowDone { return (rowStart, rowLine) }
+            if !final && broken == nil && !rowDone && !overlong { return (rowStart, rowLine) }
             if inQuotes || broken != nil {
                 // Refuse this row alone and go on at the line after its first line.
                 let firstLineEnd = lineEnd(from: rowStart)
@@ -138,6 +147,8 @@ public enum CSV {
                 let message: String
                 if let why = broken {
                     message = line > rowLine ? "a quoted field is never properly closed: line \(line) has \(why)" : why
+                } else if overlong {
+                    message = "a quoted field is never closed: it runs on past \(maxQuotedFieldBytes) bytes (still open at line \(line))"
                 } else {
                     message = "a quoted field is never closed"
                 }
@@ -147,8 +158,9 @@ public enum CSV {
                                            fieldsBefore: fields,
                                            // (A quote left open runs to the end: cut short
                                            // only where the text ends with no line end.)
-                                           endsFile: broken == nil ? !(u.last == UInt8(ascii: "\n") || u.last == UInt8(ascii: "\r"))
-                                                                   : firstLineEnd == u.endIndex)))
+                                           endsFile: overlong ? false
+                                               : broken == nil ? !(u.last == UInt8(ascii: "\n") || u.last == UInt8(ascii: "\r"))
+                                               : firstLineEnd == u.endIndex)))
                 i = firstLineEnd < u.endIndex ? u.index(after: firstLineEnd) : firstLineEnd
                 line = rowLine + 1
                 continue

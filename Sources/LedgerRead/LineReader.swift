@@ -58,6 +58,16 @@ public enum LineReader {
         try read(path, maxRecordBytes: maxRecordBytes, maxRecords: .max)!
     }
 
+    /// Whether `bytes` hold no record: spaces and tabs (and line ends, with `lineEnds`) only,
+    /// after a UTF-8 byte order mark at the file's start (a file holding nothing but one, as an
+    /// editor saves an empty file, is as empty as one of no bytes: `EMPTY_FILE`, not a record
+    /// refused as `MALFORMED` that stayed open once the file arrived whole).
+    public static func isBlank<C: Collection>(_ bytes: C, lineEnds: Bool, atFileStart: Bool) -> Bool where C.Element == UInt8 {
+        var rest = bytes[...]
+        if atFileStart && rest.starts(with: [0xEF, 0xBB, 0xBF]) { rest = rest.dropFirst(3) }
+        return rest.allSatisfy { $0 == 0x20 || $0 == 0x09 || (lineEnds && ($0 == 0x0A || $0 == 0x0D)) }
+    }
+
     /// Every record of the file, or nil once it has more than `maxRecords` (the caller then
     /// reads it a record at a time: `forEachRecord`).
     public static func read(_ path: String, maxRecordBytes: Int = maxRecordBytes, maxRecords: Int) throws -> Result? {
@@ -103,7 +113,7 @@ public enum LineReader {
                 return true
             }
             if line.last == 0x0D { line.removeLast() }
-            if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return false }
+            if Self.isBlank(line, lineEnds: false, atFileStart: lineNo == 1) { return false }
             if let text = line.withUnsafeBufferPointer(UTF8Text.string) {
                 try emit(RawRecord(line: lineNo, text: Substring(text)))
             } else if last, let cut = Self.droppingCutCharacter(line), let text = cut.withUnsafeBufferPointer(UTF8Text.string) {

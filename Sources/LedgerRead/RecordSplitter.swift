@@ -106,11 +106,23 @@ public enum RecordSplitter {
         func rest(_ offset: Int, line: Int) -> [RawRecord] {
             records + [RawRecord(line: line, text: text[text.utf8.index(text.startIndex, offsetBy: offset)...])]
         }
+        // What follows the array's closing bracket (`i` just after it), when anything does: one
+        // record refused as it reads (a second document, a stray bracket), not dropped unseen
+        // (a record after the array was read by nothing and listed nowhere).
+        func after() -> [RawRecord] {
+            skipSpace()
+            guard i < u.count else { return records }
+            var end = u.count
+            while end > i, [0x20, 0x09, 0x0A, 0x0D].contains(u[end - 1]) { end -= 1 }
+            let from = text.utf8.index(text.startIndex, offsetBy: i), to = text.utf8.index(text.startIndex, offsetBy: end)
+            return records + [RawRecord(line: line, text: text[from..<to], problem: (
+                "MALFORMED", "more text after the end of the file's top-level array, from line \(line): a .json file holds one JSON document (a record, or an array of records); records one per line go in a .jsonl file"))]
+        }
         var commaAt = 0, commaLine = startLine
         while true {
             skipSpace()
             guard i < u.count else { return records.isEmpty ? [RawRecord(line: startLine, text: text)] : rest(commaAt, line: commaLine) }
-            if u[i] == UInt8(ascii: "]") && records.isEmpty { return [] }
+            if u[i] == UInt8(ascii: "]") && records.isEmpty { i += 1; return after() }
             let elementStart = i, elementLine = line
             var depth = 0
             var inString = false
@@ -137,7 +149,7 @@ public enum RecordSplitter {
             let startIdx = text.utf8.index(text.startIndex, offsetBy: elementStart)
             let endIdx = text.utf8.index(text.startIndex, offsetBy: end)
             records.append(RawRecord(line: elementLine, text: text[startIdx..<endIdx]))
-            if u[i] == UInt8(ascii: "]") { return records }
+            if u[i] == UInt8(ascii: "]") { i += 1; return after() }
             commaAt = i
             commaLine = line
             i += 1 // the comma

@@ -38,7 +38,11 @@ public enum RulesReader {
             let display = displayPrefix + name
             guard let data = files[name] else { throw ReadError.file(display, "cannot be read (missing or unreadable)") }
             digests[name] = Hashing.sha256Hex(data)
-            guard let text = String(validatingUTF8Data: Data(data)) else { throw ReadError.file(display, "is not valid UTF-8") }
+            guard let text = String(validatingUTF8Data: Data(data)) else {
+                // Named at its line, as a bad row is (a file saved in Latin-1 by a spreadsheet).
+                let at = UTF8Position.firstInvalid(in: data) ?? (line: 1, offset: 0)
+                throw ReadError.line(display, at.line, "is not valid UTF-8 text: its first byte that is not is at byte offset \(at.offset) of the file; save it as UTF-8")
+            }
             let table: CSVTable
             do {
                 table = try CSVTable(path: display, text: Substring(comments ? withoutComments(text) : text), required: required)
@@ -91,7 +95,12 @@ public enum RulesReader {
                 throw err("type \"\(pd.value(row, "type"))\" is not one of \(ProductType.names())")
             }
             let unitsText = pd.value(row, "units")
-            guard let units = unitsText.isEmpty ? 0 : Int64(unitsText), units >= 0 else { throw err("units must be a whole number >= 0") }
+            guard let units = unitsText.isEmpty ? 0 : Int64(unitsText), units >= 0 else {
+                // A whole number too large for the ledger is said so, not called no whole number.
+                let digits = unitsText.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+                throw err(digits ? "units \(unitsText) is more than \(Self.maxUnits) credited for one unit bought: a typo?"
+                                 : "units \"\(unitsText)\" is not a whole number >= 0")
+            }
             // Units credited for one unit bought; times the largest quantity a transaction may
             // have (StoreBounds), the units an order must credit stay a number the ledger holds.
             guard units <= Self.maxUnits else { throw err("units \(units) is more than \(Self.maxUnits) credited for one unit bought: a typo?") }

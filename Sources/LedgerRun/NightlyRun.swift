@@ -550,6 +550,7 @@ public struct NightlyRun {
                 case .post(let entry, let priceMismatch):
                     try w.insertEntry(entry, runId: runId, quantity: t.observation.quantity)
                     kinds.sales += 1
+                    kinds.noteLate(entry.entry)
                     if entry.entry.rules.storefrontSource == "default_storefront" && entry.entry.book == .production { kinds.atDefaultStorefront += 1 }
                     // A sale that waited on an earlier night carries the reason it waited.
                     if let waited = t.pendingReason {
@@ -609,13 +610,16 @@ public struct NightlyRun {
             try w.insertEntry(refund, runId: runId, quantity: obs.quantity)
             try w.resolveFinding(code: "REFUND_NOT_DATED", transactionId: obs.transactionId, runId: runId)
             kinds.refunds += 1
+            kinds.noteLate(refund)
             CrashPoint.tick("post:refunds", every: 2)
         }
         for r in try w.reversalsDue() {
             guard let refund = try w.entry(book: r.book, transactionId: r.transactionId, kind: .refund) else { continue }
-            try w.insertEntry(poster.reversal(of: refund, on: r.date), runId: runId)
+            let reversal = poster.reversal(of: refund, on: r.date)
+            try w.insertEntry(reversal, runId: runId)
             try w.resolveFinding(code: "REVERSAL_WAITING", transactionId: r.transactionId, runId: runId)
             kinds.reversals += 1
+            kinds.noteLate(reversal)
         }
         return kinds
     }
@@ -632,6 +636,16 @@ public struct NightlyRun {
         /// Production sales booked at `default_storefront`: no storefront of their own and no
         /// order naming one.
         public var atDefaultStorefront = 0
+        /// Entries dated in a closed month, posted on the first open day instead (late), and
+        /// the days they were posted on.
+        public var late = 0
+        public var lateOn: Set<Day> = []
+
+        mutating func noteLate(_ e: EntryDraft) {
+            guard e.late else { return }
+            late += 1
+            lateOn.insert(e.date)
+        }
 
         /// What the night's entries were, for its summary: sales (and of them those that had
         /// waited on an earlier night, for a rule or their order, and those booked at
@@ -648,6 +662,11 @@ public struct NightlyRun {
             }
             if refunds > 0 { parts.append("\(refunds) refund\(refunds == 1 ? "" : "s")") }
             if reversals > 0 { parts.append("\(reversals) refund reversal\(reversals == 1 ? "" : "s")") }
+            // An operator reading the log learns of entries moved into the open month as the
+            // workbooks say it (their Summary's late line, the Journal's mark).
+            if late > 0 {
+                parts.append("\(late) of these dated in a closed month, posted late on \(lateOn.sorted().map(\.description).joined(separator: ", ")) (the Journal marks them, with their own dates)")
+            }
             return " (" + parts.joined(separator: "; ") + ")"
         }
     }
@@ -937,7 +956,7 @@ struct PreparedFile {
             return PreparedFile(input: InputFile(url: url, path: path, kind: kind, sizeBytes: size, sha256: sha), body: .tooLarge)
         }
         let (input, data) = try InputFile.load(url: url, kind: kind, workspace: workspace)
-        if data.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return PreparedFile(input: input, body: .empty) }
+        if LineReader.isBlank(data, lineEnds: true, atFileStart: true) { return PreparedFile(input: input, body: .empty) }
         guard let text = String(validatingUTF8Data: data) else {
             let at = UTF8Position.firstInvalid(in: data) ?? (line: 1, offset: 0)
             return PreparedFile(input: input, body: .notText(line: at.line, offset: at.offset))
@@ -1820,7 +1839,7 @@ struct Ingest {
             let recordId = try writer.addRecord(.init(fileId: fileId, line: row.line, sha256: sha, outcome: .verified,
                                                       reason: o.note, environment: o.environment, accountId: o.accountId,
                                                       orderId: o.orderId, raw: raw))
-            if repeated { counts.verified += 1; return }
+            if repeated { counts.verified += 1; counts.repeatedOrderLines += 1; return }
             try writer.insertOrderVersion(orderId: o.orderId, recordId: recordId, accountId: o.accountId,
                                           transactionId: o.transactionId, productId: o.productId, quantity: o.quantity,
                                           creditedUnits: o.creditedUnits, creditedAt: o.creditedAt,
@@ -1831,9 +1850,9 @@ struct Ingest {
                                                  note: "order \(o.orderId) read again from \(path):\(row.line)")
             counts.verified += 1
         case .failure(let f):
-            _ = try writer.addRecord(.init(fileId: fileId, line: row.line, sha256: sha, outcome: .rejected,
-                                           reasonCode: f.code, reason: f.message, orderId: row.orderId, raw: raw))
-            if f.code == "TRUNCATED" { truncatedPaths?.insert(path) }
+            let recordId = try writer.addRecord(.init(fileId: fileId, line: row.line, sha256: sha, outcome: .rejected,
+                                                      reasonCode: f.code, reason: f.message, orderId: row.orderId, raw: raw))
+            if f.code == "TRUNCATED" { truncatedPaths?.insert(path) } else { try writer.resolveRepeatedRecord(recordId: recordId, runId: runId) }
             if let id = row.orderId { try writer.noteRejectedOrderLine(orderId: id) }
             counts.rejected += 1
         }
@@ -1907,6 +1926,8 @@ struct Ingest {
             for id in ids where try writer.transaction(id) != nil {
                 try writer.resolvePendingRecords(transactionId: id, runId: runId, note: "transaction \(id) is already verified")
             }
+            // One that repeats a record still waiting (a file sent again) is listed once, as it.
+            try writer.resolveRepeatedRecord(recordId: recordId, runId: runId)
         case let .verified(book, transactions, findings):
             info.environment = book == .production ? "Production" : "Sandbox"
             let recordId = try writer.addRecord(info)
@@ -1948,7 +1969,8 @@ struct Ingest {
         r.reason = reason
         let recordId = try writer.addRecord(r)
         if !transactionIds.isEmpty { try writer.noteUnverifiedRecord(recordId, transactionIds: transactionIds) }
-        if code == "TRUNCATED" { truncatedPaths?.insert(location.path) }
+        // A line cut short is settled by its file's later versions (`settleCuts`), not as a repeat.
+        if code == "TRUNCATED" { truncatedPaths?.insert(location.path) } else { try writer.resolveRepeatedRecord(recordId: recordId, runId: runId) }
         counts.rejected += 1
     }
 

@@ -823,6 +823,9 @@ public final class LedgerWriter: LedgerReader {
 
     public struct RunCounts {
         public var read = 0, verified = 0, pending = 0, rejected = 0, skipped = 0, entriesPosted = 0
+        /// Of the verified, order lines that repeat a version their order has (a cumulative
+        /// export under a new name each night): kept, nothing new. Said in the summary only.
+        public var repeatedOrderLines = 0
         public init() {}
     }
 
@@ -941,6 +944,33 @@ public final class LedgerWriter: LedgerReader {
             """).execute(arguments: [runId, note(), transactionId])
         return db.changesCount
     }
+
+    /// Settles a pending or rejected record that repeats one read before: the same bytes
+    /// (record SHA-256), the same outcome, reason code and reason (a file sent again under
+    /// another name, a line given twice). The first such record stands for both on every open
+    /// list (Rejected, Run Info, `findings`), and whatever settles it (a verified record, a
+    /// dismissal) settles the matter; the repeat is kept as its own record, traced to the one
+    /// it repeats. A repeat with another outcome or reason (a root trusted since, a rule
+    /// added) tells something new and stays open. Returns whether it settled the record.
+    @discardableResult
+    public func resolveRepeatedRecord(recordId: Int64, runId: Int64) throws -> Bool {
+        guard let earlier = try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT f.path, e.line, run.as_of FROM source_record r
+            JOIN source_record e INDEXED BY source_record_unverified_sha256
+              ON e.record_sha256 = r.record_sha256 AND e.outcome <> 'verified' AND e.outcome = r.outcome
+                 AND e.reason_code IS r.reason_code AND e.reason IS r.reason AND e.id < r.id
+            JOIN source_file f ON f.id = e.file_id JOIN run ON run.id = f.run_id
+            WHERE r.id = ? AND r.outcome <> 'verified' AND r.resolved_run_id IS NULL
+            ORDER BY e.id LIMIT 1
+            """), arguments: [recordId]) else { return false }
+        let path: String = earlier[0], line: Int64 = earlier[1], asOf: String = earlier[2]
+        try db.cachedStatement(sql: "UPDATE source_record SET resolved_run_id = ?, resolved_note = ? WHERE id = ? AND resolved_run_id IS NULL")
+            .execute(arguments: [runId, "\(Self.repeatNotePrefix)\(path):\(line) (read by the night of \(asOf)), which stands for it", recordId])
+        return db.changesCount > 0
+    }
+
+    /// How the resolution of a record settled as a repeat begins (`verify` reads it).
+    public static let repeatNotePrefix = "the same record as "
 
     /// Stores a transaction the ledger does not have yet (its sale waits to be posted), with
     /// `recordId` as its `first_record_id` (not linked in `transaction_source`); false,

@@ -815,6 +815,14 @@ enum Schema {
                     BEGIN SELECT RAISE(ABORT, 'a finding is opened only by a night''s run'); END;
                 """)
         }
+        // Pending and rejected records found by their bytes: a record that repeats one read
+        // before (a file sent again under another name, a line twice) with the same outcome and
+        // reason is settled as that record's repeat, so each stays on the open lists once; the
+        // lookup (one per pending or rejected record, and `verify`'s check of each such
+        // resolution) reads this index of the few records that did not verify.
+        m.registerMigration("v36-repeated-records", foreignKeyChecks: .immediate) { db in
+            try db.execute(sql: "CREATE INDEX source_record_unverified_sha256 ON source_record(record_sha256) WHERE outcome <> 'verified'")
+        }
         return m
     }
 

@@ -271,7 +271,8 @@ public enum LedgerSeal {
     /// large, a bad header) by a later version of the same file that the run read; a line cut
     /// short (TRUNCATED) by another version of the file (which held it whole: which lines a
     /// version held is not kept, only its records; the resolution is sealed); any record by a
-    /// dismissal asked for it (`iapledger dismiss`, schema v29), whose note it carries. Any other
+    /// dismissal asked for it (`iapledger dismiss`, schema v29), whose note it carries; a record
+    /// read by that run that repeats an earlier one (the same bytes, outcome and reason). Any other
     /// resolution (a rejected receipt, say) was written by hand, even through a run made up.
     static func implausibleResolutions(_ db: Database) throws -> [String] {
         // A dismissal asked before the night that applied it (to the second: both are kept so).
@@ -297,12 +298,15 @@ public enum LedgerSeal {
                     AND EXISTS (SELECT 1 FROM source_file f2 WHERE f2.path = f.path AND f2.run_id = r.resolved_run_id AND f2.id > f.id))
                 OR (r.outcome = 'rejected' AND r.reason_code = 'TRUNCATED'
                     AND EXISTS (SELECT 1 FROM source_file f2 WHERE f2.path = f.path AND f2.sha256 <> f.sha256))
+                OR (r.reason_code IS NOT 'TRUNCATED' AND f.run_id = r.resolved_run_id
+                    AND EXISTS (SELECT 1 FROM source_record e WHERE e.record_sha256 = r.record_sha256 AND e.outcome <> 'verified'
+                                AND e.outcome = r.outcome AND e.reason_code IS r.reason_code AND e.reason IS r.reason AND e.id < r.id))
                 \(dismissed)
             )
             ORDER BY r.id LIMIT 11
             """)
         return rows.prefix(10).map { r in
-            "source record #\(r[0] as Int64) (\(r[2] as String):\(r[3] as Int64), \(r[4] as String)\((r[5] as String?).map { " " + $0 } ?? "")) is marked resolved by run \(r[1] as Int64), but nothing that run read resolves it (a verified record of each transaction it names, a later valid line of its order, a later whole version of its file, another version of the file, for a cut line, a dismissal asked with `iapledger dismiss`): resolved by hand"
+            "source record #\(r[0] as Int64) (\(r[2] as String):\(r[3] as Int64), \(r[4] as String)\((r[5] as String?).map { " " + $0 } ?? "")) is marked resolved by run \(r[1] as Int64), but nothing that run read resolves it (a verified record of each transaction it names, a later valid line of its order, a later whole version of its file, another version of the file, for a cut line, an earlier record it repeats, read before it, a dismissal asked with `iapledger dismiss`): resolved by hand"
         } + (rows.count > 10 ? ["... and more source records resolved by hand"] : [])
     }
 

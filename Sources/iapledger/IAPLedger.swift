@@ -260,13 +260,15 @@ func printSummary(_ r: NightlyRun.Result) {
     } else {
         print("iapledger run \(r.runId) as of \(r.asOf)")
         print("  files: \(r.filesRead) read, \(r.filesSkipped) unchanged (skipped)")
-        print("  records: \(c.read) new: \(c.verified) verified, \(c.pending) pending, \(c.rejected) rejected"
-              + (r.recordsSettledSameNight > 0 ? " (\(r.recordsSettledSameNight) of these settled by a later record of the same night)" : "")
+        print("  records: \(c.read) new: \(c.verified) verified"
+              + (c.repeatedOrderLines > 0 ? " (\(c.repeatedOrderLines) of them order lines that repeat a version their order has: nothing new)" : "")
+              + ", \(c.pending) pending, \(c.rejected) rejected"
+              + (r.recordsSettledSameNight > 0 ? " (\(r.recordsSettledSameNight) of these settled the same night: by a later record, a transaction already verified, or as the repeat of a record read before)" : "")
               + "; \(c.skipped) already read")
         print("  entries posted: \(c.entriesPosted)" + r.posted.breakdown)
     }
     if !r.repeatedFiles.isEmpty {
-        print("  files read that repeat a file read before under another name (copied or renamed: their records are kept as theirs, and nothing they report is posted twice): "
+        print("  files read that repeat a file read before under another name (copied or renamed: their records are kept as theirs; nothing they report is posted twice, and a record of theirs still pending or rejected is listed once, as the one it repeats): "
               + r.repeatedFiles.map { "\(TerminalText.visible($0.path)) (as \(TerminalText.visible($0.earlier)), read by the night of \($0.readOn))" }.joined(separator: ", "))
     }
     if r.recordsSettled > 0 {

@@ -474,6 +474,86 @@ final class HostileInputTests: XCTestCase {
         XCTAssertFalse(r[0].reason.contains("inbox/receipts/"), r[0].reason)
     }
 
+    /// Units past what the ledger holds (past Int64) are called too many, not "no whole number";
+    /// a rules file not in UTF-8 is named at the line of its first bad byte.
+    func testRulesUnitsTooLargeAndRulesNotUTF8AreNamedAsTheyAre() throws {
+        try ws.write("rules/products.csv", TestWorkspace.defaultProducts + "\ncoins.huge,consumable,99999999999999999999\n")
+        XCTAssertThrowsError(try ws.run("2026-11-03")) { error in
+            XCTAssertTrue("\(error)".contains("products.csv:5: units 99999999999999999999 is more than 1000000000000 credited for one unit bought: a typo?"), "\(error)")
+        }
+        try ws.write("rules/products.csv", TestWorkspace.defaultProducts + "\ncoins.huge,consumable,-1\n")
+        XCTAssertThrowsError(try ws.run("2026-11-03")) { error in
+            XCTAssertTrue("\(error)".contains("products.csv:5: units \"-1\" is not a whole number >= 0"), "\(error)")
+        }
+        try ws.write("rules/products.csv", TestWorkspace.defaultProducts + "\n")
+        var prices = Data((TestWorkspace.defaultPrices + "\ncoins.100,FRA,0.99,2026-01-0").utf8)
+        prices.append(0xFF)
+        prices.append(0x0A)
+        try ws.writeData("rules/prices.csv", prices)
+        let lines = TestWorkspace.defaultPrices.split(separator: "\n", omittingEmptySubsequences: false).count + 1
+        XCTAssertThrowsError(try ws.run("2026-11-03")) { error in
+            XCTAssertTrue("\(error)".contains("prices.csv:\(lines): is not valid UTF-8 text: its first byte that is not is at byte offset \(prices.count - 2) of the file"), "\(error)")
+        }
+    }
+
+    /// What follows a `.json` file's top-level array (a second document, a stray bracket) is
+    /// one more record, refused where it starts: it was dropped, in no list, `trace` finding
+    /// nothing (receipts and signed data alike). An empty array alone is no record.
+    func testTextAfterAJSONArrayIsARecordRefusedNotDropped() throws {
+        try ws.write("inbox/receipts/after.json", "[" + good("AA1") + "]\n" + good("AA2") + "\n")
+        try ws.write("inbox/receipts/empty-then.json", "[]\n\n" + good("AA3"))
+        try ws.write("inbox/receipts/brackets.json", "[]]]]]")
+        try ws.write("inbox/receipts/none.json", "[ ]\n")
+        try ws.write("inbox/signed/after.json", #"[{"signedPayload": "x.y.z"}]"# + "\n" + #"{"signedPayload": "a.b.c"}"# + "\n")
+        try ws.run("2026-11-03")
+        let after = try records("inbox/receipts/after.json")
+        XCTAssertEqual(after.map { "\($0.line) \($0.outcome) \($0.code)" }, ["1 verified ", "2 rejected MALFORMED"])
+        XCTAssertTrue(after[1].reason.hasPrefix("more text after the end of the file's top-level array, from line 2: a .json file holds one JSON document"), after[1].reason)
+        XCTAssertEqual(try records("inbox/receipts/empty-then.json").map { "\($0.line) \($0.code)" }, ["3 MALFORMED"])
+        XCTAssertEqual(try records("inbox/receipts/brackets.json").map { "\($0.line) \($0.code)" }, ["1 MALFORMED"])
+        XCTAssertEqual(try records("inbox/receipts/none.json").count, 0)
+        let signed = try records("inbox/signed/after.json")
+        XCTAssertEqual(signed.map { "\($0.line) \($0.outcome)" }, ["1 rejected", "2 rejected"])
+        XCTAssertEqual(signed[1].code, "MALFORMED")
+        XCTAssertTrue(signed[1].reason.hasPrefix("more text after the end"), signed[1].reason)
+        XCTAssertEqual(try saleEntries(), ["AA1"], "the record after the array is refused, not posted")
+        let audit = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(audit.ok, "\(audit.problems)")
+    }
+
+    /// A file holding only a UTF-8 byte order mark (and blanks) is empty (`EMPTY_FILE`, resolved
+    /// when the file arrives with records), in every folder and format: a `.json` one gave no
+    /// record at all, a `.jsonl` one a MALFORMED record that stayed open once the file came
+    /// whole, a `.jws` one a cut line.
+    func testAFileOfOnlyAByteOrderMarkIsEmpty() throws {
+        let bom = Data([0xEF, 0xBB, 0xBF])
+        try ws.writeData("inbox/receipts/a.json", bom)
+        try ws.writeData("inbox/receipts/b.jsonl", bom + Data(" \n  \n".utf8))
+        try ws.writeData("inbox/receipts/c.jsonl", bom)
+        try ws.writeData("inbox/signed/d.jws", bom)
+        try ws.writeData("inbox/signed/e.json", bom + Data("\n".utf8))
+        try ws.run("2026-11-03")
+        for path in ["inbox/receipts/a.json", "inbox/receipts/b.jsonl", "inbox/receipts/c.jsonl", "inbox/signed/d.jws", "inbox/signed/e.json"] {
+            XCTAssertEqual(try records(path).map { "\($0.line) \($0.code)" }, ["1 EMPTY_FILE"], path)
+        }
+        try ws.writeData("inbox/receipts/c.jsonl", bom + Data((good("BM1") + "\n").utf8))
+        try ws.run("2026-11-04")
+        XCTAssertFalse(try openRecords().contains { $0[0] == "inbox/receipts/c.jsonl" }, "resolved by the file come whole")
+        XCTAssertEqual(try saleEntries(), ["BM1"])
+    }
+
+    /// A NUL in a value a reason quotes (a bundle id) is kept as `\u{0}`: the reason was cut at
+    /// it (SQLite hands text back up to a NUL), naming a bundle id the receipt does not have.
+    func testANulInAQuotedValueKeepsTheWholeReason() throws {
+        let response = good("NU1").replacingOccurrences(of: #""bundle_id": "com.example.coins""#, with: #""bundle_id": "com.evil\u0000.app-tail""#)
+        XCTAssertNotEqual(response, good("NU1"))
+        try ws.write("inbox/receipts/nul.jsonl", response + "\n")
+        try ws.run("2026-11-03")
+        let r = try records("inbox/receipts/nul.jsonl")
+        XCTAssertEqual(r.map(\.code), ["WRONG_BUNDLE_ID"])
+        XCTAssertEqual(r[0].reason, "receipt of another app: bundle id com.evil\\u{0}.app-tail, expected com.example.coins")
+    }
+
     /// Virtual units per unit bought past a trillion are refused when the rules are read: with
     /// a million bought, reconciliation's units due overflowed and every night crashed (exit 132).
     func testUnitsPastATrillionAreRefusedWithTheRules() throws {

@@ -122,6 +122,28 @@ final class OrderStreamingTests: XCTestCase {
         XCTAssertGreaterThan(cuts, 3_000)
     }
 
+    /// A quote left open is taken as never closed once its field passes 1 MiB: its row is
+    /// refused at its first line and the rows after it are read, whole or a chunk at a time
+    /// (held to the file's end, a 500 MB orders file with a quote left open took 2 GB).
+    func testAQuoteLeftOpenPastAMebibyteRefusesItsRowAndTheRestIsRead() throws {
+        var text = Self.header + "\n" + Self.row(1).replacingOccurrences(of: "a1,", with: "\"a1,") + "\n"
+        var n = 2
+        while text.utf8.count < CSV.maxQuotedFieldBytes + 100_000 { text += Self.row(n) + "\n"; n += 1 }
+        let whole = OrderReader.read(path: "inbox/orders/x.csv", text: Substring(text))
+        XCTAssertNil(whole.fileError)
+        XCTAssertEqual(whole.rows.count, n - 1, "every row: the refused one and each after it")
+        XCTAssertEqual(whole.rows[0].line, 2)
+        guard case .failure(let refused) = whole.rows[0].result else { return XCTFail("the open quote's row is refused") }
+        XCTAssertEqual(refused.code, "BAD_CSV")
+        XCTAssertTrue(refused.message.contains("a quoted field is never closed: it runs on past 1048576 bytes"), refused.message)
+        XCTAssertEqual(whole.rows[1].line, 3)
+        XCTAssertNotNil(try? whole.rows[1].result.get())
+        let all = description(whole.rows, whole.fileError, whole.header)
+        for feed in [65_536, Int.max] {
+            XCTAssertEqual(try streamed(Data(text.utf8), feedBytes: feed).rows, all, "fed \(feed)")
+        }
+    }
+
     /// A byte that is not UTF-8 is found where the whole file's check finds it, by line and
     /// offset, wherever the chunks end, and a blank file is told blank.
     func testAByteThatIsNotUTF8IsFoundWhereTheWholeFileSaysAndABlankFileIsBlank() throws {

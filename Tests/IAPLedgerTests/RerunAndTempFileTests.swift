@@ -229,6 +229,79 @@ final class RerunAndTempFileTests: XCTestCase {
                        ["finance-2026-11-03.xlsx", "reconciliation-2026-11-03.xlsx", "sandbox-2026-11-03.xlsx"], "no partial file left")
     }
 
+    /// A pending or rejected record that repeats one read before (the same bytes, outcome and
+    /// reason: a file sent again under another name, a line given twice) is settled as its
+    /// repeat, so the open lists give each once (a copy of a receipts file listed its records
+    /// again, to be dismissed twice); the copy is kept, its resolution naming the record it
+    /// repeats, `verify` accepts it, and dismissing the first settles the matter. A cut line is
+    /// not such a repeat (its file's later versions settle it), and a resolution so made up by
+    /// hand for a record that repeats nothing is named by `verify`.
+    func testARecordRepeatingOneReadBeforeIsListedOnce() throws {
+        try ws.write("inbox/receipts/p.jsonl", [
+            #"{"status": 21005, "is-retryable": true, "receipt": {"in_app": [{"transaction_id": "8101"}]}}"#,
+            #"{"status": 21010}"#,
+            #"{"status": 21010}"#,
+        ].joined(separator: "\n") + "\n")
+        try ws.write("inbox/orders/bad.csv", ReconciliationTests.header
+            + "ord-9,acct-9,8009,coins.100,1,100,2026-13-05T10:01:00Z,production,DEU,,\n")
+        func ledger() throws -> Ledger { try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path) }
+        func open() throws -> [String] {
+            try ledger().read { try $0.rawRows("""
+                SELECT f.path || ':' || r.line || ' ' || r.outcome || ' ' || r.reason_code FROM source_record r JOIN source_file f ON f.id = r.file_id
+                WHERE r.outcome <> 'verified' AND r.resolved_run_id IS NULL ORDER BY f.path, r.line
+                """).map { $0[0] } }
+        }
+        try ws.run("2026-11-03")
+        let listed = ["inbox/orders/bad.csv:2 rejected BAD_ORDER", "inbox/receipts/p.jsonl:1 pending RETRYABLE",
+                      "inbox/receipts/p.jsonl:2 rejected STATUS_21010"]
+        XCTAssertEqual(try open(), listed, "the line given twice is listed once")
+        try FileManager.default.copyItem(at: ws.root.appendingPathComponent("inbox/receipts/p.jsonl"),
+                                         to: ws.root.appendingPathComponent("inbox/receipts/p (1).jsonl"))
+        try FileManager.default.copyItem(at: ws.root.appendingPathComponent("inbox/orders/bad.csv"),
+                                         to: ws.root.appendingPathComponent("inbox/orders/bad-resent.csv"))
+        let night = try ws.run("2026-11-04")
+        XCTAssertEqual(night.problemRecords, 0, "nothing new is open")
+        XCTAssertEqual(night.recordsSettledSameNight, 4)
+        XCTAssertEqual(try open(), listed)
+        let notes = try ledger().read { try $0.rawRows("""
+            SELECT f.path || ':' || r.line || ' ' || r.resolved_note FROM source_record r JOIN source_file f ON f.id = r.file_id
+            WHERE r.resolved_run_id IS NOT NULL ORDER BY f.path, r.line
+            """).map { $0[0] } }
+        XCTAssertEqual(notes, [
+            "inbox/orders/bad-resent.csv:2 the same record as inbox/orders/bad.csv:2 (read by the night of 2026-11-03), which stands for it",
+            "inbox/receipts/p (1).jsonl:1 the same record as inbox/receipts/p.jsonl:1 (read by the night of 2026-11-03), which stands for it",
+            "inbox/receipts/p (1).jsonl:2 the same record as inbox/receipts/p.jsonl:2 (read by the night of 2026-11-03), which stands for it",
+            "inbox/receipts/p (1).jsonl:3 the same record as inbox/receipts/p.jsonl:2 (read by the night of 2026-11-03), which stands for it",
+            "inbox/receipts/p.jsonl:3 the same record as inbox/receipts/p.jsonl:2 (read by the night of 2026-11-03), which stands for it",
+        ])
+        var audit = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(audit.ok, "\(audit.problems)")
+        // The Rejected list of the workbook and `findings` follow the open records.
+        let rejected = try ledger().read { try $0.rawRows("SELECT count(*) FROM source_record WHERE outcome = 'rejected' AND resolved_run_id IS NULL") }
+        XCTAssertEqual(rejected[0][0], "2")
+
+        // Dismissing the first settles the matter: nothing of it stays open.
+        _ = try LedgerRun.Dismiss.dismiss([.init(path: "inbox/receipts/p.jsonl", line: 2)], workspace: ws.workspace,
+                                          reason: "account deleted", by: "alice", at: "2026-11-05T08:00:00Z")
+        try ws.run("2026-11-05")
+        XCTAssertEqual(try open(), ["inbox/orders/bad.csv:2 rejected BAD_ORDER", "inbox/receipts/p.jsonl:1 pending RETRYABLE"])
+
+        // A cut line is no repeat (its file's later versions settle it): open in each file.
+        let whole = Receipt.response([Receipt.item("8102", purchased: "2026-10-20T10:00:00Z")])
+        try ws.write("inbox/receipts/cut-a.json", String(whole.prefix(whole.count / 2)))
+        try ws.write("inbox/receipts/cut-b.json", String(whole.prefix(whole.count / 2)))
+        try ws.run("2026-11-06")
+        XCTAssertEqual(try open().filter { $0.contains("cut-") }, ["inbox/receipts/cut-a.json:1 rejected TRUNCATED", "inbox/receipts/cut-b.json:1 rejected TRUNCATED"])
+
+        // A resolution made up for a record that repeats nothing (past the guard) is named.
+        try Tamper.run(ws.root.appendingPathComponent("ledger.sqlite").path, past: "source_record_resolved_once", """
+            UPDATE source_record SET resolved_run_id = (SELECT min(id) FROM run), resolved_note = 'the same record as inbox/receipts/p.jsonl:1 (read by the night of 2026-11-03), which stands for it'
+            WHERE id = (SELECT r.id FROM source_record r JOIN source_file f ON f.id = r.file_id WHERE f.path = 'inbox/orders/bad.csv' AND r.line = 2)
+            """)
+        audit = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(audit.problems.contains { $0.message.contains("(inbox/orders/bad.csv:2, rejected BAD_ORDER) is marked resolved by run 1, but nothing that run read resolves it") }, "\(audit.problems)")
+    }
+
     /// A file copied or renamed in the inbox (the same bytes under another name) is read as a
     /// new file, its records kept as its own; the summary says which file it repeats, so that a
     /// night of "new" records that posts nothing is explained.
@@ -240,6 +313,7 @@ final class RerunAndTempFileTests: XCTestCase {
                                          to: ws.root.appendingPathComponent("inbox/orders/o-resent.csv"))
         let night = try ws.run("2026-11-04")
         XCTAssertEqual(night.counts.entriesPosted, 0)
+        XCTAssertEqual(night.counts.repeatedOrderLines, 2, "the summary counts the order lines that bring nothing new")
         XCTAssertEqual(night.repeatedFiles.map { "\($0.path) = \($0.earlier) \($0.readOn)" },
                        ["inbox/orders/o-resent.csv = inbox/orders/o.csv 2026-11-03", "inbox/receipts/r (1).jsonl = inbox/receipts/r.jsonl 2026-11-03"])
         // A file whose bytes are new is not listed.

@@ -411,6 +411,8 @@ final class TenureAndPeriodsTests: XCTestCase {
         ]) + "\n")
         let r = try ws.run("2026-11-05")
         XCTAssertEqual(r.counts.entriesPosted, 2)
+        // The night's summary says they were moved into the open month (the log said nothing).
+        XCTAssertEqual(r.posted.breakdown, " (0 sales; 2 refunds; 2 of these dated in a closed month, posted late on 2026-11-01 (the Journal marks them, with their own dates))")
         XCTAssertEqual(try rows("SELECT transaction_id, kind, date, original_date, late FROM entry WHERE kind = 'refund' ORDER BY transaction_id"),
                        [["1001", "refund", "2026-11-01", "2026-10-20", "1"], ["1002", "refund", "2026-11-01", "2026-09-28", "1"]])
         XCTAssertEqual(try septemberBalance(), septemberBefore, "September's balances are unchanged to the cent")

@@ -569,11 +569,19 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertTrue(ord72.contains("It names no transaction.\n"), ord72)
 
         // The same file sent again under another name: its valid line repeats one the order
-        // had before, so it corrects nothing: the refused line stays open (and its copy too).
+        // had before, so it corrects nothing: the refused lines stay open, each once (their
+        // copies are settled as repeats of them; ord-71's, of a line settled already).
         let first = try String(contentsOf: ws.root.appendingPathComponent("inbox/orders/o1.csv"), encoding: .utf8)
         try ws.write("inbox/orders/o1-resent.csv", first)
         try ws.run("2026-10-08")
-        XCTAssertEqual(try openRejected(), ["ord-72 line 4", "ord-74 line 5", "ord-71 line 2", "ord-72 line 4", "ord-74 line 5"])
+        XCTAssertEqual(try openRejected(), ["ord-72 line 4", "ord-74 line 5"])
+        let copies = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path, readOnly: true).read {
+            try String.fetchAll($0.db, sql: """
+                SELECT r.resolved_note FROM source_record r JOIN source_file f ON f.id = r.file_id
+                WHERE f.path = 'inbox/orders/o1-resent.csv' AND r.outcome = 'rejected' ORDER BY r.line
+                """)
+        }
+        XCTAssertEqual(copies, [2, 4, 5].map { "the same record as inbox/orders/o1.csv:\($0) (read by the night of 2026-10-06), which stands for it" })
         XCTAssertEqual(try cli(["trace", "ord-99", "--workspace", ws.root.path]).status, 1, "an id nothing names is still not found")
     }
 
@@ -720,7 +728,8 @@ final class TraceAndCLITests: XCTestCase {
     /// Records and findings each show their first ten lines, under their counts by reason:
     /// many records no longer hide every finding, and the rest of each is counted.
     func testRunSummaryListsRecordsAndFindingsEachWithItsCounts() throws {
-        let rejected = (1...12).map { _ in Receipt.response([], status: 21003) }
+        // Twelve records, each its own bytes (a record repeating another is settled as its repeat).
+        let rejected = (1...12).map { Receipt.response([], status: 21003) + String(repeating: " ", count: $0) }
         let waiting = (1...11).map { Receipt.response([Receipt.item("60\($0)", product: "coins.none", purchased: "2026-11-03T10:00:00Z")]) }
         try ws.write("inbox/receipts/n.jsonl", (rejected + waiting + [Receipt.response([], status: 21010)]).joined(separator: "\n") + "\n")
         for i in 1...12 { try ws.write("inbox/stray-\(i).txt", "misplaced") }
