@@ -1942,14 +1942,28 @@ struct Ingest {
                     }
                     continue
                 }
-                try writer.openFinding(code: f.code, transactionId: f.transactionId ?? "", recordId: recordId,
-                                       message: "\(location): \(f.message)", runId: runId)
+                try openRecordFinding(code: f.code, transactionId: f.transactionId ?? "", recordId: recordId,
+                                      location: location, saying: f.message)
                 try noteRefused(f.code, transactionId: f.transactionId, recordId: recordId)
             }
             for t in transactions {
                 try observe(t, recordId: recordId, location: location)
             }
         }
+    }
+
+    /// Opens a finding of a record (`LOCATION: what it says`), but for a refused item
+    /// (`INVALID_TRANSACTION`) a finding of its transaction says already, from another record:
+    /// every later response of a subscription lists its history again, and a file sent again
+    /// repeats its records, each opening one more finding to dismiss (found again saying the
+    /// same, one dismissed stays so). The record is linked to the transaction all the same.
+    mutating func openRecordFinding(code: String, transactionId: String, recordId: Int64, location: SourceLocation,
+                                    saying text: String) throws {
+        if code == "INVALID_TRANSACTION", !transactionId.isEmpty,
+           try writer.findingMessages(code: code, transactionId: transactionId).contains(where: { $0.hasSuffix(": " + StoreBounds.boundedMessage(text)) }) {
+            return
+        }
+        try writer.openFinding(code: code, transactionId: transactionId, recordId: recordId, message: "\(location): \(text)", runId: runId)
     }
 
     /// A transaction the store named in a verified record but whose item was refused

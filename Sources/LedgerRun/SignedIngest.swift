@@ -174,8 +174,8 @@ extension Ingest {
         case .success(let obs):
             return try observe(obs, recordId: recordId, location: location, refundSaidByCaller: refundSaidByCaller)
         case .failure(let why):
-            try writer.openFinding(code: "INVALID_TRANSACTION", transactionId: t.transactionId, recordId: recordId,
-                                   message: "\(location): \(why.message); nothing of this record is taken (no sale, no refund from it)", runId: runId)
+            try openRecordFinding(code: "INVALID_TRANSACTION", transactionId: t.transactionId, recordId: recordId, location: location,
+                                  saying: "\(why.message); nothing of this record is taken (no sale, no refund from it)")
             try noteRefused("INVALID_TRANSACTION", transactionId: t.transactionId, recordId: recordId)
             return false
         }

@@ -101,6 +101,12 @@ extension LedgerReader {
     }
 
     /// The message of the finding of `code` about `transactionId` that names no record, if any.
+    /// The messages of every finding of `code` about `transactionId` (by any record, or none).
+    public func findingMessages(code: String, transactionId: String) throws -> [String] {
+        try String.fetchAll(db.cachedStatement(sql: "SELECT message FROM finding WHERE code = ? AND transaction_id = ?"),
+                            arguments: [code, transactionId])
+    }
+
     public func findingMessage(code: String, transactionId: String) throws -> String? {
         try String.fetchOne(db.cachedStatement(sql: "SELECT message FROM finding WHERE code = ? AND transaction_id = ? AND record_id IS NULL"),
                             arguments: [code, transactionId])

@@ -542,6 +542,33 @@ final class HostileInputTests: XCTestCase {
         XCTAssertEqual(try saleEntries(), ["BM1"])
     }
 
+    /// A refused item (`INVALID_TRANSACTION`) is one finding for its transaction and what is
+    /// wrong with it, however many records list it: every later response of a subscription
+    /// lists its history again, and a file sent again repeats it, each opening one more
+    /// finding to dismiss. Each record is still linked to the transaction (trace, `CREDITED_UNVERIFIED`);
+    /// a record saying something else of it opens its own finding.
+    func testARefusedItemIsOneFindingHoweverManyRecordsListIt() throws {
+        let bad = Receipt.item("IV1", quantity: 0, purchased: "2026-10-05T10:00:00Z")
+        try ws.write("inbox/receipts/a.jsonl", Receipt.response([bad, Receipt.item("IV2", purchased: "2026-10-05T10:00:00Z")]) + "\n")
+        try ws.run("2026-11-03")
+        XCTAssertEqual(try findings().count, 1)
+        try ws.write("inbox/receipts/b.jsonl", Receipt.response([bad, Receipt.item("IV3", purchased: "2026-10-06T10:00:00Z")]) + "\n")
+        try FileManager.default.copyItem(at: ws.root.appendingPathComponent("inbox/receipts/a.jsonl"),
+                                         to: ws.root.appendingPathComponent("inbox/receipts/a (1).jsonl"))
+        try ws.run("2026-11-04")
+        let said = try findings()
+        XCTAssertEqual(said.count, 1, "\(said)")
+        XCTAssertTrue(said[0].hasPrefix("inbox/receipts/a.jsonl:1: transaction IV1 has quantity \"0\""), said[0])
+        let links = try ledger().read { try $0.rawRows("SELECT count(*) FROM unverified_record_transaction WHERE transaction_id = 'IV1'") }
+        XCTAssertEqual(links[0][0], "3", "each record listing it is linked to it")
+        XCTAssertEqual(try saleEntries(), ["IV2", "IV3"])
+        try ws.write("inbox/receipts/c.jsonl", Receipt.response([Receipt.item("IV1", quantity: -1, purchased: "2026-10-05T10:00:00Z")]) + "\n")
+        try ws.run("2026-11-05")
+        XCTAssertEqual(try findings().count, 2, "another fault of the same transaction is said")
+        let audit = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(audit.ok, "\(audit.problems)")
+    }
+
     /// A NUL in a value a reason quotes (a bundle id) is kept as `\u{0}`: the reason was cut at
     /// it (SQLite hands text back up to a NUL), naming a bundle id the receipt does not have.
     func testANulInAQuotedValueKeepsTheWholeReason() throws {

@@ -290,7 +290,10 @@ final class SignedIngestTests: XCTestCase {
             _ = try w.run("2023-11-22")
             let ledger = try Ledger(path: w.root.appendingPathComponent("ledger.sqlite").path, readOnly: true)
             ledgers.append(try ledger.read { r in
-                try r.rawRows("SELECT id, path, sha256, size_bytes, records, new_records, ifnull(stat_key, '') <> '' FROM source_file ORDER BY id").map { $0.joined(separator: "|") }
+                // (Not whether a file's identity on disk was remembered: only one at least 2 s old
+                // is, which a loaded machine's slower nights reach in one configuration and not
+                // the next.)
+                try r.rawRows("SELECT id, path, sha256, size_bytes, records, new_records FROM source_file ORDER BY id").map { $0.joined(separator: "|") }
                     + r.rawRows("""
                         SELECT id, file_id, line, record_sha256, outcome, ifnull(reason_code, ''), ifnull(reason, ''), ifnull(resolved_run_id, '')
                         FROM source_record ORDER BY id
