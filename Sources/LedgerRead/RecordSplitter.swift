@@ -122,8 +122,15 @@ public enum RecordSplitter {
             var end = u.count
             while end > i, [0x20, 0x09, 0x0A, 0x0D].contains(u[end - 1]) { end -= 1 }
             let from = text.utf8.index(text.startIndex, offsetBy: i), to = text.utf8.index(text.startIndex, offsetBy: end)
-            return records + [RawRecord(line: line, text: text[from..<to], problem: (
-                "MALFORMED", "more text after the end of the file's top-level array, from line \(line): a .json file holds one JSON document (a record, or an array of records); records one per line go in a .jsonl file"))]
+            let more = text[from..<to]
+            // Running to the file's end inside a value: cut short as the file was written (read
+            // again, and settled, once it is whole), as an array's last element is.
+            if to == text.endIndex && endsInside(more) {
+                return records + [RawRecord(line: line, text: more, problem: (
+                    "TRUNCATED", RawRecord.truncatedReason("the file ends inside more text after its top-level array")))]
+            }
+            return records + [RawRecord(line: line, text: more, problem: (
+                "MALFORMED", "more text after the end of the file's top-level array: a .json file holds one JSON document (a record, or an array of records); records one per line go in a .jsonl file"))]
         }
         var commaAt = 0, commaLine = startLine
         while true {

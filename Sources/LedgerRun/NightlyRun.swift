@@ -274,7 +274,7 @@ public struct NightlyRun {
                    let (sha, _) = try? LineReader.hash(url.path), versions.sha256s.contains(sha) { continue }
                 // (Not its lines cut short and still open: one that ends now is read again.)
                 let before = try w.recordsReadBefore(path: path)
-                storedSigned[path] = before.hashes.subtracting(before.cut)
+                storedSigned[path] = Set(before.hashes.keys).subtracting(before.cut)
             }
             let prepared = PreparedFiles(inputs: inputFiles, workspace: workspace, verifier: verifier,
                                          signedVerifier: signedVerifier, alreadyRead: versionsRead, storedSigned: storedSigned)
@@ -1502,12 +1502,15 @@ struct Ingest {
         }
         defer { close(fd) }
         let seen = try writer.recordsReadBefore(path: path)
-        func isNew(_ r: RawRecord) -> Bool { seen.isEmpty || !seen.contains(Hashing.sha256Hex(utf8: r.text), unterminated: r.unterminated) }
+        // Each pass over the file takes the records read before from a copy of its own.
+        var unread = seen
+        func isNew(_ r: RawRecord) -> Bool { seen.isEmpty || !unread.take(Hashing.sha256Hex(utf8: r.text), unterminated: r.unterminated) }
         var records = 0, fresh = 0
         let first = try LineReader.forEachRecord(url.path, descriptor: fd) { r in
             records += 1
             if isNew(r) { fresh += 1 }
         }
+        unread = seen
         Self.readHook?("between", url)
         var input = listed
         input.sha256 = first.sha256
@@ -1569,7 +1572,9 @@ struct Ingest {
         let path = input.path, url = input.url
         Self.readHook?("between", url)
         let seen = try writer.recordsReadBefore(path: path)
-        func isNew(_ sha: String, endsFile: Bool) -> Bool { seen.isEmpty || !seen.contains(sha, unterminated: endsFile) }
+        // Each pass over the file takes the records read before from a copy of its own.
+        var unread = seen
+        func isNew(_ sha: String, endsFile: Bool) -> Bool { seen.isEmpty || !unread.take(sha, unterminated: endsFile) }
         let rewritten = ReadError.file(url.path, "was rewritten while the night read it (read twice, as it is over \(PreparedFile.ordersAboveBytes >> 20) MiB; bytes appended are not read until the next night, bytes changed are): nothing of the night was written; run again")
         // Its path read before: its new rows counted here, against the hashes of those stored
         // (read once more, through the same descriptor, as far as the first read went).
@@ -1585,6 +1590,7 @@ struct Ingest {
                 if let raw = rows.count(parsed), isNew(Hashing.sha256Hex(utf8: raw), endsFile: endsFile) { fresh += 1 }
             }
             guard again.sha256 == input.sha256, again.sizeBytes == input.sizeBytes else { throw rewritten }
+            unread = seen
         }
         let resent = try writer.fileReadBefore(sha256: input.sha256, otherThan: input.path)
         let fileId = try addFile(input, records: read.records, fresh: fresh, readBefore: !seen.isEmpty)
@@ -1850,9 +1856,10 @@ struct Ingest {
                                                  note: "order \(o.orderId) read again from \(path):\(row.line)")
             counts.verified += 1
         case .failure(let f):
-            let recordId = try writer.addRecord(.init(fileId: fileId, line: row.line, sha256: sha, outcome: .rejected,
-                                                      reasonCode: f.code, reason: f.message, orderId: row.orderId, raw: raw))
-            if f.code == "TRUNCATED" { truncatedPaths?.insert(path) } else { try writer.resolveRepeatedRecord(recordId: recordId, runId: runId) }
+            let info = LedgerWriter.RecordInfo(fileId: fileId, line: row.line, sha256: sha, outcome: .rejected,
+                                               reasonCode: f.code, reason: f.message, orderId: row.orderId, raw: raw)
+            let recordId = try writer.addRecord(info)
+            if f.code == "TRUNCATED" { truncatedPaths?.insert(path) } else { try writer.resolveRepeatedRecord(recordId: recordId, info, runId: runId) }
             if let id = row.orderId { try writer.noteRejectedOrderLine(orderId: id) }
             counts.rejected += 1
         }
@@ -1877,7 +1884,8 @@ struct Ingest {
     /// end after it: a line cut short before and still so is not read again.)
     mutating func addFile(_ input: InputFile, hashes: [String], seen: RecordsReadBefore,
                           unterminated: (Int) -> Bool) throws -> (fileId: Int64, fresh: [Int]) {
-        let fresh = seen.isEmpty ? Array(hashes.indices) : hashes.indices.filter { !seen.contains(hashes[$0], unterminated: unterminated($0)) }
+        var unread = seen
+        let fresh = seen.isEmpty ? Array(hashes.indices) : hashes.indices.filter { !unread.take(hashes[$0], unterminated: unterminated($0)) }
         return (try addFile(input, records: hashes.count, fresh: fresh.count, readBefore: !seen.isEmpty), fresh)
     }
 
@@ -1927,7 +1935,7 @@ struct Ingest {
                 try writer.resolvePendingRecords(transactionId: id, runId: runId, note: "transaction \(id) is already verified")
             }
             // One that repeats a record still waiting (a file sent again) is listed once, as it.
-            try writer.resolveRepeatedRecord(recordId: recordId, runId: runId)
+            try writer.resolveRepeatedRecord(recordId: recordId, info, runId: runId)
         case let .verified(book, transactions, findings):
             info.environment = book == .production ? "Production" : "Sandbox"
             let recordId = try writer.addRecord(info)
@@ -1984,7 +1992,7 @@ struct Ingest {
         let recordId = try writer.addRecord(r)
         if !transactionIds.isEmpty { try writer.noteUnverifiedRecord(recordId, transactionIds: transactionIds) }
         // A line cut short is settled by its file's later versions (`settleCuts`), not as a repeat.
-        if code == "TRUNCATED" { truncatedPaths?.insert(location.path) } else { try writer.resolveRepeatedRecord(recordId: recordId, runId: runId) }
+        if code == "TRUNCATED" { truncatedPaths?.insert(location.path) } else { try writer.resolveRepeatedRecord(recordId: recordId, r, runId: runId) }
         counts.rejected += 1
     }
 

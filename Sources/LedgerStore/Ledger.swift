@@ -558,9 +558,17 @@ public class LedgerReader {
 
     /// The hashes of records already read from earlier versions of the file at `path`.
     public func recordHashes(path: String) throws -> Set<String> {
-        Set(try String.fetchAll(db.cachedStatement(sql: """
-            SELECT r.record_sha256 FROM source_record r JOIN source_file f ON f.id = r.file_id WHERE f.path = ?
-            """), arguments: [path]))
+        Set(try recordHashCounts(path: path).keys)
+    }
+
+    /// How many records of each hash the versions of `path` read so far brought.
+    public func recordHashCounts(path: String) throws -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for r in try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT r.record_sha256, count(*) FROM source_record r JOIN source_file f ON f.id = r.file_id WHERE f.path = ?
+            GROUP BY r.record_sha256
+            """), arguments: [path]) { counts[r[0]] = r[1] }
+        return counts
     }
 
     /// Every version of each file path read so far.
@@ -776,8 +784,8 @@ public final class LedgerWriter: LedgerReader {
     /// read again as the record it is now (rejected for what it is, if not whole), not skipped
     /// as read: a cut line later ended as it was was settled with nothing open for it.
     public func recordsReadBefore(path: String) throws -> RecordsReadBefore {
-        let hashes = try recordHashes(path: path)
-        guard !hashes.isEmpty else { return RecordsReadBefore(hashes: [], cut: []) }
+        let hashes = try recordHashCounts(path: path)
+        guard !hashes.isEmpty else { return RecordsReadBefore(hashes: [:], cut: []) }
         let cut = Set(try String.fetchAll(db.cachedStatement(sql: """
             SELECT r.record_sha256 FROM source_record r INDEXED BY source_record_open JOIN source_file f ON f.id = r.file_id
             WHERE r.outcome <> 'verified' AND r.outcome = 'rejected' AND r.reason_code = 'TRUNCATED' AND r.resolved_run_id IS NULL
@@ -947,22 +955,44 @@ public final class LedgerWriter: LedgerReader {
 
     /// Settles a pending or rejected record that repeats one read before: the same bytes
     /// (record SHA-256), the same outcome, reason code and reason (a file sent again under
-    /// another name, a line given twice). The first such record stands for both on every open
-    /// list (Rejected, Run Info, `findings`), and whatever settles it (a verified record, a
-    /// dismissal) settles the matter; the repeat is kept as its own record, traced to the one
-    /// it repeats. A repeat with another outcome or reason (a root trusted since, a rule
+    /// another name, a line given twice, a bad row in a cumulative export). The earlier record
+    /// stands for both on every open list (Rejected, Run Info, `findings`), and what settles it
+    /// (a verified record, a correction, a dismissal) settles the matter; the repeat is kept as
+    /// its own record, traced to the one it repeats. Only a record that says what it is about
+    /// (`identifies`): a bare failed response, `{"status": 21003}`, is the same bytes for every
+    /// purchase that failed, each its own, so it repeats only itself, at its line of a byte
+    /// copy of its file. A repeat with another outcome or reason (a root trusted since, a rule
     /// added) tells something new and stays open. Returns whether it settled the record.
     @discardableResult
-    public func resolveRepeatedRecord(recordId: Int64, runId: Int64) throws -> Bool {
-        guard let earlier = try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT f.path, e.line, run.as_of FROM source_record r
-            JOIN source_record e INDEXED BY source_record_unverified_sha256
-              ON e.record_sha256 = r.record_sha256 AND e.outcome <> 'verified' AND e.outcome = r.outcome
-                 AND e.reason_code IS r.reason_code AND e.reason IS r.reason AND e.id < r.id
-            JOIN source_file f ON f.id = e.file_id JOIN run ON run.id = f.run_id
-            WHERE r.id = ? AND r.outcome <> 'verified' AND r.resolved_run_id IS NULL
-            ORDER BY e.id LIMIT 1
+    public func resolveRepeatedRecord(recordId: Int64, _ info: RecordInfo, runId: Int64) throws -> Bool {
+        guard info.outcome != .verified, let reason = info.reason.map(StoreBounds.boundedMessage) else { return false }
+        let twin = "e.record_sha256 = ?1 AND e.outcome <> 'verified' AND e.outcome = ?2 AND e.reason_code IS ?3 AND e.reason = ?4"
+        let same: [DatabaseValueConvertible?] = [info.sha256, info.outcome.rawValue, info.reasonCode, reason]
+        // Most records that did not verify have no twin: one seek of the index says so.
+        guard try Bool.fetchOne(db.cachedStatement(sql: """
+            SELECT EXISTS (SELECT 1 FROM source_record e INDEXED BY source_record_unverified_sha256 WHERE \(twin) AND e.id < ?5)
+            """), arguments: StatementArguments(same + [recordId])) == true else { return false }
+        guard let r = try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT r.line, f.sha256, \(Self.identifiesRecord("r", file: "f"))
+            FROM source_record r JOIN source_file f ON f.id = r.file_id WHERE r.id = ? AND r.resolved_run_id IS NULL
             """), arguments: [recordId]) else { return false }
+        let identifies: Bool = r[2]
+        // Any earlier twin (the first in the index: the lowest line, then the first read), or,
+        // for a record that does not identify itself, the one at its line of a copy of its
+        // file. (Each a seek of the index: a bare response given 200,000 times in one file
+        // would read, for each, every twin at a line before its own.)
+        let earlier = try identifies
+            ? Row.fetchOne(db.cachedStatement(sql: """
+                SELECT f.path, e.line, run.as_of FROM source_record e INDEXED BY source_record_unverified_sha256
+                JOIN source_file f ON f.id = e.file_id JOIN run ON run.id = f.run_id
+                WHERE \(twin) AND e.id < ?5 LIMIT 1
+                """), arguments: StatementArguments(same + [recordId]))
+            : Row.fetchOne(db.cachedStatement(sql: """
+                SELECT f.path, e.line, run.as_of FROM source_record e INDEXED BY source_record_unverified_sha256
+                JOIN source_file f ON f.id = e.file_id JOIN run ON run.id = f.run_id
+                WHERE \(twin) AND e.line = ?5 AND f.sha256 = ?6 AND e.id < ?7 LIMIT 1
+                """), arguments: StatementArguments(same + [r[0] as Int64, r[1] as String, recordId]))
+        guard let earlier else { return false }
         let path: String = earlier[0], line: Int64 = earlier[1], asOf: String = earlier[2]
         try db.cachedStatement(sql: "UPDATE source_record SET resolved_run_id = ?, resolved_note = ? WHERE id = ? AND resolved_run_id IS NULL")
             .execute(arguments: [runId, "\(Self.repeatNotePrefix)\(path):\(line) (read by the night of \(asOf)), which stands for it", recordId])
@@ -971,6 +1001,16 @@ public final class LedgerWriter: LedgerReader {
 
     /// How the resolution of a record settled as a repeat begins (`verify` reads it).
     public static let repeatNotePrefix = "the same record as "
+
+    /// SQL: whether record `r` (of file `f`) says what it is about, so that the same bytes are
+    /// the same record wherever they come: a signed record (its signature is its own), an
+    /// orders row naming its order, a receipt naming a transaction, an order or an account.
+    public static func identifiesRecord(_ r: String, file f: String) -> String {
+        """
+        (\(f).kind = 'signed' OR \(r).order_id IS NOT NULL OR \(r).account_id IS NOT NULL
+         OR EXISTS (SELECT 1 FROM unverified_record_transaction u WHERE u.record_id = \(r).id))
+        """
+    }
 
     /// Stores a transaction the ledger does not have yet (its sale waits to be posted), with
     /// `recordId` as its `first_record_id` (not linked in `transaction_source`); false,
@@ -1350,16 +1390,28 @@ extension JSONEncoder {
 /// each version when it was read (`stat_key`, mapped to its SHA-256).
 /// The records of a path read before (`LedgerWriter.recordsReadBefore`).
 public struct RecordsReadBefore: Sendable {
-    public let hashes: Set<String>
+    /// How many records of each hash the versions read before brought.
+    public private(set) var hashes: [String: Int]
     /// Of them, the lines cut short still open.
     public let cut: Set<String>
     /// Whether the path was read before.
-    public var isEmpty: Bool { hashes.isEmpty }
+    public let isEmpty: Bool
 
-    /// Whether a record of these bytes was read before: not a cut line that ends now
-    /// (`unterminated` false), which is read again as what it is now.
-    public func contains(_ sha256: String, unterminated: Bool) -> Bool {
-        hashes.contains(sha256) && (unterminated || !cut.contains(sha256))
+    public init(hashes: [String: Int], cut: Set<String>) {
+        self.hashes = hashes
+        self.cut = cut
+        isEmpty = hashes.isEmpty
+    }
+
+    /// Whether a record of these bytes, met in the file's order, was read before, taking one
+    /// of them: a line given again counts again (a row appended to a growing orders file that
+    /// brings its order back to an earlier line of the file was taken as read, the order left
+    /// where the line before it put it). Not a cut line that ends now (`unterminated` false),
+    /// which is read again as what it is now. Each pass over a file takes from its own copy.
+    public mutating func take(_ sha256: String, unterminated: Bool) -> Bool {
+        guard let n = hashes[sha256], n > 0, unterminated || !cut.contains(sha256) else { return false }
+        hashes[sha256] = n - 1
+        return true
     }
 }
 

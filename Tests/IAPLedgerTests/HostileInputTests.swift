@@ -508,7 +508,7 @@ final class HostileInputTests: XCTestCase {
         try ws.run("2026-11-03")
         let after = try records("inbox/receipts/after.json")
         XCTAssertEqual(after.map { "\($0.line) \($0.outcome) \($0.code)" }, ["1 verified ", "2 rejected MALFORMED"])
-        XCTAssertTrue(after[1].reason.hasPrefix("more text after the end of the file's top-level array, from line 2: a .json file holds one JSON document"), after[1].reason)
+        XCTAssertTrue(after[1].reason.hasPrefix("more text after the end of the file's top-level array: a .json file holds one JSON document"), after[1].reason)
         XCTAssertEqual(try records("inbox/receipts/empty-then.json").map { "\($0.line) \($0.code)" }, ["3 MALFORMED"])
         XCTAssertEqual(try records("inbox/receipts/brackets.json").map { "\($0.line) \($0.code)" }, ["1 MALFORMED"])
         XCTAssertEqual(try records("inbox/receipts/none.json").count, 0)
@@ -517,6 +517,17 @@ final class HostileInputTests: XCTestCase {
         XCTAssertEqual(signed[1].code, "MALFORMED")
         XCTAssertTrue(signed[1].reason.hasPrefix("more text after the end"), signed[1].reason)
         XCTAssertEqual(try saleEntries(), ["AA1"], "the record after the array is refused, not posted")
+        // Read while still written, the text after the array cut inside a value: cut short,
+        // and settled once the file is whole (it stayed MALFORMED, open for good).
+        let more = good("AA5")
+        try ws.write("inbox/receipts/growing.json", "[" + good("AA4") + "]\n\n  [" + String(more.prefix(40)))
+        try ws.run("2026-11-04")
+        XCTAssertEqual(try records("inbox/receipts/growing.json").map { "\($0.line) \($0.code)" }, ["1 ", "3 TRUNCATED"])
+        try ws.write("inbox/receipts/growing.json", "[" + good("AA4") + "]\n\n  [" + more + "]\n")
+        try ws.run("2026-11-05")
+        let stillOpen = try openRecords()
+        XCTAssertFalse(stillOpen.contains { $0[0] == "inbox/receipts/growing.json" && $0[2] == "TRUNCATED" }, "\(stillOpen)")
+        XCTAssertEqual(try openRecords().filter { $0[0] == "inbox/receipts/growing.json" }.map { $0[2] }, ["MALFORMED"])
         let audit = try Audit(workspace: ws.workspace).run()
         XCTAssertTrue(audit.ok, "\(audit.problems)")
     }

@@ -122,10 +122,19 @@ final class OrderStreamingTests: XCTestCase {
         XCTAssertGreaterThan(cuts, 3_000)
     }
 
-    /// A quote left open is taken as never closed once its field passes 1 MiB: its row is
-    /// refused at its first line and the rows after it are read, whole or a chunk at a time
-    /// (held to the file's end, a 500 MB orders file with a quote left open took 2 GB).
-    func testAQuoteLeftOpenPastAMebibyteRefusesItsRowAndTheRestIsRead() throws {
+    /// A quote left open is taken as never closed once its field passes the most a field may
+    /// hold (16 MiB; 1 MiB here): its row is refused at its first line and the rows after it
+    /// are read, whole or a chunk at a time (held to the file's end, a 500 MB orders file with
+    /// a quote left open took 2 GB). A closed field under it, over many lines, is read.
+    func testAQuoteLeftOpenPastTheLimitRefusesItsRowAndTheRestIsRead() throws {
+        XCTAssertEqual(CSV.maxQuotedFieldBytes, 16 << 20)
+        CSV.maxQuotedFieldBytes = 1 << 20
+        defer { CSV.maxQuotedFieldBytes = 16 << 20 }
+        let blob = String(repeating: "QUJD\n", count: 200_000)
+        let closed = OrderReader.read(path: "inbox/orders/x.csv", text: Substring(
+            Self.header + ",receipt_data\n" + Self.row(1) + ",\"" + blob + "\"\n" + Self.row(2) + ",\n"))
+        XCTAssertEqual(closed.rows.map(\.line), [2, 200_003], "a closed field of 1 MB over 200,000 lines is read")
+        XCTAssertNotNil(try? closed.rows[0].result.get())
         var text = Self.header + "\n" + Self.row(1).replacingOccurrences(of: "a1,", with: "\"a1,") + "\n"
         var n = 2
         while text.utf8.count < CSV.maxQuotedFieldBytes + 100_000 { text += Self.row(n) + "\n"; n += 1 }

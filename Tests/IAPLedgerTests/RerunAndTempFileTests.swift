@@ -233,14 +233,19 @@ final class RerunAndTempFileTests: XCTestCase {
     /// reason: a file sent again under another name, a line given twice) is settled as its
     /// repeat, so the open lists give each once (a copy of a receipts file listed its records
     /// again, to be dismissed twice); the copy is kept, its resolution naming the record it
-    /// repeats, `verify` accepts it, and dismissing the first settles the matter. A cut line is
-    /// not such a repeat (its file's later versions settle it), and a resolution so made up by
-    /// hand for a record that repeats nothing is named by `verify`.
+    /// repeats, `verify` accepts it, and dismissing the first settles the matter. A bare failed
+    /// response (the same bytes for every purchase that failed) repeats only itself, at its
+    /// line of a byte copy of its file; a cut line is no repeat (its file's later versions
+    /// settle it); and a resolution so made up by hand (for a record that repeats nothing, or
+    /// for an empty file: every empty file has the same bytes) is named by `verify`.
     func testARecordRepeatingOneReadBeforeIsListedOnce() throws {
+        let named = #"{"status": 21010, "receipt": {"in_app": [{"transaction_id": "8103"}]}}"#
         try ws.write("inbox/receipts/p.jsonl", [
             #"{"status": 21005, "is-retryable": true, "receipt": {"in_app": [{"transaction_id": "8101"}]}}"#,
             #"{"status": 21010}"#,
             #"{"status": 21010}"#,
+            named,
+            named,
         ].joined(separator: "\n") + "\n")
         try ws.write("inbox/orders/bad.csv", ReconciliationTests.header
             + "ord-9,acct-9,8009,coins.100,1,100,2026-13-05T10:01:00Z,production,DEU,,\n")
@@ -253,53 +258,95 @@ final class RerunAndTempFileTests: XCTestCase {
         }
         try ws.run("2026-11-03")
         let listed = ["inbox/orders/bad.csv:2 rejected BAD_ORDER", "inbox/receipts/p.jsonl:1 pending RETRYABLE",
-                      "inbox/receipts/p.jsonl:2 rejected STATUS_21010"]
-        XCTAssertEqual(try open(), listed, "the line given twice is listed once")
+                      "inbox/receipts/p.jsonl:2 rejected STATUS_21010", "inbox/receipts/p.jsonl:3 rejected STATUS_21010",
+                      "inbox/receipts/p.jsonl:4 rejected STATUS_21010"]
+        XCTAssertEqual(try open(), listed, "two bare failed responses are two records; a response naming its transaction given twice, one")
         try FileManager.default.copyItem(at: ws.root.appendingPathComponent("inbox/receipts/p.jsonl"),
                                          to: ws.root.appendingPathComponent("inbox/receipts/p (1).jsonl"))
         try FileManager.default.copyItem(at: ws.root.appendingPathComponent("inbox/orders/bad.csv"),
                                          to: ws.root.appendingPathComponent("inbox/orders/bad-resent.csv"))
         let night = try ws.run("2026-11-04")
         XCTAssertEqual(night.problemRecords, 0, "nothing new is open")
-        XCTAssertEqual(night.recordsSettledSameNight, 4)
+        XCTAssertEqual(night.recordsSettledSameNight, 6)
         XCTAssertEqual(try open(), listed)
         let notes = try ledger().read { try $0.rawRows("""
             SELECT f.path || ':' || r.line || ' ' || r.resolved_note FROM source_record r JOIN source_file f ON f.id = r.file_id
             WHERE r.resolved_run_id IS NOT NULL ORDER BY f.path, r.line
             """).map { $0[0] } }
+        func note(_ line: Int) -> String { "the same record as inbox/receipts/p.jsonl:\(line) (read by the night of 2026-11-03), which stands for it" }
         XCTAssertEqual(notes, [
             "inbox/orders/bad-resent.csv:2 the same record as inbox/orders/bad.csv:2 (read by the night of 2026-11-03), which stands for it",
-            "inbox/receipts/p (1).jsonl:1 the same record as inbox/receipts/p.jsonl:1 (read by the night of 2026-11-03), which stands for it",
-            "inbox/receipts/p (1).jsonl:2 the same record as inbox/receipts/p.jsonl:2 (read by the night of 2026-11-03), which stands for it",
-            "inbox/receipts/p (1).jsonl:3 the same record as inbox/receipts/p.jsonl:2 (read by the night of 2026-11-03), which stands for it",
-            "inbox/receipts/p.jsonl:3 the same record as inbox/receipts/p.jsonl:2 (read by the night of 2026-11-03), which stands for it",
+            "inbox/receipts/p (1).jsonl:1 " + note(1), "inbox/receipts/p (1).jsonl:2 " + note(2), "inbox/receipts/p (1).jsonl:3 " + note(3),
+            "inbox/receipts/p (1).jsonl:4 " + note(4), "inbox/receipts/p (1).jsonl:5 " + note(4), "inbox/receipts/p.jsonl:5 " + note(4),
         ])
         var audit = try Audit(workspace: ws.workspace).run()
         XCTAssertTrue(audit.ok, "\(audit.problems)")
-        // The Rejected list of the workbook and `findings` follow the open records.
-        let rejected = try ledger().read { try $0.rawRows("SELECT count(*) FROM source_record WHERE outcome = 'rejected' AND resolved_run_id IS NULL") }
-        XCTAssertEqual(rejected[0][0], "2")
 
-        // Dismissing the first settles the matter: nothing of it stays open.
-        _ = try LedgerRun.Dismiss.dismiss([.init(path: "inbox/receipts/p.jsonl", line: 2)], workspace: ws.workspace,
+        // Dismissing the first settles the matter, also for a copy read after the dismissal.
+        _ = try LedgerRun.Dismiss.dismiss([.init(path: "inbox/receipts/p.jsonl", line: 4)], workspace: ws.workspace,
                                           reason: "account deleted", by: "alice", at: "2026-11-05T08:00:00Z")
         try ws.run("2026-11-05")
-        XCTAssertEqual(try open(), ["inbox/orders/bad.csv:2 rejected BAD_ORDER", "inbox/receipts/p.jsonl:1 pending RETRYABLE"])
+        try ws.write("inbox/receipts/q.jsonl", named + "\n")
+        try ws.run("2026-11-06")
+        XCTAssertEqual(try open(), ["inbox/orders/bad.csv:2 rejected BAD_ORDER", "inbox/receipts/p.jsonl:1 pending RETRYABLE",
+                                    "inbox/receipts/p.jsonl:2 rejected STATUS_21010", "inbox/receipts/p.jsonl:3 rejected STATUS_21010"])
 
         // A cut line is no repeat (its file's later versions settle it): open in each file.
         let whole = Receipt.response([Receipt.item("8102", purchased: "2026-10-20T10:00:00Z")])
         try ws.write("inbox/receipts/cut-a.json", String(whole.prefix(whole.count / 2)))
         try ws.write("inbox/receipts/cut-b.json", String(whole.prefix(whole.count / 2)))
-        try ws.run("2026-11-06")
-        XCTAssertEqual(try open().filter { $0.contains("cut-") }, ["inbox/receipts/cut-a.json:1 rejected TRUNCATED", "inbox/receipts/cut-b.json:1 rejected TRUNCATED"])
-
-        // A resolution made up for a record that repeats nothing (past the guard) is named.
-        try Tamper.run(ws.root.appendingPathComponent("ledger.sqlite").path, past: "source_record_resolved_once", """
-            UPDATE source_record SET resolved_run_id = (SELECT min(id) FROM run), resolved_note = 'the same record as inbox/receipts/p.jsonl:1 (read by the night of 2026-11-03), which stands for it'
-            WHERE id = (SELECT r.id FROM source_record r JOIN source_file f ON f.id = r.file_id WHERE f.path = 'inbox/orders/bad.csv' AND r.line = 2)
-            """)
+        try ws.write("inbox/orders/empty-a.csv", "")
+        try ws.write("inbox/orders/empty-b.csv", "")
+        try ws.run("2026-11-07")
+        XCTAssertEqual(try open().filter { $0.contains("cut-") || $0.contains("empty-") }, [
+            "inbox/orders/empty-a.csv:1 rejected EMPTY_FILE", "inbox/orders/empty-b.csv:1 rejected EMPTY_FILE",
+            "inbox/receipts/cut-a.json:1 rejected TRUNCATED", "inbox/receipts/cut-b.json:1 rejected TRUNCATED"])
         audit = try Audit(workspace: ws.workspace).run()
-        XCTAssertTrue(audit.problems.contains { $0.message.contains("(inbox/orders/bad.csv:2, rejected BAD_ORDER) is marked resolved by run 1, but nothing that run read resolves it") }, "\(audit.problems)")
+        XCTAssertTrue(audit.ok, "\(audit.problems)")
+
+        // Resolutions made up as repeats (past the guard): one of a record that repeats nothing,
+        // one of an empty file (its twin has the same bytes), one of a bare response at another line.
+        for (path, line) in [("inbox/orders/bad.csv", 2), ("inbox/orders/empty-b.csv", 1), ("inbox/receipts/p.jsonl", 3)] {
+            try Tamper.run(ws.root.appendingPathComponent("ledger.sqlite").path, past: "source_record_resolved_once", """
+                UPDATE source_record SET resolved_run_id = (SELECT f.run_id FROM source_file f WHERE f.id = source_record.file_id),
+                       resolved_note = 'the same record as inbox/receipts/p.jsonl:2 (read by the night of 2026-11-03), which stands for it'
+                WHERE id = (SELECT r.id FROM source_record r JOIN source_file f ON f.id = r.file_id WHERE f.path = '\(path)' AND r.line = \(line))
+                """)
+        }
+        audit = try Audit(workspace: ws.workspace).run()
+        for named in ["(inbox/orders/bad.csv:2, rejected BAD_ORDER) is marked resolved by run 1", "(inbox/orders/empty-b.csv:1, rejected EMPTY_FILE) is marked resolved by run 5",
+                      "(inbox/receipts/p.jsonl:3, rejected STATUS_21010) is marked resolved by run 1"] {
+            XCTAssertTrue(audit.problems.contains { $0.message.contains(named) && $0.message.contains("but nothing that run read resolves it") }, "\(named): \(audit.problems)")
+        }
+    }
+
+    /// A file that grows is read again and only what it brought counts, counted line by line:
+    /// a row appended that is a row the file held already (an order back to an earlier line's
+    /// credit) counts again. It was taken as read: the order stayed where the line before it
+    /// put it, and the line was in no list (`trace FILE:LINE` found nothing).
+    func testALineGivenAgainInAGrowingFileCountsAgain() throws {
+        let a = "ord-g,acct-g,8001,coins.100,1,0,2026-10-05T10:01:00Z,production,DEU,,"
+        let b = "ord-g,acct-g,8001,coins.100,1,100,2026-10-05T10:01:00Z,production,DEU,,"
+        try ws.write("inbox/orders/grow.csv", ReconciliationTests.header + a + "\n")
+        try ws.run("2026-11-03")
+        try ws.write("inbox/orders/grow.csv", ReconciliationTests.header + a + "\n" + b + "\n" + a + "\n")
+        let night = try ws.run("2026-11-04")
+        XCTAssertEqual(night.counts.read, 2)
+        XCTAssertEqual(night.counts.skipped, 1)
+        let ledger = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path)
+        let versions = try ledger.read { try $0.rawRows("""
+            SELECT r.line, v.credited_units FROM order_version v JOIN source_record r ON r.id = v.record_id
+            WHERE v.order_id = 'ord-g' ORDER BY v.id
+            """) }
+        XCTAssertEqual(versions, [["2", "0"], ["3", "100"], ["4", "0"]], "the order is as the file's last line says")
+        // Read again as it is, nothing new; grown by the same line once more, one new record.
+        XCTAssertEqual(try ws.run("2026-11-05").counts.read, 0)
+        try ws.append("inbox/orders/grow.csv", a + "\n")
+        let more = try ws.run("2026-11-06")
+        XCTAssertEqual(more.counts.read, 1)
+        XCTAssertEqual(more.counts.repeatedOrderLines, 1, "it repeats the order's latest version")
+        let audit = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(audit.ok, "\(audit.problems)")
     }
 
     /// A file copied or renamed in the inbox (the same bytes under another name) is read as a
