@@ -150,7 +150,7 @@ public enum CSV {
                 if let why = broken {
                     message = line > rowLine ? "a quoted field is never properly closed: line \(line) has \(why)" : why
                 } else if overlong {
-                    message = "a quoted field is never closed: it runs on past \(maxQuotedFieldBytes) bytes (still open at line \(line))"
+                    message = "a quoted field runs on past \(maxQuotedFieldBytes) bytes (still open at line \(line)): taken as never closed"
                 } else {
                     message = "a quoted field is never closed"
                 }
