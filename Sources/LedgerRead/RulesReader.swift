@@ -95,15 +95,14 @@ public enum RulesReader {
                 throw err("type \"\(pd.value(row, "type"))\" is not one of \(ProductType.names())")
             }
             let unitsText = pd.value(row, "units")
-            guard let units = unitsText.isEmpty ? 0 : Int64(unitsText), units >= 0 else {
-                // A whole number too large for the ledger is said so, not called no whole number.
-                let digits = unitsText.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
-                throw err(digits ? "units \(unitsText) is more than \(Self.maxUnits) credited for one unit bought: a typo?"
-                                 : "units \"\(unitsText)\" is not a whole number >= 0")
+            // Digits past what Int64 holds are a whole number too large (said below), not none.
+            let digits = unitsText.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+            guard let units = unitsText.isEmpty ? 0 : Int64(unitsText) ?? (digits ? .max : nil), units >= 0 else {
+                throw err("units \"\(unitsText)\" is not a whole number >= 0")
             }
             // Units credited for one unit bought; times the largest quantity a transaction may
             // have (StoreBounds), the units an order must credit stay a number the ledger holds.
-            guard units <= Self.maxUnits else { throw err("units \(units) is more than \(Self.maxUnits) credited for one unit bought: a typo?") }
+            guard units <= Self.maxUnits else { throw err("units \(unitsText) is more than \(Self.maxUnits) credited for one unit bought: a typo?") }
             guard seen.insert(id).inserted else { throw err("a second row for product \(id)") }
             products.append(ProductRule(productId: id, type: type, units: units))
         }

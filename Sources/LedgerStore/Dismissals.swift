@@ -100,13 +100,13 @@ extension LedgerReader {
         try String.fetchAll(db, sql: "SELECT DISTINCT code FROM finding ORDER BY code")
     }
 
-    /// The message of the finding of `code` about `transactionId` that names no record, if any.
     /// The messages of every finding of `code` about `transactionId` (by any record, or none).
     public func findingMessages(code: String, transactionId: String) throws -> [String] {
         try String.fetchAll(db.cachedStatement(sql: "SELECT message FROM finding WHERE code = ? AND transaction_id = ?"),
                             arguments: [code, transactionId])
     }
 
+    /// The message of the finding of `code` about `transactionId` that names no record, if any.
     public func findingMessage(code: String, transactionId: String) throws -> String? {
         try String.fetchOne(db.cachedStatement(sql: "SELECT message FROM finding WHERE code = ? AND transaction_id = ? AND record_id IS NULL"),
                             arguments: [code, transactionId])

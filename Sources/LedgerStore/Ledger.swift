@@ -778,7 +778,7 @@ public final class LedgerWriter: LedgerReader {
         }
     }
 
-    /// Hashes of the records of `path` the ledger has (`recordHashes`), for telling the records
+    /// Hashes of the records of `path` the ledger has (`recordHashCounts`), for telling the records
     /// of a version read before from new ones; and those of its lines cut short and still open:
     /// such a line with its line end after it now (the file went on past it as it stood) is
     /// read again as the record it is now (rejected for what it is, if not whole), not skipped
@@ -966,37 +966,38 @@ public final class LedgerWriter: LedgerReader {
     @discardableResult
     public func resolveRepeatedRecord(recordId: Int64, _ info: RecordInfo, runId: Int64) throws -> Bool {
         guard info.outcome != .verified, let reason = info.reason.map(StoreBounds.boundedMessage) else { return false }
-        let twin = "e.record_sha256 = ?1 AND e.outcome <> 'verified' AND e.outcome = ?2 AND e.reason_code IS ?3 AND e.reason = ?4"
+        let twin = Self.repeatTwin(sha256: "?1", outcome: "?2", reasonCode: "?3", reason: "?4")
         let same: [DatabaseValueConvertible?] = [info.sha256, info.outcome.rawValue, info.reasonCode, reason]
-        // Most records that did not verify have no twin: one seek of the index says so.
-        guard try Bool.fetchOne(db.cachedStatement(sql: """
-            SELECT EXISTS (SELECT 1 FROM source_record e INDEXED BY source_record_unverified_sha256 WHERE \(twin) AND e.id < ?5)
-            """), arguments: StatementArguments(same + [recordId])) == true else { return false }
+        func earlier(_ also: String, _ more: [DatabaseValueConvertible?]) throws -> Row? {
+            try Row.fetchOne(db.cachedStatement(sql: """
+                SELECT f.path, e.line, run.as_of FROM source_record e INDEXED BY source_record_unverified_sha256
+                JOIN source_file f ON f.id = e.file_id JOIN run ON run.id = f.run_id
+                WHERE \(twin) AND e.id < ?5 \(also) LIMIT 1
+                """), arguments: StatementArguments(same + [recordId] + more))
+        }
+        // Any earlier twin (the first in the index: the lowest line, then the first read); most
+        // records that did not verify have none, which one seek of the index says.
+        guard let first = try earlier("", []) else { return false }
         guard let r = try Row.fetchOne(db.cachedStatement(sql: """
             SELECT r.line, f.sha256, \(Self.identifiesRecord("r", file: "f"))
             FROM source_record r JOIN source_file f ON f.id = r.file_id WHERE r.id = ? AND r.resolved_run_id IS NULL
             """), arguments: [recordId]) else { return false }
+        // A record that does not identify itself: the twin at its line of a copy of its file
+        // (a seek too: a bare response given 200,000 times in one file would read, for each,
+        // every twin at a line before its own).
         let identifies: Bool = r[2]
-        // Any earlier twin (the first in the index: the lowest line, then the first read), or,
-        // for a record that does not identify itself, the one at its line of a copy of its
-        // file. (Each a seek of the index: a bare response given 200,000 times in one file
-        // would read, for each, every twin at a line before its own.)
-        let earlier = try identifies
-            ? Row.fetchOne(db.cachedStatement(sql: """
-                SELECT f.path, e.line, run.as_of FROM source_record e INDEXED BY source_record_unverified_sha256
-                JOIN source_file f ON f.id = e.file_id JOIN run ON run.id = f.run_id
-                WHERE \(twin) AND e.id < ?5 LIMIT 1
-                """), arguments: StatementArguments(same + [recordId]))
-            : Row.fetchOne(db.cachedStatement(sql: """
-                SELECT f.path, e.line, run.as_of FROM source_record e INDEXED BY source_record_unverified_sha256
-                JOIN source_file f ON f.id = e.file_id JOIN run ON run.id = f.run_id
-                WHERE \(twin) AND e.line = ?5 AND f.sha256 = ?6 AND e.id < ?7 LIMIT 1
-                """), arguments: StatementArguments(same + [r[0] as Int64, r[1] as String, recordId]))
-        guard let earlier else { return false }
-        let path: String = earlier[0], line: Int64 = earlier[1], asOf: String = earlier[2]
+        guard let twinRow = try identifies ? first : earlier("AND e.line = ?6 AND f.sha256 = ?7", [r[0] as Int64, r[1] as String])
+        else { return false }
+        let path: String = twinRow[0], line: Int64 = twinRow[1], asOf: String = twinRow[2]
         try db.cachedStatement(sql: "UPDATE source_record SET resolved_run_id = ?, resolved_note = ? WHERE id = ? AND resolved_run_id IS NULL")
             .execute(arguments: [runId, "\(Self.repeatNotePrefix)\(path):\(line) (read by the night of \(asOf)), which stands for it", recordId])
         return db.changesCount > 0
+    }
+
+    /// SQL: record `e` is a twin of a record of these bytes, outcome, reason code and reason
+    /// (each an SQL expression), as the index of records that did not verify finds it.
+    public static func repeatTwin(sha256: String, outcome: String, reasonCode: String, reason: String) -> String {
+        "e.record_sha256 = \(sha256) AND e.outcome <> 'verified' AND e.outcome = \(outcome) AND e.reason_code IS \(reasonCode) AND e.reason = \(reason)"
     }
 
     /// How the resolution of a record settled as a repeat begins (`verify` reads it).

@@ -277,7 +277,7 @@ public enum LedgerSeal {
     /// resolution (a rejected receipt, say) was written by hand, even through a run made up.
     static func implausibleResolutions(_ db: Database) throws -> [String] {
         // A record's twin read before it, as `LedgerWriter.resolveRepeatedRecord` finds it.
-        let twin = "e.record_sha256 = r.record_sha256 AND e.outcome <> 'verified' AND e.outcome = r.outcome AND e.reason_code IS r.reason_code AND e.reason = r.reason"
+        let twin = LedgerWriter.repeatTwin(sha256: "r.record_sha256", outcome: "r.outcome", reasonCode: "r.reason_code", reason: "r.reason")
         // Through the index of twins (schema v36 on): the planner took the index of open records
         // by outcome, reading every open record before each (a night of 230,000 did not end).
         let twins = try db.indexes(on: "source_record").contains { $0.name == "source_record_unverified_sha256" }
