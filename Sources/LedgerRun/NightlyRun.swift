@@ -861,6 +861,9 @@ struct PreparedFile {
         /// (the writer counts them, against the hashes it has: the preparing thread has none).
         var fresh: Int?
         var header: String?
+        /// Where the file leaves each order (`OrderFileEnds`), told by this first read; nil for
+        /// a path read before (the writer tells it as it counts the new rows).
+        var ends: Ingest.OrderFileEnds?
     }
     struct PreparedReceipt {
         var record: RawRecord
@@ -988,9 +991,18 @@ struct PreparedFile {
         let file = OpenFile(fd)
         var rows = OrderReader.Rows(path: path)
         var records = 0
-        // Counted, not read: the writer reads each row.
-        let read = try CSVFile.forEachRow(url.path, descriptor: fd) { if rows.count($0) != nil { records += 1 } }
-        _ = rows.finish()
+        // Counted, not stored: the writer reads each row again. For a path new to the ledger,
+        // whose rows are all new, where the file leaves each order is told here too.
+        var ends = Ingest.OrderFileEnds()
+        let read = try CSVFile.forEachRow(url.path, descriptor: fd) { parsed in
+            if readBefore {
+                if rows.count(parsed) != nil { records += 1 }
+            } else if let row = rows.take(parsed) {
+                records += 1
+                ends.note(row)
+            }
+        }
+        if let row = rows.finish() { records += 1; ends.note(row) }
         let input = InputFile(url: url, path: path, kind: kind, sizeBytes: read.sizeBytes, sha256: read.sha256)
         if read.blank { return PreparedFile(input: input, body: .empty) }
         if let at = read.notUTF8 { return PreparedFile(input: input, body: .notText(line: at.line, offset: at.offset)) }
@@ -999,7 +1011,7 @@ struct PreparedFile {
                                                            text: try CSVFile.head(url.path, descriptor: fd, characters: 4096), header: nil))
         }
         return PreparedFile(input: input, body: .orderRows(OrderRowsRead(file: file, records: records, fresh: readBefore ? nil : records,
-                                                                         header: rows.header)))
+                                                                         header: rows.header, ends: readBefore ? nil : ends)))
     }
 
     /// The records with their texts as stored: compressed together, a chunk of neighbours at a time.
@@ -1579,22 +1591,24 @@ struct Ingest {
         // Its path read before: its new rows counted here, against the hashes of those stored
         // (read once more, through the same descriptor, as far as the first read went).
         var fresh = read.fresh ?? 0
+        var ends = read.ends ?? OrderFileEnds()
         if read.fresh == nil {
+            // Parsed, not only counted: where the file's new rows leave each order.
             var rows = OrderReader.Rows(path: path)
-            let again = try CSVFile.forEachRow(url.path, descriptor: read.file.descriptor, limit: input.sizeBytes) { parsed in
-                let endsFile: Bool
-                switch parsed {
-                case .success(let r): endsFile = r.endsFile
-                case .failure(let e): endsFile = e.endsFile
-                }
-                if let raw = rows.count(parsed), isNew(Hashing.sha256Hex(utf8: raw), endsFile: endsFile) { fresh += 1 }
+            func take(_ row: OrderRow) {
+                let sha = Hashing.sha256Hex(utf8: row.raw)
+                if isNew(sha, endsFile: row.endsFile) { fresh += 1; ends.note(row, sha256: sha) }
             }
+            let again = try CSVFile.forEachRow(url.path, descriptor: read.file.descriptor, limit: input.sizeBytes) { parsed in
+                if let row = rows.take(parsed) { take(row) }
+            }
+            if let row = rows.finish() { take(row) }
             guard again.sha256 == input.sha256, again.sizeBytes == input.sizeBytes else { throw rewritten }
             unread = seen
         }
         let resent = try writer.fileReadBefore(sha256: input.sha256, otherThan: input.path)
         let fileId = try addFile(input, records: read.records, fresh: fresh, readBefore: !seen.isEmpty)
-        var file = try OrdersFile(self, input: input, fileId: fileId, resent: resent, header: read.header)
+        var file = try OrdersFile(self, input: input, fileId: fileId, resent: resent, header: read.header, ends: ends)
         defer { ordersBroughtBack += file.broughtBack }
         if truncatedPaths == nil { truncatedPaths = try writer.pathsWithOpenTruncatedLines() }
         let cuts = truncatedPaths!.contains(path) ? try writer.openCuts(path: path, otherThan: input.sha256) : nil
@@ -1758,7 +1772,9 @@ struct Ingest {
         if let e = fileError { return try refusedOrders(input, e, text: String(text.prefix(4096))) }
         let resent = try writer.fileReadBefore(sha256: input.sha256, otherThan: input.path)
         let (fileId, fresh) = try addFile(input, hashes: hashes, seen: seen) { rows[$0].endsFile }
-        var file = try OrdersFile(self, input: input, fileId: fileId, resent: resent, header: header)
+        var ends = OrderFileEnds()
+        for i in fresh { ends.note(rows[i], sha256: hashes[i]) }
+        var file = try OrdersFile(self, input: input, fileId: fileId, resent: resent, header: header, ends: ends)
         defer { ordersBroughtBack += file.broughtBack }
         for i in fresh { try orderRow(rows[i], raw: texts[i], sha: hashes[i], file: &file) }
     }
@@ -1788,12 +1804,15 @@ struct Ingest {
         var touched: [String: (before: LedgerWriter.OrderVersionFields, beforeReversed: Bool, earlier: [LedgerWriter.OrderVersionFields],
                                last: LedgerWriter.OrderVersionFields, lastReversed: Bool, location: String)] = [:]
         var touchedOrder: [String] = []
+        /// Where its new rows leave each order.
+        var ends: OrderFileEnds
 
         /// Also keeps its header (and seals it) with the file: each line can be read again by column.
-        init(_ ingest: Ingest, input: InputFile, fileId: Int64, resent: Bool, header: String?) throws {
+        init(_ ingest: Ingest, input: InputFile, fileId: Int64, resent: Bool, header: String?, ends: OrderFileEnds) throws {
             path = input.path
             self.fileId = fileId
             self.resent = resent
+            self.ends = ends
             if let header { try ingest.writer.addFileHeader(fileId: fileId, header: header) }
         }
 
@@ -1807,6 +1826,28 @@ struct Ingest {
         }
     }
 
+    /// Where an orders file leaves each order: the SHA-256 of the last new row of each order that
+    /// reads (a look ahead over the file, told before its rows are stored). Kept small for a file
+    /// of a million orders: a 64-bit hash of the order id, the hash's first 64 bits. Two ids of
+    /// one key only lose the look ahead (a row of one order is not the latest of another); a
+    /// false match, one in 2^64, is named by `verify`, which compares whole hashes.
+    struct OrderFileEnds: Sendable {
+        private var last: [Int: UInt64] = [:]
+
+        mutating func note(_ row: OrderRow, sha256: String? = nil) {
+            guard case .success(let o) = row.result else { return }
+            last[Self.key(o.orderId)] = Self.prefix(sha256 ?? Hashing.sha256Hex(utf8: row.raw))
+        }
+
+        /// Whether the file's last new row of order `orderId` that reads has the hash `sha256`.
+        func leaves(orderId: String, atRowOf sha256: String) -> Bool {
+            last[Self.key(orderId)].map { $0 == Self.prefix(sha256) } ?? false
+        }
+
+        static func key(_ id: String) -> Int { var h = Hasher(); h.combine(id); return h.finalize() }
+        static func prefix(_ hex: String) -> UInt64 { UInt64(hex.prefix(16), radix: 16) ?? 0 }
+    }
+
     /// Stores one new row of an orders file.
     mutating func orderRow(_ row: OrderRow, raw: RecordText, sha: String, file: inout OrdersFile) throws {
         let path = file.path, fileId = file.fileId
@@ -1816,13 +1857,17 @@ struct Ingest {
         case .success(let o):
             // In a new file, a row that repeats the order's latest version changes nothing; one
             // that repeats an earlier version brings the order back to it (a credit restored
-            // after a reversal, a correction undone): the later row replaces the earlier.
+            // after a reversal, a correction undone): the later row replaces the earlier. A row
+            // whose file leaves its order at its latest version (the file's last new row for it
+            // repeats that version) changes nothing either: a cumulative export's credit row
+            // then its reversal row, sent each night, make no versions, as the reversal row
+            // alone would make none.
             let repeated: Bool
             if file.resent {
                 repeated = try writer.orderHasVersion(orderId: o.orderId, sha256: sha)
             } else {
                 let versions = try writer.orderVersionsToMatch(orderId: o.orderId, milliseconds: ISOTimestamp.milliseconds)
-                repeated = versions.first?.sha256 == sha
+                repeated = versions.first.map { $0.sha256 == sha || file.ends.leaves(orderId: o.orderId, atRowOf: $0.sha256) } ?? false
                 // Said: a backend sending an old export again (under a new name, its bytes
                 // not a copy: other line ends, quoting, column order) undoes what later
                 // versions did, a reversal included. Told by what the rows say, not their

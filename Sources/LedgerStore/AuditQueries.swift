@@ -226,7 +226,8 @@ extension LedgerReader {
     /// Order versions missing: ids that do not run on without a gap (a version deleted from
     /// the middle), and verified order lines that made no version though they repeat no earlier
     /// line of their order that made one (a night stores a version for every line but one that
-    /// repeats its order's line as it stands). At most `limit` of each.
+    /// repeats its order's line as it stands, or one whose file's last line for the order
+    /// does). At most `limit` of each.
     /// `reordered`: versions whose source line was read before the line of the version before
     /// them (a night stores versions in the order it reads their lines: ids swapped would make an
     /// older line an order's latest state).
@@ -277,13 +278,30 @@ extension LedgerReader {
             SELECT r.id, r.order_id, r.record_sha256, f.path, r.line, f.id, f.sha256 FROM source_record r JOIN source_file f ON f.id = r.file_id
             WHERE r.outcome = 'verified' AND f.kind = 'orders' ORDER BY r.id
             """)
+        // Where a file leaves each order: its last verified line's hash, read for a file when
+        // one of its lines made no version (a file's lines are read together).
+        var endsFile: Int64 = 0, ends: [String: String] = [:]
+        func fileLeaves(_ fileId: Int64, _ orderId: String, at sha: String?) throws -> Bool {
+            guard let sha else { return false }
+            if endsFile != fileId {
+                endsFile = fileId
+                ends = [:]
+                let rows = try Row.fetchCursor(db, sql: """
+                    SELECT order_id, record_sha256 FROM source_record WHERE file_id = ? AND outcome = 'verified' AND order_id IS NOT NULL
+                    ORDER BY id
+                    """, arguments: [fileId])
+                while let e = try rows.next() { ends[e[0]] = e[1] }
+            }
+            return ends[orderId] == sha
+        }
         while let r = try records.next() {
             let id: Int64 = r[0]
             while next < recordIds.count && recordIds[next] < id { next += 1 }
             if next < recordIds.count && recordIds[next] == id { continue }
             guard let orderId: String = r[1] else { continue }
             let sha: String = r[2]
-            if try String.fetchOne(latest, arguments: [orderId, id]) == sha { continue }
+            let before = try String.fetchOne(latest, arguments: [orderId, id])
+            if try before == sha || fileLeaves(r[5], orderId, at: before) { continue }
             if try Bool.fetchOne(resent, arguments: [r[6] as String, r[3] as String, r[5] as Int64]) == true,
                try Bool.fetchOne(any, arguments: [orderId, sha, id]) == true { continue }
             count += 1

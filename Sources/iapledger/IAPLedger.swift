@@ -261,7 +261,7 @@ func printSummary(_ r: NightlyRun.Result) {
         print("iapledger run \(r.runId) as of \(r.asOf)")
         print("  files: \(r.filesRead) read, \(r.filesSkipped) unchanged (skipped)")
         print("  records: \(c.read) new: \(c.verified) verified"
-              + (c.repeatedOrderLines > 0 ? " (\(c.repeatedOrderLines) of them order lines that change nothing: each repeats its order's current version)" : "")
+              + (c.repeatedOrderLines > 0 ? " (\(c.repeatedOrderLines) of them order lines that change nothing: each repeats its order's current version, or its file's last line for the order does)" : "")
               + ", \(c.pending) pending, \(c.rejected) rejected"
               + (r.recordsSettledSameNight > 0 ? " (\(r.recordsSettledSameNight) of these settled the same night: by a later record, a transaction already verified, or as the repeat of a record read before)" : "")
               + "; \(c.skipped) already read")

@@ -145,6 +145,7 @@ final class ReconciliationTests: XCTestCase {
     var ws: TestWorkspace!
     override func setUpWithError() throws { ws = try TestWorkspace() }
     override func tearDown() { ws.remove() }
+    func ledger() throws -> Ledger { try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path) }
 
     static let header = "order_id,account_id,transaction_id,product_id,quantity,credited_units,credited_at,environment,storefront,app_account_token,reversed_at\n"
 
@@ -283,6 +284,83 @@ final class ReconciliationTests: XCTestCase {
         try ws.write("inbox/orders/orders-12.csv", Self.header + token.replacingOccurrences(of: ",coins.100,1,100,", with: ",coins.100,2,200,") + "\n")
         XCTAssertEqual(try ws.run("2026-10-17").ordersBroughtBack.map { "\($0.orderId) \($0.location) \($0.reversalUndone)" },
                        ["ord-1 inbox/orders/orders-12.csv:2 true"])
+    }
+
+    /// A cumulative orders export sent each night under a dated name holds a reversed order's
+    /// credit row, then its reversal row: the file leaves the order where it stands, so neither
+    /// row makes a version (each night made two: the credit brought back, then reversed again,
+    /// `trace` listing a couple of hundred versions after a year). A file that leaves an order
+    /// elsewhere still makes its versions, and one that goes away and comes back within a file
+    /// makes none. Read whole, and a part at a time as a big file, under new names and grown
+    /// under one; `verify` agrees with each night.
+    func testACumulativeExportLeavingAnOrderAsItStandsMakesNoVersions() throws {
+        try cumulativeExport(streamed: false)
+    }
+
+    func testACumulativeExportLeavingAnOrderAsItStandsMakesNoVersionsReadAPartAtATime() throws {
+        defer { PreparedFile.ordersAboveBytes = 16 << 20 }
+        PreparedFile.ordersAboveBytes = 10
+        try cumulativeExport(streamed: true)
+    }
+
+    func cumulativeExport(streamed: Bool) throws {
+        try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("cx1", purchased: "2026-10-05T10:00:00Z"),
+                                                                 Receipt.item("cx2", purchased: "2026-10-05T11:00:00Z")]) + "\n")
+        let credit = "ord-x,acct-1,cx1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,"
+        let other = "ord-y,acct-2,cx2,coins.100,1,100,2026-10-05T11:01:00Z,production,USA,,"
+        var export = Self.header + credit + "\n" + other + "\n" + credit + "2026-10-06T09:00:00Z\n"
+        func versions(_ id: String) throws -> [String] {
+            try ledger().read { try $0.rawRows("SELECT ifnull(reversed_at, '-') FROM order_version WHERE order_id = '\(id)' ORDER BY id") }.map { $0[0] }
+        }
+        func verifyOK(_ night: String) throws {
+            let audit = try Audit(workspace: ws.workspace).run()
+            XCTAssertTrue(audit.ok, "\(night) streamed \(streamed): \(audit.problems.prefix(3))")
+        }
+        try ws.write("inbox/orders/export-2026-10-06.csv", export)
+        _ = try ws.run("2026-10-06")
+        XCTAssertEqual(try versions("ord-x"), ["-", "2026-10-06T09:00:00Z"], "read first: the credit, then its reversal")
+        try verifyOK("night 1")
+        // Each night the export again, a row more, under the night's name.
+        for (day, n) in [("2026-10-07", 1), ("2026-10-08", 2), ("2026-10-09", 3)] {
+            export += "ord-n\(n),acct-3,,coins.100,1,100,2026-10-0\(6 + n)T08:00:00Z,production,USA,,\n"
+            try ws.write("inbox/orders/export-\(day).csv", export)
+            let r = try ws.run(day)
+            XCTAssertEqual(r.counts.verified, 3 + n)
+            XCTAssertEqual(r.counts.repeatedOrderLines, 2 + n, "\(day): every row but the new one changes nothing")
+            XCTAssertTrue(r.ordersBroughtBack.isEmpty, day)
+            try verifyOK(day)
+        }
+        XCTAssertEqual(try versions("ord-x"), ["-", "2026-10-06T09:00:00Z"], "no version by the nights after")
+        XCTAssertEqual(try versions("ord-y"), ["-"])
+        let trace = TraceOutput.text(try XCTUnwrap(ledger().read { try $0.traceOrder("ord-x", asOf: nil) }))
+        XCTAssertFalse(trace.contains("v3"), trace)
+
+        // A file that leaves the order elsewhere (reversed, then credited again): its versions.
+        try ws.write("inbox/orders/fix-1.csv", Self.header + credit + "2026-10-06T09:00:00Z\n" + credit + "\n")
+        let fix = try ws.run("2026-10-10")
+        XCTAssertEqual(try versions("ord-x"), ["-", "2026-10-06T09:00:00Z", "-"], "the reversal row repeats the latest; the credit is a version")
+        XCTAssertEqual(fix.ordersBroughtBack.map { "\($0.orderId) \($0.reversalUndone)" }, ["ord-x true"])
+        try verifyOK("fix-1")
+        // Away and back within one file (reversed, then credited as it stands): no version.
+        try ws.write("inbox/orders/fix-2.csv", Self.header + credit + "2026-10-06T09:00:00Z\n" + credit + "\n")
+        XCTAssertTrue(try ws.run("2026-10-11").ordersBroughtBack.isEmpty)
+        XCTAssertEqual(try versions("ord-x").count, 3)
+        try verifyOK("fix-2")
+        // Grown under one name: the rows appended leave the order reversed (it stands credited): a version.
+        try ws.write("inbox/orders/grown.csv", Self.header + other + "\n")
+        _ = try ws.run("2026-10-12")
+        try TestWorkspace.appendText(ws.root.appendingPathComponent("inbox/orders/grown.csv"),
+                                     credit + "\n" + credit + "2026-10-12T09:00:00Z\n")
+        _ = try ws.run("2026-10-13")
+        XCTAssertEqual(try versions("ord-x"), ["-", "2026-10-06T09:00:00Z", "-", "2026-10-12T09:00:00Z"])
+        try verifyOK("grown")
+        // And grown again with the credit then that reversal once more: it stands so already.
+        try TestWorkspace.appendText(ws.root.appendingPathComponent("inbox/orders/grown.csv"),
+                                     credit + "\n" + credit + "2026-10-12T09:00:00Z\n")
+        let again = try ws.run("2026-10-14")
+        XCTAssertEqual(again.counts.repeatedOrderLines, 2)
+        XCTAssertEqual(try versions("ord-x").count, 4)
+        try verifyOK("grown again")
     }
 
     /// A sandbox purchase credited twice in production: its amount (a test sale's, which nobody

@@ -323,7 +323,8 @@ final class RerunAndTempFileTests: XCTestCase {
     /// A file that grows is read again and only what it brought counts, counted line by line:
     /// a row appended that is a row the file held already (an order back to an earlier line's
     /// credit) counts again. It was taken as read: the order stayed where the line before it
-    /// put it, and the line was in no list (`trace FILE:LINE` found nothing).
+    /// put it, and the line was in no list (`trace FILE:LINE` found nothing). (The rows
+    /// appended leave the order where it stands, so they make no version: each is a record.)
     func testALineGivenAgainInAGrowingFileCountsAgain() throws {
         let a = "ord-g,acct-g,8001,coins.100,1,0,2026-10-05T10:01:00Z,production,DEU,,"
         let b = "ord-g,acct-g,8001,coins.100,1,100,2026-10-05T10:01:00Z,production,DEU,,"
@@ -338,11 +339,17 @@ final class RerunAndTempFileTests: XCTestCase {
             SELECT r.line, v.credited_units FROM order_version v JOIN source_record r ON r.id = v.record_id
             WHERE v.order_id = 'ord-g' ORDER BY v.id
             """) }
-        XCTAssertEqual(versions, [["2", "0"], ["3", "100"], ["4", "0"]], "the order is as the file's last line says")
+        XCTAssertEqual(versions, [["2", "0"]], "the order is as the file's last line says: lines 3 and 4 leave it so")
+        XCTAssertEqual(night.counts.repeatedOrderLines, 2)
+        XCTAssertEqual(try ledger.read { try $0.traceRecord(path: "inbox/orders/grow.csv", line: 4, withText: false) }?.records.map(\.outcome), ["verified"])
+        // Grown by the credit alone: the order is credited (a new version).
+        try ws.append("inbox/orders/grow.csv", b + "\n")
+        XCTAssertEqual(try ws.run("2026-11-05").counts.read, 1)
+        XCTAssertEqual(try ledger.read { try $0.rawRows("SELECT credited_units FROM order_version WHERE order_id = 'ord-g' ORDER BY id") }, [["0"], ["100"]])
         // Read again as it is, nothing new; grown by the same line once more, one new record.
-        XCTAssertEqual(try ws.run("2026-11-05").counts.read, 0)
-        try ws.append("inbox/orders/grow.csv", a + "\n")
-        let more = try ws.run("2026-11-06")
+        XCTAssertEqual(try ws.run("2026-11-06").counts.read, 0)
+        try ws.append("inbox/orders/grow.csv", b + "\n")
+        let more = try ws.run("2026-11-07")
         XCTAssertEqual(more.counts.read, 1)
         XCTAssertEqual(more.counts.repeatedOrderLines, 1, "it repeats the order's latest version")
         let audit = try Audit(workspace: ws.workspace).run()
