@@ -33,6 +33,8 @@ public struct WorkspaceConfig: Sendable, Equatable {
     public var databasePath: String = "ledger.sqlite"
     /// The Journal sheet lists every posting up to this many rows.
     public var journalRowCap: Int = 250_000
+    /// The paper the workbooks' sheets are set up to print on (`[reports] paper`).
+    public var paper: PaperSize = .a4
     /// Product types whose transactions reconciliation checks against the orders
     /// (reconciliation.md: consumable and non-consumable, configurable).
     public var reconciliationScope: Set<ProductType> = ProductType.reconciledByDefault
@@ -144,5 +146,16 @@ public struct Rules: Sendable {
             if rows[mid][keyPath: date] <= day { lo = mid + 1 } else { hi = mid }
         }
         return lo == 0 ? nil : rows[lo - 1]
+    }
+}
+
+/// The paper a workbook's sheets print on: A4 (the default) or US Letter, Legal, A3.
+public enum PaperSize: String, CaseIterable, Sendable {
+    case a4 = "A4", letter = "Letter", legal = "Legal", a3 = "A3"
+
+    /// Read without case (`letter`, `A4`).
+    public init?(named name: String) {
+        guard let p = Self.allCases.first(where: { $0.rawValue.lowercased() == name.lowercased() }) else { return nil }
+        self = p
     }
 }

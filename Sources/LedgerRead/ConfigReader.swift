@@ -71,7 +71,7 @@ public enum ConfigReader {
             try onlyKnown(t, ["standard", "reduced", "subscription_reduced_after_days", "subscription_grace_days", "small_business"], in: "commission")
         }
         if let t = table["periods"]?.table { try onlyKnown(t, ["closed_through"], in: "periods") }
-        if let t = table["reports"]?.table { try onlyKnown(t, ["journal_row_cap"], in: "reports") }
+        if let t = table["reports"]?.table { try onlyKnown(t, ["journal_row_cap", "paper"], in: "reports") }
         if let t = table["reconciliation"]?.table { try onlyKnown(t, ["scope"], in: "reconciliation") }
 
         if let s = try string(table, "reporting_currency", "reporting_currency") {
@@ -123,6 +123,12 @@ public enum ConfigReader {
         if let v = table["reports"] {
             guard let t = v.table else { throw fail("reports", "must be a table [reports]") }
             if let n = try int(t, "journal_row_cap", "reports.journal_row_cap") { c.journalRowCap = n }
+            if let s = try string(t, "paper", "reports.paper") {
+                guard let p = PaperSize(named: s) else {
+                    throw fail("reports.paper", "\"\(s)\" is not a paper size the workbooks know: \(PaperSize.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", "))")
+                }
+                c.paper = p
+            }
         }
         if let v = table["reconciliation"] {
             guard let t = v.table else { throw fail("reconciliation", "must be a table [reconciliation]") }

@@ -176,6 +176,8 @@ public struct WorkbookModel {
     public var sheets: [SheetModel]
     /// Number formats of money, integer and date cells (a column may have its own).
     public var numberFormats: NumberFormats
+    /// The paper every sheet is set up to print on.
+    public var paper: PaperSize = .a4
     public init(title: String, subject: String, company: String = "", created: Day, sheets: [SheetModel],
                 numberFormats: NumberFormats = .standard) {
         self.title = title

@@ -77,7 +77,9 @@ struct ReportSet {
                     exports.append(ReportFile(url: csv.url, kept: kept != nil))
                 }
                 let aside = try Self.keepAsideIfNotWritten(url, reader: reader, workspace: workspace)
-                try XLSXWriter.write(try report.workbook(), to: url, tempDirectory: workspace.tempURL)
+                var model = try report.workbook()
+                model.paper = config.paper
+                try XLSXWriter.write(model, to: url, tempDirectory: workspace.tempURL)
                 let keptAside = Self.asideStillNeeded(aside, written: url)
                 // A set written again with no export (the cap raised, or lifted, since): the export
                 // an earlier write of it left is no longer the set's, and goes, once this
@@ -101,7 +103,9 @@ struct ReportSet {
             report.shared = shared
             report.scope = config.reconciliationScope
             let aside = try Self.keepAsideIfNotWritten(url, reader: reader, workspace: workspace)
-            try XLSXWriter.write(try report.workbook(), to: url, tempDirectory: workspace.tempURL)
+            var model = try report.workbook()
+            model.paper = config.paper
+            try XLSXWriter.write(model, to: url, tempDirectory: workspace.tempURL)
             return [ReportFile(url: url, keptAside: Self.asideStillNeeded(aside, written: url))]
         })
         return jobs

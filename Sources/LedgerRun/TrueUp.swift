@@ -383,8 +383,10 @@ public struct TrueUp {
 
     /// Writes `workbook` to `url` (aside, then renamed), dated by the last day compared so the
     /// same reports and ledger give the same bytes.
-    public func writeWorkbook(to url: URL, reports: [FinancialReport]) throws {
+    public func writeWorkbook(to url: URL, reports: [FinancialReport], paper: PaperSize = .a4) throws {
         let last = lines.map(\.end).max() ?? reports.flatMap(\.rows).map(\.end).max() ?? Day(year: 2000, month: 1, day: 1)
-        try XLSXWriter.write(workbook(created: last, reports: reports), to: url)
+        var model = workbook(created: last, reports: reports)
+        model.paper = paper
+        try XLSXWriter.write(model, to: url)
     }
 }

@@ -59,7 +59,7 @@ public enum XLSXWriter {
                 throw WriteError(message: "\(path): cannot add sheet \(sheet.name)")
             }
             tally.add(ws)
-            try writeSheet(sheet, ws, wb, f, path, lastRow: rowsPerSheetMax - 1, header: model.subject, tally: tally)
+            try writeSheet(sheet, ws, wb, f, path, lastRow: rowsPerSheetMax - 1, header: model.subject, paper: model.paper, tally: tally)
         }
         // The rows streamed so far: a write that failed (no space left) is found here.
         for ws in tally.worksheets {
@@ -276,16 +276,26 @@ public enum XLSXWriter {
         return widths
     }
 
+    /// libxlsxwriter's (and Excel's) number of a paper size.
+    static func paperCode(_ paper: PaperSize) -> UInt8 {
+        switch paper {
+        case .letter: return 1
+        case .legal: return 5
+        case .a3: return 8
+        case .a4: return 9
+        }
+    }
+
     /// Column widths and print setup of a sheet; returns the widths it set.
     @discardableResult
-    static func setUp(_ ws: UnsafeMutablePointer<lxw_worksheet>, _ sheet: SheetModel, header: String) -> [Int] {
+    static func setUp(_ ws: UnsafeMutablePointer<lxw_worksheet>, _ sheet: SheetModel, header: String, paper: PaperSize) -> [Int] {
         let widths = columnWidths(sheet)
         for (i, w) in widths.enumerated() {
             worksheet_set_column(ws, lxw_col_t(i), lxw_col_t(i), Double(w), nil)
         }
         // Printing: landscape, one page wide, header row repeated, sheet name and page numbers.
         worksheet_set_landscape(ws)
-        worksheet_set_paper(ws, 9) // A4
+        worksheet_set_paper(ws, paperCode(paper))
         worksheet_fit_to_pages(ws, 1, 0)
         worksheet_set_footer(ws, "&L&A&R&P / &N")
         // Every printed page says which workbook it is: the book and the as-of date.
@@ -294,9 +304,9 @@ public enum XLSXWriter {
     }
 
     static func writeSheet(_ sheet: SheetModel, _ firstSheet: UnsafeMutablePointer<lxw_worksheet>, _ wb: UnsafeMutablePointer<lxw_workbook>,
-                           _ f: Formats, _ path: String, lastRow maxRow: UInt32, header: String, tally: RowTally) throws {
+                           _ f: Formats, _ path: String, lastRow maxRow: UInt32, header: String, paper: PaperSize, tally: RowTally) throws {
         var ws = firstSheet
-        let widths = setUp(ws, sheet, header: header)
+        let widths = setUp(ws, sheet, header: header, paper: paper)
         var part = 1
         var row: UInt32 = 0
         worksheet_write_string(ws, row, 0, XMLText.safe(sheet.title), f.title)
@@ -367,7 +377,7 @@ public enum XLSXWriter {
                     }
                     ws = next
                     tally.add(ws)
-                    setUp(ws, sheet, header: header)
+                    setUp(ws, sheet, header: header, paper: paper)
                     worksheet_write_string(ws, 0, 0, XMLText.safe("\(sheet.title) (continued, part \(part))"), f.title)
                     tally.touch(ws, 0)
                     worksheet_set_row(ws, 2, 30, nil)

@@ -453,7 +453,7 @@ struct TrueUpCommand: ParsableCommand {
                 guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isFolder), isFolder.boolValue else {
                     throw ReadError.file(folder.path, "is no folder: --xlsx writes into a folder that exists (nothing written)")
                 }
-                try trueUp.writeWorkbook(to: url, reports: reports)
+                try trueUp.writeWorkbook(to: url, reports: reports, paper: config.paper)
                 StandardError.write("wrote \(url.path)\n")
             }
         }

@@ -12,6 +12,34 @@ import LedgerStore
 /// Big periods: past the row cap the Journal sheet says so and the full journal is written
 /// beside the workbook as gzip CSV; a sheet past Excel's rows continues on "Journal (2)".
 final class JournalCapTests: XCTestCase {
+    /// `[reports] paper` sets the paper every sheet of every workbook prints on (A4 unless the
+    /// config says otherwise: a US finance team prints on Letter); a paper it does not know
+    /// stops the run naming the setting and the papers it knows.
+    func testTheConfigNamesThePaperTheSheetsPrintOn() throws {
+        func papers(_ url: URL) throws -> Set<String> {
+            let archive = try XCTUnwrap(Archive(url: url, accessMode: .read))
+            var out: Set<String> = []
+            for entry in archive where entry.path.hasPrefix("xl/worksheets/sheet") {
+                var data = Data()
+                _ = try archive.extract(entry, consumer: { data.append($0) })
+                out.formUnion(XLSXReader.matches(String(decoding: data, as: UTF8.self), #"paperSize="(\d+)""#).map { $0[0] })
+            }
+            return out
+        }
+        for (setting, code) in [("", "9"), ("\n[reports]\npaper = \"letter\"\n", "1"), ("\n[reports]\npaper = \"Legal\"\n", "5")] {
+            let ws = try TestWorkspace(config: TestWorkspace.defaultConfig + setting)
+            defer { ws.remove() }
+            try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("pp1", purchased: "2026-10-05T10:00:00Z")]) + "\n")
+            let r = try ws.run("2026-10-07")
+            let books = r.workbooks.filter { $0.pathExtension == "xlsx" }
+            XCTAssertEqual(books.count, 3)
+            for url in books { XCTAssertEqual(try papers(url), [code], "\(setting) \(url.lastPathComponent)") }
+        }
+        XCTAssertThrowsError(try ConfigReader.parse(TestWorkspace.defaultConfig + "\n[reports]\npaper = \"B5\"\n")) {
+            XCTAssertTrue("\($0)".contains("iapledger.toml") && "\($0)".contains("reports.paper: \"B5\" is not a paper size the workbooks know: \"A4\", \"Letter\", \"Legal\", \"A3\""), "\($0)")
+        }
+    }
+
     func testJournalOverTheCapGoesToGzipCSV() throws {
         let ws = try TestWorkspace(config: TestWorkspace.defaultConfig + "\n[reports]\njournal_row_cap = 5\n")
         defer { ws.remove() }
