@@ -23,8 +23,12 @@ deps:
 build: deps
 	$(SWIFT) build
 
+# Release builds find the Swift runtime at the toolchain's path alone: no $ORIGIN in the
+# binary's RUNPATH (copied to a folder others can write, it would load their libraries).
+RELEASE := -c release --disable-local-rpath
+
 release: deps
-	$(SWIFT) build -c release
+	$(SWIFT) build $(RELEASE)
 
 test: deps
 	$(SWIFT) build --build-tests
@@ -32,15 +36,15 @@ test: deps
 
 demo: release
 	rm -rf "$(DEMO_DIR)"
-	"$$($(SWIFT) build -c release --show-bin-path)/iapledger" demo --dir "$(DEMO_DIR)" --transactions $(DEMO_TRANSACTIONS) --seed $(DEMO_SEED)
+	"$$($(SWIFT) build $(RELEASE) --show-bin-path)/iapledger" demo --dir "$(DEMO_DIR)" --transactions $(DEMO_TRANSACTIONS) --seed $(DEMO_SEED)
 
 # The benchmark (README, "Benchmark"): BENCH_TRANSACTIONS (default 1,000,000) transactions,
 # a night and an incremental night (+10%), and workbook writing against libxlsxwriter.
 BENCH_TRANSACTIONS ?= 1000000
 BENCH_DIR ?= .build/bench/workspace
 bench: release
-	$(SWIFT) build -c release --product iapledger-bench
-	"$$($(SWIFT) build -c release --show-bin-path)/iapledger-bench" --transactions $(BENCH_TRANSACTIONS) --dir "$(BENCH_DIR)"
+	$(SWIFT) build $(RELEASE) --product iapledger-bench
+	"$$($(SWIFT) build $(RELEASE) --show-bin-path)/iapledger-bench" --transactions $(BENCH_TRANSACTIONS) --dir "$(BENCH_DIR)"
 
 clean:
 	rm -rf .build "$(DEMO_DIR)"

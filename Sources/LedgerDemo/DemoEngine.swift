@@ -788,6 +788,13 @@ final class DemoEngine {
         dayOrders.sort { $0.rowMs != $1.rowMs ? $0.rowMs < $1.rowMs : $0.seq < $1.seq }
 
         let isJsonDay = jsonDays.contains(dayIndex)
+        // A day without a receipt has no file (an empty one is refused, EMPTY_FILE: a small
+        // demo's inbox was full of them).
+        if !dayRecords.isEmpty { try writeReceipts(date: date, json: isJsonDay) }
+        try writeRestOfDay(date: date)
+    }
+
+    private func writeReceipts(date: String, json isJsonDay: Bool) throws {
         let receiptsPath = "inbox/receipts/receipts-\(date).\(isJsonDay ? "json" : "jsonl")"
         let sink = try DemoFileSink(url: directory.appendingPathComponent(receiptsPath))
         summary.files.append(receiptsPath)
@@ -824,6 +831,9 @@ final class DemoEngine {
         }
         summary.receiptRecords += dayRecords.count
         try sink.close(&writer)
+    }
+
+    private func writeRestOfDay(date: String) throws {
 
         for record in dayManualRecords {
             let path = "inbox/receipts/receipts-\(date)-recheck-\(transactionIdOf(record)).json"

@@ -106,6 +106,7 @@ public enum ConfigReader {
                 guard let arr = sb.array else { throw fail("commission.small_business", "must be an array of { from, to } tables") }
                 c.smallBusiness = try arr.map { item in
                     guard let it = item.table else { throw fail("commission.small_business", "must be an array of { from, to } tables") }
+                    try onlyKnown(it, ["from", "to"], in: "commission.small_business")
                     let from = try day(it, "from", "commission.small_business.from")
                     let to = try day(it, "to", "commission.small_business.to")
                     guard from <= to else { throw fail("commission.small_business", "range \(from)..\(to) ends before it starts") }

@@ -107,8 +107,9 @@ public struct NightlyRun {
         /// Findings finance dismissed (`iapledger dismiss --finding`) that this run resolved.
         public var findingsDismissed = 0
         /// The workbooks of the night before that it never wrote (it stopped after its commit),
-        /// by that night's date: said, with the command that writes them.
-        public var setsMissing: [(day: Day, paths: [String], command: String)] = []
+        /// by that night's date: said, with the command that writes them. `stale`: those in
+        /// place as an earlier night of that date wrote them, which the last did not write again.
+        public var setsMissing: [(day: Day, paths: [String], stale: [String], run: Int64, command: String)] = []
     }
 
     /// What an inbox folder reads, by extension.
@@ -441,19 +442,32 @@ public struct NightlyRun {
         // commit: killed, a full disk) and nothing wrote since: said, with the command that
         // writes them, instead of left missing without a word. Never written is missing and
         // never registered (a workbook moved away after it was written is registered).
-        // (The last seven nights': one killed so after another is said too.)
+        // (The last seven nights': one killed so after another is said too.) So are those in
+        // place as an earlier night of that date wrote them, when the last night of the date
+        // (a second night as of a day, stopped after its commit) wrote none of them again and
+        // no `report` wrote them since it started: their books leave out that night's data.
         let written = Set(sets.map(\.asOf))
         result.setsMissing = try ledger.read { r in
             guard try r.registersReportFiles() else { return [] }
-            var missing: [(day: Day, paths: [String], command: String)] = [], day = asOf
+            var missing: [(day: Day, paths: [String], stale: [String], run: Int64, command: String)] = [], day = asOf
             for _ in 0..<7 {
                 guard let before = try r.lastRun(onOrBefore: day + -1) else { break }
                 day = before.asOf
                 if written.contains(day) { continue }
-                let paths = try ReportWorkbook.allCases.map { Workspace.workbookPath($0, asOf: day) }.filter { path in
-                    try !FileManager.default.fileExists(atPath: workspace.root.appendingPathComponent(path).path) && r.reportFiles(path: path).isEmpty
+                // To the second, as the run's start is kept (a registration's time has milliseconds).
+                let started = String(try r.runStartedAt(before.id)?.prefix(19) ?? "")
+                var paths: [String] = [], stale: [String] = []
+                for path in ReportWorkbook.allCases.map({ Workspace.workbookPath($0, asOf: day) }) {
+                    let registered = try r.reportFiles(path: path)
+                    if registered.isEmpty {
+                        if !FileManager.default.fileExists(atPath: workspace.root.appendingPathComponent(path).path) { paths.append(path) }
+                    } else if !registered.contains(where: { $0.runId.map { $0 >= before.id } ?? ($0.writtenAt.prefix(19) >= started) }) {
+                        stale.append(path)
+                    }
                 }
-                if !paths.isEmpty { missing.append((day, paths, "iapledger report --as-of \(day)\(workspaceArgument)")) }
+                if !paths.isEmpty || !stale.isEmpty {
+                    missing.append((day, paths, stale, before.id, "iapledger report --as-of \(day)\(workspaceArgument)"))
+                }
             }
             return missing
         }

@@ -2,9 +2,14 @@ import Foundation
 import LedgerCore
 
 /// An exclusive lock on the workspace for the length of a run, so two runs never interleave.
-/// Held with `flock`, which the kernel releases if the process dies.
+/// Held with `flock`, which the kernel releases if the process dies, on the lock file and on
+/// the workspace's folder itself: the lock file deleted while a night held it (taken for one a
+/// killed run left, as it still names its holder) let a second night start beside the first;
+/// the folder cannot be deleted from under a run.
 public final class RunLock {
     private let fd: Int32
+    /// The workspace folder, locked too (-1 where its file system has no such locks).
+    private let folder: Int32
     private var released = false
 
     /// - Parameter command: the command taking it (`run`, `close`, `report`, `dismiss`), written
@@ -16,7 +21,17 @@ public final class RunLock {
         guard fd >= 0 else {
             throw RunLockError(message: "\(url.path): cannot create the run lock: \(String(cString: strerror(errno)))")
         }
-        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+        // The folder first: held by another, the lock is taken (whatever became of the file).
+        var dir = open(url.deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        var taken = false
+        if dir >= 0 && flock(dir, LOCK_EX | LOCK_NB) != 0 {
+            taken = errno == EWOULDBLOCK
+            close(dir)
+            dir = -1   // no such lock on this file system: the file's alone
+        }
+        folder = dir
+        if taken || flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            if folder >= 0 { flock(folder, LOCK_UN); close(folder) }
             var buffer = [UInt8](repeating: 0, count: 200)
             let n = pread(fd, &buffer, buffer.count, 0)
             close(fd)
@@ -42,6 +57,7 @@ public final class RunLock {
         _ = ftruncate(fd, 0)
         flock(fd, LOCK_UN)
         close(fd)
+        if folder >= 0 { flock(folder, LOCK_UN); close(folder) }
     }
 }
 

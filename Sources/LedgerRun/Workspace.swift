@@ -87,6 +87,13 @@ public struct Workspace {
                     + "Nothing was read or written. Restore the ledger (or mount its share, or correct `database` in "
                     + "iapledger.toml); to start new books from the inbox, move reports/ aside first")
             }
+            // A folder that is not there: SQLite says only that it cannot open the file.
+            let folder = url.deletingLastPathComponent()
+            var isFolder: ObjCBool = false
+            if !FileManager.default.fileExists(atPath: folder.path, isDirectory: &isFolder) || !isFolder.boolValue {
+                throw ReadError.file(url.path, "cannot be made: its folder \(folder.path) \(isFolder.boolValue ? "" : FileManager.default.fileExists(atPath: folder.path) ? "is no folder" : "does not exist") "
+                    + "(`database` in iapledger.toml; a night makes the ledger file, not its folder). Nothing was read or written")
+            }
         }
         let ledger = try Ledger(path: url.path)
         try checkReportingCurrency(config, ledger)

@@ -233,6 +233,11 @@ extension LedgerReader {
         return (r[0], Day(iso: r[1] as String)!)
     }
 
+    /// When night run `id` started (nil: no such run).
+    public func runStartedAt(_ id: Int64) throws -> String? {
+        try String.fetchOne(db.cachedStatement(sql: "SELECT started_at FROM run WHERE id = ?"), arguments: [id])
+    }
+
     /// The month run `id` closed the books through (nil: none closed then).
     /// (A ledger of schema v17 or before, read as it is, kept none: nil.)
     public func closedThrough(ofRun id: Int64) throws -> Month? {

@@ -23,7 +23,7 @@ struct IAPLedger: ParsableCommand {
         // stands: a night killed so after its commit wrote no workbooks and said nothing.
         signal(SIGPIPE, SIG_IGN)
         var command: ParsableCommand
-        do { command = try parseAsRoot(nil) } catch { exit(withError: error) }
+        do { command = try parseAsRoot(nil) } catch { exitCleanly(error) }
         do {
             try command.run()
         } catch let e as ValidationError {
@@ -35,8 +35,24 @@ struct IAPLedger: ParsableCommand {
             StandardError.write("Error: \(e.message)\nUsage: \(usageString(for: sub))\n  See '\(name) --help' for more information.\n")
             Foundation.exit(ExitCode.validationFailure.rawValue)
         } catch {
-            exit(withError: error)
+            exitCleanly(error)
         }
+    }
+
+    /// Ends the process for `error`. `--help`, `help CMD` and `--version` (a clean exit) are
+    /// printed here, so that output cut short (a full disk) exits 1 as every command's does;
+    /// it exited 0.
+    static func exitCleanly(_ error: Error) -> Never {
+        guard exitCode(for: error) == .success else { exit(withError: error) }
+        let message = fullMessage(for: error)
+        if !message.isEmpty { print(message) }
+        if let failed = StandardError.flushStandardOutput() {
+            if !failed.readerGone {
+                StandardError.write("iapledger: error: its output could not be written to standard output (\(failed.why))\n")
+            }
+            Foundation.exit(ExitCode.failure.rawValue)
+        }
+        Foundation.exit(0)
     }
 }
 
@@ -362,7 +378,12 @@ func printSummary(_ r: NightlyRun.Result) {
 func printReportFiles(_ r: NightlyRun.Result) {
     let kept = Set(r.keptFiles)
     for m in r.setsMissing {
-        print("  not written by the night as of \(m.day) (it stopped after its commit): \(m.paths.joined(separator: ", ")); `\(m.command)` writes that day's set from the ledger as it stands")
+        if !m.paths.isEmpty {
+            print("  not written by the night as of \(m.day) (it stopped after its commit): \(m.paths.joined(separator: ", ")); `\(m.command)` writes that day's set from the ledger as it stands")
+        }
+        if !m.stale.isEmpty {
+            print("  not written again by the last night as of \(m.day) (run \(m.run), stopped after its commit): \(m.stale.joined(separator: ", ")) \(m.stale.count == 1 ? "is" : "are") an earlier night's of that date, without run \(m.run)'s data; `\(m.command)` writes that day's set from the ledger as it stands")
+        }
     }
     for w in r.workbooks {
         printReportFile(w, kept: kept.contains(w))
@@ -578,6 +599,8 @@ struct Demo: ParsableCommand {
                 for s in apple.seeded { print("  seeded: \(s)") }
                 print("Compare them with the ledger:")
                 print("  iapledger true-up --workspace \(ShellWord.quoted(dir)) \(ShellWord.quoted(dir + "/apple-reports"))/*.txt")
+            } else {
+                print("No Apple financial reports written (apple-reports/): the ledger has no sale in \(day.month.previous), the last whole month, to make them from; a demo of more transactions has some")
             }
         }
     }

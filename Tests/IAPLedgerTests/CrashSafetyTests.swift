@@ -124,6 +124,36 @@ final class CrashSafetyTests: ScratchTestCase {
         XCTAssertTrue(try Resilience.ledgerDump(c) == Resilience.ledgerDump(a))
     }
 
+    /// A second night as of a day, stopped after its commit, leaves that day's set as the
+    /// first night wrote it, without its data: the scheduler's next night names the set (it
+    /// named only sets missing) with the command that writes it, and says nothing once written.
+    func testADaysSetLeftAsAnEarlierNightOfItsDateWroteItIsSaid() throws {
+        let c = try baseWorkspace()
+        XCTAssertEqual(try Resilience.cli(runArgs(c)).status, 0)
+        try ("order_id,account_id,transaction_id,product_id,quantity,credited_units,credited_at,environment\n"
+             + "late-1,acct-late,,coins.100,1,100,2026-11-03T08:00:00Z,production\n")
+            .write(to: c.appendingPathComponent("inbox/orders/late-2026-11-03.csv"), atomically: true, encoding: .utf8)
+        let d = newScratch("stale-d")
+        try Resilience.copy(c, to: d)
+        let logURL = newScratch("stale-log")
+        XCTAssertEqual(try Resilience.cli(runArgs(d), environment: ["IAPLEDGER_TEST_CHECKPOINT_LOG": logURL.path]).status, 0)
+        let points = try String(contentsOf: logURL, encoding: .utf8).split(separator: "\n").map { $0.split(separator: "\t", maxSplits: 1) }
+        let n = try XCTUnwrap(points.first { $0[1] == "commit:after" }.map { Int($0[0])! })
+        let stopped = try Resilience.cli(runArgs(c), environment: ["IAPLEDGER_TEST_KILL_AT": "\(n)", "IAPLEDGER_TEST_KILL_SIGNAL": "TERM"])
+        XCTAssertTrue(stopped.err.hasPrefix("iapledger: stopped by SIGTERM after the night's commit (run 3"), stopped.err)
+        let next = try Resilience.cli(["run", "--as-of", "2026-11-04", "--workspace", c.path])
+        XCTAssertEqual(next.status, 0, next.err)
+        let day = "reports/\(Self.nightTwo)/"
+        XCTAssertTrue(next.out.contains("  not written again by the last night as of \(Self.nightTwo) (run 3, stopped after its commit): "
+                                        + "\(day)finance-\(Self.nightTwo).xlsx, \(day)sandbox-\(Self.nightTwo).xlsx, \(day)reconciliation-\(Self.nightTwo).xlsx are an earlier night's of that date, without run 3's data; "
+                                        + "`iapledger report --as-of \(Self.nightTwo) --workspace "), next.out)
+        XCTAssertFalse(next.out.contains("  not written by the night"), next.out)
+        XCTAssertEqual(try Resilience.cli(["report", "--as-of", Self.nightTwo, "--workspace", c.path]).status, 0)
+        let after = try Resilience.cli(["run", "--as-of", "2026-11-05", "--workspace", c.path])
+        XCTAssertEqual(after.status, 0, after.err)
+        XCTAssertFalse(after.out.contains("not written"), after.out + after.err)
+    }
+
     func testKilledRunsLeaveTheLedgerWholeAndTheNextRunMatchesAnUninterruptedOne() throws {
         let base = try baseWorkspace()
         let beforeDump = try Resilience.ledgerDump(base)

@@ -60,6 +60,21 @@ final class DemoGeneratorTests: XCTestCase {
         XCTAssertEqual(firstSummary.transactions, secondSummary.transactions)
     }
 
+    /// A small demo writes no empty file (a day without a receipt has no receipts file): the
+    /// night refused each as EMPTY_FILE, 65 open rejections for a demo of 50 transactions.
+    func testASmallDemoWritesNoEmptyFile() throws {
+        let (directory, summary) = try generate(transactions: 50)
+        let inbox = directory.appendingPathComponent("inbox")
+        var files = 0
+        for case let url as URL in FileManager.default.enumerator(at: inbox, includingPropertiesForKeys: nil)! where !url.hasDirectoryPath {
+            files += 1
+            let size = try XCTUnwrap(try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int)
+            XCTAssertGreaterThan(size, 0, url.path)
+        }
+        XCTAssertGreaterThan(files, 0)
+        XCTAssertTrue(summary.files.allSatisfy { FileManager.default.fileExists(atPath: directory.appendingPathComponent($0).path) })
+    }
+
     func testRejectsBadOptions() {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("iapledger-demo-never")
         XCTAssertThrowsError(try DemoGenerator.generate(into: directory, options: DemoOptions(asOf: "2026-02-30")))

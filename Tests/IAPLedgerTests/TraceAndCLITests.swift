@@ -655,6 +655,13 @@ final class TraceAndCLITests: XCTestCase {
         r = try run(["trace", "2201", "--workspace", ws.root.path, "--format", "json"], stdout: "/dev/full", stderr: nil)
         XCTAssertEqual(r.status, 1)
         XCTAssertEqual(try run(["trace", "2201", "--workspace", ws.root.path], stdout: "/dev/null", stderr: nil).status, 0)
+        // The help and the version too (they exited 0).
+        for args in [["--version"], ["--help"], ["help", "run"], ["run", "--help"]] {
+            r = try run(args, stdout: "/dev/full", stderr: nil)
+            XCTAssertEqual(r.status, 1, "\(args)")
+            XCTAssertTrue(r.err.contains("its output could not be written to standard output (No space left on device)"), r.err)
+            XCTAssertEqual(try run(args, stdout: "/dev/null", stderr: nil).status, 0, "\(args)")
+        }
     }
 
     /// A night whose log reader went away (a pipe closed at its other end: `| logger` that
