@@ -367,6 +367,8 @@ public struct Audit {
             // And each stored notification is one of them (the record it names is that
             // notification): one added by hand showed in the trace as Apple's.
             var notificationRecords: [String: Int64] = [:]
+            // What each UUID's first record says, and the night that read it.
+            var notificationSaid: [String: (row: LedgerReader.StoredNotification, runId: Int64)] = [:]
             var reversalsAsked: [String: (uuid: String, day: Day, at: String)] = [:]
             var reversalsSaid: [String: [(uuid: String, day: Day, at: String)]] = [:]
             // Each transaction's first record is the first verified record that reports it (the
@@ -432,7 +434,10 @@ public struct Audit {
                     // Each UUID's notification row names the record it was first stored from: a
                     // record after it is a resend, which asks for nothing.
                     if let n = said.notification {
-                        if notificationRecords[n.uuid] == nil { notificationRecords[n.uuid] = recordId }
+                        if notificationRecords[n.uuid] == nil {
+                            notificationRecords[n.uuid] = recordId
+                            if let row = said.notificationRow { notificationSaid[n.uuid] = (row, runId) }
+                        }
                         let first = try r.notificationRecord(uuid: n.uuid)
                         if first == nil && notificationsMissing.count < 20 { notificationsMissing.append("\(n.type) \(n.uuid) (\(path):\(line))") }
                         if first == recordId, n.type == "REFUND_REVERSED", let id = n.transactionId, let book = n.book, let day = n.day {
@@ -455,10 +460,25 @@ public struct Audit {
             for m in notificationsMissing {
                 report.problems.append(Problem(entryId: nil, message: "notification \(m) is a verified record, but the ledger holds no notification of that UUID: deleted"))
             }
-            for n in try r.storedNotifications() where notificationRecords[n.uuid] != n.recordId {
-                report.problems.append(Problem(entryId: nil, message: "the ledger holds notification \(n.type) \(n.uuid)\(n.transactionId.map { " of transaction \($0)" } ?? "") as read from \(n.at), but "
-                    + (notificationRecords[n.uuid] == nil ? "no verified record is a notification of that UUID" : "that record is not it (the first record of it is another)")
-                    + ": written by hand (trace shows it as Apple's)"))
+            for n in try r.storedNotifications() {
+                if notificationRecords[n.uuid] != n.recordId {
+                    report.problems.append(Problem(entryId: nil, message: "the ledger holds notification \(n.type) \(n.uuid)\(n.transactionId.map { " of transaction \($0)" } ?? "") as read from \(n.at), but "
+                        + (notificationRecords[n.uuid] == nil ? "no verified record is a notification of that UUID" : "that record is not it (the first record of it is another)")
+                        + ": written by hand (trace shows it as Apple's)"))
+                } else if let said = notificationSaid[n.uuid], said.row != n.row || said.runId != n.runId {
+                    // Its fields as its record says them, and the night that read it: one
+                    // changed showed in `trace` as Apple's (another type, transaction or date).
+                    func text(_ ms: Int64?) -> String { ms.map { String($0) } ?? "none" }
+                    var pairs: [(String, String, String)] = [("type", said.row.type, n.row.type)]
+                    pairs.append(("subtype", said.row.subtype ?? "none", n.row.subtype ?? "none"))
+                    pairs.append(("signedDate", text(said.row.signedMs), text(n.row.signedMs)))
+                    pairs.append(("environment", said.row.environment ?? "none", n.row.environment ?? "none"))
+                    pairs.append(("transaction", said.row.transactionId ?? "none", n.row.transactionId ?? "none"))
+                    pairs.append(("run", String(said.runId), String(n.runId)))
+                    let fields: [String] = pairs.filter { $0.1 != $0.2 }.map { "\($0.0) \($0.2), its record says \($0.1)" }
+                    report.problems.append(Problem(entryId: nil, message: "the ledger holds notification \(n.uuid) as read from \(n.at) with "
+                        + fields.joined(separator: "; ") + ": changed in the ledger after it was read (trace shows it as Apple's)"))
+                }
             }
             // The reversals asked for are those the notifications ask for, dated as they are: a
             // request deleted would leave the reversal unposted, one changed would date it elsewhere.
@@ -583,6 +603,10 @@ public struct Audit {
             } else {
                 report.notes.append("the reconciliation was not derived again: it is derived from the transactions and orders, and the ledger has the problems listed")
             }
+            // Each exception's days are those of the nights its runs name (first seen, last seen,
+            // resolved), in order, and a closed episode ended before its exception opened again:
+            // an age or a resolution date changed by hand, or an episode moved, passed.
+            for m in try r.exceptionDatesAtOdds() { report.problems.append(Problem(entryId: nil, message: m)) }
         } } catch let e as StoreError where !schemaDifferences.isEmpty {
             // A schema altered in a way the check above does not see (a column of another type)
             // stops the content checks: the schema's problems, listed first, are the cause.
@@ -975,6 +999,8 @@ public struct Audit {
         /// Each transaction as the record reports it.
         var transactions: [TransactionObservation] = []
         var notification: (uuid: String, type: String, transactionId: String?, book: Book?, day: Day?)? = nil
+        /// The notification's row as the night stores it from this record (its first).
+        var notificationRow: LedgerReader.StoredNotification? = nil
         /// The transaction id a notification names, valid or not (a night links a resent
         /// notification's record to it as it is).
         var namedTransactionId: String? = nil
@@ -1001,6 +1027,8 @@ public struct Audit {
                 t = n.transaction
                 out.namedTransactionId = n.transaction?.transactionId
                 let observed = t.flatMap { try? $0.observation().get() }
+                out.notificationRow = .init(type: n.notificationType, subtype: n.subtype, signedMs: n.signedDateMs,
+                                            environment: n.environment, transactionId: n.transaction?.transactionId)
                 out.notification = (n.notificationUUID, n.notificationType, observed?.transactionId,
                                     t?.environment.flatMap(Book.init(storeEnvironment:)),
                                     t.map { Day(epochMilliseconds: n.signedDateMs ?? $0.signedDateMs ?? $0.purchaseDateMs ?? 0) })

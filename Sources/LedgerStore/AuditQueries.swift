@@ -335,12 +335,67 @@ extension LedgerReader {
         return RecordCursor { try rows.next().map { ($0[0], $0[1], $0[2]) } }
     }
 
-    /// Every stored notification: its UUID, type, transaction, record and where that was read.
-    public func storedNotifications() throws -> [(uuid: String, type: String, transactionId: String?, recordId: Int64, at: String)] {
+    /// Exceptions and their closed episodes whose days are not those of the runs they name
+    /// (first seen, last seen, resolved: each the as-of date of its run), or whose runs are out
+    /// of order (first, then last seen, then resolved; an episode resolved before its exception
+    /// opened again). At most 20, then a count of the rest.
+    public func exceptionDatesAtOdds() throws -> [String] {
+        let atOdds = """
+            x.first_seen IS NOT f.as_of OR x.last_seen IS NOT l.as_of OR x.resolved_on IS NOT res.as_of
+            OR x.first_run_id > x.last_run_id OR (x.resolved_run_id IS NOT NULL AND x.resolved_run_id <= x.last_run_id)
+            """
+        let runs = "LEFT JOIN run f ON f.id = x.first_run_id LEFT JOIN run l ON l.id = x.last_run_id LEFT JOIN run res ON res.id = x.resolved_run_id"
+        var out: [String] = []
+        var count = 0
+        func say(_ rows: RowCursor, _ what: (Row) -> String) throws {
+            while let row = try rows.next() {
+                count += 1
+                if out.count < 20 { out.append(what(row)) }
+            }
+        }
+        func dates(_ row: Row, from i: Int) -> String {
+            "first seen \(row[i] as String? ?? "?") (run \(row[i + 1] as Int64? ?? 0), as of \(row[i + 2] as String? ?? "no such run")), "
+            + "last seen \(row[i + 3] as String? ?? "?") (run \(row[i + 4] as Int64? ?? 0), as of \(row[i + 5] as String? ?? "no such run")), "
+            + "resolved \(row[i + 6] as String? ?? "no") (run \((row[i + 7] as Int64?).map(String.init) ?? "none"), as of \(row[i + 8] as String? ?? "none"))"
+        }
+        let columns = "x.first_seen, x.first_run_id, f.as_of, x.last_seen, x.last_run_id, l.as_of, x.resolved_on, x.resolved_run_id, res.as_of"
+        try say(Row.fetchCursor(db, sql: """
+            SELECT x.category, x.transaction_id, x.order_id, \(columns) FROM exception x \(runs) WHERE \(atOdds) ORDER BY x.id
+            """)) { row in
+            "exception \(row[0] as String) (transaction \(row[1] as String), order \(row[2] as String)): \(dates(row, from: 3)): "
+                + "its days are not those of the nights its runs name, or its runs are out of order: changed by hand (its age or its resolution)"
+        }
+        if try db.tableExists("exception_episode") {
+            try say(Row.fetchCursor(db, sql: """
+                SELECT e.category, e.transaction_id, e.order_id, \(columns), e.first_run_id FROM exception_episode x JOIN exception e ON e.id = x.exception_id \(runs)
+                WHERE \(atOdds) OR x.resolved_run_id IS NULL OR x.resolved_run_id >= e.first_run_id ORDER BY x.id
+                """)) { row in
+                "a closed episode of exception \(row[0] as String) (transaction \(row[1] as String), order \(row[2] as String)): \(dates(row, from: 3)), "
+                    + "the exception open again since run \(row[12] as Int64): its days are not those of the nights its runs name, or its runs are out of order: changed by hand"
+            }
+        }
+        if count > out.count { out.append("and \(count - out.count) more exceptions or episodes whose days are not those of their runs") }
+        return out
+    }
+
+    /// A notification's row as stored (what its record says of it).
+    public struct StoredNotification: Equatable, Sendable {
+        public var type: String, subtype: String?, signedMs: Int64?, environment: String?, transactionId: String?
+        public init(type: String, subtype: String?, signedMs: Int64?, environment: String?, transactionId: String?) {
+            (self.type, self.subtype, self.signedMs, self.environment, self.transactionId) = (type, subtype, signedMs, environment, transactionId)
+        }
+    }
+
+    /// Every stored notification: its UUID, type, transaction, record and where that was read,
+    /// its row, and the night that stored it.
+    public func storedNotifications() throws -> [(uuid: String, type: String, transactionId: String?, recordId: Int64, at: String,
+                                                  row: StoredNotification, runId: Int64)] {
         try Row.fetchAll(db, sql: """
-            SELECT n.uuid, n.notification_type, n.transaction_id, n.record_id, ifnull(f.path || ':' || r.line, 'record #' || n.record_id)
+            SELECT n.uuid, n.notification_type, n.transaction_id, n.record_id, ifnull(f.path || ':' || r.line, 'record #' || n.record_id),
+                   n.subtype, n.signed_ms, n.environment, n.run_id
             FROM notification n LEFT JOIN source_record r ON r.id = n.record_id LEFT JOIN source_file f ON f.id = r.file_id ORDER BY n.uuid
-            """).map { ($0[0], $0[1], $0[2], $0[3], $0[4]) }
+            """).map { ($0[0], $0[1], $0[2], $0[3], $0[4],
+                         StoredNotification(type: $0[1], subtype: $0[5], signedMs: $0[6], environment: $0[7], transactionId: $0[2]), $0[8]) }
     }
 
     /// Refund reversals asked for that no verified signed record can have asked for (the

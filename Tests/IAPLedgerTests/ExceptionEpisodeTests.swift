@@ -58,6 +58,23 @@ final class ExceptionEpisodeTests: XCTestCase {
         XCTAssertThrowsError(try ledger.write { try $0.db.execute(sql: "DELETE FROM exception_episode") })
         let audit = try Audit(workspace: ws.workspace).run()
         XCTAssertTrue(audit.ok, "\(audit.problems)")
+
+        // Past their triggers, an age (first seen moved back) and an episode's resolution
+        // (moved, and moved after the exception opened again): named, as the nights' days.
+        let db = ws.root.appendingPathComponent("ledger.sqlite").path
+        var said: [String] = []
+        func check() throws -> [String] {
+            said = try Audit(workspace: ws.workspace).run().problems.map(\.message).filter { $0.contains("NOT_CREDITED") }
+            return said
+        }
+        try Tamper.run(db, past: "exception_resolved_by_a_run", "UPDATE exception SET first_seen = '2026-10-01' WHERE category = 'NOT_CREDITED' AND transaction_id = 'e1'")
+        XCTAssertTrue(try check().contains { $0.hasPrefix("exception NOT_CREDITED (transaction e1, order ): first seen 2026-10-01 (run 4, as of 2026-10-10)") && $0.hasSuffix("changed by hand (its age or its resolution)") }, "\(said)")
+        try Tamper.run(db, past: "exception_resolved_by_a_run", "UPDATE exception SET first_seen = '2026-10-10' WHERE category = 'NOT_CREDITED' AND transaction_id = 'e1'")
+        XCTAssertEqual(try check(), [])
+        try Tamper.run(db, past: "exception_episode_no_update", "UPDATE exception_episode SET resolved_on = '2026-10-06'")
+        XCTAssertTrue(try check().contains { $0.hasPrefix("a closed episode of exception NOT_CREDITED (transaction e1, order ): first seen 2026-10-05") && $0.contains("resolved 2026-10-06 (run 2, as of 2026-10-07)") }, "\(said)")
+        try Tamper.run(db, past: "exception_episode_no_update", "UPDATE exception_episode SET resolved_on = '2026-10-10', resolved_run_id = 4, last_seen = '2026-10-08', last_run_id = 3")
+        XCTAssertTrue(try check().contains { $0.contains("the exception open again since run 4") }, "\(said)")
     }
 
     /// Exceptions are listed a category at a time along the index `exception_list`, earlier

@@ -1449,6 +1449,15 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(said.map { $0[0] }, ["9004"])
         XCTAssertTrue(said.first?[1].hasPrefix("inbox/signed/c.jsonl:1: notification REFUND of transaction 9004 repeats the notificationUUID \(uuid) of ONE_TIME_CHARGE of transaction 9004 read from inbox/signed/a.jsonl:1, with other content") == true, "\(said)")
         let audit = try Audit(workspace: ws.workspace).run(); XCTAssertTrue(audit.ok, "\(audit.problems.map(\.message))")
+        // The notification's row changed past its trigger (another type, transaction and day,
+        // as `trace` would show it as Apple's): named, field by field, against its record.
+        let db = ws.root.appendingPathComponent("ledger.sqlite").path
+        try Tamper.run(db, past: "notification_no_update", "UPDATE notification SET notification_type = 'CONSUMPTION_REQUEST', transaction_id = '9005', signed_ms = signed_ms - 86400000")
+        let changed = try Audit(workspace: ws.workspace).run().problems.map(\.message)
+        XCTAssertTrue(changed.contains { $0.hasPrefix("the ledger holds notification \(uuid) as read from inbox/signed/a.jsonl:1 with type CONSUMPTION_REQUEST, its record says ONE_TIME_CHARGE; signedDate ")
+                && $0.hasSuffix("; transaction 9005, its record says 9004: changed in the ledger after it was read (trace shows it as Apple's)") }, "\(changed)")
+        try Tamper.run(db, past: "notification_no_update", "UPDATE notification SET notification_type = 'ONE_TIME_CHARGE', transaction_id = '9004', signed_ms = signed_ms + 86400000")
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
         // Sent again (Apple retries, after finance dismissed it): said once, nothing posted twice.
         try ws.write("inbox/signed/d.jsonl", try String(contentsOf: ws.root.appendingPathComponent("inbox/signed/c.jsonl"), encoding: .utf8) + "\n")
         XCTAssertEqual(try ws.run("2023-11-23").counts.entriesPosted, 0)

@@ -834,7 +834,8 @@ final class VerifyTests: XCTestCase {
                        [["NOT_CREDITED", "8001", ""], ["NOT_CREDITED", "8003", ""], ["REFUNDED_STILL_CREDITED", "8002", "o1"]])
         let lost = "category = 'NOT_CREDITED' AND transaction_id = '8001'"
         try tamper(past: "exception_resolved_by_a_run", "UPDATE exception SET resolved_on = '2026-10-07', resolved_run_id = 1 WHERE \(lost)")
-        XCTAssertEqual(try said(), ["exception NOT_CREDITED of transaction 8001 is stored resolved (on 2026-10-07, by run 1), but the ledger's transactions and orders still give it: resolved by hand (or they were changed since the night)"])
+        XCTAssertEqual(try said(), ["exception NOT_CREDITED of transaction 8001 is stored resolved (on 2026-10-07, by run 1), but the ledger's transactions and orders still give it: resolved by hand (or they were changed since the night)",
+                                    "exception NOT_CREDITED (transaction 8001, order ): first seen 2026-10-07 (run 1, as of 2026-10-07), last seen 2026-10-07 (run 1, as of 2026-10-07), resolved 2026-10-07 (run 1, as of 2026-10-07): its days are not those of the nights its runs name, or its runs are out of order: changed by hand (its age or its resolution)"])
         try tamper(past: "exception_resolved_by_a_run", "UPDATE exception SET resolved_on = NULL, resolved_run_id = NULL WHERE \(lost)")
         XCTAssertEqual(try said(), [])
 
