@@ -265,7 +265,8 @@ public struct FinanceReport {
                 SheetRow([.text("  pending"), .integer(Int64(s.recordsPending))]),
                 SheetRow([.text("  rejected"), .integer(Int64(s.recordsRejected))]),
                 SheetRow([.text("  skipped (already read)"), .integer(Int64(s.recordsSkipped))]),
-                SheetRow([.text("Entries posted this run"), .integer(Int64(s.entriesPosted))]),
+                SheetRow([.text("Entries posted this run (ledger, both books)"), .integer(Int64(s.entriesPosted))]),
+                SheetRow([.text("  of them in this book (\(book.rawValue))"), .integer(Int64(try reader.entriesPosted(byRun: s.id, book: book)))]),
             ]
             // Sales booked where the config says, not where the buyer is (a renewal in a legacy
             // receipt, which names no storefront, that no order named one for): at that

@@ -144,6 +144,14 @@ extension LedgerReader {
         try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM entry WHERE date <= ? LIMIT 1"), arguments: [day.description]) ?? false
     }
 
+    /// The entries of `book` run `runId` posted: read from the last entry of the runs before
+    /// it on (a night's entries follow the runs' before them), not the whole table.
+    public func entriesPosted(byRun runId: Int64, book: Book) throws -> Int {
+        try Int.fetchOne(db.cachedStatement(sql: """
+            SELECT count(*) FROM entry WHERE \(Self.postedAfterRun) AND run_id = ? AND book = ?
+            """), arguments: [runId - 1, runId, book.rawValue]) ?? 0
+    }
+
     /// The entries of `book` dated on or before `day` that runs after run `runId` posted (a
     /// day's set written again later holds them, the night's own did not): how many, and the
     /// first and last run that posted them; nil when none. Only the entries posted since are

@@ -258,6 +258,8 @@ final class ReportPeriodTests: XCTestCase {
         func value(_ label: String) -> String? { info.first { $0.first == label }?[1] }
         XCTAssertEqual(value("Run number"), "\(october.runId)")
         XCTAssertEqual(value("Records read this run"), "1")
+        XCTAssertEqual(value("Entries posted this run (ledger, both books)"), "1")
+        XCTAssertEqual(value("  of them in this book (production)"), "1")
         XCTAssertTrue(info.contains { $0.first == "inbox/receipts/a.jsonl" }, "\(info)")
         XCTAssertFalse(info.contains { $0.first == "inbox/receipts/b.jsonl" }, "\(info)")
         XCTAssertEqual(value("Ledger totals below"), "the whole ledger after the latest run (run \(november.runId), as of 2026-11-01)")

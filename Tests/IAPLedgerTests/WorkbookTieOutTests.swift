@@ -20,6 +20,25 @@ final class WorkbookTieOutTests: XCTestCase {
 
     func minor(_ s: String) -> Int64 { XLSXReader.minor(s, decimals: 2) ?? 0 }
 
+    /// Run Info's count of entries posted says it is both books', and each book's workbook
+    /// gives its own: the production workbook of a night that posted only test sales said it
+    /// posted them.
+    func testRunInfoCountsEachBooksEntries() throws {
+        func value(_ url: URL, _ label: String) throws -> Int? {
+            try XLSXReader.sheets(url)["Run Info"]?.first { $0.first == label }.flatMap { Int($0[1]) }
+        }
+        let finance = try XCTUnwrap(result.workbooks.first { $0.lastPathComponent.hasPrefix("finance-") })
+        let sandbox = try XCTUnwrap(result.workbooks.first { $0.lastPathComponent.hasPrefix("sandbox-") })
+        let counts = try Ledger(path: dir.appendingPathComponent("ledger.sqlite").path).read {
+            try $0.rawRows("SELECT book, count(*) FROM entry WHERE run_id = \(result.runId) GROUP BY book ORDER BY book")
+        }
+        XCTAssertEqual(counts.map { $0[0] }, ["production", "sandbox"])
+        let total = counts.map { Int($0[1])! }.reduce(0, +)
+        for url in [finance, sandbox] { XCTAssertEqual(try value(url, "Entries posted this run (ledger, both books)"), total) }
+        XCTAssertEqual(try value(finance, "  of them in this book (production)"), Int(counts[0][1]))
+        XCTAssertEqual(try value(sandbox, "  of them in this book (sandbox)"), Int(counts[1][1]))
+    }
+
     func testSheetsTieOut() throws {
         let book = try XLSXReader.sheets(result.workbooks[0])
         XCTAssertEqual(Array(book.keys).count, 7)
