@@ -504,6 +504,28 @@ struct Close: ParsableCommand {
             if result.close.closedBy == "unknown" && by == nil {
                 print("  note: recorded as closed by \"unknown\": neither USER nor LOGNAME is set (cron, systemd without User=); name who closes with --by NAME")
             }
+            // The month-end sets of the months it closed, written while they were open, said so
+            // in every page header and on Run Info ("still open: its figures may change"): the
+            // nights no longer write a closed month's set, so they said it for good. Written
+            // again here, as `report --period` does (the same figures).
+            let workspace = Workspace(ws.url)
+            var month = m
+            var toWrite: [Month] = []
+            while result.previous.map({ month > $0.month }) ?? true {
+                let set = workspace.root.appendingPathComponent(Workspace.workbookPath(.finance, asOf: month.lastDay))
+                if FileManager.default.fileExists(atPath: set.path) { toWrite.append(month) }
+                month = month.previous
+                if month.lastDay < Day(year: 2008, month: 1, day: 1) { break }
+            }
+            for closed in toWrite.reversed() {
+                let written: (asOf: Day, files: [ReportFile], note: String?, head: String?)
+                do { written = try PeriodReport.write(workspace: workspace, period: closed) } catch {
+                    throw StoreError(message: "the close is recorded, but the set of \(closed) (written while it was open, and saying so) could not be written again: \(error); `iapledger report --period \(closed)\(ws.argument)` writes it")
+                }
+                print("  \(closed)'s set written again, closed (it said the month was open):")
+                for f in written.files { printReportFile(f.url, kept: f.kept) }
+                if let note = written.note { print("  note: the files were written, \(note)") }
+            }
         }
     }
 }

@@ -26,6 +26,28 @@ final class ReportPeriodTests: XCTestCase {
         XCTAssertThrowsError(try PeriodReport.write(workspace: ws.workspace, period: Month(iso: "2026-12")!))
     }
 
+    /// `close` writes again the month-end sets of the months it closes: written while they were
+    /// open, they said so on every page and on Run Info, and the nights no longer write a closed
+    /// month's set, so they said it for good. A month with no set is left without one.
+    func testCloseWritesTheClosedMonthsSetAgainAsClosed() throws {
+        let ws = try TestWorkspace()
+        defer { ws.remove() }
+        try ws.write("inbox/receipts/a.jsonl", Receipt.response([Receipt.item("c1", purchased: "2026-10-20T10:00:00Z")]) + "\n")
+        try ws.run("2026-10-21")
+        try ws.run("2026-11-02")
+        let october = ws.root.appendingPathComponent("reports/2026-10-31/finance-2026-10-31.xlsx")
+        func closedThrough() throws -> String? { try XLSXReader.sheets(october)["Run Info"]?.first { $0.first == "Closed through" }?[1] }
+        XCTAssertEqual(try closedThrough(), "no month closed")
+        let close = try Resilience.cli(["close", "2026-10", "--by", "t", "--as-of", "2026-11-02", "--workspace", ws.root.path])
+        XCTAssertEqual(close.status, 0, close.err)
+        XCTAssertTrue(close.out.contains("  2026-10's set written again, closed (it said the month was open):\n  wrote \(ws.root.path)/reports/2026-10-31/finance-2026-10-31.xlsx"), close.out)
+        XCTAssertFalse(close.out.contains("2026-09"), close.out)
+        XCTAssertEqual(try closedThrough(), "2026-10")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: ws.root.appendingPathComponent("reports/2026-09-30").path))
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+        XCTAssertEqual(try Resilience.cli(["verify", "--workbook", october.path, "--workspace", ws.root.path]).status, 0)
+    }
+
     /// A sale of an earlier month, still open, that waited for its rule and is posted tonight:
     /// the night writes that month's set again when iapledger wrote it before, so that no set
     /// under reports/ leaves out what the ledger holds for its month (it stayed as written,
