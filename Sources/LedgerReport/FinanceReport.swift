@@ -6,6 +6,8 @@ import LedgerStore
 public struct FinanceReport {
     /// Run Info lists at most this many open findings of each code (then says how many more).
     public static let findingsListed = 1_000
+    /// Run Info lists the first this many records, and findings, a night dismissed.
+    public static let dismissalsListed = 1_000
     /// This workbook's limit (the tests list fewer).
     public var findingsLimit = FinanceReport.findingsListed
 
@@ -268,6 +270,17 @@ public struct FinanceReport {
                 SheetRow([.text("Entries posted this run (ledger, both books)"), .integer(Int64(s.entriesPosted))]),
                 SheetRow([.text("  of them in this book (\(book.rawValue))"), .integer(Int64(try reader.entriesPosted(byRun: s.id, book: book)))]),
             ]
+            // What finance or an operator took off the open lists (`iapledger dismiss`), with who
+            // and why, as this night applied it: otherwise on no sheet (they leave Pending,
+            // Rejected and the findings below).
+            let dismissed = try reader.dismissedByRun(s.id, limit: Self.dismissalsListed)
+            for (label, count, rows, how) in [("Records dismissed by this run (ledger)", dismissed.recordCount, dismissed.records, "`iapledger trace FILE:LINE` shows each"),
+                                              ("Findings dismissed by this run (ledger)", dismissed.findingCount, dismissed.findings, "`iapledger findings --status resolved` lists them")]
+                where count > 0 {
+                info.append(SheetRow([.text(label), .integer(Int64(count))]))
+                info += rows.map { SheetRow([.text("  " + $0.what), .text($0.note)]) }
+                if count > rows.count { info.append(SheetRow([.text("  ..."), .text("and \(count - rows.count) more: \(how)")])) }
+            }
             // Sales booked where the config says, not where the buyer is (a renewal in a legacy
             // receipt, which names no storefront, that no order named one for): at that
             // storefront's prices and tax, in its region's figures.

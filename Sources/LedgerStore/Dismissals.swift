@@ -100,6 +100,36 @@ extension LedgerReader {
         try String.fetchAll(db, sql: "SELECT DISTINCT code FROM finding ORDER BY code")
     }
 
+    /// What night run `runId` took off the open lists as dismissed: records (where each was
+    /// read, its code) and findings (code, transaction), each with its note (`dismissed by
+    /// <who> on <day>: <why>`); the first `limit` of each, in the order stored, and how many.
+    public func dismissedByRun(_ runId: Int64, limit: Int) throws
+        -> (records: [(what: String, note: String)], recordCount: Int, findings: [(what: String, note: String)], findingCount: Int) {
+        let prefix = "substr(x.resolved_note, 1, 13) = 'dismissed by '"
+        var records: [(what: String, note: String)] = [], findings: [(what: String, note: String)] = []
+        var recordCount = 0, findingCount = 0
+        if try db.tableExists("record_dismissal") {
+            let rows = try Row.fetchCursor(db, sql: """
+                SELECT f.path || ':' || x.line || ifnull(' (' || x.reason_code || ')', ''), x.resolved_note
+                FROM source_record x JOIN source_file f ON f.id = x.file_id WHERE x.resolved_run_id = ? AND \(prefix) ORDER BY x.id
+                """, arguments: [runId])
+            while let r = try rows.next() {
+                recordCount += 1
+                if records.count < limit { records.append((r[0], r[1])) }
+            }
+        }
+        if try db.tableExists("finding_dismissal"), try db.columns(in: "finding").contains(where: { $0.name == "resolved_note" }) {
+            let rows = try Row.fetchCursor(db, sql: """
+                SELECT x.code || ' ' || x.transaction_id, x.resolved_note FROM finding x WHERE x.resolved_run_id = ? AND \(prefix) ORDER BY x.id
+                """, arguments: [runId])
+            while let r = try rows.next() {
+                findingCount += 1
+                if findings.count < limit { findings.append((r[0], r[1])) }
+            }
+        }
+        return (records, recordCount, findings, findingCount)
+    }
+
     /// The messages of every finding of `code` about `transactionId` (by any record, or none).
     public func findingMessages(code: String, transactionId: String) throws -> [String] {
         try String.fetchAll(db.cachedStatement(sql: "SELECT message FROM finding WHERE code = ? AND transaction_id = ?"),

@@ -85,6 +85,14 @@ final class DismissTests: XCTestCase {
         XCTAssertEqual(try ledger().read { try $0.lastEntryId() }, before, "nothing posted")
         let notes = try ledger().read { try String.fetchAll($0.db, sql: "SELECT resolved_note FROM source_record WHERE resolved_run_id = ? ORDER BY id", arguments: [night.runId]) }
         XCTAssertEqual(Set(notes), ["dismissed by alice on 2026-10-06: saved by Excel, put back as sent"])
+        // Run Info says what the night dismissed, with who and why (it was on no sheet).
+        let info = try XCTUnwrap(XLSXReader.sheets(try XCTUnwrap(night.workbooks.first { $0.lastPathComponent.hasPrefix("finance-") }))["Run Info"])
+        let note = "dismissed by alice on 2026-10-06: saved by Excel, put back as sent"
+        XCTAssertTrue(info.contains { $0.first == "Records dismissed by this run (ledger)" && $0[1] == "3" }, "\(info)")
+        for line in ["inbox/orders/o.csv:2 (BAD_ORDER)", "inbox/orders/o.csv:3 (BAD_ORDER)", "inbox/receipts/r.jsonl:2 (MALFORMED)"] {
+            XCTAssertTrue(info.contains { $0.first == "  " + line && $0[1] == note }, "\(line): \(info)")
+        }
+        XCTAssertFalse(info.contains { $0.first == "Findings dismissed by this run (ledger)" })
         // Trace of the order says so; the ledger verifies (the resolutions sealed with the night).
         let order = try XCTUnwrap(ledger().read { try $0.traceOrder("ord-1", asOf: Day(iso: "2026-10-06")) })
         XCTAssertEqual(order.lines_not_taken.map(\.resolution), ["dismissed by alice on 2026-10-06: saved by Excel, put back as sent"])
@@ -181,6 +189,9 @@ final class DismissTests: XCTestCase {
         XCTAssertEqual(try ledger().read { try $0.findingDismissalsWaiting() }, 1)
         let night = try ws.run("2026-10-07")
         XCTAssertEqual(night.findingsDismissed, 1)
+        let info = try XCTUnwrap(XLSXReader.sheets(try XCTUnwrap(night.workbooks.first { $0.lastPathComponent.hasPrefix("finance-") }))["Run Info"])
+        XCTAssertTrue(info.contains { $0.first == "Findings dismissed by this run (ledger)" && $0[1] == "1" }, "\(info)")
+        XCTAssertTrue(info.contains { $0.first == "  INVALID_TRANSACTION 9009" && $0[1] == "dismissed by dana on 2026-10-06: booked by hand, JE-17" }, "\(info)")
         XCTAssertFalse(try openCodes().contains("INVALID_TRANSACTION 9009"))
         let trace = try XCTUnwrap(try ledger().read { try $0.traceTransaction("9009", asOf: Day(iso: "2026-10-07")) })
         XCTAssertEqual(trace.findings.map(\.resolution), ["dismissed by dana on 2026-10-06: booked by hand, JE-17"])
