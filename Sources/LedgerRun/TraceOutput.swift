@@ -166,6 +166,26 @@ public enum TraceOutput {
     /// sheet out). The trace said where its postings were, and nothing of these.
     struct Lists {
         let asOf: Day, layouts: ReportLayouts, workspace: Workspace
+        /// The ledger's registrations, to tell a workbook that is not the one iapledger last
+        /// wrote at its path (nil: not looked at).
+        var reader: LedgerReader? = nil
+        /// Each workbook's finding, by path, once hashed.
+        let seen = StaleCache()
+
+        final class StaleCache { var byPath: [String: String?] = [:] }
+
+        /// Why the workbook at `path` need not hold the rows said: it is not the file iapledger
+        /// last wrote there (nil when it is, or none was registered).
+        func stale(_ path: String) -> String? {
+            if let known = seen.byPath[path] { return known }
+            var said: String? = nil
+            if let reader, let last = try? reader.reportFiles(path: path).last,
+               let onDisk = try? LineReader.hash(workspace.root.appendingPathComponent(path).path).sha256, onDisk != last.sha256 {
+                said = "changed since iapledger last wrote it (at \(last.writtenAt)): `iapledger verify --workbook \(path)` says more"
+            }
+            seen.byPath[path] = .some(said)
+            return said
+        }
 
         func workbook(_ w: ReportWorkbook) -> String { Workspace.workbookPath(w, asOf: asOf) }
 
@@ -179,6 +199,7 @@ public enum TraceOutput {
             guard let (name, title) = sheet(w, key, column) else { return nil }
             var l = Listing(workbook: workbook(w), sheet: name, find: find(title))
             l.written = FileManager.default.fileExists(atPath: workspace.root.appendingPathComponent(l.workbook).path)
+            if l.written == true { l.stale = stale(l.workbook) }
             return l
         }
 
@@ -222,18 +243,18 @@ public enum TraceOutput {
 
     /// The trace with the lists of the last night's set (as of `asOf`) where its open items
     /// are rows (`Lists`); none before a first night, or when the layouts cannot be read.
-    public static func listed(_ t: TransactionTrace, asOf: Day?, layouts: ReportLayouts?, workspace: Workspace) -> TransactionTrace {
+    public static func listed(_ t: TransactionTrace, asOf: Day?, layouts: ReportLayouts?, workspace: Workspace, reader: LedgerReader? = nil) -> TransactionTrace {
         guard let asOf, let layouts else { return t }
         var t = t
-        t.listed = Lists(asOf: asOf, layouts: layouts, workspace: workspace).transaction(t)
+        t.listed = Lists(asOf: asOf, layouts: layouts, workspace: workspace, reader: reader).transaction(t)
         return t
     }
 
-    public static func listed(_ o: OrderTrace, asOf: Day?, layouts: ReportLayouts?, workspace: Workspace) -> OrderTrace {
+    public static func listed(_ o: OrderTrace, asOf: Day?, layouts: ReportLayouts?, workspace: Workspace, reader: LedgerReader? = nil) -> OrderTrace {
         guard let asOf, let layouts else { return o }
         var o = o
-        o.transaction = o.transaction.map { listed($0, asOf: asOf, layouts: layouts, workspace: workspace) }
-        let lists = Lists(asOf: asOf, layouts: layouts, workspace: workspace)
+        o.transaction = o.transaction.map { listed($0, asOf: asOf, layouts: layouts, workspace: workspace, reader: reader) }
+        let lists = Lists(asOf: asOf, layouts: layouts, workspace: workspace, reader: reader)
         // Its own open exceptions (a credit naming no transaction is the order's alone) and its
         // lines refused and not settled; the transaction's are listed under it.
         let own = o.exceptions.filter { x in !(o.transaction?.exceptions.contains { $0.category == x.category && $0.order_id == x.order_id && $0.transaction_id == x.transaction_id } ?? false) }
@@ -242,10 +263,10 @@ public enum TraceOutput {
         return o
     }
 
-    public static func listed(_ r: RecordTrace, asOf: Day?, layouts: ReportLayouts?, workspace: Workspace) -> RecordTrace {
+    public static func listed(_ r: RecordTrace, asOf: Day?, layouts: ReportLayouts?, workspace: Workspace, reader: LedgerReader? = nil) -> RecordTrace {
         guard let asOf, let layouts else { return r }
         var r = r
-        let lists = Lists(asOf: asOf, layouts: layouts, workspace: workspace)
+        let lists = Lists(asOf: asOf, layouts: layouts, workspace: workspace, reader: reader)
         // One row per outcome at that FILE:LINE (several versions of the file may hold one open).
         r.listed = Set(r.records.filter { $0.outcome != "verified" && $0.resolved_on == nil }.map(\.outcome)).sorted()
             .compactMap { lists.record(path: r.path, line: r.line, outcome: $0) }
@@ -257,6 +278,7 @@ public enum TraceOutput {
         guard !listed.isEmpty else { return [] }
         return ["Listed while open, in the last night's workbooks:"] + listed.map {
             "  \($0.workbook), sheet \($0.sheet): \($0.find)" + ($0.written == false ? " (not under reports/ now)" : "")
+                + ($0.stale.map { " (the file there is \($0))" } ?? "")
         }
     }
 

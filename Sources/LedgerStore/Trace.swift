@@ -13,6 +13,9 @@ public struct Listing: Encodable, Equatable {
     public var find: String
     /// Whether the workbook is under `reports/` now (nil: not looked at).
     public var written: Bool? = nil
+    /// The workbook there is not the file iapledger last wrote at that path (another copied
+    /// over it, or edited): why its rows need not be as said (nil: it is, or not looked at).
+    public var stale: String? = nil
     public init(workbook: String, sheet: String, find: String) {
         self.workbook = workbook
         self.sheet = sheet

@@ -67,6 +67,18 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertTrue(try holds(credit[0], title: "Order", value: "ord-98"))
         let text = try cli(["trace", "9801", "--workspace", ws.root.path]).out
         XCTAssertTrue(text.contains("Listed while open, in the last night's workbooks:\n  reports/2026-10-07/reconciliation-2026-10-07.xlsx, sheet Pending: the row whose Record / transaction is 9801 (its sale, waiting)\n"), text)
+        XCTAssertTrue(sale.allSatisfy { $0["stale"] == nil }, "\(sale)")
+        // Another workbook copied over the list (its rows are not there): said (it was not).
+        let reconciliation = ws.root.appendingPathComponent("reports/2026-10-07/reconciliation-2026-10-07.xlsx")
+        let kept = try Data(contentsOf: reconciliation)
+        try FileManager.default.removeItem(at: reconciliation)
+        try FileManager.default.copyItem(at: ws.root.appendingPathComponent("reports/2026-10-07/finance-2026-10-07.xlsx"), to: reconciliation)
+        let copied = try cli(["trace", "9801", "--workspace", ws.root.path]).out
+        XCTAssertTrue(copied.contains("sheet Pending: the row whose Record / transaction is 9801 (its sale, waiting) (the file there is changed since iapledger last wrote it (at "), copied)
+        XCTAssertTrue(copied.contains("`iapledger verify --workbook reports/2026-10-07/reconciliation-2026-10-07.xlsx` says more)"), copied)
+        XCTAssertTrue(try listed("9801").first?["stale"] is String)
+        try kept.write(to: reconciliation)
+        XCTAssertTrue(try listed("9801").allSatisfy { $0["stale"] == nil })
         // Booked once its price arrives: listed only as the lost order it still is.
         try ws.write("rules/prices.csv", TestWorkspace.defaultPrices + "\ncoins.999,USA,9.99,2020-01-01\n")
         try ws.write("rules/products.csv", TestWorkspace.defaultProducts + "\ncoins.999,consumable,999\n")
