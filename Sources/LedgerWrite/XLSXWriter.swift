@@ -286,6 +286,48 @@ public enum XLSXWriter {
         }
     }
 
+    /// How many pages wide a sheet prints: one while that prints it at 70% of its size or more;
+    /// else as many (up to three) as print it at about 85% or more. One page wide, the
+    /// Exceptions sheet (274 characters of columns) printed at 45%, too small to read.
+    /// A column `w` characters wide is `7w + 5` pixels (Excel's default font); a landscape
+    /// page holds its width less 0.7-inch margins, at 96 pixels an inch.
+    static func pagesWide(_ widths: [Int], paper: PaperSize) -> Int {
+        let pixels = widths.reduce(0) { $0 + 7 * $1 + 5 }
+        let page = pagePixels(paper)
+        guard pixels * 7 > page * 10 else { return 1 }
+        return min(3, max(2, (pixels * 85 / 100 + page - 1) / page))
+    }
+
+    /// The columns a sheet's notes wrap within: all of them, or, on a sheet printed several
+    /// pages wide, those its first page holds (a note across every column was cut mid-line at
+    /// each page's edge).
+    static func noteColumns(_ widths: [Int], paper: PaperSize) -> Int {
+        let wide = pagesWide(widths, paper: paper)
+        guard wide > 1 else { return widths.count }
+        let pixels = widths.map { 7 * $0 + 5 }, total = pixels.reduce(0, +)
+        // The first page's width in the sheet's pixels, at the scale the pages print at.
+        let room = max(pagePixels(paper), total / wide)
+        var n = 0, used = 0
+        for p in pixels {
+            guard used + p <= room else { break }
+            used += p
+            n += 1
+        }
+        return max(1, n)
+    }
+
+    /// The width of a landscape page of `paper` less 0.7-inch margins, in pixels (96 an inch).
+    static func pagePixels(_ paper: PaperSize) -> Int {
+        let hundredths: Int
+        switch paper {
+        case .a4: hundredths = 1169
+        case .letter: hundredths = 1100
+        case .legal: hundredths = 1400
+        case .a3: hundredths = 1654
+        }
+        return (hundredths - 140) * 96 / 100
+    }
+
     /// Column widths and print setup of a sheet; returns the widths it set.
     @discardableResult
     static func setUp(_ ws: UnsafeMutablePointer<lxw_worksheet>, _ sheet: SheetModel, header: String, paper: PaperSize) -> [Int] {
@@ -293,10 +335,17 @@ public enum XLSXWriter {
         for (i, w) in widths.enumerated() {
             worksheet_set_column(ws, lxw_col_t(i), lxw_col_t(i), Double(w), nil)
         }
-        // Printing: landscape, one page wide, header row repeated, sheet name and page numbers.
+        // Printing: landscape, one page wide (two or three for a wide sheet, its first column
+        // repeated on each), header row repeated, sheet name and page numbers.
         worksheet_set_landscape(ws)
         worksheet_set_paper(ws, paperCode(paper))
-        worksheet_fit_to_pages(ws, 1, 0)
+        let wide = pagesWide(widths, paper: paper)
+        worksheet_fit_to_pages(ws, UInt16(wide), 0)
+        if wide > 1 {
+            worksheet_repeat_columns(ws, 0, 0)
+            // Left to right, then down: a row's halves on facing pages.
+            worksheet_print_across(ws)
+        }
         worksheet_set_footer(ws, "&L&A&R&P / &N")
         // Every printed page says which workbook it is: the book and the as-of date.
         worksheet_set_header(ws, "&L" + XMLText.safe(header).replacingOccurrences(of: "&", with: "&&"))
@@ -315,9 +364,9 @@ public enum XLSXWriter {
         // Each note wraps within the columns the sheet's tables use (merged across them, as
         // high as its text needs): unwrapped, a long note ran past the last column and was cut
         // off where the sheet prints one page wide.
-        let span = max(1, widths.count)
+        let span = max(1, noteColumns(widths, paper: paper))
         // About 1.1 characters of the default font per unit of column width, 15 points a line.
-        let perLine = max(20, widths.reduce(0, +) * 11 / 10)
+        let perLine = max(20, widths.prefix(span).reduce(0, +) * 11 / 10)
         for line in sheet.subtitle {
             let text = XMLText.safe(line)
             let lines = max(1, (text.count + perLine - 1) / perLine)

@@ -40,6 +40,36 @@ final class JournalCapTests: XCTestCase {
         }
     }
 
+    /// A sheet too wide to print one page wide at 70% of its size prints two or three pages
+    /// wide, its first column repeated on each, left to right then down: the Exceptions sheet
+    /// printed at 45%. Narrower sheets stay one page wide.
+    func testAWideSheetPrintsOnPagesItCanBeReadOn() throws {
+        XCTAssertEqual(XLSXWriter.pagesWide([32, 20, 20, 14, 12], paper: .a4), 1)
+        XCTAssertEqual(XLSXWriter.pagesWide(Array(repeating: 23, count: 12), paper: .a4), 2, "the Exceptions sheet's 274 characters")
+        XCTAssertEqual(XLSXWriter.pagesWide(Array(repeating: 23, count: 12), paper: .a3), 1)
+        XCTAssertEqual(XLSXWriter.pagesWide(Array(repeating: 60, count: 12), paper: .letter), 3)
+        let ws = try TestWorkspace()
+        defer { ws.remove() }
+        try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("wp1", purchased: "2026-10-05T10:00:00Z")]) + "\n")
+        let r = try ws.run("2026-10-07")
+        let url = try XCTUnwrap(r.workbooks.first { $0.lastPathComponent.hasPrefix("reconciliation-") })
+        let archive = try XCTUnwrap(Archive(url: url, accessMode: .read))
+        func xml(_ path: String) throws -> String {
+            var data = Data()
+            _ = try archive.extract(try XCTUnwrap(archive[path]), consumer: { data.append($0) })
+            return String(decoding: data, as: UTF8.self)
+        }
+        let workbook = try xml("xl/workbook.xml")
+        let names = XLSXReader.matches(workbook, #"<sheet name="([^"]*)""#).map { $0[0] }
+        let exceptions = try XCTUnwrap(names.firstIndex(of: "Exceptions")), summary = try XCTUnwrap(names.firstIndex(of: "Summary"))
+        let wide = try xml("xl/worksheets/sheet\(exceptions + 1).xml")
+        XCTAssertTrue(wide.contains(#"fitToWidth="2""#) && wide.contains(#"pageOrder="overThenDown""#), wide)
+        XCTAssertTrue(workbook.contains(#"<definedName name="_xlnm.Print_Titles" localSheetId="\#(exceptions)">Exceptions!$A:$A,Exceptions!$"#), workbook)
+        let narrow = try xml("xl/worksheets/sheet\(summary + 1).xml")
+        XCTAssertFalse(narrow.contains("fitToWidth="), narrow)
+        XCTAssertTrue(narrow.contains(#"fitToHeight="0""#), narrow)
+    }
+
     func testJournalOverTheCapGoesToGzipCSV() throws {
         let ws = try TestWorkspace(config: TestWorkspace.defaultConfig + "\n[reports]\njournal_row_cap = 5\n")
         defer { ws.remove() }
