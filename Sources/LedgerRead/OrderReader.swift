@@ -100,6 +100,18 @@ public enum OrderReader {
             }
         }
 
+        /// Takes the next parsed row only for the order it names and its text (a look ahead over
+        /// a big file: where it leaves each order): the order id as `take` reads it, its values
+        /// not checked; nil for the header, or once the file is refused.
+        public mutating func orderAndText(_ parsed: Result<CSVRow, CSVError>) -> (orderId: String?, raw: Substring, endsFile: Bool)? {
+            if takeHeader(parsed) { return nil }
+            guard fileError == nil, let table else { return nil }
+            switch parsed {
+            case .success(let r): return (namedOrder(r, table), r.raw, r.endsFile)
+            case .failure(let e): return (orderFirst ? e.fieldsBefore.first.flatMap(usableOrderId) : nil, e.raw, e.endsFile)
+            }
+        }
+
         /// Takes the next parsed row of the file; gives the row before it.
         public mutating func take(_ parsed: Result<CSVRow, CSVError>) -> OrderRow? {
             if takeHeader(parsed) { return nil }

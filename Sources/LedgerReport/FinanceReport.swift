@@ -294,7 +294,7 @@ public struct FinanceReport {
             // these figures, their files below.
             if !earlier.isEmpty {
                 info.append(SheetRow([.text("Earlier runs as of this date"),
-                                      .text(earlier.map { "run \($0.id) (\($0.entriesPosted) entries posted, \($0.files.count) files read)" }.joined(separator: ", "))]))
+                                      .text(earlier.map { "run \($0.id) (\($0.entriesPosted) entries posted in both books, \($0.files.count) files read)" }.joined(separator: ", "))]))
             }
             if let mode = s.reconciliation {
                 info.append(SheetRow([.text("Reconciliation this run"),

@@ -130,8 +130,10 @@ public enum ClosedPeriods {
     /// `iapledger close YYYY-MM`: records in the ledger that months through `month` are closed.
     /// Refuses a month already closed (by the ledger or the config) and a month that has not
     /// ended by `asOf`.
+    /// - Parameter whileLocked: run with the close's result, the close committed, before the
+    ///   workspace's lock is let go (the month-end sets written again: no night between).
     public static func close(month: Month, workspace: Workspace, asOf: Day, closedBy: String,
-                             closedAt: String) throws -> CloseResult {
+                             closedAt: String, whileLocked: ((CloseResult) throws -> Void)? = nil) throws -> CloseResult {
         let config = try workspace.loadConfig()
         guard asOf > month.lastDay else {
             throw PeriodError("\(month) has not ended yet (as of \(asOf)): a month can be closed from \(month.next.firstDay) on")
@@ -142,7 +144,7 @@ public enum ClosedPeriods {
         let ledger = try workspace.openLedgerForWriting(config, mustExist: true, refuseEmpty: true)
         // A close seals the ledger as it is: one changed by hand would be sealed with it.
         try ledger.refuseWhenChangedByHand("a close")
-        return try ledger.write { w in
+        let result = try ledger.write { w in
             let previous = try w.latestClose()
             if let previous, month <= previous.month {
                 throw PeriodError("\(month) is already closed: the ledger is closed through \(previous.month) (\(describe(previous))); closed months are never reopened")
@@ -177,5 +179,7 @@ public enum ClosedPeriods {
             result.creditsWithoutPurchase = try w.openCreditsWithoutPurchase(creditedThrough: month.lastDay)
             return result
         }
+        try whileLocked?(result)
+        return result
     }
 }

@@ -1011,12 +1011,12 @@ struct PreparedFile {
         let read = try CSVFile.forEachRow(url.path, descriptor: fd) { parsed in
             if readBefore {
                 if rows.count(parsed) != nil { records += 1 }
-            } else if let row = rows.take(parsed) {
+            } else if let row = rows.orderAndText(parsed) {
                 records += 1
-                ends.note(row)
+                if let id = row.orderId { ends.note(orderId: id, sha256: Hashing.sha256Hex(utf8: row.raw)) }
             }
         }
-        if let row = rows.finish() { records += 1; ends.note(row) }
+        _ = rows.finish()
         let input = InputFile(url: url, path: path, kind: kind, sizeBytes: read.sizeBytes, sha256: read.sha256)
         if read.blank { return PreparedFile(input: input, body: .empty) }
         if let at = read.notUTF8 { return PreparedFile(input: input, body: .notText(line: at.line, offset: at.offset)) }
@@ -1607,16 +1607,16 @@ struct Ingest {
         var fresh = read.fresh ?? 0
         var ends = read.ends ?? OrderFileEnds()
         if read.fresh == nil {
-            // Parsed, not only counted: where the file's new rows leave each order.
+            // And where the file's new rows leave each order.
             var rows = OrderReader.Rows(path: path)
-            func take(_ row: OrderRow) {
-                let sha = Hashing.sha256Hex(utf8: row.raw)
-                if isNew(sha, endsFile: row.endsFile) { fresh += 1; ends.note(row, sha256: sha) }
-            }
             let again = try CSVFile.forEachRow(url.path, descriptor: read.file.descriptor, limit: input.sizeBytes) { parsed in
-                if let row = rows.take(parsed) { take(row) }
+                guard let row = rows.orderAndText(parsed) else { return }
+                let sha = Hashing.sha256Hex(utf8: row.raw)
+                if isNew(sha, endsFile: row.endsFile) {
+                    fresh += 1
+                    if let id = row.orderId { ends.note(orderId: id, sha256: sha) }
+                }
             }
-            if let row = rows.finish() { take(row) }
             guard again.sha256 == input.sha256, again.sizeBytes == input.sizeBytes else { throw rewritten }
             unread = seen
         }
@@ -1787,7 +1787,7 @@ struct Ingest {
         let resent = try writer.fileReadBefore(sha256: input.sha256, otherThan: input.path)
         let (fileId, fresh) = try addFile(input, hashes: hashes, seen: seen) { rows[$0].endsFile }
         var ends = OrderFileEnds()
-        for i in fresh { ends.note(rows[i], sha256: hashes[i]) }
+        for i in fresh { if let id = rows[i].orderId { ends.note(orderId: id, sha256: hashes[i]) } }
         var file = try OrdersFile(self, input: input, fileId: fileId, resent: resent, header: header, ends: ends)
         defer { ordersBroughtBack += file.broughtBack }
         for i in fresh { try orderRow(rows[i], raw: texts[i], sha: hashes[i], file: &file) }
@@ -1840,20 +1840,21 @@ struct Ingest {
         }
     }
 
-    /// Where an orders file leaves each order: the SHA-256 of the last new row of each order that
-    /// reads (a look ahead over the file, told before its rows are stored). Kept small for a file
+    /// Where an orders file leaves each order: the SHA-256 of the last new row naming each order,
+    /// whatever it holds (a look ahead over the file, told before its rows are stored: a big
+    /// file's values are not checked twice; a row refused is none the order's versions repeat,
+    /// so it only stops the look ahead, which `verify` asks no more of). Kept small for a file
     /// of a million orders: a 64-bit hash of the order id, the hash's first 64 bits. Two ids of
     /// one key only lose the look ahead (a row of one order is not the latest of another); a
     /// false match, one in 2^64, is named by `verify`, which compares whole hashes.
     struct OrderFileEnds: Sendable {
         private var last: [Int: UInt64] = [:]
 
-        mutating func note(_ row: OrderRow, sha256: String? = nil) {
-            guard case .success(let o) = row.result else { return }
-            last[Self.key(o.orderId)] = Self.prefix(sha256 ?? Hashing.sha256Hex(utf8: row.raw))
+        mutating func note(orderId: String, sha256: String) {
+            last[Self.key(orderId)] = Self.prefix(sha256)
         }
 
-        /// Whether the file's last new row of order `orderId` that reads has the hash `sha256`.
+        /// Whether the file's last new row naming order `orderId` has the hash `sha256`.
         func leaves(orderId: String, atRowOf sha256: String) -> Bool {
             last[Self.key(orderId)].map { $0 == Self.prefix(sha256) } ?? false
         }

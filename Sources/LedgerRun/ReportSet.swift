@@ -299,8 +299,9 @@ final class JobResults: @unchecked Sendable {
 /// included: the books as of the month's last day (or the last night's date, for the month
 /// still running), into `reports/<that date>/`.
 public enum PeriodReport {
-    public static func write(workspace: Workspace, period: Month) throws -> (asOf: Day, files: [ReportFile], note: String?, head: String?) {
-        try write(workspace: workspace) { lastNight in
+    /// - Parameter lockHeld: the caller holds the workspace's lock already (`close`).
+    public static func write(workspace: Workspace, period: Month, lockHeld: Bool = false) throws -> (asOf: Day, files: [ReportFile], note: String?, head: String?) {
+        try write(workspace: workspace, lockHeld: lockHeld) { lastNight in
             var asOf = period.lastDay
             if let last = lastNight, last < asOf { asOf = last }
             guard asOf >= period.firstDay else {
@@ -322,14 +323,14 @@ public enum PeriodReport {
         }
     }
 
-    static func write(workspace: Workspace, day: (Day?) throws -> Day) throws -> (asOf: Day, files: [ReportFile], note: String?, head: String?) {
+    static func write(workspace: Workspace, lockHeld: Bool = false, day: (Day?) throws -> Day) throws -> (asOf: Day, files: [ReportFile], note: String?, head: String?) {
         // A folder that is no workspace is said before anything is made in it (the lock).
         let loaded = try workspace.loadConfig()
         let layouts = try workspace.loadLayouts()
         try workspace.checkReportsFolder()
         // Not beside a night writing the same sets (the last rename would win, file by file).
-        let lock = try RunLock(url: workspace.lockURL, command: "report")
-        defer { lock.release() }
+        let lock = lockHeld ? nil : try RunLock(url: workspace.lockURL, command: "report")
+        defer { lock?.release() }
         // Another workspace's ledger (or reports/) would write over these sets from its books,
         // as a night would: refused the same way.
         try workspace.refuseForeignLedger(loaded)

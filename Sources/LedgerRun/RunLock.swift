@@ -3,12 +3,13 @@ import LedgerCore
 
 /// An exclusive lock on the workspace for the length of a run, so two runs never interleave.
 /// Held with `flock`, which the kernel releases if the process dies, on the lock file and on
-/// the workspace's folder itself: the lock file deleted while a night held it (taken for one a
-/// killed run left, as it still names its holder) let a second night start beside the first;
-/// the folder cannot be deleted from under a run.
+/// the workspace's temp folder (`.iapledger-tmp/`, iapledger's own): the lock file deleted
+/// while a night held it (taken for one a killed run left, as it still names its holder) let a
+/// second night start beside the first. Not the workspace folder itself: a scheduler's own
+/// `flock -n <workspace> iapledger run` holds that one.
 public final class RunLock {
     private let fd: Int32
-    /// The workspace folder, locked too (-1 where its file system has no such locks).
+    /// The workspace's temp folder, locked too (-1 where it cannot be made or locked).
     private let folder: Int32
     private var released = false
 
@@ -22,7 +23,9 @@ public final class RunLock {
             throw RunLockError(message: "\(url.path): cannot create the run lock: \(String(cString: strerror(errno)))")
         }
         // The folder first: held by another, the lock is taken (whatever became of the file).
-        var dir = open(url.deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let temp = url.deletingLastPathComponent().appendingPathComponent(".iapledger-tmp")
+        if mkdir(temp.path, 0o755) != 0 && errno != EEXIST { /* the file's lock alone */ }
+        var dir = open(temp.path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         var taken = false
         if dir >= 0 && flock(dir, LOCK_EX | LOCK_NB) != 0 {
             taken = errno == EWOULDBLOCK
@@ -42,7 +45,12 @@ public final class RunLock {
             let who = parts.count == 3 && Int32(parts[0]).map({ kill($0, 0) == 0 || errno == EPERM }) == true
                 ? "`iapledger \(parts[1])` (pid \(parts[0]), since \(parts[2]))"
                 : "another iapledger run, close, report or dismiss"
-            throw RunLockError(message: "another iapledger command is in progress in this workspace, \(who) (lock \(url.path) is held); try again when it has finished")
+            // The folder held, the file not: its holder's lock file was deleted (or another
+            // program locks iapledger's temp folder).
+            let held = taken && parts.count != 3
+                ? "(lock \(temp.path)/ is held; \(url.lastPathComponent) was deleted while it ran, or another program locks that folder)"
+                : "(lock \(url.path) is held)"
+            throw RunLockError(message: "another iapledger command is in progress in this workspace, \(who) \(held); try again when it has finished")
         }
         // Who holds it, for another refused (written in place: nothing reads it but a refused one).
         let line = Array("\(getpid()) \(command) \(ISO8601DateFormatter().string(from: Date()))\n".utf8)

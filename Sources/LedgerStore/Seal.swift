@@ -288,8 +288,12 @@ public enum LedgerSeal {
                        WHERE d.record_id = r.id AND r.resolved_note = \(DismissalNote.sql)
                          AND substr(d.asked_at, 1, 19) <= substr(run.started_at, 1, 19))
             """ : ""
+        // The note of the dismissal asked for a record, when one was: a resolution whose note
+        // is not it says which changed.
+        let askedNote = try db.tableExists("record_dismissal")
+            ? "(SELECT \(DismissalNote.sql) FROM record_dismissal d WHERE d.record_id = r.id)" : "NULL"
         let rows = try Row.fetchAll(db, sql: """
-            SELECT r.id, r.resolved_run_id, f.path, r.line, r.outcome, r.reason_code FROM source_record r
+            SELECT r.id, r.resolved_run_id, f.path, r.line, r.outcome, r.reason_code, r.resolved_note, \(askedNote) FROM source_record r
             JOIN source_file f ON f.id = r.file_id
             WHERE r.resolved_run_id IS NOT NULL AND NOT (
                 (r.outcome = 'pending'
@@ -320,7 +324,11 @@ public enum LedgerSeal {
             ORDER BY r.id LIMIT 11
             """)
         return rows.prefix(10).map { r in
-            "source record #\(r[0] as Int64) (\(r[2] as String):\(r[3] as Int64), \(r[4] as String)\((r[5] as String?).map { " " + $0 } ?? "")) is marked resolved by run \(r[1] as Int64), but nothing that run read resolves it (a verified record of each transaction it names, a later valid line of its order, a later whole version of its file, another version of the file, for a cut line, an earlier record it repeats, read before it, a dismissal asked with `iapledger dismiss`): resolved by hand"
+            let record = "source record #\(r[0] as Int64) (\(r[2] as String):\(r[3] as Int64), \(r[4] as String)\((r[5] as String?).map { " " + $0 } ?? ""))"
+            if let asked = r[7] as String?, let note = r[6] as String?, note != asked {
+                return "\(record) is marked resolved by run \(r[1] as Int64) with the note \"\(note)\", but the dismissal asked for it reads \"\(asked)\" (a night writes the note of the dismissal it applies): the note, or the dismissal, was changed by hand"
+            }
+            return "\(record) is marked resolved by run \(r[1] as Int64), but nothing that run read resolves it (a verified record of each transaction it names, a later valid line of its order, a later whole version of its file, another version of the file, for a cut line, an earlier record it repeats, read before it, a dismissal asked with `iapledger dismiss`): resolved by hand"
         } + (rows.count > 10 ? ["... and more source records resolved by hand"] : [])
     }
 

@@ -498,33 +498,36 @@ struct Close: ParsableCommand {
             guard let m = Month(iso: month) else { throw ValidationError("the month must be YYYY-MM, got \(month)") }
             let day = try parseAsOf(asOf, tomorrowAllowed: false, why: "a close dated after today could close a month that is still running")
             let who = try namedBy(by)
-            let result = try ClosedPeriods.close(month: m, workspace: Workspace(ws.url), asOf: day,
-                                                 closedBy: who ?? ClosedPeriods.currentUser(), closedAt: NightlyRun.timestamp())
-            print(result.description)
-            if result.close.closedBy == "unknown" && by == nil {
-                print("  note: recorded as closed by \"unknown\": neither USER nor LOGNAME is set (cron, systemd without User=); name who closes with --by NAME")
-            }
             // The month-end sets of the months it closed, written while they were open, said so
             // in every page header and on Run Info ("still open: its figures may change"): the
             // nights no longer write a closed month's set, so they said it for good. Written
-            // again here, as `report --period` does (the same figures).
+            // again here, as `report --period` does (the same figures), under the close's lock.
             let workspace = Workspace(ws.url)
-            var month = m
-            var toWrite: [Month] = []
-            while result.previous.map({ month > $0.month }) ?? true {
-                let set = workspace.root.appendingPathComponent(Workspace.workbookPath(.finance, asOf: month.lastDay))
-                if FileManager.default.fileExists(atPath: set.path) { toWrite.append(month) }
-                month = month.previous
-                if month.lastDay < Day(year: 2008, month: 1, day: 1) { break }
-            }
-            for closed in toWrite.reversed() {
-                let written: (asOf: Day, files: [ReportFile], note: String?, head: String?)
-                do { written = try PeriodReport.write(workspace: workspace, period: closed) } catch {
-                    throw StoreError(message: "the close is recorded, but the set of \(closed) (written while it was open, and saying so) could not be written again: \(error); `iapledger report --period \(closed)\(ws.argument)` writes it")
+            _ = try ClosedPeriods.close(month: m, workspace: workspace, asOf: day,
+                                        closedBy: who ?? ClosedPeriods.currentUser(), closedAt: NightlyRun.timestamp()) { result in
+                print(result.description)
+                if result.close.closedBy == "unknown" && by == nil {
+                    print("  note: recorded as closed by \"unknown\": neither USER nor LOGNAME is set (cron, systemd without User=); name who closes with --by NAME")
                 }
-                print("  \(closed)'s set written again, closed (it said the month was open):")
-                for f in written.files { printReportFile(f.url, kept: f.kept) }
-                if let note = written.note { print("  note: the files were written, \(note)") }
+                var month = m
+                var toWrite: [Month] = []
+                while result.previous.map({ month > $0.month }) ?? true {
+                    // Any workbook of the set there (one of them moved away is written again too).
+                    if ReportWorkbook.allCases.contains(where: { FileManager.default.fileExists(atPath: workspace.root.appendingPathComponent(Workspace.workbookPath($0, asOf: month.lastDay)).path) }) {
+                        toWrite.append(month)
+                    }
+                    month = month.previous
+                    if month.lastDay < Day(year: 2008, month: 1, day: 1) { break }
+                }
+                for closed in toWrite.reversed() {
+                    let written: (asOf: Day, files: [ReportFile], note: String?, head: String?)
+                    do { written = try PeriodReport.write(workspace: workspace, period: closed, lockHeld: true) } catch {
+                        throw StoreError(message: "the close is recorded, but the set of \(closed) (written while it was open, and saying so) could not be written again: \(error); `iapledger report --period \(closed)\(ws.argument)` writes it")
+                    }
+                    print("  \(closed)'s set written again, closed (it said the month was open):")
+                    for f in written.files { printReportFile(f.url, kept: f.kept) }
+                    if let note = written.note { print("  note: the files were written, \(note)") }
+                }
             }
         }
     }

@@ -106,6 +106,12 @@ final class DismissTests: XCTestCase {
         XCTAssertTrue(late.description.hasPrefix("nothing dismissed: every record or finding named is settled already or dismissed before"), late.description)
         XCTAssertThrowsError(try ledger().write { try $0.db.execute(sql: "UPDATE record_dismissal SET reason = 'other'") })
         XCTAssertThrowsError(try ledger().write { try $0.db.execute(sql: "DELETE FROM record_dismissal") })
+        // Past its trigger, a dismissal's reason changed: named as such (it was said to be
+        // resolved by hand, as if no dismissal had been asked).
+        try Tamper.run(ws.root.appendingPathComponent("ledger.sqlite").path, past: "record_dismissal_no_update",
+                       "UPDATE record_dismissal SET reason = 'other' WHERE record_id = (SELECT min(record_id) FROM record_dismissal)")
+        let problems = try Audit(workspace: ws.workspace).run().problems.map(\.message)
+        XCTAssertTrue(problems.contains { $0.hasPrefix("source record #") && $0.hasSuffix("is marked resolved by run \(night.runId) with the note \"dismissed by alice on 2026-10-06: saved by Excel, put back as sent\", but the dismissal asked for it reads \"dismissed by alice on 2026-10-06: other\" (a night writes the note of the dismissal it applies): the note, or the dismissal, was changed by hand") }, "\(problems)")
     }
 
     /// An ask dated after the night began (a clock set wrong, or written by hand) waits: the

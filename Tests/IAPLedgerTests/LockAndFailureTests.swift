@@ -49,8 +49,16 @@ final class LockAndFailureTests: XCTestCase {
         XCTAssertThrowsError(try ws.run("2026-10-07")) { error in
             XCTAssertTrue("\(error)".contains("another iapledger command is in progress in this workspace"), "\(error)")
         }
-        XCTAssertThrowsError(try RunLock(url: ws.workspace.lockURL, command: "close"))
+        XCTAssertThrowsError(try RunLock(url: ws.workspace.lockURL, command: "close")) {
+            XCTAssertTrue("\($0)".contains(".iapledger-tmp/ is held; .iapledger.lock was deleted while it ran, or another program locks that folder)"), "\($0)")
+        }
         held.release()
+        // The workspace folder locked by the scheduler (`flock -n <workspace> iapledger run`):
+        // no matter (the lock on that folder refused every night).
+        let folder = open(ws.root.path, O_RDONLY | O_DIRECTORY)
+        XCTAssertGreaterThanOrEqual(folder, 0)
+        defer { close(folder) }
+        XCTAssertEqual(flock(folder, LOCK_EX | LOCK_NB), 0)
         XCTAssertEqual(try ws.run("2026-10-07").counts.entriesPosted, 1, "free once released")
     }
 

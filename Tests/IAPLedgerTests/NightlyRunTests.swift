@@ -274,7 +274,7 @@ final class NightlyRunTests: XCTestCase {
         let again = try ws.run("2026-10-04")
         XCTAssertEqual(again.runId, 2)
         let info = try XLSXReader.sheets(again.workbooks[0])["Run Info"]!
-        XCTAssertEqual(info.first { $0.first == "Earlier runs as of this date" }?[1], "run 1 (1 entries posted, 1 files read)")
+        XCTAssertEqual(info.first { $0.first == "Earlier runs as of this date" }?[1], "run 1 (1 entries posted in both books, 1 files read)")
         let files = info.compactMap(\.first).filter { $0.hasPrefix("inbox/") || $0.hasPrefix("Read by run") }
         XCTAssertEqual(files, ["inbox/receipts/b.jsonl", "Read by run 1, as of this date too, before run 2:", "inbox/receipts/a.jsonl"])
         // A night of its own date lists none.
