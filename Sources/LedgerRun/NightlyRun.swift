@@ -1013,7 +1013,7 @@ struct PreparedFile {
                 if rows.count(parsed) != nil { records += 1 }
             } else if let row = rows.orderAndText(parsed) {
                 records += 1
-                if let id = row.orderId { ends.note(orderId: id, sha256: Hashing.sha256Hex(utf8: row.raw)) }
+                if let id = row.orderId, !row.endsFile { ends.note(orderId: id, sha256: Hashing.sha256Hex(utf8: row.raw)) }
             }
         }
         _ = rows.finish()
@@ -1614,7 +1614,7 @@ struct Ingest {
                 let sha = Hashing.sha256Hex(utf8: row.raw)
                 if isNew(sha, endsFile: row.endsFile) {
                     fresh += 1
-                    if let id = row.orderId { ends.note(orderId: id, sha256: sha) }
+                    if let id = row.orderId, !row.endsFile { ends.note(orderId: id, sha256: sha) }
                 }
             }
             guard again.sha256 == input.sha256, again.sizeBytes == input.sizeBytes else { throw rewritten }
@@ -1787,7 +1787,7 @@ struct Ingest {
         let resent = try writer.fileReadBefore(sha256: input.sha256, otherThan: input.path)
         let (fileId, fresh) = try addFile(input, hashes: hashes, seen: seen) { rows[$0].endsFile }
         var ends = OrderFileEnds()
-        for i in fresh { if let id = rows[i].orderId { ends.note(orderId: id, sha256: hashes[i]) } }
+        for i in fresh { if let id = rows[i].orderId, !rows[i].endsFile { ends.note(orderId: id, sha256: hashes[i]) } }
         var file = try OrdersFile(self, input: input, fileId: fileId, resent: resent, header: header, ends: ends)
         defer { ordersBroughtBack += file.broughtBack }
         for i in fresh { try orderRow(rows[i], raw: texts[i], sha: hashes[i], file: &file) }
@@ -1843,7 +1843,10 @@ struct Ingest {
     /// Where an orders file leaves each order: the SHA-256 of the last new row naming each order,
     /// whatever it holds (a look ahead over the file, told before its rows are stored: a big
     /// file's values are not checked twice; a row refused is none the order's versions repeat,
-    /// so it only stops the look ahead, which `verify` asks no more of). Kept small for a file
+    /// so it only stops the look ahead, which `verify` asks no more of), but the file's last
+    /// line when no line end follows it (a line cut short while the file was written: which
+    /// order it names is told only once it is whole, and a file read whole and one read a part
+    /// at a time would tell it otherwise). Kept small for a file
     /// of a million orders: a 64-bit hash of the order id, the hash's first 64 bits. Two ids of
     /// one key only lose the look ahead (a row of one order is not the latest of another); a
     /// false match, one in 2^64, is named by `verify`, which compares whole hashes.

@@ -379,7 +379,7 @@ public enum PeriodReport {
             for i in files.indices where !files[i].kept {
                 guard let before = try? ledger.read({ try $0.reportFiles(path: workspace.relative(files[i].url)) }).last,
                       let (sha, _) = try? LineReader.hash(files[i].url.path) else { continue }
-                let by = before.runId.map { "the night of run \($0)" } ?? "`iapledger report`"
+                let by = before.runId.map { "the night of run \($0)" } ?? "`iapledger report` (or `close`)"
                 // A file there that was not that version (kept aside, said apart) is not called
                 // the one this replaces: this one is only compared with the version registered.
                 let replaced = files[i].keptAside == nil

@@ -117,7 +117,7 @@ public enum TraceOutput {
             let month = String((folder as NSString).lastPathComponent.prefix(7))
             let again = "`iapledger report --period \(month)` writes it again"
             func described(_ f: RegisteredReportFile) -> String {
-                "written at \(f.writtenAt) by \(f.runId.map { "night run \($0)" } ?? "`iapledger report`")"
+                "written at \(f.writtenAt) by \(f.runId.map { "night run \($0)" } ?? "`iapledger report` (or `close`)")"
             }
             p.written = FileManager.default.fileExists(atPath: url.path)
             let last = try reader.reportFiles(path: p.workbook).last

@@ -905,7 +905,7 @@ extension Verify {
                       + (relative.hasPrefix("reports/") ? " (or written in place by a night stopped before it registered its files: running that night again, or `iapledger report --as-of` its date, writes and registers it)" : ""))
             }
             for f in found {
-                print("\(TerminalText.visible(path)): written as \(TerminalText.visible(f.path)) at \(f.writtenAt) by \(f.runId.map { "night run \($0)" } ?? "`iapledger report`") (SHA-256 \(sha))")
+                print("\(TerminalText.visible(path)): written as \(TerminalText.visible(f.path)) at \(f.writtenAt) by \(f.runId.map { "night run \($0)" } ?? "`iapledger report` (or `close`)") (SHA-256 \(sha))")
                 // Genuine, and superseded: iapledger wrote that path again since (a month-end set
                 // written again with entries posted since, say).
                 if relative != f.path,

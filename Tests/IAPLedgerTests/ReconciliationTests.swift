@@ -361,6 +361,15 @@ final class ReconciliationTests: XCTestCase {
         XCTAssertEqual(again.counts.repeatedOrderLines, 2)
         XCTAssertEqual(try versions("ord-x").count, 4)
         try verifyOK("grown again")
+        // An export caught while being written, its last line cut short (no line end): that
+        // line names no order to the look ahead (a file read whole and one read a part at a
+        // time told it otherwise), so the lines before it still leave the order as it stands.
+        try ws.write("inbox/orders/export-cut.csv", Self.header + credit + "\n" + credit + "2026-10-12T09:00:00Z\n" + "ord-x,acct-1,cx1,coi")
+        let cut = try ws.run("2026-10-15")
+        XCTAssertEqual(cut.counts.repeatedOrderLines, 2)
+        XCTAssertEqual(cut.counts.rejected, 1, "the cut line")
+        XCTAssertEqual(try versions("ord-x").count, 4)
+        try verifyOK("cut")
     }
 
     /// A sandbox purchase credited twice in production: its amount (a test sale's, which nobody

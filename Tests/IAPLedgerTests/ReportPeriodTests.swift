@@ -348,7 +348,7 @@ final class ReportPeriodTests: XCTestCase {
         // finance to look for a change that never was).
         try TestWorkspace.appendText(ws.root.appendingPathComponent("iapledger.toml"), "\n[reports]\njournal_row_cap = 1\n")
         let layoutOnly = try XCTUnwrap(try PeriodReport.write(workspace: ws.workspace, period: Month(iso: "2026-10")!).files.first { $0.url == october }?.earlier)
-        XCTAssertTrue(layoutOnly.contains(" by `iapledger report`, which it replaces: no night ran and no month was closed since, so the layouts, the config (the journal cap) or iapledger's version changed since"), layoutOnly)
+        XCTAssertTrue(layoutOnly.contains(" by `iapledger report` (or `close`), which it replaces: no night ran and no month was closed since, so the layouts, the config (the journal cap) or iapledger's version changed since"), layoutOnly)
         // A night between two reports, in the same second as the first (stamped to the second,
         // it was taken for one before it): counted.
         try ws.run("2026-11-03")

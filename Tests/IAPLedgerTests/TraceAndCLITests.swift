@@ -960,7 +960,7 @@ final class TraceAndCLITests: XCTestCase {
         // Deleted: trace says iapledger wrote it and it is gone (not "not written yet").
         try FileManager.default.removeItem(at: finance)
         let trace = try cli(["trace", "4401", "--workspace", ws.root.path])
-        XCTAssertTrue(trace.out.contains("reports/2026-10-31/finance-2026-10-31.xlsx, sheet Journal, rows ") && trace.out.contains("(missing: iapledger wrote it (written at ") && trace.out.contains("by `iapledger report`, SHA-256 \(versions[1].sha256)), and it is no longer under reports/: moved or deleted since"), trace.out)
+        XCTAssertTrue(trace.out.contains("reports/2026-10-31/finance-2026-10-31.xlsx, sheet Journal, rows ") && trace.out.contains("(missing: iapledger wrote it (written at ") && trace.out.contains("by `iapledger report` (or `close`), SHA-256 \(versions[1].sha256)), and it is no longer under reports/: moved or deleted since"), trace.out)
     }
 
     /// The README's trace example is only an example: a demo's ids change with its as-of date.
@@ -1116,7 +1116,7 @@ final class TraceAndCLITests: XCTestCase {
         let moved = try cli(["trace", sale, "--format", "json", "--workspace", dir.path]).out
         let movedPlacement = try XCTUnwrap(((try JSONSerialization.jsonObject(with: Data(moved.utf8)) as! [String: Any])["reports"] as! [[String: Any]]).first)
         XCTAssertEqual(movedPlacement["rows"] as? [Int], asWritten)
-        XCTAssertEqual(movedPlacement["rows_note"] as? String, "rows as this file has them, its header on row 4: the layouts changed since it was written (written at \(try XCTUnwrap(try Ledger(path: dir.appendingPathComponent("ledger.sqlite").path, readOnly: true).read { try $0.reportFiles(path: "reports/2026-08-31/finance-2026-08-31.xlsx").last?.writtenAt })) by `iapledger report`); written now, its header would be on row 5 and these rows 1 down; `iapledger report --period 2026-08` writes it again")
+        XCTAssertEqual(movedPlacement["rows_note"] as? String, "rows as this file has them, its header on row 4: the layouts changed since it was written (written at \(try XCTUnwrap(try Ledger(path: dir.appendingPathComponent("ledger.sqlite").path, readOnly: true).read { try $0.reportFiles(path: "reports/2026-08-31/finance-2026-08-31.xlsx").last?.writtenAt })) by `iapledger report` (or `close`)); written now, its header would be on row 5 and these rows 1 down; `iapledger report --period 2026-08` writes it again")
         XCTAssertEqual(try cli(["report", "--period", "2026-08", "--workspace", dir.path]).status, 0)
         let rewritten = try cli(["trace", sale, "--format", "json", "--workspace", dir.path]).out
         let newPlacement = try XCTUnwrap(((try JSONSerialization.jsonObject(with: Data(rewritten.utf8)) as! [String: Any])["reports"] as! [[String: Any]]).first)
