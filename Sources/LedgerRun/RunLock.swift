@@ -24,7 +24,7 @@ public final class RunLock {
         }
         // The folder first: held by another, the lock is taken (whatever became of the file).
         let temp = url.deletingLastPathComponent().appendingPathComponent(".iapledger-tmp")
-        if mkdir(temp.path, 0o755) != 0 && errno != EEXIST { /* the file's lock alone */ }
+        _ = mkdir(temp.path, 0o755)   // there already, or not to be made: then the file's lock alone
         var dir = open(temp.path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         var taken = false
         if dir >= 0 && flock(dir, LOCK_EX | LOCK_NB) != 0 {

@@ -292,7 +292,7 @@ public enum XLSXWriter {
     /// A column `w` characters wide is `7w + 5` pixels (Excel's default font); a landscape
     /// page holds its width less 0.7-inch margins, at 96 pixels an inch.
     static func pagesWide(_ widths: [Int], paper: PaperSize) -> Int {
-        let pixels = widths.reduce(0) { $0 + 7 * $1 + 5 }
+        let pixels = widths.reduce(0) { $0 + columnPixels($1) }
         let page = pagePixels(paper)
         guard pixels * 7 > page * 10 else { return 1 }
         return min(3, max(2, (pixels * 85 / 100 + page - 1) / page))
@@ -304,7 +304,7 @@ public enum XLSXWriter {
     static func noteColumns(_ widths: [Int], paper: PaperSize) -> Int {
         let wide = pagesWide(widths, paper: paper)
         guard wide > 1 else { return widths.count }
-        let pixels = widths.map { 7 * $0 + 5 }, total = pixels.reduce(0, +)
+        let pixels = widths.map(columnPixels), total = pixels.reduce(0, +)
         // The first page's width in the sheet's pixels, at the scale the pages print at.
         let room = max(pagePixels(paper), total / wide)
         var n = 0, used = 0
@@ -315,6 +315,9 @@ public enum XLSXWriter {
         }
         return max(1, n)
     }
+
+    /// A column `width` characters wide, in pixels (Excel's default font).
+    static func columnPixels(_ width: Int) -> Int { 7 * width + 5 }
 
     /// The width of a landscape page of `paper` less 0.7-inch margins, in pixels (96 an inch).
     static func pagePixels(_ paper: PaperSize) -> Int {
