@@ -108,14 +108,16 @@ public enum TraceOutput {
     /// the registration of the last version iapledger wrote there, if it wrote one; and each
     /// whose file may not hold the rows said (`stale`): the rows are placed from the ledger,
     /// the journal cap and the layouts as they are now, which the file on disk need not be.
-    public static func checked(_ t: TransactionTrace, in workspace: Workspace, reader: LedgerReader) throws -> TransactionTrace {
+    /// - Parameter argument: ` --workspace <folder>` when the command was given one, for the
+    ///   commands its notes tell to run (pasted from another folder, they would find no ledger).
+    public static func checked(_ t: TransactionTrace, in workspace: Workspace, reader: LedgerReader, argument: String = "") throws -> TransactionTrace {
         var t = t
         t.reports = try t.reports.map { p in
             var p = p
             let url = workspace.root.appendingPathComponent(p.workbook)
             let folder = (p.workbook as NSString).deletingLastPathComponent
             let month = String((folder as NSString).lastPathComponent.prefix(7))
-            let again = "`iapledger report --period \(month)` writes it again"
+            let again = "`iapledger report --period \(month)\(argument)` writes it again"
             func described(_ f: RegisteredReportFile) -> String {
                 "written at \(f.writtenAt) by \(f.runId.map { "night run \($0)" } ?? "`iapledger report` (or `close`)")"
             }
@@ -131,7 +133,7 @@ public enum TraceOutput {
             } else if let last {
                 let onDisk = try? LineReader.hash(url.path).sha256
                 if onDisk != last.sha256 {
-                    p.stale = "changed since iapledger last wrote it (\(described(last))): `iapledger verify --workbook \(p.workbook)` says more; \(again)"
+                    p.stale = "changed since iapledger last wrote it (\(described(last))): `\(verifyCommand(p.workbook, workspace, argument))` says more; \(again)"
                 } else if let book = t.book, let setDay = Day(iso: String((folder as NSString).lastPathComponent)),
                           case let later = try reader.entriesPosted(after: last, book: book, from: setDay.month.firstDay, through: setDay), later > 0 {
                     p.stale = "\(described(last)), before \(later) entr\(later == 1 ? "y" : "ies") of its month posted since: the rows are those it has when written again; \(again)"
@@ -152,9 +154,17 @@ public enum TraceOutput {
         return t
     }
 
-    public static func checked(_ o: OrderTrace, in workspace: Workspace, reader: LedgerReader) throws -> OrderTrace {
+    /// The `verify --workbook` command for the workbook at `path` (relative to the workspace),
+    /// to paste where the trace was run: the file named from the workspace when no
+    /// `--workspace` was given, else by its full path (`verify` reads it from the current folder).
+    static func verifyCommand(_ path: String, _ workspace: Workspace, _ argument: String) -> String {
+        let file = argument.isEmpty ? path : workspace.root.appendingPathComponent(path).standardizedFileURL.path
+        return "iapledger verify --workbook \(ShellWord.quoted(file))\(argument)"
+    }
+
+    public static func checked(_ o: OrderTrace, in workspace: Workspace, reader: LedgerReader, argument: String = "") throws -> OrderTrace {
         var o = o
-        o.transaction = try o.transaction.map { try checked($0, in: workspace, reader: reader) }
+        o.transaction = try o.transaction.map { try checked($0, in: workspace, reader: reader, argument: argument) }
         return o
     }
 
@@ -169,6 +179,8 @@ public enum TraceOutput {
         /// The ledger's registrations, to tell a workbook that is not the one iapledger last
         /// wrote at its path (nil: not looked at).
         var reader: LedgerReader? = nil
+        /// ` --workspace <folder>` for the commands its notes name (empty: none was given).
+        var argument = ""
         /// Each workbook's finding, by path, once hashed.
         let seen = StaleCache()
 
@@ -181,7 +193,7 @@ public enum TraceOutput {
             var said: String? = nil
             if let reader, let last = try? reader.reportFiles(path: path).last,
                let onDisk = try? LineReader.hash(workspace.root.appendingPathComponent(path).path).sha256, onDisk != last.sha256 {
-                said = "changed since iapledger last wrote it (at \(last.writtenAt)): `iapledger verify --workbook \(path)` says more"
+                said = "changed since iapledger last wrote it (at \(last.writtenAt)): `\(TraceOutput.verifyCommand(path, workspace, argument))` says more"
             }
             seen.byPath[path] = .some(said)
             return said
@@ -243,18 +255,18 @@ public enum TraceOutput {
 
     /// The trace with the lists of the last night's set (as of `asOf`) where its open items
     /// are rows (`Lists`); none before a first night, or when the layouts cannot be read.
-    public static func listed(_ t: TransactionTrace, asOf: Day?, layouts: ReportLayouts?, workspace: Workspace, reader: LedgerReader? = nil) -> TransactionTrace {
+    public static func listed(_ t: TransactionTrace, asOf: Day?, layouts: ReportLayouts?, workspace: Workspace, reader: LedgerReader? = nil, argument: String = "") -> TransactionTrace {
         guard let asOf, let layouts else { return t }
         var t = t
-        t.listed = Lists(asOf: asOf, layouts: layouts, workspace: workspace, reader: reader).transaction(t)
+        t.listed = Lists(asOf: asOf, layouts: layouts, workspace: workspace, reader: reader, argument: argument).transaction(t)
         return t
     }
 
-    public static func listed(_ o: OrderTrace, asOf: Day?, layouts: ReportLayouts?, workspace: Workspace, reader: LedgerReader? = nil) -> OrderTrace {
+    public static func listed(_ o: OrderTrace, asOf: Day?, layouts: ReportLayouts?, workspace: Workspace, reader: LedgerReader? = nil, argument: String = "") -> OrderTrace {
         guard let asOf, let layouts else { return o }
         var o = o
         o.transaction = o.transaction.map { listed($0, asOf: asOf, layouts: layouts, workspace: workspace, reader: reader) }
-        let lists = Lists(asOf: asOf, layouts: layouts, workspace: workspace, reader: reader)
+        let lists = Lists(asOf: asOf, layouts: layouts, workspace: workspace, reader: reader, argument: argument)
         // Its own open exceptions (a credit naming no transaction is the order's alone) and its
         // lines refused and not settled; the transaction's are listed under it.
         let own = o.exceptions.filter { x in !(o.transaction?.exceptions.contains { $0.category == x.category && $0.order_id == x.order_id && $0.transaction_id == x.transaction_id } ?? false) }
@@ -263,10 +275,10 @@ public enum TraceOutput {
         return o
     }
 
-    public static func listed(_ r: RecordTrace, asOf: Day?, layouts: ReportLayouts?, workspace: Workspace, reader: LedgerReader? = nil) -> RecordTrace {
+    public static func listed(_ r: RecordTrace, asOf: Day?, layouts: ReportLayouts?, workspace: Workspace, reader: LedgerReader? = nil, argument: String = "") -> RecordTrace {
         guard let asOf, let layouts else { return r }
         var r = r
-        let lists = Lists(asOf: asOf, layouts: layouts, workspace: workspace, reader: reader)
+        let lists = Lists(asOf: asOf, layouts: layouts, workspace: workspace, reader: reader, argument: argument)
         // One row per outcome at that FILE:LINE (several versions of the file may hold one open).
         r.listed = Set(r.records.filter { $0.outcome != "verified" && $0.resolved_on == nil }.map(\.outcome)).sorted()
             .compactMap { lists.record(path: r.path, line: r.line, outcome: $0) }

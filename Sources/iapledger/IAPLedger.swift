@@ -738,8 +738,8 @@ struct Trace: ParsableCommand {
                 }
                 if var t = try r.traceTransaction(id, asOf: asOf, withText: sourceText) {
                     if let layouts { t = TraceOutput.placed(t, layouts: layouts, journalRowCap: config.journalRowCap) }
-                    t = try withTenure(TraceOutput.checked(t, in: workspace, reader: r))
-                    t = TraceOutput.listed(t, asOf: asOf, layouts: layouts, workspace: workspace, reader: r)
+                    t = try withTenure(TraceOutput.checked(t, in: workspace, reader: r, argument: ws.argument))
+                    t = TraceOutput.listed(t, asOf: asOf, layouts: layouts, workspace: workspace, reader: r, argument: ws.argument)
                     return format == .json ? TraceOutput.json(t) : TraceOutput.text(t, workspace: ws.argument)
                 }
                 // An order's trace, and the transaction it names, as a transaction's is shown.
@@ -747,8 +747,8 @@ struct Trace: ParsableCommand {
                     var o = order
                     o.transaction = try o.transaction.map(withTenure)
                     if let layouts { o = TraceOutput.placed(o, layouts: layouts, journalRowCap: config.journalRowCap) }
-                    o = try TraceOutput.checked(o, in: workspace, reader: r)
-                    o = TraceOutput.listed(o, asOf: asOf, layouts: layouts, workspace: workspace, reader: r)
+                    o = try TraceOutput.checked(o, in: workspace, reader: r, argument: ws.argument)
+                    o = TraceOutput.listed(o, asOf: asOf, layouts: layouts, workspace: workspace, reader: r, argument: ws.argument)
                     return format == .json ? TraceOutput.json(o) : TraceOutput.text(o, workspace: ws.argument)
                 }
                 if let o = try r.traceOrder(id, asOf: asOf, withText: sourceText) { return try shown(o) }
@@ -759,7 +759,7 @@ struct Trace: ParsableCommand {
                 if let line = target.line, line > 0 {
                     for path in [target.path] + (target.fromCurrentFolder.map { [$0] } ?? []) {
                         if var t = try r.traceRecord(path: path, line: line, withText: sourceText) {
-                            t = TraceOutput.listed(t, asOf: asOf, layouts: layouts, workspace: workspace, reader: r)
+                            t = TraceOutput.listed(t, asOf: asOf, layouts: layouts, workspace: workspace, reader: r, argument: ws.argument)
                             return format == .json ? TraceOutput.json(t) : TraceOutput.text(t, workspace: ws.argument)
                         }
                     }

@@ -88,12 +88,13 @@ enum Resilience {
 
     /// Runs the built `iapledger` (or another built `binary`) with extra environment
     /// variables; output read to the end.
-    static func cli(_ args: [String], environment extra: [String: String] = [:], binary: URL = TraceAndCLITests.binary) throws
+    static func cli(_ args: [String], environment extra: [String: String] = [:], binary: URL = TraceAndCLITests.binary, in folder: URL? = nil) throws
         -> (status: Int32, reason: Process.TerminationReason, out: String, err: String) {
         guard FileManager.default.fileExists(atPath: binary.path) else { throw XCTSkip("iapledger binary not built at \(binary.path)") }
         let p = Process()
         p.executableURL = binary
         p.arguments = args
+        if let folder { p.currentDirectoryURL = folder }
         var env = ProcessInfo.processInfo.environment
         for (k, v) in extra { env[k] = v }
         p.environment = env

@@ -75,7 +75,14 @@ final class TraceAndCLITests: XCTestCase {
         try FileManager.default.copyItem(at: ws.root.appendingPathComponent("reports/2026-10-07/finance-2026-10-07.xlsx"), to: reconciliation)
         let copied = try cli(["trace", "9801", "--workspace", ws.root.path]).out
         XCTAssertTrue(copied.contains("sheet Pending: the row whose Record / transaction is 9801 (its sale, waiting) (the file there is changed since iapledger last wrote it (at "), copied)
-        XCTAssertTrue(copied.contains("`iapledger verify --workbook reports/2026-10-07/reconciliation-2026-10-07.xlsx` says more)"), copied)
+        // The command to run, with the workspace given to trace, pasted from any folder: the
+        // file by its full path (verify reads it from the current folder), and the workspace.
+        let root = ShellWord.quoted(ws.root.standardizedFileURL.path)
+        XCTAssertTrue(copied.contains("`iapledger verify --workbook \(ShellWord.quoted(reconciliation.standardizedFileURL.path)) --workspace \(root)` says more)"), copied)
+        XCTAssertEqual(try cli(["verify", "--workbook", reconciliation.standardizedFileURL.path, "--workspace", ws.root.path]).out.contains("written as reports/2026-10-07/finance-2026-10-07.xlsx"), true)
+        // Run from inside the workspace, without --workspace: the path from there.
+        let inside = try cli(["trace", "9801"], in: ws.root).out
+        XCTAssertTrue(inside.contains("`iapledger verify --workbook reports/2026-10-07/reconciliation-2026-10-07.xlsx` says more)"), inside)
         XCTAssertTrue(try listed("9801").first?["stale"] is String)
         try kept.write(to: reconciliation)
         XCTAssertTrue(try listed("9801").allSatisfy { $0["stale"] == nil })
@@ -351,8 +358,8 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertTrue(help.out.contains("(default: the current folder)") && !help.out.contains("(default: .)"), help.out)
     }
 
-    func cli(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
-        let r = try Resilience.cli(args)
+    func cli(_ args: [String], in folder: URL? = nil) throws -> (status: Int32, out: String, err: String) {
+        let r = try Resilience.cli(args, in: folder)
         return (r.status, r.out, r.err)
     }
 
@@ -1095,7 +1102,7 @@ final class TraceAndCLITests: XCTestCase {
         let kept = try Data(contentsOf: finance)
         try Data(contentsOf: dir.appendingPathComponent("reports/2026-08-31/sandbox-2026-08-31.xlsx")).write(to: finance)
         let changed = try cli(["trace", sale, "--workspace", dir.path]).out
-        XCTAssertTrue(changed.contains("(changed since iapledger last wrote it (written at ") && changed.contains("`iapledger verify --workbook reports/2026-08-31/finance-2026-08-31.xlsx` says more; `iapledger report --period 2026-08` writes it again)"), changed)
+        XCTAssertTrue(changed.contains("(changed since iapledger last wrote it (written at ") && changed.contains("`iapledger verify --workbook \(ShellWord.quoted(finance.standardizedFileURL.path)) --workspace \(ShellWord.quoted(dir.standardizedFileURL.path))` says more; `iapledger report --period 2026-08 --workspace \(ShellWord.quoted(dir.standardizedFileURL.path))` writes it again)"), changed)
         try kept.write(to: finance)
         // A layout that renamed the Journal sheet since the set was written: trace names a
         // sheet the file has not, and says so.
@@ -1116,7 +1123,7 @@ final class TraceAndCLITests: XCTestCase {
         let moved = try cli(["trace", sale, "--format", "json", "--workspace", dir.path]).out
         let movedPlacement = try XCTUnwrap(((try JSONSerialization.jsonObject(with: Data(moved.utf8)) as! [String: Any])["reports"] as! [[String: Any]]).first)
         XCTAssertEqual(movedPlacement["rows"] as? [Int], asWritten)
-        XCTAssertEqual(movedPlacement["rows_note"] as? String, "rows as this file has them, its header on row 4: the layouts changed since it was written (written at \(try XCTUnwrap(try Ledger(path: dir.appendingPathComponent("ledger.sqlite").path, readOnly: true).read { try $0.reportFiles(path: "reports/2026-08-31/finance-2026-08-31.xlsx").last?.writtenAt })) by `iapledger report` (or `close`)); written now, its header would be on row 5 and these rows 1 down; `iapledger report --period 2026-08` writes it again")
+        XCTAssertEqual(movedPlacement["rows_note"] as? String, "rows as this file has them, its header on row 4: the layouts changed since it was written (written at \(try XCTUnwrap(try Ledger(path: dir.appendingPathComponent("ledger.sqlite").path, readOnly: true).read { try $0.reportFiles(path: "reports/2026-08-31/finance-2026-08-31.xlsx").last?.writtenAt })) by `iapledger report` (or `close`)); written now, its header would be on row 5 and these rows 1 down; `iapledger report --period 2026-08 --workspace \(ShellWord.quoted(dir.standardizedFileURL.path))` writes it again")
         XCTAssertEqual(try cli(["report", "--period", "2026-08", "--workspace", dir.path]).status, 0)
         let rewritten = try cli(["trace", sale, "--format", "json", "--workspace", dir.path]).out
         let newPlacement = try XCTUnwrap(((try JSONSerialization.jsonObject(with: Data(rewritten.utf8)) as! [String: Any])["reports"] as! [[String: Any]]).first)
@@ -1130,7 +1137,7 @@ final class TraceAndCLITests: XCTestCase {
         // export, which the set as written has not (it said "not written yet").
         try TestWorkspace.appendText(dir.appendingPathComponent("iapledger.toml"), "\n[reports]\njournal_row_cap = 5\n")
         let capped = try cli(["trace", sale, "--workspace", dir.path]).out
-        XCTAssertTrue(capped.contains("reports/2026-08-31/journal-2026-08-31.csv.gz, sheet (CSV, line 1 the header), rows ") && capped.contains("(not in the set as iapledger wrote it (written at ") && capped.contains("the entries posted since, or a change of the journal cap or the layouts, place these rows elsewhere now; `iapledger report --period 2026-08` writes it again)"), capped)
+        XCTAssertTrue(capped.contains("reports/2026-08-31/journal-2026-08-31.csv.gz, sheet (CSV, line 1 the header), rows ") && capped.contains("(not in the set as iapledger wrote it (written at ") && capped.contains("the entries posted since, or a change of the journal cap or the layouts, place these rows elsewhere now; `iapledger report --period 2026-08 --workspace \(ShellWord.quoted(dir.standardizedFileURL.path))` writes it again)"), capped)
         XCTAssertFalse(capped.contains("not written yet"), capped)
     }
 
