@@ -395,6 +395,16 @@ func printReportFiles(_ r: NightlyRun.Result) {
 }
 
 /// One file of a set under `reports/`: written, or kept as it was.
+/// The files a set written again (`report`, `close`) wrote, each with what it replaced: the
+/// version registered at its path before, the same bytes or other (and why), or a file kept aside.
+func printReportFiles(_ files: [ReportFile]) {
+    for f in files {
+        printReportFile(f.url, kept: f.kept)
+        if let note = f.keptAsideNote { print("    " + TerminalText.visible(note)) }
+        if let earlier = f.earlier { print("    " + earlier) }
+    }
+}
+
 func printReportFile(_ url: URL, kept: Bool) {
     let path = TerminalText.visible(url.path)
     print(kept ? "  kept \(path) (its entries and columns unchanged since it was written)" : "  wrote \(path)")
@@ -525,7 +535,7 @@ struct Close: ParsableCommand {
                         throw StoreError(message: "the close is recorded, but the set of \(closed) (written while it was open, and saying so) could not be written again: \(error); `iapledger report --period \(closed)\(ws.argument)` writes it")
                     }
                     print("  \(closed)'s set written again, closed (it said the month was open):")
-                    for f in written.files { printReportFile(f.url, kept: f.kept) }
+                    printReportFiles(written.files)
                     if let note = written.note { print("  note: the files were written, \(note)") }
                 }
             }
@@ -956,11 +966,7 @@ struct Report: ParsableCommand {
                 (written, title) = (try PeriodReport.write(workspace: Workspace(ws.url), period: month), month.description)
             }
             print("iapledger report \(title): the books as of \(written.asOf)")
-            for f in written.files {
-                printReportFile(f.url, kept: f.kept)
-                if let note = f.keptAsideNote { print("    " + TerminalText.visible(note)) }
-                if let earlier = f.earlier { print("    " + earlier) }
-            }
+            printReportFiles(written.files)
             if let note = written.note { print("  note: the files were written, \(note)") }
             else if let head = written.head {
                 print("  report files: \(head) (the registrations' chain head after these files; keep it: `iapledger verify --runs` shows it again)")

@@ -42,6 +42,12 @@ final class ReportPeriodTests: XCTestCase {
         XCTAssertEqual(close.status, 0, close.err)
         XCTAssertTrue(close.out.contains("  2026-10's set written again, closed (it said the month was open):\n  wrote \(ws.root.path)/reports/2026-10-31/finance-2026-10-31.xlsx"), close.out)
         XCTAssertFalse(close.out.contains("2026-09"), close.out)
+        // Each file is told against the version there before, as `report --period` tells it: the
+        // finance workbook changed (the month closed since), the reconciliation one did not (it
+        // was said "wrote", as though it were new).
+        XCTAssertTrue(close.out.contains("finance-2026-10-31.xlsx\n    other bytes than the version written "), close.out)
+        XCTAssertTrue(close.out.contains("a month was closed since"), close.out)
+        XCTAssertTrue(close.out.contains("reconciliation-2026-10-31.xlsx\n    the same bytes as the version written "), close.out)
         XCTAssertEqual(try closedThrough(), "2026-10")
         XCTAssertFalse(FileManager.default.fileExists(atPath: ws.root.appendingPathComponent("reports/2026-09-30").path))
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
