@@ -54,6 +54,38 @@ final class ReportPeriodTests: XCTestCase {
         XCTAssertEqual(try Resilience.cli(["verify", "--workbook", october.path, "--workspace", ws.root.path]).status, 0)
     }
 
+    /// A month the config closes (`[periods] closed_through`, recorded by a night): the night
+    /// writes its month-end set again, closed, as `close` does (it kept saying "still open" on
+    /// every page until `report --period` wrote it). Once: the next night leaves it.
+    func testANightWritesAgainTheSetOfAMonthTheConfigCloses() throws {
+        let ws = try TestWorkspace()
+        defer { ws.remove() }
+        try ws.write("inbox/receipts/a.jsonl", Receipt.response([Receipt.item("c1", purchased: "2026-10-20T10:00:00Z")]) + "\n")
+        try ws.run("2026-10-21")
+        try ws.run("2026-11-02")
+        let october = ws.root.appendingPathComponent("reports/2026-10-31/finance-2026-10-31.xlsx")
+        func closedThrough() throws -> String? { try XLSXReader.sheets(october)["Run Info"]?.first { $0.first == "Closed through" }?[1] }
+        func registrations() throws -> Int {
+            try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path, readOnly: true).read { try $0.reportFiles(path: "reports/2026-10-31/finance-2026-10-31.xlsx").count }
+        }
+        XCTAssertEqual(try closedThrough(), "no month closed")
+        let before = try registrations()
+        try ws.write("iapledger.toml", TestWorkspace.defaultConfig + "\n[periods]\nclosed_through = \"2026-10\"\n")
+        // A close is kept to the second: one recorded in the second the set was written counts
+        // as before it (as `close`, which writes the set again at once, needs).
+        Thread.sleep(forTimeInterval: 1.05)
+        try ws.run("2026-11-03")
+        XCTAssertEqual(try closedThrough(), "2026-10")
+        XCTAssertEqual(try registrations(), before + 1)
+        XCTAssertEqual(try XLSXReader.sheets(october)["Summary"]?.contains { $0.contains { $0.contains("still open") } }, false)
+        // The next night leaves it as it is.
+        try ws.run("2026-11-04")
+        XCTAssertEqual(try registrations(), before + 1)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: ws.root.appendingPathComponent("reports/2026-09-30").path))
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+        XCTAssertEqual(try Resilience.cli(["verify", "--workbook", october.path, "--workspace", ws.root.path]).status, 0)
+    }
+
     /// A sale of an earlier month, still open, that waited for its rule and is posted tonight:
     /// the night writes that month's set again when iapledger wrote it before, so that no set
     /// under reports/ leaves out what the ledger holds for its month (it stayed as written,
