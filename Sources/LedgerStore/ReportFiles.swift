@@ -117,8 +117,14 @@ extension LedgerReader {
               AND id > coalesce(?, (SELECT max(run_id) FROM report_file WHERE id < ?), 0)
               AND (? IS NOT NULL OR julianday(finished_at) >= julianday(substr(?, 1, 19) || 'Z'))
             """, arguments: [file.runId, file.id, file.runId, file.writtenAt]) ?? 0
-        let closes = try Int.fetchOne(db, sql: "SELECT count(*) FROM period_close WHERE julianday(closed_at) >= julianday(substr(?, 1, 19) || 'Z')",
-                                      arguments: [file.writtenAt]) ?? 0
+        // A close is kept to the second. One in the second a file not by a night was written is
+        // taken as before it: `close` writes its months' sets again at once (they were said to
+        // differ because "a month was closed since", by the close that wrote them).
+        let closes = try Int.fetchOne(db, sql: """
+            SELECT count(*) FROM period_close
+            WHERE julianday(closed_at) > julianday(substr(?1, 1, 19) || 'Z')
+               OR (?2 IS NOT NULL AND julianday(closed_at) = julianday(substr(?1, 1, 19) || 'Z'))
+            """, arguments: [file.writtenAt, file.runId]) ?? 0
         return (nights, closes)
     }
 

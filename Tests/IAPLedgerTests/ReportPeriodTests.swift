@@ -52,6 +52,14 @@ final class ReportPeriodTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: ws.root.appendingPathComponent("reports/2026-09-30").path))
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
         XCTAssertEqual(try Resilience.cli(["verify", "--workbook", october.path, "--workspace", ws.root.path]).status, 0)
+        // Written by the close, in the second it was recorded: a later `report --period` does not
+        // say the month was closed since (it did), only the night that ran since.
+        try ws.write("inbox/receipts/b.jsonl", Receipt.response([Receipt.item("c2", purchased: "2026-11-02T10:00:00Z")]) + "\n")
+        try ws.run("2026-11-03")
+        let again = try Resilience.cli(["report", "--period", "2026-10", "--workspace", ws.root.path])
+        XCTAssertEqual(again.status, 0, again.err)
+        XCTAssertTrue(again.out.contains("by `iapledger report` (or `close`)"), again.out)
+        XCTAssertFalse(again.out.contains("closed since"), again.out)
     }
 
     /// A month the config closes (`[periods] closed_through`, recorded by a night): the night
