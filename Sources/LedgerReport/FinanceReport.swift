@@ -106,8 +106,11 @@ public struct FinanceReport {
             return SheetRow([.text(e.transactionId), .text(e.orderId ?? ""), .text(e.accountId ?? ""), .text(e.productId ?? ""), amount,
                              .text(booked ? e.currency ?? "" : ""), .date(e.firstSeen), .text(resolved.map { "resolved \($0)" } ?? "open"), .text(e.detail)])
         }
+        // An empty list says so, as every list does: a header alone reads as data missing.
+        let none = SheetRow([.text("None: no sandbox transaction was credited by a production order on or before \(asOf)")]
+                            + Array(repeating: .empty, count: ReportSchema.creditedInProduction.count - 1))
         return SheetContent(key: "credited_in_production",
-                            tables: [TableBlock(key: "credits", columns: ReportSchema.creditedInProduction, rows: rows)])
+                            tables: [TableBlock(key: "credits", columns: ReportSchema.creditedInProduction, rows: rows.isEmpty ? [none] : rows)])
     }
 
     /// Every printed page's header says which books it is: for a set written after its date (a

@@ -242,6 +242,8 @@ final class ReportPeriodTests: XCTestCase {
         XCTAssertTrue(sandbox.contains { $0.first?.hasPrefix("Not reconciled: no night had run on or before 2026-10-31") == true }, "\(sandbox)")
         let sandboxNow = try XCTUnwrap(try XLSXReader.sheets(ws.root.appendingPathComponent("reports/2026-11-02/sandbox-2026-11-02.xlsx"))["Credited in Production"])
         XCTAssertFalse(sandboxNow.contains { $0.first?.hasPrefix("Not reconciled") == true })
+        // None credited: said in a row, as every empty list says it (a header alone).
+        XCTAssertTrue(sandboxNow.contains { $0.first == "None: no sandbox transaction was credited by a production order on or before 2026-11-02" }, "\(sandboxNow)")
         // The finance workbook's Run Info lists of records not posted and of findings say so
         // too, each in a row (they were a header alone); the night's own set says none open.
         let info = try XCTUnwrap(try XLSXReader.sheets(ws.root.appendingPathComponent("reports/2026-10-31/finance-2026-10-31.xlsx"))["Run Info"])
