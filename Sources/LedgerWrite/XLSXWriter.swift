@@ -298,23 +298,50 @@ public enum XLSXWriter {
         return min(3, max(2, (pixels * 85 / 100 + page - 1) / page))
     }
 
-    /// The columns a sheet's notes wrap within: all of them, or, on a sheet printed several
-    /// pages wide, those its first page holds (a note across every column was cut mid-line at
-    /// each page's edge).
-    static func noteColumns(_ widths: [Int], paper: PaperSize) -> Int {
+    /// How a sheet printed several pages wide is laid out: on how many pages, the leading
+    /// columns repeated on each (the first column, and the text or date columns after it, up to
+    /// three: a region's storefront, month and currency; the first alone left a second page of
+    /// figures whose rows said only their storefront), and the columns the first page surely
+    /// holds. Nil for a sheet printed one page wide.
+    ///
+    /// The pages are fitted, not broken at set columns: spreadsheets measure a column
+    /// differently (LibreOffice prints one a third wider than Excel), and each, fitting the
+    /// pages, scales by its own measure, where set breaks at a set scale fell elsewhere in one
+    /// of them. So the first page's columns are those within 85% of its share of the width.
+    struct PageLayout: Equatable {
+        var pages: Int
+        var repeated: Int
+        var firstPage: Int
+    }
+
+    static func pageLayout(_ widths: [Int], kinds: [Column.Kind], paper: PaperSize) -> PageLayout? {
         let wide = pagesWide(widths, paper: paper)
-        guard wide > 1 else { return widths.count }
-        let pixels = widths.map(columnPixels), total = pixels.reduce(0, +)
-        // The first page's width in the sheet's pixels, at the scale the pages print at.
-        let room = max(pagePixels(paper), total / wide)
+        guard wide > 1 else { return nil }
+        let pixels = widths.map(columnPixels), page = pagePixels(paper)
+        var repeated = 1
+        while repeated < min(3, widths.count - 1), repeated < kinds.count, kinds[repeated] == .text || kinds[repeated] == .date,
+              pixels.prefix(repeated + 1).reduce(0, +) * 4 <= page { repeated += 1 }
+        let lead = pixels.prefix(repeated).reduce(0, +), total = pixels.reduce(0, +)
+        let share = (total + lead * (wide - 1)) / wide * 85 / 100
         var n = 0, used = 0
         for p in pixels {
-            guard used + p <= room else { break }
+            guard used + p <= share else { break }
             used += p
             n += 1
         }
-        return max(1, n)
+        return PageLayout(pages: wide, repeated: repeated, firstPage: max(1, n))
     }
+
+    /// The columns a sheet's notes wrap within: all of them, or, on a sheet printed several
+    /// pages wide, those its first page holds (a note across every column was cut mid-line at
+    /// each page's edge).
+    static func noteColumns(_ widths: [Int], kinds: [Column.Kind], paper: PaperSize) -> Int {
+        guard let layout = pageLayout(widths, kinds: kinds, paper: paper) else { return widths.count }
+        return min(widths.count, layout.firstPage)
+    }
+
+    /// The kinds of the first table's columns (the sheet's body: what its leading columns are).
+    static func kinds(_ sheet: SheetModel) -> [Column.Kind] { sheet.tables.first?.columns.map(\.kind) ?? [] }
 
     /// A column `width` characters wide, in pixels (Excel's default font).
     static func columnPixels(_ width: Int) -> Int { 7 * width + 5 }
@@ -338,16 +365,18 @@ public enum XLSXWriter {
         for (i, w) in widths.enumerated() {
             worksheet_set_column(ws, lxw_col_t(i), lxw_col_t(i), Double(w), nil)
         }
-        // Printing: landscape, one page wide (two or three for a wide sheet, its first column
-        // repeated on each), header row repeated, sheet name and page numbers.
+        // Printing: landscape, one page wide (two or three for a wide sheet, the columns that
+        // say what a row is repeated on each page),
+        // header row repeated, sheet name and page numbers.
         worksheet_set_landscape(ws)
         worksheet_set_paper(ws, paperCode(paper))
-        let wide = pagesWide(widths, paper: paper)
-        worksheet_fit_to_pages(ws, UInt16(wide), 0)
-        if wide > 1 {
-            worksheet_repeat_columns(ws, 0, 0)
-            // Left to right, then down: a row's halves on facing pages.
+        if let layout = pageLayout(widths, kinds: kinds(sheet), paper: paper) {
+            worksheet_fit_to_pages(ws, UInt16(layout.pages), 0)
+            worksheet_repeat_columns(ws, 0, lxw_col_t(layout.repeated - 1))
+            // Left to right, then down: a row's parts on facing pages.
             worksheet_print_across(ws)
+        } else {
+            worksheet_fit_to_pages(ws, 1, 0)
         }
         worksheet_set_footer(ws, "&L&A&R&P / &N")
         // Every printed page says which workbook it is: the book and the as-of date.
@@ -367,7 +396,7 @@ public enum XLSXWriter {
         // Each note wraps within the columns the sheet's tables use (merged across them, as
         // high as its text needs): unwrapped, a long note ran past the last column and was cut
         // off where the sheet prints one page wide.
-        let span = max(1, noteColumns(widths, paper: paper))
+        let span = max(1, noteColumns(widths, kinds: kinds(sheet), paper: paper))
         // About 1.1 characters of the default font per unit of column width, 15 points a line.
         let perLine = max(20, widths.prefix(span).reduce(0, +) * 11 / 10)
         for line in sheet.subtitle {

@@ -48,6 +48,22 @@ final class JournalCapTests: XCTestCase {
         XCTAssertEqual(XLSXWriter.pagesWide(Array(repeating: 23, count: 12), paper: .a4), 2, "the Exceptions sheet's 274 characters")
         XCTAssertEqual(XLSXWriter.pagesWide(Array(repeating: 23, count: 12), paper: .a3), 1)
         XCTAssertEqual(XLSXWriter.pagesWide(Array(repeating: 60, count: 12), paper: .letter), 3)
+        // Each page after the first leads with the columns that say what a row is: the first and
+        // the text or date columns after it, up to three (a region's storefront, month and
+        // currency; the storefront alone left rows of figures with no month or currency), and
+        // the notes wrap within what the first page surely holds, whichever spreadsheet prints it.
+        let region = [10, 9, 9, 9, 13, 12, 13, 12, 13, 12, 13, 13, 12, 13, 15, 14, 13]
+        let regionKinds: [Column.Kind] = [.text, .text, .text, .integer] + Array(repeating: .money, count: 13)
+        let layout = try XCTUnwrap(XLSXWriter.pageLayout(region, kinds: regionKinds, paper: .a4))
+        XCTAssertEqual(layout.pages, 2)
+        XCTAssertEqual(layout.repeated, 3)
+        let firstPage = region.prefix(layout.firstPage).map(XLSXWriter.columnPixels).reduce(0, +)
+        let share = (region.map(XLSXWriter.columnPixels).reduce(0, +) + region.prefix(3).map(XLSXWriter.columnPixels).reduce(0, +)) / 2
+        XCTAssertTrue(firstPage <= share * 85 / 100 && firstPage > share / 2, "\(layout)")
+        XCTAssertEqual(XLSXWriter.noteColumns(region, kinds: regionKinds, paper: .a4), layout.firstPage)
+        XCTAssertEqual(XLSXWriter.noteColumns(region, kinds: regionKinds, paper: .a3), region.count, "one page wide: notes across every column")
+        // A money column second: the first column alone.
+        XCTAssertEqual(XLSXWriter.pageLayout(region, kinds: [.text] + Array(repeating: .money, count: 16), paper: .a4)?.repeated, 1)
         let ws = try TestWorkspace()
         defer { ws.remove() }
         try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("wp1", purchased: "2026-10-05T10:00:00Z")]) + "\n")
@@ -65,6 +81,11 @@ final class JournalCapTests: XCTestCase {
         let wide = try xml("xl/worksheets/sheet\(exceptions + 1).xml")
         XCTAssertTrue(wide.contains(#"fitToWidth="2""#) && wide.contains(#"pageOrder="overThenDown""#), wide)
         XCTAssertTrue(workbook.contains(#"<definedName name="_xlnm.Print_Titles" localSheetId="\#(exceptions)">Exceptions!$A:$A,Exceptions!$"#), workbook)
+        // The finance workbook's Revenue by Region: storefront, month and currency on each page.
+        let finance = try XCTUnwrap(Archive(url: try XCTUnwrap(r.workbooks.first { $0.lastPathComponent.hasPrefix("finance-") }), accessMode: .read))
+        var financeBook = Data()
+        _ = try finance.extract(try XCTUnwrap(finance["xl/workbook.xml"]), consumer: { financeBook.append($0) })
+        XCTAssertTrue(String(decoding: financeBook, as: UTF8.self).contains("'Revenue by Region'!$A:$C"), String(decoding: financeBook, as: UTF8.self))
         let narrow = try xml("xl/worksheets/sheet\(summary + 1).xml")
         XCTAssertFalse(narrow.contains("fitToWidth="), narrow)
         XCTAssertTrue(narrow.contains(#"fitToHeight="0""#), narrow)
