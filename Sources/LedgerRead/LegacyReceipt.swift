@@ -216,13 +216,14 @@ public enum LegacyReceiptParser {
         it.originalTransactionId = identifier("original_transaction_id")
         it.productId = identifier("product_id")
         it.quantity = d["quantity"]?.scalarOrShape
-        it.purchaseMs = date(d, "purchase_date").ms
+        let purchase = date(d, "purchase_date")
+        it.purchaseMs = purchase.ms
         // iOS 6 `expires_date` holds milliseconds; iOS 7 has `expires_date_ms`.
         // A cancellation or expiry there (not null, not empty) but no date: said, not taken for absent.
         let expires = date(d, "expires_date"), cancellation = date(d, "cancellation_date")
         it.expiresMs = expires.ms
         it.cancellationMs = cancellation.ms
-        it.badDate = cancellation.unreadable ?? expires.unreadable
+        it.badDate = purchase.unreadable ?? cancellation.unreadable ?? expires.unreadable
         it.cancellationReason = d["cancellation_reason"]?.scalarText
         it.appAccountToken = d["app_account_token"]?.scalarText
         it.webOrderLineItemId = d["web_order_line_item_id"]?.scalarText
@@ -246,6 +247,12 @@ public enum LegacyReceiptParser {
     /// `unreadable`, with its text.
     static func date<J: JSONReading>(_ d: J, _ name: String) -> (ms: Int64?, unreadable: LegacyItem.BadIdentifier?) {
         if let v = d[name + "_ms"]?.int64 { return (v, nil) }
+        // The milliseconds are the time (Apple's contract: use the `_ms` fields); there but not
+        // a number, they are said, not passed over for the text beside them: an item whose
+        // `purchase_date_ms` read "abc" or 1e400 was dated by its `purchase_date` without a word.
+        if let v = d[name + "_ms"], !v.isNull, let text = v.scalarOrShape, !text.isEmpty {
+            return (nil, .init(field: name + "_ms", text: text))
+        }
         if let s = d[name]?.scalarText, let v = Int64(s) ?? parseAppleDate(s) { return (v, nil) }
         // iOS 6 style receipts also carry `<name>_formatted` (`2017-09-27 15:09:30 Etc/GMT`).
         if let s = d[name + "_formatted"]?.scalarText, let v = parseAppleDate(s) { return (v, nil) }

@@ -172,6 +172,23 @@ public struct Audit {
                         fail("the files run \(runHeads[nextRun].runId) posted by, as kept, cannot be read: \(why)")
                     }
                 }
+                // A subscription's paid days, as its sale recorded them, are at most what its
+                // chain in the ledger could ever give before it: every earlier period counted,
+                // none refunded, no lapse (periods arriving later only add; refunds and lapses
+                // only take away). A rate rewritten with a made-up count ("has 400 paid days"),
+                // the figures and every hash after it, passed: the rules check takes the count
+                // as recorded.
+                if e.kind == .sale, let recorded = Self.recordedPaidDays(inReason: e.rules.commissionReason), recorded > 0,
+                   let t = try r.transaction(e.transactionId)?.observation, let original = t.originalTransactionId, !original.isEmpty {
+                    let chain = try r.subscriptionChain(book: t.book, originalTransactionId: original).map {
+                        SubscriptionTenure.ChainItem(purchaseMs: $0.observation.purchaseMs, expiresMs: $0.observation.expiresMs,
+                                                     freeTrial: $0.observation.isFreeTrial || $0.observation.priceMilliunits == 0)
+                    }
+                    let most = SubscriptionTenure.paidDays(before: t.purchaseMs, chain: chain, graceDays: Int.max)
+                    if recorded > most {
+                        fail("its commission reason records \(recorded) paid days of its subscription, but the subscription's transactions in the ledger give at most \(most) before it (every earlier period counted, none refunded, no lapse): the count, and the rate it gave, were written into the entry")
+                    }
+                }
                 if let closed = closedBefore, e.date.month.description <= closed.month {
                     fail("dated \(e.date), in a month closed (through \(closed.month)) when run \(closed.runId) committed before this entry was written: posted into a closed month, past the trigger that forbids it")
                 } else if nextRun < runHeads.count, let closed = runHeads[nextRun].closedThrough, e.date.month.description <= closed {
@@ -234,6 +251,15 @@ public struct Audit {
             for refund in try r.storedRefunds() {
                 if let why = try refundSupport(refund, reader: r, verifiers: verifiers) {
                     report.problems.append(Problem(entryId: nil, message: "transaction \(refund.transactionId): \(why)"))
+                }
+            }
+            // And the store's last word on a refund kept beside a transaction (a second refund, or
+            // a reversal again), which reconciliation reads (REFUNDED_STILL_CREDITED, NOT_CREDITED)
+            // and trace tells: one written in by hand passed, and trace told a refund no record
+            // reports.
+            for word in try r.storeRefundWords() {
+                if let why = try storeWordSupport(word, reader: r, verifiers: verifiers) {
+                    report.problems.append(Problem(entryId: nil, message: "transaction \(word.transactionId): \(why)"))
                 }
             }
             // Every stored refund of a posted sale has its refund entry: a night posts it before it
@@ -394,9 +420,30 @@ public struct Audit {
                     nextLink = try links.next()
                 }
             }
+            // And each link of a record that did not verify (or of a verified one with a refused
+            // item) to a transaction names one its text names: a link made up (a plain insert)
+            // listed a rejected receipt among another sale's sources, and one changed sent a
+            // record's transaction to another.
+            let unverifiedLinks = try r.unverifiedLinksByRecord()
+            var nextUnverified = try unverifiedLinks.next()
+            var unverifiedMadeUp: [String] = [], unverifiedMadeUpCount = 0
+            func checkUnverifiedLinks(before recordId: Int64, of current: (id: Int64, at: String, named: () -> Set<String>)? = nil) throws {
+                var named: Set<String>? = nil
+                while let l = nextUnverified, l.recordId < recordId || (l.recordId == current?.id) {
+                    if l.recordId == current?.id, named == nil { named = current!.named() }
+                    if l.recordId != current?.id || named?.contains(l.transactionId) != true {
+                        unverifiedMadeUpCount += 1
+                        if unverifiedMadeUp.count < 20 {
+                            unverifiedMadeUp.append("transaction \(l.transactionId) is linked to \(l.recordId == current?.id ? current!.at : l.at) as a record that named it (waiting for verification, rejected, or its item refused), but \(l.recordId == current?.id ? "that record's text does not name it" : "the ledger holds no such record"): made up or changed (trace lists it among the transaction's records, and reconciliation takes a credit of it as unverified)")
+                        }
+                    }
+                    nextUnverified = try unverifiedLinks.next()
+                }
+            }
             try r.forEachSourceRecordText { path, line, outcome, code, recordSHA, fileSHA, chunk, raw, kind, recordId, runId in
                 report.records += 1
                 try checkLinks(before: recordId)
+                try checkUnverifiedLinks(before: recordId, of: (recordId, "\(path):\(line)", { Self.namedTransactionIds(kind: kind, path: path, raw: raw ?? "") }))
                 guard let raw else {
                     report.problems.append(Problem(entryId: nil, message: "source record \(path):\(line): its text's chunk \(chunk ?? 0) cannot be read (not the compressed text of its recorded size): it was damaged or altered after it was read"))
                     return
@@ -453,9 +500,13 @@ public struct Audit {
                 report.problems.append(Problem(entryId: nil, message: "source record \(path):\(line): its stored text no longer hashes to the SHA-256 recorded when it was read (\(recordSHA)): it was changed after it was read"))
             }
             try checkLinks(before: Int64.max)
-            for m in notFirst + refundsMissing + linksMadeUp { report.problems.append(Problem(entryId: nil, message: m)) }
+            try checkUnverifiedLinks(before: Int64.max)
+            for m in notFirst + refundsMissing + linksMadeUp + unverifiedMadeUp { report.problems.append(Problem(entryId: nil, message: m)) }
             if linksMadeUpCount > linksMadeUp.count {
                 report.problems.append(Problem(entryId: nil, message: "and \(linksMadeUpCount - linksMadeUp.count) more links of transactions to records that do not report them"))
+            }
+            if unverifiedMadeUpCount > unverifiedMadeUp.count {
+                report.problems.append(Problem(entryId: nil, message: "and \(unverifiedMadeUpCount - unverifiedMadeUp.count) more links of transactions to records that do not name them"))
             }
             for m in notificationsMissing {
                 report.problems.append(Problem(entryId: nil, message: "notification \(m) is a verified record, but the ledger holds no notification of that UUID: deleted"))
@@ -865,6 +916,61 @@ public struct Audit {
             key.hasPrefix(prefix) && loaded.price(product: t.productId, storefront: String(key.dropFirst(prefix.count)), on: t.purchaseDay)?.price.isZero == true
         }
         return zero ? nil : "it has no price of its own and is no free trial, and rules/prices.csv prices \(t.productId) above 0 (or not at all) on \(t.purchaseDay) in every storefront"
+    }
+
+    /// Every transaction id a record's text names, as the night takes them from a record that
+    /// does not verify: a receipt response's items and its wrapper's `transaction_id`; a signed
+    /// record's payload (or its notification's transaction), unverified. None for an orders
+    /// line, or a text that no longer reads.
+    static func namedTransactionIds(kind: String, path: String, raw: String) -> Set<String> {
+        // As the ledger gives a stored id back: up to a NUL in it (an id a record made up, "\0..."
+        // read back as "").
+        Set(namedIds(kind: kind, path: path, raw: raw).map { String($0.unicodeScalars.prefix { $0 != "\0" }) })
+    }
+
+    private static func namedIds(kind: String, path: String, raw: String) -> Set<String> {
+        switch kind {
+        case "receipts":
+            guard let response = try? LegacyReceiptParser.parse(Substring(raw)) else { return [] }
+            return Set(response.items.compactMap(\.transactionId) + (response.wrapperTransactionId.map { [$0] } ?? []))
+        case "signed":
+            let ext = (path as NSString).pathExtension.lowercased()
+            guard let jws = Ingest.jws(in: RawRecord(line: 0, text: Substring(raw)), fileExtension: ext) else { return [] }
+            return Set(unverifiedTransactionIds(ofCompactJWS: jws))
+        default:
+            return []
+        }
+    }
+
+    /// Nil when a record of the transaction gives the store's last word kept beside it: for a
+    /// reversal (share 0), a stored REFUND_REVERSED notification of the transaction signed that
+    /// day (each notification row is checked against its record elsewhere); for a refund, a
+    /// source record reporting it refunded that day at that share (the night takes a share of
+    /// the day's refund from any record of that day). A word kept without its instant (a ledger
+    /// from before v31 took it from a finding) needs that finding.
+    func storeWordSupport(_ word: (transactionId: String, share: Int64, atMs: Int64?, said: Bool, reversalDays: [Day]),
+                          reader: LedgerReader, verifiers: RunVerifiers) throws -> String? {
+        let how = word.share == 0 ? "reversed again" : word.share == 100_000 ? "refunded in full" : "refunded \(ExactDecimal(mantissa: word.share, scale: 3))%"
+        guard let ms = word.atMs else {
+            return word.said ? nil : "the store's last word kept beside it (\(how), undated) is said by no finding of a second refund or reversal: it was written into the ledger, not read"
+        }
+        let day = Day(epochMilliseconds: ms)
+        if word.share == 0 {
+            return word.reversalDays.contains(day) ? nil
+                : "the store's last word kept beside it (\(how) on \(day)) is given by none of its REFUND_REVERSED notifications (\(word.reversalDays.isEmpty ? "none is stored" : "signed " + word.reversalDays.map(\.description).joined(separator: ", "))): it was written into the ledger, not read"
+        }
+        let sources = try reader.sources(of: word.transactionId)
+        var verified = 0
+        for s in sources {
+            let run = verifiers.forRun(s.runId)
+            guard case .success(let o) = Self.observation(of: word.transactionId, kind: s.kind, path: s.path, raw: s.raw,
+                                                          receiptVerifier: run.receipts, signedVerifier: run.signed) else { continue }
+            verified += 1
+            if let c = o.cancellationMs, Day(epochMilliseconds: c) == day, (o.revocationPercentage ?? 100_000) == word.share { return nil }
+        }
+        // Sources that no longer verify at all are reported with the sale they brought.
+        if verified == 0 && !sources.isEmpty { return nil }
+        return "the store's last word kept beside it (\(how) on \(day)) is reported by none of its \(sources.count) source record\(sources.count == 1 ? "" : "s"): it was written into the ledger, not read"
     }
 
     /// Nil when a source record of the transaction reports its stored refund (the same date and

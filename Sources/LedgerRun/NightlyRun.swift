@@ -59,6 +59,10 @@ public struct NightlyRun {
         /// (`receipts.jsonl.gz`, `notes.txt`, with what the folder reads) or not in an input
         /// folder (with where inputs are read from): listed every night they stay.
         public var notRead: [String] = []
+        /// Files in `rules/` the nights do not read (a rules file split in two, a copy kept
+        /// beside it): named every night they stay, as the inbox's are, so that their rows are
+        /// not left out without a word.
+        public var rulesNotRead: [String] = []
         /// Files read before whose bytes changed since (a new version read), with how many of
         /// their records were new: lines added, or lines changed after they were read.
         public var changedFiles: [(path: String, newRecords: Int)] = []
@@ -405,6 +409,7 @@ public struct NightlyRun {
             result.recordsSettled = max(0, try ledger.read { try $0.recordsResolved(byRun: runId) } - dismissed)
             result.recordsSettledSameNight = try ledger.read { try $0.recordsReadAndSettled(byRun: runId) }
         }
+        result.rulesNotRead = workspace.unreadRulesFiles()
         if nothingNewSince == nil { result.repeatedFiles = try ledger.read { try $0.filesRepeatingEarlierOnes(runId: runId) } }
         result.ordersBroughtBack = ordersBroughtBack
         result.otherRoots = otherRoots

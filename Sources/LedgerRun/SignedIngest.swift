@@ -102,7 +102,7 @@ extension Ingest {
                            reason: "a compact JWS whose payload is no signed transaction (no transactionId), notification (no notificationType) or renewal info (no autoRenewStatus): nothing here to post or record", raw: raw)
             } else {
                 try reject(fileId: fileId, location: location, sha: sha, code: "MALFORMED",
-                           reason: "not a compact JWS of a signed transaction or a notification", raw: raw)
+                           reason: "not a compact JWS of a signed transaction or a notification" + (compactJWSProblem(jws).map { ": " + $0 } ?? ""), raw: raw)
             }
         }
     }

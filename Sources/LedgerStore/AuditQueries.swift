@@ -335,6 +335,18 @@ extension LedgerReader {
         return RecordCursor { try rows.next().map { ($0[0], $0[1], $0[2]) } }
     }
 
+    /// The links of records that did not verify (and of verified ones with a refused item) to
+    /// the transactions they name (`unverified_record_transaction`), in record order, as
+    /// `transactionLinksByRecord`.
+    public func unverifiedLinksByRecord() throws -> RecordCursor<(recordId: Int64, transactionId: String, at: String)> {
+        let rows = try Row.fetchCursor(db, sql: """
+            SELECT u.record_id, u.transaction_id, ifnull(f.path || ':' || r.line, 'record #' || u.record_id)
+            FROM unverified_record_transaction u LEFT JOIN source_record r ON r.id = u.record_id LEFT JOIN source_file f ON f.id = r.file_id
+            ORDER BY u.record_id, u.transaction_id
+            """)
+        return RecordCursor { try rows.next().map { ($0[0], $0[1], $0[2]) } }
+    }
+
     /// Exceptions and their closed episodes whose days are not those of the runs they name
     /// (first seen, last seen, resolved: each the as-of date of its run), or whose runs are out
     /// of order (first, then last seen, then resolved; an episode resolved before its exception
@@ -660,6 +672,25 @@ extension LedgerReader {
             SELECT transaction_id, cancellation_ms, revocation_percentage FROM store_transaction
             WHERE cancellation_ms IS NOT NULL ORDER BY transaction_id
             """)).map { ($0[0], $0[1], $0[2]) }
+    }
+
+    /// The store's last word on a refund kept beside a transaction (`store_refund_share`: a
+    /// second refund or reversal): its share and instant (nil in ledgers from before v31, which
+    /// took it from a finding), whether a finding that says such a word names the transaction,
+    /// and the days of its stored REFUND_REVERSED notifications (their signed dates).
+    public func storeRefundWords() throws -> [(transactionId: String, share: Int64, atMs: Int64?, said: Bool, reversalDays: [Day])] {
+        guard try db.columns(in: "store_transaction").contains(where: { $0.name == "store_refund_share" }) else { return [] }
+        return try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT t.transaction_id, t.store_refund_share, t.store_refund_ms,
+                   EXISTS (SELECT 1 FROM finding f WHERE f.transaction_id = t.transaction_id
+                           AND f.code IN ('REFUND_AFTER_REVERSAL', 'REFUND_AGAIN', 'REVERSAL_REPEATED')),
+                   (SELECT group_concat(n.signed_ms) FROM notification n
+                    WHERE n.transaction_id = t.transaction_id AND n.notification_type = 'REFUND_REVERSED' AND n.signed_ms IS NOT NULL)
+            FROM store_transaction t WHERE t.store_refund_share IS NOT NULL ORDER BY t.transaction_id
+            """)).map { row in
+            let days = ((row[4] as String?) ?? "").split(separator: ",").compactMap { Int64($0) }.map { Day(epochMilliseconds: $0) }
+            return (row[0], row[1], row[2], row[3], days)
+        }
     }
 
     /// The REFUND_REVERSED notifications stored for a transaction, with their record's text.

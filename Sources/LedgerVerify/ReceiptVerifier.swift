@@ -110,7 +110,7 @@ public struct ReceiptVerifier {
             return .failure(ItemProblem("transaction \(id) has \(bad.field) \(String(reflecting: String(bad.text.prefix(64)))): neither true nor false, so whether it was \(bad.field == "is_trial_period" ? "paid for" : "upgraded from") cannot be told"))
         }
         if let bad = it.badDate {
-            return .failure(ItemProblem("transaction \(id) has \(bad.field) \(String(reflecting: String(bad.text.prefix(64)))): not a date (milliseconds since 1970, or Apple's date text), so \(bad.field.hasPrefix("cancellation") ? "when it was refunded" : "when it expires") cannot be told"))
+            return .failure(ItemProblem("transaction \(id) has \(bad.field) \(String(reflecting: String(bad.text.prefix(64)))): not a date (milliseconds since 1970, or Apple's date text), so \(bad.field.hasPrefix("cancellation") ? "when it was refunded" : bad.field.hasPrefix("purchase") ? "when it was bought" : "when it expires") cannot be told"))
         }
         if let d = it.disagreement {
             return .failure(ItemProblem("transaction \(String(reflecting: String(id.prefix(64)))) is listed twice in the response with a different \(d): which is true cannot be told"))

@@ -41,6 +41,15 @@ public func signedDataKind(ofCompactJWS compactJWS: String) -> SignedDataKind {
 /// of whatever kind; nothing is verified.
 public func isCompactJWS(_ text: String) -> Bool { (try? SignedDataCompactJWS(text)) != nil }
 
+/// Why `text` is not a compact JWS (its three parts, each base64url, header and payload JSON
+/// objects), in words; nil when it is one.
+public func compactJWSProblem(_ text: String) -> String? {
+    do { _ = try SignedDataCompactJWS(text); return nil } catch {
+        if case .malformed(let why) = error { return why }
+        return error.description
+    }
+}
+
 /// Whether `text` is a compact JWS whose signature part is a whole ES256 signature (64 bytes:
 /// the App Store's algorithm), so not cut short inside it; nothing is verified.
 public func compactJWSHasWholeSignature(_ text: String) -> Bool {

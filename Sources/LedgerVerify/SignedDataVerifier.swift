@@ -452,12 +452,14 @@ struct SignedDataCompactJWS {
         do {
             header = try SignedDataJSON.parseObject(headerData)
         } catch {
-            throw .malformed("the header is not a JSON object")
+            throw .malformed("the header is not a JSON object (\(Self.why(error)))")
         }
         do {
             payload = try SignedDataJSON.parseObject(payloadData)
         } catch {
-            throw .malformed("the payload is not a JSON object")
+            // Named with where and why (a number past range, nesting too deep, a key twice), as
+            // a receipt's JSON is: a record signed as Apple signs was said to be no JWS at all.
+            throw .malformed("the payload is not a JSON object (\(Self.why(error)))")
         }
         guard let json = String(data: payloadData, encoding: .utf8) else {
             throw .malformed("the payload is not UTF-8 text")
@@ -466,6 +468,10 @@ struct SignedDataCompactJWS {
         payloadSegment = parts[1]
         signatureSegment = parts[2]
         payloadJSON = json
+    }
+
+    static func why(_ error: Error) -> String {
+        (error as? SignedDataJSONError)?.message ?? "\(error)"
     }
 
     /// base64url (RFC 4648 section 5), padding optional.

@@ -367,6 +367,10 @@ func printSummary(_ r: NightlyRun.Result) {
         print("  closed through \(m): [periods] closed_through in iapledger.toml; entries dated \(m.lastDay) or earlier now post on \(m.next.firstDay), marked late")
         for line in r.closeWarnings { print(line) }
     }
+    if !r.rulesNotRead.isEmpty {
+        print("  rules files not read: the nights read rules/\(RulesReader.files.joined(separator: ", ")) only; the rows of these are not used (move them into those files):")
+        for path in r.rulesNotRead { print("    " + TerminalText.visible(path)) }
+    }
     if !r.notRead.isEmpty {
         print("  inbox files not read (a file in transfer is read once it has its final name; any other: rename or move it):")
         // Every one: a folder of more than a few such files is already one line.

@@ -145,8 +145,13 @@ final class HostileInputTests: XCTestCase {
             ("D1970", #""purchase_date_ms": "0""#, "purchase date 1970-01-01, outside 2008-2099"),
             ("D2100", #""purchase_date_ms": "4102444800000""#, "purchase date 2100-01-01, outside 2008-2099"),
             ("DNEG", #""purchase_date_ms": "-9223372036854775808""#, "outside 2008-2099"),
-            ("DTEXT", #""purchase_date_ms": null, "purchase_date": "1000000000-01-01 00:00:00 Etc/GMT""#, "no readable purchase_date"),
-            ("DLIST", #""purchase_date_ms": [1]"#, "no readable purchase_date"),
+            ("DTEXT", #""purchase_date_ms": null, "purchase_date": "1000000000-01-01 00:00:00 Etc/GMT""#, #"purchase_date "1000000000-01-01 00:00:00 Etc/GMT": not a date (milliseconds since 1970, or Apple's date text), so when it was bought cannot be told"#),
+            ("DLIST", #""purchase_date_ms": [1]"#, #"purchase_date_ms "[...]": not a date"#),
+            // Milliseconds there but not a number, beside a date text that reads: the
+            // milliseconds are the time (Apple's contract), so the item is refused, not dated by
+            // the text without a word.
+            ("DMSABC", #""purchase_date_ms": "abc", "purchase_date": "2026-10-05 10:00:00 Etc/GMT""#, #"purchase_date_ms "abc": not a date"#),
+            ("DMSHUGE", #""purchase_date_ms": 99999999999999999999999, "purchase_date": "2026-10-05 10:00:00 Etc/GMT""#, #"purchase_date_ms "99999999999999999999999": not a date"#),
             ("C1970", #""cancellation_date_ms": "1000""#, "cancellation date 1970-01-01"),
             ("E1970", #""expires_date_ms": "-9223372036854775808""#, "expires date"),
             ("E2100", #""expires_date_ms": "9223372036854775807""#, "expires date"),

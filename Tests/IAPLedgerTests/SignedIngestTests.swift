@@ -1537,4 +1537,29 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(eur.map(\.code), ["PRICE_MISMATCH"])
         XCTAssertTrue(eur.first?.message.contains("signed price 1090 milliunits in EUR, but rules/storefronts.csv gives USA the currency USD: not compared") ?? false, "\(eur)")
     }
+
+    /// A compact JWS whose payload is no JSON object (a number past range, nesting too deep, a
+    /// key twice) is MALFORMED saying which part and why, as a receipt's JSON is: it was said to
+    /// be "not a compact JWS" with no more.
+    func testAJWSWhosePayloadIsNoJSONObjectSaysWhy() throws {
+        func b64(_ s: String) -> String {
+            Data(s.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        }
+        let header = b64(#"{"alg":"ES256"}"#)
+        let huge = header + "." + b64(#"{"transactionId":"1","price":1e400}"#) + ".c2ln"
+        let deep = header + "." + b64(String(repeating: "[", count: 100) + String(repeating: "]", count: 100)) + ".c2ln"
+        XCTAssertNil(compactJWSProblem(header + "." + b64(#"{"transactionId":"1"}"#) + ".c2ln"))
+        let why = try XCTUnwrap(compactJWSProblem(huge))
+        XCTAssertTrue(why.hasPrefix("the payload is not a JSON object (") && why.count > "the payload is not a JSON object ()".count, why)
+        XCTAssertEqual(compactJWSProblem("a.b"), "a signed record has 3 parts separated by dots, this one has 2")
+        let ws = try TestWorkspace()
+        defer { ws.remove() }
+        try ws.write("inbox/signed/bad.jws", huge + "\n" + deep + "\n")
+        try ws.run("2026-11-03")
+        let reasons = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path, readOnly: true).read {
+            try String.fetchAll($0.db, sql: "SELECT reason_code || ': ' || reason FROM source_record ORDER BY line")
+        }
+        XCTAssertEqual(reasons.count, 2)
+        for r in reasons { XCTAssertTrue(r.hasPrefix("MALFORMED: not a compact JWS of a signed transaction or a notification: the payload is not a JSON object ("), r) }
+    }
 }

@@ -829,6 +829,15 @@ final class TraceAndCLITests: XCTestCase {
         let run = try cli(["run", "--workspace", ws.root.path, "--as-of", "2026-11-05", "--no-progress"])
         XCTAssertEqual(run.status, 0, run.err)
         XCTAssertTrue(run.out.contains("inbox files not read (a file in transfer is read once it has its final name; any other: rename or move it):\n    inbox/Receipts/2026/c.jsonl: not read (\(elsewhere))\n"), run.out)
+
+        XCTAssertFalse(run.out.contains("rules files not read"), run.out)
+        // A rules file beside the four the nights read (a split file, a copy): named every night,
+        // its rows not used (it was passed over without a word). Hidden files aside.
+        try ws.write("rules/products-extra.csv", "product_id,type,units\ncoins.999,consumable,999\n")
+        try ws.write("rules/.prices.csv.swp", "editor")
+        let withExtra = try cli(["run", "--workspace", ws.root.path, "--as-of", "2026-11-06", "--no-progress"])
+        XCTAssertEqual(withExtra.status, 0, withExtra.err)
+        XCTAssertTrue(withExtra.out.contains("  rules files not read: the nights read rules/storefronts.csv, prices.csv, products.csv, fx.csv only; the rows of these are not used (move them into those files):\n    rules/products-extra.csv\n"), withExtra.out)
     }
 
     /// `demo --dir` naming a folder with something in it wrote the demo's inbox and rules into

@@ -1489,6 +1489,80 @@ final class VerifyTests: XCTestCase {
         XCTAssertTrue(messages.contains("entry #4: refund of transaction 8002: of 100000 thousandths of a percent, but its transaction's stored refund is of 50000"), "\(messages)")
     }
 
+    /// The store's last word on a refund kept beside a transaction (a second refund, a
+    /// reversal again), which reconciliation reads and trace tells, is one a record gives: one
+    /// written in by hand (no trigger guards it) passed, and trace told a refund no record reports.
+    func testTheStoresLastWordOnARefundIsOneARecordGives() throws {
+        // A second refund of 8002, another day: said (REFUND_AGAIN), kept as the store's word.
+        try ws.write("inbox/receipts/again.jsonl", Receipt.response([Receipt.item("8002", purchased: "2026-10-05T10:00:00Z", cancelled: "2026-10-07T09:00:00Z")]) + "\n")
+        try ws.run("2026-10-08")
+        XCTAssertEqual(try rows("SELECT transaction_id, store_refund_share, store_refund_ms IS NOT NULL FROM store_transaction WHERE store_refund_share IS NOT NULL"), [["8002", "100000", "1"]])
+        XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.description), [])
+        let db = try DatabaseQueue(path: dbPath)
+        // A refund in full written into a sale no record says was refunded.
+        try db.write { try $0.execute(sql: "UPDATE store_transaction SET store_refund_share = 100000, store_refund_ms = 1791367200000 WHERE transaction_id = '8001'") }
+        XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.description).filter { $0.hasPrefix("transaction 8001: the store's") },
+                       ["transaction 8001: the store's last word kept beside it (refunded in full on 2026-10-07) is reported by none of its 1 source record: it was written into the ledger, not read"])
+        // The second refund's share changed, or made a reversal no notification gives.
+        try db.write { try $0.execute(sql: "UPDATE store_transaction SET store_refund_share = NULL, store_refund_ms = NULL WHERE transaction_id = '8001'; UPDATE store_transaction SET store_refund_share = 50000 WHERE transaction_id = '8002'") }
+        XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.description).filter { $0.contains("last word") },
+                       ["transaction 8002: the store's last word kept beside it (refunded 50.000% on 2026-10-07) is reported by none of its 2 source records: it was written into the ledger, not read"])
+        try db.write { try $0.execute(sql: "UPDATE store_transaction SET store_refund_share = 0 WHERE transaction_id = '8002'") }
+        XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.description).filter { $0.contains("last word") },
+                       ["transaction 8002: the store's last word kept beside it (reversed again on 2026-10-07) is given by none of its REFUND_REVERSED notifications (none is stored): it was written into the ledger, not read"])
+        try db.write { try $0.execute(sql: "UPDATE store_transaction SET store_refund_share = 100000 WHERE transaction_id = '8002'") }
+        XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.description), [])
+    }
+
+    /// A subscription's paid days as its sale recorded them are at most what its chain in the
+    /// ledger could give: a rate rewritten with a made-up count ("has 400 paid days", the first
+    /// purchase of its subscription) passed, the rules check taking the count as recorded.
+    func testASubscriptionsRecordedPaidDaysAreAtMostWhatItsChainGives() throws {
+        try ws.write("inbox/receipts/s.jsonl", [
+            Receipt.response([Receipt.item("S1", product: "vip.monthly", purchased: "2026-08-01T10:00:00Z", original: "S1", expires: "2026-09-01T10:00:00Z")]),
+            Receipt.response([Receipt.item("S2", product: "vip.monthly", purchased: "2026-09-01T10:00:00Z", original: "S1", expires: "2026-10-01T10:00:00Z")]),
+        ].joined(separator: "\n") + "\n")
+        try ws.run("2026-10-08")
+        XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.description), [])
+        let reason = try XCTUnwrap(rows("SELECT json_extract(rules_json, '$.commissionReason') FROM entry WHERE transaction_id = 'S2'").first?.first)
+        XCTAssertTrue(reason.contains("has 31 paid days"), reason)
+        func claim(_ id: String, _ from: String, _ to: String) throws {
+            try tamper(past: "entry_no_update", "UPDATE entry SET rules_json = replace(rules_json, '\(from)', '\(to)') WHERE transaction_id = '\(id)' AND kind = 'sale'")
+        }
+        func named() throws -> [String] {
+            try Audit(workspace: ws.workspace).run().problems.map(\.description).filter { $0.contains("paid days of its subscription") }
+        }
+        // Within what the chain gives (31 days: S1's month): not named here (the hash is).
+        try claim("S2", "has 31 paid days", "has 30 paid days")
+        XCTAssertEqual(try named(), [])
+        try claim("S2", "has 30 paid days", "has 400 paid days")
+        let id = try XCTUnwrap(rows("SELECT id FROM entry WHERE transaction_id = 'S2' AND kind = 'sale'").first?.first)
+        XCTAssertEqual(try named(), ["entry #\(id): sale of transaction S2: its commission reason records 400 paid days of its subscription, but the subscription's transactions in the ledger give at most 31 before it (every earlier period counted, none refunded, no lapse): the count, and the rate it gave, were written into the entry"])
+    }
+
+    /// A link of a record that did not verify to a transaction names one its text names: one
+    /// inserted (no trigger stops an insert) listed a rejected receipt among another sale's
+    /// records in trace, and one changed (past its trigger) sent a pending record to another
+    /// transaction. Both passed.
+    func testALinkOfARecordThatDidNotVerifyNamesATransactionItsTextNames() throws {
+        try ws.write("inbox/receipts/bad.jsonl", [
+            Receipt.response([Receipt.item("8101", purchased: "2026-10-06T10:00:00Z")], status: 21003),
+            Receipt.response([Receipt.item("8102", purchased: "2026-10-06T10:00:00Z")], status: 21005) .replacingOccurrences(of: "\"status\": 21005", with: "\"status\": 21005, \"is-retryable\": true"),
+        ].joined(separator: "\n") + "\n")
+        try ws.run("2026-10-08")
+        XCTAssertEqual(try rows("SELECT u.transaction_id, r.outcome FROM unverified_record_transaction u JOIN source_record r ON r.id = u.record_id ORDER BY 1"),
+                       [["8101", "rejected"], ["8102", "pending"]])
+        XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.description), [])
+        let rejected = try XCTUnwrap(rows("SELECT record_id FROM unverified_record_transaction WHERE transaction_id = '8101'").first?.first)
+        try DatabaseQueue(path: dbPath).write { try $0.execute(sql: "INSERT INTO unverified_record_transaction (record_id, transaction_id) VALUES (\(rejected), '8001')") }
+        XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.description),
+                       ["transaction 8001 is linked to inbox/receipts/bad.jsonl:1 as a record that named it (waiting for verification, rejected, or its item refused), but that record's text does not name it: made up or changed (trace lists it among the transaction's records, and reconciliation takes a credit of it as unverified)"])
+        try tamper(past: "unverified_record_transaction_no_delete", "DELETE FROM unverified_record_transaction WHERE transaction_id = '8001'")
+        try tamper(past: "unverified_record_transaction_no_update", "UPDATE unverified_record_transaction SET transaction_id = '8003' WHERE transaction_id = '8102'")
+        XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.description),
+                       ["transaction 8003 is linked to inbox/receipts/bad.jsonl:2 as a record that named it (waiting for verification, rejected, or its item refused), but that record's text does not name it: made up or changed (trace lists it among the transaction's records, and reconciliation takes a credit of it as unverified)"])
+    }
+
     /// Source records deleted with their links (past the trigger that forbids it, put back
     /// after) passed: every record left still hashed as read. Each file and each run recorded
     /// how many records it stored.
