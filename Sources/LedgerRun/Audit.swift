@@ -837,27 +837,27 @@ public struct Audit {
         var wrong: [String] = [], count = 0
         try r.forEachPendingSaleBatch { batch in
             for (t, orderStorefront) in batch {
-                guard let reason = t.pendingReason, reason.hasPrefix("MISSING_RULE: ") else { continue }
+                // What it waits for, whichever the reason says: a wait for its order written over
+                // a missing rule passed (trace and the Pending sheet told the wrong cause).
+                guard let reason = t.pendingReason else { continue }
                 let obs = t.observation
                 let decided: String
-                if poster.orderWait(of: obs, orderStorefront: orderStorefront, asOf: last.asOf) != nil {
-                    decided = "it a wait for its order"
-                } else {
-                    switch poster.sale(of: obs, orderStorefront: orderStorefront) {
-                    case .missingRule(let why) where "MISSING_RULE: \(why)" == reason: continue
-                    case .missingRule(let why): decided = "another reason: \(why)"
-                    case .post, .free: decided = "it a sale to post"
-                    }
+                switch NightlyRun.PreparedSales.decide(obs, orderStorefront: orderStorefront, paidDays: 0, poster: poster, asOf: last.asOf) {
+                case .missingRule(let why) where "MISSING_RULE: \(why)" == reason: continue
+                case .awaitingOrder(let why) where "ORDER_WAIT: \(why)" == reason: continue
+                case .missingRule(let why): decided = "another reason: MISSING_RULE: \(why)"
+                case .awaitingOrder(let why): decided = "a wait for its order: \(why)"
+                case .post, .free: decided = "it a sale to post"
                 }
                 count += 1
                 if wrong.count < 20 { wrong.append("transaction \(obs.transactionId) waits (\(reason)), but the config and rules run \(last.id) posted by give \(decided)") }
             }
         }
         for w in wrong {
-            report.problems.append(Problem(entryId: nil, message: w + ": its reason was written by hand (a night tries a sale waiting for a rule again only when what decides it changed), so it would wait for ever"))
+            report.problems.append(Problem(entryId: nil, message: w + ": its reason was written by hand (a night tries a sale waiting for a rule again only when what decides it changed, so it could wait for ever; trace and the Pending sheet tell the reason written)"))
         }
         if count > wrong.count {
-            report.problems.append(Problem(entryId: nil, message: "... and \(count - wrong.count) more sales waiting for a rule with a reason the rules do not give"))
+            report.problems.append(Problem(entryId: nil, message: "... and \(count - wrong.count) more waiting sales with a reason the config and rules do not give"))
         }
     }
 

@@ -224,7 +224,14 @@ final class WaitingSaleRetryTests: ScratchTestCase {
         let queue = try DatabaseQueue(path: ws.root.appendingPathComponent("ledger.sqlite").path)
         try queue.write { try $0.execute(sql: "UPDATE store_transaction SET pending_reason = 'MISSING_RULE: no FX rate for USD in 2026-11 in rules/fx.csv' WHERE transaction_id = '2005'") }
         var audit = try Audit(workspace: ws.workspace).run()
-        XCTAssertEqual(audit.problems.map(\.message), ["transaction 2005 waits (MISSING_RULE: no FX rate for USD in 2026-11 in rules/fx.csv), but the config and rules run 1 posted by give it a wait for its order: its reason was written by hand (a night tries a sale waiting for a rule again only when what decides it changed), so it would wait for ever"])
+        XCTAssertEqual(audit.problems.map(\.message), ["transaction 2005 waits (MISSING_RULE: no FX rate for USD in 2026-11 in rules/fx.csv), but the config and rules run 1 posted by give a wait for its order: no storefront of its own, and no order naming one yet: waits for an order until the night of 2026-11-07 (order_wait_days = 2), then is booked at default_storefront USA: its reason was written by hand (a night tries a sale waiting for a rule again only when what decides it changed, so it could wait for ever; trace and the Pending sheet tell the reason written)"])
+        // The other way: a wait for its order written over the missing rule it waits for (the
+        // check read only reasons of a missing rule, and passed it).
+        let kept = try queue.read { try String.fetchOne($0, sql: "SELECT pending_reason FROM store_transaction WHERE transaction_id = '2002'") }
+        try queue.write { try $0.execute(sql: "UPDATE store_transaction SET pending_reason = 'ORDER_WAIT: no storefront of its own, and no order naming one yet: waits for an order until the night of 2026-11-03 (order_wait_days = 2), then is booked at default_storefront USA' WHERE transaction_id = '2002'") }
+        let swapped = try Audit(workspace: ws.workspace).run().problems.map(\.message)
+        XCTAssertTrue(swapped.contains { $0.hasPrefix("transaction 2002 waits (ORDER_WAIT: no storefront of its own") && $0.contains("give another reason: MISSING_RULE: no row for product coins.999 in rules/products.csv") }, "\(swapped)")
+        try queue.write { try $0.execute(sql: "UPDATE store_transaction SET pending_reason = ? WHERE transaction_id = '2002'", arguments: [kept]) }
         // Its wait for an order over, the next night leaves it waiting: it would post.
         try ws.run("2026-11-08")
         XCTAssertEqual(try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path, readOnly: true)
@@ -233,7 +240,7 @@ final class WaitingSaleRetryTests: ScratchTestCase {
         XCTAssertEqual(audit.problems.map(\.message).first?.hasPrefix("transaction 2005 waits (MISSING_RULE: no FX rate for USD in 2026-11 in rules/fx.csv), but the config and rules run 2 posted by give it a sale to post"), true, "\(audit.problems)")
         try queue.write { try $0.execute(sql: "UPDATE store_transaction SET pending_reason = 'MISSING_RULE: no row for product coins.998 in rules/products.csv' WHERE transaction_id = '2002'") }
         audit = try Audit(workspace: ws.workspace).run()
-        XCTAssertTrue(audit.problems.contains { $0.message.hasPrefix("transaction 2002 waits (MISSING_RULE: no row for product coins.998 in rules/products.csv), but the config and rules run 2 posted by give another reason: no row for product coins.999 in rules/products.csv") }, "\(audit.problems)")
+        XCTAssertTrue(audit.problems.contains { $0.message.hasPrefix("transaction 2002 waits (MISSING_RULE: no row for product coins.998 in rules/products.csv), but the config and rules run 2 posted by give another reason: MISSING_RULE: no row for product coins.999 in rules/products.csv") }, "\(audit.problems)")
         XCTAssertEqual(audit.problems.count, 2)
         try queue.close()
     }
