@@ -22,6 +22,9 @@ public struct CSVError: Error, CustomStringConvertible {
     /// Whether the row runs to the end of the text with no line end after it (a quote left
     /// open to the end, or a broken last line).
     public var endsFile = false
+    /// The refusal's code when it is not a row that breaks the CSV rules (`BAD_CSV`): a line
+    /// too long to hold (`RECORD_TOO_LONG`).
+    public var code: String? = nil
     public var description: String { "line \(line): \(message)" }
 }
 

@@ -128,7 +128,7 @@ public enum OrderReader {
                 // line of the order read later resolves it.
                 let id = orderFirst ? e.fieldsBefore.first.flatMap(usableOrderId) : nil
                 row = OrderRow(line: e.line, raw: e.raw,
-                               result: .failure(Finding(code: "BAD_CSV", message: e.message + (id.map { " (order \($0))" } ?? ""),
+                               result: .failure(Finding(code: e.code ?? "BAD_CSV", message: e.message + (id.map { " (order \($0))" } ?? ""),
                                                         location: SourceLocation(path: path, line: e.line))),
                                orderId: id, endsFile: e.endsFile, fieldsBeforeBreak: e.fieldsBefore)
                 fields = nil

@@ -122,6 +122,33 @@ final class OrderStreamingTests: XCTestCase {
         XCTAssertGreaterThan(cuts, 3_000)
     }
 
+    /// A line longer than the most a row's line may hold (16 MiB; 200 bytes here), in a file
+    /// read a chunk at a time, quoted or not, is refused (RECORD_TOO_LONG) and its bytes skipped
+    /// to its line end, not held nor kept: a 300 MB line took 1.35 GB and went into the ledger
+    /// whole. The rows around it are read, at their lines, wherever the chunks end.
+    func testALineTooLongToHoldIsSkippedAndTheRestIsRead() throws {
+        XCTAssertEqual(CSVFile.maxLineBytes, 16 << 20)
+        CSVFile.maxLineBytes = 200
+        defer { CSVFile.maxLineBytes = 16 << 20 }
+        let long = Self.row(2, "\"" + String(repeating: "B", count: 500) + "\"")
+        let unquoted = Self.row(4, String(repeating: "C", count: 450))
+        let text = Self.header.replacingOccurrences(of: "account_id,", with: "") .replacingOccurrences(of: "order_id,", with: "order_id,account_id,")
+            + "\n" + Self.row(1) + "\n" + long + "\r\n" + Self.row(3) + "\n" + unquoted + "\n" + Self.row(5) + "\n" + unquoted
+        // (Held, a line is looked at as it grows past the limit: here, fed in pieces under it.)
+        for feed in [1, 7, 64, 150] {
+            let (rows, read) = try streamed(Data(text.utf8), feedBytes: feed)
+            XCTAssertEqual(rows.count, 6 + 2, "fed \(feed): \(rows)")
+            XCTAssertEqual(rows.filter { $0.contains("RECORD_TOO_LONG") }.map { $0.split(separator: "|").first.map(String.init) ?? "" }, ["3", "5", "7"], "fed \(feed): \(rows)")
+            XCTAssertTrue(rows.contains { $0.hasPrefix("3|<\(long.utf8.count) bytes>|failure(") && $0.contains("line 3 is \(long.utf8.count) bytes, over the 200-byte limit for one line; its bytes were skipped") }, "fed \(feed): \(rows)")
+            XCTAssertTrue(rows.contains { $0.hasPrefix("7|<\(unquoted.utf8.count) bytes>|") && $0.hasSuffix("|true") }, "the last, with no line end: cut short? \(rows)")
+            for (line, n) in [(2, 1), (4, 3), (6, 5)] {
+                XCTAssertTrue(rows.contains { $0.hasPrefix("\(line)|\(Self.row(n))|success(") }, "fed \(feed): row \(n) at line \(line): \(rows)")
+            }
+            XCTAssertEqual(read.sha256, Hashing.sha256Hex(Data(text.utf8)))
+            XCTAssertEqual(read.sizeBytes, text.utf8.count)
+        }
+    }
+
     /// A quote left open is taken as never closed once its field passes the most a field may
     /// hold (16 MiB; 1 MiB here): its row is refused at its first line and the rows after it
     /// are read, whole or a chunk at a time (held to the file's end, a 500 MB orders file with
