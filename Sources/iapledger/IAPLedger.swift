@@ -665,10 +665,18 @@ struct Exceptions: ParsableCommand {
             // Written to a temporary file a row at a time, then printed once the ledger is let go:
             // memory holds none of them (a million open ones took 1.3 GB held), and a slow
             // reader of the output (a pager) does not hold the ledger from a night's commit.
-            guard let spool = tmpfile() else { throw StoreError(message: "cannot make a temporary file for the list (in /tmp): \(String(cString: strerror(errno)))") }
+            // In $TMPDIR when set (a host with a small /tmp), else /tmp; removed at once (the
+            // open file is all that holds it).
+            let folder = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+            var template = Array((folder.hasSuffix("/") ? folder : folder + "/").utf8CString.dropLast()) + Array("iapledger-exceptions-XXXXXX".utf8CString)
+            let fd = mkstemp(&template)
+            guard fd >= 0, let spool = fdopen(fd, "w+") else {
+                throw StoreError(message: "cannot make a temporary file for the list (in \(folder): $TMPDIR, else /tmp): \(String(cString: strerror(errno)))")
+            }
+            unlink(template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) })
             defer { fclose(spool) }
             func put(_ text: String) throws {
-                guard fputs(text, spool) >= 0 else { throw StoreError(message: "cannot write the list to a temporary file (in /tmp): \(String(cString: strerror(errno)))") }
+                guard fputs(text, spool) >= 0 else { throw StoreError(message: "cannot write the list to a temporary file (in \(folder): $TMPDIR, else /tmp): \(String(cString: strerror(errno)))") }
             }
             try ledger.read { r in
                 var writer = ExceptionsOutput.Writer(asOf: try r.lastAsOf() ?? parseDay(nil), format: format.rawValue)
@@ -676,7 +684,7 @@ struct Exceptions: ParsableCommand {
                 try r.forEachException(status: status.rawValue, category: category) { try put(writer.add($0)) }
                 try put(writer.end())
             }
-            guard fflush(spool) == 0 else { throw StoreError(message: "cannot write the list to a temporary file (in /tmp): \(String(cString: strerror(errno)))") }
+            guard fflush(spool) == 0 else { throw StoreError(message: "cannot write the list to a temporary file (in \(folder): $TMPDIR, else /tmp): \(String(cString: strerror(errno)))") }
             rewind(spool)
             fflush(stdout)
             var buffer = [UInt8](repeating: 0, count: 1 << 16)

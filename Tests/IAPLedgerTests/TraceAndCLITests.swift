@@ -129,6 +129,17 @@ final class TraceAndCLITests: XCTestCase {
             let none = try cli(["exceptions", "--format", format, "--status", "resolved", "--workspace", ws.root.path])
             XCTAssertEqual(none.out, ExceptionsOutput.render([], asOf: day, format: format), format)
         }
+        // The spool goes where $TMPDIR says (a host with a small /tmp), and is removed at once;
+        // a $TMPDIR that cannot take it is named.
+        let spoolDir = ws.root.appendingPathComponent("spool")
+        try FileManager.default.createDirectory(at: spoolDir, withIntermediateDirectories: true)
+        let viaTmpdir = try Resilience.cli(["exceptions", "--workspace", ws.root.path], environment: ["TMPDIR": spoolDir.path])
+        XCTAssertEqual(viaTmpdir.status, 0, viaTmpdir.err)
+        XCTAssertEqual(viaTmpdir.out, ExceptionsOutput.render(rows, asOf: day, format: "table"))
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: spoolDir.path), [])
+        let missing = try Resilience.cli(["exceptions", "--workspace", ws.root.path], environment: ["TMPDIR": ws.root.appendingPathComponent("no-such").path])
+        XCTAssertEqual(missing.status, 1)
+        XCTAssertTrue(missing.err.contains("cannot make a temporary file for the list (in \(ws.root.appendingPathComponent("no-such").path): $TMPDIR, else /tmp)"), missing.err)
         // JSON as the encoder writes the whole array.
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
