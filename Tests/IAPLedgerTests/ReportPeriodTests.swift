@@ -430,8 +430,13 @@ final class ReportPeriodTests: XCTestCase {
         XCTAssertTrue(open.workbooks.contains { $0.path.hasSuffix("reports/2026-11-02/finance-2026-11-02.xlsx") })
         XCTAssertTrue(open.workbooks.contains { $0.path.hasSuffix("reports/2026-10-31/finance-2026-10-31.xlsx") }, "October is open")
         try ws.write("iapledger.toml", TestWorkspace.defaultConfig + "\n[periods]\nclosed_through = \"2026-10\"\n")
+        // (A close is kept to the second: one in the second the set was written counts as before it.)
+        Thread.sleep(forTimeInterval: 1.05)
         let closed = try ws.run("2026-11-03")
-        XCTAssertFalse(closed.workbooks.contains { $0.path.contains("2026-10-31") }, "October is closed: written no more")
+        XCTAssertTrue(closed.workbooks.contains { $0.path.hasSuffix("reports/2026-10-31/finance-2026-10-31.xlsx") }, "October, closed tonight: written once more, closed")
+        try ws.write("inbox/receipts/b.jsonl", Receipt.response([Receipt.item("m2", purchased: "2026-11-03T10:00:00Z")]) + "\n")
+        let after = try ws.run("2026-11-04")
+        XCTAssertFalse(after.workbooks.contains { $0.path.contains("2026-10-31") }, "October is closed: written no more")
     }
 
     /// A month-end set written again after its date (the month before, by a later night) shows
