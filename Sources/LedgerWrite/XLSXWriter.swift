@@ -302,7 +302,8 @@ public enum XLSXWriter {
     /// columns repeated on each (the first column, and the text or date columns after it, up to
     /// three: a region's storefront, month and currency; the first alone left a second page of
     /// figures whose rows said only their storefront), and the columns the first page surely
-    /// holds. Nil for a sheet printed one page wide.
+    /// holds. The repeated columns take at most two fifths of a page (an exception's category
+    /// and transaction). Nil for a sheet printed one page wide.
     ///
     /// The pages are fitted, not broken at set columns: spreadsheets measure a column
     /// differently (LibreOffice prints one a third wider than Excel), and each, fitting the
@@ -320,7 +321,7 @@ public enum XLSXWriter {
         let pixels = widths.map(columnPixels), page = pagePixels(paper)
         var repeated = 1
         while repeated < min(3, widths.count - 1), repeated < kinds.count, kinds[repeated] == .text || kinds[repeated] == .date,
-              pixels.prefix(repeated + 1).reduce(0, +) * 4 <= page { repeated += 1 }
+              pixels.prefix(repeated + 1).reduce(0, +) * 5 <= page * 2 { repeated += 1 }
         let lead = pixels.prefix(repeated).reduce(0, +), total = pixels.reduce(0, +)
         let share = (total + lead * (wide - 1)) / wide * 85 / 100
         var n = 0, used = 0

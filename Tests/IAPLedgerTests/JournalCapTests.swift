@@ -62,6 +62,9 @@ final class JournalCapTests: XCTestCase {
         XCTAssertTrue(firstPage <= share * 85 / 100 && firstPage > share / 2, "\(layout)")
         XCTAssertEqual(XLSXWriter.noteColumns(region, kinds: regionKinds, paper: .a4), layout.firstPage)
         XCTAssertEqual(XLSXWriter.noteColumns(region, kinds: regionKinds, paper: .a3), region.count, "one page wide: notes across every column")
+        // The Exceptions sheet: its category and transaction (with its order, half a page).
+        let exceptionWidths = [32, 20, 16, 16, 32, 12, 9, 13, 12, 12, 10, 90]
+        XCTAssertEqual(XLSXWriter.pageLayout(exceptionWidths, kinds: [.text, .text, .text, .text, .text, .money, .text, .money, .date, .date, .integer, .text], paper: .a4)?.repeated, 2)
         // A money column second: the first column alone.
         XCTAssertEqual(XLSXWriter.pageLayout(region, kinds: [.text] + Array(repeating: .money, count: 16), paper: .a4)?.repeated, 1)
         let ws = try TestWorkspace()
@@ -80,7 +83,7 @@ final class JournalCapTests: XCTestCase {
         let exceptions = try XCTUnwrap(names.firstIndex(of: "Exceptions")), summary = try XCTUnwrap(names.firstIndex(of: "Summary"))
         let wide = try xml("xl/worksheets/sheet\(exceptions + 1).xml")
         XCTAssertTrue(wide.contains(#"fitToWidth="2""#) && wide.contains(#"pageOrder="overThenDown""#), wide)
-        XCTAssertTrue(workbook.contains(#"<definedName name="_xlnm.Print_Titles" localSheetId="\#(exceptions)">Exceptions!$A:$A,Exceptions!$"#), workbook)
+        XCTAssertTrue(workbook.contains(#"<definedName name="_xlnm.Print_Titles" localSheetId="\#(exceptions)">Exceptions!$A:$B,Exceptions!$"#), workbook)
         // The finance workbook's Revenue by Region: storefront, month and currency on each page.
         let finance = try XCTUnwrap(Archive(url: try XCTUnwrap(r.workbooks.first { $0.lastPathComponent.hasPrefix("finance-") }), accessMode: .read))
         var financeBook = Data()
