@@ -34,6 +34,9 @@ public struct LegacyItem: Equatable {
     /// `3.5`, `true`), and its text: a refund read as none would leave the sale as if never
     /// refunded, an expiry as none would count no paid days.
     public var badDate: BadIdentifier?
+    /// An `_ms` field that is there but no number, passed over for the date text beside it
+    /// (`DATE_MS_UNREADABLE`, said; earlier versions took the text without a word).
+    public var msPassedOver: BadIdentifier?
     /// Set when the response lists this transaction twice (`in_app` and `latest_receipt_info`)
     /// with a different product or quantity: which one is true cannot be told.
     public var disagreement: String?
@@ -182,6 +185,7 @@ public enum LegacyReceiptParser {
                 // A flag that reads as neither true nor false in either listing refuses the item.
                 if existing.badFlag == nil { existing.badFlag = it.badFlag }
                 if existing.badDate == nil { existing.badDate = it.badDate }
+                if existing.msPassedOver == nil { existing.msPassedOver = it.msPassedOver }
                 if existing.cancellationMs == nil, let c = it.cancellationMs {
                     existing.cancellationMs = c
                     existing.cancellationCopyPurchaseMs = it.purchaseMs
@@ -216,14 +220,15 @@ public enum LegacyReceiptParser {
         it.originalTransactionId = identifier("original_transaction_id")
         it.productId = identifier("product_id")
         it.quantity = d["quantity"]?.scalarOrShape
-        let purchase = date(d, "purchase_date")
-        it.purchaseMs = purchase.ms
+        it.purchaseMs = date(d, "purchase_date").ms
         // iOS 6 `expires_date` holds milliseconds; iOS 7 has `expires_date_ms`.
         // A cancellation or expiry there (not null, not empty) but no date: said, not taken for absent.
         let expires = date(d, "expires_date"), cancellation = date(d, "cancellation_date")
         it.expiresMs = expires.ms
         it.cancellationMs = cancellation.ms
-        it.badDate = purchase.unreadable ?? cancellation.unreadable ?? expires.unreadable
+        it.badDate = cancellation.unreadable ?? expires.unreadable
+        // Read as earlier versions read it (a stored record is read again so by `verify`), and said.
+        it.msPassedOver = ["purchase_date", "expires_date", "cancellation_date"].lazy.compactMap { Self.msPassedOver(d, $0) }.first
         it.cancellationReason = d["cancellation_reason"]?.scalarText
         it.appAccountToken = d["app_account_token"]?.scalarText
         it.webOrderLineItemId = d["web_order_line_item_id"]?.scalarText
@@ -247,12 +252,6 @@ public enum LegacyReceiptParser {
     /// `unreadable`, with its text.
     static func date<J: JSONReading>(_ d: J, _ name: String) -> (ms: Int64?, unreadable: LegacyItem.BadIdentifier?) {
         if let v = d[name + "_ms"]?.int64 { return (v, nil) }
-        // The milliseconds are the time (Apple's contract: use the `_ms` fields); there but not
-        // a number, they are said, not passed over for the text beside them: an item whose
-        // `purchase_date_ms` read "abc" or 1e400 was dated by its `purchase_date` without a word.
-        if let v = d[name + "_ms"], !v.isNull, let text = v.scalarOrShape, !text.isEmpty {
-            return (nil, .init(field: name + "_ms", text: text))
-        }
         if let s = d[name]?.scalarText, let v = Int64(s) ?? parseAppleDate(s) { return (v, nil) }
         // iOS 6 style receipts also carry `<name>_formatted` (`2017-09-27 15:09:30 Etc/GMT`).
         if let s = d[name + "_formatted"]?.scalarText, let v = parseAppleDate(s) { return (v, nil) }
@@ -261,6 +260,15 @@ public enum LegacyReceiptParser {
             return (nil, .init(field: field, text: text))
         }
         return (nil, nil)
+    }
+
+    /// The `<name>_ms` field when it is there (not null, not empty) but no number, and the time
+    /// was read from another field of `name` instead (Apple's contract: the `_ms` fields are the
+    /// time): said, as the item's date may not be the one Apple meant.
+    static func msPassedOver<J: JSONReading>(_ d: J, _ name: String) -> LegacyItem.BadIdentifier? {
+        guard d[name + "_ms"]?.int64 == nil, let v = d[name + "_ms"], !v.isNull, let text = v.scalarOrShape, !text.isEmpty,
+              date(d, name).ms != nil else { return nil }
+        return .init(field: name + "_ms", text: text)
     }
 
     /// Parses `2011-02-17 06:20:57 Etc/GMT` (also `...Z`, ISO `T`) as UTC milliseconds.

@@ -427,11 +427,13 @@ public struct Audit {
             let unverifiedLinks = try r.unverifiedLinksByRecord()
             var nextUnverified = try unverifiedLinks.next()
             var unverifiedMadeUp: [String] = [], unverifiedMadeUpCount = 0
-            func checkUnverifiedLinks(before recordId: Int64, of current: (id: Int64, at: String, named: () -> Set<String>)? = nil) throws {
-                var named: Set<String>? = nil
+            // (`named` nil: the record's text cannot be read, said apart; its links are not judged.)
+            func checkUnverifiedLinks(before recordId: Int64, of current: (id: Int64, at: String, named: () -> Set<String>?)? = nil) throws {
+                var named: Set<String>?? = nil
                 while let l = nextUnverified, l.recordId < recordId || (l.recordId == current?.id) {
-                    if l.recordId == current?.id, named == nil { named = current!.named() }
-                    if l.recordId != current?.id || named?.contains(l.transactionId) != true {
+                    if l.recordId == current?.id, named == nil { named = .some(current!.named()) }
+                    let unjudged = l.recordId == current?.id && named! == nil
+                    if !unjudged && (l.recordId != current?.id || named!!.contains(l.transactionId) != true) {
                         unverifiedMadeUpCount += 1
                         if unverifiedMadeUp.count < 20 {
                             unverifiedMadeUp.append("transaction \(l.transactionId) is linked to \(l.recordId == current?.id ? current!.at : l.at) as a record that named it (waiting for verification, rejected, or its item refused), but \(l.recordId == current?.id ? "that record's text does not name it" : "the ledger holds no such record"): made up or changed (trace lists it among the transaction's records, and reconciliation takes a credit of it as unverified)")
@@ -443,7 +445,7 @@ public struct Audit {
             try r.forEachSourceRecordText { path, line, outcome, code, recordSHA, fileSHA, chunk, raw, kind, recordId, runId in
                 report.records += 1
                 try checkLinks(before: recordId)
-                try checkUnverifiedLinks(before: recordId, of: (recordId, "\(path):\(line)", { Self.namedTransactionIds(kind: kind, path: path, raw: raw ?? "") }))
+                try checkUnverifiedLinks(before: recordId, of: (recordId, "\(path):\(line)", { raw.map { Self.namedTransactionIds(kind: kind, path: path, raw: $0) } }))
                 guard let raw else {
                     report.problems.append(Problem(entryId: nil, message: "source record \(path):\(line): its text's chunk \(chunk ?? 0) cannot be read (not the compressed text of its recorded size): it was damaged or altered after it was read"))
                     return
@@ -936,7 +938,7 @@ public struct Audit {
         case "signed":
             let ext = (path as NSString).pathExtension.lowercased()
             guard let jws = Ingest.jws(in: RawRecord(line: 0, text: Substring(raw)), fileExtension: ext) else { return [] }
-            return Set(unverifiedTransactionIds(ofCompactJWS: jws))
+            return transactionIdTexts(ofCompactJWS: jws)
         default:
             return []
         }
@@ -956,8 +958,19 @@ public struct Audit {
         }
         let day = Day(epochMilliseconds: ms)
         if word.share == 0 {
-            return word.reversalDays.contains(day) ? nil
-                : "the store's last word kept beside it (\(how) on \(day)) is given by none of its REFUND_REVERSED notifications (\(word.reversalDays.isEmpty ? "none is stored" : "signed " + word.reversalDays.map(\.description).joined(separator: ", "))): it was written into the ledger, not read"
+            if word.reversalDays.contains(day) { return nil }
+            // One with no signedDate is dated as the night dated it: by its transaction's signed
+            // date, else its purchase date (read again from the record, verified).
+            for n in try reader.reversalNotifications(of: word.transactionId) {
+                let ext = (n.path as NSString).pathExtension.lowercased()
+                guard let jws = Ingest.jws(in: RawRecord(line: 0, text: Substring(n.raw)), fileExtension: ext),
+                      case .notification(.success(let notification)) = verifiers.forRun(n.runId).signed.verify(jws),
+                      notification.notificationType == "REFUND_REVERSED", notification.signedDateMs == nil,
+                      let t = notification.transaction, t.transactionId == word.transactionId,
+                      let ms = t.signedDateMs ?? t.purchaseDateMs, Day(epochMilliseconds: ms) == day else { continue }
+                return nil
+            }
+            return "the store's last word kept beside it (\(how) on \(day)) is given by none of its REFUND_REVERSED notifications (\(word.reversalDays.isEmpty ? "none is stored" : "signed " + word.reversalDays.map(\.description).joined(separator: ", "))): it was written into the ledger, not read"
         }
         let sources = try reader.sources(of: word.transactionId)
         var verified = 0

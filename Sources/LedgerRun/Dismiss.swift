@@ -42,7 +42,7 @@ public enum Dismiss {
     public static let dismissableFindingCodes: [String] = [
         "PRICE_MISMATCH", "RULES_CHANGED", "SIGNED_AFTER_POSTING", "STOREFRONT_AFTER_POSTING", "TRANSACTION_CONFLICT",
         "REFUND_AGAIN", "REFUND_AFTER_REVERSAL", "REVERSAL_REPEATED", "INVALID_TRANSACTION", "UPGRADE_REFUND", "REFUND_SHARE_UNKNOWN",
-        "NOTIFICATION_UUID_REUSED",
+        "NOTIFICATION_UUID_REUSED", "DATE_MS_UNREADABLE",
     ]
     public static let dismissableFindings = Set(dismissableFindingCodes)
     /// The findings of a sale or a refund waiting, which the nights resolve themselves.

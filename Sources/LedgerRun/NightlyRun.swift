@@ -2051,7 +2051,7 @@ struct Ingest {
     /// same, one dismissed stays so). The record is linked to the transaction all the same.
     mutating func openRecordFinding(code: String, transactionId: String, recordId: Int64, location: SourceLocation,
                                     saying text: String) throws {
-        if code == "INVALID_TRANSACTION", !transactionId.isEmpty,
+        if code == "INVALID_TRANSACTION" || code == "DATE_MS_UNREADABLE", !transactionId.isEmpty,
            try writer.findingMessages(code: code, transactionId: transactionId).contains(where: { $0.hasSuffix(": " + StoreBounds.boundedMessage(text)) }) {
             return
         }

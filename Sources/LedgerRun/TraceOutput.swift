@@ -265,7 +265,7 @@ public enum TraceOutput {
     public static func listed(_ o: OrderTrace, asOf: Day?, layouts: ReportLayouts?, workspace: Workspace, reader: LedgerReader? = nil, argument: String = "") -> OrderTrace {
         guard let asOf, let layouts else { return o }
         var o = o
-        o.transaction = o.transaction.map { listed($0, asOf: asOf, layouts: layouts, workspace: workspace, reader: reader) }
+        o.transaction = o.transaction.map { listed($0, asOf: asOf, layouts: layouts, workspace: workspace, reader: reader, argument: argument) }
         let lists = Lists(asOf: asOf, layouts: layouts, workspace: workspace, reader: reader, argument: argument)
         // Its own open exceptions (a credit naming no transaction is the order's alone) and its
         // lines refused and not settled; the transaction's are listed under it.

@@ -86,6 +86,11 @@ public struct ReceiptVerifier {
             switch observation(item, book: book, bundleId: r.bundleId) {
             case .success(let t):
                 transactions.append(t)
+                if let passed = item.msPassedOver {
+                    let name = String(passed.field.dropLast(3))
+                    findings.append(Finding(code: "DATE_MS_UNREADABLE", message: "transaction \(t.transactionId) has \(passed.field) \(String(reflecting: String(passed.text.prefix(64)))): not a number of milliseconds, so it is dated by \(name) (or its other forms) instead; the _ms fields are the time Apple means: check the date against Apple's records",
+                                            location: location, transactionId: t.transactionId))
+                }
                 // Apple's own sandbox responses list a subscription's first period as a free
                 // trial in one array and not in the other: booked by the first listing, said.
                 if item.trialDisagreement {
@@ -110,7 +115,7 @@ public struct ReceiptVerifier {
             return .failure(ItemProblem("transaction \(id) has \(bad.field) \(String(reflecting: String(bad.text.prefix(64)))): neither true nor false, so whether it was \(bad.field == "is_trial_period" ? "paid for" : "upgraded from") cannot be told"))
         }
         if let bad = it.badDate {
-            return .failure(ItemProblem("transaction \(id) has \(bad.field) \(String(reflecting: String(bad.text.prefix(64)))): not a date (milliseconds since 1970, or Apple's date text), so \(bad.field.hasPrefix("cancellation") ? "when it was refunded" : bad.field.hasPrefix("purchase") ? "when it was bought" : "when it expires") cannot be told"))
+            return .failure(ItemProblem("transaction \(id) has \(bad.field) \(String(reflecting: String(bad.text.prefix(64)))): not a date (milliseconds since 1970, or Apple's date text), so \(bad.field.hasPrefix("cancellation") ? "when it was refunded" : "when it expires") cannot be told"))
         }
         if let d = it.disagreement {
             return .failure(ItemProblem("transaction \(String(reflecting: String(id.prefix(64)))) is listed twice in the response with a different \(d): which is true cannot be told"))

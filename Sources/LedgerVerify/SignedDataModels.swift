@@ -437,6 +437,27 @@ public func appTransactionReceiptType(ofCompactJWS compactJWS: String) -> String
     return type
 }
 
+/// Every transaction id a JWS may be taken to name, unverified: its own `transactionId` and a
+/// notification's nested `signedTransactionInfo`'s, each as text or as a whole number (kept as
+/// its decimal text, as a verified record's id is read): what `verify` checks a record's links
+/// against (a refused item's id, read from the verified record, may be a number).
+public func transactionIdTexts(ofCompactJWS compactJWS: String) -> Set<String> {
+    guard let outer = try? SignedDataCompactJWS(compactJWS) else { return [] }
+    func id(_ payload: [String: SignedDataJSON]) -> String? {
+        switch payload["transactionId"] {
+        case .string(let s)?: return s
+        case .integer(let n)?: return String(n)
+        default: return nil
+        }
+    }
+    var ids = Set(id(outer.payload).map { [$0] } ?? [])
+    if case .object(let data)? = outer.payload["data"], case .string(let inner)? = data["signedTransactionInfo"],
+       let nested = try? SignedDataCompactJWS(inner), let n = id(nested.payload) {
+        ids.insert(n)
+    }
+    return ids
+}
+
 /// The transaction id a JWS claims (its own `transactionId`, or a notification's nested
 /// `signedTransactionInfo`'s), read WITHOUT verification: only so that a credit for a
 /// rejected transaction is reported as unverified rather than unknown.
