@@ -141,6 +141,7 @@ public struct Audit {
             var previousId: Int64 = 0
             var firstChainBreak: Int64? = nil
             var postedBy = RunRules()
+            var chains: [[UInt8]: [SubscriptionTenure.ChainItem]] = [:]
             try r.forEachStoredEntry { id, e, rulesJSON, hash in
                 report.entries += 1
                 func fail(_ m: String) { report.problems.append(Problem(entryId: id, message: "\(e.kind.rawValue) of transaction \(e.transactionId): \(m)")) }
@@ -180,9 +181,17 @@ public struct Audit {
                 // as recorded.
                 if e.kind == .sale, let recorded = Self.recordedPaidDays(inReason: e.rules.commissionReason), recorded > 0,
                    let t = try r.transaction(e.transactionId)?.observation, let original = t.originalTransactionId, !original.isEmpty {
-                    let chain = try r.subscriptionChain(book: t.book, originalTransactionId: original).map {
-                        SubscriptionTenure.ChainItem(purchaseMs: $0.observation.purchaseMs, expiresMs: $0.observation.expiresMs,
-                                                     freeTrial: $0.observation.isFreeTrial || $0.observation.priceMilliunits == 0)
+                    // Each chain read once (a subscription of 1,000 daily periods read its chain
+                    // for each: verify went from 3 s to 75 s), a bounded number kept.
+                    let key = Array("\(t.book.rawValue) \(original)".utf8)
+                    let chain: [SubscriptionTenure.ChainItem]
+                    if let known = chains[key] { chain = known } else {
+                        chain = try r.subscriptionChain(book: t.book, originalTransactionId: original).map {
+                            SubscriptionTenure.ChainItem(purchaseMs: $0.observation.purchaseMs, expiresMs: $0.observation.expiresMs,
+                                                         freeTrial: $0.observation.isFreeTrial || $0.observation.priceMilliunits == 0)
+                        }
+                        if chains.count >= 10_000 { chains.removeAll(keepingCapacity: true) }
+                        chains[key] = chain
                     }
                     let most = SubscriptionTenure.paidDays(before: t.purchaseMs, chain: chain, graceDays: Int.max)
                     if recorded > most {

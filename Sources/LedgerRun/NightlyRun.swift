@@ -443,19 +443,24 @@ public struct NightlyRun {
             CrashPoint.hit("report:earlier month \(day.month)")
             sets.append(try ReportSet(ledger: ledger, config: config, asOf: day, runId: nil, workspace: workspace, layouts: layouts))
         }
-        // A closed month's set that iapledger last wrote before the month was closed says "still
-        // open" on every page and on Run Info: written again, closed, as `close` writes it. That
-        // is a month the config closed (`closed_through`, recorded tonight or by a night stopped
-        // after its commit), or one `close` closed and could not write again (a full disk). Its
-        // figures are those it had: nothing is posted into a closed month.
+        // A closed month's set whose books' workbooks iapledger last wrote before the month was
+        // closed says "still open" on every page and on Run Info: written again, closed, as
+        // `close` writes it. That is a month the config closed (`closed_through`, recorded
+        // tonight or by a night stopped after its commit), or one `close` closed and could not
+        // write again in full (a full disk). Each of the two books' workbooks is judged (the
+        // reconciliation workbook says nothing of the close: written again with the same bytes,
+        // it is not registered again); one left behind by a write that failed part-way is
+        // written with the set. Its figures are those it had: nothing is posted into a closed month.
         let closes = try ledger.read { try $0.periodCloses() }
         for day in try ledger.read({ try $0.registeredMonthEndSets() }) where !sets.contains(where: { $0.asOf == day }) {
             guard let close = closes.first(where: { $0.month >= day.month }) else { continue }
-            let writtenAt = try ledger.read { r in
-                try ReportWorkbook.allCases.compactMap { try r.reportFiles(path: Workspace.workbookPath($0, asOf: day)).last?.writtenAt }.max()
+            let behind = try ledger.read { r in
+                try [ReportWorkbook.finance, .sandbox].contains { w in
+                    guard let last = try r.reportFiles(path: Workspace.workbookPath(w, asOf: day)).last else { return false }
+                    return try r.writtenBeforeClose(last, close)
+                }
             }
-            // To the second, as the close's time is kept (a registration's has milliseconds).
-            guard let writtenAt, writtenAt.prefix(19) < close.closedAt.prefix(19) else { continue }
+            guard behind else { continue }
             CrashPoint.hit("report:closed month \(day.month)")
             sets.append(try ReportSet(ledger: ledger, config: config, asOf: day, runId: nil, workspace: workspace, layouts: layouts))
         }

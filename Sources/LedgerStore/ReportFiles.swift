@@ -110,22 +110,45 @@ extension LedgerReader {
     /// night that registered files before it, and finished in the file's second or later (a
     /// night whose workbooks failed registered none; runs are stamped to the second, so one
     /// of the file's own second is counted, as a report and a night of one second cannot be
-    /// ordered by time). A close likewise: one in the file's own second counts as after it.
+    /// ordered by time). A close as `writtenBeforeClose` tells it.
     public func changesSince(_ file: RegisteredReportFile) throws -> (nights: Int, closes: Int) {
         let nights = try Int.fetchOne(db, sql: """
             SELECT count(*) FROM run WHERE finished_at IS NOT NULL
               AND id > coalesce(?, (SELECT max(run_id) FROM report_file WHERE id < ?), 0)
               AND (? IS NOT NULL OR julianday(finished_at) >= julianday(substr(?, 1, 19) || 'Z'))
             """, arguments: [file.runId, file.id, file.runId, file.writtenAt]) ?? 0
-        // A close is kept to the second. One in the second a file not by a night was written is
-        // taken as before it: `close` writes its months' sets again at once (they were said to
-        // differ because "a month was closed since", by the close that wrote them).
-        let closes = try Int.fetchOne(db, sql: """
-            SELECT count(*) FROM period_close
-            WHERE julianday(closed_at) > julianday(substr(?1, 1, 19) || 'Z')
-               OR (?2 IS NOT NULL AND julianday(closed_at) = julianday(substr(?1, 1, 19) || 'Z'))
-            """, arguments: [file.writtenAt, file.runId]) ?? 0
+        let closes = try periodCloses().filter { try writtenBeforeClose(file, $0) }.count
         return (nights, closes)
+    }
+
+    /// Whether the file registered as `file` was written before `close` was recorded. A file a
+    /// night wrote is told by runs: before the first night that committed with the month
+    /// closed (the night that recorded a config close, or the first after a `close`), which a
+    /// time to the second cannot tell (a night records a config close as it starts, and may
+    /// write in that second; another may have written in it just before). A file `report` or
+    /// `close` wrote, by time: a close kept to the second, one in the file's own second is
+    /// taken as before it (`close` writes its months' sets again at once).
+    public func writtenBeforeClose(_ file: RegisteredReportFile, _ close: PeriodClose) throws -> Bool {
+        if let run = file.runId {
+            guard let first = try firstRunClosedThrough(close.month) else {
+                // No night has committed with it closed: a night's file is from before it (a
+                // close waits for the night's lock), unless the ledger kept no close per run.
+                return try runKeepsClosedThrough() ? true : file.writtenAt.prefix(19) <= close.closedAt.prefix(19)
+            }
+            return run < first
+        }
+        return file.writtenAt.prefix(19) < close.closedAt.prefix(19)
+    }
+
+    /// The first finished night that committed with `month` closed; nil when none did.
+    public func firstRunClosedThrough(_ month: Month) throws -> Int64? {
+        guard try runKeepsClosedThrough() else { return nil }
+        return try Int64.fetchOne(db.cachedStatement(sql: "SELECT min(id) FROM run WHERE finished_at IS NOT NULL AND closed_through >= ?"),
+                                  arguments: [month.description])
+    }
+
+    func runKeepsClosedThrough() throws -> Bool {
+        try db.columns(in: "run").contains { $0.name == "closed_through" }
     }
 
     /// Whether the ledger registers the report files written (schema v23 and after).
