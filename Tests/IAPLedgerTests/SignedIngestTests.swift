@@ -1562,4 +1562,31 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(reasons.count, 2)
         for r in reasons { XCTAssertTrue(r.hasPrefix("MALFORMED: not a compact JWS of a signed transaction or a notification: the payload is not a JSON object ("), r) }
     }
+
+    /// Links and the store's last word that legitimate nights write pass `verify` (the diff
+    /// review found both called tampering): a refused item whose signed transactionId is a
+    /// number (linked under its decimal text), and a second REFUND_REVERSED without signedDate
+    /// (dated by its transaction's signed date, as the night dates it).
+    func testVerifyTakesNumericSignedIdsAndReversalsWithoutSignedDate() throws {
+        // A refund dated before the purchase: the item is refused (INVALID_TRANSACTION), linked.
+        let numeric = try signer.sign(payload: TestSigner.transactionPayload(
+            transactionId: "x", purchaseDateMs: t0 - 86_400_000, signedDateMs: t0, revocationDateMs: t0 - 2 * 86_400_000,
+            revocationReason: 0, priceMilliunits: 1990, currency: "USD", extra: ["transactionId": Int64(2_000_000_000_000_001)]))
+        try ws.write("inbox/signed/a.jws", numeric + "\n")
+        try ws.write("inbox/signed/n1.json", try notification("ONE_TIME_CHARGE", transaction: try transaction("9071")))
+        let refundAt = t0 + 2 * 86_400_000
+        try ws.write("inbox/signed/n2.json", try notification("REFUND", signed: refundAt, transaction: try transaction("9071", revocation: refundAt)))
+        try ws.write("inbox/signed/n3.json", try notification("REFUND_REVERSED", signed: t0 + 3 * 86_400_000, transaction: try transaction("9071")))
+        try ws.run("2023-11-20")
+        XCTAssertEqual(try rows("SELECT transaction_id FROM unverified_record_transaction"), [["2000000000000001"]])
+        // The second reversal: no signedDate; its transaction signed on 11-19.
+        let inner = try signer.sign(payload: TestSigner.transactionPayload(
+            transactionId: "9071", purchaseDateMs: t0 - 86_400_000, signedDateMs: t0 + 5 * 86_400_000, priceMilliunits: 1990, currency: "USD"))
+        let second = try signer.sign(payload: TestSigner.notificationPayload(notificationType: "REFUND_REVERSED", signedDateMs: nil, signedTransactionInfo: inner))
+        try ws.write("inbox/signed/n4.json", "{\"signedPayload\": \"\(second)\"}")
+        try ws.run("2023-11-21")
+        XCTAssertEqual(try rows("SELECT store_refund_share, store_refund_ms FROM store_transaction WHERE transaction_id = '9071'"), [["0", "\(t0 + 5 * 86_400_000)"]])
+        XCTAssertEqual(try rows("SELECT count(*) FROM finding WHERE code = 'REVERSAL_REPEATED'"), [["1"]])
+        XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.description), [])
+    }
 }
