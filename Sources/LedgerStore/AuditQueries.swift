@@ -327,22 +327,23 @@ extension LedgerReader {
     /// record order, each with where its record was read (or its id, when the ledger holds no
     /// such record).
     public func transactionLinksByRecord() throws -> RecordCursor<(recordId: Int64, transactionId: String, at: String)> {
-        let rows = try Row.fetchCursor(db, sql: """
-            SELECT s.record_id, s.transaction_id, ifnull(f.path || ':' || r.line, 'record #' || s.record_id)
-            FROM transaction_source s LEFT JOIN source_record r ON r.id = s.record_id LEFT JOIN source_file f ON f.id = r.file_id
-            ORDER BY s.record_id, s.transaction_id
-            """)
-        return RecordCursor { try rows.next().map { ($0[0], $0[1], $0[2]) } }
+        try linksByRecord(in: "transaction_source")
     }
 
     /// The links of records that did not verify (and of verified ones with a refused item) to
     /// the transactions they name (`unverified_record_transaction`), in record order, as
     /// `transactionLinksByRecord`.
     public func unverifiedLinksByRecord() throws -> RecordCursor<(recordId: Int64, transactionId: String, at: String)> {
+        try linksByRecord(in: "unverified_record_transaction")
+    }
+
+    /// The (record, transaction) links of `table`, in record order, each with where its record
+    /// was read (or its id, when the ledger holds no such record).
+    private func linksByRecord(in table: String) throws -> RecordCursor<(recordId: Int64, transactionId: String, at: String)> {
         let rows = try Row.fetchCursor(db, sql: """
-            SELECT u.record_id, u.transaction_id, ifnull(f.path || ':' || r.line, 'record #' || u.record_id)
-            FROM unverified_record_transaction u LEFT JOIN source_record r ON r.id = u.record_id LEFT JOIN source_file f ON f.id = r.file_id
-            ORDER BY u.record_id, u.transaction_id
+            SELECT l.record_id, l.transaction_id, ifnull(f.path || ':' || r.line, 'record #' || l.record_id)
+            FROM \(table) l LEFT JOIN source_record r ON r.id = l.record_id LEFT JOIN source_file f ON f.id = r.file_id
+            ORDER BY l.record_id, l.transaction_id
             """)
         return RecordCursor { try rows.next().map { ($0[0], $0[1], $0[2]) } }
     }

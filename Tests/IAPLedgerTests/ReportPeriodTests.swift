@@ -26,16 +26,22 @@ final class ReportPeriodTests: XCTestCase {
         XCTAssertThrowsError(try PeriodReport.write(workspace: ws.workspace, period: Month(iso: "2026-12")!))
     }
 
+    /// A workspace whose nights of 2026-10-21 and 2026-11-02 wrote October's month-end set while
+    /// October was open, and that set's finance workbook.
+    func octoberWrittenOpen() throws -> (TestWorkspace, URL) {
+        let ws = try TestWorkspace()
+        try ws.write("inbox/receipts/a.jsonl", Receipt.response([Receipt.item("c1", purchased: "2026-10-20T10:00:00Z")]) + "\n")
+        try ws.run("2026-10-21")
+        try ws.run("2026-11-02")
+        return (ws, ws.root.appendingPathComponent("reports/2026-10-31/finance-2026-10-31.xlsx"))
+    }
+
     /// `close` writes again the month-end sets of the months it closes: written while they were
     /// open, they said so on every page and on Run Info, and the nights no longer write a closed
     /// month's set, so they said it for good. A month with no set is left without one.
     func testCloseWritesTheClosedMonthsSetAgainAsClosed() throws {
-        let ws = try TestWorkspace()
+        let (ws, october) = try octoberWrittenOpen()
         defer { ws.remove() }
-        try ws.write("inbox/receipts/a.jsonl", Receipt.response([Receipt.item("c1", purchased: "2026-10-20T10:00:00Z")]) + "\n")
-        try ws.run("2026-10-21")
-        try ws.run("2026-11-02")
-        let october = ws.root.appendingPathComponent("reports/2026-10-31/finance-2026-10-31.xlsx")
         func closedThrough() throws -> String? { try XLSXReader.sheets(october)["Run Info"]?.first { $0.first == "Closed through" }?[1] }
         XCTAssertEqual(try closedThrough(), "no month closed")
         let close = try Resilience.cli(["close", "2026-10", "--by", "t", "--as-of", "2026-11-02", "--workspace", ws.root.path])
@@ -66,12 +72,8 @@ final class ReportPeriodTests: XCTestCase {
     /// writes its month-end set again, closed, as `close` does (it kept saying "still open" on
     /// every page until `report --period` wrote it). Once: the next night leaves it.
     func testANightWritesAgainTheSetOfAMonthTheConfigCloses() throws {
-        let ws = try TestWorkspace()
+        let (ws, october) = try octoberWrittenOpen()
         defer { ws.remove() }
-        try ws.write("inbox/receipts/a.jsonl", Receipt.response([Receipt.item("c1", purchased: "2026-10-20T10:00:00Z")]) + "\n")
-        try ws.run("2026-10-21")
-        try ws.run("2026-11-02")
-        let october = ws.root.appendingPathComponent("reports/2026-10-31/finance-2026-10-31.xlsx")
         func closedThrough() throws -> String? { try XLSXReader.sheets(october)["Run Info"]?.first { $0.first == "Closed through" }?[1] }
         func registrations() throws -> Int {
             try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path, readOnly: true).read { try $0.reportFiles(path: "reports/2026-10-31/finance-2026-10-31.xlsx").count }
