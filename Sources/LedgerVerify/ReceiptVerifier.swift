@@ -88,7 +88,7 @@ public struct ReceiptVerifier {
                 transactions.append(t)
                 if let passed = item.msPassedOver {
                     let name = String(passed.field.dropLast(3))
-                    findings.append(Finding(code: "DATE_MS_UNREADABLE", message: "transaction \(t.transactionId) has \(passed.field) \(String(reflecting: String(passed.text.prefix(64)))): not a number of milliseconds, so it is dated by \(name) (or its other forms) instead; the _ms fields are the time Apple means: check the date against Apple's records",
+                    findings.append(Finding(code: "DATE_MS_UNREADABLE", message: "transaction \(t.transactionId) has \(passed.field) \(String(reflecting: String(passed.text.prefix(64)))): not a number of milliseconds, so this record's date for it is read from \(name) (or its other forms) instead (the transaction keeps the date its first record gave); the _ms fields are the time Apple means: check the date against Apple's records",
                                             location: location, transactionId: t.transactionId))
                 }
                 // Apple's own sandbox responses list a subscription's first period as a free

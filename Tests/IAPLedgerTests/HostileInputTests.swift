@@ -148,7 +148,7 @@ final class HostileInputTests: XCTestCase {
         try ws.run("2026-11-03")
         let messages = try findings("DATE_MS_UNREADABLE")
         XCTAssertEqual(messages.count, 3, "\(messages)")
-        XCTAssertTrue(messages.contains { $0.hasPrefix("inbox/receipts/ms.jsonl:1: transaction DMS1 has purchase_date_ms \"abc\": not a number of milliseconds, so it is dated by purchase_date") }, "\(messages)")
+        XCTAssertTrue(messages.contains { $0.hasPrefix("inbox/receipts/ms.jsonl:1: transaction DMS1 has purchase_date_ms \"abc\": not a number of milliseconds, so this record's date for it is read from purchase_date") }, "\(messages)")
         XCTAssertFalse(messages.contains { $0.contains("DMS4") }, "an empty field is none")
         XCTAssertEqual(try saleEntries().filter { $0.hasPrefix("DMS") }.sorted(), ["DMS1", "DMS2", "DMS3", "DMS4"])
         XCTAssertEqual(try findings().filter { $0.contains("DMS") }, [], "no item refused")
