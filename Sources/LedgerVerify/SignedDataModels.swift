@@ -307,7 +307,8 @@ enum SignedDataJSON: Equatable, Sendable {
         switch self {
         case .string: return "text"
         case .integer: return "a whole number"
-        case .fractional: return "a fractional number"
+        // (A whole number past 64 bits is held so too: "fractional" misnamed 20000000000000000004.)
+        case .fractional: return "a number that is no whole number within 64 bits"
         case .bool: return "true/false"
         case .null: return "null"
         case .array: return "a list"

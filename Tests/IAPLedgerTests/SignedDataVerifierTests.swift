@@ -61,6 +61,10 @@ final class SignedDataVerifierTests: XCTestCase {
         XCTAssertEqual(object["d"], .array([.bool(true), .null]))
         XCTAssertEqual(object["e"], .object(["f": .integer(Int64.min)]))
         XCTAssertEqual(object["g"], .fractional(9_223_372_036_854_775_808), "past Int64: a fraction, as JSONDecoder gave")
+        // Named for what it may be: a whole number past 64 bits was called "a fractional number".
+        XCTAssertThrowsError(try SignedDataFields(object: object).string("g")) {
+            XCTAssertEqual(($0 as? SignedDataJSONError)?.message, "field g should be text but is a number that is no whole number within 64 bits")
+        }
         XCTAssertThrowsError(try SignedDataJSON.parseObject(Data(#"{"a": 1e400}"#.utf8)))
         let whole = try SignedDataJSON.parseObject(Data(#"{"p": 1990.0, "t": 1.7e12, "z": -0.0, "f": 0.5, "k": 1}"#.utf8))
         XCTAssertEqual(whole["p"], .integer(1990), "a whole value written with a fraction, as JSONDecoder read it")
