@@ -184,6 +184,12 @@ struct Run: ParsableCommand {
                 StopSignals.committedRun.store(committed.runId, ordering: .relaxed)
                 defer { StopSignals.summarySaid.store(true, ordering: .relaxed) }
                 printSummary(committed)
+                // Dated tomorrow (UTC; allowed, as it is already tomorrow east of UTC): until
+                // midnight UTC a plain `run` (as of today) is refused, nights going forward.
+                let today = todayUTC()
+                if day > today {
+                    print("  note: as of \(day), after today (\(today), UTC): until midnight UTC a run as of today (a plain `iapledger run`) is refused as dated before this one")
+                }
                 fflush(stdout)
             }
             let result: NightlyRun.Result

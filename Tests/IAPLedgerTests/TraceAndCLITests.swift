@@ -1048,6 +1048,10 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertEqual(try Ledger(path: ledgerPath, readOnly: true).read { try $0.rawRows("SELECT count(*) FROM period_close") }, [["0"]])
         let tomorrow = try cli(["run", "--workspace", ws.root.path, "--as-of", (today + 1).description, "--no-progress"])
         XCTAssertEqual(tomorrow.status, 0, tomorrow.err)
+        // Said: until midnight UTC a plain run is refused (an operator running tomorrow by hand
+        // found tonight's scheduled run failing, without a word before).
+        XCTAssertTrue(tomorrow.out.contains("  note: as of \(today + 1), after today (\(today), UTC): until midnight UTC a run as of today (a plain `iapledger run`) is refused as dated before this one"), tomorrow.out)
+        XCTAssertFalse(plain.out.contains("note: as of"), plain.out)
         // Nor does demo make a workspace whose night is in the future (every run then refused).
         let demoDir = ws.root.appendingPathComponent("future-demo")
         let demo = try cli(["demo", "--dir", demoDir.path, "--transactions", "50", "--as-of", (today + 30).description])
