@@ -220,7 +220,8 @@ public enum LegacyReceiptParser {
         it.originalTransactionId = identifier("original_transaction_id")
         it.productId = identifier("product_id")
         it.quantity = d["quantity"]?.scalarOrShape
-        it.purchaseMs = date(d, "purchase_date").ms
+        let purchase = date(d, "purchase_date")
+        it.purchaseMs = purchase.ms
         // iOS 6 `expires_date` holds milliseconds; iOS 7 has `expires_date_ms`.
         // A cancellation or expiry there (not null, not empty) but no date: said, not taken for absent.
         let expires = date(d, "expires_date"), cancellation = date(d, "cancellation_date")
@@ -228,7 +229,7 @@ public enum LegacyReceiptParser {
         it.cancellationMs = cancellation.ms
         it.badDate = cancellation.unreadable ?? expires.unreadable
         // Read as earlier versions read it (a stored record is read again so by `verify`), and said.
-        it.msPassedOver = ["purchase_date", "expires_date", "cancellation_date"].lazy.compactMap { Self.msPassedOver(d, $0) }.first
+        it.msPassedOver = purchase.msPassedOver ?? expires.msPassedOver ?? cancellation.msPassedOver
         it.cancellationReason = d["cancellation_reason"]?.scalarText
         it.appAccountToken = d["app_account_token"]?.scalarText
         it.webOrderLineItemId = d["web_order_line_item_id"]?.scalarText
@@ -249,26 +250,25 @@ public enum LegacyReceiptParser {
 
     /// A time field: `<name>_ms`, else `<name>` as milliseconds or as Apple's
     /// `yyyy-MM-dd HH:mm:ss Etc/GMT` text, else iOS 6's `<name>_formatted` text. When none of them reads, the first of them that is there (not null, not empty) is
-    /// `unreadable`, with its text.
-    static func date<J: JSONReading>(_ d: J, _ name: String) -> (ms: Int64?, unreadable: LegacyItem.BadIdentifier?) {
-        if let v = d[name + "_ms"]?.int64 { return (v, nil) }
-        if let s = d[name]?.scalarText, let v = Int64(s) ?? parseAppleDate(s) { return (v, nil) }
+    /// `unreadable`, with its text. `msPassedOver`: the `<name>_ms` field when it is there (not
+    /// null, not empty) but no number and the time was read from another field instead (Apple's
+    /// contract: the `_ms` fields are the time), said, as the item's date may not be Apple's.
+    static func date<J: JSONReading>(_ d: J, _ name: String)
+        -> (ms: Int64?, unreadable: LegacyItem.BadIdentifier?, msPassedOver: LegacyItem.BadIdentifier?) {
+        let msField = d[name + "_ms"]
+        if let v = msField?.int64 { return (v, nil, nil) }
+        let passedOver = msField.flatMap { v -> LegacyItem.BadIdentifier? in
+            guard !v.isNull, let text = v.scalarOrShape, !text.isEmpty else { return nil }
+            return .init(field: name + "_ms", text: text)
+        }
+        if let s = d[name]?.scalarText, let v = Int64(s) ?? parseAppleDate(s) { return (v, nil, passedOver) }
         // iOS 6 style receipts also carry `<name>_formatted` (`2017-09-27 15:09:30 Etc/GMT`).
-        if let s = d[name + "_formatted"]?.scalarText, let v = parseAppleDate(s) { return (v, nil) }
+        if let s = d[name + "_formatted"]?.scalarText, let v = parseAppleDate(s) { return (v, nil, passedOver) }
         for field in [name + "_ms", name, name + "_formatted"] {
             guard let v = d[field], !v.isNull, let text = v.scalarOrShape, !text.isEmpty else { continue }
-            return (nil, .init(field: field, text: text))
+            return (nil, .init(field: field, text: text), nil)
         }
-        return (nil, nil)
-    }
-
-    /// The `<name>_ms` field when it is there (not null, not empty) but no number, and the time
-    /// was read from another field of `name` instead (Apple's contract: the `_ms` fields are the
-    /// time): said, as the item's date may not be the one Apple meant.
-    static func msPassedOver<J: JSONReading>(_ d: J, _ name: String) -> LegacyItem.BadIdentifier? {
-        guard d[name + "_ms"]?.int64 == nil, let v = d[name + "_ms"], !v.isNull, let text = v.scalarOrShape, !text.isEmpty,
-              date(d, name).ms != nil else { return nil }
-        return .init(field: name + "_ms", text: text)
+        return (nil, nil, nil)
     }
 
     /// Parses `2011-02-17 06:20:57 Etc/GMT` (also `...Z`, ISO `T`) as UTC milliseconds.

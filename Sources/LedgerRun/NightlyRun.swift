@@ -431,7 +431,8 @@ public struct NightlyRun {
         // out what the ledger holds for it. Judged by the ledger as it stands, not by what this
         // night posted: a night stopped after its commit, run again, writes it too. A month
         // whose set was never written is left to `report --period`.
-        for day in try ledger.read({ try $0.registeredMonthEndSets() })
+        let monthEndSets = try ledger.read { try $0.registeredMonthEndSets() }
+        for day in monthEndSets
         where day.month < previous && closedThrough.map({ day.month > $0 }) ?? true {
             let behind = try ledger.read { r in
                 try [("production", ReportWorkbook.finance), ("sandbox", ReportWorkbook.sandbox)].contains { book, workbook in
@@ -452,7 +453,7 @@ public struct NightlyRun {
         // it is not registered again); one left behind by a write that failed part-way is
         // written with the set. Its figures are those it had: nothing is posted into a closed month.
         let closes = try ledger.read { try $0.periodCloses() }
-        for day in try ledger.read({ try $0.registeredMonthEndSets() }) where !sets.contains(where: { $0.asOf == day }) {
+        for day in monthEndSets where !sets.contains(where: { $0.asOf == day }) {
             guard let close = closes.first(where: { $0.month >= day.month }) else { continue }
             let behind = try ledger.read { r in
                 try [ReportWorkbook.finance, .sandbox].contains { w in

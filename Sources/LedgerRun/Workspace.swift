@@ -396,6 +396,13 @@ public struct Workspace {
         try ReportLayouts.load(directory: layoutsURL)
     }
 
+    /// The files in `rules/` that are not the four the nights read, by name (hidden files
+    /// aside): their rows are not used.
+    public func unreadRulesFiles() -> [String] {
+        guard let names = try? Self.fileNames(in: rulesURL) else { return [] }
+        return names.filter { !$0.name.hasPrefix(".") && !RulesReader.files.contains($0.name) }.map { "rules/\($0.shown)" }.sorted()
+    }
+
     /// A workspace-relative path, as stored in the ledger and shown to people.
     public func relative(_ url: URL) -> String {
         let p = url.standardizedFileURL.path, r = root.path.hasSuffix("/") ? root.path : root.path + "/"
@@ -472,13 +479,6 @@ public struct Workspace {
     /// folder such as `archive/`) where it lies. A misplaced file was passed over without a
     /// word. Names starting with `.` (transfers in progress, system files), files and folders,
     /// are passed over in silence.
-    /// The files in `rules/` that are not the four the nights read, by name (hidden files
-    /// aside): their rows are not used.
-    public func unreadRulesFiles() -> [String] {
-        guard let names = try? Self.fileNames(in: rulesURL) else { return [] }
-        return names.filter { !$0.name.hasPrefix(".") && !RulesReader.files.contains($0.name) }.map { "rules/\($0.shown)" }.sorted()
-    }
-
     public func unreadInboxFiles(_ folders: [(folder: String, extensions: Set<String>, described: String)]) -> [String] {
         let inputFolders = folders.map { "inbox/\($0.folder)/" }.joined(separator: ", ")
         var lines: [String] = []
