@@ -141,7 +141,7 @@ public struct Audit {
             var previousId: Int64 = 0
             var firstChainBreak: Int64? = nil
             var postedBy = RunRules()
-            var chains: [[UInt8]: [SubscriptionTenure.ChainItem]] = [:]
+            var chains = NightlyRun.SubscriptionChains()
             try r.forEachStoredEntry { id, e, rulesJSON, hash in
                 report.entries += 1
                 func fail(_ m: String) { report.problems.append(Problem(entryId: id, message: "\(e.kind.rawValue) of transaction \(e.transactionId): \(m)")) }
@@ -181,17 +181,13 @@ public struct Audit {
                 // as recorded.
                 if e.kind == .sale, let recorded = Self.recordedPaidDays(inReason: e.rules.commissionReason), recorded > 0,
                    let t = try r.transaction(e.transactionId)?.observation, let original = t.originalTransactionId, !original.isEmpty {
-                    // Each chain read once (a subscription of 1,000 daily periods read its chain
-                    // for each: verify went from 3 s to 75 s), a bounded number kept.
-                    let key = Array("\(t.book.rawValue) \(original)".utf8)
-                    let chain: [SubscriptionTenure.ChainItem]
-                    if let known = chains[key] { chain = known } else {
-                        chain = try r.subscriptionChain(book: t.book, originalTransactionId: original).map {
+                    // Each chain read once, as the night reads them (a subscription of 1,000 daily
+                    // periods read its chain for each: verify went from 3 s to 75 s).
+                    let chain = try chains.chain(book: t.book, originalTransactionId: original) {
+                        try r.subscriptionChain(book: t.book, originalTransactionId: original).map {
                             SubscriptionTenure.ChainItem(purchaseMs: $0.observation.purchaseMs, expiresMs: $0.observation.expiresMs,
                                                          freeTrial: $0.observation.isFreeTrial || $0.observation.priceMilliunits == 0)
                         }
-                        if chains.count >= 10_000 { chains.removeAll(keepingCapacity: true) }
-                        chains[key] = chain
                     }
                     let most = SubscriptionTenure.paidDays(before: t.purchaseMs, chain: chain, graceDays: Int.max)
                     if recorded > most {
@@ -981,46 +977,52 @@ public struct Audit {
             }
             return "the store's last word kept beside it (\(how) on \(day)) is given by none of its REFUND_REVERSED notifications (\(word.reversalDays.isEmpty ? "none is stored" : "signed " + word.reversalDays.map(\.description).joined(separator: ", "))): it was written into the ledger, not read"
         }
-        let sources = try reader.sources(of: word.transactionId)
-        var verified = 0
-        for s in sources {
-            let run = verifiers.forRun(s.runId)
-            guard case .success(let o) = Self.observation(of: word.transactionId, kind: s.kind, path: s.path, raw: s.raw,
-                                                          receiptVerifier: run.receipts, signedVerifier: run.signed) else { continue }
-            verified += 1
-            if let c = o.cancellationMs, Day(epochMilliseconds: c) == day, (o.revocationPercentage ?? 100_000) == word.share { return nil }
+        let read = try sourcesRead(word.transactionId, reader: reader, verifiers: verifiers) {
+            $0.cancellationMs.map { Day(epochMilliseconds: $0) == day } == true && ($0.revocationPercentage ?? 100_000) == word.share
         }
         // Sources that no longer verify at all are reported with the sale they brought.
-        if verified == 0 && !sources.isEmpty { return nil }
-        return "the store's last word kept beside it (\(how) on \(day)) is reported by none of its \(sources.count) source record\(sources.count == 1 ? "" : "s"): it was written into the ledger, not read"
+        if read.reports || (read.verified == 0 && read.sources > 0) { return nil }
+        return "the store's last word kept beside it (\(how) on \(day)) is reported by none of its \(read.sources) source record\(read.sources == 1 ? "" : "s"): it was written into the ledger, not read"
+    }
+
+    /// The transaction's source records read and verified again, newest first, up to the first
+    /// that reports it as `reports` asks: whether one does, how many sources it has, how many of
+    /// those read give it again, and why each other one does not (`path:line: why`).
+    func sourcesRead(_ transactionId: String, reader: LedgerReader, verifiers: RunVerifiers,
+                     reports: (TransactionObservation) -> Bool) throws -> (reports: Bool, sources: Int, verified: Int, refused: [String]) {
+        let sources = try reader.sources(of: transactionId)
+        var verified = 0, refused: [String] = []
+        for s in sources {
+            let run = verifiers.forRun(s.runId)
+            switch Self.observation(of: transactionId, kind: s.kind, path: s.path, raw: s.raw,
+                                    receiptVerifier: run.receipts, signedVerifier: run.signed) {
+            case .success(let o):
+                verified += 1
+                if reports(o) { return (true, sources.count, verified, refused) }
+            case .failure(let why):
+                refused.append("\(s.path):\(s.line): \(why)")
+            }
+        }
+        return (false, sources.count, verified, refused)
     }
 
     /// Nil when a source record of the transaction reports its stored refund (the same date and
     /// percentage); otherwise why not.
     func refundSupport(_ refund: (transactionId: String, cancellationMs: Int64, percentage: Int64?), reader: LedgerReader,
                        verifiers: RunVerifiers) throws -> String? {
-        let sources = try reader.sources(of: refund.transactionId)
-        var verified = 0
-        var refused: [String] = []
-        for s in sources {
-            let run = verifiers.forRun(s.runId)
-            switch Self.observation(of: refund.transactionId, kind: s.kind, path: s.path, raw: s.raw,
-                                    receiptVerifier: run.receipts, signedVerifier: run.signed) {
-            case .success(let o):
-                verified += 1
-                if o.cancellationMs == refund.cancellationMs, o.revocationPercentage == refund.percentage { return nil }
-            case .failure(let why):
-                refused.append("\(s.path):\(s.line): \(why)")
-            }
+        let read = try sourcesRead(refund.transactionId, reader: reader, verifiers: verifiers) {
+            $0.cancellationMs == refund.cancellationMs && $0.revocationPercentage == refund.percentage
         }
+        if read.reports { return nil }
+        let refused = read.refused
         // Sources that no longer verify at all are reported with the sale they brought.
-        if verified == 0 && !sources.isEmpty { return nil }
+        if read.verified == 0 && read.sources > 0 { return nil }
         // One that does not give the transaction again may be the one that brought the refund.
         // (Sources come newest first: the one quoted is the oldest of them.)
         if let oldest = refused.last {
             return "its stored refund (dated \(Day(epochMilliseconds: refund.cancellationMs))) is reported by none of its source records that give the transaction again; \(refused.count) do not (\(oldest))"
         }
-        return "its stored refund (dated \(Day(epochMilliseconds: refund.cancellationMs))) is reported by none of its \(sources.count) source record\(sources.count == 1 ? "" : "s"): it was written into the ledger, not read"
+        return "its stored refund (dated \(Day(epochMilliseconds: refund.cancellationMs))) is reported by none of its \(read.sources) source record\(read.sources == 1 ? "" : "s"): it was written into the ledger, not read"
     }
 
     /// Nil when a stored REFUND_REVERSED notification of the transaction verifies again as one
