@@ -966,11 +966,8 @@ public struct Audit {
             if word.reversalDays.contains(day) { return nil }
             // One with no signedDate is dated as the night dated it: by its transaction's signed
             // date, else its purchase date (read again from the record, verified).
-            for n in try reader.reversalNotifications(of: word.transactionId) {
-                let ext = (n.path as NSString).pathExtension.lowercased()
-                guard let jws = Ingest.jws(in: RawRecord(line: 0, text: Substring(n.raw)), fileExtension: ext),
-                      case .notification(.success(let notification)) = verifiers.forRun(n.runId).signed.verify(jws),
-                      notification.notificationType == "REFUND_REVERSED", notification.signedDateMs == nil,
+            for n in try reversalsRead(of: word.transactionId, reader: reader, verifiers: verifiers) {
+                guard let notification = n.verified, notification.notificationType == "REFUND_REVERSED", notification.signedDateMs == nil,
                       let t = notification.transaction, t.transactionId == word.transactionId,
                       let ms = t.signedDateMs ?? t.purchaseDateMs, Day(epochMilliseconds: ms) == day else { continue }
                 return nil
@@ -1028,17 +1025,27 @@ public struct Audit {
     /// Nil when a stored REFUND_REVERSED notification of the transaction verifies again as one
     /// (Apple's signature, its type and transaction); otherwise why not.
     func rederiveReversal(_ e: EntryDraft, reader: LedgerReader, verifiers: RunVerifiers) throws -> String? {
-        let stored = try reader.reversalNotifications(of: e.transactionId)
+        let stored = try reversalsRead(of: e.transactionId, reader: reader, verifiers: verifiers)
         for n in stored {
-            let ext = (n.path as NSString).pathExtension.lowercased()
-            guard let jws = Ingest.jws(in: RawRecord(line: 0, text: Substring(n.raw)), fileExtension: ext),
-                  case .notification(.success(let notification)) = verifiers.forRun(n.runId).signed.verify(jws) else { continue }
-            if notification.notificationType == "REFUND_REVERSED", notification.notificationUUID == n.uuid,
+            if let notification = n.verified, notification.notificationType == "REFUND_REVERSED", notification.notificationUUID == n.uuid,
                notification.transaction?.transactionId == e.transactionId { return nil }
         }
         return stored.isEmpty
             ? "no REFUND_REVERSED notification is stored for the transaction: the reversal was written by hand, or its notification's row was deleted"
             : "none of its \(stored.count) REFUND_REVERSED notification record\(stored.count == 1 ? "" : "s") verifies again as Apple's for this transaction"
+    }
+
+    /// The transaction's stored REFUND_REVERSED notification records, oldest first, each read
+    /// as the night read it (its file's extension says how it holds its JWS) and verified again
+    /// by the roots of the run that read it: `verified` nil when it no longer verifies as a
+    /// notification.
+    func reversalsRead(of transactionId: String, reader: LedgerReader, verifiers: RunVerifiers) throws -> [(uuid: String, verified: SignedNotification?)] {
+        try reader.reversalNotifications(of: transactionId).map { n in
+            let ext = (n.path as NSString).pathExtension.lowercased()
+            guard let jws = Ingest.jws(in: RawRecord(line: 0, text: Substring(n.raw)), fileExtension: ext),
+                  case .notification(.success(let notification)) = verifiers.forRun(n.runId).signed.verify(jws) else { return (n.uuid, nil) }
+            return (n.uuid, notification)
+        }
     }
 
     /// Receipt records of many transactions, verified once per `verify`: each of their sales
