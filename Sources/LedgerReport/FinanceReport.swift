@@ -185,18 +185,48 @@ public struct FinanceReport {
     /// Whether the journal passes the row cap and goes to a gzip CSV beside the workbook.
     public func journalOverCap() throws -> Bool { try journalCount() > journalRowCap }
 
-    /// The journal as a streamed table: one row per posting, every column.
-    public func journalTable() throws -> TableBlock {
-        let reader = self.reader, book = self.book, asOf = self.asOf, rd = reportingDecimals
-        return TableBlock(key: "postings", columns: ReportSchema.journal, rowCount: try journalCount()) { emit in
+    /// The journal as a streamed table: one row per posting, every column; with `totals`, the
+    /// sheet's control totals after them (`journalTotalRows`), which the CSV export past the
+    /// cap, a list of postings only, leaves out.
+    public func journalTable(totals: Bool = false) throws -> TableBlock {
+        let reader = self.reader, book = self.book, asOf = self.asOf, rd = reportingDecimals, currency = reportingCurrency
+        let count = try journalCount()
+        return TableBlock(key: "postings", columns: ReportSchema.journal, rowCount: count + (totals ? Self.journalTotalRowCount : 0)) { emit in
+            var debits: Int64 = 0, credits: Int64 = 0, entries = 0, postings = 0, lastEntry: Int64? = nil
             try reader.journal(book: book, from: journalFrom, through: asOf) { j in
                 let d = Currency.exponent(j.currency) ?? 2
+                if j.reportingAmountMinor > 0 { debits += j.reportingAmountMinor } else { credits += j.reportingAmountMinor }
+                if j.entryId != lastEntry { entries += 1; lastEntry = j.entryId }
+                postings += 1
                 try emit(SheetRow([.integer(j.entryId), .date(j.date), .date(j.originalDate), .text(j.late ? "late" : ""),
                                    .text(j.kind), .text(j.transactionId), .text(j.productId), .text(j.storefront),
                                    .text(j.account), .text(j.currency), .money(minor: j.amountMinor, decimals: d),
                                    .money(minor: j.reportingAmountMinor, decimals: rd)]))
             }
+            if totals {
+                for r in Self.journalTotalRows(debits: debits, credits: credits, entries: entries, postings: postings,
+                                               reportingCurrency: currency, decimals: rd) { try emit(r) }
+            }
         }
+    }
+
+    static let journalTotalRowCount = 3
+
+    /// The Journal's control totals, in the reporting-currency column (each posting's amount
+    /// column is in its own currency, which do not add up): its debits, its credits and the
+    /// two added, zero as every entry's reporting amounts balance (accounting.md).
+    static func journalTotalRows(debits: Int64, credits: Int64, entries: Int, postings: Int,
+                                 reportingCurrency: String, decimals: Int) -> [SheetRow] {
+        func row(_ label: String, _ minor: Int64) -> SheetRow {
+            SheetRow([.text(label)] + Array(repeating: .empty, count: ReportSchema.journal.count - 2) + [.money(minor: minor, decimals: decimals)],
+                     style: .total)
+        }
+        let listed = "\(postings) posting\(postings == 1 ? "" : "s") of \(entries) entr\(entries == 1 ? "y" : "ies")"
+        return [
+            row("Debits (\(reportingCurrency)): the positive amounts of the \(listed) above", debits),
+            row("Credits (\(reportingCurrency)): the negative amounts", credits),
+            row("Debits and credits added (zero: every entry balances)", debits + credits),
+        ]
     }
 
     /// The journal as the layout shows it (the columns of the gzip CSV export past the cap);
@@ -228,14 +258,14 @@ public struct FinanceReport {
     }
 
     public func journalSheet() throws -> SheetContent {
-        let table = try journalTable()
-        if table.rowCount > journalRowCap {
+        let table = try journalTable(totals: true)
+        if try journalOverCap() {
             let where_ = journalExport.map { "\($0.fileName) beside this workbook (\($0.rows) rows, SHA-256 \($0.sha256))" } ?? "a CSV export beside this workbook"
-            let notice = ["This month (\(journalFrom) to \(asOf)) has \(table.rowCount) postings, more than the Journal sheet's cap of \(journalRowCap) (journal_row_cap in iapledger.toml).",
+            let notice = ["This month (\(journalFrom) to \(asOf)) has \(try journalCount()) postings, more than the Journal sheet's cap of \(journalRowCap) (journal_row_cap in iapledger.toml).",
                           "The full journal is in \(where_). Every other sheet is complete."]
             return SheetContent(key: "journal", tables: [TableBlock(key: "postings", columns: table.columns, rows: [])], notice: notice)
         }
-        if table.rowCount == 0 {
+        if try journalCount() == 0 {
             return SheetContent(key: "journal", tables: [TableBlock(key: "postings", columns: table.columns, rows: [
                 SheetRow([.text("None: no posting dated \(journalFrom) to \(asOf) in this book")] + Array(repeating: .empty, count: table.columns.count - 1),
                          style: .total)])])

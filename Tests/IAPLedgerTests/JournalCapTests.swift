@@ -133,7 +133,7 @@ final class JournalCapTests: XCTestCase {
         let again = try ws.run("2026-10-07")
         XCTAssertFalse(again.workbooks.contains { $0.lastPathComponent.hasSuffix(".csv.gz") })
         XCTAssertFalse(FileManager.default.fileExists(atPath: gz.path), "the stale export is gone")
-        XCTAssertEqual(try XLSXReader.sheets(again.workbooks.first { $0.lastPathComponent.hasPrefix("finance-") }!)["Journal"]!.count, 4 + 12)
+        XCTAssertEqual(try XLSXReader.sheets(again.workbooks.first { $0.lastPathComponent.hasPrefix("finance-") }!)["Journal"]!.count, 4 + 12 + 3, "the header's rows, every posting and the three control totals")
         XCTAssertEqual(try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path).read { try $0.reportFiles(path: "reports/2026-10-07/journal-2026-10-07.csv.gz").count }, 1,
                        "its registration stays")
         try Data("not ours".utf8).write(to: gz)

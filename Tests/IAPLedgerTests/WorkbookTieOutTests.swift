@@ -42,6 +42,8 @@ final class WorkbookTieOutTests: XCTestCase {
     func testSheetsTieOut() throws {
         let book = try XLSXReader.sheets(result.workbooks[0])
         XCTAssertEqual(Array(book.keys).count, 7)
+        // No signed data under a root of trusted_roots: the Summary says none.
+        XCTAssertTrue(book["Summary"]!.contains { $0.first == "Signed records verified to a root other than Apple's (trusted_roots in iapledger.toml; Run Info lists the roots): none." })
 
         // Trial Balance sheet == balance --format json (production book).
         let rows = try Ledger(path: dir.appendingPathComponent("ledger.sqlite").path).read { try $0.trialBalance(book: .production) }
@@ -125,10 +127,13 @@ final class WorkbookTieOutTests: XCTestCase {
     /// The Journal's postings (reporting currency) against the Summary's row for `month`.
     func assertJournalTiesToSummaryMonth(_ book: [String: [[String]]], month: String, file: StaticString = #filePath, line: UInt = #line) throws {
         var journalSales: Int64 = 0, journalRefunds: Int64 = 0, journalCommission: Int64 = 0, journalReceivable: Int64 = 0
-        var rows = 0
-        for row in book["Journal"]!.dropFirst(4) where row.count >= 12 {
+        var rows = 0, debits: Int64 = 0, credits: Int64 = 0, entries = Set<String>()
+        let journal = book["Journal"]!
+        for row in journal.dropFirst(4) where row.count >= 12 && Int(row[0]) != nil {
             let v = minor(row[11])
             rows += 1
+            if v > 0 { debits += v } else { credits += v }
+            entries.insert(row[0])
             switch row[8] {
             case LedgerAccount.sales: journalSales += v
             case LedgerAccount.refunds: journalRefunds += v
@@ -138,6 +143,13 @@ final class WorkbookTieOutTests: XCTestCase {
             }
         }
         XCTAssertGreaterThan(rows, 0, "the \(month) Journal lists postings", file: file, line: line)
+        // Its control totals, under the postings: debits, credits, and the two added (zero).
+        let totals = Array(journal.suffix(3))
+        XCTAssertEqual(totals.map { $0.first ?? "" }, ["Debits (USD): the positive amounts of the \(rows) postings of \(entries.count) entries above",
+                                                       "Credits (USD): the negative amounts", "Debits and credits added (zero: every entry balances)"],
+                       file: file, line: line)
+        XCTAssertEqual(totals.map { $0.count >= 12 ? minor($0[11]) : -1 }, [debits, credits, 0], file: file, line: line)
+        XCTAssertGreaterThan(debits, 0, file: file, line: line)
         let m = try XCTUnwrap(book["Summary"]!.first { $0.first == month }, "Summary row \(month)", file: file, line: line)
         let (net, commission, proceeds, refunds, returned, netAfter, proceedsAfter) =
             (minor(m[4]), minor(m[5]), minor(m[6]), minor(m[7]), minor(m[8]), minor(m[9]), minor(m[10]))
@@ -217,7 +229,7 @@ final class WorkbookTieOutTests: XCTestCase {
         XCTAssertNotNil(sandbox["Credited in Production"])
         XCTAssertFalse(sandbox["Credited in Production"]!.dropFirst(4).isEmpty, "the demo credits some sandbox purchases in production")
         let production = try XLSXReader.sheets(result.workbooks[0])
-        let sandboxIds = Set(sandbox["Journal"]!.dropFirst(4).compactMap { $0.count > 5 ? $0[5] : nil })
-        XCTAssertFalse(production["Journal"]!.dropFirst(4).contains { $0.count > 5 && sandboxIds.contains($0[5]) })
+        let sandboxIds = Set(sandbox["Journal"]!.dropFirst(4).dropLast(3).compactMap { $0.count > 5 ? $0[5] : nil })
+        XCTAssertFalse(production["Journal"]!.dropFirst(4).dropLast(3).contains { $0.count > 5 && sandboxIds.contains($0[5]) })
     }
 }
