@@ -473,9 +473,12 @@ public struct Audit {
                             continue
                         }
                         // No record before the first reports it (a conflicting record comes after
-                        // the first; a signed record of a purchase a receipt brought becomes its
-                        // first while its sale waits, giving it its own storefront and price).
-                        if stored.firstRecordId > recordId, notFirst.count < 20, try r.recordKind(stored.firstRecordId) != "signed",
+                        // the first), but one that gave neither storefront nor price (a legacy
+                        // receipt's) before a signed record: that became the first while the sale
+                        // waited, giving it its own storefront and price. Any signed record was
+                        // taken as a first after any other: one moved to a later notification passed.
+                        if stored.firstRecordId > recordId, notFirst.count < 20,
+                           try !(t.storefront == nil && t.priceMilliunits == nil && r.recordKind(stored.firstRecordId) == "signed"),
                            flagged.insert(t.transactionId).inserted {
                             notFirst.append("transaction \(t.transactionId) is first reported by \(path):\(line) (record #\(recordId)), but the ledger holds record #\(stored.firstRecordId) as its first: changed, so the transaction is given another record's figures")
                         }
@@ -1221,8 +1224,9 @@ public struct Audit {
     }
 
     /// Nil when the rules a sale recorded are those `rules` and `config` give for it (its
-    /// storefront's tax, its unit price when the rules priced it, the month's rate, the
-    /// commission rate for its day, product and the paid days it recorded); otherwise how not.
+    /// storefront's tax, its unit price and that price's row when the rules priced it, the
+    /// month's rate, the commission rate and its reason for its day, product and the paid days
+    /// it recorded); otherwise how not.
     static func recordedRulesDiffer(_ e: EntryDraft, rules: Rules, config: WorkspaceConfig) -> String? {
         let a = e.rules, day = e.originalDate
         var differ: [String] = []
@@ -1240,6 +1244,13 @@ public struct Audit {
             let price = rules.price(product: e.productId, storefront: a.storefront, on: day)
             if price?.price.description != unit {
                 differ.append("unit price \(unit) where rules/prices.csv gives \(price.map { "\($0.price)" } ?? "none") for \(e.productId) in \(a.storefront) on \(day)")
+            } else if let price {
+                // The price's provenance as trace tells it ("rules/prices.csv 0.99 USD from
+                // 2026-09-01 x 1"): its row's date rewritten passed, the price being the same.
+                let said = "rules/prices.csv \(price.price) \(e.figures.currency) from \(price.effectiveFrom) x "
+                if !a.priceSource.hasPrefix(said) || Int64(a.priceSource.dropFirst(said.count)) == nil {
+                    differ.append("price source \"\(a.priceSource)\" where rules/prices.csv gives \"\(said)<quantity>\"")
+                }
             }
         }
         let fx = rules.fxRate(currency: e.figures.currency, month: day.month, reportingCurrency: config.reportingCurrency)
@@ -1250,7 +1261,8 @@ public struct Audit {
             // The paid days of a subscription are the night's count (its chain), as recorded.
             let paid = Self.paidDays(inReason: a.commissionReason)
             let (rate, reason) = Poster(config: config, rules: rules).commissionRate(product: product, day: day, subscriptionPaidDays: paid)
-            if rate.description != a.commissionRate {
+            // The reason too, which trace tells: one rewritten beside the same rate passed.
+            if rate.description != a.commissionRate || reason != a.commissionReason {
                 differ.append("commission \(a.commissionRate) (\(a.commissionReason)) where iapledger.toml gives \(rate) (\(reason))")
             }
         } else {

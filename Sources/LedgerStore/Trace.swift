@@ -521,12 +521,14 @@ extension LedgerReader {
             """), arguments: [originalId]).map { ($0[0], $0[1], $0[2], $0[3], $0[4]) }
     }
 
-    /// The transactions a record reports or names (stored from it, or waiting for a verified record).
+    /// The transactions a record reports or names (stored from it, or waiting for a verified
+    /// record), or the transaction an orders line taken as an order's version names.
     func recordTransactions(_ recordId: Int64) throws -> [String] {
         try String.fetchAll(db.cachedStatement(sql: """
             SELECT transaction_id FROM store_transaction WHERE first_record_id = ?1
             UNION SELECT transaction_id FROM transaction_source WHERE record_id = ?1
             UNION SELECT transaction_id FROM unverified_record_transaction WHERE record_id = ?1
+            UNION SELECT transaction_id FROM order_version WHERE record_id = ?1 AND transaction_id <> ''
             ORDER BY 1
             """), arguments: [recordId])
     }

@@ -69,6 +69,17 @@ final class KeptRulesTests: XCTestCase {
         r = try Audit(workspace: ws.workspace).run()
         let named = r.problems.map(\.message).filter { $0.contains("recorded rules are not those") }
         XCTAssertEqual(named, ["sale of transaction 9001: its recorded rules are not those of the files run 1 posted by: unit price 2.09 where rules/prices.csv gives 1.09 for coins.100 in DEU on 2026-10-05; rate 1.20 (2026-10) where rules/fx.csv gives 1.10 for EUR in 2026-10"])
+
+        // The rules' provenance as trace tells it, rewritten beside the same figures (an
+        // auditor's review: the price row's date and the commission's reason passed).
+        try tamper(past: "entry_no_update", """
+            UPDATE entry SET rules_json = replace(replace(replace(replace(rules_json, '"fxRate":"1.20"', '"fxRate":"1.10"'), '"unitPrice":"2.09"', '"unitPrice":"1.09"'),
+                ' from 20', ' from 19'), '"commissionReason":"standard"', '"commissionReason":"reduced: small business program 2026-01-01..2026-12-31"')
+            WHERE transaction_id = '9001'
+            """)
+        r = try Audit(workspace: ws.workspace).run()
+        XCTAssertEqual(r.problems.map(\.message).filter { $0.contains("recorded rules are not those") },
+                       ["sale of transaction 9001: its recorded rules are not those of the files run 1 posted by: price source \"rules/prices.csv 1.09 EUR from 1920-01-01 x 1\" where rules/prices.csv gives \"rules/prices.csv 1.09 EUR from 2020-01-01 x <quantity>\"; commission 0.30 (reduced: small business program 2026-01-01..2026-12-31) where iapledger.toml gives 0.30 (standard)"])
     }
 
     /// Where a sale is booked is checked too: its order's storefront (a version of that order

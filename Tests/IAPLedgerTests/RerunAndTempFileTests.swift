@@ -342,6 +342,9 @@ final class RerunAndTempFileTests: XCTestCase {
         XCTAssertEqual(versions, [["2", "0"]], "the order is as the file's last line says: lines 3 and 4 leave it so")
         XCTAssertEqual(night.counts.repeatedOrderLines, 2)
         XCTAssertEqual(try ledger.read { try $0.traceRecord(path: "inbox/orders/grow.csv", line: 4, withText: false) }?.records.map(\.outcome), ["verified"])
+        // `trace FILE:LINE` of the line an order's version was taken from names the transaction
+        // it credits (an auditor's review: orders lines listed none, receipt and signed lines theirs).
+        XCTAssertEqual(try ledger.read { try $0.traceRecord(path: "inbox/orders/grow.csv", line: 2, withText: false) }?.records.map(\.transaction_ids), [["8001"]])
         // Grown by the credit alone: the order is credited (a new version).
         try ws.append("inbox/orders/grow.csv", b + "\n")
         XCTAssertEqual(try ws.run("2026-11-05").counts.read, 1)
