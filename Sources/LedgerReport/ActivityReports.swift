@@ -75,6 +75,7 @@ extension FinanceReport {
         let late = try reader.lateEntries(book: book, asOf: asOf)
         let free = try reader.freeTransactionCount(book: book.rawValue, datedThrough: asOf)
         // Posted sales the rules now book otherwise (a correction to book), open on the date.
+        let otherRoots = try reader.signedVerifiedToOtherRoots(book: book, throughRun: runId)
         let rulesChanged = try shared.findingsOpen(on: asOf, book: book.rawValue, limit: findingsLimit, reader).counts["RULES_CHANGED"] ?? 0
         return SheetContent(
             key: "summary",
@@ -94,10 +95,26 @@ extension FinanceReport {
                      "commission_after_refunds": Self.grouped(Currency.format(minor: total.commission - total.refundCommission, currency: reportingCurrency)),
                      "late_entries": Self.lateEntriesText(late, asOf: asOf, currency: reportingCurrency),
                      "free_transactions": String(free),
+                     "signed_other_roots": Self.otherRootsText(otherRoots, production: book == .production),
                      "rules_changed": rulesChanged == 0 ? "none" : "\(rulesChanged) (Run Info lists them, `iapledger findings --code RULES_CHANGED` every one)"])
     }
 
-    /// "2026-11 holds 45 sales and 4 refunds of earlier months (net after refunds 123.45 USD);
+    /// The signed records of the book's environment verified to a root other than Apple's,
+    /// for the Summary: "none", or how many under which root, and, for production data, that
+    /// Apple signs it under its own root only (the night's summary said it; the workbook
+    /// finance signs did not).
+    static func otherRootsText(_ roots: [(root: String, records: Int)], production: Bool) -> String {
+        guard !roots.isEmpty else { return "none" }
+        let listed = roots.map { "\($0.records) record\($0.records == 1 ? "" : "s") under \($0.root)" }.joined(separator: ", ")
+        return production
+            ? "WARNING: \(listed), saying they are production data, which Apple signs under Apple Root CA - G3 only: not Apple's unless that root is; take a test root out of trusted_roots once testing is done"
+            : "\(listed) (test data)"
+    }
+
+    /// "2026-11 holds 45 sales and 4 refunds of earlier months (net sales 150.00 USD, refunds
+    /// 26.55 USD: net after refunds 123.45 USD)"; the sales and the refunds each said (a net of
+    /// the two alone hid how much moved in from closed months: a sale of 0.99 and the refund of
+    /// another of 0.97 read "net 0.02");
     /// 3 sales dated on or before 2026-10-31 ... are in later months' figures (...)", or "none".
     static func lateEntriesText(_ late: LateEntries, asOf: Day, currency: String) -> String {
         func amount(_ v: Int64) -> String { grouped(Currency.format(minor: v, currency: currency)) + " " + currency }
@@ -106,13 +123,21 @@ extension FinanceReport {
                 .filter { $0.0 > 0 }.map { "\($0.0) \($0.0 == 1 ? $0.1 : $0.2)" }
             return parts.count <= 1 ? parts.joined() : parts.dropLast().joined(separator: ", ") + " and " + parts.last!
         }
+        func sums(_ sales: Int, _ refunds: Int, _ reversals: Int, salesNet: Int64, netAfterRefunds: Int64) -> String {
+            let refunded = salesNet - netAfterRefunds
+            switch (sales > 0, refunds + reversals > 0) {
+            case (true, true): return "net sales \(amount(salesNet)), refunds \(amount(refunded)): net after refunds \(amount(netAfterRefunds))"
+            case (true, false): return "net sales \(amount(salesNet))"
+            default: return "refunds \(amount(refunded)): net after refunds \(amount(netAfterRefunds))"
+            }
+        }
         var parts = late.byMonth.map {
-            "\($0.month) holds \(entries($0.sales, $0.refunds, $0.reversals)) of earlier months (net after refunds \(amount($0.netAfterRefundsMinor)))"
+            "\($0.month) holds \(entries($0.sales, $0.refunds, $0.reversals)) of earlier months (\(sums($0.sales, $0.refunds, $0.reversals, salesNet: $0.salesNetMinor, netAfterRefunds: $0.netAfterRefundsMinor)))"
         }
         let p = late.postedLater
         let moved = p.sales + p.refunds + p.reversals
         if moved > 0 {
-            parts.append("\(entries(p.sales, p.refunds, p.reversals)) dated on or before \(asOf) arrived after the month was closed and \(moved == 1 ? "is" : "are") in later months' figures, not these (net after refunds \(amount(p.netAfterRefundsMinor)))")
+            parts.append("\(entries(p.sales, p.refunds, p.reversals)) dated on or before \(asOf) arrived after the month was closed and \(moved == 1 ? "is" : "are") in later months' figures, not these (\(sums(p.sales, p.refunds, p.reversals, salesNet: p.salesNetMinor, netAfterRefunds: p.netAfterRefundsMinor)))")
         }
         return parts.isEmpty ? "none" : parts.joined(separator: "; ")
     }

@@ -5,6 +5,10 @@ import LedgerStore
 /// The reconciliation workbook: the store against the backend's credits, as of a date, laid
 /// out by `reconciliation.toml`.
 public struct ReconciliationReport {
+    /// The lines between the amounts and their total (`Amounts above, added`, then these).
+    public static let lessSandboxLabel = "less: sandbox purchases credited in production (test sales, in no production total)"
+    public static let lessTwiceLabel = "less: sales in more than one category (each sale's net counted once in the total)"
+
     public let reader: LedgerReader
     public let asOf: Day
     public let reportingCurrency: String
@@ -140,12 +144,12 @@ public struct ReconciliationReport {
             if sandbox != 0 || twice != 0 {
                 rows.append(SheetRow([.text("Amounts above, added"), .empty, .empty, .empty, .money(minor: shown, decimals: rd)], style: .total))
                 if sandbox != 0 {
-                    rows.append(SheetRow([.text("less: sandbox purchases credited in production"), .text("test sales nobody paid for: shown, in no production total"),
-                                          .empty, .empty, .money(minor: -sandbox, decimals: rd)], style: .total))
+                    // The label says it all, over the empty Meaning cell: beside a meaning, it was cut
+                    // at its column's edge, on screen and printed.
+                    rows.append(SheetRow([.text(Self.lessSandboxLabel), .empty, .empty, .empty, .money(minor: -sandbox, decimals: rd)], style: .total))
                 }
                 if twice != 0 {
-                    rows.append(SheetRow([.text("less: sales in more than one category"), .text("each sale's net counted once in the total"),
-                                          .empty, .empty, .money(minor: -twice, decimals: rd)], style: .total))
+                    rows.append(SheetRow([.text(Self.lessTwiceLabel), .empty, .empty, .empty, .money(minor: -twice, decimals: rd)], style: .total))
                 }
             }
             rows.append(SheetRow([.text("Total open exceptions (amount: production sales only)"), .empty, .integer(totalCount),

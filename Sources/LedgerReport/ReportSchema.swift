@@ -109,7 +109,7 @@ public enum ReportSchema {
     static func bookSheets(sandbox: Bool) -> [SheetSchema] {
         [
             SheetSchema("summary", [TableSchema("by_month", summaryByMonth), TableSchema("by_region", summaryByRegion)],
-                        placeholders: ["sales_waiting", "records_waiting", "commission_returned", "commission_after_refunds", "late_entries", "free_transactions", "rules_changed"]),
+                        placeholders: ["sales_waiting", "records_waiting", "commission_returned", "commission_after_refunds", "late_entries", "free_transactions", "rules_changed", "signed_other_roots"]),
             SheetSchema("trial_balance", [TableSchema("balances", trialBalance), TableSchema("by_account", trialBalanceByAccount)]),
             SheetSchema("journal", [TableSchema("postings", journal)]),
             SheetSchema("revenue_by_region", [TableSchema("by_region", revenueByRegion)]),

@@ -164,14 +164,38 @@ extension LedgerReader {
     }
 }
 
+extension LedgerReader {
+    /// Verified signed records of `book`'s data, read by runs up to `throughRun` (all when nil),
+    /// that were verified to a root other than Apple Root CA - G3 (one of `trusted_roots`),
+    /// counted by that root: their record's reason names it (`SignedIngest.verifiedNote`).
+    /// Apple signs App Store data under its own root only, so production data under another is
+    /// not Apple's. A record's book is its environment's, a notification's that of the
+    /// transaction it stored (one saying Sandbox may carry a production transaction). Only
+    /// signed files' records are read.
+    public func signedVerifiedToOtherRoots(book: Book, throughRun runId: Int64?) throws -> [(root: String, records: Int)] {
+        let marker = ", not Apple Root CA - G3", lead = "verified to the trusted root "
+        return try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT root, count(*) FROM (
+                SELECT substr(r.reason, instr(r.reason, ?2) + length(?2), instr(r.reason, ?1) - instr(r.reason, ?2) - length(?2)) AS root,
+                       coalesce((SELECT t.book FROM store_transaction t WHERE t.transaction_id = n.transaction_id),
+                                CASE WHEN lower(ifnull(r.environment, '')) = 'production' THEN 'production' ELSE 'sandbox' END) AS book
+                FROM source_file f JOIN source_record r ON r.file_id = f.id LEFT JOIN notification n ON n.record_id = r.id
+                WHERE f.kind = 'signed' AND f.run_id <= ?3 AND r.outcome = 'verified' AND r.reason_code = 'JWS_VERIFIED'
+                  AND instr(r.reason, ?1) > 0 AND instr(r.reason, ?2) > 0)
+            WHERE book = ?4 GROUP BY root ORDER BY root
+            """), arguments: [marker, lead, runId ?? Int64.max, book.rawValue]).map { ($0[0], $0[1]) }
+    }
+}
+
 /// Late entries of a book, for the Summary's note: those in a month's figures (dated in a
 /// month already closed when they arrived, posted on the first open day), and those dated on
 /// or before a date but posted after it (its month was closed before they arrived).
 public struct LateEntries {
     /// By the month they are posted in: sales, refunds and refund reversals (counted as
-    /// entries), and their effect on net after refunds, in the reporting currency.
-    public var byMonth: [(month: Month, sales: Int, refunds: Int, reversals: Int, netAfterRefundsMinor: Int64)] = []
-    public var postedLater: (sales: Int, refunds: Int, reversals: Int, netAfterRefundsMinor: Int64) = (0, 0, 0, 0)
+    /// entries), the sales' net and their effect on net after refunds (the refunds', less
+    /// reversals, is the difference), in the reporting currency.
+    public var byMonth: [(month: Month, sales: Int, refunds: Int, reversals: Int, salesNetMinor: Int64, netAfterRefundsMinor: Int64)] = []
+    public var postedLater: (sales: Int, refunds: Int, reversals: Int, salesNetMinor: Int64, netAfterRefundsMinor: Int64) = (0, 0, 0, 0, 0)
 }
 
 extension LedgerReader {
@@ -194,19 +218,19 @@ extension LedgerReader {
         }
         func json(_ days: [String]) -> String { "[" + days.map { "\"\($0)\"" }.joined(separator: ",") + "]" }
         let sign = "CASE kind WHEN 'sale' THEN 1 WHEN 'refund' THEN -1 ELSE 1 END"
-        let count = "sum(kind = 'sale'), sum(kind = 'refund'), sum(kind = 'refund_reversal'), sum(\(sign) * net_reporting_minor)"
+        let count = "sum(kind = 'sale'), sum(kind = 'refund'), sum(kind = 'refund_reversal'), sum(CASE kind WHEN 'sale' THEN net_reporting_minor ELSE 0 END), sum(\(sign) * net_reporting_minor)"
         out.byMonth = try Row.fetchAll(db.cachedStatement(sql: """
             SELECT substr(date, 1, 7), \(count) FROM entry
             WHERE book = ? AND date IN (SELECT value FROM json_each(?)) AND late = 1
             GROUP BY substr(date, 1, 7) ORDER BY 1
             """), arguments: [book.rawValue, json(through)]).map {
-            (Month(iso: $0[0])!, $0[1], $0[2], $0[3], $0[4])
+            (Month(iso: $0[0])!, $0[1], $0[2], $0[3], $0[4], $0[5])
         }
         if !after.isEmpty, let r = try Row.fetchOne(db.cachedStatement(sql: """
             SELECT count(*), \(count) FROM entry
             WHERE book = ? AND date IN (SELECT value FROM json_each(?)) AND late = 1 AND original_date <= ?
             """), arguments: [book.rawValue, json(after), day.description]), (r[0] as Int) > 0 {
-            out.postedLater = (r[1], r[2], r[3], r[4])
+            out.postedLater = (r[1], r[2], r[3], r[4], r[5])
         }
         return out
     }

@@ -143,7 +143,7 @@ final class LayoutTests: XCTestCase {
         let overview = try XCTUnwrap(book["Overview 2026"])
         // The header row is under the title and the lines of the shipped subtitle.
         let header = try XCTUnwrap(overview.firstIndex { $0.first == "Month" })
-        XCTAssertEqual(header, 1 + 6 + 1 + 1, "title, six subtitle lines, a blank row, the table's heading (the shipped layout's)")
+        XCTAssertEqual(header, 1 + 7 + 1 + 1, "title, seven subtitle lines, a blank row, the table's heading (the shipped layout's)")
         XCTAssertEqual(overview[header - 1], ["By month (USD)"])
         XCTAssertEqual(overview[header], ["Month", "Refunds (USD)", "Net sales (USD)", "Quantity sold"])
         XCTAssertNotNil(overview.first { $0.first == "Total" })

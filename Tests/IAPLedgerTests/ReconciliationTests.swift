@@ -392,8 +392,8 @@ final class ReconciliationTests: XCTestCase {
         // The lines above the total take the column to it: the sandbox amount taken out.
         let shown = try XCTUnwrap(amount("SANDBOX_CREDITED_IN_PRODUCTION"))
         XCTAssertEqual(amount("Amounts above, added"), shown)
-        XCTAssertEqual(amount("less: sandbox purchases credited in production"), "-" + shown)
-        XCTAssertNil(amount("less: sales in more than one category"))
+        XCTAssertEqual(amount("less: sandbox purchases credited in production (test sales, in no production total)"), "-" + shown)
+        XCTAssertNil(amount("less: sales in more than one category (each sale's net counted once in the total)"))
         // The Exceptions sheet's net column gives the amounts the Summary adds up, and no others.
         let exceptions = try XCTUnwrap(try XLSXReader.sheets(r.workbooks[2])["Exceptions"])
         XCTAssertEqual(exceptions[3][7], "Net (USD)")
@@ -429,8 +429,8 @@ final class ReconciliationTests: XCTestCase {
         XCTAssertEqual(row("Total open exceptions (amount: production sales only)")?[4], "1.98", "k1 and k3, each once")
         // The column adds up to its total through the lines above it (it summed to 2.97).
         XCTAssertEqual(row("Amounts above, added")?[4], "2.97")
-        XCTAssertEqual(row("less: sales in more than one category")?[4], "-0.99")
-        XCTAssertNil(row("less: sandbox purchases credited in production"))
+        XCTAssertEqual(row("less: sales in more than one category (each sale's net counted once in the total)")?[4], "-0.99")
+        XCTAssertNil(row("less: sandbox purchases credited in production (test sales, in no production total)"))
         // Each exception row gives its sale's net: the Summary's amount is each sale's once.
         let exceptions = try XCTUnwrap(try XLSXReader.sheets(r.workbooks[2])["Exceptions"]).dropFirst(4)
         XCTAssertEqual(exceptions.map { "\($0[0]) \($0[1]) \($0[7])" }.sorted(),

@@ -498,6 +498,16 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(traced.refund_reversed_date, "2023-11-19")
         XCTAssertTrue(TraceOutput.text(traced).contains("refunded on 2023-11-16, refund reversed on 2023-11-19"), TraceOutput.text(traced))
         XCTAssertTrue(TraceOutput.json(traced).contains("\"refund_reversed_date\" : \"2023-11-19\""))
+
+        // Its first record moved to a later notification of it (an auditor's review: any signed
+        // record passed as a first after another signed record; trace then left out the REFUND
+        // notification that brought the refund): named.
+        let path = ws.root.appendingPathComponent("ledger.sqlite").path
+        let later = try XCTUnwrap(try rows("SELECT r.id FROM source_record r JOIN source_file f ON f.id = r.file_id WHERE f.path = 'inbox/signed/n3.json'").first?.first)
+        let first = try XCTUnwrap(try rows("SELECT first_record_id FROM store_transaction WHERE transaction_id = '9003'").first?.first)
+        try Tamper.run(path, pastAll: [], "UPDATE store_transaction SET first_record_id = \(later) WHERE transaction_id = '9003'")
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().problems.map(\.message).contains(
+            "transaction 9003 is first reported by inbox/signed/n1.json:1 (record #\(first)), but the ledger holds record #\(later) as its first: changed, so the transaction is given another record's figures"))
     }
 
     /// A signed record's trusted root is named where it was verified (its record's reason, which
@@ -520,12 +530,23 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(cli.status, 0, cli.err)
         XCTAssertTrue(cli.out.contains("  WARNING: signed records verified to certs/testCA.pem (trusted_roots), not to Apple Root CA - G3: 1, 1 of them saying they are production data"), cli.out)
         XCTAssertEqual(cli.err, "iapledger: WARNING: 1 signed record saying it is production data verified to certs/testCA.pem (trusted_roots), not to Apple Root CA - G3\n")
+        // So does the finance workbook's Summary, for every such record read up to its night
+        // (an auditor's review: the workbook finance signs listed the root in Run Info alone).
+        func rootsLine(_ day: String) throws -> String? {
+            try XLSXReader.sheets(ws.root.appendingPathComponent("reports/\(day)/finance-\(day).xlsx"))["Summary"]!
+                .first { $0.first?.hasPrefix("Signed records verified to a root other than Apple's") == true }?.first
+        }
+        XCTAssertEqual(try rootsLine("2023-11-15"), "Signed records verified to a root other than Apple's (trusted_roots in iapledger.toml; Run Info lists the roots): WARNING: 2 records under certs/testCA.pem, saying they are production data, which Apple signs under Apple Root CA - G3 only: not Apple's unless that root is; take a test root out of trusted_roots once testing is done.")
+        XCTAssertEqual(try rootsLine("2023-11-14"), "Signed records verified to a root other than Apple's (trusted_roots in iapledger.toml; Run Info lists the roots): WARNING: 1 record under certs/testCA.pem, saying they are production data, which Apple signs under Apple Root CA - G3 only: not Apple's unless that root is; take a test root out of trusted_roots once testing is done.")
         // A notification counts as its transaction's book: one saying Sandbox (the helper's
         // default) that carries a production transaction is production data.
         try ws.write("inbox/signed/n.json", try notification("ONE_TIME_CHARGE", transaction: try transaction("9204", environment: "Production")))
         let third = try ws.run("2023-11-16")
         XCTAssertEqual(third.otherRoots.map { "\($0.root) \($0.records) \($0.production)" }, ["certs/testCA.pem 1 1"])
         XCTAssertEqual(try rows("SELECT book FROM entry WHERE transaction_id = '9204'"), [["production"]])
+        let third16 = try rootsLine("2023-11-16") ?? "none"
+        XCTAssertTrue(third16.contains(": WARNING: 3 records under certs/testCA.pem, saying they are production data"),
+                      "the notification counted as its production transaction's: \(third16)")
         // Apple's own root names itself (the verifier's names, in the order of its roots).
         let apple = try SignedDataVerifier(bundleIds: [])
         XCTAssertEqual(apple.anchors, [SignedDataAnchor(name: "Apple Root CA - G3", isApple: true)])
