@@ -122,6 +122,9 @@ struct ReportSet {
               let sha = try? LineReader.hash(url.path).sha256,
               !(try reader.reportFiles(path: workspace.relative(url))).contains(where: { $0.sha256 == sha })
         else { return nil }
+        // Kept already, by a night stopped before it wrote the workbook: that copy serves (two
+        // stopped nights left two copies of one file).
+        if let kept = keptCopies(of: url).first(where: { (try? LineReader.hash($0.path).sha256) == sha }) { return (kept, sha) }
         let stamp = NightlyRun.timestamp(milliseconds: false).replacingOccurrences(of: "-", with: "").replacingOccurrences(of: ":", with: "")
         let stem = url.deletingPathExtension().lastPathComponent, ext = url.pathExtension
         var aside = url.deletingLastPathComponent().appendingPathComponent("\(stem).replaced-\(stamp).\(ext)")
@@ -141,14 +144,27 @@ struct ReportSet {
     }
 
     /// The file kept aside, unless the workbook written has its very bytes (a night stopped
-    /// after writing it and before registering it, run again): then the second link goes.
+    /// after writing it and before registering it, run again): then the second link goes, and
+    /// so does any copy an earlier stopped night kept of those bytes (the workbook a night
+    /// stopped before registering, kept aside by a night stopped in turn, stayed under
+    /// `reports/` as a "replaced" file no one had edited).
     static func asideStillNeeded(_ aside: (url: URL, sha256: String)?, written url: URL) -> URL? {
-        guard let aside else { return nil }
-        if let sha = try? LineReader.hash(url.path).sha256, sha == aside.sha256 {
-            try? FileManager.default.removeItem(at: aside.url)
-            return nil
+        let written = try? LineReader.hash(url.path).sha256
+        if let written {
+            for copy in keptCopies(of: url) where (try? LineReader.hash(copy.path).sha256) == written {
+                try? FileManager.default.removeItem(at: copy)
+            }
         }
+        guard let aside, written != aside.sha256 else { return nil }
         return aside.url
+    }
+
+    /// The files kept aside beside `url` (`<name>.replaced-<UTC time>[-n].<ext>`), oldest first.
+    static func keptCopies(of url: URL) -> [URL] {
+        let dir = url.deletingLastPathComponent()
+        let stem = url.deletingPathExtension().lastPathComponent, ext = url.pathExtension
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []
+        return names.filter { $0.hasPrefix("\(stem).replaced-") && $0.hasSuffix(".\(ext)") }.sorted().map { dir.appendingPathComponent($0) }
     }
 
     /// Writes the workbooks of one set, one after the other (`report --period`).

@@ -75,6 +75,45 @@ final class RerunAndTempFileTests: XCTestCase {
         XCTAssertEqual(try asides().count, 2)
     }
 
+    /// Two nights stopped in turn (an operator's review): the first after putting a workbook in
+    /// place and before registering it, the second after keeping that unregistered file aside
+    /// and before writing. The night that completes wrote the same bytes, yet the first copy
+    /// stayed under `reports/` as a "replaced" file no one had edited. A copy kept already
+    /// serves again (no second one), and copies of the bytes written go.
+    func testCopiesKeptByStoppedNightsOfTheBytesWrittenGo() throws {
+        try ws.run("2026-11-03")
+        let dir = ws.root.appendingPathComponent("reports/2026-11-03")
+        let finance = dir.appendingPathComponent("finance-2026-11-03.xlsx")
+        func asides() throws -> [String] { try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.contains(".replaced-") }.sorted() }
+        let (_, ledger) = try ws.workspace.openExistingLedger()
+        // (Each file put in place as a night does, by a rename: the copies are second links.)
+        // Bytes no version registered has: a night's workbook put in place, not registered.
+        let written = try Data(contentsOf: finance)
+        let unregistered = written + Data("another night's".utf8)
+        try unregistered.write(to: finance, options: .atomic)
+        let first = try XCTUnwrap(try ledger.read { try ReportSet.keepAsideIfNotWritten(finance, reader: $0, workspace: ws.workspace) })
+        // The next night stopped before writing; the one after keeps the same copy.
+        let second = try XCTUnwrap(try ledger.read { try ReportSet.keepAsideIfNotWritten(finance, reader: $0, workspace: ws.workspace) })
+        XCTAssertEqual(second.url, first.url)
+        XCTAssertEqual(try asides().count, 1)
+        // It writes those very bytes: no copy is left.
+        try unregistered.write(to: finance, options: .atomic)
+        XCTAssertNil(ReportSet.asideStillNeeded(second, written: finance))
+        XCTAssertEqual(try asides(), [])
+        // A copy of other bytes (an edit) stays, said.
+        let edit = unregistered + Data(" edited".utf8)
+        try edit.write(to: finance, options: .atomic)
+        let kept = try XCTUnwrap(try ledger.read { try ReportSet.keepAsideIfNotWritten(finance, reader: $0, workspace: ws.workspace) })
+        try unregistered.write(to: finance, options: .atomic)
+        XCTAssertEqual(ReportSet.asideStillNeeded(kept, written: finance), kept.url)
+        XCTAssertEqual(try Data(contentsOf: kept.url), edit)
+        // And the night itself, over its own registered workbook: the edit stays kept, nothing
+        // else is added.
+        try written.write(to: finance, options: .atomic)
+        try ws.run("2026-11-03")
+        XCTAssertEqual(try asides(), [kept.url.lastPathComponent])
+    }
+
     func testReRunningANightWithNothingNewRecordsNothingAndWritesTheSameWorkbooks() throws {
         let first = try ws.run("2026-11-03")
         XCTAssertNil(first.nothingNewSinceRun)
