@@ -55,8 +55,8 @@ public enum RecordSplitter {
     /// A document that does not split cleanly is returned whole, so the parser names its error;
     /// an array cut off part-way keeps its complete elements, the rest is one record (which
     /// the parser then names as truncated).
-    public static func jsonDocument(_ text: Substring) -> [RawRecord] {
-        var records = jsonDocumentRecords(text)
+    public static func jsonDocument(_ text: Substring, maxRecordBytes: Int = LineReader.maxRecordBytes) -> [RawRecord] {
+        var records = jsonDocumentRecords(text, maxRecordBytes: maxRecordBytes)
         // A document that ends inside a value, its last record running to the end: cut short
         // while it was copied (TRUNCATED, read again once whole), as the last line of a JSON
         // Lines file is, whether or not the cut fell just after a line end (a pretty-printed
@@ -83,14 +83,22 @@ public enum RecordSplitter {
         return inString || depth > 0
     }
 
-    static func jsonDocumentRecords(_ text: Substring) -> [RawRecord] {
+    static func jsonDocumentRecords(_ text: Substring, maxRecordBytes: Int = LineReader.maxRecordBytes) -> [RawRecord] {
         // Read in place: a copy of the bytes was one more file's size held (a 500 MB document
         // took its night to 1.6 GB).
-        if let records = text.utf8.withContiguousStorageIfAvailable({ jsonDocumentRecords(text, bytes: $0) }) { return records }
-        return jsonDocumentRecords(text, bytes: Array(text.utf8))
+        if let records = text.utf8.withContiguousStorageIfAvailable({ jsonDocumentRecords(text, bytes: $0, maxRecordBytes: maxRecordBytes) }) { return records }
+        return jsonDocumentRecords(text, bytes: Array(text.utf8), maxRecordBytes: maxRecordBytes)
     }
 
-    static func jsonDocumentRecords<Bytes: RandomAccessCollection>(_ text: Substring, bytes u: Bytes) -> [RawRecord]
+    /// A record of more than `maxRecordBytes` (a whole document, or an array's element), as a
+    /// line of JSON Lines that long is: `RECORD_TOO_LONG`, its text not kept (a 250 MB element
+    /// went into the ledger whole, the night at 1 GB). A real response or JWS is a few kilobytes.
+    static func tooLong(line: Int, bytes: Int, what: String, limit: Int) -> RawRecord {
+        RawRecord(line: line, text: Substring("<\(bytes) bytes>"), problem: (
+            "RECORD_TOO_LONG", "\(what) starting on line \(line) is \(bytes) bytes, over the \(limit)-byte limit for one record; its bytes were skipped"))
+    }
+
+    static func jsonDocumentRecords<Bytes: RandomAccessCollection>(_ text: Substring, bytes u: Bytes, maxRecordBytes: Int) -> [RawRecord]
     where Bytes.Element == UInt8, Bytes.Index == Int {
         var i = 0
         var line = 1
@@ -105,6 +113,11 @@ public enum RecordSplitter {
         guard i < u.count else { return [] }
         let startLine = line
         guard u[i] == UInt8(ascii: "[") else {
+            if u.count - i > maxRecordBytes, !endsInside(text) {
+                var end = u.count
+                while end > i, [0x20, 0x09, 0x0A, 0x0D].contains(u[end - 1]) { end -= 1 }
+                if end - i > maxRecordBytes { return [tooLong(line: startLine, bytes: end - i, what: "the document", limit: maxRecordBytes)] }
+            }
             return [RawRecord(line: startLine, text: text)]
         }
         i += 1
@@ -160,9 +173,13 @@ public enum RecordSplitter {
             guard i < u.count else { return records.isEmpty ? [RawRecord(line: startLine, text: text)] : rest(elementStart, line: elementLine) }
             var end = i
             while end > elementStart, [0x20, 0x09, 0x0A, 0x0D].contains(u[end - 1]) { end -= 1 }
-            let startIdx = text.utf8.index(text.startIndex, offsetBy: elementStart)
-            let endIdx = text.utf8.index(text.startIndex, offsetBy: end)
-            records.append(RawRecord(line: elementLine, text: text[startIdx..<endIdx]))
+            if end - elementStart > maxRecordBytes {
+                records.append(tooLong(line: elementLine, bytes: end - elementStart, what: "the array element", limit: maxRecordBytes))
+            } else {
+                let startIdx = text.utf8.index(text.startIndex, offsetBy: elementStart)
+                let endIdx = text.utf8.index(text.startIndex, offsetBy: end)
+                records.append(RawRecord(line: elementLine, text: text[startIdx..<endIdx]))
+            }
             if u[i] == UInt8(ascii: "]") { i += 1; return after() }
             commaAt = i
             commaLine = line

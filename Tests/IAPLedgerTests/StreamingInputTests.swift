@@ -50,6 +50,31 @@ final class StreamingInputTests: XCTestCase {
         XCTAssertEqual(again.counts.read, 0)
     }
 
+    /// A `.json` document's element (or the document) longer than a record may be is refused as
+    /// a line of JSON Lines that long is, its text not kept (an operator's review: a 250 MB
+    /// element went into the ledger whole, the night at 1 GB); the elements around it are read.
+    func testAnOverlongElementOfAJSONDocumentIsRefusedAndSkipped() throws {
+        let doc = "[\n {\"status\": 21003},\n {\"status\": 0, \"pad\": \"" + String(repeating: "A", count: 40) + "\"},\n {\"status\": 21004}\n]\n"
+        let recs = RecordSplitter.jsonDocument(Substring(doc), maxRecordBytes: 32)
+        XCTAssertEqual(recs.map(\.line), [2, 3, 4])
+        XCTAssertEqual(recs.map { $0.problem?.code }, [nil, "RECORD_TOO_LONG", nil])
+        XCTAssertEqual(recs[1].problem?.reason, "the array element starting on line 3 is 64 bytes, over the 32-byte limit for one record; its bytes were skipped")
+        XCTAssertEqual(recs[1].text, "<64 bytes>")
+        let whole = RecordSplitter.jsonDocument(Substring("\n{\"status\": 0, \"pad\": \"" + String(repeating: "A", count: 40) + "\"}\n"), maxRecordBytes: 32)
+        XCTAssertEqual(whole.map { $0.problem?.code }, ["RECORD_TOO_LONG"])
+        XCTAssertEqual(whole.first?.line, 2)
+        // Through a night, at the real limit (16 MiB).
+        let big = "[{\"status\": 21003},\n{\"status\": 0, \"pad\": \"" + String(repeating: "A", count: LineReader.maxRecordBytes) + "\"},\n{\"status\": 21004}]\n"
+        try ws.write("inbox/receipts/huge.json", big)
+        let r = try ws.run("2026-10-06")
+        XCTAssertEqual(r.counts.rejected, 3)
+        let seen = try outcomes("inbox/receipts/huge.json")
+        XCTAssertEqual(seen[2]?.code, "RECORD_TOO_LONG")
+        XCTAssertEqual(try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path).read {
+            try $0.rawRows("SELECT max(length(raw)) FROM source_record")
+        }.first?.first.flatMap { Int($0) }.map { $0 < 1000 }, true, "no record's text is kept whole")
+    }
+
     func testReaderKeepsLinesAcrossChunksAndSkipsOverlongOnes() throws {
         let path = ws.root.appendingPathComponent("lines.jsonl").path
         // Lines longer than a 4 MiB chunk, one over a small limit, a last line without "\n".
