@@ -27,6 +27,30 @@ public enum CSVFile {
     /// line took 1.35 GB and was kept in the ledger. (The tests make it small.)
     nonisolated(unsafe) public static var maxLineBytes = 16 << 20
 
+    /// A row's first field when it ends (at a comma) within `head`, its first bytes: unquoted,
+    /// or quoted with its doubled quotes read as one; nil when it runs past them or is no UTF-8.
+    static func firstField(_ head: ArraySlice<UInt8>) -> String? {
+        var i = head.startIndex
+        var field: [UInt8] = []
+        if i < head.endIndex, head[i] == UInt8(ascii: "\"") {
+            i += 1
+            while i < head.endIndex {
+                if head[i] == UInt8(ascii: "\"") {
+                    if i + 1 < head.endIndex, head[i + 1] == UInt8(ascii: "\"") { field.append(head[i]); i += 2; continue }
+                    i += 1
+                    break
+                }
+                field.append(head[i])
+                i += 1
+            }
+            guard i < head.endIndex, head[i] == UInt8(ascii: ",") else { return nil }
+        } else {
+            guard let comma = head.firstIndex(of: UInt8(ascii: ",")) else { return nil }
+            field = Array(head[i..<comma])
+        }
+        return String(validating: field, as: UTF8.self)
+    }
+
     /// Calls `body` with each row of the file, in order: read through `descriptor` from the
     /// start, `limit` bytes at most (what a first read found), `path` named in errors.
     @discardableResult
@@ -42,14 +66,15 @@ public enum CSVFile {
         // Parsed again only once it has doubled: a row longer than a chunk is not parsed again
         // for every chunk that does not end it.
         var waitFor = 0
-        // A line over `maxLineBytes` being skipped: its line and its bytes so far.
-        var skipping: (line: Int, bytes: Int)? = nil
+        // A line over `maxLineBytes` being skipped: its line, its bytes so far and its first
+        // field, when whole within its first bytes (an order id there still names its order).
+        var skipping: (line: Int, bytes: Int, first: String?)? = nil
 
         func skipped(endsFile: Bool) throws {
             guard let s = skipping else { return }
             skipping = nil
             try body(.failure(CSVError(line: s.line, message: "line \(s.line) is \(s.bytes) bytes, over the \(maxLineBytes)-byte limit for one line; its bytes were skipped",
-                                       raw: Substring("<\(s.bytes) bytes>"), endsFile: endsFile, code: "RECORD_TOO_LONG")))
+                                       raw: Substring("<\(s.bytes) bytes>"), fieldsBefore: s.first.map { [$0] } ?? [], endsFile: endsFile, code: "RECORD_TOO_LONG")))
         }
 
         func parse(final: Bool) throws {
@@ -64,7 +89,7 @@ public enum CSVFile {
                     // A row's first line past the limit: skipped to its end, not held.
                     if pending.count > maxLineBytes {
                         if blank { blank = false }
-                        skipping = (line, pending.count)
+                        skipping = (line, pending.count, firstField(pending.prefix(4096)))
                         parsedBytes += pending.count
                         pending.removeAll()
                         waitFor = 0
