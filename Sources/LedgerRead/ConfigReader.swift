@@ -7,7 +7,15 @@ import TOMLKit
 public enum ConfigReader {
     public static func read(path: String, displayPath: String = "iapledger.toml") throws -> WorkspaceConfig {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw ReadError.file(displayPath, "cannot be read (missing or unreadable); run `iapledger init` to create a workspace")
+            // Told apart: `init` makes a workspace only where none is (it refuses a folder with
+            // anything named iapledger.toml in it), so it is advice for a missing file alone.
+            var isFolder: ObjCBool = false
+            if FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) {
+                throw ReadError.file(displayPath, isFolder.boolValue
+                    ? "is a folder, not the workspace's config file: move it aside and put the config back (from a backup, or the one `iapledger init <new folder>` writes, edited as it was)"
+                    : "cannot be read (no permission to read it?): make it readable by the user the nights run as")
+            }
+            throw ReadError.file(displayPath, "cannot be read (missing); run `iapledger init` to create a workspace")
         }
         var config = try parse(String(decoding: data, as: UTF8.self), displayPath: displayPath)
         config.sourceSHA256 = Hashing.sha256Hex(data)

@@ -145,6 +145,8 @@ public final class Ledger {
 
     /// What a write failure of the disk or the file's permissions means for the user: SQLite
     /// rolled the transaction back (or does so from its journal when the ledger is next opened).
+    static let damaged = ": the ledger file is damaged (a disk fault, or a copy or restore cut short): restore it from its latest copy and check it with `iapledger verify` (README, \"A damaged ledger\")"
+
     static func advice(_ e: DatabaseError) -> String {
         let unchanged = "; nothing of this run was written (the ledger is as it was before it)"
         switch e.resultCode {
@@ -159,7 +161,7 @@ public final class Ledger {
         case .SQLITE_READONLY, .SQLITE_CANTOPEN, .SQLITE_PERM:
             return unchanged + ": check that the ledger file and its folder are writable by this user (and the file system not mounted read-only)"
         case .SQLITE_CORRUPT, .SQLITE_NOTADB:
-            return unchanged + ": the ledger file is damaged (a disk fault, or a copy or restore cut short): restore it from its latest copy and check it with `iapledger verify` (README, \"A damaged ledger\")"
+            return unchanged + damaged
         default:
             return ""
         }
@@ -364,8 +366,10 @@ public final class Ledger {
             return try queue.read { db in try body(LedgerReader(db: db)) }
         } catch let e as DatabaseError {
             let busy = e.resultCode == .SQLITE_BUSY || e.resultCode == .SQLITE_LOCKED
+            let damaged = e.resultCode == .SQLITE_CORRUPT || e.resultCode == .SQLITE_NOTADB
             throw StoreError(message: "\(path): \(e.message ?? e.description)"
-                + (busy ? ": a night was writing it for over \(Int(Self.busyTimeoutSeconds)) s; try again when it has committed" : ""))
+                + (busy ? ": a night was writing it for over \(Int(Self.busyTimeoutSeconds)) s; try again when it has committed" : "")
+                + (damaged ? Self.damaged : ""))
         }
     }
 }

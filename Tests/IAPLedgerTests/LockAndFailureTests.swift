@@ -94,6 +94,34 @@ final class LockAndFailureTests: XCTestCase {
         XCTAssertTrue(run.err.contains("the ledger file is damaged (a disk fault, or a copy or restore cut short): restore it from its latest copy and check it with `iapledger verify` (README, \"A damaged ledger\")"), run.err)
     }
 
+    /// Pages damaged past the first (the file opens; a read meets them): the commands that
+    /// read say what to do too (an operator's review: they said only SQLite's words).
+    func testADamagedPageMetByAReadSaysWhatToDo() throws {
+        let (db, _) = try firstNight()
+        var bytes = try Data(contentsOf: db)
+        XCTAssertGreaterThan(bytes.count, 3 * 4096)
+        bytes.replaceSubrange(4096..<bytes.count, with: Data(repeating: 0x5A, count: bytes.count - 4096))
+        try bytes.write(to: db)
+        for command in [["verify"], ["trace", "6001"], ["run", "--as-of", "2026-10-08", "--no-progress"]] {
+            let r = try Resilience.cli(command + ["--workspace", ws.root.path])
+            XCTAssertEqual(r.status, 1, "\(command)")
+            XCTAssertTrue(r.err.contains("the ledger file is damaged (a disk fault, or a copy or restore cut short): restore it from its latest copy"), "\(command): \(r.err)")
+        }
+    }
+
+    /// A folder where the config file should be: `init` refuses such a workspace, so the
+    /// advice to run it (given for a missing file) is not given.
+    func testAFolderInPlaceOfTheConfigIsSaidSo() throws {
+        _ = try firstNight()
+        let config = ws.root.appendingPathComponent("iapledger.toml")
+        try FileManager.default.removeItem(at: config)
+        try FileManager.default.createDirectory(at: config, withIntermediateDirectories: false)
+        let r = try Resilience.cli(["run", "--as-of", "2026-10-08", "--no-progress", "--workspace", ws.root.path])
+        XCTAssertEqual(r.status, 1)
+        XCTAssertTrue(r.err.contains("iapledger.toml: is a folder, not the workspace's config file: move it aside and put the config back"), r.err)
+        XCTAssertFalse(r.err.contains("iapledger init` to create"), r.err)
+    }
+
     /// A ledger gone (moved, misspelt in `database`, on a share not mounted) where reports/
     /// holds earlier nights' workbooks: a new ledger would have been started from nothing and
     /// written over the month-end sets. Refused, nothing written; with reports/ moved aside
