@@ -175,7 +175,14 @@ public struct NightlyRun {
         workspace.removeStaleTempFiles()
 
         try workspace.refuseForeignLedger(config)
+        let ledgerURL = workspace.ledgerURL(config)
+        let ledgerIsNew = !FileManager.default.fileExists(atPath: ledgerURL.path)
         let ledger = try workspace.openLedgerForWriting(config)
+        // A first night refused before it commits leaves no ledger behind: it says nothing was
+        // read or written (an operator's review: a folder named like an input left a ledger
+        // file of empty tables).
+        var nightCommitted = false
+        defer { if ledgerIsNew && !nightCommitted { Self.removeUnusedLedger(ledger, at: ledgerURL) } }
         // A ledger changed by hand is not built on: what was changed would be carried into
         // every later night's books.
         try ledger.refuseWhenChangedByHand("a night")
@@ -358,6 +365,7 @@ public struct NightlyRun {
             CrashPoint.hit("commit:before")
             return (runId, counts)
         } }
+        nightCommitted = true
         // Committed (or nothing new: the last night's as it stands): said before anything else
         // can fail, so that a failure from here on is not told as a night not written.
         progress.clearStatus()
@@ -526,6 +534,17 @@ public struct NightlyRun {
         }
         CrashPoint.hit("report:done")
         return result
+    }
+
+    /// Removes a ledger file this night created, when it holds no run (the night stopped
+    /// before its commit), with SQLite's files beside it.
+    static func removeUnusedLedger(_ ledger: Ledger, at url: URL) {
+        // Read, and no run in it (a ledger that cannot be read is left as it is).
+        let runs: Day?? = { do { return .some(try ledger.read { try $0.lastAsOf() }) } catch { return nil } }()
+        guard case .some(.none) = runs else { return }
+        for suffix in ["", "-journal", "-wal", "-shm"] {
+            try? FileManager.default.removeItem(atPath: url.path + suffix)
+        }
     }
 
     /// Tests set it to have every night try every sale waiting for a rule (to see that trying

@@ -109,6 +109,24 @@ final class LockAndFailureTests: XCTestCase {
         }
     }
 
+    /// A first night refused before it commits (a folder named like an input) leaves no ledger
+    /// file behind: it says nothing was read or written (one of empty tables was left).
+    func testARefusedFirstNightLeavesNoLedger() throws {
+        try FileManager.default.createDirectory(at: ws.root.appendingPathComponent("inbox/receipts/x.json"), withIntermediateDirectories: true)
+        XCTAssertThrowsError(try ws.run("2026-10-07"))
+        let db = ws.root.appendingPathComponent("ledger.sqlite")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: db.path), "no ledger left behind")
+        // The next night, the folder gone, makes it.
+        try FileManager.default.removeItem(at: ws.root.appendingPathComponent("inbox/receipts/x.json"))
+        try ws.run("2026-10-07")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: db.path))
+        // A refused night on a ledger that exists leaves it as it was.
+        let before = try Data(contentsOf: db)
+        try FileManager.default.createDirectory(at: ws.root.appendingPathComponent("inbox/receipts/y.json"), withIntermediateDirectories: true)
+        XCTAssertThrowsError(try ws.run("2026-10-08"))
+        XCTAssertEqual(try Data(contentsOf: db), before)
+    }
+
     /// A folder where the config file should be: `init` refuses such a workspace, so the
     /// advice to run it (given for a missing file) is not given.
     func testAFolderInPlaceOfTheConfigIsSaidSo() throws {
