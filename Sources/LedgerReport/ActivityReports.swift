@@ -203,9 +203,10 @@ extension FinanceReport {
             commissionTotal += sign * e.commissionReportingMinor
             proceedsTotal += sign * e.proceedsReportingMinor
             let d = decimals(e.currency)
-            return SheetRow([.integer(e.entryId), .date(e.date), .date(e.originalDate), .text(e.late ? "late" : ""),
-                             .text(e.kind), .text(e.transactionId), .text(e.productId),
-                             .text(e.storefront), .text(e.currency),
+            // Led by what says which refund a row is (repeated on each printed page).
+            return SheetRow([.integer(e.entryId), .date(e.date), .text(e.transactionId), .text(e.currency),
+                             .date(e.originalDate), .text(e.late ? "late" : ""), .text(e.kind), .text(e.productId),
+                             .text(e.storefront),
                              // A full refund (no percentage stored) is 100%; a reversal's is negative,
                              // as its amounts are (it showed positive beside them).
                              .money(minor: sign * (e.refundPercentage ?? 100_000), decimals: 3),
@@ -218,7 +219,7 @@ extension FinanceReport {
         if list.isEmpty {
             rows.append(SheetRow([.text("None: no refund or reversed refund posted through \(asOf)")] + Array(repeating: .empty, count: ReportSchema.refunds.count - 1)))
         }
-        rows.append(SheetRow([.text("Total"), .empty, .empty, .text("\(list.filter(\.late).count) late"), .empty, .empty, .empty, .empty,
+        rows.append(SheetRow([.text("Total"), .empty, .empty, .empty, .empty, .text("\(list.filter(\.late).count) late"), .empty, .empty,
                               .empty, .empty, .empty, .empty, .empty, .money(minor: total, decimals: reportingDecimals),
                               .money(minor: commissionTotal, decimals: reportingDecimals), .money(minor: proceedsTotal, decimals: reportingDecimals)],
                              style: .total))

@@ -87,8 +87,8 @@ public enum ReportSchema {
         c("commission_returned_reporting", .money), c("proceeds_after_refunds_reporting", .money),
     ]
     static let refunds = [
-        c("entry", .integer), c("posted", .date), c("original_date", .date), c("late"), c("kind"), c("transaction"), c("product"),
-        c("storefront"), c("currency"), c("refunded_percent", .money), c("net", .money), c("commission", .money),
+        c("entry", .integer), c("posted", .date), c("transaction"), c("currency"), c("original_date", .date), c("late"), c("kind"), c("product"),
+        c("storefront"), c("refunded_percent", .money), c("net", .money), c("commission", .money),
         c("proceeds", .money), c("net_reporting", .money), c("commission_reporting", .money), c("proceeds_reporting", .money),
     ]
     static let creditedInProduction = [

@@ -300,8 +300,9 @@ public enum XLSXWriter {
 
     /// How a sheet printed several pages wide is laid out: on how many pages, the leading
     /// columns repeated on each (the first column, and the text or date columns after it, up to
-    /// three: a region's storefront, month and currency; the first alone left a second page of
-    /// figures whose rows said only their storefront), and the columns the first page surely
+    /// four: a region's storefront, month and currency; a refund's entry, date, transaction and
+    /// currency; the first alone left a second page of figures whose rows said only their
+    /// storefront, and a refund's amounts in its currency came without it), and the columns the first page surely
     /// holds. The repeated columns take at most two fifths of a page (an exception's category
     /// and transaction). Nil for a sheet printed one page wide.
     ///
@@ -320,7 +321,7 @@ public enum XLSXWriter {
         guard wide > 1 else { return nil }
         let pixels = widths.map(columnPixels), page = pagePixels(paper)
         var repeated = 1
-        while repeated < min(3, widths.count - 1), repeated < kinds.count, kinds[repeated] == .text || kinds[repeated] == .date,
+        while repeated < min(4, widths.count - 1), repeated < kinds.count, kinds[repeated] == .text || kinds[repeated] == .date,
               pixels.prefix(repeated + 1).reduce(0, +) * 5 <= page * 2 { repeated += 1 }
         let lead = pixels.prefix(repeated).reduce(0, +), total = pixels.reduce(0, +)
         let share = (total + lead * (wide - 1)) / wide * 85 / 100

@@ -49,7 +49,7 @@ final class JournalCapTests: XCTestCase {
         XCTAssertEqual(XLSXWriter.pagesWide(Array(repeating: 23, count: 12), paper: .a3), 1)
         XCTAssertEqual(XLSXWriter.pagesWide(Array(repeating: 60, count: 12), paper: .letter), 3)
         // Each page after the first leads with the columns that say what a row is: the first and
-        // the text or date columns after it, up to three (a region's storefront, month and
+        // the text or date columns after it, up to four (a region's storefront, month and
         // currency; the storefront alone left rows of figures with no month or currency), and
         // the notes wrap within what the first page surely holds, whichever spreadsheet prints it.
         let region = [10, 9, 9, 9, 13, 12, 13, 12, 13, 12, 13, 13, 12, 13, 15, 14, 13]
@@ -65,6 +65,12 @@ final class JournalCapTests: XCTestCase {
         // The Exceptions sheet: its category and transaction (with its order, half a page).
         let exceptionWidths = [32, 20, 16, 16, 32, 12, 9, 13, 12, 12, 10, 90]
         XCTAssertEqual(XLSXWriter.pageLayout(exceptionWidths, kinds: [.text, .text, .text, .text, .text, .money, .text, .money, .date, .date, .integer, .text], paper: .a4)?.repeated, 2)
+        // The Refunds sheet: a refund's entry, date, transaction and currency (a finance review:
+        // its second page showed amounts in several currencies with no currency beside them).
+        let refundWidths = [8, 11, 19, 9, 13, 6, 15, 30, 10, 11, 12, 12, 12, 15, 15, 15]
+        let refundKinds: [Column.Kind] = [.integer, .date, .text, .text, .date, .text, .text, .text, .text, .money] + Array(repeating: .money, count: 6)
+        XCTAssertEqual(XLSXWriter.pageLayout(refundWidths, kinds: refundKinds, paper: .a4)?.repeated, 4)
+        XCTAssertEqual(XLSXWriter.pageLayout(refundWidths, kinds: refundKinds, paper: .letter)?.repeated, 4)
         // A money column second: the first column alone.
         XCTAssertEqual(XLSXWriter.pageLayout(region, kinds: [.text] + Array(repeating: .money, count: 16), paper: .a4)?.repeated, 1)
         let ws = try TestWorkspace()

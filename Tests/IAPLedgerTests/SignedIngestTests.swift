@@ -477,10 +477,14 @@ final class SignedIngestTests: XCTestCase {
                        ["sale 2023-11-13", "refund 2023-11-16", "refund_reversal 2023-11-19"])
         // The Refunds sheet names each kind as the Journal does (a filter on one finds the other's).
         let book = try XLSXReader.sheets(try XCTUnwrap(night3.workbooks.first { $0.lastPathComponent == "sandbox-2023-11-20.xlsx" }))
-        func kinds(_ sheet: String) -> [String] { book[sheet]!.compactMap { $0.count > 5 && $0[5] == "9003" ? $0[4] : nil } }
+        func kinds(_ sheet: String) -> [String] {
+            // (The Refunds sheet leads with entry, date, transaction and currency.)
+            let (transaction, kind) = sheet == "Refunds" ? (2, 6) : (5, 4)
+            return book[sheet]!.compactMap { $0.count > 6 && $0[transaction] == "9003" ? $0[kind] : nil }
+        }
         XCTAssertEqual(kinds("Refunds"), ["refund", "refund_reversal"])
         // Its refunded percentage takes the sign of its amounts: the reversal's is negative.
-        XCTAssertEqual(book["Refunds"]!.compactMap { $0.count > 10 && $0[5] == "9003" ? [$0[9], $0[10]] : nil }, [["50", "1"], ["-50", "-1"]])
+        XCTAssertEqual(book["Refunds"]!.compactMap { $0.count > 10 && $0[2] == "9003" ? [$0[9], $0[10]] : nil }, [["50", "1"], ["-50", "-1"]])
         XCTAssertEqual(Set(kinds("Journal")), ["sale", "refund", "refund_reversal"])
         XCTAssertEqual(try rows("SELECT a.name, sum(p.amount_minor) FROM posting p JOIN account a ON a.id = p.account_id GROUP BY 1 ORDER BY 1"),
                        [["Assets:AppStore:Receivable", "139"], ["Expenses:AppStore:Commission", "60"],

@@ -305,10 +305,16 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertEqual(ancient.status, 1)
         XCTAssertTrue(ancient.err.contains("0001-01-31 is before anything the ledger holds (its earliest entry is dated 2026-10-05, its first night ran as of 2026-10-07): nothing to report, nothing written"), ancient.err)
         XCTAssertFalse(FileManager.default.fileExists(atPath: ws.root.appendingPathComponent("reports/0001-01-31").path))
-        // ... and on a ledger no night has run on (a first night refused left its schema).
+        // ... where a first night was refused (it leaves no ledger) ...
         let fresh = try TestWorkspace(config: TestWorkspace.defaultConfig + "\n[periods]\nclosed_through = \"2026-09\"\n")
         defer { fresh.remove() }
         XCTAssertThrowsError(try fresh.run("2026-10-07"))
+        let noLedger = try cli(["report", "--period", "0001-01", "--workspace", fresh.root.path])
+        XCTAssertEqual(noLedger.status, 1)
+        XCTAssertTrue(noLedger.err.contains("ledger.sqlite: no ledger yet; run `iapledger run` first"), noLedger.err)
+        // ... and on a ledger no night has run on (a first night killed before its commit
+        // leaves its schema).
+        _ = try Ledger(path: fresh.root.appendingPathComponent("ledger.sqlite").path)
         let none = try cli(["report", "--period", "0001-01", "--workspace", fresh.root.path])
         XCTAssertEqual(none.status, 1)
         XCTAssertTrue(none.err.contains("no night has run on this ledger: nothing to report, nothing written"), none.err)

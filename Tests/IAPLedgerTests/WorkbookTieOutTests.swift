@@ -120,7 +120,7 @@ final class WorkbookTieOutTests: XCTestCase {
         for row in book["Refunds"]!.dropFirst(4) where row.count >= 16 && row[0] != "Total" {
             XCTAssertEqual(minor(row[13]) - minor(row[14]), minor(row[15]), "\(row)")
             // A full refund reads 100% (the cell was empty), a reversal's percentage negative.
-            XCTAssertEqual(row[9], row[4] == "refund" ? "100" : "-100", "\(row)")
+            XCTAssertEqual(row[9], row[6] == "refund" ? "100" : "-100", "\(row)")
         }
     }
 
