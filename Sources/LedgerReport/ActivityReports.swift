@@ -173,7 +173,9 @@ extension FinanceReport {
                              money(s.refunds, rd), money(s.refundCommission, rd)])
         }
         let rd = reportingDecimals
-        rows.append(SheetRow([.text("Total"), .empty, .text(reportingCurrency), .integer(total.units), .empty, .empty, .empty, .empty, .empty, .empty, .empty,
+        // No currency beside the quantity sold (units of every currency; "USD" there read as
+        // units in USD): the amounts it totals are the reporting currency's, as their titles say.
+        rows.append(SheetRow([.text("Total"), .empty, .empty, .integer(total.units), .empty, .empty, .empty, .empty, .empty, .empty, .empty,
                               money(total.gross, rd), money(total.tax, rd), money(total.net, rd), money(total.commission, rd),
                               money(total.proceeds, rd), money(total.refunds, rd), money(total.refundCommission, rd)], style: .total))
         return SheetContent(key: "revenue_by_region", tables: [TableBlock(key: "by_region", columns: ReportSchema.revenueByRegion, rows: rows)])

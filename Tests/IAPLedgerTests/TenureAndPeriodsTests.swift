@@ -482,6 +482,13 @@ final class TenureAndPeriodsTests: XCTestCase {
         try ws.write("iapledger.toml", TestWorkspace.defaultConfig)
         XCTAssertThrowsError(try ClosedPeriods.close(month: Month(iso: "2026-09")!, workspace: ws.workspace, asOf: Day(iso: "2026-10-10")!,
                                                      closedBy: "carol", closedAt: "2026-10-10T09:00:00Z")) {
+            XCTAssertTrue("\($0)".contains("ledger.sqlite: no ledger yet; run `iapledger run` first"), "\($0)")
+        }
+        // On a ledger no night has run on (a first night killed before its commit leaves its
+        // schema), `close` says why it cannot close yet.
+        _ = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path)
+        XCTAssertThrowsError(try ClosedPeriods.close(month: Month(iso: "2026-09")!, workspace: ws.workspace, asOf: Day(iso: "2026-10-10")!,
+                                                     closedBy: "carol", closedAt: "2026-10-10T09:00:00Z")) {
             XCTAssertTrue("\($0)".contains("2026-09 cannot be closed yet: no night has run on this ledger"), "\($0)")
         }
         try ws.run("2026-09-30")   // nothing in the inbox yet
@@ -557,9 +564,9 @@ final class TenureAndPeriodsTests: XCTestCase {
     /// instead, the ledger's close counted (it said "or earlier", which that run refused too).
     func testAConfigMonthNoRunRecordsClosesNothing() throws {
         try ws.write("iapledger.toml", TestWorkspace.defaultConfig + "\n[periods]\nclosed_through = \"2026-07\"\n")
-        XCTAssertThrowsError(try ws.run("2026-08-05"), "a first night refuses it (the ledger made, nothing written)")
+        XCTAssertThrowsError(try ws.run("2026-08-05"), "a first night refuses it (nothing written, no ledger left)")
         XCTAssertThrowsError(try close("2026-07", asOf: "2026-08-05")) {
-            XCTAssertTrue("\($0)".contains("2026-07 cannot be closed yet: no night has run on this ledger"), "\($0)")
+            XCTAssertTrue("\($0)".contains("ledger.sqlite: no ledger yet; run `iapledger run` first"), "\($0)")
         }
         try ws.write("iapledger.toml", TestWorkspace.defaultConfig)
         try ws.run("2026-08-05")

@@ -98,6 +98,7 @@ final class WorkbookTieOutTests: XCTestCase {
         let region = book["Revenue by Region"]!.dropFirst(4)
         let body = region.filter { $0[0] != "Total" && $0.count >= 18 }
         let regionTotal = try XCTUnwrap(region.first { $0[0] == "Total" })
+        XCTAssertEqual(regionTotal[2], "", "no currency beside the quantity sold of every currency")
         for (col, want) in [(13, net), (15, proceeds), (16, refunds), (17, returned)] {
             XCTAssertEqual(body.map { minor($0[col]) }.reduce(0, +), want, "Revenue by Region column \(col)")
             XCTAssertEqual(minor(regionTotal[col]), want)
