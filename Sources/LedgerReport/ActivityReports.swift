@@ -75,7 +75,9 @@ extension FinanceReport {
         let late = try reader.lateEntries(book: book, asOf: asOf)
         let free = try reader.freeTransactionCount(book: book.rawValue, datedThrough: asOf)
         // Posted sales the rules now book otherwise (a correction to book), open on the date.
-        let otherRoots = try reader.signedVerifiedToOtherRoots(book: book, throughRun: runId)
+        // Read only for a layout that shows it (the shipped finance layout; not the sandbox one).
+        let showsRoots = layout.sheet("summary").map { ([$0.title] + $0.subtitle).contains { $0.contains("{signed_other_roots}") } } ?? false
+        let otherRoots = showsRoots ? try shared.signedVerifiedToOtherRoots(throughRun: runId, reader).filter { $0.book == book }.map { ($0.root, $0.records) } : []
         let rulesChanged = try shared.findingsOpen(on: asOf, book: book.rawValue, limit: findingsLimit, reader).counts["RULES_CHANGED"] ?? 0
         return SheetContent(
             key: "summary",

@@ -13,6 +13,7 @@ public final class SharedReads: @unchecked Sendable {
     private var totals: LedgerTotals?
     private var openFindings: [String: (rows: [FindingRow], counts: [String: Int])] = [:]
     private var openRecords: [String: OpenRecords] = [:]
+    private var otherRoots: [Int64: [(book: Book, root: String, records: Int)]] = [:]
     public typealias OpenRecords = (listed: [RecordProblem], counts: [(outcome: String, code: String, count: Int)], more: [(code: String, count: Int)])
 
     public init() {}
@@ -39,6 +40,15 @@ public final class SharedReads: @unchecked Sendable {
         openFindings[key] = value
         return value
     }
+    /// The signed records verified to a root other than Apple's, read by runs up to `runId`.
+    func signedVerifiedToOtherRoots(throughRun runId: Int64?, _ reader: LedgerReader) throws -> [(book: Book, root: String, records: Int)] {
+        lock.lock()
+        defer { lock.unlock() }
+        if let value = otherRoots[runId ?? -1] { return value }
+        let value = try reader.signedVerifiedToOtherRoots(throughRun: runId)
+        otherRoots[runId ?? -1] = value
+        return value
+    }
     /// The records not posted of `scope`, at most `perCode` of each code and `total` in all.
     func openRecordProblems(_ scope: LedgerReader.RecordProblemScope, perCode: Int, total: Int, _ reader: LedgerReader) throws -> OpenRecords {
         lock.lock()
@@ -56,6 +66,9 @@ extension Optional where Wrapped == SharedReads {
     func totals(_ reader: LedgerReader) throws -> LedgerTotals { try self?.totals(reader) ?? reader.totals() }
     func findingsOpen(on day: Day, book: String, limit: Int, _ reader: LedgerReader) throws -> (rows: [FindingRow], counts: [String: Int]) {
         try self?.findingsOpen(on: day, book: book, limit: limit, reader) ?? reader.findingsOpen(on: day, book: book, limit: limit)
+    }
+    func signedVerifiedToOtherRoots(throughRun runId: Int64?, _ reader: LedgerReader) throws -> [(book: Book, root: String, records: Int)] {
+        try self?.signedVerifiedToOtherRoots(throughRun: runId, reader) ?? reader.signedVerifiedToOtherRoots(throughRun: runId)
     }
     func openRecordProblems(_ scope: LedgerReader.RecordProblemScope, perCode: Int, total: Int, _ reader: LedgerReader) throws -> SharedReads.OpenRecords {
         try self?.openRecordProblems(scope, perCode: perCode, total: total, reader) ?? reader.openRecordProblems(scope, perCode: perCode, total: total)
