@@ -74,12 +74,15 @@ extension FinanceReport {
         let recordsWaiting = try reader.pendingRecordCountNow()
         let late = try reader.lateEntries(book: book, asOf: asOf)
         let free = try reader.freeTransactionCount(book: book.rawValue, datedThrough: asOf)
-        // Posted sales the rules now book otherwise (a correction to book), open on the date.
-        // Read only for a layout that shows it (the shipped finance layout; not the sandbox one).
+        // Signed records under roots other than Apple's: read for a layout that shows them (the
+        // shipped finance layout; not the sandbox one), and for the production book whatever its
+        // layout, whose warning is then added to the notes.
         let showsRoots = layout.sheet("summary").map { ([$0.title] + $0.subtitle).contains { $0.contains("{signed_other_roots}") } } ?? false
-        let otherRoots = showsRoots ? try shared.signedVerifiedToOtherRoots(throughRun: runId, reader).filter { $0.book == book }.map { ($0.root, $0.records) } : []
+        let otherRoots = showsRoots || book == .production
+            ? try shared.signedVerifiedToOtherRoots(throughRun: runId, reader).filter { $0.book == book }.map { ($0.root, $0.records) } : []
+        // Posted sales the rules now book otherwise (a correction to book), open on the date.
         let rulesChanged = try shared.findingsOpen(on: asOf, book: book.rawValue, limit: findingsLimit, reader).counts["RULES_CHANGED"] ?? 0
-        return SheetContent(
+        var content = SheetContent(
             key: "summary",
             tables: [
                 TableBlock(key: "by_month", columns: ReportSchema.summaryByMonth, rows: monthRows),
@@ -99,7 +102,14 @@ extension FinanceReport {
                      "free_transactions": String(free),
                      "signed_other_roots": Self.otherRootsText(otherRoots, production: book == .production),
                      "rules_changed": rulesChanged == 0 ? "none" : "\(rulesChanged) (Run Info lists them, `iapledger findings --code RULES_CHANGED` every one)"])
+        if book == .production && !otherRoots.isEmpty {
+            content.warnings = [("signed_other_roots", Self.otherRootsLine + Self.otherRootsText(otherRoots, production: true) + ".")]
+        }
+        return content
     }
+
+    /// The Summary's line on signed records under other roots, as the shipped layout has it.
+    static let otherRootsLine = "Signed records verified to a root other than Apple's (trusted_roots in iapledger.toml; Run Info lists the roots): "
 
     /// The signed records of the book's environment verified to a root other than Apple's,
     /// for the Summary: "none", or how many under which root, and, for production data, that

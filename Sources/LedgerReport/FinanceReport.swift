@@ -258,7 +258,10 @@ public struct FinanceReport {
     }
 
     public func journalSheet() throws -> SheetContent {
-        let table = try journalTable(totals: true)
+        // The control totals stand in the reporting-amount column: a layout that leaves it out
+        // has none (their labels stood over empty cells).
+        let reportingShown = layout.sheet("journal")?.tables.first { $0.key == "postings" }?.columns.contains { $0.key == "amount_reporting" } ?? false
+        let table = try journalTable(totals: reportingShown)
         if try journalOverCap() {
             let where_ = journalExport.map { "\($0.fileName) beside this workbook (\($0.rows) rows, SHA-256 \($0.sha256))" } ?? "a CSV export beside this workbook"
             let notice = ["This month (\(journalFrom) to \(asOf)) has \(try journalCount()) postings, more than the Journal sheet's cap of \(journalRowCap) (journal_row_cap in iapledger.toml).",

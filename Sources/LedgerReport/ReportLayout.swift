@@ -363,6 +363,10 @@ public struct SheetContent {
     public var values: [String: String]
     /// Lines the tool writes instead of the layout's subtitle (the Journal past its row cap).
     public var notice: [String]?
+    /// Warnings the tool writes after the layout's subtitle, each unless the layout's title or
+    /// subtitle uses its placeholder (which then says it): a layout written before the
+    /// warning was added (a workspace's own copy) leaves nothing out that finance must see.
+    public var warnings: [(placeholder: String, line: String)] = []
     public init(key: String, tables: [TableBlock], charts: [ChartSpec] = [], values: [String: String] = [:], notice: [String]? = nil) {
         self.key = key
         self.tables = tables
@@ -387,8 +391,10 @@ extension ReportLayout {
         let tables = layout.tables.compactMap { t -> TableBlock? in
             content.tables.first { $0.key == t.key }.map { $0.laidOut(t) { Self.fill($0, all) } }
         }
+        let shown = [layout.title] + layout.subtitle
+        let warnings = content.warnings.filter { w in !shown.contains { $0.contains("{\(w.placeholder)}") } }.map(\.line)
         return SheetModel(key: content.key, name: layout.name, title: Self.fill(layout.title, all),
-                          subtitle: content.notice ?? layout.subtitle.map { Self.fill($0, all) }, tables: tables, charts: content.charts)
+                          subtitle: content.notice ?? (layout.subtitle.map { Self.fill($0, all) } + warnings), tables: tables, charts: content.charts)
     }
 }
 

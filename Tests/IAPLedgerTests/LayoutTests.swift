@@ -102,6 +102,18 @@ final class LayoutTests: XCTestCase {
         XCTAssertTrue(refunds.contains { $0.count > 1 && $0[0] == "0 late" && $0[1] == "Total" }, "\(refunds.suffix(2))")
     }
 
+    /// The Journal's control totals stand in its reporting-amount column: a layout without it
+    /// has none (their labels stood over empty cells); with it, they close the sheet.
+    func testTheJournalsControlTotalsNeedItsReportingAmountColumn() throws {
+        let ws = try demo(transactions: 60)
+        try writeLayout(ws, "finance.toml", "[[sheet]]\nkey = \"journal\"\n\n[[sheet.table]]\nkey = \"postings\"\ncolumns = [\"entry\", \"account\", \"currency\", \"amount\"]\n")
+        let result = try NightlyRun(workspace: ws, asOf: asOf).run()
+        let journal = try XCTUnwrap(try XLSXReader.sheets(try XCTUnwrap(result.workbooks.first { $0.lastPathComponent == "finance-2026-11-21.xlsx" }))["Journal"])
+        XCTAssertGreaterThan(journal.count, 10)
+        XCTAssertFalse(journal.contains { $0.first?.hasPrefix("Debits") == true }, "no control totals without the column they stand in")
+        XCTAssertNotNil(Int(journal.last?.first ?? ""), "the last row is a posting: \(journal.last ?? [])")
+    }
+
     func testAWorkspaceLayoutReordersRenamesDropsAndReformats() throws {
         let ws = try demo()
         try writeLayout(ws, "finance.toml", Self.customFinance)

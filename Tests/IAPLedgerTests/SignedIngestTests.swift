@@ -542,6 +542,14 @@ final class SignedIngestTests: XCTestCase {
         }
         XCTAssertEqual(try rootsLine("2023-11-15"), "Signed records verified to a root other than Apple's (trusted_roots in iapledger.toml; Run Info lists the roots): WARNING: 2 records under certs/testCA.pem, saying they are production data, which Apple signs under Apple Root CA - G3 only: not Apple's unless that root is; take a test root out of trusted_roots once testing is done.")
         XCTAssertEqual(try rootsLine("2023-11-14"), "Signed records verified to a root other than Apple's (trusted_roots in iapledger.toml; Run Info lists the roots): WARNING: 1 record under certs/testCA.pem, saying they are production data, which Apple signs under Apple Root CA - G3 only: not Apple's unless that root is; take a test root out of trusted_roots once testing is done.")
+        // A workspace's own layout without the line (one copied before it was added) still
+        // shows the warning, after its own notes (a finance re-check: it was silently left out).
+        try ws.write("layouts/finance.toml", "[[sheet]]\nkey = \"summary\"\nsubtitle = [\"Figures in {reporting_currency}.\"]\n")
+        _ = try PeriodReport.write(workspace: ws.workspace, asOf: Day(iso: "2023-11-15")!)
+        let notes = try XLSXReader.sheets(ws.root.appendingPathComponent("reports/2023-11-15/finance-2023-11-15.xlsx"))["Summary"]!.prefix(3).map { $0.first ?? "" }
+        XCTAssertEqual(notes[1], "Figures in USD.")
+        XCTAssertTrue(notes[2].hasPrefix("Signed records verified to a root other than Apple's (trusted_roots in iapledger.toml; Run Info lists the roots): WARNING: 2 records under certs/testCA.pem"), "\(notes)")
+        try FileManager.default.removeItem(at: ws.root.appendingPathComponent("layouts/finance.toml"))
         // A notification counts as its transaction's book: one saying Sandbox (the helper's
         // default) that carries a production transaction is production data.
         try ws.write("inbox/signed/n.json", try notification("ONE_TIME_CHARGE", transaction: try transaction("9204", environment: "Production")))
