@@ -407,6 +407,9 @@ public struct Audit {
             // quantity, price or expiry), and a refund a record reports is stored (the sale
             // waiting with it would post without its refund).
             var notFirst: [String] = [], refundsMissing: [String] = [], flagged = Set<String>()
+            // Transactions met before their first record: whether the earliest record reporting
+            // each gave neither storefront nor price (only then may a later signed record be first).
+            var earliestBare: [String: Bool] = [:]
             // And each link of a transaction to a record that told it (what `trace` lists as its
             // sources) names a verified record that reports it: a link made up listed an order
             // line about another transaction among a sale's sources. Read in record order beside
@@ -473,14 +476,21 @@ public struct Audit {
                             continue
                         }
                         // No record before the first reports it (a conflicting record comes after
-                        // the first), but one that gave neither storefront nor price (a legacy
-                        // receipt's) before a signed record: that became the first while the sale
-                        // waited, giving it its own storefront and price. Any signed record was
-                        // taken as a first after any other: one moved to a later notification passed.
-                        if stored.firstRecordId > recordId, notFirst.count < 20,
-                           try !(t.storefront == nil && t.priceMilliunits == nil && r.recordKind(stored.firstRecordId) == "signed"),
-                           flagged.insert(t.transactionId).inserted {
-                            notFirst.append("transaction \(t.transactionId) is first reported by \(path):\(line) (record #\(recordId)), but the ledger holds record #\(stored.firstRecordId) as its first: changed, so the transaction is given another record's figures")
+                        // the first), but where the earliest gave neither storefront nor price (a
+                        // legacy receipt's) and a signed record became the first while the sale
+                        // waited, giving it its own: records before that one either gave neither
+                        // too, or disagree with the transaction as stored (a conflict, not taken).
+                        // Any signed record was taken as a first after any other: one moved to a
+                        // later notification passed.
+                        if stored.firstRecordId > recordId {
+                            let bare = t.storefront == nil && t.priceMilliunits == nil
+                            let earliest = earliestBare[t.transactionId] ?? bare
+                            earliestBare[t.transactionId] = earliest
+                            let adoptedLater = try earliest && (bare || !Self.reportsAsStored(t, stored.observation))
+                                && r.recordKind(stored.firstRecordId) == "signed"
+                            if !adoptedLater, notFirst.count < 20, flagged.insert(t.transactionId).inserted {
+                                notFirst.append("transaction \(t.transactionId) is first reported by \(path):\(line) (record #\(recordId)), but the ledger holds record #\(stored.firstRecordId) as its first: changed, so the transaction is given another record's figures")
+                            }
                         }
                         let same = Self.reportsAsStored(t, stored.observation)
                         if !same { agreed = false }

@@ -170,9 +170,19 @@ extension LedgerReader {
     /// root: their record's reason names the root (`SignedIngest.verifiedNote`). Apple signs App
     /// Store data under its own root only, so production data under another is not Apple's. A
     /// record's book is its environment's, a notification's that of the transaction it stored
-    /// (one saying Sandbox may carry a production transaction). Read from the signed files'
-    /// records alone, through the file index (a scan of every record took 7 s at a million
-    /// transactions; this, 0.2 s for 62,633 signed records under a test root).
+    /// (one saying Sandbox may carry a production transaction), found by the UUID its reason
+    /// names. Read from the signed files' records alone, through the file index (a scan of
+    /// every record took 7 s at a million transactions; this, 0.2 s for 62,633 signed records
+    /// under a test root).
+    /// SQL giving the UUID a verified notification record's reason names ("notification TYPE
+    /// UUID: ES256 ..."), the notification table's key: by `record_id`, which has no index, each
+    /// record read the whole table (minutes with a few thousand under a test root).
+    static func notificationUUID(_ reason: String) -> String {
+        let rest = "substr(\(reason), 14)"   // after "notification "
+        let tail = "substr(\(rest), instr(\(rest), ' ') + 1)"   // after the type
+        return "substr(\(tail), 1, instr(\(tail), ':') - 1)"
+    }
+
     public func signedVerifiedToOtherRoots(throughRun runId: Int64?) throws -> [(book: Book, root: String, records: Int)] {
         let marker = ", not Apple Root CA - G3", lead = "verified to the trusted root "
         return try Row.fetchAll(db.cachedStatement(sql: """
@@ -180,7 +190,7 @@ extension LedgerReader {
                 SELECT substr(r.reason, instr(r.reason, ?2) + length(?2), instr(r.reason, ?1) - instr(r.reason, ?2) - length(?2)) AS root,
                        coalesce(CASE WHEN r.reason LIKE 'notification %' THEN (
                                     SELECT t.book FROM notification n JOIN store_transaction t ON t.transaction_id = n.transaction_id
-                                    WHERE n.record_id = r.id) END,
+                                    WHERE n.uuid = \(Self.notificationUUID("r.reason")) AND n.record_id = r.id) END,
                                 CASE WHEN lower(ifnull(r.environment, '')) = 'production' THEN 'production' ELSE 'sandbox' END) AS book
                 FROM source_file f CROSS JOIN source_record r ON r.file_id = f.id
                 WHERE f.kind = 'signed' AND f.run_id <= ?3 AND r.outcome = 'verified' AND r.reason_code = 'JWS_VERIFIED'

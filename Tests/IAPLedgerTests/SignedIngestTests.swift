@@ -1222,6 +1222,28 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertTrue(r.ok, "\(r.problems)")
     }
 
+    /// A receipt's waiting sale, a conflicting signed record (a storefront and price, another
+    /// subscription: not taken), then its own signed record, agreeing: that one becomes the
+    /// first while the sale waits, after the conflicting one. `verify` took the conflicting
+    /// record, before the first and giving a storefront, for a first moved by hand (a diff review).
+    func testASignedRecordTakenAfterAConflictingOneIsTheFirstForVerify() throws {
+        try ws.write("inbox/receipts/w.jsonl", Receipt.response([Receipt.item("9046", product: "com.example.product", purchased: "2023-11-13T22:13:20Z",
+                                                                               original: "9000")], environment: "Sandbox", bundle: "com.example") + "\n")
+        try ws.run("2023-11-14")
+        func payload(original: String) -> [String: Any] {
+            TestSigner.transactionPayload(transactionId: "9046", originalTransactionId: original, purchaseDateMs: t0 - 86_400_000, signedDateMs: t0,
+                                          environment: "Sandbox", storefront: "AUS", priceMilliunits: 2990, currency: "AUD")
+        }
+        try ws.write("inbox/signed/a.jws", try signer.sign(payload: payload(original: "9999")) + "\n" + (try signer.sign(payload: payload(original: "9000"))) + "\n")
+        try ws.run("2023-11-15")
+        XCTAssertEqual(try rows("SELECT code FROM finding WHERE transaction_id = '9046' AND resolved_run_id IS NULL ORDER BY code"), [["TRANSACTION_CONFLICT"]])
+        XCTAssertEqual(try rows("SELECT f.path, r.line FROM store_transaction t JOIN source_record r ON r.id = t.first_record_id JOIN source_file f ON f.id = r.file_id WHERE t.transaction_id = '9046'"),
+                       [["inbox/signed/a.jws", "2"]])
+        XCTAssertEqual(try rows("SELECT storefront, gross_minor FROM entry WHERE transaction_id = '9046'"), [["AUS", "299"]])
+        let r = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(r.ok, "\(r.problems)")
+    }
+
     /// Apple's signed data calling sandbox a transaction the production book holds from an
     /// unsigned receipt: the production book may hold a test purchase, said on its Run Info
     /// (it was on the sandbox one, "a test purchase, nothing to book", while the production
