@@ -63,6 +63,13 @@ final class StreamingInputTests: XCTestCase {
         let whole = RecordSplitter.jsonDocument(Substring("\n{\"status\": 0, \"pad\": \"" + String(repeating: "A", count: 40) + "\"}\n"), maxRecordBytes: 32)
         XCTAssertEqual(whole.map { $0.problem?.code }, ["RECORD_TOO_LONG"])
         XCTAssertEqual(whole.first?.line, 2)
+        // Cut short while copied (inside the long element, or the document): refused the same,
+        // not kept whole as a record cut short (a diff review).
+        let cut = RecordSplitter.jsonDocument(Substring(String(doc.prefix(60))), maxRecordBytes: 32)
+        XCTAssertEqual(cut.map { $0.problem?.code }, [nil, "RECORD_TOO_LONG"])
+        XCTAssertEqual(cut.last?.text, "<37 bytes>")
+        let cutWhole = RecordSplitter.jsonDocument(Substring("{\"status\": 0, \"pad\": \"" + String(repeating: "A", count: 40)), maxRecordBytes: 32)
+        XCTAssertEqual(cutWhole.map { $0.problem?.code }, ["RECORD_TOO_LONG"])
         // Through a night, at the real limit (16 MiB).
         let big = "[{\"status\": 21003},\n{\"status\": 0, \"pad\": \"" + String(repeating: "A", count: LineReader.maxRecordBytes) + "\"},\n{\"status\": 21004}]\n"
         try ws.write("inbox/receipts/huge.json", big)
