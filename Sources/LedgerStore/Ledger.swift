@@ -147,6 +147,13 @@ public final class Ledger {
     /// rolled the transaction back (or does so from its journal when the ledger is next opened).
     static let damaged = ": the ledger file is damaged (a disk fault, or a copy or restore cut short): restore it from its latest copy and check it with `iapledger verify` (README, \"A damaged ledger\")"
 
+    /// What to do about `error` when it is SQLite's word that the ledger file is damaged,
+    /// met where no ledger call said it (a command's own reads): nil otherwise.
+    public static func damageAdvice(for error: Error) -> String? {
+        guard let e = error as? DatabaseError, e.resultCode == .SQLITE_CORRUPT || e.resultCode == .SQLITE_NOTADB else { return nil }
+        return damaged
+    }
+
     static func advice(_ e: DatabaseError) -> String {
         let unchanged = "; nothing of this run was written (the ledger is as it was before it)"
         switch e.resultCode {
@@ -185,7 +192,7 @@ public final class Ledger {
             }
             return try fresh.read(body)
         } catch let e as DatabaseError {
-            throw StoreError(message: "\(path): \(e.message ?? e.description)")
+            throw StoreError(message: "\(path): \(e.message ?? e.description)" + (Self.damageAdvice(for: e) ?? ""))
         }
     }
 
@@ -229,7 +236,7 @@ public final class Ledger {
                 return (newest.runId, newest.id, last)
             }
         } catch let e as DatabaseError {
-            throw StoreError(message: "\(path): \(e.message ?? e.description)")
+            throw StoreError(message: "\(path): \(e.message ?? e.description)" + (Self.damageAdvice(for: e) ?? ""))
         }
     }
 

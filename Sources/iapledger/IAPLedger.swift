@@ -92,7 +92,7 @@ func runReporting(sayReaderGone: Bool = false, _ body: () throws -> Void) throws
     } catch let e as ValidationError {
         throw e
     } catch {
-        StandardError.write("iapledger: error: \(TerminalText.visible("\(error)"))\n")
+        StandardError.write("iapledger: error: \(TerminalText.visible("\(error)"))\(Ledger.damageAdvice(for: error) ?? "")\n")
         throw ExitCode.failure
     }
 }

@@ -99,7 +99,15 @@ final class LockAndFailureTests: XCTestCase {
     func testADamagedPageMetByAReadSaysWhatToDo() throws {
         let (db, _) = try firstNight()
         var bytes = try Data(contentsOf: db)
-        XCTAssertGreaterThan(bytes.count, 3 * 4096)
+        XCTAssertGreaterThan(bytes.count, 8 * 4096)
+        // The fourth page (a table's), the file opening as before: met by `verify`'s reads.
+        bytes.replaceSubrange(3 * 4096..<4 * 4096, with: Data(repeating: 0xFF, count: 4096))
+        try bytes.write(to: db)
+        let verify = try Resilience.cli(["verify", "--workspace", ws.root.path])
+        XCTAssertEqual(verify.status, 1)
+        XCTAssertTrue(verify.err.contains("database disk image is malformed: the ledger file is damaged (a disk fault, or a copy or restore cut short): restore it from its latest copy"), verify.err)
+        XCTAssertFalse(verify.err.contains("cannot open the ledger database"), "met by a read, not on opening: \(verify.err)")
+        // Every page past the first: whatever meets it first says what to do.
         bytes.replaceSubrange(4096..<bytes.count, with: Data(repeating: 0x5A, count: bytes.count - 4096))
         try bytes.write(to: db)
         for command in [["verify"], ["trace", "6001"], ["run", "--as-of", "2026-10-08", "--no-progress"]] {
@@ -138,6 +146,12 @@ final class LockAndFailureTests: XCTestCase {
         XCTAssertEqual(r.status, 1)
         XCTAssertTrue(r.err.contains("iapledger.toml: is a folder, not the workspace's config file: move it aside and put the config back"), r.err)
         XCTAssertFalse(r.err.contains("iapledger init` to create"), r.err)
+        // Gone from a workspace: put back, not made anew by `init` (which refuses).
+        try FileManager.default.removeItem(at: config)
+        let gone = try Resilience.cli(["run", "--as-of", "2026-10-08", "--no-progress", "--workspace", ws.root.path])
+        XCTAssertEqual(gone.status, 1)
+        XCTAssertTrue(gone.err.contains("iapledger.toml: not found, though ") && gone.err.contains("its config is missing (deleted, or left out of a restore): restore iapledger.toml from its backup"), gone.err)
+        XCTAssertFalse(gone.err.contains("iapledger init` to create"), gone.err)
     }
 
     /// A ledger gone (moved, misspelt in `database`, on a share not mounted) where reports/
