@@ -1257,10 +1257,20 @@ public struct Audit {
             } else if let price {
                 // The price's provenance as trace tells it ("rules/prices.csv 0.99 USD from
                 // 2026-09-01 x 1"): its row's date rewritten passed, the price being the same.
+                // And the quantity it gives, the gross being the unit price times it.
                 let said = "rules/prices.csv \(price.price) \(e.figures.currency) from \(price.effectiveFrom) x "
-                if !a.priceSource.hasPrefix(said) || Int64(a.priceSource.dropFirst(said.count)) == nil {
-                    differ.append("price source \"\(a.priceSource)\" where rules/prices.csv gives \"\(said)<quantity>\"")
+                let quantity = a.priceSource.hasPrefix(said) ? Int64(a.priceSource.dropFirst(said.count)) : nil
+                let unitMinor = Currency.minorUnits(ofMajor: price.price, currency: e.figures.currency)
+                if quantity == nil || unitMinor.map({ $0.multipliedReportingOverflow(by: quantity!) }).map({ $0.overflow || $0.partialValue != e.figures.grossMinor }) ?? true {
+                    differ.append("price source \"\(a.priceSource)\" where rules/prices.csv gives \"\(said)<quantity>\" and the gross \(e.figures.grossMinor) minor units is that price times the quantity")
                 }
+            }
+        } else if a.priceSource.hasPrefix("signed price ") {
+            // A signed price as trace tells it ("signed price 5990 milliunits"): the gross is it.
+            let milli = Int64(a.priceSource.dropFirst("signed price ".count).prefix { $0 != " " })
+            let exponent = Currency.exponent(e.figures.currency) ?? 2
+            if milli.map({ Currency.minorUnits(milliunits: $0, exponent: exponent) }) != e.figures.grossMinor {
+                differ.append("price source \"\(a.priceSource)\" where the sale's gross is \(e.figures.grossMinor) minor units of \(e.figures.currency)")
             }
         }
         let fx = rules.fxRate(currency: e.figures.currency, month: day.month, reportingCurrency: config.reportingCurrency)

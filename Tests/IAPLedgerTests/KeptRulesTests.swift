@@ -79,7 +79,15 @@ final class KeptRulesTests: XCTestCase {
             """)
         r = try Audit(workspace: ws.workspace).run()
         XCTAssertEqual(r.problems.map(\.message).filter { $0.contains("recorded rules are not those") },
-                       ["sale of transaction 9001: its recorded rules are not those of the files run 1 posted by: price source \"rules/prices.csv 1.09 EUR from 1920-01-01 x 1\" where rules/prices.csv gives \"rules/prices.csv 1.09 EUR from 2020-01-01 x <quantity>\"; commission 0.30 (reduced: small business program 2026-01-01..2026-12-31) where iapledger.toml gives 0.30 (standard)"])
+                       ["sale of transaction 9001: its recorded rules are not those of the files run 1 posted by: price source \"rules/prices.csv 1.09 EUR from 1920-01-01 x 1\" where rules/prices.csv gives \"rules/prices.csv 1.09 EUR from 2020-01-01 x <quantity>\" and the gross 109 minor units is that price times the quantity; commission 0.30 (reduced: small business program 2026-01-01..2026-12-31) where iapledger.toml gives 0.30 (standard)"])
+        // The quantity it names (a re-check: "x 1" made "x 3" passed), the gross being 1.09 EUR.
+        try tamper(past: "entry_no_update", """
+            UPDATE entry SET rules_json = replace(replace(replace(rules_json, ' from 19', ' from 20'), '"commissionReason":"reduced: small business program 2026-01-01..2026-12-31"', '"commissionReason":"standard"'), ' x 1"', ' x 3"')
+            WHERE transaction_id = '9001'
+            """)
+        r = try Audit(workspace: ws.workspace).run()
+        XCTAssertEqual(r.problems.map(\.message).filter { $0.contains("recorded rules are not those") },
+                       ["sale of transaction 9001: its recorded rules are not those of the files run 1 posted by: price source \"rules/prices.csv 1.09 EUR from 2020-01-01 x 3\" where rules/prices.csv gives \"rules/prices.csv 1.09 EUR from 2020-01-01 x <quantity>\" and the gross 109 minor units is that price times the quantity"])
     }
 
     /// Where a sale is booked is checked too: its order's storefront (a version of that order

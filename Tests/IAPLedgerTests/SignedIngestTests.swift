@@ -512,6 +512,12 @@ final class SignedIngestTests: XCTestCase {
         try Tamper.run(path, pastAll: [], "UPDATE store_transaction SET first_record_id = \(later) WHERE transaction_id = '9003'")
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().problems.map(\.message).contains(
             "transaction 9003 is first reported by inbox/signed/n1.json:1 (record #\(first)), but the ledger holds record #\(later) as its first: changed, so the transaction is given another record's figures"))
+        try Tamper.run(path, pastAll: [], "UPDATE store_transaction SET first_record_id = \(first) WHERE transaction_id = '9003'")
+        // The signed price the sale records, as trace tells it, rewritten (a re-check: it passed).
+        try Tamper.run(path, past: "entry_no_update", "UPDATE entry SET rules_json = replace(rules_json, 'signed price 1990 milliunits', 'signed price 1000 milliunits') WHERE transaction_id = '9003' AND kind = 'sale'")
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().problems.map(\.message).contains {
+            $0.contains("its recorded rules are not those of the files run 1 posted by: price source \"signed price 1000 milliunits\" where the sale's gross is 199 minor units of USD")
+        })
     }
 
     /// A signed record's trusted root is named where it was verified (its record's reason, which
