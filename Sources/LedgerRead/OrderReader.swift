@@ -34,9 +34,6 @@ public struct OrderRow {
     public var endsFile = false
     /// A row broken by its quoting: the fields read whole before the break.
     var fieldsBeforeBreak: [String] = []
-    /// Whether the row is no CSV row (broken by its quoting, or a line too long to hold): it
-    /// says nothing of where its file leaves the order its first field may name.
-    public var brokenAsCSV = false
 }
 
 public enum OrderReader {
@@ -106,11 +103,13 @@ public enum OrderReader {
         /// Takes the next parsed row only for the order it names and its text (a look ahead over
         /// a big file: where it leaves each order): the order id as `take` reads it, its values
         /// not checked; nil for the header, or once the file is refused.
-        public mutating func orderAndText(_ parsed: Result<CSVRow, CSVError>) -> (orderId: String?, raw: Substring, endsFile: Bool, parsed: Bool)? {
+        public mutating func orderAndText(_ parsed: Result<CSVRow, CSVError>) -> (orderId: String?, raw: Substring, endsFile: Bool, valid: Bool)? {
             if takeHeader(parsed) { return nil }
             guard fileError == nil, let table else { return nil }
             switch parsed {
-            case .success(let r): return (namedOrder(r, table), r.raw, r.endsFile, true)
+            case .success(let r):
+                if case .success = parse(r, table) { return (namedOrder(r, table), r.raw, r.endsFile, true) }
+                return (namedOrder(r, table), r.raw, r.endsFile, false)
             case .failure(let e): return (orderFirst ? e.fieldsBefore.first.flatMap(usableOrderId) : nil, e.raw, e.endsFile, false)
             }
         }
@@ -133,7 +132,7 @@ public enum OrderReader {
                 row = OrderRow(line: e.line, raw: e.raw,
                                result: .failure(Finding(code: e.code ?? "BAD_CSV", message: e.message + (id.map { " (order \($0))" } ?? ""),
                                                         location: SourceLocation(path: path, line: e.line))),
-                               orderId: id, endsFile: e.endsFile, fieldsBeforeBreak: e.fieldsBefore, brokenAsCSV: true)
+                               orderId: id, endsFile: e.endsFile, fieldsBeforeBreak: e.fieldsBefore)
                 fields = nil
             }
             defer { held = (row, fields) }

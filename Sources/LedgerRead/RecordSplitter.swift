@@ -66,9 +66,9 @@ public enum RecordSplitter {
             records[records.count - 1].unterminated = true
         }
         // Any other record past the limit (an array's last element cut short, text after the
-        // array) is refused as a whole one is: cut short while copied, a 250 MB element went
-        // into the ledger whole as TRUNCATED.
-        for i in records.indices where records[i].problem == nil && records[i].text.utf8.count > maxRecordBytes {
+        // array, cut short or not) is refused as a whole one is: cut short while copied, a
+        // 250 MB element went into the ledger whole as TRUNCATED.
+        for i in records.indices where records[i].text.utf8.count > maxRecordBytes {
             let unterminated = records[i].unterminated
             records[i] = tooLong(line: records[i].line, bytes: records[i].text.utf8.count, what: "the record", limit: maxRecordBytes)
             records[i].unterminated = unterminated

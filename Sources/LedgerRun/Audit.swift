@@ -407,9 +407,10 @@ public struct Audit {
             // quantity, price or expiry), and a refund a record reports is stored (the sale
             // waiting with it would post without its refund).
             var notFirst: [String] = [], refundsMissing: [String] = [], flagged = Set<String>()
-            // Transactions met before their first record: whether the earliest record reporting
-            // each gave neither storefront nor price (only then may a later signed record be first).
-            var earliestBare: [String: Bool] = [:]
+            // Transactions met before their first record: the earliest record reporting each,
+            // as it reports it, and where (only a record giving neither storefront nor price, a
+            // legacy receipt's, may be followed by a signed record taken as the first).
+            var earliestBefore: [String: (observation: TransactionObservation, at: String)] = [:]
             // And each link of a transaction to a record that told it (what `trace` lists as its
             // sources) names a verified record that reports it: a link made up listed an order
             // line about another transaction among a sale's sources. Read in record order beside
@@ -478,20 +479,29 @@ public struct Audit {
                         // No record before the first reports it (a conflicting record comes after
                         // the first), but where the earliest gave neither storefront nor price (a
                         // legacy receipt's) and a signed record became the first while the sale
-                        // waited, giving it its own: records before that one either gave neither
-                        // too, or disagree with the transaction as stored (a conflict, not taken).
+                        // waited, giving it its own: the first record the night could take so
+                        // (one agreeing with the earliest, as the night compares them), every
+                        // record before it giving neither, or conflicting with the earliest.
                         // Any signed record was taken as a first after any other: one moved to a
-                        // later notification passed.
+                        // later record of it passed, or to one the night had refused.
+                        var notTheFirst: String? = nil
                         if stored.firstRecordId > recordId {
                             let bare = t.storefront == nil && t.priceMilliunits == nil
-                            let earliest = earliestBare[t.transactionId] ?? bare
-                            earliestBare[t.transactionId] = earliest
-                            let adoptedLater = try earliest && (bare || !Self.reportsAsStored(t, stored.observation))
-                                && r.recordKind(stored.firstRecordId) == "signed"
-                            if !adoptedLater, notFirst.count < 20, flagged.insert(t.transactionId).inserted {
-                                notFirst.append("transaction \(t.transactionId) is first reported by \(path):\(line) (record #\(recordId)), but the ledger holds record #\(stored.firstRecordId) as its first: changed, so the transaction is given another record's figures")
+                            if let earliest = earliestBefore[t.transactionId] {
+                                if !bare && Self.takenOver(earliest.observation, by: t) {
+                                    notTheFirst = "transaction \(t.transactionId) is given its own storefront and price by \(path):\(line) (record #\(recordId)), the first record the night would take so over \(earliest.at), but the ledger holds record #\(stored.firstRecordId) as its first: changed, so the transaction is given another record's figures"
+                                }
+                            } else {
+                                earliestBefore[t.transactionId] = (t, "\(path):\(line)")
+                                if try !bare || r.recordKind(stored.firstRecordId) != "signed" {
+                                    notTheFirst = "transaction \(t.transactionId) is first reported by \(path):\(line) (record #\(recordId)), but the ledger holds record #\(stored.firstRecordId) as its first: changed, so the transaction is given another record's figures"
+                                }
                             }
+                        } else if stored.firstRecordId == recordId, let earliest = earliestBefore[t.transactionId],
+                                  (t.storefront == nil && t.priceMilliunits == nil) || !Self.takenOver(earliest.observation, by: t) {
+                            notTheFirst = "transaction \(t.transactionId) has \(path):\(line) (record #\(recordId)) as its first, after \(earliest.at), but the night never takes such a record over it (\(t.storefront == nil && t.priceMilliunits == nil ? "it gives no storefront or price of its own" : "it conflicts with it")): changed, so the transaction is given another record's figures"
                         }
+                        if let notTheFirst, notFirst.count < 20, flagged.insert(t.transactionId).inserted { notFirst.append(notTheFirst) }
                         let same = Self.reportsAsStored(t, stored.observation)
                         if !same { agreed = false }
                         if same, t.cancellationMs != nil, stored.observation.cancellationMs == nil, refundsMissing.count < 20 {
@@ -1265,12 +1275,16 @@ public struct Audit {
                     differ.append("price source \"\(a.priceSource)\" where rules/prices.csv gives \"\(said)<quantity>\" and the gross \(e.figures.grossMinor) minor units is that price times the quantity")
                 }
             }
-        } else if a.priceSource.hasPrefix("signed price ") {
-            // A signed price as trace tells it ("signed price 5990 milliunits"): the gross is it.
-            let milli = Int64(a.priceSource.dropFirst("signed price ".count).prefix { $0 != " " })
+        } else {
+            // A signed price as trace tells it ("signed price 5990 milliunits"), the gross; a
+            // sale priced by no rule says nothing else.
+            let text = a.priceSource
+            let milli = text.hasPrefix("signed price ") && text.hasSuffix(" milliunits")
+                ? Int64(text.dropFirst("signed price ".count).dropLast(" milliunits".count)) : nil
             let exponent = Currency.exponent(e.figures.currency) ?? 2
-            if milli.map({ Currency.minorUnits(milliunits: $0, exponent: exponent) }) != e.figures.grossMinor {
-                differ.append("price source \"\(a.priceSource)\" where the sale's gross is \(e.figures.grossMinor) minor units of \(e.figures.currency)")
+            if milli.map({ Currency.minorUnits(milliunits: $0, exponent: exponent) }) != e.figures.grossMinor
+                && !(text == "free trial period" && e.figures.grossMinor == 0) {
+                differ.append("price source \"\(text)\" where the sale's gross is \(e.figures.grossMinor) minor units of \(e.figures.currency), priced by no rule")
             }
         }
         let fx = rules.fxRate(currency: e.figures.currency, month: day.month, reportingCurrency: config.reportingCurrency)
@@ -1317,6 +1331,15 @@ public struct Audit {
         if code(t.storefront) != code(s.storefront) || code(t.currency) != code(s.currency) { differ.append("storefront or currency") }
         if t.isFreeTrial != s.isFreeTrial || t.hasOffer != s.hasOffer { differ.append("trial or offer") }
         return differ
+    }
+
+    /// Whether the night takes signed record `t` as the first of a transaction whose first
+    /// reported neither storefront nor price (`earliest`), while its sale waits: the same book,
+    /// product, quantity and purchase instant, and nothing else that differs as the night
+    /// compares (`Ingest.otherDifferences`).
+    static func takenOver(_ earliest: TransactionObservation, by t: TransactionObservation) -> Bool {
+        earliest.book == t.book && earliest.productId == t.productId && earliest.quantity == t.quantity
+            && earliest.purchaseMs == t.purchaseMs && Ingest.otherDifferences(earliest, t).isEmpty
     }
 
     /// Whether a record reports a transaction as the ledger stores it, field by field, its

@@ -1059,7 +1059,7 @@ struct PreparedFile {
                 if rows.count(parsed) != nil { records += 1 }
             } else if let row = rows.orderAndText(parsed) {
                 records += 1
-                if let id = row.orderId, !row.endsFile, row.parsed { ends.note(orderId: id, sha256: Hashing.sha256Hex(utf8: row.raw)) }
+                if let id = row.orderId, !row.endsFile, row.valid { ends.note(orderId: id, sha256: Hashing.sha256Hex(utf8: row.raw)) }
             }
         }
         _ = rows.finish()
@@ -1660,7 +1660,7 @@ struct Ingest {
                 let sha = Hashing.sha256Hex(utf8: row.raw)
                 if isNew(sha, endsFile: row.endsFile) {
                     fresh += 1
-                    if let id = row.orderId, !row.endsFile, row.parsed { ends.note(orderId: id, sha256: sha) }
+                    if let id = row.orderId, !row.endsFile, row.valid { ends.note(orderId: id, sha256: sha) }
                 }
             }
             guard again.sha256 == input.sha256, again.sizeBytes == input.sizeBytes else { throw rewritten }
@@ -1834,7 +1834,7 @@ struct Ingest {
         let (fileId, fresh) = try addFile(input, hashes: hashes, seen: seen) { rows[$0].endsFile }
         var ends = OrderFileEnds()
         for i in fresh {
-            if let id = rows[i].orderId, !rows[i].endsFile, !rows[i].brokenAsCSV { ends.note(orderId: id, sha256: hashes[i]) }
+            if let id = rows[i].orderId, !rows[i].endsFile, case .success = rows[i].result { ends.note(orderId: id, sha256: hashes[i]) }
         }
         var file = try OrdersFile(self, input: input, fileId: fileId, resent: resent, header: header, ends: ends)
         defer { ordersBroughtBack += file.broughtBack }
@@ -1898,9 +1898,9 @@ struct Ingest {
     /// of a million orders: a 64-bit hash of the order id, the hash's first 64 bits. Two ids of
     /// one key only lose the look ahead (a row of one order is not the latest of another); a
     /// false match, one in 2^64, is named by `verify`, which compares whole hashes.
-    /// Where a file's new rows leave each order: its last row read whole (CSV) for the order,
-    /// a row refused as no row (a quote broken, a line too long to hold) saying nothing of
-    /// where the file leaves it, even when its first field names the order.
+    /// Where a file's new rows leave each order: its last valid row for the order, a row
+    /// refused (a quote broken, a line too long to hold, a value that does not read) saying
+    /// nothing of where the file leaves it, even when it names the order.
     struct OrderFileEnds: Sendable {
         private var last: [Int: UInt64] = [:]
 

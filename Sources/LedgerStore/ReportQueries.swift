@@ -190,7 +190,7 @@ extension LedgerReader {
                 SELECT substr(r.reason, instr(r.reason, ?2) + length(?2), instr(r.reason, ?1) - instr(r.reason, ?2) - length(?2)) AS root,
                        coalesce(CASE WHEN r.reason LIKE 'notification %' THEN (
                                     SELECT t.book FROM notification n JOIN store_transaction t ON t.transaction_id = n.transaction_id
-                                    WHERE n.uuid = \(Self.notificationUUID("r.reason")) AND n.record_id = r.id) END,
+                                    WHERE n.uuid = \(Self.notificationUUID("r.reason"))) END,
                                 CASE WHEN lower(ifnull(r.environment, '')) = 'production' THEN 'production' ELSE 'sandbox' END) AS book
                 FROM source_file f CROSS JOIN source_record r ON r.file_id = f.id
                 WHERE f.kind = 'signed' AND f.run_id <= ?3 AND r.outcome = 'verified' AND r.reason_code = 'JWS_VERIFIED'

@@ -334,9 +334,11 @@ final class ReconciliationTests: XCTestCase {
         // The export again with a row for the order broken by a stray quote at its end: refused,
         // naming its order, it says nothing of where the file leaves it, so the rows before it
         // still make no versions (a diff review: they brought the order back, then reversed it).
-        try ws.write("inbox/orders/export-2026-10-09-again.csv", export + "ord-x,acct-1,cx\"1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n")
+        // So does one whose values do not read (a field too many: an unquoted comma).
+        try ws.write("inbox/orders/export-2026-10-09-again.csv", export + "ord-x,acct-1,cx\"1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n"
+                     + "ord-x,acct-1,cx1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,,x\n")
         let broken = try ws.run("2026-10-09")
-        XCTAssertEqual(broken.counts.rejected, 1)
+        XCTAssertEqual(broken.counts.rejected, 2)
         XCTAssertTrue(broken.ordersBroughtBack.isEmpty, "\(broken.ordersBroughtBack)")
         XCTAssertEqual(try versions("ord-x"), ["-", "2026-10-06T09:00:00Z"])
         try verifyOK("broken row")

@@ -1248,6 +1248,14 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(try rows("SELECT storefront, gross_minor FROM entry WHERE transaction_id = '9046'"), [["AUS", "299"]])
         let r = try Audit(workspace: ws.workspace).run()
         XCTAssertTrue(r.ok, "\(r.problems)")
+        // Its first moved by hand to the conflicting record, the stored fields made that
+        // record's (a second diff review: it passed, the record the night refused taken as the
+        // sale's source): named, at that record and at the one the night took.
+        let path = ws.root.appendingPathComponent("ledger.sqlite").path
+        let refused = try XCTUnwrap(try rows("SELECT r.id FROM source_record r JOIN source_file f ON f.id = r.file_id WHERE f.path = 'inbox/signed/a.jws' AND r.line = 1").first?.first)
+        try Tamper.run(path, pastAll: [], "UPDATE store_transaction SET first_record_id = \(refused), original_transaction_id = '9999' WHERE transaction_id = '9046'")
+        let named = try Audit(workspace: ws.workspace).run().problems.map(\.message)
+        XCTAssertTrue(named.contains { $0.hasPrefix("transaction 9046 has inbox/signed/a.jws:1 (record #\(refused)) as its first, after inbox/receipts/w.jsonl:1, but the night never takes such a record over it (it conflicts with it)") }, "\(named)")
     }
 
     /// Apple's signed data calling sandbox a transaction the production book holds from an
