@@ -518,6 +518,13 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().problems.map(\.message).contains {
             $0.contains("its recorded rules are not those of the files run 1 posted by: price source \"signed price 1000 milliunits\" where the sale's gross is 199 minor units of USD")
         })
+        // Any other text in its place (a rules price on a sale no rule priced; a free trial) too.
+        for text in ["rules/prices.csv 1.99 USD from 2023-01-01 x 1", "free trial period", "signed price 1990 milliunits and more"] {
+            try Tamper.run(path, past: "entry_no_update", "UPDATE entry SET rules_json = json_set(rules_json, '$.priceSource', '\(text)') WHERE transaction_id = '9003' AND kind = 'sale'")
+            XCTAssertTrue(try Audit(workspace: ws.workspace).run().problems.map(\.message).contains {
+                $0.contains("price source \"\(text)\" where the sale's gross is 199 minor units of USD, priced by no rule")
+            }, text)
+        }
     }
 
     /// A signed record's trusted root is named where it was verified (its record's reason, which

@@ -70,6 +70,12 @@ final class StreamingInputTests: XCTestCase {
         XCTAssertEqual(cut.last?.text, "<37 bytes>")
         let cutWhole = RecordSplitter.jsonDocument(Substring("{\"status\": 0, \"pad\": \"" + String(repeating: "A", count: 40)), maxRecordBytes: 32)
         XCTAssertEqual(cutWhole.map { $0.problem?.code }, ["RECORD_TOO_LONG"])
+        // Text after the array, long, cut short or not: refused the same (it was kept whole).
+        let pad = "{\"status\": 0, \"pad\": \"" + String(repeating: "A", count: 40)
+        for after in [pad, pad + "\"}"] {
+            let more = RecordSplitter.jsonDocument(Substring("[{\"status\": 1}]\n" + after), maxRecordBytes: 32)
+            XCTAssertEqual(more.map { $0.problem?.code }, [nil, "RECORD_TOO_LONG"], after)
+        }
         // Through a night, at the real limit (16 MiB).
         let big = "[{\"status\": 21003},\n{\"status\": 0, \"pad\": \"" + String(repeating: "A", count: LineReader.maxRecordBytes) + "\"},\n{\"status\": 21004}]\n"
         try ws.write("inbox/receipts/huge.json", big)
