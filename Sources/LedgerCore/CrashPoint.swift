@@ -10,8 +10,15 @@ import Foundation
 ///
 /// Inactive, a point costs one branch on a constant. Names are `stage:detail`, the stage being
 /// one of start, read, verify, post, reconcile, commit, report, write, rename.
+///
+/// Only a debug build (the one `make test` builds) reads those variables: a release build
+/// never kills itself, whatever its environment holds.
 public enum CrashPoint {
+    #if DEBUG
     public static let isActive: Bool = killAt != nil || logPath != nil
+    #else
+    public static let isActive = false
+    #endif
 
     private static let killAt: Int? = ProcessInfo.processInfo.environment["IAPLEDGER_TEST_KILL_AT"].flatMap { Int($0) }
     private static let logPath: String? = ProcessInfo.processInfo.environment["IAPLEDGER_TEST_CHECKPOINT_LOG"]
