@@ -229,11 +229,13 @@ public struct Audit {
                     guard let sale = sales[key] else { fail("a refund with no earlier sale entry"); break }
                     let expected = Poster(config: WorkspaceConfig(), rules: Rules()).refund(of: sale, on: e.originalDate, percentage: e.refundPercentage)
                     if expected.postings != e.postings { fail("re-derived from its sale and refund percentage, its postings differ: expected \(Self.describe(expected.postings)), stored \(Self.describe(e.postings))") }
+                    else if let why = Self.copiedFieldsDiffer(e, from: expected, what: "its sale (re-derived at its refund percentage)") { fail(why) }
                     else { report.rederived += 1 }
                 case .refundReversal:
                     guard let refund = refunds[key] else { fail("a refund reversal with no earlier refund entry"); break }
                     let negated = refund.postings.map { PostingDraft(account: $0.account, currency: $0.currency, amountMinor: -$0.amountMinor, reportingAmountMinor: -$0.reportingAmountMinor) }
                     if negated != e.postings { fail("is not the exact negation of its refund"); break }
+                    if let why = Self.copiedFieldsDiffer(e, from: refund, what: "its refund") { fail(why); break }
                     // Only Apple's REFUND_REVERSED notification asks for a reversal: one must be
                     // stored for the transaction, and its record must verify as one again.
                     if let why = try rederiveReversal(e, reader: r, verifiers: verifiers) { fail(why) } else { report.rederived += 1 }
@@ -1247,6 +1249,35 @@ public struct Audit {
     /// storefront's tax, its unit price and that price's row when the rules priced it, the
     /// month's rate, the commission rate and its reason for its day, product and the paid days
     /// it recorded); otherwise how not.
+    /// A refund copies its sale's product, storefront, applied rules and figures (the figures
+    /// at its share), a reversal its refund's: trace tells them from the refund or reversal
+    /// entry itself, so one rewritten there (its postings and hashes left agreeing) is named.
+    static func copiedFieldsDiffer(_ e: EntryDraft, from source: EntryDraft, what: String) -> String? {
+        var differ: [String] = []
+        if e.productId != source.productId { differ.append("product \(e.productId) where \(what) has \(source.productId)") }
+        if e.storefront != source.storefront { differ.append("storefront \(e.storefront) where \(what) has \(source.storefront)") }
+        if e.figures != source.figures {
+            let a = e.figures, b = source.figures
+            differ.append("figures (gross, tax, net, commission, proceeds) \(a.grossMinor), \(a.taxMinor), \(a.netMinor), \(a.commissionMinor), \(a.proceedsMinor) \(a.currency) (\(a.grossReportingMinor), \(a.netReportingMinor), \(a.commissionReportingMinor), \(a.proceedsReportingMinor) \(a.reportingCurrency)) where \(what) gives \(b.grossMinor), \(b.taxMinor), \(b.netMinor), \(b.commissionMinor), \(b.proceedsMinor) \(b.currency) (\(b.grossReportingMinor), \(b.netReportingMinor), \(b.commissionReportingMinor), \(b.proceedsReportingMinor) \(b.reportingCurrency))")
+        }
+        if e.rules != source.rules {
+            let fields = Self.ruleFields(e.rules), given = Self.ruleFields(source.rules)
+            let named = zip(fields, given).filter { $0.0.value != $0.1.value }.map { "\($0.0.name) \"\($0.0.value)\" where \(what) has \"\($0.1.value)\"" }
+            differ.append("applied rules differ: \(named.joined(separator: ", "))")
+        }
+        if e.kind == .refundReversal, e.refundPercentage != source.refundPercentage {
+            differ.append("a share of \(e.refundPercentage.map(String.init) ?? "none") thousandths of a percent where \(what) has \(source.refundPercentage.map(String.init) ?? "none")")
+        }
+        return differ.isEmpty ? nil : differ.joined(separator: "; ") + ": written into the entry, not derived"
+    }
+
+    static func ruleFields(_ a: AppliedRules) -> [(name: String, value: String)] {
+        [("storefront", a.storefront), ("storefront source", a.storefrontSource), ("storefront rule from", a.storefrontEffectiveFrom),
+         ("tax rate", a.taxRate), ("tax", a.taxIncluded ? "included" : "added"), ("price source", a.priceSource),
+         ("unit price", a.unitPrice ?? "none"), ("commission rate", a.commissionRate), ("commission reason", a.commissionReason),
+         ("FX rate", a.fxRate), ("FX month", a.fxMonth)]
+    }
+
     static func recordedRulesDiffer(_ e: EntryDraft, rules: Rules, config: WorkspaceConfig) -> String? {
         let a = e.rules, day = e.originalDate
         var differ: [String] = []

@@ -525,6 +525,11 @@ final class SignedIngestTests: XCTestCase {
                 $0.contains("price source \"\(text)\" where the sale's gross is 199 minor units of USD, priced by no rule")
             }, text)
         }
+        // The refund and its reversal copy the sale's rules, which trace tells from each: the
+        // rate rewritten in the reversal alone (its postings the refund's, negated) is named.
+        try Tamper.run(path, past: "entry_no_update", "UPDATE entry SET rules_json = json_set(rules_json, '$.fxRate', '2') WHERE transaction_id = '9003' AND kind = 'refund_reversal'")
+        let reversalProblems = try Audit(workspace: ws.workspace).run().problems.map(\.message)
+        XCTAssertTrue(reversalProblems.contains { $0.hasPrefix("refund_reversal of transaction 9003: applied rules differ: FX rate \"2\" where its refund has \"1\"") }, "\(reversalProblems)")
     }
 
     /// A signed record's trusted root is named where it was verified (its record's reason, which

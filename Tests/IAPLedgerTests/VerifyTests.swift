@@ -156,8 +156,23 @@ final class VerifyTests: XCTestCase {
     /// refunded transactions in memory): a changed refund percentage is named as such, and a
     /// sale moved to another transaction leaves its refund with no earlier sale.
     func testRefundsAreReDerivedFromTheirSale() throws {
-        try tamper(past: "entry_no_update", "UPDATE entry SET refund_percentage = 50000 WHERE transaction_id = '8002' AND kind = 'refund'")
+        // Fields a refund copies from its sale, rewritten in the refund alone (its postings
+        // unchanged): the rules trace tells, the storefront, the product.
+        try tamper(past: "entry_no_update", "UPDATE entry SET rules_json = replace(rules_json, '\"standard\"', '\"small_business\"'), storefront = 'GBR' WHERE transaction_id = '8002' AND kind = 'refund'")
+        XCTAssertEqual(try rows("SELECT count(*) FROM entry WHERE kind = 'refund' AND rules_json LIKE '%small_business%'"), [["1"]])
         var r = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(r.problems.contains {
+            $0.message.contains("refund of transaction 8002: storefront GBR where its sale (re-derived at its refund percentage) has JPN; applied rules differ: commission reason \"small_business\" where its sale (re-derived at its refund percentage) has \"standard\": written into the entry, not derived")
+        }, "\(r.problems.map(\.message))")
+        try tamper(past: "entry_no_update", "UPDATE entry SET rules_json = replace(rules_json, '\"small_business\"', '\"standard\"'), storefront = 'JPN', product_id = 'coins.550' WHERE transaction_id = '8002' AND kind = 'refund'")
+        r = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(r.problems.contains { $0.message.contains("refund of transaction 8002: product coins.550 where its sale (re-derived at its refund percentage) has ") }, "\(r.problems.map(\.message))")
+        try tamper(past: "entry_no_update", "UPDATE entry SET product_id = (SELECT product_id FROM entry WHERE transaction_id = '8002' AND kind = 'sale') WHERE transaction_id = '8002' AND kind = 'refund'")
+        let restored = try Audit(workspace: ws.workspace).run().problems.map(\.message).filter { $0.contains("written into the entry, not derived") }
+        XCTAssertEqual(restored, [])
+
+        try tamper(past: "entry_no_update", "UPDATE entry SET refund_percentage = 50000 WHERE transaction_id = '8002' AND kind = 'refund'")
+        r = try Audit(workspace: ws.workspace).run()
         XCTAssertTrue(r.problems.contains { $0.message.contains("refund of transaction 8002: re-derived from its sale and refund percentage, its postings differ") }, "\(r.problems)")
         XCTAssertFalse(r.problems.contains { $0.message.contains("no earlier sale") }, "\(r.problems)")
 
