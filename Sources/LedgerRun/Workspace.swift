@@ -427,7 +427,40 @@ public struct Workspace {
         return out.path
     }
 
-    /// The input files of one inbox folder with the given extensions, sorted by name.
+    /// The order a night reads a folder's files in: by name, a run of digits compared by its
+    /// value (`orders-2026-11-9.csv` before `orders-2026-11-10.csv`, `export-9` before
+    /// `export-10`), so that an order's later row in a later export replaces the earlier one
+    /// (in plain text order `export-10` came first, and an older export read after it undid a
+    /// reversal). Names equal so (`07`, `7`) fall back to plain text order.
+    static func readsBefore(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.unicodeScalars), y = Array(b.unicodeScalars)
+        func isDigit(_ c: Unicode.Scalar) -> Bool { c.value >= 48 && c.value <= 57 }
+        var i = 0, j = 0
+        while i < x.count && j < y.count {
+            if isDigit(x[i]) && isDigit(y[j]) {
+                var ei = i, ej = j
+                while ei < x.count && isDigit(x[ei]) { ei += 1 }
+                while ej < y.count && isDigit(y[ej]) { ej += 1 }
+                // The value: leading zeros aside, the longer run is the larger, else the first
+                // digit that differs.
+                var si = i, sj = j
+                while si < ei - 1 && x[si] == "0" { si += 1 }
+                while sj < ej - 1 && y[sj] == "0" { sj += 1 }
+                if ei - si != ej - sj { return ei - si < ej - sj }
+                for k in 0..<(ei - si) where x[si + k] != y[sj + k] { return x[si + k].value < y[sj + k].value }
+                i = ei; j = ej
+            } else {
+                if x[i] != y[j] { return x[i].value < y[j].value }
+                i += 1; j += 1
+            }
+        }
+        // One name the start of the other: the shorter first; the same names so: text order.
+        if (i == x.count) != (j == y.count) { return i == x.count }
+        return a < b
+    }
+
+    /// The input files of one inbox folder with the given extensions, in the order a night
+    /// reads them (`readsBefore`).
     /// `readBefore`: earlier nights read files from this folder. Then the folder missing is a
     /// failure, not an empty night: a share not mounted read as "nothing arrived" would let sales
     /// stop waiting for their orders and post at the default storefront. A link to a folder
@@ -449,7 +482,7 @@ public struct Workspace {
             throw ReadError.file(dir.path, "holds a file whose name is not valid UTF-8 (\(bad.shown)): rename it (every input is recorded by its path), then run again")
         }
         let files = inputs.map(\.name)
-            .sorted()
+            .sorted(by: Self.readsBefore)
             .map { dir.appendingPathComponent($0) }
         for url in files {
             // A named pipe or a device (or a link to one) would block or never end: refused
