@@ -182,7 +182,7 @@ public struct ReconciliationReport {
 
     /// Whether an exception's sale amount is one the Summary adds up: a sandbox purchase's is a
     /// test sale's, which nobody paid, shown with SANDBOX_CREDITED_IN_PRODUCTION alone.
-    static func amountCounts(category: String, sandbox: Bool) -> Bool {
+    public static func amountCounts(category: String, sandbox: Bool) -> Bool {
         !sandbox || category == ExceptionCategory.sandboxCreditedInProduction.rawValue
     }
 

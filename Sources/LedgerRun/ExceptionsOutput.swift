@@ -3,6 +3,7 @@ import LedgerCore
 import LedgerReconcile
 import LedgerStore
 import LedgerRead
+import LedgerReport
 
 /// Renders reconciliation exceptions for the terminal, CSV or JSON.
 public enum ExceptionsOutput {
@@ -49,11 +50,12 @@ public enum ExceptionsOutput {
         }
     }
 
-    public static func render(_ rows: [ExceptionRow], asOf: Day, format: String) -> String {
+    /// `sandbox`: the transactions of `rows` in the sandbox book.
+    public static func render(_ rows: [ExceptionRow], asOf: Day, format: String, sandbox: Set<String> = []) -> String {
         var out = ""
         var writer = Writer(asOf: asOf, format: format)
         out += writer.begin()
-        for r in rows { out += writer.add(r) }
+        for r in rows { out += writer.add(r, sandbox: sandbox.contains(r.transactionId)) }
         return out + writer.end()
     }
 
@@ -81,7 +83,13 @@ public enum ExceptionsOutput {
             }
         }
 
-        public mutating func add(_ e: ExceptionRow) -> String {
+        /// `sandbox`: its transaction is in the sandbox book: its net is left out (null, an
+        /// empty field) as the workbook leaves its cell empty, but under
+        /// SANDBOX_CREDITED_IN_PRODUCTION (a test sale, which no one paid, summed by category
+        /// with the real ones counted test money).
+        public mutating func add(_ e: ExceptionRow, sandbox: Bool = false) -> String {
+            var e = e
+            if !ReconciliationReport.amountCounts(category: e.category, sandbox: sandbox) { e.netReportingMinor = nil }
             let r = JSONRow(category: e.category, transaction_id: e.transactionId, order_id: e.orderId,
                             status: e.isOpen ? "open" : "resolved", first_seen: e.firstSeen.description,
                             resolved_on: e.resolvedOn?.description, age_days: e.ageDays(asOf: asOf), detail: e.detail,

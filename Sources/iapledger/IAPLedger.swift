@@ -687,7 +687,10 @@ struct Exceptions: ParsableCommand {
             try ledger.read { r in
                 var writer = ExceptionsOutput.Writer(asOf: try r.lastAsOf() ?? parseDay(nil), format: format.rawValue)
                 try put(writer.begin())
-                try r.forEachException(status: status.rawValue, category: category) { try put(writer.add($0)) }
+                try r.forEachException(status: status.rawValue, category: category) { e in
+                    let sandbox = try e.netReportingMinor != nil && !r.sandboxTransactions(of: [e.transactionId]).isEmpty
+                    try put(writer.add(e, sandbox: sandbox))
+                }
                 try put(writer.end())
             }
             guard fflush(spool) == 0 else { throw StoreError(message: "cannot write the list to a temporary file (in \(folder): $TMPDIR, else /tmp): \(String(cString: strerror(errno)))") }

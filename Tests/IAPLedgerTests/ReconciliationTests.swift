@@ -383,6 +383,25 @@ final class ReconciliationTests: XCTestCase {
         try verifyOK("cut")
     }
 
+    /// Two exports of the same night are read in the order of their names, numbers by value:
+    /// `orders-2026-10-9.csv` (the credit) before `orders-2026-10-10.csv` (its reversal). In
+    /// plain text order `-10` came first, and the older export undid the reversal (an
+    /// operator's review: a false REFUNDED_STILL_CREDITED).
+    func testExportsOfOneNightAreReadInTheOrderOfTheNumbersInTheirNames() throws {
+        try ws.write("inbox/receipts/r.jsonl", Receipt.response([Receipt.item("5001", purchased: "2026-10-05T10:00:00Z", cancelled: "2026-10-06T10:00:00Z")]) + "\n")
+        try ws.write("inbox/orders/orders-2026-10-9.csv", Self.header + "z1,acct-1,5001,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n")
+        try ws.write("inbox/orders/orders-2026-10-10.csv", Self.header + "z1,acct-1,5001,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,2026-10-06T11:00:00Z\n")
+        try ws.run("2026-10-11")
+        XCTAssertEqual(try exceptionsJSON().count, 0, "the credit reversed after the refund")
+        let traced = try Resilience.cli(["trace", "z1", "--workspace", ws.root.path])
+        XCTAssertTrue(traced.out.contains("z1 v1 inbox/orders/orders-2026-10-9.csv:2"), traced.out)
+        XCTAssertTrue(traced.out.contains("z1 v2 inbox/orders/orders-2026-10-10.csv:2"), traced.out)
+        // The order itself: digit runs by value (leading zeros aside), the rest as text.
+        let names = ["b.csv", "a10.csv", "a9.csv", "a09.csv", "a.csv", "export-100.csv", "export-20.csv", "export-3.csv", "A.csv", "a1b2.csv", "a1b10.csv"]
+        XCTAssertEqual(names.sorted(by: Workspace.readsBefore),
+                       ["A.csv", "a.csv", "a1b2.csv", "a1b10.csv", "a09.csv", "a9.csv", "a10.csv", "b.csv", "export-3.csv", "export-20.csv", "export-100.csv"])
+    }
+
     /// A sandbox purchase credited twice in production: its amount (a test sale's, which nobody
     /// paid) is shown with SANDBOX_CREDITED_IN_PRODUCTION alone, not with DUPLICATE_CREDIT nor
     /// in the total (it reached the total through the other category).
@@ -411,6 +430,16 @@ final class ReconciliationTests: XCTestCase {
         XCTAssertEqual(exceptions.dropFirst(4).map { "\($0[0]) \($0[7])" }.sorted(),
                        ["DUPLICATE_CREDIT ", "SANDBOX_CREDITED_IN_PRODUCTION \(amount("SANDBOX_CREDITED_IN_PRODUCTION")!)",
                         "SANDBOX_CREDITED_IN_PRODUCTION \(amount("SANDBOX_CREDITED_IN_PRODUCTION")!)"])
+        // `exceptions --format json` and `csv` give the figures the sheet shows (an operator's
+        // review: the net of the sandbox sale under DUPLICATE_CREDIT, summed by category,
+        // counted test money the workbook leaves out).
+        let json = try Resilience.cli(["exceptions", "--format", "json", "--workspace", ws.root.path])
+        let objects = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [[String: Any]])
+        XCTAssertEqual(objects.map { "\($0["category"]!) \($0["net_reporting_minor"] is NSNull ? "null" : "\($0["net_reporting_minor"]!)") \($0["gross_minor"]!)" }.sorted(),
+                       ["DUPLICATE_CREDIT null 99", "SANDBOX_CREDITED_IN_PRODUCTION 99 99", "SANDBOX_CREDITED_IN_PRODUCTION 99 99"])
+        let csv = try Resilience.cli(["exceptions", "--format", "csv", "--workspace", ws.root.path]).out.split(separator: "\n")
+        XCTAssertEqual(csv.filter { $0.hasPrefix("DUPLICATE_CREDIT,") }.map { $0.hasSuffix(",99,USD,") }, [true], "\(csv)")
+        XCTAssertEqual(csv.filter { $0.hasPrefix("SANDBOX_CREDITED_IN_PRODUCTION,") }.map { $0.hasSuffix(",99,USD,99") }, [true, true], "\(csv)")
     }
 
     /// The Summary's amounts are the net of the sales the exceptions name, each sale once: a
