@@ -23,7 +23,7 @@ public enum LineReader {
     /// Calls `body` with each chunk of the file in order; returns its SHA-256 and size.
     static func forEachChunk(_ path: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> (sha256: String, sizeBytes: Int) {
         let fd = open(path, O_RDONLY)
-        guard fd >= 0 else { throw ReadError.file(path, "cannot be read: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw ReadError.unreadableInput(path, code: errno) }
         defer { close(fd) }
         return try forEachChunk(path, descriptor: fd, body)
     }

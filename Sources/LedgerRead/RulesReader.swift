@@ -9,8 +9,16 @@ public enum RulesReader {
     public static func read(rulesDirectory dir: URL, displayPrefix: String = "rules/") throws -> Rules {
         var files: [String: [UInt8]] = [:]
         for name in Self.files {
-            guard let data = FileManager.default.contents(atPath: dir.appendingPathComponent(name).path) else {
-                throw ReadError.file(displayPrefix + name, "cannot be read (missing or unreadable)")
+            let path = dir.appendingPathComponent(name).path
+            guard let data = FileManager.default.contents(atPath: path) else {
+                var st = stat()
+                if lstat(path, &st) != 0 {
+                    throw ReadError.file(displayPrefix + name, "is missing: the rules are \(Self.files.joined(separator: ", ")) in \(displayPrefix) (README, \"Rules\"); restore it (from a backup, or the example `iapledger init` writes into a new folder) and run again")
+                }
+                let fd = open(path, O_RDONLY | O_CLOEXEC)
+                let code = fd < 0 ? errno : EIO
+                if fd >= 0 { close(fd) }
+                throw ReadError.unreadableInput(path, shown: displayPrefix + name, code: code, inInbox: false)
             }
             files[name] = Array(data)
         }

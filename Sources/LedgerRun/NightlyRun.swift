@@ -876,6 +876,10 @@ struct InputFile {
     static func load(url: URL, kind: String, workspace: Workspace) throws -> (InputFile, Data) {
         let data: Data
         do { data = try Data(contentsOf: url) } catch {
+            // Said with what to do, by the system's reason for not opening it.
+            let fd = open(url.path, O_RDONLY | O_CLOEXEC)
+            if fd < 0 { throw ReadError.unreadableInput(url.path, code: errno) }
+            close(fd)
             throw ReadError.file(url.path, "cannot be read: \(WriteAside.describe(error))")
         }
         return (InputFile(url: url, path: workspace.relative(url), kind: kind, sizeBytes: data.count,
@@ -1047,7 +1051,7 @@ struct PreparedFile {
     static func orderRows(url: URL, path: String, kind: String, readBefore: Bool) throws -> PreparedFile {
         Ingest.readHook?("open", url)
         let fd = open(url.path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw ReadError.file(url.path, "cannot be read: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw ReadError.unreadableInput(url.path, code: errno) }
         let file = OpenFile(fd)
         var rows = OrderReader.Rows(path: path)
         var records = 0
@@ -1570,7 +1574,7 @@ struct Ingest {
         guard fd >= 0 else {
             let why = errno
             if try PreparedFile.isGone(url) { throw FileGone() }
-            throw ReadError.file(url.path, "cannot be read: \(String(cString: strerror(why)))")
+            throw ReadError.unreadableInput(url.path, code: why)
         }
         defer { close(fd) }
         let seen = try writer.recordsReadBefore(path: path)

@@ -51,7 +51,7 @@ public final class Ledger {
         do {
             queue = try DatabaseQueue(path: path, configuration: config)
         } catch let e as DatabaseError {
-            throw StoreError(message: "\(path): cannot open the ledger database: \(e.message ?? e.description)\(Self.advice(e))")
+            throw StoreError(message: "\(path): cannot open the ledger database: \(e.message ?? e.description)\(Self.advice(e, reading: readOnly))")
         }
         // A ledger a newer iapledger has written (a migration this version does not know):
         // read by this one, its tables would look made by hand; written, misread.
@@ -154,8 +154,10 @@ public final class Ledger {
         return damaged
     }
 
-    static func advice(_ e: DatabaseError) -> String {
-        let unchanged = "; nothing of this run was written (the ledger is as it was before it)"
+    /// `reading`: met by a command that only reads the ledger (`verify`, `trace`, `balance`,
+    /// ...), which writes nothing, so says nothing of what was written.
+    static func advice(_ e: DatabaseError, reading: Bool = false) -> String {
+        let unchanged = reading ? "" : "; nothing of this run was written (the ledger is as it was before it)"
         switch e.resultCode {
         case .SQLITE_BUSY, .SQLITE_LOCKED:
             return unchanged + ": another process held the ledger for over \(Int(busyTimeoutSeconds)) s (a `verify`, `report`, `trace` or `balance` reading it, or another program); run again when it has finished"
