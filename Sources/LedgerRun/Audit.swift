@@ -95,8 +95,8 @@ public struct Audit {
             switch (d.expected, d.actual) {
             case (_?, let a?):
                 report.problems.append(Problem(entryId: nil, message: "the ledger's \(key) differs from the one iapledger created: it was altered (now: \(a))", schema: true))
-            case (_?, nil):
-                report.problems.append(Problem(entryId: nil, message: "the ledger's \(key) is missing: it was dropped, so \(Self.enforced(by: key)) was not enforced while it was gone", schema: true))
+            case (let e?, nil):
+                report.problems.append(Problem(entryId: nil, message: "the ledger's \(key) is missing: it was dropped, so \(Self.enforced(by: key, sql: e))", schema: true))
             case (nil, let a?):
                 report.problems.append(Problem(entryId: nil, message: "the ledger holds \(key), which iapledger never created: \(a)", schema: true))
             case (nil, nil):
@@ -274,6 +274,13 @@ public struct Audit {
             // rewritten after it.
             for missing in try r.refundsWithoutEntry() {
                 report.problems.append(Problem(entryId: nil, message: "transaction \(missing.transactionId): its stored refund (dated \(Day(epochMilliseconds: missing.cancellationMs))) has no refund entry, though its sale is posted: every night posts such a refund before it commits, so the entry was removed"))
+            }
+            // Likewise every reversal asked for (REFUND_REVERSED, kept in reversal_request) of a
+            // posted refund has its entry: a night posts it before it commits. An auditor's review
+            // deleted one (the ids after it moved down, the chain and seals rewritten): it passed,
+            // and the next night posted it again saying nothing.
+            for missing in try r.reversalsWithoutEntry() {
+                report.problems.append(Problem(entryId: nil, message: "transaction \(missing.transactionId) (\(missing.book)): REFUND_REVERSED \(missing.uuid) asks for the reversal of its refund, dated \(missing.date), and its refund is posted, but it has no refund reversal entry: every night posts such a reversal before it commits, so the entry was removed"))
             }
             // And every refund entry is its transaction's stored refund (its date and percentage):
             // a refund taken out of the stored transaction would leave the entry unexplained.
@@ -895,8 +902,24 @@ public struct Audit {
 
     /// What a schema object (`trigger period_close_no_delete`, `index ...`) enforces, said
     /// when it is missing.
-    static func enforced(by key: String) -> String {
+    /// What a dropped schema object (`key`: its type and name; `sql`: as created) stopped
+    /// enforcing. A trigger by its name; an index by its own SQL (an auditor's review: each
+    /// dropped index was said to enforce what its table's triggers do).
+    static func enforced(by key: String, sql: String = "") -> String {
         let name = key.split(separator: " ").last.map(String.init) ?? key
+        if key.hasPrefix("index") {
+            // The column list: from the first parenthesis to the one that closes it.
+            var columns = "", depth = 0
+            for c in sql.drop(while: { $0 != "(" }) {
+                if c == "(" { depth += 1; if depth == 1 { continue } }
+                if c == ")" { depth -= 1; if depth == 0 { break } }
+                columns.append(c)
+            }
+            return sql.uppercased().hasPrefix("CREATE UNIQUE INDEX")
+                ? "what it enforces (a unique key: no two rows with the same \(columns)) was not enforced while it was gone"
+                : "the lookups by \(columns) that it serves are slow until it is made again (it enforces nothing: no figure depends on it)"
+        }
+        guard key.hasPrefix("trigger") else { return "what it enforces was not enforced while it was gone" }
         let rules: [(prefix: String, what: String)] = [
             ("entry_not_in_closed_period", "that no entry is dated in a closed month"),
             ("entry_late_is_moved_forward", "that a late entry is moved to the first open month"),
@@ -925,8 +948,8 @@ public struct Audit {
             ("record_dismissal_", "that dismissals are kept as asked and never withdrawn"),
             ("account_", "that accounts keep their names and are never removed"),
         ]
-        if let r = rules.first(where: { name.hasPrefix($0.prefix) }) { return "what it enforces (\(r.what))" }
-        return key.hasPrefix("index") ? "what it enforces (a unique key, or a lookup the checks rely on)" : "what it enforces"
+        if let r = rules.first(where: { name.hasPrefix($0.prefix) }) { return "what it enforces (\(r.what)) was not enforced while it was gone" }
+        return "what it enforces was not enforced while it was gone"
     }
 
     /// Nil when the night would find the transaction free (a gross of zero: Poster's `.free`),

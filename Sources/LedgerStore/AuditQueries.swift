@@ -621,6 +621,17 @@ extension LedgerReader {
             """), arguments: [limit]).map { ($0[0], $0[1]) }
     }
 
+    /// The reversals asked for (`reversal_request`) whose refund is posted and whose reversal
+    /// is not (a night posts each before it commits: none, unless one was removed).
+    public func reversalsWithoutEntry(limit: Int = 50) throws -> [(book: String, transactionId: String, date: String, uuid: String)] {
+        try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT q.book, q.transaction_id, q.date, q.notification_uuid FROM reversal_request q
+            WHERE EXISTS (SELECT 1 FROM entry e WHERE e.book = q.book AND e.transaction_id = q.transaction_id AND e.kind = 'refund')
+              AND NOT EXISTS (SELECT 1 FROM entry e WHERE e.book = q.book AND e.transaction_id = q.transaction_id AND e.kind = 'refund_reversal')
+            ORDER BY q.date, q.transaction_id LIMIT ?
+            """), arguments: [limit]).map { ($0[0], $0[1], $0[2], $0[3]) }
+    }
+
     /// Every refund entry with its transaction's stored refund: `stored` false when the
     /// transaction is not stored (in the entry's book), `cancellationMs` nil when it stores no refund.
     public func refundEntriesAndStoredRefunds() throws

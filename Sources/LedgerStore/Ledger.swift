@@ -315,6 +315,18 @@ public final class Ledger {
                 problems += try LedgerSeal.findingDismissalsUnasked(r.db)
             }
             problems += try r.reversalsNotFromSignedRecords()
+            // A reversal asked for whose refund is posted and which is not (removed: the ids
+            // after it renumbered, the runs' counts lowered): this night would post it again,
+            // saying nothing.
+            problems += try r.reversalsWithoutEntry(limit: 3).map {
+                "transaction \($0.transactionId)'s refund reversal, asked for by REFUND_REVERSED \($0.uuid) and due since its refund posted, is not in it: removed"
+            }
+            // The rules that derive every posting, with their accounts' names: an account renamed
+            // (the trigger that keeps it dropped) would name every workbook's rows anew, and the
+            // workbooks be registered as this night's own.
+            if let stored = try r.postingRules(), stored != PostingRule.all.sorted(by: { ($0.kind.rawValue, $0.line) < ($1.kind.rawValue, $1.line) }) {
+                problems.append("its posting rules (posting_rule, with their accounts' names) are not the accounting contract's")
+            }
             for (book, currency, sum) in try r.unbalancedMonthTotals() {
                 problems.append("its month totals of the \(book) book do not balance in \(currency) (they sum to \(sum) minor units)")
             }

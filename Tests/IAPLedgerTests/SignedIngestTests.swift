@@ -530,6 +530,15 @@ final class SignedIngestTests: XCTestCase {
         try Tamper.run(path, past: "entry_no_update", "UPDATE entry SET rules_json = json_set(rules_json, '$.fxRate', '2') WHERE transaction_id = '9003' AND kind = 'refund_reversal'")
         let reversalProblems = try Audit(workspace: ws.workspace).run().problems.map(\.message)
         XCTAssertTrue(reversalProblems.contains { $0.hasPrefix("refund_reversal of transaction 9003: applied rules differ: FX rate \"2\" where its refund has \"1\"") }, "\(reversalProblems)")
+        // The reversal removed (an auditor's review: with the chain and seals rewritten, it
+        // passed, and the next night posted it again saying nothing): named by its request.
+        try Tamper.run(path, past: "entry_no_delete", "DELETE FROM entry WHERE transaction_id = '9003' AND kind = 'refund_reversal'")
+        let removed = try Audit(workspace: ws.workspace).run().problems.map(\.message)
+        XCTAssertTrue(removed.contains { $0.hasPrefix("transaction 9003 (sandbox): REFUND_REVERSED ") && $0.hasSuffix(" asks for the reversal of its refund, dated 2023-11-19, and its refund is posted, but it has no refund reversal entry: every night posts such a reversal before it commits, so the entry was removed") }, "\(removed)")
+        // And a night refuses to build on it (it posted the reversal again, saying nothing).
+        XCTAssertThrowsError(try ws.run("2023-11-21")) {
+            XCTAssertTrue("\($0)".contains("transaction 9003's refund reversal, asked for by REFUND_REVERSED "), "\($0)")
+        }
     }
 
     /// A signed record's trusted root is named where it was verified (its record's reason, which
@@ -1004,9 +1013,9 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertEqual(try rows("SELECT transaction_id, store_refund_share FROM store_transaction ORDER BY 1"),
                        [["9403", "0"], ["9404", "100000"], ["9405", "0"], ["9406", ""], ["9407", "100000"], ["9408", "100000"], ["9409", ""], ["9410", "100000"]])
         let said9410 = try rows("SELECT code, message FROM finding WHERE transaction_id = '9410'")
-        XCTAssertTrue(said9410.contains { $0[0] == "REFUND_AFTER_REVERSAL" && $0[1].contains("dated on or before that reversal: reconciliation takes the store's latest-dated word (trace lists them)") }, "\(said9410)")
+        XCTAssertTrue(said9410.contains { $0[0] == "REFUND_AFTER_REVERSAL" && $0[1].contains("dated before that reversal: reconciliation takes the store's latest-dated word (trace lists them)") }, "\(said9410)")
         XCTAssertTrue(try rows("SELECT message FROM finding WHERE code = 'REFUND_AFTER_REVERSAL' AND transaction_id = '9406'").first?.first?
-            .contains("dated on or before that reversal: reconciliation takes the store's latest-dated word (trace lists them)") == true)
+            .contains("dated before that reversal: reconciliation takes the store's latest-dated word (trace lists them)") == true)
         XCTAssertEqual(try open(), ["9404", "9407", "9408", "9410"])
         XCTAssertTrue(try rows("SELECT detail FROM exception WHERE resolved_on IS NULL AND transaction_id = '9404'").first?.first?.contains("was refunded in full, as the store said last (a refund dated after its reversal, or a second refund the ledger does not post") == true)
         // A stale record of the second refund read again changes nothing, and is not said again;
@@ -1017,6 +1026,13 @@ final class SignedIngestTests: XCTestCase {
         try ws.run("2023-11-24")
         XCTAssertEqual(try open(), ["9404", "9407", "9408", "9410"])
         XCTAssertEqual(try rows("SELECT count(*) FROM finding"), said)
+        // 9406 refunded again half an hour after its reversal's signature, the same day (an
+        // auditor's review: the finding said "dated on or before that reversal"): the day's
+        // reversal stays the last word, and the finding says why.
+        try ws.write("inbox/signed/9406-e.json", try notification("REFUND", signed: t0 + 9 * day, transaction: try transaction("9406", revocation: t0 + 5 * day + 1_800_000)))
+        try ws.run("2023-11-25")
+        XCTAssertEqual(try open(), ["9404", "9407", "9408", "9410"])
+        XCTAssertEqual(try rows("SELECT count(*) FROM finding WHERE code = 'REFUND_AFTER_REVERSAL' AND transaction_id = '9406' AND message LIKE '%dated the day of that reversal, which the ledger, comparing a refund and a reversal by day, takes as the later: reconciliation takes the store''s latest word, the reversal (trace lists them)%'"), [["1"]])
     }
 
     /// A receipt's upgrade refund, its sale waiting for its order, then the signed record of it

@@ -380,6 +380,16 @@ final class VerifyTests: XCTestCase {
         XCTAssertTrue(messages.contains { $0.hasPrefix("the ledger's trigger entry_no_delete is missing: it was dropped") }, "\(messages)")
         XCTAssertTrue(messages.contains { $0.hasPrefix("the ledger's trigger posting_rule_no_update differs from the one iapledger created") }, "\(messages)")
         XCTAssertTrue(messages.contains { $0.hasPrefix("the ledger holds trigger sneaky, which iapledger never created") }, "\(messages)")
+        XCTAssertTrue(messages.contains { $0.hasSuffix("it was dropped, so what it enforces (that entries are append-only (never changed or deleted)) was not enforced while it was gone") }, "\(messages)")
+        // A dropped index is said as what it is (an auditor's review: each was said to
+        // enforce what its table's triggers do): a unique key, or a lookup.
+        try db.write { d in
+            try d.execute(sql: "DROP INDEX entry_date")
+            try d.execute(sql: "DROP INDEX finding_key")
+        }
+        let indexes = try Audit(workspace: ws.workspace).run().problems.map(\.message)
+        XCTAssertTrue(indexes.contains("the ledger's index entry_date is missing: it was dropped, so the lookups by book, date that it serves are slow until it is made again (it enforces nothing: no figure depends on it)"), "\(indexes)")
+        XCTAssertTrue(indexes.contains("the ledger's index finding_key is missing: it was dropped, so what it enforces (a unique key: no two rows with the same code, transaction_id, ifnull(record_id, 0)) was not enforced while it was gone"), "\(indexes)")
     }
 
     /// A ledger written by an older iapledger (fewer migrations applied) is compared with the
@@ -987,6 +997,12 @@ final class VerifyTests: XCTestCase {
         try tamper(past: "entry_no_update", "UPDATE entry SET hash = replace(hash, substr(hash, 1, 1), 'f') WHERE id = (SELECT max(id) FROM entry)")
         try refused("its last entry's hash is not the chain head run 1 recorded when it committed")
         try tamper(past: "entry_no_update", "UPDATE entry SET hash = (SELECT chain_head FROM run WHERE id = 1) WHERE id = (SELECT max(id) FROM entry)")
+
+        // An account renamed (an auditor's review: the night wrote its workbooks with the new
+        // name and registered them as its own).
+        try tamper(past: "account_no_update", "UPDATE account SET name = 'Revenue:InApp:Salez' WHERE name = 'Revenue:InApp:Sales'")
+        try refused("its posting rules (posting_rule, with their accounts' names) are not the accounting contract's")
+        try tamper(past: "account_no_update", "UPDATE account SET name = 'Revenue:InApp:Sales' WHERE name = 'Revenue:InApp:Salez'")
 
         try db.write { try $0.execute(sql: "UPDATE balance_month SET balance_minor = balance_minor + 100000 WHERE (book, month, account_id, currency) = (SELECT book, month, account_id, currency FROM balance_month WHERE book = 'production' ORDER BY 1, 2, 3, 4 LIMIT 1)") }
         try refused("its month totals of the production book do not balance in")
