@@ -48,6 +48,10 @@ public struct Audit {
         /// The workbooks under `reports/` whose bytes are not the last version iapledger wrote
         /// at their path (opened and saved, or edited): said, not a problem of the ledger.
         public var workbooksChanged: [String] = []
+        /// The workbooks and journal exports under `reports/<date>/` at a path iapledger never
+        /// wrote (a workbook copied under another date, a registration removed): said, not a
+        /// problem of the ledger (an auditor's review: only `verify --workbook` said it).
+        public var workbooksUnregistered: [String] = []
         /// What `verify` says besides (a root named in the config that cannot be read), not a
         /// problem of the ledger.
         public var notes: [String] = []
@@ -361,7 +365,9 @@ public struct Audit {
             if try r.registersReportFiles() {
                 // Each workbook under reports/ is the last version iapledger wrote there, or is
                 // said (gone, or changed: opened and saved, or edited), not a problem of the ledger.
-                for last in try r.lastWorkbookRegistrations() {
+                let registered = try r.lastWorkbookRegistrations()
+                report.workbooksUnregistered = Self.unregisteredWorkbooks(under: workspace, registered: try r.registeredReportPaths())
+                for last in registered {
                     let url = workspace.root.appendingPathComponent(last.path)
                     guard FileManager.default.fileExists(atPath: url.path) else { report.workbooksGone.append(last.path); continue }
                     if Int64(NightlyRun.fileSize(url)) != last.sizeBytes || (try? LineReader.hash(url.path).sha256) != last.sha256 {
@@ -460,7 +466,8 @@ public struct Audit {
                     nextUnverified = try unverifiedLinks.next()
                 }
             }
-            try r.forEachSourceRecordText { path, line, outcome, code, recordSHA, fileSHA, chunk, raw, kind, recordId, runId in
+            var environmentsChanged: [String] = [], environmentsChangedCount = 0
+            try r.forEachSourceRecordText { path, line, outcome, code, recordSHA, fileSHA, chunk, raw, kind, recordId, runId, environment in
                 report.records += 1
                 try checkLinks(before: recordId)
                 try checkUnverifiedLinks(before: recordId, of: (recordId, "\(path):\(line)", { raw.map { Self.namedTransactionIds(kind: kind, path: path, raw: $0) } }))
@@ -471,6 +478,14 @@ public struct Audit {
                 if outcome == "verified" && kind != "orders" {
                     let run = verifiers.forRun(runId)
                     let said = Self.reported(kind: kind, path: path, raw: raw, receiptVerifier: run.receipts, signedVerifier: run.signed)
+                    // The environment the record says, which trace tells beside it (an auditor's
+                    // review: one rewritten passed, a Production receipt said Sandbox).
+                    if said.verifies && said.environment != environment {
+                        environmentsChangedCount += 1
+                        if environmentsChanged.count < 20 {
+                            environmentsChanged.append("source record \(path):\(line) (#\(recordId)) is stored with the environment \(environment ?? "none"), but its text says \(said.environment ?? "none"): changed in the ledger (trace tells the stored one)")
+                        }
+                    }
                     try checkLinks(before: recordId, of: (recordId, "\(path):\(line)",
                                                          Set(said.transactions.map(\.transactionId) + [said.notification?.transactionId, said.namedTransactionId].compactMap { $0 })))
                     // A record agrees with the stored transaction when it reports it as stored,
@@ -540,7 +555,10 @@ public struct Audit {
             }
             try checkLinks(before: Int64.max)
             try checkUnverifiedLinks(before: Int64.max)
-            for m in notFirst + refundsMissing + linksMadeUp + unverifiedMadeUp { report.problems.append(Problem(entryId: nil, message: m)) }
+            for m in notFirst + refundsMissing + linksMadeUp + unverifiedMadeUp + environmentsChanged { report.problems.append(Problem(entryId: nil, message: m)) }
+            if environmentsChangedCount > environmentsChanged.count {
+                report.problems.append(Problem(entryId: nil, message: "and \(environmentsChangedCount - environmentsChanged.count) more source records stored with another environment than their text says"))
+            }
             if linksMadeUpCount > linksMadeUp.count {
                 report.problems.append(Problem(entryId: nil, message: "and \(linksMadeUpCount - linksMadeUp.count) more links of transactions to records that do not report them"))
             }
@@ -688,6 +706,9 @@ public struct Audit {
             }
             // Last, from the transactions and orders checked above: with a problem among them,
             // what the reconciliation gives now follows from it, and is not said as its own.
+            // (Its fingerprint is checked whatever else was found: it is no figure derived.)
+            let forged = try reconciliationFingerprintForged(r)
+            if let forged { report.problems.append(Problem(entryId: nil, message: forged)) }
             if report.problems.isEmpty {
                 try checkReconciliation(r, into: &report)
             } else {
@@ -840,6 +861,22 @@ public struct Audit {
     /// passed `verify` (the triggers let a night's run resolve exceptions: a run made up and
     /// removed again past its trigger let anyone). Left to the next night, and said, when the
     /// last one reconciled by other rules or another version's logic.
+    /// A night of this very build records the fingerprint of the product rules and config it
+    /// kept: another one there was written into the ledger (an auditor's review: a forged one,
+    /// its seal made again, turned off the re-derivation of the exceptions, which had been
+    /// edited by hand). Nil when it holds, or when another build ran the last night (whose
+    /// logic may give another fingerprint: then a note says the check was not made).
+    func reconciliationFingerprintForged(_ r: LedgerReader) throws -> String? {
+        guard let last = try r.lastFinishedRun(),
+              NightlyRun.sameProgram(version: try r.runVersion(last.id), runBuild: try r.runBuild(last.id)) else { return nil }
+        var kept = RunRules()
+        guard case .kept(let rules, let config) = try kept.rules(ofRun: last.id, reader: r) else { return nil }
+        let fingerprint = Reconciler(products: rules.products, scope: config.reconciliationScope).rulesFingerprint
+        let recorded = try r.reconciliationRules(ofRun: last.id)
+        guard recorded != fingerprint else { return nil }
+        return "the last night (run \(last.id)) ran this build of iapledger, whose reconciliation of the product rules and config that night kept has the fingerprint \(fingerprint), but the ledger records \(recorded ?? "none") for it: changed in the ledger, which turns off this re-derivation of the exceptions and matches"
+    }
+
     func checkReconciliation(_ r: LedgerReader, into report: inout Report) throws {
         guard let last = try r.lastFinishedRun() else { return }
         var kept = RunRules()
@@ -849,6 +886,7 @@ public struct Audit {
         }
         let reconciler = Reconciler(products: rules.products, scope: config.reconciliationScope)
         guard try r.reconciliationRules(ofRun: last.id) == reconciler.rulesFingerprint else {
+            // (One this build would have recorded is named by `reconciliationFingerprintForged`.)
             report.notes.append("the reconciliation was not derived again: the last night (run \(last.id)) reconciled by other product rules or another version's logic (the next night reconciles every group again)")
             return
         }
@@ -1189,6 +1227,10 @@ public struct Audit {
         /// The transaction id a notification names, valid or not (a night links a resent
         /// notification's record to it as it is).
         var namedTransactionId: String? = nil
+        /// Whether the record verified again, and the environment the night stores with it
+        /// (a response's, a signed transaction's, a notification's own).
+        var verifies = false
+        var environment: String? = nil
     }
 
     static func reported(kind: String, path: String, raw: String, receiptVerifier: ReceiptVerifier,
@@ -1198,7 +1240,7 @@ public struct Audit {
             guard let response = try? LegacyReceiptParser.parse(Substring(raw)),
                   case let .verified(_, transactions, _) = receiptVerifier.verify(response, location: SourceLocation(path: "", line: 0))
             else { return Reported() }
-            return Reported(transactions: transactions)
+            return Reported(transactions: transactions, verifies: true, environment: response.environment)
         case "signed":
             let ext = (path as NSString).pathExtension.lowercased()
             guard let jws = Ingest.jws(in: RawRecord(line: 0, text: Substring(raw)), fileExtension: ext) else { return Reported() }
@@ -1207,9 +1249,14 @@ public struct Audit {
             var out = Reported()
             let t: SignedTransaction?
             switch signedVerifier.verify(jws) {
-            case .transaction(.success(let v)): t = v
+            case .transaction(.success(let v)):
+                t = v
+                out.verifies = true
+                out.environment = v.environment
             case .notification(.success(let n)):
                 t = n.transaction
+                out.verifies = true
+                out.environment = n.environment
                 out.namedTransactionId = n.transaction?.transactionId
                 let observed = t.flatMap { try? $0.observation().get() }
                 out.notificationRow = .init(type: n.notificationType, subtype: n.subtype, signedMs: n.signedDateMs,
@@ -1272,6 +1319,27 @@ public struct Audit {
     /// storefront's tax, its unit price and that price's row when the rules priced it, the
     /// month's rate, the commission rate and its reason for its day, product and the paid days
     /// it recorded); otherwise how not.
+    /// The `.xlsx` and `.csv.gz` files in the dated folders of `reports/` (hidden files and the
+    /// copies a night keeps of a workbook edited before it replaced it aside) at paths no
+    /// registration names, workspace-relative, sorted.
+    /// Folders dated before the first registered one are left alone: sets an iapledger that
+    /// registered nothing wrote, before the ledger was upgraded.
+    static func unregisteredWorkbooks(under workspace: Workspace, registered: Set<String>) -> [String] {
+        let reports = workspace.root.appendingPathComponent("reports")
+        let fm = FileManager.default
+        var out: [String] = []
+        let firstDay = registered.compactMap { $0.split(separator: "/").dropFirst().first.flatMap { Day(iso: String($0)) } }.min()
+        guard let firstDay else { return [] }
+        for day in ((try? fm.contentsOfDirectory(atPath: reports.path)) ?? []) where Day(iso: day).map({ $0 >= firstDay }) == true {
+            for name in ((try? fm.contentsOfDirectory(atPath: reports.appendingPathComponent(day).path)) ?? [])
+            where !name.hasPrefix(".") && !name.contains(".replaced-") && (name.hasSuffix(".xlsx") || name.hasSuffix(".csv.gz")) {
+                let path = "reports/\(day)/\(name)"
+                if !registered.contains(path) { out.append(path) }
+            }
+        }
+        return out.sorted()
+    }
+
     /// A refund copies its sale's product, storefront, applied rules and figures (the figures
     /// at its share), a reversal its refund's: trace tells them from the refund or reversal
     /// entry itself, so one rewritten there (its postings and hashes left agreeing) is named.

@@ -152,14 +152,15 @@ extension LedgerReader {
     /// `kind` is the file's (`receipts`, `signed`, `orders`).
     public func forEachSourceRecordText(_ body: (_ path: String, _ line: Int, _ outcome: String, _ reasonCode: String?,
                                                  _ recordSHA256: String, _ fileSHA256: String, _ chunk: Int64?,
-                                                 _ raw: String?, _ kind: String, _ recordId: Int64, _ runId: Int64) throws -> Void) throws {
+                                                 _ raw: String?, _ kind: String, _ recordId: Int64, _ runId: Int64,
+                                                 _ environment: String?) throws -> Void) throws {
         var chunks = chunkReader()
         let cursor = try Row.fetchCursor(db, sql: """
-            SELECT f.path, r.line, r.outcome, r.reason_code, r.record_sha256, f.sha256, CAST(r.raw AS BLOB), \(chunkColumns), f.kind, r.id, f.run_id
+            SELECT f.path, r.line, r.outcome, r.reason_code, r.record_sha256, f.sha256, CAST(r.raw AS BLOB), \(chunkColumns), f.kind, r.id, f.run_id, r.environment
             FROM source_record r JOIN source_file f ON f.id = r.file_id ORDER BY r.id
             """)
         while let r = try cursor.next() {
-            try body(r[0], r[1], r[2], r[3], r[4], r[5], r[7], try Self.text(r, raw: 6, chunk: 7, &chunks), r[10], r[11], r[12])
+            try body(r[0], r[1], r[2], r[3], r[4], r[5], r[7], try Self.text(r, raw: 6, chunk: 7, &chunks), r[10], r[11], r[12], r[13])
         }
     }
 

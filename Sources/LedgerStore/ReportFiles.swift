@@ -183,6 +183,11 @@ extension LedgerReader {
             """).map { ($0[0], $0[1], $0[2]) }
     }
 
+    /// Every path a file was ever registered at (workbooks and journal exports).
+    public func registeredReportPaths() throws -> Set<String> {
+        Set(try String.fetchAll(db, sql: "SELECT DISTINCT path FROM report_file"))
+    }
+
     /// Every registration of a path, oldest first (the versions written there).
     public func reportFiles(path: String) throws -> [RegisteredReportFile] {
         try registered(where: "path = ?", path)

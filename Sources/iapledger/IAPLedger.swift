@@ -897,6 +897,12 @@ extension Verify {
                 + report.workbooksChanged.prefix(5).map { TerminalText.visible($0) }.joined(separator: ", ") + (n > 5 ? ", and \(n - 5) more" : "")
                 + "; `iapledger verify --workbook FILE` says what a file is, and `iapledger report --as-of DATE` (or `--period YYYY-MM`) writes a set again")
         }
+        if !report.workbooksUnregistered.isEmpty {
+            let n = report.workbooksUnregistered.count
+            print("note: \(n) file\(n == 1 ? "" : "s") under reports/ \(n == 1 ? "is" : "are") at \(n == 1 ? "a path" : "paths") iapledger never wrote (copied or moved there, or \(n == 1 ? "its" : "their") registration removed): "
+                + report.workbooksUnregistered.prefix(5).map { TerminalText.visible($0) }.joined(separator: ", ") + (n > 5 ? ", and \(n - 5) more" : "")
+                + "; `iapledger verify --workbook FILE` says what a file is")
+        }
         guard !report.workbooksGone.isEmpty else { return }
         let n = report.workbooksGone.count
         print("note: \(n) workbook\(n == 1 ? "" : "s") iapledger wrote \(n == 1 ? "is" : "are") no longer at \(n == 1 ? "its path" : "their paths") (deleted or moved): "

@@ -210,6 +210,16 @@ final class VerifyTests: XCTestCase {
         XCTAssertTrue(r.problems.contains { $0.message.contains("chain head") }, "\(r.problems)")
     }
 
+    /// A verified record's environment, which trace tells beside it, rewritten past its
+    /// trigger (an auditor's review: a Production receipt said Sandbox, and verify passed).
+    func testARecordsEnvironmentRewrittenIsNamed() throws {
+        let id = try XCTUnwrap(try rows("SELECT id FROM source_record WHERE outcome = 'verified' AND environment = 'Production' ORDER BY id LIMIT 1").first?.first)
+        XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.message), [])
+        try tamper(past: "source_record_text_fixed", "UPDATE source_record SET environment = 'Sandbox' WHERE id = \(id)")
+        let problems = try Audit(workspace: ws.workspace).run().problems.map(\.message)
+        XCTAssertTrue(problems.contains { $0.hasSuffix("(#\(id)) is stored with the environment Sandbox, but its text says Production: changed in the ledger (trace tells the stored one)") }, "\(problems)")
+    }
+
     func testAChangedSourceRecordIsCaught() throws {
         // The records' texts are stored compressed, a chunk of neighbours at a time.
         XCTAssertEqual(try rows("SELECT count(*) FROM source_record WHERE chunk_id IS NOT NULL AND raw = ''"), [["4"]])
@@ -293,6 +303,21 @@ final class VerifyTests: XCTestCase {
         XCTAssertEqual(r.workbooksChanged, [path])
         try bytes.write(to: url)
         XCTAssertEqual(try Audit(workspace: ws.workspace).run().workbooksChanged, [])
+        // A workbook copied under another date, at a path iapledger never wrote (an auditor's
+        // review: only `verify --workbook` said so): said too, and by the command. A night's
+        // kept copy of an edited workbook, a hidden file, and other files are not.
+        XCTAssertEqual(try Audit(workspace: ws.workspace).run().workbooksUnregistered, [])
+        let copied = "reports/2026-10-07/finance-2026-10-01.xlsx"
+        try bytes.write(to: ws.root.appendingPathComponent(copied))
+        try bytes.write(to: ws.root.appendingPathComponent("reports/2026-10-07/finance-2026-10-07.replaced-20261008T010000Z.xlsx"))
+        try bytes.write(to: ws.root.appendingPathComponent("reports/2026-10-07/.~lock.finance-2026-10-07.xlsx"))
+        try Data("notes".utf8).write(to: ws.root.appendingPathComponent("reports/2026-10-07/notes.txt"))
+        let unregistered = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(unregistered.ok, "\(unregistered.problems)")
+        XCTAssertEqual(unregistered.workbooksUnregistered, [copied])
+        let said = try Resilience.cli(["verify", "--workspace", ws.root.path])
+        XCTAssertEqual(said.status, 0)
+        XCTAssertTrue(said.out.contains("note: 1 file under reports/ is at a path iapledger never wrote (copied or moved there, or its registration removed): \(copied); `iapledger verify --workbook FILE` says what a file is"), said.out)
     }
 
     /// A bundle id dropped from the config since: the records its nights verified are checked
@@ -432,7 +457,7 @@ final class VerifyTests: XCTestCase {
         for readOnly in [true, false] {
             let texts = try Ledger(path: path, readOnly: readOnly).read { r in
                 var out: [(String, String)] = []
-                try r.forEachSourceRecordText { _, _, _, _, sha, _, chunk, raw, _, _, _ in
+                try r.forEachSourceRecordText { _, _, _, _, sha, _, chunk, raw, _, _, _, _ in
                     XCTAssertNil(chunk)
                     out.append((sha, raw ?? ""))
                 }
@@ -1209,6 +1234,13 @@ final class VerifyTests: XCTestCase {
             XCTAssertTrue(found.first?.hasPrefix(sealOf(2)) == true, "\(change): \(found)")
             try restore()
         }
+        // The last night's fingerprint changed (an auditor's review: with its seal made again,
+        // the reconciliation was not derived again, and exceptions edited by hand passed): a
+        // night of this build recorded it, so it is named.
+        try tamper(past: "run_finished_no_update", "UPDATE run SET reconciliation_rules = 'x' WHERE id = 3")
+        let fingerprint = try problems()
+        XCTAssertTrue(fingerprint.contains { $0.hasPrefix("the last night (run 3) ran this build of iapledger, whose reconciliation of the product rules and config that night kept has the fingerprint ") && $0.hasSuffix(", but the ledger records x for it: changed in the ledger, which turns off this re-derivation of the exceptions and matches") }, "\(fingerprint)")
+        try restore()
         // A dismissal's who changed: its seal, and the finding's note no longer its dismissal's.
         try tamper(past: "finding_dismissal_no_update", "UPDATE finding_dismissal SET asked_by = 'eve'")
         var found = try problems()
