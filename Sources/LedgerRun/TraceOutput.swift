@@ -245,10 +245,17 @@ public enum TraceOutput {
         }
 
         func exceptions(_ list: [TransactionTrace.Exception]) -> [Listing] {
-            list.filter { $0.status == "open" }.compactMap { x in
-                listing(.reconciliation, "exceptions", "transaction") { title in
+            list.filter { $0.status == "open" }.flatMap { x -> [Listing] in
+                let row = listing(.reconciliation, "exceptions", "transaction") { title in
                     "the \(x.category) row" + (x.transaction_id.map { " whose \(title) is \($0)" } ?? "") + (x.order_id.map { x.transaction_id == nil ? " of order \($0)" : ", order \($0)" } ?? "")
                 }
+                // A sandbox purchase credited in production is a row of the sandbox book's own
+                // list too (an auditor's review: trace named the Exceptions sheet alone).
+                let sandbox = x.category != "SANDBOX_CREDITED_IN_PRODUCTION" ? nil
+                    : listing(.sandbox, "credited_in_production", "transaction") { title in
+                        "the row" + (x.transaction_id.map { " whose \(title) is \($0)" } ?? "") + (x.order_id.map { ", order \($0)" } ?? "")
+                    }
+                return [row, sandbox].compactMap { $0 }
             }
         }
     }

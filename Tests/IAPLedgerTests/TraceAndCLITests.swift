@@ -91,6 +91,19 @@ final class TraceAndCLITests: XCTestCase {
         try ws.write("rules/products.csv", TestWorkspace.defaultProducts + "\ncoins.999,consumable,999\n")
         try ws.run("2026-10-08")
         XCTAssertEqual(try listed("9801").map { $0["find"] as? String }, ["the NOT_CREDITED row whose Transaction is 9801"])
+        // A sandbox purchase credited in production: a row of the sandbox book's own list too
+        // (an auditor's review: trace named the Exceptions sheet alone).
+        try ws.write("inbox/receipts/s.jsonl", Receipt.response([Receipt.item("9804", purchased: "2026-10-08T10:00:00Z")], environment: "Sandbox") + "\n")
+        try ws.write("inbox/orders/s.csv", ReconciliationTests.header + "ord-99,acct-9,9804,coins.100,1,100,2026-10-08T10:00:01Z,production,USA,,\n")
+        try ws.run("2026-10-09")
+        let test = try listed("9804")
+        XCTAssertEqual(test.map { "\($0["sheet"]!): \($0["find"]!)" }, [
+            "Exceptions: the SANDBOX_CREDITED_IN_PRODUCTION row whose Transaction is 9804, order ord-99",
+            "Credited in Production: the row whose Transaction is 9804, order ord-99",
+        ])
+        XCTAssertEqual(test.map { $0["workbook"] as? String }, ["reports/2026-10-09/reconciliation-2026-10-09.xlsx", "reports/2026-10-09/sandbox-2026-10-09.xlsx"])
+        XCTAssertTrue(try holds(test[1], title: "Transaction", value: "9804"))
+        XCTAssertTrue(try holds(test[1], title: "Order", value: "ord-99"))
     }
 
     /// An exception that names no transaction (a credit without one) gives `null` for it in
