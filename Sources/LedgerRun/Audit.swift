@@ -1238,9 +1238,11 @@ public struct Audit {
         switch kind {
         case "receipts":
             guard let response = try? LegacyReceiptParser.parse(Substring(raw)),
-                  case let .verified(_, transactions, _) = receiptVerifier.verify(response, location: SourceLocation(path: "", line: 0))
+                  case let .verified(book, transactions, _) = receiptVerifier.verify(response, location: SourceLocation(path: "", line: 0))
             else { return Reported() }
-            return Reported(transactions: transactions, verifies: true, environment: response.environment)
+            // As the night stores a verified response's: its book's (an iOS 6 response of the
+            // production service names none).
+            return Reported(transactions: transactions, verifies: true, environment: book == .production ? "Production" : "Sandbox")
         case "signed":
             let ext = (path as NSString).pathExtension.lowercased()
             guard let jws = Ingest.jws(in: RawRecord(line: 0, text: Substring(raw)), fileExtension: ext) else { return Reported() }

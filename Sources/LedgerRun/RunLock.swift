@@ -20,7 +20,13 @@ public final class RunLock {
     public init(url: URL, command: String = "run") throws {
         fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
-            throw RunLockError(message: "\(url.path): cannot create the run lock: \(String(cString: strerror(errno)))")
+            let why = errno
+            // Said with what to do (an operator's review: `dismiss` on a read-only mount said
+            // only the system's reason).
+            let advice = why == EROFS ? "the workspace is on a file system mounted read-only: run the commands that write (run, close, report, dismiss) where it is mounted read-write; nothing was read or written"
+                : why == EACCES || why == EPERM ? "the workspace folder cannot be written by this user (uid \(getuid())): run the commands that write (run, close, report, dismiss) as the user the nights run as; nothing was read or written"
+                : "nothing was read or written; fix it and run again"
+            throw RunLockError(message: "\(url.path): cannot create the run lock: \(String(cString: strerror(why))): \(advice)")
         }
         // The folder first: held by another, the lock is taken (whatever became of the file).
         let temp = url.deletingLastPathComponent().appendingPathComponent(".iapledger-tmp")

@@ -62,6 +62,22 @@ final class LockAndFailureTests: XCTestCase {
         XCTAssertEqual(try ws.run("2026-10-07").counts.entriesPosted, 1, "free once released")
     }
 
+    /// A lock that cannot be made says what to do (an operator's review: `dismiss` on a
+    /// read-only mount said only the system's reason).
+    func testALockThatCannotBeMadeSaysWhatToDo() throws {
+        let folder = ws.root.appendingPathComponent("locked")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let lock = folder.appendingPathComponent(".iapledger.lock")
+        XCTAssertThrowsError(try RunLock(url: ws.root.appendingPathComponent("gone/.iapledger.lock"))) {
+            XCTAssertTrue("\($0)".hasSuffix("gone/.iapledger.lock: cannot create the run lock: No such file or directory: nothing was read or written; fix it and run again"), "\($0)")
+        }
+        guard Self.immutable(folder, true) else { throw XCTSkip("chattr +i is not allowed here") }
+        defer { _ = Self.immutable(folder, false) }
+        XCTAssertThrowsError(try RunLock(url: lock)) {
+            XCTAssertTrue("\($0)".contains("cannot create the run lock: Operation not permitted: the workspace folder cannot be written by this user (uid \(getuid())): run the commands that write (run, close, report, dismiss) as the user the nights run as; nothing was read or written"), "\($0)")
+        }
+    }
+
     /// Two commands started at once: the one refused may find both locks taken before their
     /// holder has written who it is (an operator's review: a fifth of the refused nights on a
     /// new workspace said the lock file "was deleted while it ran"). Not deleted: said held.
