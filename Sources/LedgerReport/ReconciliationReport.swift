@@ -302,10 +302,12 @@ public struct ReconciliationReport {
 
     /// - Parameter openRecords: the pending records still open on the as-of date (the first of
     ///   each code, and how many more).
+    /// Led by the record or transaction, which a sheet printed two pages wide repeats on each
+    /// (a finance review: led by what waits, its second page's reasons and ages named no record).
     public func pendingSheet(openRecords records: SharedReads.OpenRecords) throws -> SheetContent {
         var rows: [SheetRow] = try notReconciled(ReportSchema.pending)
         for p in records.listed {
-            rows.append(SheetRow([.text("record waits for verification"), .text("\(p.path):\(p.line)"), .text(p.code), .empty, .text(p.reason),
+            rows.append(SheetRow([.text("\(p.path):\(p.line)"), .text("record waits for verification"), .text(p.code), .empty, .text(p.reason),
                                   .date(p.firstSeen), .integer(Int64(asOf - p.firstSeen))]))
         }
         for m in records.more {
@@ -319,7 +321,7 @@ public struct ReconciliationReport {
         for t in waiting.listed {
             let what = (t.reason.hasPrefix("ORDER_WAIT:") ? "waits for its order (storefront)" : "waits for a rule")
                 + (closed.flatMap { t.purchased.month <= $0 ? "; its month is closed: it posts late, on \($0.next.firstDay) or later" : nil } ?? "")
-            rows.append(SheetRow([.text("\(t.book) transaction \(what)"), .text(t.transactionId), .text(t.productId),
+            rows.append(SheetRow([.text(t.transactionId), .text("\(t.book) transaction \(what)"), .text(t.productId),
                                   .date(t.purchased), .text(t.reason), .date(t.firstSeen), .integer(Int64(asOf - t.firstSeen))]))
         }
         if waiting.count > waiting.listed.count {

@@ -133,7 +133,7 @@ public enum ReportSchema {
     static let exceptions = exceptionBase + [c("age_days", .integer), c("detail")]
     static let resolved = exceptionBase + [c("resolved", .date), c("days_open", .integer), c("detail")]
     static let pending = [
-        c("what_waits"), c("record_or_transaction"), c("code_or_product"), c("purchased", .date), c("reason"), c("first_seen", .date),
+        c("record_or_transaction"), c("what_waits"), c("code_or_product"), c("purchased", .date), c("reason"), c("first_seen", .date),
         c("age_days", .integer),
     ]
 

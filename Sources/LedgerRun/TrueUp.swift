@@ -97,7 +97,12 @@ public struct TrueUp {
     /// Compares `reports` with the ledger: `ledger` gives the production book's proceeds of a
     /// period (`LedgerReader.proceeds`). The ledger's side of a period covers the currencies
     /// its reports name, so a region left out is not counted as missing from Apple's report.
+    /// `waiting` counts the production sales of a period that still wait (for a rule, for their
+    /// order): in none of the ledger's figures yet, said as a warning (a finance review: the
+    /// comparison said nothing of them, and a difference booked for one would count it twice
+    /// once it posts).
     public static func compare(reports: [FinancialReport], reportingCurrency: String,
+                               waiting: (Day, Day) throws -> Int = { _, _ in 0 },
                                ledger: (Day, Day) throws -> [ProceedsRow]) throws -> TrueUp {
         try checkTogether(reports)
         struct Key: Hashable { var start: Day; var end: Day; var currency: String; var product: String }
@@ -119,6 +124,10 @@ public struct TrueUp {
             let all = try ledger(period.start, period.end)
             if all.isEmpty {
                 warnings.append("the ledger has no production entries dated \(period): another workspace, or nights not run for those days?")
+            }
+            let unposted = try waiting(period.start, period.end)
+            if unposted > 0 {
+                warnings.append("\(unposted) production sale\(unposted == 1 ? "" : "s") dated \(period) still wait\(unposted == 1 ? "s" : "") (for a rule, or for \(unposted == 1 ? "its" : "their") order to name a storefront): in none of the ledger's figures here; each posts once it can (late, in the first open month, if its month is closed by then), so true up what differs once \(unposted == 1 ? "it has" : "they have") posted, or \(unposted == 1 ? "it counts" : "they count") twice (`iapledger findings --code MISSING_RULE` and `--code ORDER_WAIT` list them)")
             }
             var ledgerRows: [Key: ProceedsRow] = [:]
             for r in all where covered.contains(r.currency) {
@@ -307,32 +316,37 @@ public struct TrueUp {
     public func workbook(created: Day, reports: [FinancialReport]) -> WorkbookModel {
         func decimals(_ c: String) -> Int { Currency.exponent(c) ?? 2 }
         func money(_ minor: Int64?, _ c: String) -> Cell { minor.map { .money(minor: $0, decimals: decimals(c)) } ?? .empty }
+        // Led by what a line is (product, customer currency, the currency Apple pays in), which
+        // a sheet printed several pages wide repeats on each (a finance review: led by the
+        // period, the same on every line, the pages of proceeds named no product, and the
+        // totals no label or currency).
         let columns = [
-            Column("Start", width: 11, kind: .date), Column("End", width: 11, kind: .date), Column("Currency", width: 9),
-            Column("Product", width: 34), Column("Title", width: 24), Column("Units (Apple)", width: 13, kind: .integer),
+            Column("Product", width: 34), Column("Currency", width: 9), Column("Paid in", width: 8),
+            Column("Start", width: 11, kind: .date), Column("End", width: 11, kind: .date),
+            Column("Title", width: 24), Column("Units (Apple)", width: 13, kind: .integer),
             Column("Sold (Apple)", width: 10, kind: .integer), Column("Returned (Apple)", width: 10, kind: .integer),
             Column("Free units (Apple)", width: 13, kind: .integer), Column("Units (ledger)", width: 13, kind: .integer),
             Column("Sold (ledger)", width: 10, kind: .integer), Column("Returned (ledger)", width: 10, kind: .integer),
             Column("Customer sales (Apple, customer currency)", width: 18, kind: .money),
             Column("Gross (ledger, customer currency)", width: 18, kind: .money),
             Column("Proceeds (ledger, customer currency)", width: 18, kind: .money),
-            Column("Paid in", width: 8), Column("Proceeds (Apple, paid in)", width: 16, kind: .money),
+            Column("Proceeds (Apple, paid in)", width: 16, kind: .money),
             Column("Proceeds (ledger, paid in)", width: 16, kind: .money), Column("Difference (paid in)", width: 14, kind: .money),
             Column("Note", width: 60),
         ]
         var rows = lines.map { l in
-            SheetRow([.date(l.start), .date(l.end), .text(l.currency), .text(l.productId), .text(l.title), .integer(l.appleUnits),
+            SheetRow([.text(l.productId), .text(l.currency), .text(l.paidIn), .date(l.start), .date(l.end), .text(l.title), .integer(l.appleUnits),
                       .integer(l.appleSoldUnits), .integer(l.appleReturnedUnits),
                       .integer(l.appleFreeUnits), l.ledgerUnits.map(Cell.integer) ?? .empty,
                       l.ledgerSoldUnits.map(Cell.integer) ?? .empty, l.ledgerReturnedUnits.map(Cell.integer) ?? .empty,
                       money(l.appleCustomerSalesMinor, l.currency), money(l.ledgerGrossMinor, l.currency),
-                      money(l.ledgerProceedsCustomerMinor, l.currency), .text(l.paidIn), money(l.appleProceedsMinor, l.paidIn),
+                      money(l.ledgerProceedsCustomerMinor, l.currency), money(l.appleProceedsMinor, l.paidIn),
                       money(l.ledgerProceedsMinor, l.paidIn), money(l.differenceMinor, l.paidIn), .text(l.note)])
         }
         for t in totals {
-            rows.append(SheetRow([.date(t.start), .date(t.end), .empty, .text("Total paid in \(t.paidIn)"), .empty, .empty, .empty, .empty,
+            rows.append(SheetRow([.text("Total paid in \(t.paidIn)"), .empty, .text(t.paidIn), .date(t.start), .date(t.end), .empty, .empty, .empty,
                                   .empty, .empty, .empty, .empty, .empty, .empty, .empty,
-                                  .text(t.paidIn), money(t.appleProceedsMinor, t.paidIn), money(t.ledgerProceedsMinor, t.paidIn),
+                                  money(t.appleProceedsMinor, t.paidIn), money(t.ledgerProceedsMinor, t.paidIn),
                                   money(t.differenceMinor, t.paidIn),
                                   .text(t.ledgerProceedsMinor == nil ? "some lines not comparable: see them above" : "")], style: .total))
         }
@@ -355,7 +369,7 @@ public struct TrueUp {
             }
         }
         let periods = Set(lines.map { "\($0.start)..\($0.end)" }).sorted().joined(separator: ", ")
-        return WorkbookModel(title: "True-up against App Store Connect financial reports", subject: "iapledger true-up", created: created, sheets: [
+        return WorkbookModel(title: "True-up against App Store Connect financial reports", subject: "iapledger true-up \(periods)", created: created, sheets: [
             SheetModel(name: "True-up", title: "Ledger estimates against Apple's financial reports (\(periods))", subtitle: [
                 "Apple's report is the source of record. Each line compares one period, customer currency and product: Apple's units and proceeds (Extended Partner Share) against the production book's entries whose original date is in the period (sales, less refunds, plus reversals).",
                 "Difference = Apple's proceeds less the ledger's, in the currency Apple pays in; where Apple pays in \(reportingCurrency), the ledger's \(reportingCurrency) proceeds at its monthly rates. Apple's report days need not be the ledger's UTC days, so sales near a period's edge may fall on the other side. "

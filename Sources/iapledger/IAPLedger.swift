@@ -482,7 +482,8 @@ struct TrueUpCommand: ParsableCommand {
             let reports = try files.map { try FinancialReport.read(path: $0) }
             let (config, ledger) = try Workspace(ws.url).openExistingLedger()
             let trueUp = try ledger.read { r in
-                try TrueUp.compare(reports: reports, reportingCurrency: config.reportingCurrency) { try r.proceeds(from: $0, through: $1) }
+                try TrueUp.compare(reports: reports, reportingCurrency: config.reportingCurrency,
+                                   waiting: { try r.productionSalesWaiting(purchasedFrom: $0, through: $1) }) { try r.proceeds(from: $0, through: $1) }
             }
             for w in trueUp.warnings { StandardError.write("iapledger: warning: \(w)\n") }
             print(trueUp.render(format: format.rawValue), terminator: "")

@@ -234,7 +234,7 @@ final class LayoutTests: XCTestCase {
         XCTAssertEqual(book["Journal"]![0].first, "Journal: production book")
         XCTAssertEqual(book["Journal"]![3], ["Entry", "Date", "Original date", "Late", "Kind", "Transaction", "Product", "Storefront",
                                              "Account", "Currency", "Amount", "Amount (USD)"])
-        XCTAssertEqual(book["Revenue by Region"]![3], ["Storefront", "Month", "Currency", "Quantity sold", "Gross", "Tax", "Net sales", "Commission",
+        XCTAssertEqual(book["Revenue by Region"]!.first { $0.first == "Storefront" }, ["Storefront", "Month", "Currency", "Quantity sold", "Gross", "Tax", "Net sales", "Commission",
                                                        "Proceeds", "Refunds", "Commission returned", "Gross (USD)", "Tax (USD)", "Net sales (USD)",
                                                        "Commission (USD)", "Proceeds (USD)", "Refunds (USD)", "Commission returned (USD)"])
         XCTAssertEqual(Array(book["Refunds"]![3].suffix(3)), ["Net refunded (USD)", "Commission returned (USD)", "Proceeds clawed back (USD)"])

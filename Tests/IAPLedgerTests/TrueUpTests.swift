@@ -182,8 +182,13 @@ final class TrueUpTests: ScratchTestCase {
         XCTAssertTrue(table.err.contains("wrote \(book.path)"), table.err)
         let sheets = try XLSXReader.sheets(book)
         let rows: [[String]] = sheets["True-up"] ?? []
-        let jpRow = try XCTUnwrap(rows.first { (row: [String]) -> Bool in row.count > 18 && row[2] == "JPY" && row[3] == "coins.100" })
-        XCTAssertEqual(Array(jpRow[5...18]), ["2", "2", "0", "0", "1", "1", "0", "320", "160", "101", "JPY", "202", "101", "101"])
+        // Led by product, customer currency and the currency paid in (repeated on each page of
+        // a printout several pages wide), then the period.
+        let jpRow = try XCTUnwrap(rows.first { (row: [String]) -> Bool in row.count > 18 && row[1] == "JPY" && row[0] == "coins.100" })
+        XCTAssertEqual(jpRow[2], "JPY")
+        XCTAssertEqual(Array(jpRow[6...18]), ["2", "2", "0", "0", "1", "1", "0", "320", "160", "101", "202", "101", "101"])
+        let totals = rows.filter { $0.first?.hasPrefix("Total paid in ") == true }
+        XCTAssertEqual(totals.map { "\($0[0]) \($0[2])" }.sorted(), ["Total paid in EUR EUR", "Total paid in JPY JPY", "Total paid in USD USD"])
         // The reports read, on a sheet of their own, Total_Amount a number in the currency paid in.
         let read: [[String]] = sheets["Reports read"] ?? []
         XCTAssertEqual(read.filter { (row: [String]) -> Bool in row.first?.hasSuffix(".txt") == true }.count, 3)
@@ -309,6 +314,20 @@ final class TrueUpTests: ScratchTestCase {
             .replacingOccurrences(of: "10/04/2026\t10/31/2026", with: "11/29/2026\t12/26/2026"), path: "eu.txt")
         let none = try ledger.read { r in try TrueUp.compare(reports: [december], reportingCurrency: "USD") { try r.proceeds(from: $0, through: $1) } }
         XCTAssertEqual(none.warnings, ["the ledger has no production entries dated 2026-11-29..2026-12-26: another workspace, or nights not run for those days?"])
+        // An October sale waiting for its rule (no price for its product): in none of the
+        // ledger's figures, said (a finance review: the true-up said nothing of it, and a
+        // difference booked for it would count twice once it posts). The command says it too.
+        try ws.write("inbox/receipts/r3.jsonl", Receipt.response([Receipt.item("d3", product: "coins.777", purchased: "2026-10-08T10:00:00Z")]) + "\n")
+        try ws.run("2026-11-04")
+        let waiting = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path, readOnly: true).read { r in
+            try TrueUp.compare(reports: [october], reportingCurrency: "USD", waiting: { try r.productionSalesWaiting(purchasedFrom: $0, through: $1) }) { try r.proceeds(from: $0, through: $1) }
+        }
+        XCTAssertEqual(waiting.warnings, ["1 production sale dated 2026-10-04..2026-10-31 still waits (for a rule, or for its order to name a storefront): in none of the ledger's figures here; each posts once it can (late, in the first open month, if its month is closed by then), so true up what differs once it has posted, or it counts twice (`iapledger findings --code MISSING_RULE` and `--code ORDER_WAIT` list them)"])
+        let file = ws.root.appendingPathComponent("eu.txt")
+        try Self.report([("coins.100", 2, "0.64", "1.28", "EUR", "S", "DE", "", "1.09", "EUR")], amount: "1.28", units: 2).write(to: file, atomically: true, encoding: .utf8)
+        let said = try Resilience.cli(["true-up", file.path, "--workspace", ws.root.path])
+        XCTAssertEqual(said.status, 0, said.err)
+        XCTAssertTrue(said.err.contains("iapledger: warning: 1 production sale dated 2026-10-04..2026-10-31 still waits"), said.err)
     }
 
     /// The demo's reports are its own sales but for the two differences it seeds: the true-up
