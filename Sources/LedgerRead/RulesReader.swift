@@ -13,7 +13,10 @@ public enum RulesReader {
             guard let data = FileManager.default.contents(atPath: path) else {
                 var st = stat()
                 if lstat(path, &st) != 0 {
-                    throw ReadError.file(displayPrefix + name, "is missing: the rules are \(Self.files.joined(separator: ", ")) in \(displayPrefix) (README, \"Rules\"); restore it (from a backup, or the example `iapledger init` writes into a new folder) and run again")
+                    throw ReadError.file(displayPrefix + name, "is missing: the rules are \(Self.files.joined(separator: ", ")) in \(displayPrefix) (README, \"Rules\"); restore it from a backup and run again (the example `iapledger init` writes holds example prices and rates, not yours)")
+                }
+                if stat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFDIR {
+                    throw ReadError.file(displayPrefix + name, "is a folder, not a file: move it aside, put the rules file there, and run again")
                 }
                 let fd = open(path, O_RDONLY | O_CLOEXEC)
                 let code = fd < 0 ? errno : EIO

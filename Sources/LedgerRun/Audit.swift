@@ -855,12 +855,6 @@ public struct Audit {
         return .success((obs, where_))
     }
 
-    /// The reconciliation the ledger holds (open exceptions, their figures, matched pairs) is
-    /// the one its transactions and orders give, by the product rules and scope the last night
-    /// reconciled by (as kept): an exception resolved, changed or made up by hand, or a match,
-    /// passed `verify` (the triggers let a night's run resolve exceptions: a run made up and
-    /// removed again past its trigger let anyone). Left to the next night, and said, when the
-    /// last one reconciled by other rules or another version's logic.
     /// A night of this very build records the fingerprint of the product rules and config it
     /// kept: another one there was written into the ledger (an auditor's review: a forged one,
     /// its seal made again, turned off the re-derivation of the exceptions, which had been
@@ -877,6 +871,12 @@ public struct Audit {
         return "the last night (run \(last.id)) ran this build of iapledger, whose reconciliation of the product rules and config that night kept has the fingerprint \(fingerprint), but the ledger records \(recorded ?? "none") for it: changed in the ledger, which turns off this re-derivation of the exceptions and matches"
     }
 
+    /// The reconciliation the ledger holds (open exceptions, their figures, matched pairs) is
+    /// the one its transactions and orders give, by the product rules and scope the last night
+    /// reconciled by (as kept): an exception resolved, changed or made up by hand, or a match,
+    /// passed `verify` (the triggers let a night's run resolve exceptions: a run made up and
+    /// removed again past its trigger let anyone). Left to the next night, and said, when the
+    /// last one reconciled by other rules or another version's logic.
     func checkReconciliation(_ r: LedgerReader, into report: inout Report) throws {
         guard let last = try r.lastFinishedRun() else { return }
         var kept = RunRules()
@@ -940,6 +940,12 @@ public struct Audit {
 
     /// What a schema object (`trigger period_close_no_delete`, `index ...`) enforces, said
     /// when it is missing.
+    /// The indexes queries name (`INDEXED BY`): without one, those queries fail.
+    static let indexesNamedByQueries: Set<String> = [
+        "order_version_transaction", "source_record_open", "source_record_unverified_order", "source_record_unverified_sha256",
+        "store_transaction_free", "store_transaction_pending_order", "store_transaction_refunds",
+    ]
+
     /// What a dropped schema object (`key`: its type and name; `sql`: as created) stopped
     /// enforcing. A trigger by its name; an index by its own SQL (an auditor's review: each
     /// dropped index was said to enforce what its table's triggers do).
@@ -953,9 +959,15 @@ public struct Audit {
                 if c == ")" { depth -= 1; if depth == 0 { break } }
                 columns.append(c)
             }
-            return sql.uppercased().hasPrefix("CREATE UNIQUE INDEX")
-                ? "what it enforces (a unique key: no two rows with the same \(columns)) was not enforced while it was gone"
-                : "the lookups by \(columns) that it serves are slow until it is made again (it enforces nothing: no figure depends on it)"
+            if sql.uppercased().hasPrefix("CREATE UNIQUE INDEX") {
+                return "what it enforces (a unique key: no two rows with the same \(columns)) was not enforced while it was gone"
+            }
+            // Named by the queries that use it (a diff review: said to be only slower, while
+            // the nights and these checks stopped at "no such index").
+            if Self.indexesNamedByQueries.contains(name) {
+                return "the nights' and these checks' queries that name it (by \(columns)) stop at \"no such index\" until it is made again (it enforces nothing: no figure depends on it)"
+            }
+            return "the lookups by \(columns) that it serves are slow until it is made again (it enforces nothing: no figure depends on it)"
         }
         guard key.hasPrefix("trigger") else { return "what it enforces was not enforced while it was gone" }
         let rules: [(prefix: String, what: String)] = [
@@ -1317,24 +1329,24 @@ public struct Audit {
         }
     }
 
-    /// Nil when the rules a sale recorded are those `rules` and `config` give for it (its
-    /// storefront's tax, its unit price and that price's row when the rules priced it, the
-    /// month's rate, the commission rate and its reason for its day, product and the paid days
-    /// it recorded); otherwise how not.
     /// The `.xlsx` and `.csv.gz` files in the dated folders of `reports/` (hidden files and the
     /// copies a night keeps of a workbook edited before it replaced it aside) at paths no
     /// registration names, workspace-relative, sorted.
-    /// Folders dated before the first registered one are left alone: sets an iapledger that
-    /// registered nothing wrote, before the ledger was upgraded.
+    /// Only folders iapledger registered a file in are looked at: a set an earlier iapledger
+    /// wrote, registering nothing, lies in a folder of its own (the nights since write each
+    /// day's set whole). Excel's owner files (`~$name.xlsx`, there while one has it open) aside.
     static func unregisteredWorkbooks(under workspace: Workspace, registered: Set<String>) -> [String] {
         let reports = workspace.root.appendingPathComponent("reports")
         let fm = FileManager.default
         var out: [String] = []
-        let firstDay = registered.compactMap { $0.split(separator: "/").dropFirst().first.flatMap { Day(iso: String($0)) } }.min()
-        guard let firstDay else { return [] }
-        for day in ((try? fm.contentsOfDirectory(atPath: reports.path)) ?? []) where Day(iso: day).map({ $0 >= firstDay }) == true {
+        let folders = Set(registered.compactMap { path -> String? in
+            let parts = path.split(separator: "/")
+            return parts.count == 3 && parts[0] == "reports" ? String(parts[1]) : nil
+        })
+        for day in ((try? fm.contentsOfDirectory(atPath: reports.path)) ?? []) where folders.contains(day) {
             for name in ((try? fm.contentsOfDirectory(atPath: reports.appendingPathComponent(day).path)) ?? [])
-            where !name.hasPrefix(".") && !name.contains(".replaced-") && (name.hasSuffix(".xlsx") || name.hasSuffix(".csv.gz")) {
+            where !name.hasPrefix(".") && !Workspace.isOfficeLockFile(name) && !name.contains(".replaced-")
+                && (name.hasSuffix(".xlsx") || name.hasSuffix(".csv.gz")) {
                 let path = "reports/\(day)/\(name)"
                 if !registered.contains(path) { out.append(path) }
             }
@@ -1371,6 +1383,10 @@ public struct Audit {
          ("FX rate", a.fxRate), ("FX month", a.fxMonth)]
     }
 
+    /// Nil when the rules a sale recorded are those `rules` and `config` give for it (its
+    /// storefront's tax, its unit price and that price's row when the rules priced it, the
+    /// month's rate, the commission rate and its reason for its day, product and the paid days
+    /// it recorded); otherwise how not.
     static func recordedRulesDiffer(_ e: EntryDraft, rules: Rules, config: WorkspaceConfig) -> String? {
         let a = e.rules, day = e.originalDate
         var differ: [String] = []

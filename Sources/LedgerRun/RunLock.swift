@@ -41,15 +41,14 @@ public final class RunLock {
         folder = dir
         if taken || flock(fd, LOCK_EX | LOCK_NB) != 0 {
             if folder >= 0 { flock(folder, LOCK_UN); close(folder) }
-            // Whether the file is held too (its holder's, not deleted): with the folder taken it
-            // is tried now. A holder that has just taken both writes its line a moment later
-            // (two nights started at once on a new workspace): waited for, a fifth of a second
-            // at most, so that the message names it.
-            let fileHeld = !taken || (flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK)
+            // A holder that has just taken the locks writes its line a moment later (two
+            // nights started at once on a new workspace): waited for, a fifth of a second at
+            // most, so that the message names it. (The file's lock is not tried to tell: taken
+            // even for a moment, it refused the holder too, and neither command ran.)
             var buffer = [UInt8](repeating: 0, count: 200)
             var n = pread(fd, &buffer, buffer.count, 0)
             var tries = 0
-            while fileHeld && n <= 0 && tries < 20 {
+            while n <= 0 && tries < 20 {
                 usleep(10_000)
                 tries += 1
                 n = pread(fd, &buffer, buffer.count, 0)
@@ -64,8 +63,11 @@ public final class RunLock {
                 : "another iapledger run, close, report or dismiss"
             // The folder held, the file not: its holder's lock file was deleted (or another
             // program locks iapledger's temp folder).
-            let held = taken && !fileHeld
-                ? "(lock \(temp.path)/ is held; \(url.lastPathComponent) was deleted while it ran, or another program locks that folder)"
+            // The folder held and no holder's line: one starting or running whose lock file was
+            // deleted, or another program locking iapledger's temp folder (said as possible,
+            // not as what happened).
+            let held = taken && parts.count != 3
+                ? "(lock \(temp.path)/ is held: by an iapledger command starting or running, else \(url.lastPathComponent) was deleted while one ran, or another program locks that folder)"
                 : "(lock \(url.path) is held)"
             throw RunLockError(message: "another iapledger command is in progress in this workspace, \(who) \(held); try again when it has finished")
         }

@@ -294,7 +294,7 @@ extension Ingest {
                     // (Reconciliation takes the latest-dated word of all, which `trace` lists.)
                     // (Of the reversal's day, the refund may be hours after it: said as it is.)
                     let latest = after ? ""
-                        : revokedDay == reversal.date ? ", dated the day of that reversal, which the ledger, comparing a refund and a reversal by day, takes as the later: reconciliation takes the store's latest word, the reversal (trace lists them)"
+                        : revokedDay == reversal.date ? ", dated the day of that reversal, which the ledger, comparing a refund and a reversal by day, takes as the later, whatever the hours: reconciliation follows that reversal (trace lists them)"
                         : ", dated before that reversal: reconciliation takes the store's latest-dated word (trace lists them)"
                     try writer.openFinding(code: "REFUND_AFTER_REVERSAL", transactionId: t.transactionId, recordId: recordId,
                                            message: "\(location): REFUND \(n.notificationUUID) refunds transaction \(t.transactionId) again (\(how), revoked \(revokedDay)), a second refund beside the one reversed by REFUND_REVERSED \(reversal.uuid) (dated \(reversal.date))\(latest): the ledger keeps one refund per transaction, so nothing is posted from it; finance must book this refund by hand",

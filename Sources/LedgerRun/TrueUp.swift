@@ -97,12 +97,13 @@ public struct TrueUp {
     /// Compares `reports` with the ledger: `ledger` gives the production book's proceeds of a
     /// period (`LedgerReader.proceeds`). The ledger's side of a period covers the currencies
     /// its reports name, so a region left out is not counted as missing from Apple's report.
-    /// `waiting` counts the production sales of a period that still wait (for a rule, for their
+    /// `waiting` counts the production sales of a period, in the customer currencies its
+    /// reports cover (or of no currency known yet), that still wait (for a rule, for their
     /// order): in none of the ledger's figures yet, said as a warning (a finance review: the
     /// comparison said nothing of them, and a difference booked for one would count it twice
     /// once it posts).
     public static func compare(reports: [FinancialReport], reportingCurrency: String,
-                               waiting: (Day, Day) throws -> Int = { _, _ in 0 },
+                               waiting: (Day, Day, Set<String>) throws -> Int = { _, _, _ in 0 },
                                ledger: (Day, Day) throws -> [ProceedsRow]) throws -> TrueUp {
         try checkTogether(reports)
         struct Key: Hashable { var start: Day; var end: Day; var currency: String; var product: String }
@@ -125,9 +126,9 @@ public struct TrueUp {
             if all.isEmpty {
                 warnings.append("the ledger has no production entries dated \(period): another workspace, or nights not run for those days?")
             }
-            let unposted = try waiting(period.start, period.end)
+            let unposted = try waiting(period.start, period.end, covered)
             if unposted > 0 {
-                warnings.append("\(unposted) production sale\(unposted == 1 ? "" : "s") dated \(period) still wait\(unposted == 1 ? "s" : "") (for a rule, or for \(unposted == 1 ? "its" : "their") order to name a storefront): in none of the ledger's figures here; each posts once it can (late, in the first open month, if its month is closed by then), so true up what differs once \(unposted == 1 ? "it has" : "they have") posted, or \(unposted == 1 ? "it counts" : "they count") twice (`iapledger findings --code MISSING_RULE` and `--code ORDER_WAIT` list them)")
+                warnings.append("\(unposted) production sale\(unposted == 1 ? "" : "s") dated \(period) still wait\(unposted == 1 ? "s" : "") in \(covered.sorted().joined(separator: ", ")) or a currency not known yet (for a rule, or for \(unposted == 1 ? "its" : "their") order to name a storefront): in none of the ledger's figures here; each posts once it can (late, in the first open month, if its month is closed by then), so true up what differs once \(unposted == 1 ? "it has" : "they have") posted, or \(unposted == 1 ? "it counts" : "they count") twice (`iapledger findings --code MISSING_RULE` and `--code ORDER_WAIT` list them)")
             }
             var ledgerRows: [Key: ProceedsRow] = [:]
             for r in all where covered.contains(r.currency) {
@@ -344,12 +345,17 @@ public struct TrueUp {
                       money(l.ledgerProceedsMinor, l.paidIn), money(l.differenceMinor, l.paidIn), .text(l.note)])
         }
         for t in totals {
-            rows.append(SheetRow([.text("Total paid in \(t.paidIn)"), .empty, .text(t.paidIn), .date(t.start), .date(t.end), .empty, .empty, .empty,
-                                  .empty, .empty, .empty, .empty, .empty, .empty, .empty,
+            // (A cell for each column: Product, Currency, Paid in, Start, End, Title, the nine
+            // figures up to the ledger's proceeds in the customer currency, then the three paid in.)
+            // Its label names its period, which a page after the first does not repeat (a
+            // finance re-check: two periods' totals of one currency read alike).
+            rows.append(SheetRow([.text("Total paid in \(t.paidIn), \(t.start)..\(t.end)"), .empty, .text(t.paidIn), .date(t.start), .date(t.end), .empty,
+                                  .empty, .empty, .empty, .empty, .empty, .empty, .empty, .empty, .empty, .empty,
                                   money(t.appleProceedsMinor, t.paidIn), money(t.ledgerProceedsMinor, t.paidIn),
                                   money(t.differenceMinor, t.paidIn),
                                   .text(t.ledgerProceedsMinor == nil ? "some lines not comparable: see them above" : "")], style: .total))
         }
+        precondition(rows.allSatisfy { $0.cells.count == columns.count }, "a True-up row gives a cell for each column")
         let rowColumns = [
             Column("File", width: 40), Column("Line", width: 6, kind: .integer), Column("Start", width: 11, kind: .date),
             Column("End", width: 11, kind: .date), Column("Vendor Identifier", width: 34), Column("Title", width: 24),

@@ -348,15 +348,17 @@ extension LedgerReader {
         return try pendingRecordCount(openOn: last)
     }
 
-    /// Transactions whose sale waits for a rule, with the day they were first read.
     /// How many production sales purchased from `from` through `through` (UTC days) wait, as
-    /// the ledger stands (for a rule, or for their order to name a storefront).
-    public func productionSalesWaiting(purchasedFrom from: Day, through: Day) throws -> Int {
-        try Int.fetchOne(db.cachedStatement(sql: """
-            SELECT count(*) FROM store_transaction WHERE sale_status = 'pending' AND book = 'production' AND purchase_ms >= ? AND purchase_ms < ?
-            """), arguments: [from.epochMilliseconds, (through + 1).epochMilliseconds]) ?? 0
+    /// the ledger stands (for a rule, or for their order to name a storefront), in one of
+    /// `currencies` or in none known yet (a legacy receipt names none).
+    public func productionSalesWaiting(purchasedFrom from: Day, through: Day, currencies: Set<String>) throws -> Int {
+        let rows = try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT currency FROM store_transaction WHERE sale_status = 'pending' AND book = 'production' AND purchase_ms >= ? AND purchase_ms < ?
+            """), arguments: [from.epochMilliseconds, (through + 1).epochMilliseconds])
+        return rows.filter { ($0[0] as String?).map { currencies.contains(Currency.isoUppercased($0)) } ?? true }.count
     }
 
+    /// Transactions whose sale waits for a rule, with the day they were first read.
     public func pendingTransactions(limit: Int = Int(Int32.max)) throws -> [WaitingSale] {
         try Row.fetchAll(db.cachedStatement(sql: """
             SELECT t.transaction_id, t.book, t.product_id, t.pending_reason, r.as_of, t.purchase_ms FROM store_transaction t JOIN run r ON r.id = t.first_run_id

@@ -149,6 +149,9 @@ public enum XLSXWriter {
         /// A long text in a wide column (a finding's detail, a record's reason), wrapped (at the
         /// foot of its row, as Excel sets wrapped text: level with the row's numbers and dates).
         let wrappedText: UnsafeMutablePointer<lxw_format>
+        /// Text right of a right-aligned number column, indented as a date there is: an age
+        /// and the detail after it read as one field ("2 orders)", the 2 an age: a finance review).
+        let indentedText, indentedWrappedText: UnsafeMutablePointer<lxw_format>
         let totalMoney: [UnsafeMutablePointer<lxw_format>]
         let numberFormats: NumberFormats
         private let wb: UnsafeMutablePointer<lxw_workbook>
@@ -177,6 +180,8 @@ public enum XLSXWriter {
             money = (0...3).map { d in make { format_set_num_format($0, Formats.moneyFormat(d)) } }
             totalText = make { format_set_bold($0); format_set_top($0, UInt8(LXW_BORDER_THIN.rawValue)) }
             wrappedText = make { format_set_text_wrap($0) }
+            indentedText = make { format_set_indent($0, 1) }
+            indentedWrappedText = make { format_set_text_wrap($0); format_set_indent($0, 1) }
             totalInteger = make { format_set_bold($0); format_set_top($0, UInt8(LXW_BORDER_THIN.rawValue)); format_set_num_format($0, "#,##0") }
             totalMoney = (0...3).map { d in make { format_set_bold($0); format_set_top($0, UInt8(LXW_BORDER_THIN.rawValue)); format_set_num_format($0, Formats.moneyFormat(d)) } }
             byFormat["integer|#,##0"] = integer
@@ -447,6 +452,8 @@ public enum XLSXWriter {
             // The filter stops above the table's closing total rows: sorting must not move them.
             var lastBeforeTotals = headerRow, previousWasTotal = false
             let columnFormats = table.columns.map { ColumnFormats($0, f) }
+            // The text columns right of a number column (integer or money: right-aligned).
+            let afterNumber = table.columns.indices.map { $0 > 0 && [.integer, .money].contains(table.columns[$0 - 1].kind) && table.columns[$0].kind == .text }
             let otherFormats = ColumnFormats(nil, f)
             try table.rows { r in
                 if row > maxRow {
@@ -505,7 +512,9 @@ public enum XLSXWriter {
                         if total { worksheet_write_blank(ws, row, col, f.totalText); wrote = true }
                     case .text(let s):
                         let wraps = lines > 1 && i < widths.count && widths[i] >= Self.wrapFromWidth && Self.lines(s, width: widths[i]) > 1
-                        let format = total ? f.totalText : (r.style == .section ? f.section : (wraps ? f.wrappedText : f.text))
+                        let indent = r.style == .body && i < afterNumber.count && afterNumber[i] && !s.isEmpty
+                        let format = total ? f.totalText : (r.style == .section ? f.section
+                            : indent ? (wraps ? f.indentedWrappedText : f.indentedText) : (wraps ? f.wrappedText : f.text))
                         let text = XMLText.safe(s)
                         // An empty text with no format is no cell: libxlsxwriter writes none.
                         if text.isEmpty && format == nil { break }

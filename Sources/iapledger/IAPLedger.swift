@@ -483,7 +483,7 @@ struct TrueUpCommand: ParsableCommand {
             let (config, ledger) = try Workspace(ws.url).openExistingLedger()
             let trueUp = try ledger.read { r in
                 try TrueUp.compare(reports: reports, reportingCurrency: config.reportingCurrency,
-                                   waiting: { try r.productionSalesWaiting(purchasedFrom: $0, through: $1) }) { try r.proceeds(from: $0, through: $1) }
+                                   waiting: { try r.productionSalesWaiting(purchasedFrom: $0, through: $1, currencies: $2) }) { try r.proceeds(from: $0, through: $1) }
             }
             for w in trueUp.warnings { StandardError.write("iapledger: warning: \(w)\n") }
             print(trueUp.render(format: format.rawValue), terminator: "")

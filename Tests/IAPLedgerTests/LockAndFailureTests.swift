@@ -50,7 +50,7 @@ final class LockAndFailureTests: XCTestCase {
             XCTAssertTrue("\(error)".contains("another iapledger command is in progress in this workspace"), "\(error)")
         }
         XCTAssertThrowsError(try RunLock(url: ws.workspace.lockURL, command: "close")) {
-            XCTAssertTrue("\($0)".contains(".iapledger-tmp/ is held; .iapledger.lock was deleted while it ran, or another program locks that folder)"), "\($0)")
+            XCTAssertTrue("\($0)".contains(".iapledger-tmp/ is held: by an iapledger command starting or running, else .iapledger.lock was deleted while one ran, or another program locks that folder)"), "\($0)")
         }
         held.release()
         // The workspace folder locked by the scheduler (`flock -n <workspace> iapledger run`):
@@ -80,7 +80,8 @@ final class LockAndFailureTests: XCTestCase {
 
     /// Two commands started at once: the one refused may find both locks taken before their
     /// holder has written who it is (an operator's review: a fifth of the refused nights on a
-    /// new workspace said the lock file "was deleted while it ran"). Not deleted: said held.
+    /// new workspace said the lock file "was deleted while it ran"): it waits a moment for the
+    /// line, and without one says who may hold it, a command starting first.
     func testALockTakenButNotYetSignedIsNotSaidDeleted() throws {
         let temp = ws.root.appendingPathComponent(".iapledger-tmp")
         try FileManager.default.createDirectory(at: temp, withIntermediateDirectories: true)
@@ -92,7 +93,7 @@ final class LockAndFailureTests: XCTestCase {
         XCTAssertEqual(flock(folder, LOCK_EX | LOCK_NB), 0)
         XCTAssertEqual(flock(file, LOCK_EX | LOCK_NB), 0)
         XCTAssertThrowsError(try RunLock(url: ws.workspace.lockURL, command: "run")) {
-            XCTAssertEqual("\($0)", "another iapledger command is in progress in this workspace, another iapledger run, close, report or dismiss (lock \(ws.workspace.lockURL.path) is held); try again when it has finished")
+            XCTAssertEqual("\($0)", "another iapledger command is in progress in this workspace, another iapledger run, close, report or dismiss (lock \(ws.workspace.root.appendingPathComponent(".iapledger-tmp").path)/ is held: by an iapledger command starting or running, else .iapledger.lock was deleted while one ran, or another program locks that folder); try again when it has finished")
         }
         // Its line written meanwhile (as the holder does just after taking both): named.
         let line = Array("\(getpid()) run 2026-11-28T01:30:00Z\n".utf8)
@@ -772,8 +773,14 @@ final class LockAndFailureTests: XCTestCase {
         XCTAssertThrowsError(try ws.run("2026-10-08")) { error in
             XCTAssertTrue("\(error)".contains(prices.path), "\(error)")
             XCTAssertTrue("\(error)".contains("prices.csv: is missing: the rules are storefronts.csv, prices.csv, products.csv, fx.csv in "), "\(error)")
-            XCTAssertTrue("\(error)".hasSuffix("restore it (from a backup, or the example `iapledger init` writes into a new folder) and run again"), "\(error)")
+            XCTAssertTrue("\(error)".hasSuffix("restore it from a backup and run again (the example `iapledger init` writes holds example prices and rates, not yours)"), "\(error)")
         }
+        // A folder in its place is said to be one (it was said "Input/output error").
+        try FileManager.default.createDirectory(at: prices, withIntermediateDirectories: true)
+        XCTAssertThrowsError(try ws.run("2026-10-08")) { error in
+            XCTAssertTrue("\(error)".hasSuffix("prices.csv: is a folder, not a file: move it aside, put the rules file there, and run again"), "\(error)")
+        }
+        try FileManager.default.removeItem(at: prices)
         let said = try Resilience.cli(["run", "--as-of", "2026-10-08", "--workspace", ws.root.path])
         XCTAssertEqual(said.status, 1)
         XCTAssertTrue(said.err.hasSuffix("; nothing of this night was written (the ledger holds what it held before it)\n"), said.err)

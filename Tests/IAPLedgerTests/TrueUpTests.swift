@@ -188,7 +188,16 @@ final class TrueUpTests: ScratchTestCase {
         XCTAssertEqual(jpRow[2], "JPY")
         XCTAssertEqual(Array(jpRow[6...18]), ["2", "2", "0", "0", "1", "1", "0", "320", "160", "101", "202", "101", "101"])
         let totals = rows.filter { $0.first?.hasPrefix("Total paid in ") == true }
-        XCTAssertEqual(totals.map { "\($0[0]) \($0[2])" }.sorted(), ["Total paid in EUR EUR", "Total paid in JPY JPY", "Total paid in USD USD"])
+        XCTAssertEqual(totals.map { "\($0[0]) \($0[2])" }.sorted(), ["Total paid in EUR, 2026-10-04..2026-10-31 EUR", "Total paid in JPY, 2026-10-04..2026-10-31 JPY",
+                                                                    "Total paid in USD, 2026-10-04..2026-10-31 USD"])
+        // Each total's figures under their own headings (a diff review: one column to the
+        // left, Apple's proceeds read as the ledger's): Apple's, the ledger's, the difference.
+        let header = try XCTUnwrap(rows.first { $0.first == "Product" })
+        let jpTotal = try XCTUnwrap(totals.first { $0[2] == "JPY" })
+        let at = { (title: String) -> String in jpTotal[try! XCTUnwrap(header.firstIndex(of: title))] }
+        XCTAssertEqual([at("Proceeds (Apple, paid in)"), at("Proceeds (ledger, paid in)"), at("Difference (paid in)")], [jpRow[16], jpRow[17], jpRow[18]])
+        XCTAssertEqual(header.firstIndex(of: "Proceeds (Apple, paid in)"), 16)
+        XCTAssertEqual(at("Proceeds (ledger, customer currency)"), "")
         // The reports read, on a sheet of their own, Total_Amount a number in the currency paid in.
         let read: [[String]] = sheets["Reports read"] ?? []
         XCTAssertEqual(read.filter { (row: [String]) -> Bool in row.first?.hasSuffix(".txt") == true }.count, 3)
@@ -320,11 +329,28 @@ final class TrueUpTests: ScratchTestCase {
         try ws.write("inbox/receipts/r3.jsonl", Receipt.response([Receipt.item("d3", product: "coins.777", purchased: "2026-10-08T10:00:00Z")]) + "\n")
         try ws.run("2026-11-04")
         let waiting = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path, readOnly: true).read { r in
-            try TrueUp.compare(reports: [october], reportingCurrency: "USD", waiting: { try r.productionSalesWaiting(purchasedFrom: $0, through: $1) }) { try r.proceeds(from: $0, through: $1) }
+            try TrueUp.compare(reports: [october], reportingCurrency: "USD", waiting: { try r.productionSalesWaiting(purchasedFrom: $0, through: $1, currencies: $2) }) { try r.proceeds(from: $0, through: $1) }
         }
-        XCTAssertEqual(waiting.warnings, ["1 production sale dated 2026-10-04..2026-10-31 still waits (for a rule, or for its order to name a storefront): in none of the ledger's figures here; each posts once it can (late, in the first open month, if its month is closed by then), so true up what differs once it has posted, or it counts twice (`iapledger findings --code MISSING_RULE` and `--code ORDER_WAIT` list them)"])
+        XCTAssertEqual(waiting.warnings, ["1 production sale dated 2026-10-04..2026-10-31 still waits in EUR or a currency not known yet (for a rule, or for its order to name a storefront): in none of the ledger's figures here; each posts once it can (late, in the first open month, if its month is closed by then), so true up what differs once it has posted, or it counts twice (`iapledger findings --code MISSING_RULE` and `--code ORDER_WAIT` list them)"])
         let file = ws.root.appendingPathComponent("eu.txt")
         try Self.report([("coins.100", 2, "0.64", "1.28", "EUR", "S", "DE", "", "1.09", "EUR")], amount: "1.28", units: 2).write(to: file, atomically: true, encoding: .utf8)
+        // Of another currency alone: the waiting sale (of no currency known yet, a legacy
+        // receipt's) may be of it, so it is counted there too; one in a currency no report
+        // covers is not (a finance re-check: INR sales were said beside USD and EUR reports).
+        let covered = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path, readOnly: true).read { r in
+            (try r.productionSalesWaiting(purchasedFrom: Day(iso: "2026-10-01")!, through: Day(iso: "2026-10-31")!, currencies: ["JPY"]),
+             try r.productionSalesWaiting(purchasedFrom: Day(iso: "2026-10-09")!, through: Day(iso: "2026-10-31")!, currencies: ["JPY"]))
+        }
+        XCTAssertEqual(covered.0, 1, "no currency known yet: counted")
+        XCTAssertEqual(covered.1, 0, "bought on 2026-10-08, before the days asked for")
+        try Tamper.run(ws.root.appendingPathComponent("ledger.sqlite").path, pastAll: [], "UPDATE store_transaction SET currency = 'INR' WHERE transaction_id = 'd3'")
+        let inr = try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path, readOnly: true).read { r in
+            (try r.productionSalesWaiting(purchasedFrom: Day(iso: "2026-10-01")!, through: Day(iso: "2026-10-31")!, currencies: ["EUR", "USD"]),
+             try r.productionSalesWaiting(purchasedFrom: Day(iso: "2026-10-01")!, through: Day(iso: "2026-10-31")!, currencies: ["INR"]))
+        }
+        XCTAssertEqual(inr.0, 0, "an INR sale beside reports of EUR and USD")
+        XCTAssertEqual(inr.1, 1)
+        try Tamper.run(ws.root.appendingPathComponent("ledger.sqlite").path, pastAll: [], "UPDATE store_transaction SET currency = NULL WHERE transaction_id = 'd3'")
         let said = try Resilience.cli(["true-up", file.path, "--workspace", ws.root.path])
         XCTAssertEqual(said.status, 0, said.err)
         XCTAssertTrue(said.err.contains("iapledger: warning: 1 production sale dated 2026-10-04..2026-10-31 still waits"), said.err)

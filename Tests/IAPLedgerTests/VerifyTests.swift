@@ -312,6 +312,10 @@ final class VerifyTests: XCTestCase {
         try bytes.write(to: ws.root.appendingPathComponent("reports/2026-10-07/finance-2026-10-07.replaced-20261008T010000Z.xlsx"))
         try bytes.write(to: ws.root.appendingPathComponent("reports/2026-10-07/.~lock.finance-2026-10-07.xlsx"))
         try Data("notes".utf8).write(to: ws.root.appendingPathComponent("reports/2026-10-07/notes.txt"))
+        try Data("dana".utf8).write(to: ws.root.appendingPathComponent("reports/2026-10-07/~$finance-2026-10-07.xlsx"))
+        // A folder of a set no registration names (an earlier iapledger's, which registered none).
+        try FileManager.default.createDirectory(at: ws.root.appendingPathComponent("reports/2026-09-30"), withIntermediateDirectories: true)
+        try bytes.write(to: ws.root.appendingPathComponent("reports/2026-09-30/finance-2026-09-30.xlsx"))
         let unregistered = try Audit(workspace: ws.workspace).run()
         XCTAssertTrue(unregistered.ok, "\(unregistered.problems)")
         XCTAssertEqual(unregistered.workbooksUnregistered, [copied])
@@ -415,6 +419,11 @@ final class VerifyTests: XCTestCase {
         let indexes = try Audit(workspace: ws.workspace).run().problems.map(\.message)
         XCTAssertTrue(indexes.contains("the ledger's index entry_date is missing: it was dropped, so the lookups by book, date that it serves are slow until it is made again (it enforces nothing: no figure depends on it)"), "\(indexes)")
         XCTAssertTrue(indexes.contains("the ledger's index finding_key is missing: it was dropped, so what it enforces (a unique key: no two rows with the same code, transaction_id, ifnull(record_id, 0)) was not enforced while it was gone"), "\(indexes)")
+        // Every index a query names (INDEXED BY) is one of the ledger's, and is said as such.
+        let named = Set(try rows("SELECT name FROM sqlite_schema WHERE type = 'index'").map { $0[0] })
+        XCTAssertTrue(Audit.indexesNamedByQueries.isSubset(of: named.union(["entry_date", "finding_key"])), "\(Audit.indexesNamedByQueries.subtracting(named))")
+        try db.write { try $0.execute(sql: "DROP INDEX store_transaction_refunds") }
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().problems.map(\.message).contains { $0.hasPrefix("the ledger's index store_transaction_refunds is missing: it was dropped, so the nights' and these checks' queries that name it (by ") }, "named by queries")
     }
 
     /// A ledger written by an older iapledger (fewer migrations applied) is compared with the

@@ -102,6 +102,31 @@ final class XLSXCheckTests: XCTestCase {
         XCTAssertNoThrow(try XLSXCheck.check(path: url.path, rowsPerSheet: [4]))
     }
 
+    /// A text right of a number column is indented (a finance review: an age and the detail
+    /// after it read as one field, "2 orders)" where 2 was the age); a text after a text, an
+    /// empty one, and the total row's are not.
+    func testATextRightOfANumberIsIndented() throws {
+        let columns = [Column("Age (days)", width: 10, kind: .integer), Column("Detail", width: 30), Column("Note", width: 12)]
+        let rows = [SheetRow([.integer(2), .text("orders o1 and o2"), .text("x")]), SheetRow([.integer(3), .text(""), .text("y")]),
+                    SheetRow([.integer(5), .text("Total"), .empty], style: .total)]
+        let model = WorkbookModel(title: "Check", subject: "a test", created: Day(iso: "2026-11-27")!, sheets: [
+            SheetModel(name: "Rows", title: "Rows", tables: [TableBlock(key: "rows", columns: columns, rows: rows)])])
+        let url = dir.appendingPathComponent("indent.xlsx")
+        try XLSXWriter.write(model, to: url)
+        let styles = try XLSXParts.read(url, "xl/styles.xml")
+        let xfs = XLSXReader.matches(styles, #"<cellXfs[^>]*>(.*?)</cellXfs>"#).first.map { XLSXReader.matches($0[0], #"(<xf [^>]*/>|<xf [^>]*>.*?</xf>)"#).map { $0[0] } } ?? []
+        var indented: [String: Bool] = [:]
+        for m in XLSXReader.matches(try XLSXParts.read(url, "xl/worksheets/sheet1.xml"), #"<c r="([A-Z]+\d+)"([^>]*)>"#) {
+            let s = XLSXReader.matches(m[1], #"s="(\d+)""#).first.flatMap { Int($0[0]) }
+            indented[m[0]] = s.map { $0 < xfs.count && xfs[$0].contains("indent=\"1\"") } ?? false
+        }
+        // Title on row 1, a blank row, the header on row 3, the body from row 4.
+        XCTAssertEqual(indented["B4"], true, "\(indented)")
+        XCTAssertEqual(indented["C4"], false, "\(indented)")
+        XCTAssertNil(indented["B5"], "an empty text is no cell")
+        XCTAssertEqual(indented["B6"], false, "the total row's")
+    }
+
     /// The check counts rows across the chunks a part inflates in, whatever the boundaries.
     func testRowsAreCountedAcrossChunks() {
         let text = Array(String(repeating: "<row r=\"1\"><c/></row>", count: 50).utf8) + Array("</worksheet>".utf8)
