@@ -366,7 +366,8 @@ public struct Audit {
                 // Each workbook under reports/ is the last version iapledger wrote there, or is
                 // said (gone, or changed: opened and saved, or edited), not a problem of the ledger.
                 let registered = try r.lastWorkbookRegistrations()
-                report.workbooksUnregistered = Self.unregisteredWorkbooks(under: workspace, registered: try r.registeredReportPaths())
+                report.workbooksUnregistered = Self.unregisteredWorkbooks(under: workspace, registered: try r.registeredReportPaths(),
+                                                                          nightDays: try r.nightDays())
                 for last in registered {
                     let url = workspace.root.appendingPathComponent(last.path)
                     guard FileManager.default.fileExists(atPath: url.path) else { report.workbooksGone.append(last.path); continue }
@@ -938,14 +939,14 @@ public struct Audit {
         }
     }
 
-    /// What a schema object (`trigger period_close_no_delete`, `index ...`) enforces, said
-    /// when it is missing.
     /// The indexes queries name (`INDEXED BY`): without one, those queries fail.
     static let indexesNamedByQueries: Set<String> = [
         "order_version_transaction", "source_record_open", "source_record_unverified_order", "source_record_unverified_sha256",
         "store_transaction_free", "store_transaction_pending_order", "store_transaction_refunds",
     ]
 
+    /// What a schema object (`trigger period_close_no_delete`, `index ...`) enforces, said
+    /// when it is missing.
     /// What a dropped schema object (`key`: its type and name; `sql`: as created) stopped
     /// enforcing. A trigger by its name; an index by its own SQL (an auditor's review: each
     /// dropped index was said to enforce what its table's triggers do).
@@ -1332,10 +1333,14 @@ public struct Audit {
     /// The `.xlsx` and `.csv.gz` files in the dated folders of `reports/` (hidden files and the
     /// copies a night keeps of a workbook edited before it replaced it aside) at paths no
     /// registration names, workspace-relative, sorted.
-    /// Only folders iapledger registered a file in are looked at: a set an earlier iapledger
-    /// wrote, registering nothing, lies in a folder of its own (the nights since write each
-    /// day's set whole). Excel's owner files (`~$name.xlsx`, there while one has it open) aside.
-    static func unregisteredWorkbooks(under workspace: Workspace, registered: Set<String>) -> [String] {
+    /// The folders looked at: those iapledger registered a file in, and those dated on or after
+    /// the first night that registered its own set (`nightDays`: the nights' as-of dates), a
+    /// night stopped before it registered its files included. A set an earlier iapledger wrote,
+    /// registering nothing, lies in a folder of its own dated before it (a night that first
+    /// registers also writes the month before's set, in a folder dated earlier: the first
+    /// registered folder's date alone flagged every set of the month before the upgrade).
+    /// Excel's owner files (`~$name.xlsx`, there while one has it open) aside.
+    static func unregisteredWorkbooks(under workspace: Workspace, registered: Set<String>, nightDays: Set<String>) -> [String] {
         let reports = workspace.root.appendingPathComponent("reports")
         let fm = FileManager.default
         var out: [String] = []
@@ -1343,7 +1348,9 @@ public struct Audit {
             let parts = path.split(separator: "/")
             return parts.count == 3 && parts[0] == "reports" ? String(parts[1]) : nil
         })
-        for day in ((try? fm.contentsOfDirectory(atPath: reports.path)) ?? []) where folders.contains(day) {
+        let firstNight = folders.intersection(nightDays).compactMap { Day(iso: $0) }.min()
+        for day in ((try? fm.contentsOfDirectory(atPath: reports.path)) ?? [])
+        where folders.contains(day) || (firstNight.flatMap { first in Day(iso: day).map { $0 >= first } } ?? false) {
             for name in ((try? fm.contentsOfDirectory(atPath: reports.appendingPathComponent(day).path)) ?? [])
             where !name.hasPrefix(".") && !Workspace.isOfficeLockFile(name) && !name.contains(".replaced-")
                 && (name.hasSuffix(".xlsx") || name.hasSuffix(".csv.gz")) {

@@ -61,8 +61,6 @@ public final class RunLock {
             let who = parts.count == 3 && Int32(parts[0]).map({ kill($0, 0) == 0 || errno == EPERM }) == true
                 ? "`iapledger \(parts[1])` (pid \(parts[0]), since \(parts[2]))"
                 : "another iapledger run, close, report or dismiss"
-            // The folder held, the file not: its holder's lock file was deleted (or another
-            // program locks iapledger's temp folder).
             // The folder held and no holder's line: one starting or running whose lock file was
             // deleted, or another program locking iapledger's temp folder (said as possible,
             // not as what happened).

@@ -345,7 +345,7 @@ public struct TrueUp {
                       money(l.ledgerProceedsMinor, l.paidIn), money(l.differenceMinor, l.paidIn), .text(l.note)])
         }
         for t in totals {
-            // (A cell for each column: Product, Currency, Paid in, Start, End, Title, the nine
+            // (A cell for each column: Product, Currency, Paid in, Start, End, Title, the ten
             // figures up to the ledger's proceeds in the customer currency, then the three paid in.)
             // Its label names its period, which a page after the first does not repeat (a
             // finance re-check: two periods' totals of one currency read alike).

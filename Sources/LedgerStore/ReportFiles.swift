@@ -183,6 +183,11 @@ extension LedgerReader {
             """).map { ($0[0], $0[1], $0[2]) }
     }
 
+    /// The as-of dates of the nights run, as text (`2026-11-27`).
+    public func nightDays() throws -> Set<String> {
+        Set(try String.fetchAll(db, sql: "SELECT DISTINCT as_of FROM run"))
+    }
+
     /// Every path a file was ever registered at (workbooks and journal exports).
     public func registeredReportPaths() throws -> Set<String> {
         Set(try String.fetchAll(db, sql: "SELECT DISTINCT path FROM report_file"))

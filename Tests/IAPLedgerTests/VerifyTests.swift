@@ -313,15 +313,20 @@ final class VerifyTests: XCTestCase {
         try bytes.write(to: ws.root.appendingPathComponent("reports/2026-10-07/.~lock.finance-2026-10-07.xlsx"))
         try Data("notes".utf8).write(to: ws.root.appendingPathComponent("reports/2026-10-07/notes.txt"))
         try Data("dana".utf8).write(to: ws.root.appendingPathComponent("reports/2026-10-07/~$finance-2026-10-07.xlsx"))
-        // A folder of a set no registration names (an earlier iapledger's, which registered none).
+        // A folder of a set no registration names, dated before the first night that registered
+        // (an earlier iapledger's, which registered none): not looked at.
         try FileManager.default.createDirectory(at: ws.root.appendingPathComponent("reports/2026-09-30"), withIntermediateDirectories: true)
         try bytes.write(to: ws.root.appendingPathComponent("reports/2026-09-30/finance-2026-09-30.xlsx"))
+        // One dated after it, no file of it registered (a night stopped before it registered
+        // its set, a copy into a new folder): looked at.
+        try FileManager.default.createDirectory(at: ws.root.appendingPathComponent("reports/2026-10-08"), withIntermediateDirectories: true)
+        try bytes.write(to: ws.root.appendingPathComponent("reports/2026-10-08/finance-2026-10-08.xlsx"))
         let unregistered = try Audit(workspace: ws.workspace).run()
         XCTAssertTrue(unregistered.ok, "\(unregistered.problems)")
-        XCTAssertEqual(unregistered.workbooksUnregistered, [copied])
+        XCTAssertEqual(unregistered.workbooksUnregistered, [copied, "reports/2026-10-08/finance-2026-10-08.xlsx"])
         let said = try Resilience.cli(["verify", "--workspace", ws.root.path])
         XCTAssertEqual(said.status, 0)
-        XCTAssertTrue(said.out.contains("note: 1 file under reports/ is at a path iapledger never wrote (copied or moved there, or its registration removed): \(copied); `iapledger verify --workbook FILE` says what a file is"), said.out)
+        XCTAssertTrue(said.out.contains("note: 2 files under reports/ are at paths iapledger never wrote (copied or moved there, or their registration removed): \(copied), reports/2026-10-08/finance-2026-10-08.xlsx; `iapledger verify --workbook FILE` says what a file is"), said.out)
     }
 
     /// A bundle id dropped from the config since: the records its nights verified are checked
