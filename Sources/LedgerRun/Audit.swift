@@ -468,7 +468,7 @@ public struct Audit {
                 }
             }
             var environmentsChanged: [String] = [], environmentsChangedCount = 0
-            try r.forEachSourceRecordText { path, line, outcome, code, recordSHA, fileSHA, chunk, raw, kind, recordId, runId, environment in
+            try r.forEachSourceRecordText { path, line, outcome, code, recordSHA, fileSHA, chunk, raw, kind, recordId, runId, stored in
                 report.records += 1
                 try checkLinks(before: recordId)
                 try checkUnverifiedLinks(before: recordId, of: (recordId, "\(path):\(line)", { raw.map { Self.namedTransactionIds(kind: kind, path: path, raw: $0) } }))
@@ -479,12 +479,18 @@ public struct Audit {
                 if outcome == "verified" && kind != "orders" {
                     let run = verifiers.forRun(runId)
                     let said = Self.reported(kind: kind, path: path, raw: raw, receiptVerifier: run.receipts, signedVerifier: run.signed)
-                    // The environment the record says, which trace tells beside it (an auditor's
-                    // review: one rewritten passed, a Production receipt said Sandbox).
-                    if said.verifies && said.environment != environment {
+                    // What the night stored beside the record, read from its text, which trace
+                    // tells (an auditor's review: an environment or a wrapper's account id
+                    // rewritten passed, a Production receipt said Sandbox).
+                    if said.verifies, let given = said.fields, given != stored {
                         environmentsChangedCount += 1
                         if environmentsChanged.count < 20 {
-                            environmentsChanged.append("source record \(path):\(line) (#\(recordId)) is stored with the environment \(environment ?? "none"), but its text says \(said.environment ?? "none"): changed in the ledger (trace tells the stored one)")
+                            let pairs: [(String, String?, String?)] = [
+                                ("environment", stored.environment, given.environment), ("status", stored.statusCode.map(String.init), given.statusCode.map(String.init)),
+                                ("account_id", stored.accountId, given.accountId), ("order_id", stored.orderId, given.orderId),
+                                ("received_at", stored.receivedAt, given.receivedAt)]
+                            let differ = pairs.filter { $0.1 != $0.2 }.map { "the \($0.0) \($0.1 ?? "none") where its text says \($0.2 ?? "none")" }
+                            environmentsChanged.append("source record \(path):\(line) (#\(recordId)) is stored with \(differ.joined(separator: ", ")): changed in the ledger (trace tells the stored one)")
                         }
                     }
                     try checkLinks(before: recordId, of: (recordId, "\(path):\(line)",
@@ -558,7 +564,7 @@ public struct Audit {
             try checkUnverifiedLinks(before: Int64.max)
             for m in notFirst + refundsMissing + linksMadeUp + unverifiedMadeUp + environmentsChanged { report.problems.append(Problem(entryId: nil, message: m)) }
             if environmentsChangedCount > environmentsChanged.count {
-                report.problems.append(Problem(entryId: nil, message: "and \(environmentsChangedCount - environmentsChanged.count) more source records stored with another environment than their text says"))
+                report.problems.append(Problem(entryId: nil, message: "and \(environmentsChangedCount - environmentsChanged.count) more source records stored with other fields than their text gives"))
             }
             if linksMadeUpCount > linksMadeUp.count {
                 report.problems.append(Problem(entryId: nil, message: "and \(linksMadeUpCount - linksMadeUp.count) more links of transactions to records that do not report them"))
@@ -1240,10 +1246,11 @@ public struct Audit {
         /// The transaction id a notification names, valid or not (a night links a resent
         /// notification's record to it as it is).
         var namedTransactionId: String? = nil
-        /// Whether the record verified again, and the environment the night stores with it
-        /// (a response's, a signed transaction's, a notification's own).
+        /// Whether the record verified again, and what the night stores beside it: the
+        /// environment (a response's book, a signed transaction's, a notification's own) and a
+        /// response's status and wrapper fields.
         var verifies = false
-        var environment: String? = nil
+        var fields: LedgerReader.StoredRecordFields? = nil
     }
 
     static func reported(kind: String, path: String, raw: String, receiptVerifier: ReceiptVerifier,
@@ -1255,7 +1262,9 @@ public struct Audit {
             else { return Reported() }
             // As the night stores a verified response's: its book's (an iOS 6 response of the
             // production service names none).
-            return Reported(transactions: transactions, verifies: true, environment: book == .production ? "Production" : "Sandbox")
+            return Reported(transactions: transactions, verifies: true,
+                            fields: .init(environment: book == .production ? "Production" : "Sandbox", statusCode: response.status,
+                                          accountId: response.accountId, orderId: response.orderId, receivedAt: response.receivedAt))
         case "signed":
             let ext = (path as NSString).pathExtension.lowercased()
             guard let jws = Ingest.jws(in: RawRecord(line: 0, text: Substring(raw)), fileExtension: ext) else { return Reported() }
@@ -1267,11 +1276,11 @@ public struct Audit {
             case .transaction(.success(let v)):
                 t = v
                 out.verifies = true
-                out.environment = v.environment
+                out.fields = .init(environment: v.environment)
             case .notification(.success(let n)):
                 t = n.transaction
                 out.verifies = true
-                out.environment = n.environment
+                out.fields = .init(environment: n.environment)
                 out.namedTransactionId = n.transaction?.transactionId
                 let observed = t.flatMap { try? $0.observation().get() }
                 out.notificationRow = .init(type: n.notificationType, subtype: n.subtype, signedMs: n.signedDateMs,

@@ -153,14 +153,29 @@ extension LedgerReader {
     public func forEachSourceRecordText(_ body: (_ path: String, _ line: Int, _ outcome: String, _ reasonCode: String?,
                                                  _ recordSHA256: String, _ fileSHA256: String, _ chunk: Int64?,
                                                  _ raw: String?, _ kind: String, _ recordId: Int64, _ runId: Int64,
-                                                 _ environment: String?) throws -> Void) throws {
+                                                 _ stored: StoredRecordFields) throws -> Void) throws {
         var chunks = chunkReader()
         let cursor = try Row.fetchCursor(db, sql: """
-            SELECT f.path, r.line, r.outcome, r.reason_code, r.record_sha256, f.sha256, CAST(r.raw AS BLOB), \(chunkColumns), f.kind, r.id, f.run_id, r.environment
+            SELECT f.path, r.line, r.outcome, r.reason_code, r.record_sha256, f.sha256, CAST(r.raw AS BLOB), \(chunkColumns), f.kind, r.id, f.run_id,
+                   r.environment, r.status_code, r.account_id, r.order_id, r.received_at
             FROM source_record r JOIN source_file f ON f.id = r.file_id ORDER BY r.id
             """)
         while let r = try cursor.next() {
-            try body(r[0], r[1], r[2], r[3], r[4], r[5], r[7], try Self.text(r, raw: 6, chunk: 7, &chunks), r[10], r[11], r[12], r[13])
+            try body(r[0], r[1], r[2], r[3], r[4], r[5], r[7], try Self.text(r, raw: 6, chunk: 7, &chunks), r[10], r[11], r[12],
+                     StoredRecordFields(environment: r[13], statusCode: r[14], accountId: r[15], orderId: r[16], receivedAt: r[17]))
+        }
+    }
+
+    /// What a source record stores beside its text, read from it by the night: the
+    /// environment, and a legacy response's status and wrapper fields.
+    public struct StoredRecordFields: Equatable {
+        public var environment: String?
+        public var statusCode: Int?
+        public var accountId: String?
+        public var orderId: String?
+        public var receivedAt: String?
+        public init(environment: String?, statusCode: Int? = nil, accountId: String? = nil, orderId: String? = nil, receivedAt: String? = nil) {
+            self.environment = environment; self.statusCode = statusCode; self.accountId = accountId; self.orderId = orderId; self.receivedAt = receivedAt
         }
     }
 

@@ -217,7 +217,11 @@ final class VerifyTests: XCTestCase {
         XCTAssertEqual(try Audit(workspace: ws.workspace).run().problems.map(\.message), [])
         try tamper(past: "source_record_text_fixed", "UPDATE source_record SET environment = 'Sandbox' WHERE id = \(id)")
         let problems = try Audit(workspace: ws.workspace).run().problems.map(\.message)
-        XCTAssertTrue(problems.contains { $0.hasSuffix("(#\(id)) is stored with the environment Sandbox, but its text says Production: changed in the ledger (trace tells the stored one)") }, "\(problems)")
+        XCTAssertTrue(problems.contains { $0.hasSuffix("(#\(id)) is stored with the environment Sandbox where its text says Production: changed in the ledger (trace tells the stored one)") }, "\(problems)")
+        // A wrapper's account id too (its text gives none here).
+        try tamper(past: "source_record_text_fixed", "UPDATE source_record SET environment = 'Production', account_id = 'acct-forged' WHERE id = \(id)")
+        let account = try Audit(workspace: ws.workspace).run().problems.map(\.message)
+        XCTAssertTrue(account.contains { $0.hasSuffix("(#\(id)) is stored with the account_id acct-forged where its text says none: changed in the ledger (trace tells the stored one)") }, "\(account)")
     }
 
     func testAChangedSourceRecordIsCaught() throws {
