@@ -46,6 +46,9 @@ public struct PostingRule: Sendable, Equatable {
         self.net = net; self.commission = commission; self.proceeds = proceeds
     }
 
+    /// `all` as the ledger stores and reads them (`posting_rule`, by kind and line).
+    public static var inStoredOrder: [PostingRule] { all.sorted { ($0.kind.rawValue, $0.line) < ($1.kind.rawValue, $1.line) } }
+
     public static let all: [PostingRule] = [
         PostingRule(kind: .sale, line: 1, account: LedgerAccount.receivable, net: 0, commission: 0, proceeds: 1),
         PostingRule(kind: .sale, line: 2, account: LedgerAccount.commission, net: 0, commission: 1, proceeds: 0),

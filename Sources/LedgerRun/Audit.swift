@@ -467,7 +467,7 @@ public struct Audit {
                     nextUnverified = try unverifiedLinks.next()
                 }
             }
-            var environmentsChanged: [String] = [], environmentsChangedCount = 0
+            var recordFieldsChanged: [String] = [], recordFieldsChangedCount = 0
             try r.forEachSourceRecordText { path, line, outcome, code, recordSHA, fileSHA, chunk, raw, kind, recordId, runId, stored in
                 report.records += 1
                 try checkLinks(before: recordId)
@@ -483,14 +483,14 @@ public struct Audit {
                     // tells (an auditor's review: an environment or a wrapper's account id
                     // rewritten passed, a Production receipt said Sandbox).
                     if said.verifies, let given = said.fields, given != stored {
-                        environmentsChangedCount += 1
-                        if environmentsChanged.count < 20 {
+                        recordFieldsChangedCount += 1
+                        if recordFieldsChanged.count < 20 {
                             let pairs: [(String, String?, String?)] = [
                                 ("environment", stored.environment, given.environment), ("status", stored.statusCode.map(String.init), given.statusCode.map(String.init)),
                                 ("account_id", stored.accountId, given.accountId), ("order_id", stored.orderId, given.orderId),
                                 ("received_at", stored.receivedAt, given.receivedAt)]
                             let differ = pairs.filter { $0.1 != $0.2 }.map { "the \($0.0) \($0.1 ?? "none") where its text says \($0.2 ?? "none")" }
-                            environmentsChanged.append("source record \(path):\(line) (#\(recordId)) is stored with \(differ.joined(separator: ", ")): changed in the ledger (trace tells the stored one)")
+                            recordFieldsChanged.append("source record \(path):\(line) (#\(recordId)) is stored with \(differ.joined(separator: ", ")): changed in the ledger (trace tells the stored one)")
                         }
                     }
                     try checkLinks(before: recordId, of: (recordId, "\(path):\(line)",
@@ -562,9 +562,9 @@ public struct Audit {
             }
             try checkLinks(before: Int64.max)
             try checkUnverifiedLinks(before: Int64.max)
-            for m in notFirst + refundsMissing + linksMadeUp + unverifiedMadeUp + environmentsChanged { report.problems.append(Problem(entryId: nil, message: m)) }
-            if environmentsChangedCount > environmentsChanged.count {
-                report.problems.append(Problem(entryId: nil, message: "and \(environmentsChangedCount - environmentsChanged.count) more source records stored with other fields than their text gives"))
+            for m in notFirst + refundsMissing + linksMadeUp + unverifiedMadeUp + recordFieldsChanged { report.problems.append(Problem(entryId: nil, message: m)) }
+            if recordFieldsChangedCount > recordFieldsChanged.count {
+                report.problems.append(Problem(entryId: nil, message: "and \(recordFieldsChangedCount - recordFieldsChanged.count) more source records stored with other fields than their text gives"))
             }
             if linksMadeUpCount > linksMadeUp.count {
                 report.problems.append(Problem(entryId: nil, message: "and \(linksMadeUpCount - linksMadeUp.count) more links of transactions to records that do not report them"))
@@ -684,8 +684,7 @@ public struct Audit {
             }
             // The rules the postings are derived by are the accounting contract's.
             if let stored = try r.postingRules() {
-                // (`postingRules` reads them in this order.)
-                let expected = PostingRule.all.sorted { ($0.kind.rawValue, $0.line) < ($1.kind.rawValue, $1.line) }
+                let expected = PostingRule.inStoredOrder
                 if stored != expected {
                     let first = zip(stored, expected).first { $0 != $1 }.map { "\(Self.describe($0.0)) where accounting.md gives \(Self.describe($0.1))" }
                         ?? "\(stored.count) rules where accounting.md gives \(expected.count)"

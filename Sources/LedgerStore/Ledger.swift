@@ -324,7 +324,7 @@ public final class Ledger {
             // The rules that derive every posting, with their accounts' names: an account renamed
             // (the trigger that keeps it dropped) would name every workbook's rows anew, and the
             // workbooks be registered as this night's own.
-            if let stored = try r.postingRules(), stored != PostingRule.all.sorted(by: { ($0.kind.rawValue, $0.line) < ($1.kind.rawValue, $1.line) }) {
+            if let stored = try r.postingRules(), stored != PostingRule.inStoredOrder {
                 problems.append("its posting rules (posting_rule, with their accounts' names) are not the accounting contract's")
             }
             for (book, currency, sum) in try r.unbalancedMonthTotals() {
