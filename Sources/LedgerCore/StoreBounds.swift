@@ -14,26 +14,61 @@ public enum StoreBounds {
     /// 1 to 256 bytes, no control characters (C0, DEL, C1: SQLite text ends at a NUL, so an id
     /// holding one would not read back as itself), no non-characters (U+FDD0 to U+FDEF and
     /// the last two code points of every plane: U+FFFE and U+FFFF cannot be written into a
-    /// workbook's XML at all) and no format characters (zero-width spaces and joiners, bidi
+    /// workbook's XML at all), no format characters (zero-width spaces and joiners, bidi
     /// controls, the byte order mark: `"9920000000000002\u{200B}"` looks like a real id and
-    /// would be another transaction).
+    /// would be another transaction) and no spaces but the plain one (U+0020), which is not at
+    /// either end (a no-break or ideographic space, a line separator: `"2000…\u{00A0}"` too
+    /// looked like the real id, and was posted as another sale of the same purchase).
     public static func plausibleIdentifier(_ s: String) -> Bool {
         // Blank, or with spaces around it (" 2000…" is another transaction than "2000…", and
         // an order's field is read trimmed): no store writes one.
         !s.isEmpty && s.utf8.first != 0x20 && s.utf8.last != 0x20 && s.utf8.count <= 256 && !s.unicodeScalars.contains { u in
             let v = u.value
             if v >= 0x20 && v < 0x7F { return false }
-            return v < 0x20 || (v >= 0x7F && v <= 0x9F) || (v >= 0xFDD0 && v <= 0xFDEF) || v & 0xFFFE == 0xFFFE
-                || u.properties.generalCategory == .format
+            return implausible(u)
         }
     }
 
-    /// Why an identifier field is refused by `plausibleIdentifier`, quoting its start: the field
-    /// on its own (`name "…" holds …`), or a field of `transaction` (`transaction T has name "…": …`).
+    /// A scalar no identifier holds (ASCII's printable ones aside).
+    static func implausible(_ u: Unicode.Scalar) -> Bool {
+        let v = u.value
+        return v < 0x20 || (v >= 0x7F && v <= 0x9F) || (v >= 0xFDD0 && v <= 0xFDEF) || v & 0xFFFE == 0xFFFE
+            || u.properties.generalCategory == .format || (v > 0x7F && u.properties.isWhitespace)
+    }
+
+    /// What makes `id` no identifier (`plausibleIdentifier`), said: the first fault found.
+    public static func identifierFault(_ id: String) -> String {
+        if id.isEmpty { return "is blank" }
+        if id.utf8.count > 256 { return "is over 256 bytes (\(id.utf8.count))" }
+        for (i, u) in id.unicodeScalars.enumerated() where u.value < 0x20 || u.value == 0x7F || (u.value > 0x7F && implausible(u)) {
+            let v = u.value, hex = String(v, radix: 16, uppercase: true)
+            let code = "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+            let kind = v < 0x20 || (v >= 0x7F && v <= 0x9F) ? "a control character"
+                : (v >= 0xFDD0 && v <= 0xFDEF) || v & 0xFFFE == 0xFFFE ? "a non-character"
+                : u.properties.generalCategory == .format ? "a format character (zero-width, joiner, bidi control or byte order mark)"
+                : "a space other than the plain one"
+            return "holds \(kind), \(code), at character \(i + 1)"
+        }
+        return "has spaces around it"
+    }
+
+    /// Why an identifier field is refused by `plausibleIdentifier`, quoting it (up to 64
+    /// characters, then how many it has in all) and saying its fault: the field on its own
+    /// (`name "…" holds …`), or a field of `transaction` (`transaction T has name "…": …`).
     public static func implausibleIdentifier(_ name: String, _ id: String, of transaction: String? = nil) -> String {
-        let quoted = String(reflecting: String(id.prefix(64)))
-        guard let transaction else { return "\(name) \(quoted) holds control, format or non-characters, is blank or has spaces around it, or is over 256 bytes" }
-        return "transaction \(transaction) has \(name) \(quoted): control, format or non-characters, blank or with spaces around it, or over 256 bytes"
+        let count = id.unicodeScalars.count
+        // Quoted as Swift writes a string, what an id may not hold as `\u{…}` (a no-break space
+        // or a zero-width one would not show in the reason).
+        var quoted = "\""
+        for u in id.unicodeScalars.prefix(64) {
+            if u == "\"" || u == "\\" { quoted += "\\" + String(u) }
+            else if u.value == 0x20 || !(u.value < 0x20 || u.value == 0x7F || (u.value > 0x7F && implausible(u))) { quoted.unicodeScalars.append(u) }
+            else { quoted += "\\u{" + String(u.value, radix: 16, uppercase: true) + "}" }
+        }
+        quoted += "\"" + (count > 64 ? "\u{2026} (\(count) characters in all)" : "")
+        let fault = identifierFault(id)
+        guard let transaction else { return "\(name) \(quoted) \(fault)" }
+        return "transaction \(transaction) has \(name) \(quoted): it \(fault)"
     }
 
     /// The longest reason or finding message kept, in characters. A reason quotes what it

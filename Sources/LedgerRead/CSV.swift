@@ -266,6 +266,17 @@ public struct CSVTable {
         guard let i = index[column], i < row.fields.count else { return "" }
         return CSV.trimmed(row.fields[i])
     }
+
+    /// The field without the plain spaces and tabs around it only: an id's other spaces and
+    /// invisible characters are its own, to be refused (`value` trims every Unicode space).
+    public func asciiTrimmedValue(_ row: CSVRow, _ column: String) -> String {
+        guard let i = index[column], i < row.fields.count else { return "" }
+        let bytes = Array(row.fields[i].utf8)
+        var start = 0, end = bytes.count
+        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+        while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
+        return start == 0 && end == bytes.count ? row.fields[i] : String(decoding: bytes[start..<end], as: UTF8.self)
+    }
 }
 
 import Foundation

@@ -241,10 +241,12 @@ public enum OrderReader {
         guard !orderId.isEmpty else { return bad("order_id is empty") }
         guard !account.isEmpty else { return bad("account_id is empty (order \(orderId))") }
         guard !product.isEmpty else { return bad("product_id is empty (order \(orderId))") }
-        for (name, id) in [("order_id", orderId), ("account_id", account), ("product_id", product), ("transaction_id", t.value(row, "transaction_id")),
-                          ("storefront", t.value(row, "storefront"))]
-            where !id.isEmpty && !StoreBounds.plausibleIdentifier(id) {
-            return bad(StoreBounds.implausibleIdentifier(name, id))
+        // Each id as written, but for plain spaces and tabs around it: a no-break space or a
+        // zero-width one at its end is part of it (a receipt's or signed record's id with one is
+        // refused; read trimmed, such an order credited the real transaction without a word).
+        for name in ["order_id", "account_id", "product_id", "transaction_id", "storefront"] {
+            let id = t.asciiTrimmedValue(row, name)
+            if !id.isEmpty && !StoreBounds.plausibleIdentifier(id) { return bad(StoreBounds.implausibleIdentifier(name, id)) }
         }
         // A token is the backend's own text (it may even span lines): bounded, and no NUL (SQLite
         // text ends there, so it would not read back as itself).

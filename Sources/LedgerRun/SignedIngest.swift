@@ -32,7 +32,28 @@ extension Ingest {
     /// The JWS inside a notification body, or nil when the body is not one.
     static func jwsInBody(_ text: Substring) -> String? {
         guard let v = try? JSONParser.parse(text) else { return nil }
-        return v["signedPayload"]?.scalarText ?? v["signedTransactionInfo"]?.scalarText
+        // Only text is a JWS (`{"signedPayload": 5}` was read as the JWS "5": "has 1 part").
+        for key in ["signedPayload", "signedTransactionInfo"] {
+            if case .string(let jws)? = v[key]?.scalar { return jws }
+        }
+        return nil
+    }
+
+    /// Why a body's `signedPayload` (or `signedTransactionInfo`) is no JWS: it is there but
+    /// not text (nil when it is text, or not there).
+    static func signedFieldNotText<J: JSONReading>(_ v: J) -> String? {
+        for key in ["signedPayload", "signedTransactionInfo"] {
+            guard let field = v[key] else { continue }
+            let kind: String
+            switch field.scalar {
+            case .string?: return nil
+            case .number(let n)?: kind = "the number \(n.prefix(64))"
+            case .bool(let b)?: kind = b ? "true" : "false"
+            case nil: kind = field.isNull ? "null" : field.isArray ? "an array" : "an object"
+            }
+            return "its \(key) is \(kind), not the signed text (a JWS: three base64url parts joined by dots)"
+        }
+        return nil
     }
 
     /// The records of a signed-data file (a line each, or the elements of a `.json` document),
@@ -63,7 +84,9 @@ extension Ingest {
             // Which of the two: JSON that does not parse (with where and why), or no body.
             var reason = "not a notification body {\"signedPayload\": \"...\"}"
             do {
-                if let hint = ForeignData.hint(try JSONParser.parse(record.text)), !hint.contains("inbox/signed/") { reason += " (\(hint))" }
+                let value = try JSONParser.parse(record.text)
+                if let why = Self.signedFieldNotText(value) { reason += ": \(why)" }
+                else if let hint = ForeignData.hint(value), !hint.contains("inbox/signed/") { reason += " (\(hint))" }
             } catch { reason = "not valid JSON (\(error))" }
             try reject(fileId: fileId, location: location, sha: sha, code: "MALFORMED", reason: reason, raw: raw)
             return

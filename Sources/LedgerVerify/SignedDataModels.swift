@@ -348,7 +348,10 @@ struct SignedDataFields {
             if let n = Int64(s.trimmingCharacters(in: .whitespaces)) { return n }
             throw SignedDataJSONError(message: "field \(path)\(key) should be a whole number but is the text \"\(s)\"")
         case .fractional(let d)?:
-            throw SignedDataJSONError(message: "field \(path)\(key) should be a whole number but is \(d)")
+            // A whole number past 64 bits is read as a fraction (99999999999999999999999 as
+            // 1e+23): said as such, not as a fraction it was not written as.
+            throw SignedDataJSONError(message: "field \(path)\(key) should be a whole number but is "
+                                      + (d == d.rounded() && abs(d) >= 9.2e18 ? "one past 64 bits (about \(d))" : "\(d)"))
         case let other?:
             throw SignedDataJSONError(message: "field \(path)\(key) should be a whole number but is \(other.typeName)")
         }

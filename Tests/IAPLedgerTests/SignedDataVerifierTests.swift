@@ -65,6 +65,14 @@ final class SignedDataVerifierTests: XCTestCase {
         XCTAssertThrowsError(try SignedDataFields(object: object).string("g")) {
             XCTAssertEqual(($0 as? SignedDataJSONError)?.message, "field g should be text but is a number that is no whole number within 64 bits")
         }
+        // A whole number past 64 bits is said to be one, not quoted as a fraction alone (a
+        // hostile-input review: "should be a whole number but is 1e+23").
+        XCTAssertThrowsError(try SignedDataFields(object: try SignedDataJSON.parseObject(Data(#"{"price": 99999999999999999999999}"#.utf8))).int64("price")) {
+            XCTAssertEqual(($0 as? SignedDataJSONError)?.message, "field price should be a whole number but is one past 64 bits (about 1e+23)")
+        }
+        XCTAssertThrowsError(try SignedDataFields(object: object).int64("b")) {
+            XCTAssertEqual(($0 as? SignedDataJSONError)?.message, "field b should be a whole number but is 2.5")
+        }
         XCTAssertThrowsError(try SignedDataJSON.parseObject(Data(#"{"a": 1e400}"#.utf8)))
         let whole = try SignedDataJSON.parseObject(Data(#"{"p": 1990.0, "t": 1.7e12, "z": -0.0, "f": 0.5, "k": 1}"#.utf8))
         XCTAssertEqual(whole["p"], .integer(1990), "a whole value written with a fraction, as JSONDecoder read it")
