@@ -231,6 +231,8 @@ public enum TraceOutput {
             }
             out += t.sources.filter { $0.outcome != "verified" && $0.resolved_on == nil }
                 .compactMap { record(path: $0.path, line: $0.line, outcome: $0.outcome) }
+            out += t.order_lines_not_taken.filter { $0.outcome != "verified" && $0.resolved_on == nil }
+                .compactMap { record(path: $0.path, line: $0.line, outcome: $0.outcome) }
             out += exceptions(t.exceptions)
             // Each open finding on its book's Run Info (a TRANSACTION_CONFLICT on its record's
             // book's), or on every book's when none is known.
@@ -373,7 +375,7 @@ public enum TraceOutput {
 
     public static func json<T: Encodable>(_ value: T) -> String {
         let enc = JSONEncoder()
-        enc.outputFormatting = [.prettyPrinted, .sortedKeys]
+        enc.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         return TerminalText.jsonEscapingInvisible(String(decoding: (try? enc.encode(value)) ?? Data("{}".utf8), as: UTF8.self)) + "\n"
     }
 
@@ -384,7 +386,8 @@ public enum TraceOutput {
         func line(_ s: String) { out.append(indent + s) }
         line("Transaction \(t.transaction_id): \(t.status)" + (t.book.map { " in the \($0) book" } ?? "")
              + (t.status == "free" ? " (\(t.free_because ?? "free"): no money moved, so no entry)" : "")
-             + (t.status == "dismissed" ? " (known only from records an operator dismissed, below: never verified, nothing posted)" : ""))
+             + (t.status == "dismissed" ? " (known only from records an operator dismissed, below: never verified, nothing posted)" : "")
+             + (t.status == "unknown to the store" && t.sources.isEmpty ? " (no record of the store's names it: only the backend's orders lines below)" : ""))
         if let r = t.pending_reason { line("  waits: \(r)") }
         if let p = t.product_id {
             line("  product \(p) x \(t.quantity ?? 1), purchased \(t.purchase_date ?? "?")" + (t.original_transaction_id.map { ", original transaction \($0)" } ?? ""))
@@ -409,6 +412,21 @@ public enum TraceOutput {
         if let r = t.rules {
             line("Rules applied:")
             line("  storefront \(r.storefront) (from \(r.storefrontSource), rule effective \(r.storefrontEffectiveFrom)); tax \(r.taxRate) \(r.taxIncluded ? "included in" : "added to") prices")
+            // A later version of that order naming another storefront (or another transaction)
+            // moves no entry: which version gave the storefront is said (an auditor's review: the
+            // trace showed v2's storefront just below the v1 storefront the sale was booked at).
+            if r.storefrontSource.hasPrefix("order ") {
+                let orderId = String(r.storefrontSource.dropFirst(6))
+                let versions = t.orders.filter { $0.order_id == orderId }
+                func code(_ o: TransactionTrace.Order) -> String? { o.storefront.map(Currency.isoUppercased) }
+                if let latest = versions.last, latest.transaction_id != t.transaction_id || code(latest) != r.storefront {
+                    let giving = versions.filter { $0.transaction_id == t.transaction_id && code($0) == r.storefront }.map { "v\($0.version)" }
+                    line("    (the storefront of order \(orderId) \(giving.isEmpty ? "as read when the sale posted" : giving.joined(separator: ", ")); its latest version, v\(latest.version) (\(latest.path):\(latest.line)), "
+                         + (latest.transaction_id != t.transaction_id ? "names \(latest.transaction_id.map { "transaction \($0)" } ?? "no transaction")"
+                            : "names \(code(latest).map { "storefront \($0)" } ?? "no storefront")")
+                         + ": a version read after the sale posted moves no entry)")
+                }
+            }
             line("  price: \(r.priceSource)" + signedPriceInUnits(r.priceSource, currency: t.entries.first { $0.kind == "sale" }?.postings.first?.currency))
             line("  commission \(r.commissionRate): \(r.commissionReason)")
             line("  FX \(r.fxRate) for \(r.fxMonth)")
@@ -444,7 +462,8 @@ public enum TraceOutput {
         line("Entries (\(t.entries.count)):")
         for e in t.entries {
             line("  #\(e.entry_id) \(e.kind) on \(e.date)" + (e.late ? " (late; original date \(e.original_date))" : "")
-                 + (e.refund_percentage.map { $0 == 100_000 ? "" : " (\(ExactDecimal(mantissa: $0, scale: 3))% refunded)" } ?? "")
+                 + (e.refund_percentage.map { $0 == 100_000 ? "" : e.kind == EntryKind.refundReversal.rawValue
+                        ? " (reverses the \(ExactDecimal(mantissa: $0, scale: 3))% refund)" : " (\(ExactDecimal(mantissa: $0, scale: 3))% refunded)" } ?? "")
                  + ", posted by run \(e.run_id)\(e.run_as_of.map { " (the night of \($0))" } ?? ""), hash \(e.hash)"
                  + (e.hash_holds ? "" : " (WARNING: this hash no longer follows from the entry and the one before it: changed after it was written; run `iapledger verify`)"))
             for p in e.postings {
@@ -462,6 +481,15 @@ public enum TraceOutput {
             let elsewhere = o.transaction_id == t.transaction_id ? "" : ", names \(o.transaction_id.map { "transaction \($0)" } ?? "no transaction"), not this one"
             line("  \(o.order_id) v\(o.version) \(o.path):\(o.line): account \(o.account_id)\(elsewhere), \(o.product_id) x \(o.quantity), \(o.credited_units) units, \(o.environment)\(orderDetails(o)), credited \(o.credited_at)" + (o.reversed_at.map { ", reversed \($0)" } ?? ""))
             if let text = o.text { sourceText(text, indent: indent + "    ", into: &out) }
+        }
+        if !t.order_lines_not_taken.isEmpty {
+            line("Orders lines naming it that were not taken (\(t.order_lines_not_taken.count)):")
+            for l in t.order_lines_not_taken {
+                line("  \(l.path):\(l.line) \(l.outcome), read \(l.read_on): \(l.reason)")
+                if let text = l.text { sourceText(text, indent: indent + "    ", into: &out) }
+                line("    " + (l.resolved_on.map { "resolved on \($0): \(l.resolution ?? "")" }
+                              ?? "still open: credits nothing until a valid line of its order is read (`iapledger trace \(ShellWord.quoted("\(l.path):\(l.line)"))\(workspace)`)"))
+            }
         }
         if let r = t.reconciliation, !r.note.isEmpty { line("Reconciliation with the backend's orders: \(r.note)") }
         line("Exceptions (\(t.exceptions.count)):")
@@ -528,6 +556,34 @@ public enum TraceOutput {
     /// What reconciliation made of the transaction, said in words: out of scope (its
     /// product's type is not reconciled: no exception and no match), matched with which orders,
     /// or neither (its exceptions, or no order, say why).
+    /// The trace with the lines of the backend's orders files not taken (rejected or pending)
+    /// that name it as their transaction: its `transaction_id` field under the file's header,
+    /// or, for a line whose fields do not line up with its header (or a file refused whole),
+    /// any field that is its id.
+    public static func withOrderLinesNotTaken(_ t: TransactionTrace, reader: LedgerReader, withText: Bool) throws -> TransactionTrace {
+        var out = t
+        out.order_lines_not_taken = try reader.orderLinesNotTaken(holding: t.transaction_id, withText: withText).filter {
+            namesTransaction(t.transaction_id, line: $0.text, header: $0.header)
+        }.map(\.line)
+        return out
+    }
+
+    /// Whether an orders line names `id` as its transaction (see `withOrderLinesNotTaken`).
+    static func namesTransaction(_ id: String, line: String, header: String?) -> Bool {
+        func fields(_ text: String) -> [String]? {
+            guard case .success(let row)? = CSV.parseRows(Substring(text)).first else { return nil }
+            return row.fields.map(CSV.trimmed)
+        }
+        // A line broken by its quoting: its comma-separated pieces, quotes taken off.
+        let values = fields(line) ?? line.split(separator: ",", omittingEmptySubsequences: false).map {
+            CSV.trimmed(String($0)).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+        }
+        if let header, let names = fields(header), names.count == values.count, let i = names.firstIndex(of: "transaction_id") {
+            return values[i] == id
+        }
+        return values.contains(id)
+    }
+
     public static func withReconciliation(_ t: TransactionTrace, config: WorkspaceConfig, rules: Rules?) -> TransactionTrace {
         // A transaction no verified record told yet is not reconciled at all: no such part.
         guard t.book != nil else { var out = t; out.reconciliation = nil; return out }

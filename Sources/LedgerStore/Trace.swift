@@ -210,6 +210,10 @@ public struct TransactionTrace: Encodable {
     /// How reconciliation took it: the orders matched with it cleanly (as of the last run),
     /// and, set by `trace` from the rules, whether its product is in the scope at all.
     public var reconciliation: Reconciliation? = nil
+    /// Lines of the backend's orders files that name it as their transaction but were not
+    /// taken (rejected, or pending), with why (set by `trace`: an orders line is kept under
+    /// its order, so the transaction's own records do not hold it).
+    public var order_lines_not_taken: [OrderTrace.LineNotTaken] = []
 
     public struct Reconciliation: Encodable {
         /// Nil when the rules could not be read.
@@ -343,7 +347,9 @@ extension LedgerReader {
     }
 
     /// - Parameter withText: also read each source record's (and order line's) text as it was read.
-    public func traceTransaction(_ id: String, asOf: Day?, withText: Bool = false) throws -> TransactionTrace? {
+    /// - Parameter evenIfUnknown: a trace (status "unknown to the store") also when no record,
+    ///   entry or order version names it (`trace` then shows the orders lines not taken that do).
+    public func traceTransaction(_ id: String, asOf: Day?, withText: Bool = false, evenIfUnknown: Bool = false) throws -> TransactionTrace? {
         let stored = try transaction(id)
         let sources = try Row.fetchAll(db.cachedStatement(sql: """
             SELECT f.path, r.line, f.sha256, r.record_sha256, r.outcome, r.reason, r.environment, run.as_of, r.id,
@@ -370,7 +376,7 @@ extension LedgerReader {
         // Every version of each order that ever named it, numbered as the order's own: a later
         // version that moved the credit to another transaction (or reversed it) is part of the story.
         let orders = try orderVersions(where: "v.order_id IN (SELECT order_id FROM order_version WHERE transaction_id = ?)", id, withText: withText)
-        if stored == nil && sources.isEmpty && orders.isEmpty { return nil }
+        if stored == nil && sources.isEmpty && orders.isEmpty && !evenIfUnknown { return nil }
 
         var entries: [TransactionTrace.Entry] = []
         var rules: AppliedRules?
@@ -456,6 +462,26 @@ extension LedgerReader {
                          outcome: r[4], reason_code: r[5], reason: r[6], environment: r[7], resolved_on: r[8], resolution: r[9],
                          transaction_ids: transactions, order_id: r[10], text: withText ? text : nil)
         })
+    }
+
+    /// An orders line not taken (rejected or pending) whose text holds `text`, with the header
+    /// of its file as kept (nil when the whole file was refused), for `trace` to tell which
+    /// name a transaction (the store keeps a refused line under its order alone). Read by the
+    /// index of the records not verified: every such line is read, which the lines refused
+    /// (few) keep short.
+    public func orderLinesNotTaken(holding text: String, withText: Bool = false) throws -> [(line: OrderTrace.LineNotTaken, text: String, header: String?)] {
+        let headers = try db.tableExists("source_file_header")
+        return try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT f.path, r.line, r.outcome, coalesce(r.reason_code || ': ', '') || coalesce(r.reason, ''), run.as_of,
+                   resolved.as_of, r.resolved_note, r.id, \(headers ? "(SELECT header FROM source_file_header h WHERE h.file_id = f.id)" : "NULL")
+            FROM source_record r JOIN source_file f ON f.id = r.file_id JOIN run ON run.id = f.run_id
+            LEFT JOIN run resolved ON resolved.id = r.resolved_run_id
+            WHERE r.outcome <> 'verified' AND f.kind = 'orders' ORDER BY r.id
+            """)).compactMap { row in
+            guard let raw = try recordText(row[7]), raw.contains(text) else { return nil }
+            return (OrderTrace.LineNotTaken(path: row[0], line: row[1], outcome: row[2], reason: row[3], read_on: row[4],
+                                            resolved_on: row[5], resolution: row[6], text: withText ? raw : nil), raw, row[8])
+        }
     }
 
     public func traceOrder(_ orderId: String, asOf: Day?, withText: Bool = false) throws -> OrderTrace? {

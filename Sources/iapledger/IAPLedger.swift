@@ -764,7 +764,8 @@ struct Trace: ParsableCommand {
             let found: String? = try ledger.read { r in
                 let asOf = try r.lastAsOf()
                 func withTenure(_ t: TransactionTrace) throws -> TransactionTrace {
-                    let t = TraceOutput.withReconciliation(try TraceOutput.withFreeKind(t, reader: r), config: config, rules: rules)
+                    let t = TraceOutput.withReconciliation(try TraceOutput.withOrderLinesNotTaken(try TraceOutput.withFreeKind(t, reader: r), reader: r, withText: sourceText),
+                                                           config: config, rules: rules)
                     guard let rules else { return t }
                     return try TraceOutput.withTenure(t, reader: r, config: config, rules: rules)
                 }
@@ -829,6 +830,13 @@ struct Verify: ParsableCommand {
     @Flag(help: "Also list every finished run with the chain head its entries give now, to compare with the head that night printed and wrote on its Run Info sheet.")
     var runs = false
     @Option(name: .customLong("workbook"), parsing: .upToNextOption,
+                // A transaction only orders lines not taken name (a line refused: the store
+                // keeps it under its order).
+                if let t = try r.traceTransaction(id, asOf: asOf, withText: sourceText, evenIfUnknown: true),
+                   case let t = try TraceOutput.withOrderLinesNotTaken(t, reader: r, withText: sourceText), !t.order_lines_not_taken.isEmpty {
+                    let shown = TraceOutput.listed(t, asOf: asOf, layouts: layouts, workspace: workspace, reader: r, argument: ws.argument)
+                    return format == .json ? TraceOutput.json(shown) : TraceOutput.text(shown, workspace: ws.argument)
+                }
             help: "Only check these files (a workbook or journal export someone holds): whether iapledger wrote them as they are, where, when and by which night or `report`, and whether it has written that path again since.")
     var workbooks: [String] = []
 

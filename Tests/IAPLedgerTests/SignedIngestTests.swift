@@ -834,6 +834,20 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertTrue(message.contains("refunded 25.000% at the posted amounts, so what is left to correct"), message)
     }
 
+    /// A prorated refund's reversal is traced as reversing that share, not as a refund of it
+    /// (an auditor's review: "refund_reversal on ... (50.000% refunded)").
+    func testTheTraceOfAProratedRefundsReversalSaysItReversesIt() throws {
+        let refundAt = t0 + 2 * 86_400_000
+        try ws.write("inbox/signed/b1.json", try notification("REFUND", signed: refundAt, transaction: try transaction("9403", revocation: refundAt, type: "REFUND_PRORATED", percentage: 50_000)))
+        try ws.run("2023-11-17")
+        try ws.write("inbox/signed/b2.json", try notification("REFUND_REVERSED", signed: t0 + 4 * 86_400_000, transaction: try transaction("9403")))
+        try ws.run("2023-11-19")
+        let trace = try Resilience.cli(["trace", "9403", "--workspace", ws.root.path])
+        XCTAssertEqual(trace.status, 0, trace.err)
+        XCTAssertTrue(trace.out.contains(" refund on 2023-11-16 (50.000% refunded)"), trace.out)
+        XCTAssertTrue(trace.out.contains(" refund_reversal on 2023-11-18 (reverses the 50.000% refund)"), trace.out)
+    }
+
     /// A second refund (after the first was reversed, or in full after a prorated one) posts
     /// nothing (one refund per transaction) but is the store's last word for reconciliation:
     /// an active order of the transaction is REFUNDED_STILL_CREDITED (it was left matched); a

@@ -634,6 +634,54 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertEqual(try cli(["trace", "ord-99", "--workspace", ws.root.path]).status, 1, "an id nothing names is still not found")
     }
 
+    /// A transaction's trace lists the orders lines naming it that were not taken (the store
+    /// keeps a refused line under its order alone), by its transaction_id column or, in a row
+    /// whose fields do not line up with the header, by any field; and a transaction only such a
+    /// line names is traced from it (an auditor's review: trace listed neither).
+    func testATransactionsTraceListsTheOrdersLinesNamingItThatWereNotTaken() throws {
+        try ws.write("inbox/receipts/day1.jsonl", Receipt.response([Receipt.item("7201", purchased: "2026-10-05T10:00:00Z")]) + "\n")
+        try ws.write("inbox/orders/o1.csv", ReconciliationTests.header
+                     + "ord-81,acct-8,7201,coins.100,abc,100,2026-10-05T10:01:00Z,production,DEU,,\n"
+                     + "ord-82,acct-8,7201,coins.100,1,100,2026-10-05T10:02:00Z,production,DEU,,\n"
+                     + "ord-83,acct-8,7299,coins.100,0,100,2026-10-05T10:03:00Z,production,DEU,,\n"
+                     + "ord-84,7201,,coins.100,0,100,2026-10-05T10:04:00Z,production,DEU,,\n"
+                     + "ord-85,acct-8,7201\n")
+        try ws.run("2026-10-06")
+        let trace = try cli(["trace", "7201", "--workspace", ws.root.path])
+        XCTAssertEqual(trace.status, 0, trace.err)
+        XCTAssertTrue(trace.out.contains("Orders lines naming it that were not taken (2):\n"), trace.out)
+        XCTAssertTrue(trace.out.contains("  inbox/orders/o1.csv:2 rejected, read 2026-10-06: BAD_ORDER: quantity \"abc\""), trace.out)
+        XCTAssertTrue(trace.out.contains("  inbox/orders/o1.csv:6 rejected, read 2026-10-06: BAD_ORDER: has 3 fields"), trace.out)
+        XCTAssertFalse(trace.out.contains("o1.csv:5"), "its account_id, not its transaction_id, is 7201: \(trace.out)")
+        XCTAssertTrue(trace.out.contains("sheet Rejected: the row whose Record (file:line) is inbox/orders/o1.csv:2"), trace.out)
+        XCTAssertTrue(trace.out.contains("Orders (1 version):\n  ord-82 v1"), "the line taken is a version, not among those not taken: \(trace.out)")
+
+        let unknown = try cli(["trace", "7299", "--format", "json", "--workspace", ws.root.path])
+        XCTAssertEqual(unknown.status, 0, "a transaction only a refused orders line names is traced from it: \(unknown.err)")
+        let t = try JSONSerialization.jsonObject(with: Data(unknown.out.utf8)) as! [String: Any]
+        XCTAssertEqual(t["status"] as? String, "unknown to the store")
+        XCTAssertEqual((t["order_lines_not_taken"] as! [[String: Any]]).map { "\($0["path"]!):\($0["line"]!) \($0["outcome"]!)" },
+                       ["inbox/orders/o1.csv:4 rejected"])
+        XCTAssertEqual(try cli(["trace", "7298", "--workspace", ws.root.path]).status, 1, "an id nothing names is still not found")
+    }
+
+    /// A sale booked at its order's storefront keeps it when a later version of the order names
+    /// another: the trace says which version gave it and what the latest says (an auditor's
+    /// review: v2's storefront showed just below the v1 storefront the sale was booked at).
+    func testTraceSaysWhichOrderVersionGaveTheStorefront() throws {
+        try ws.write("inbox/receipts/day1.jsonl", Receipt.response([Receipt.item("7301", purchased: "2026-10-05T10:00:00Z")]) + "\n")
+        try ws.write("inbox/orders/o1.csv", ReconciliationTests.header + "ord-91,acct-9,7301,coins.100,1,100,2026-10-05T10:01:00Z,production,DEU,,\n")
+        try ws.run("2026-10-06")
+        var trace = try cli(["trace", "7301", "--workspace", ws.root.path]).out
+        XCTAssertTrue(trace.contains("storefront DEU (from order ord-91,"), trace)
+        XCTAssertFalse(trace.contains("its latest version"), "one version: nothing to say: \(trace)")
+        try ws.write("inbox/orders/o2.csv", ReconciliationTests.header + "ord-91,acct-9,7301,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n")
+        try ws.run("2026-10-07")
+        trace = try cli(["trace", "7301", "--workspace", ws.root.path]).out
+        XCTAssertTrue(trace.contains("storefront DEU (from order ord-91,"), trace)
+        XCTAssertTrue(trace.contains("(the storefront of order ord-91 v1; its latest version, v2 (inbox/orders/o2.csv:2), names storefront USA: a version read after the sale posted moves no entry)"), trace)
+    }
+
     /// The night's summary counts what it could not post apart: its records still pending or
     /// rejected, then the findings it opened (a sale waiting for a rule is not a record).
     func testRunSummaryCountsRecordsAndFindingsApart() throws {
