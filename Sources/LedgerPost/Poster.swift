@@ -50,6 +50,29 @@ public struct Poster {
         return (closed.next.firstDay, true)
     }
 
+    /// Every rule a sale needs that the rules lack, said in one reason (the product's row, the
+    /// storefront rule, the price, the month's FX rate), so that one night's fix posts it (a
+    /// README review: the reason named the first alone, and fixing it brought up the next,
+    /// one rule a night, without a word in the night's summary).
+    func missingRules(_ t: TransactionObservation, storefront code: String) -> String {
+        let day = t.purchaseDay
+        var missing: [String] = []
+        if rules.product(t.productId) == nil { missing.append("no row for product \(t.productId) in rules/products.csv") }
+        let sf = rules.storefront(code, on: day)
+        if sf == nil { missing.append("no storefront rule for \(code) in force on \(day) in rules/storefronts.csv") }
+        let priced = t.isFreeTrial || t.priceMilliunits != nil
+        if !priced && rules.price(product: t.productId, storefront: code, on: day) == nil {
+            missing.append("no price for \(t.productId) in \(code) in force on \(day) in rules/prices.csv")
+        }
+        // The month's rate, for a sale that moves money, in its currency when known.
+        if !t.isFreeTrial, t.priceMilliunits != 0, let currency = t.currency.map(Currency.isoUppercased) ?? sf?.currency,
+           Currency.exponent(currency) != nil,
+           rules.fxRate(currency: currency, month: day.month, reportingCurrency: config.reportingCurrency) == nil {
+            missing.append("no FX rate for \(currency) in \(day.month) in rules/fx.csv")
+        }
+        return missing.isEmpty ? "a rule is missing" : missing.joined(separator: "; ")
+    }
+
     /// Computes the sale of `t` (accounting.md "A sale", steps 1-5).
     ///
     /// - Parameter subscriptionPaidDays: days of paid service the subscription already has
@@ -58,11 +81,8 @@ public struct Poster {
                      subscriptionPaidDays: Int = 0) -> SaleDecision {
         let day = t.purchaseDay
         let (storefrontCode, storefrontSource) = storefront(of: t, orderStorefront: orderStorefront)
-        guard let product = rules.product(t.productId) else {
-            return .missingRule("no row for product \(t.productId) in rules/products.csv")
-        }
-        guard let sf = rules.storefront(storefrontCode, on: day) else {
-            return .missingRule("no storefront rule for \(storefrontCode) in force on \(day) in rules/storefronts.csv")
+        guard let product = rules.product(t.productId), let sf = rules.storefront(storefrontCode, on: day) else {
+            return .missingRule(missingRules(t, storefront: storefrontCode))
         }
         let currency = t.currency.map(Currency.isoUppercased) ?? sf.currency
         guard let exponent = Currency.exponent(currency) else {
@@ -84,7 +104,7 @@ public struct Poster {
             priceSource = "signed price \(milli) milliunits"
         } else {
             guard let price = rules.price(product: t.productId, storefront: storefrontCode, on: day) else {
-                return .missingRule("no price for \(t.productId) in \(storefrontCode) in force on \(day) in rules/prices.csv")
+                return .missingRule(missingRules(t, storefront: storefrontCode))
             }
             guard let unitMinor = Currency.minorUnits(ofMajor: price.price, currency: currency) else {
                 return .missingRule("price \(price.price) for \(t.productId) in \(storefrontCode) has more decimals than \(currency) allows")
@@ -107,7 +127,7 @@ public struct Poster {
         let month = day.month
         let monthRate = rules.fxRate(currency: currency, month: month, reportingCurrency: config.reportingCurrency)
         guard let fx = monthRate ?? (grossMinor == 0 ? .one : nil) else {
-            return .missingRule("no FX rate for \(currency) in \(month) in rules/fx.csv")
+            return .missingRule(missingRules(t, storefront: storefrontCode))
         }
 
         // (A rate that would take the sale past what the ledger's amounts hold, in the reporting

@@ -151,6 +151,13 @@ final class PostingScenarioTests: XCTestCase {
         XCTAssertTrue(reason(tx(product: "coins.550", storefront: "DEU", at: "2026-10-05T00:00:00Z"))?.contains("no price for coins.550 in DEU") == true)
         XCTAssertTrue(reason(tx(product: "unknown.sku", storefront: "USA", at: "2026-10-05T00:00:00Z"))?.contains("product unknown.sku") == true)
         XCTAssertTrue(reason(tx(storefront: "USA", at: "2019-12-31T00:00:00Z"))?.contains("in force on 2019-12-31") == true)
+        // Every rule missing is said at once, so one fix posts the sale (it named the first
+        // alone: a product row added, the night after said the price was missing).
+        XCTAssertEqual(reason(tx(product: "unknown.sku", storefront: "DEU", at: "2026-08-05T00:00:00Z")),
+                       "no row for product unknown.sku in rules/products.csv; no price for unknown.sku in DEU in force on 2026-08-05 in rules/prices.csv; no FX rate for EUR in 2026-08 in rules/fx.csv")
+        XCTAssertEqual(reason(tx(product: "unknown.sku", storefront: "FRA", at: "2026-10-05T00:00:00Z")),
+                       "no row for product unknown.sku in rules/products.csv; no storefront rule for FRA in force on 2026-10-05 in rules/storefronts.csv; no price for unknown.sku in FRA in force on 2026-10-05 in rules/prices.csv")
+        XCTAssertEqual(reason(tx(storefront: "DEU", at: "2026-08-05T00:00:00Z")), "no FX rate for EUR in 2026-08 in rules/fx.csv")
     }
 
     func testStorefrontComesFromTransactionThenOrderThenDefault() {
