@@ -101,7 +101,28 @@ public struct FinancialReport: Equatable {
         return report
     }
 
+    /// App Store Connect's payments summary (`financial_report.csv`: each region's units,
+    /// earnings, withholding tax, exchange rate and proceeds in the bank's currency), given
+    /// with the reports by product: not one of them, and not read (`true-up` passes it over).
+    public struct PaymentsSummary: Error, CustomStringConvertible {
+        public var path: String
+        public var description: String {
+            "\(path): the payments summary (each region's totals, withholding tax and exchange rate, as in financial_report.csv), not a financial report by product: not read"
+        }
+    }
+
+    /// Whether `text` is the payments summary: its title line ("Payments and Financial
+    /// Reports") or its header ("Region (Currency),Units Sold,...") among its first lines.
+    static func isPaymentsSummary(_ text: String) -> Bool {
+        let first = text.prefix(4096).split(whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }).prefix(5)
+        return first.contains { line in
+            let l = line.drop(while: { $0 == "\"" || $0 == "\u{FEFF}" })
+            return l.contains("Payments and Financial Reports") || (l.hasPrefix("Region (Currency),") && l.contains("Withholding Tax"))
+        }
+    }
+
     public static func parse(_ text: String, path: String) throws -> FinancialReport {
+        if isPaymentsSummary(text) { throw PaymentsSummary(path: path) }
         // Lines end in LF or CRLF (a report opened and saved on Windows); Swift takes CRLF as one
         // character, so both are separators.
         var lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" })

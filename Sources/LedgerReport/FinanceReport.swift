@@ -330,7 +330,7 @@ public struct FinanceReport {
             // these figures, their files below.
             if !earlier.isEmpty {
                 info.append(SheetRow([.text("Earlier runs as of this date"),
-                                      .text(earlier.map { "run \($0.id) (\($0.entriesPosted) entries posted in both books, \($0.files.count) files read)" }.joined(separator: ", "))]))
+                                      .text(earlier.map { "run \($0.id) (\($0.entriesPosted) entr\($0.entriesPosted == 1 ? "y" : "ies") posted in both books, \($0.files.count) file\($0.files.count == 1 ? "" : "s") read)" }.joined(separator: ", "))]))
             }
             if let mode = s.reconciliation {
                 info.append(SheetRow([.text("Reconciliation this run"),
@@ -395,8 +395,10 @@ public struct FinanceReport {
                           .integer(Int64($0.records)), .integer(Int64($0.newRecords))])
             } + s.inputs.map {
                 // The config and rules the run posted by, fingerprinted as read (sealed with the run).
+                // The program's is its GNU build ID, said so under the SHA-256 heading (a
+                // finance review: 40 hex digits read as a SHA-256 that matched nothing).
                 SheetRow([.text($0.path), .text($0.path.hasPrefix("rules/") ? "rules" : $0.path.hasPrefix("trusted root: ") ? "trusted root" : $0.path == LedgerReader.buildInput ? "program" : "config"),
-                          .text($0.sha256), .empty, .empty, .empty])
+                          .text($0.path == LedgerReader.buildInput ? "GNU build ID \($0.sha256)" : $0.sha256), .empty, .empty, .empty])
             }
         }
         // Then those of the runs as of the same date before it, each under a row naming it.

@@ -27,7 +27,7 @@ public enum BalanceOutput {
         switch format {
         case "json":
             let enc = JSONEncoder()
-            enc.outputFormatting = [.prettyPrinted, .sortedKeys]
+            enc.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
             return String(decoding: (try? enc.encode(rows)) ?? Data("[]".utf8), as: UTF8.self) + "\n"
         case "csv":
             var out = "book,account,currency,debit_minor,credit_minor,balance_minor,reporting_balance_minor\n"

@@ -66,7 +66,7 @@ public enum ExceptionsOutput {
         private var count = 0
         private let encoder: JSONEncoder = {
             let enc = JSONEncoder()
-            enc.outputFormatting = [.prettyPrinted, .sortedKeys]
+            enc.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
             return enc
         }()
 
@@ -165,7 +165,7 @@ public enum FindingsOutput {
                              write: (String) -> Void) throws -> Int {
         var n = 0
         let enc = JSONEncoder()
-        enc.outputFormatting = [.sortedKeys]
+        enc.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         if format == "csv" { write("code,transaction_id,book,status,first_seen,resolved_on,resolution,detail\n") }
         var after: LedgerReader.FindingKey? = nil
         while true {

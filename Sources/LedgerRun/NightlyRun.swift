@@ -22,6 +22,23 @@ import LedgerWrite
 public struct NightlyRun {
     public static let toolVersion = "0.1.0"
 
+    /// The open `WRONG_BUNDLE_ID` records whose bundle id (as their reason names it) is one
+    /// `bundleIds` names now: the bundle ids, the records and their files.
+    static func rejectedOfBundleIdsNowNamed(_ bundleIds: [String], reader: LedgerReader) throws -> (bundleIds: [String], records: Int, files: [String]) {
+        let named = Set(bundleIds)
+        var ids = Set<String>(), files: [String] = [], seen = Set<String>(), records = 0
+        for r in try reader.openRejected(code: "WRONG_BUNDLE_ID") {
+            // "receipt of another app: bundle id X, expected Y" (ReceiptVerifier).
+            guard let from = r.reason.range(of: "bundle id ")?.upperBound,
+                  let to = r.reason.range(of: ", expected ", range: from..<r.reason.endIndex)?.lowerBound,
+                  case let id = String(r.reason[from..<to]), named.contains(id) else { continue }
+            ids.insert(id)
+            records += 1
+            if seen.insert(r.path).inserted { files.append(r.path) }
+        }
+        return (ids.sorted(), records, files)
+    }
+
     public struct Result {
         public var runId: Int64
         public var asOf: Day
@@ -80,6 +97,10 @@ public struct NightlyRun {
         /// test root, or a root that is not Apple's): by root, how many, and how many of them
         /// say they are production data (Apple signs those under its own root only).
         public var otherRoots: [(root: String, records: Int, production: Int)] = []
+        /// Records rejected by earlier nights as of another app (`WRONG_BUNDLE_ID`), still open,
+        /// whose bundle id the config's `bundle_ids` now names: a file read is not read again,
+        /// so they stay rejected until a copy of their file is read (the operator is told how).
+        public var rejectedOfBundleIdsNowNamed: (bundleIds: [String], records: Int, files: [String]) = ([], 0, [])
         /// Files read whose bytes a file read before under another name had (copied or renamed
         /// in the inbox): their records are stored again as theirs, nothing is posted twice.
         public var repeatedFiles: [(path: String, earlier: String, readOn: String)] = []
@@ -421,6 +442,7 @@ public struct NightlyRun {
         if nothingNewSince == nil { result.repeatedFiles = try ledger.read { try $0.filesRepeatingEarlierOnes(runId: runId) } }
         result.ordersBroughtBack = ordersBroughtBack
         result.otherRoots = otherRoots
+        result.rejectedOfBundleIdsNowNamed = try ledger.read { try Self.rejectedOfBundleIdsNowNamed(config.bundleIds, reader: $0) }
         if nothingNewSince == nil { result.posted = postedKinds }
         committed?(result)
 
@@ -700,11 +722,14 @@ public struct NightlyRun {
         /// the days they were posted on.
         public var late = 0
         public var lateOn: Set<Day> = []
+        /// The closed months the late entries are dated in.
+        public var lateFrom: Set<Month> = []
 
         mutating func noteLate(_ e: EntryDraft) {
             guard e.late else { return }
             late += 1
             lateOn.insert(e.date)
+            lateFrom.insert(e.originalDate.month)
         }
 
         /// What the night's entries were, for its summary: sales (and of them those that had
@@ -725,7 +750,14 @@ public struct NightlyRun {
             // An operator reading the log learns of entries moved into the open month as the
             // workbooks say it (their Summary's late line, the Journal's mark).
             if late > 0 {
-                parts.append("\(late) of these dated in a closed month, posted late on \(lateOn.sorted().map(\.description).joined(separator: ", ")) (the Journal marks them, with their own dates)")
+                // A closed month's set is no longer written by the nights: written when it
+                // closed, it still says these wait (a finance review), until written again.
+                let months = lateFrom.sorted()
+                parts.append("\(late) of these dated in a closed month, posted late on \(lateOn.sorted().map(\.description).joined(separator: ", ")) (the Journal marks them, with their own dates); "
+                             + (months.count == 1 ? "a set of \(months[0]) written before they posted does not say them (a sale that waited is said to wait still): `iapledger report --period \(months[0])` writes it again"
+                                : "sets of \(months.map(\.description).joined(separator: ", ")) written before they posted do not say them (a sale that waited is said to wait still): "
+                                  + months.map { "`iapledger report --period \($0)`" }.joined(separator: ", ") + " write them again")
+                             + ", saying where they went")
             }
             return " (" + parts.joined(separator: "; ") + ")"
         }
@@ -966,6 +998,14 @@ struct PreparedFile {
     /// A JSON document or an orders CSV is read whole (a file past this size is one rejected
     /// record); JSON Lines and one-JWS-a-line files are read a chunk at a time, any size.
     static let maxWholeFileBytes = 512 << 20
+    /// A `.json` document (receipts or signed data) is parsed whole, which takes three to five
+    /// times its size: past this one it is one rejected record (JSON Lines are read a line at a
+    /// time, any size). A hostile-input review saw a 472 MB document take the night to 1.4 GB.
+    /// (Tests set a smaller one.)
+    nonisolated(unsafe) static var maxJSONDocumentBytes = 64 << 20
+
+    /// The most bytes a whole-file input of `kind` may have.
+    static func maxWholeBytes(kind: String) -> Int { kind == "orders" ? maxWholeFileBytes : maxJSONDocumentBytes }
 
     /// Whether a file listed for the night is gone (moved or removed before it was read: a
     /// backend archiving its inbox while the night runs): not there tonight, as if never
@@ -998,14 +1038,6 @@ struct PreparedFile {
                         signedVerifier: SignedDataVerifier, storedSigned: Set<String> = [], pathReadBefore: Bool = true) throws -> PreparedFile {
         let ext = url.pathExtension.lowercased()
         let path = workspace.relative(url)
-    /// A `.json` document (receipts or signed data) is parsed whole, which takes three to five
-    /// times its size: past this one it is one rejected record (JSON Lines are read a line at a
-    /// time, any size). A hostile-input review saw a 472 MB document take the night to 1.4 GB.
-    /// (Tests set a smaller one.)
-    nonisolated(unsafe) static var maxJSONDocumentBytes = 64 << 20
-
-    /// The most bytes a whole-file input of `kind` may have.
-    static func maxWholeBytes(kind: String) -> Int { kind == "orders" ? maxWholeFileBytes : maxJSONDocumentBytes }
         if kind == "receipts" && ext == "jsonl" || kind == "signed" && ["jsonl", "jws", "txt"].contains(ext) {
             let size = NightlyRun.fileSize(url)
             guard size <= linesAboveBytes, let read = try LineReader.read(url.path, maxRecords: linesAboveRecords) else {

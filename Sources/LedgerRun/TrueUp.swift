@@ -264,7 +264,7 @@ public struct TrueUp {
         case "json":
             struct Out: Encodable { var reports: [Source]; var lines: [Line]; var totals: [Total] }
             let enc = JSONEncoder()
-            enc.outputFormatting = [.prettyPrinted, .sortedKeys]
+            enc.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
             enc.keyEncodingStrategy = .convertToSnakeCase
             return String(decoding: (try? enc.encode(Out(reports: sources, lines: lines, totals: totals))) ?? Data("{}".utf8), as: UTF8.self) + "\n"
         case "csv":

@@ -528,6 +528,16 @@ extension LedgerReader {
 }
 
 extension LedgerReader {
+    /// The files and reasons of the records rejected with `code` and still open (not settled,
+    /// not dismissed), by the index of the records not verified.
+    public func openRejected(code: String) throws -> [(path: String, line: Int, reason: String)] {
+        try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT f.path, r.line, r.reason FROM source_record r JOIN source_file f ON f.id = r.file_id
+            WHERE r.outcome <> 'verified' AND r.outcome = 'rejected' AND r.reason_code = ? AND r.resolved_run_id IS NULL
+            ORDER BY r.id
+            """), arguments: [code]).map { ($0[0], $0[1], $0[2]) }
+    }
+
     /// The sales waiting to post (for a rule, an order or verification of their book).
     public func pendingSaleCount() throws -> Int {
         try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM store_transaction WHERE sale_status = 'pending'")) ?? 0

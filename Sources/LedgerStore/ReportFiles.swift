@@ -97,8 +97,9 @@ extension LedgerReader {
                 problems.append("report file registration #\(id) (\(f.path), SHA-256 \(f.sha256)) does not match its hash: it, or one before it, was changed or added by hand")
             }
             previous = stored; previousId = id; chained += 1; head = stored
-            // One night's (or report's) registrations share their time and writer.
-            let event = "\(f.runId.map { "run \($0)" } ?? "report") at \(f.writtenAt)"
+            // One night's (or report's, or close's) registrations share their time and writer.
+            // (`close` registers the sets it writes again as `report` does: one name for both.)
+            let event = "\(f.runId.map { "run \($0)" } ?? "report or close") at \(f.writtenAt)"
             if event == lastEvent { heads[heads.count - 1].head = stored } else { heads.append((event, stored)) }
             lastEvent = event
         }

@@ -320,6 +320,15 @@ func printSummary(_ r: NightlyRun.Result) {
             StandardError.write("iapledger: WARNING: \(o.production) signed record\(o.production == 1 ? "" : "s") saying \(o.production == 1 ? "it is" : "they are") production data verified to \(TerminalText.visible(o.root)) (trusted_roots), not to Apple Root CA - G3\n")
         }
     }
+    let taken = r.rejectedOfBundleIdsNowNamed
+    if taken.records > 0 {
+        // A first night run before bundle_ids named the app's: the config fixed, the files stay read.
+        print("  note: \(taken.records) record\(taken.records == 1 ? "" : "s") rejected by earlier nights as of another app (WRONG_BUNDLE_ID) \(taken.records == 1 ? "is" : "are") of "
+              + taken.bundleIds.map(TerminalText.visible).joined(separator: ", ") + ", which bundle_ids now names: a file read is not read again, so \(taken.records == 1 ? "it stays" : "they stay") rejected; "
+              + "put a copy of each file under another name in its inbox folder (read as a new file), then `iapledger dismiss FILE` the original: "
+              + taken.files.prefix(10).map(TerminalText.visible).joined(separator: ", ")
+              + (taken.files.count > 10 ? " and \(taken.files.count - 10) more (`iapledger findings` and the Rejected sheet list them)" : ""))
+    }
     if !r.ordersBroughtBack.isEmpty {
         let undone = r.ordersBroughtBack.filter(\.reversalUndone).count
         print("  orders brought back to an earlier version, or credited again after their reversal, by rows read tonight (a later row replaces an earlier one; an old export sent again, not as a byte copy, undoes what came after it): \(r.ordersBroughtBack.count)"
@@ -400,8 +409,13 @@ func printReportFiles(_ r: NightlyRun.Result) {
         if let note = r.keptAsideNotes[w] { print("    " + TerminalText.visible(note)) }
     }
     if let head = r.totals.reportFilesHead, !r.workbooks.isEmpty {
-        print("  report files: \(head) (the registrations' chain head after these files; keep it: `iapledger verify --runs` shows it again)")
+        printRegistrationHead(head)
     }
+}
+
+/// The registrations' chain head after the files a command wrote, for the operator to keep.
+func printRegistrationHead(_ head: String) {
+    print("  report files: \(head) (the registrations' chain head after these files; keep it: `iapledger verify --runs` shows it again)")
 }
 
 /// One file of a set under `reports/`: written, or kept as it was.
@@ -479,7 +493,18 @@ struct TrueUpCommand: ParsableCommand {
 
     func run() throws {
         try runReporting {
-            let reports = try files.map { try FinancialReport.read(path: $0) }
+            // The payments summary, given with the reports (a download folder's files), is
+            // passed over and said; a report that cannot be read stops the command.
+            var reports: [FinancialReport] = []
+            var summaries: [FinancialReport.PaymentsSummary] = []
+            for file in files {
+                do { reports.append(try FinancialReport.read(path: file)) }
+                catch let summary as FinancialReport.PaymentsSummary { summaries.append(summary) }
+            }
+            for summary in summaries { StandardError.write("iapledger: note: \(TerminalText.visible(summary.description))\n") }
+            if reports.isEmpty, !summaries.isEmpty {
+                throw ValidationError("no financial report by product among the files given (only the payments summary, which true-up does not read): give the reports by region, as downloaded from App Store Connect's Payments and Financial Reports")
+            }
             let (config, ledger) = try Workspace(ws.url).openExistingLedger()
             let trueUp = try ledger.read { r in
                 try TrueUp.compare(reports: reports, reportingCurrency: config.reportingCurrency,
@@ -548,6 +573,7 @@ struct Close: ParsableCommand {
                     print("  \(closed)'s set written again, closed (it said the month was open):")
                     printReportFiles(written.files)
                     if let note = written.note { print("  note: the files were written, \(note)") }
+                    else if let head = written.head { printRegistrationHead(head) }
                 }
             }
         }
@@ -804,6 +830,13 @@ struct Trace: ParsableCommand {
                 }
                 // An order only a receipt's wrapper names (a lost order): the records naming it.
                 if let o = try r.traceOrderNamedByRecords(id, asOf: asOf, withText: sourceText) { return try shown(o) }
+                // A transaction only orders lines not taken name (a line refused: the store
+                // keeps it under its order).
+                if let t = try r.traceTransaction(id, asOf: asOf, withText: sourceText, evenIfUnknown: true),
+                   case let t = try TraceOutput.withOrderLinesNotTaken(t, reader: r, withText: sourceText), !t.order_lines_not_taken.isEmpty {
+                    let shown = TraceOutput.listed(t, asOf: asOf, layouts: layouts, workspace: workspace, reader: r, argument: ws.argument)
+                    return format == .json ? TraceOutput.json(shown) : TraceOutput.text(shown, workspace: ws.argument)
+                }
                 return nil
             }
             guard let found else {
@@ -827,16 +860,9 @@ struct Verify: ParsableCommand {
         abstract: "Check the ledger: every accounting invariant, the hash chain, and re-derivation of every entry from its source record.")
 
     @OptionGroup var ws: WorkspaceOption
-    @Flag(help: "Also list every finished run with the chain head its entries give now, to compare with the head that night printed and wrote on its Run Info sheet.")
+    @Flag(help: "Also list every finished run with the chain head its entries give now and its seal, each close's seal, and the report files' head after each night's, report's or close's files: to compare with the heads and seals printed and kept (a night's on its Run Info sheet).")
     var runs = false
     @Option(name: .customLong("workbook"), parsing: .upToNextOption,
-                // A transaction only orders lines not taken name (a line refused: the store
-                // keeps it under its order).
-                if let t = try r.traceTransaction(id, asOf: asOf, withText: sourceText, evenIfUnknown: true),
-                   case let t = try TraceOutput.withOrderLinesNotTaken(t, reader: r, withText: sourceText), !t.order_lines_not_taken.isEmpty {
-                    let shown = TraceOutput.listed(t, asOf: asOf, layouts: layouts, workspace: workspace, reader: r, argument: ws.argument)
-                    return format == .json ? TraceOutput.json(shown) : TraceOutput.text(shown, workspace: ws.argument)
-                }
             help: "Only check these files (a workbook or journal export someone holds): whether iapledger wrote them as they are, where, when and by which night or `report`, and whether it has written that path again since.")
     var workbooks: [String] = []
 
@@ -1005,7 +1031,7 @@ struct Report: ParsableCommand {
             printReportFiles(written.files)
             if let note = written.note { print("  note: the files were written, \(note)") }
             else if let head = written.head {
-                print("  report files: \(head) (the registrations' chain head after these files; keep it: `iapledger verify --runs` shows it again)")
+                printRegistrationHead(head)
             }
         }
     }

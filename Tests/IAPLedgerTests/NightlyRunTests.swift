@@ -33,6 +33,28 @@ final class NightlyRunTests: XCTestCase {
     /// A receipt reporting an already refunded transaction refunded on another day posts no
     /// second refund (one per transaction) and is said: REFUND_AGAIN, as for a signed REFUND;
     /// one reporting the same day changes nothing and says nothing.
+
+    /// A first night run before `bundle_ids` named the app's own: its receipts are rejected as
+    /// another app's, and a file read is not read again once the config names it. Each night
+    /// then says so and what to do, until the records are settled (a README review: the night
+    /// said "nothing new", and the records stayed rejected without a word).
+    func testRecordsOfABundleIdTheConfigNamesLaterAreSaidUntilSettled() throws {
+        try ws.write("inbox/receipts/first.jsonl", Receipt.response([Receipt.item("3101", purchased: "2026-10-05T10:00:00Z")], bundle: "com.example.coins.ios") + "\n")
+        var r = try ws.run("2026-10-06")
+        XCTAssertEqual(r.counts.rejected, 1)
+        XCTAssertEqual(r.rejectedOfBundleIdsNowNamed.records, 0, "the config does not name it yet")
+        try ws.write("iapledger.toml", TestWorkspace.defaultConfig.replacingOccurrences(of: #"bundle_ids = ["com.example.coins"]"#,
+                                                                                        with: #"bundle_ids = ["com.example.coins", "com.example.coins.ios"]"#))
+        let night = try Resilience.cli(["run", "--workspace", ws.root.path, "--as-of", "2026-10-06"])
+        XCTAssertEqual(night.status, 0, night.err)
+        XCTAssertTrue(night.out.contains("  note: 1 record rejected by earlier nights as of another app (WRONG_BUNDLE_ID) is of com.example.coins.ios, which bundle_ids now names: a file read is not read again, so it stays rejected; put a copy of each file under another name in its inbox folder (read as a new file), then `iapledger dismiss FILE` the original: inbox/receipts/first.jsonl\n"), night.out)
+        // Done as said: the copy posts the sale, the original is dismissed, and the note is gone.
+        try FileManager.default.copyItem(at: ws.root.appendingPathComponent("inbox/receipts/first.jsonl"), to: ws.root.appendingPathComponent("inbox/receipts/first-again.jsonl"))
+        XCTAssertEqual(try Resilience.cli(["dismiss", "inbox/receipts/first.jsonl", "--reason", "read again as first-again.jsonl", "--by", "t", "--workspace", ws.root.path]).status, 0)
+        r = try ws.run("2026-10-07")
+        XCTAssertEqual(r.counts.entriesPosted, 1)
+        XCTAssertEqual(r.rejectedOfBundleIdsNowNamed.records, 0)
+    }
     func testAReceiptWithAnotherRefundDateIsSaid() throws {
         try ws.write("inbox/receipts/a.jsonl", Receipt.response([Receipt.item("7001", purchased: "2026-10-05T10:00:00Z", cancelled: "2026-10-08T10:00:00Z")]) + "\n")
         try ws.run("2026-10-09")
@@ -274,9 +296,12 @@ final class NightlyRunTests: XCTestCase {
         let again = try ws.run("2026-10-04")
         XCTAssertEqual(again.runId, 2)
         let info = try XLSXReader.sheets(again.workbooks[0])["Run Info"]!
-        XCTAssertEqual(info.first { $0.first == "Earlier runs as of this date" }?[1], "run 1 (1 entries posted in both books, 1 files read)")
+        XCTAssertEqual(info.first { $0.first == "Earlier runs as of this date" }?[1], "run 1 (1 entry posted in both books, 1 file read)")
         let files = info.compactMap(\.first).filter { $0.hasPrefix("inbox/") || $0.hasPrefix("Read by run") }
         XCTAssertEqual(files, ["inbox/receipts/b.jsonl", "Read by run 1, as of this date too, before run 2:", "inbox/receipts/a.jsonl"])
+        // The program's row says its value is a build ID, under the SHA-256 heading.
+        let program = try XCTUnwrap(info.first { $0.first == "iapledger build" })
+        XCTAssertEqual(Array(program.prefix(3)), ["iapledger build", "program", "GNU build ID \(try XCTUnwrap(BuildIdentity.current))"])
         // A night of its own date lists none.
         let next = try ws.run("2026-10-05")
         XCTAssertNil(try XLSXReader.sheets(next.workbooks[0])["Run Info"]!.first { $0.first == "Earlier runs as of this date" })

@@ -54,6 +54,12 @@ final class ReportPeriodTests: XCTestCase {
         XCTAssertTrue(close.out.contains("finance-2026-10-31.xlsx\n    other bytes than the version written "), close.out)
         XCTAssertTrue(close.out.contains("a month was closed since"), close.out)
         XCTAssertTrue(close.out.contains("reconciliation-2026-10-31.xlsx\n    the same bytes as the version written "), close.out)
+        // The registrations' head after its files is printed, to keep, and `verify --runs` lists
+        // it (a README review: a close's head was listed, as a report's, but never printed).
+        let head = try XCTUnwrap(try Ledger(path: ws.root.appendingPathComponent("ledger.sqlite").path, readOnly: true).read { try $0.reportFilesHead() })
+        XCTAssertTrue(close.out.contains("  report files: \(head) (the registrations' chain head after these files;"), close.out)
+        let runs = try Resilience.cli(["verify", "--runs", "--workspace", ws.root.path])
+        XCTAssertTrue(runs.out.split(separator: "\n").contains { $0.hasPrefix("  report or close at ") && $0.hasSuffix(head) }, runs.out)
         XCTAssertEqual(try closedThrough(), "2026-10")
         XCTAssertFalse(FileManager.default.fileExists(atPath: ws.root.appendingPathComponent("reports/2026-09-30").path))
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)

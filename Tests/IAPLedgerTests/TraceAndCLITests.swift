@@ -1030,7 +1030,7 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertTrue(verified.out.contains("5 report file registrations in an unbroken chain (head \(head))"), verified.out)
         // verify --runs lists the head after each night's or report's files, as each printed it.
         let runs = try cli(["verify", "--runs", "--workspace", ws.root.path])
-        let listed = runs.out.split(separator: "\n").filter { $0.hasPrefix("  run 1 at ") || $0.hasPrefix("  report at ") }
+        let listed = runs.out.split(separator: "\n").filter { $0.hasPrefix("  run 1 at ") || $0.hasPrefix("  report or close at ") }
         XCTAssertEqual(listed.count, 2, runs.out)
         XCTAssertTrue(listed.last?.hasSuffix(head) ?? false, runs.out)
         let forged = try DatabaseQueue(path: ws.root.appendingPathComponent("ledger.sqlite").path)

@@ -46,6 +46,26 @@ final class TrueUpTests: ScratchTestCase {
         XCTAssertEqual(ch.rows.reduce(0) { $0 + $1.extendedPartnerShareMinor }, 3315)
     }
 
+    /// The payments summary given with the reports (a downloads folder's files) is passed over,
+    /// said on stderr; given alone, the command says there is no report to compare (a README
+    /// review: it refused every report given with it, saying "no column 'Start Date'").
+    func testThePaymentsSummaryIsPassedOverAndSaid() throws {
+        let summary = Fixtures.url("financial-reports/fedoco-apple-slicer__financial_report.csv").path
+        XCTAssertThrowsError(try FinancialReport.read(path: summary)) { XCTAssertTrue($0 is FinancialReport.PaymentsSummary, "\($0)") }
+        let ws = try TestWorkspace()
+        defer { ws.remove() }
+        try ws.write("inbox/receipts/a.jsonl", Receipt.response([Receipt.item("p1", purchased: "2014-09-02T10:00:00Z")]) + "\n")
+        try ws.run("2014-09-30")
+        let jp = Fixtures.url("financial-reports/fedoco-apple-slicer__45545510_0914_JP.txt").path
+        let both = try Resilience.cli(["true-up", jp, summary, "--format", "csv", "--workspace", ws.root.path])
+        XCTAssertEqual(both.status, 0, both.err)
+        XCTAssertTrue(both.err.contains("iapledger: note: \(summary): the payments summary (each region's totals, withholding tax and exchange rate, as in financial_report.csv), not a financial report by product: not read"), both.err)
+        XCTAssertTrue(both.out.contains(",JPY,"), both.out)
+        let alone = try Resilience.cli(["true-up", summary, "--workspace", ws.root.path])
+        XCTAssertEqual(alone.status, 64, alone.err)
+        XCTAssertTrue(alone.err.contains("no financial report by product among the files given"), alone.err)
+    }
+
     /// A report that does not add up, is cut short or has an amount its currency cannot hold
     /// is refused whole, naming the file and line: compared in part, it would give wrong differences.
     func testABrokenReportIsRefusedNamingTheLine() throws {
