@@ -82,7 +82,26 @@ public struct Audit {
 
     public func run() throws -> Report {
         let (config, ledger) = try workspace.openExistingLedger()
+        // SQLite's own check of the file, first: the content checks read the pages they need,
+        // and damage elsewhere (an index's pages, rows no check reads) passed unseen.
+        let damage = try ledger.pageCheck()
+        let damaged = damage.isEmpty ? nil : Problem(entryId: nil, message: "SQLite's own check of the ledger file (PRAGMA quick_check) finds it damaged: "
+                                                     + damage.prefix(5).joined(separator: "; ") + (damage.count > 5 ? "; and more" : "")
+                                                     + " (a disk fault, a copy or restore cut short, or a tool that wrote the file wrongly): restore it from its latest copy (README, \"A damaged ledger\"); what follows may come from the damage",
+                                                     schema: true)
+        do {
+            return try checks(config: config, ledger: ledger, damaged: damaged)
+        } catch let e as StoreError where damaged != nil {
+            // The damage stopped the checks (a page they read): it is said, and where they stopped.
+            var report = Report()
+            report.problems = [damaged!, Problem(entryId: nil, message: "the checks of the ledger's content stopped at an error the damage caused: \(e.message)", schema: true)]
+            return report
+        }
+    }
+
+    func checks(config: WorkspaceConfig, ledger: Ledger, damaged: Problem?) throws -> Report {
         var report = Report()
+        if let damaged { report.problems.append(damaged) }
         let schemaDifferences = try ledger.schemaDifferences()
         // A run records the schema it wrote with: one newer than the migrations the ledger
         // has applied means those were deleted (and the schema is compared with the run's).
@@ -724,7 +743,7 @@ public struct Audit {
             // resolved), in order, and a closed episode ended before its exception opened again:
             // an age or a resolution date changed by hand, or an episode moved, passed.
             for m in try r.exceptionDatesAtOdds() { report.problems.append(Problem(entryId: nil, message: m)) }
-        } } catch let e as StoreError where !schemaDifferences.isEmpty {
+        } } catch let e as StoreError where !schemaDifferences.isEmpty && damaged == nil {
             // A schema altered in a way the check above does not see (a column of another type)
             // stops the content checks: the schema's problems, listed first, are the cause.
             report.problems.append(Problem(entryId: nil, message: "the checks of the ledger's content stopped at an error the altered schema caused: \(e.message)", schema: true))

@@ -144,17 +144,27 @@ final class LockAndFailureTests: XCTestCase {
         // The fourth page (a table's), the file opening as before: met by `verify`'s reads.
         bytes.replaceSubrange(3 * 4096..<4 * 4096, with: Data(repeating: 0xFF, count: 4096))
         try bytes.write(to: db)
+        // verify asks SQLite to check the file first (PRAGMA quick_check), and says what it
+        // finds among its problems, and where its own checks stopped at the damage.
         let verify = try Resilience.cli(["verify", "--workspace", ws.root.path])
         XCTAssertEqual(verify.status, 1)
-        XCTAssertTrue(verify.err.contains("database disk image is malformed: the ledger file is damaged (a disk fault, or a copy or restore cut short): restore it from its latest copy"), verify.err)
+        XCTAssertTrue(verify.out.contains("SQLite's own check of the ledger file (PRAGMA quick_check) finds it damaged: "), verify.out + verify.err)
+        XCTAssertTrue(verify.out.contains("restore it from its latest copy (README, \"A damaged ledger\")"), verify.out)
         XCTAssertFalse(verify.err.contains("cannot open the ledger database"), "met by a read, not on opening: \(verify.err)")
+        for command in [["trace", "6001"], ["balance"]] {
+            let r = try Resilience.cli(command + ["--workspace", ws.root.path])
+            if r.status != 0 {
+                XCTAssertTrue(r.err.contains("database disk image is malformed: the ledger file is damaged (a disk fault, or a copy or restore cut short): restore it from its latest copy"), "\(command): \(r.err)")
+            }
+        }
         // Every page past the first: whatever meets it first says what to do.
         bytes.replaceSubrange(4096..<bytes.count, with: Data(repeating: 0x5A, count: bytes.count - 4096))
         try bytes.write(to: db)
         for command in [["verify"], ["trace", "6001"], ["run", "--as-of", "2026-10-08", "--no-progress"]] {
             let r = try Resilience.cli(command + ["--workspace", ws.root.path])
             XCTAssertEqual(r.status, 1, "\(command)")
-            XCTAssertTrue(r.err.contains("the ledger file is damaged (a disk fault, or a copy or restore cut short): restore it from its latest copy"), "\(command): \(r.err)")
+            XCTAssertTrue((r.out + r.err).contains("the ledger file is damaged (a disk fault, or a copy or restore cut short): restore it from its latest copy")
+                          || (command == ["verify"] && r.out.contains("(PRAGMA quick_check) finds it damaged")), "\(command): \(r.out) \(r.err)")
         }
     }
 

@@ -660,6 +660,7 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertEqual(unknown.status, 0, "a transaction only a refused orders line names is traced from it: \(unknown.err)")
         let t = try JSONSerialization.jsonObject(with: Data(unknown.out.utf8)) as! [String: Any]
         XCTAssertEqual(t["status"] as? String, "unknown to the store")
+        XCTAssertTrue(unknown.out.contains(#""path" : "inbox/orders/o1.csv""#), "a path in JSON as it is, no \\/: \(unknown.out)")
         XCTAssertEqual((t["order_lines_not_taken"] as! [[String: Any]]).map { "\($0["path"]!):\($0["line"]!) \($0["outcome"]!)" },
                        ["inbox/orders/o1.csv:4 rejected"])
         XCTAssertEqual(try cli(["trace", "7298", "--workspace", ws.root.path]).status, 1, "an id nothing names is still not found")
