@@ -16,9 +16,11 @@ public enum StoreBounds {
     /// the last two code points of every plane: U+FFFE and U+FFFF cannot be written into a
     /// workbook's XML at all), no format characters (zero-width spaces and joiners, bidi
     /// controls, the byte order mark: `"9920000000000002\u{200B}"` looks like a real id and
-    /// would be another transaction) and no spaces but the plain one (U+0020), which is not at
+    /// would be another transaction), no spaces but the plain one (U+0020), which is not at
     /// either end (a no-break or ideographic space, a line separator: `"2000…\u{00A0}"` too
-    /// looked like the real id, and was posted as another sale of the same purchase).
+    /// looked like the real id, and was posted as another sale of the same purchase), and no
+    /// other character Unicode says shows as nothing (default-ignorable: the Hangul fillers,
+    /// the combining grapheme joiner).
     public static func plausibleIdentifier(_ s: String) -> Bool {
         // Blank, or with spaces around it (" 2000…" is another transaction than "2000…", and
         // an order's field is read trimmed): no store writes one.
@@ -29,11 +31,27 @@ public enum StoreBounds {
         }
     }
 
+    /// Whether ids are judged as versions before 2026-11-28 judged them: spaces other than the
+    /// plain one and characters that show as nothing taken (and an orders field trimmed of every
+    /// space). `verify` reads again by them a record the rules now refuse: an earlier build took
+    /// it (an account id with a no-break space), and it is not said to be changed since it was
+    /// read. Nights refuse such ids.
+    nonisolated(unsafe) public static var earlierIdentifierRules = false
+
+    /// `body` with ids judged as earlier versions judged them (`earlierIdentifierRules`).
+    public static func withEarlierIdentifierRules<T>(_ body: () throws -> T) rethrows -> T {
+        let before = earlierIdentifierRules
+        earlierIdentifierRules = true
+        defer { earlierIdentifierRules = before }
+        return try body()
+    }
+
     /// A scalar no identifier holds (ASCII's printable ones aside).
     static func implausible(_ u: Unicode.Scalar) -> Bool {
         let v = u.value
         return v < 0x20 || (v >= 0x7F && v <= 0x9F) || (v >= 0xFDD0 && v <= 0xFDEF) || v & 0xFFFE == 0xFFFE
-            || u.properties.generalCategory == .format || (v > 0x7F && u.properties.isWhitespace)
+            || u.properties.generalCategory == .format
+            || (v > 0x7F && !earlierIdentifierRules && (u.properties.isWhitespace || u.properties.isDefaultIgnorableCodePoint))
     }
 
     /// What makes `id` no identifier (`plausibleIdentifier`), said: the first fault found.
@@ -46,7 +64,8 @@ public enum StoreBounds {
             let kind = v < 0x20 || (v >= 0x7F && v <= 0x9F) ? "a control character"
                 : (v >= 0xFDD0 && v <= 0xFDEF) || v & 0xFFFE == 0xFFFE ? "a non-character"
                 : u.properties.generalCategory == .format ? "a format character (zero-width, joiner, bidi control or byte order mark)"
-                : "a space other than the plain one"
+                : u.properties.isWhitespace ? "a space other than the plain one"
+                : "a character that shows as nothing (a filler or joiner)"
             return "holds \(kind), \(code), at character \(i + 1)"
         }
         return "has spaces around it"
@@ -56,19 +75,30 @@ public enum StoreBounds {
     /// characters, then how many it has in all) and saying its fault: the field on its own
     /// (`name "…" holds …`), or a field of `transaction` (`transaction T has name "…": …`).
     public static func implausibleIdentifier(_ name: String, _ id: String, of transaction: String? = nil) -> String {
+        let quoted = quotedIdentifier(id)
+        let fault = identifierFault(id)
+        guard let transaction else { return "\(name) \(quoted) \(fault)" }
+        return "transaction \(transaction) has \(name) \(quoted): it \(fault)"
+    }
+
+    /// `id` quoted as Swift writes a string, what an id may not hold as `\u{…}` (a no-break
+    /// space or a zero-width one would not show), its first 64 characters, then how many it has.
+    public static func quotedIdentifier(_ id: String) -> String {
         let count = id.unicodeScalars.count
-        // Quoted as Swift writes a string, what an id may not hold as `\u{…}` (a no-break space
-        // or a zero-width one would not show in the reason).
         var quoted = "\""
         for u in id.unicodeScalars.prefix(64) {
             if u == "\"" || u == "\\" { quoted += "\\" + String(u) }
             else if u.value == 0x20 || !(u.value < 0x20 || u.value == 0x7F || (u.value > 0x7F && implausible(u))) { quoted.unicodeScalars.append(u) }
             else { quoted += "\\u{" + String(u.value, radix: 16, uppercase: true) + "}" }
         }
-        quoted += "\"" + (count > 64 ? "\u{2026} (\(count) characters in all)" : "")
-        let fault = identifierFault(id)
-        guard let transaction else { return "\(name) \(quoted) \(fault)" }
-        return "transaction \(transaction) has \(name) \(quoted): it \(fault)"
+        return quoted + "\"" + (count > 64 ? "\u{2026} (\(count) characters in all)" : "")
+    }
+
+    /// An id as lines for people show it: as it is when it is one a store writes, else quoted
+    /// (`quotedIdentifier`): a refused id of 10,000 characters made a summary line of as many,
+    /// and one ending in a no-break space read as the valid id it imitates.
+    public static func shownIdentifier(_ id: String) -> String {
+        plausibleIdentifier(id) ? id : quotedIdentifier(id)
     }
 
     /// The longest reason or finding message kept, in characters. A reason quotes what it

@@ -33,6 +33,23 @@ public enum CSV {
     /// tabs and the other Unicode space separators). Most fields have none: when the first and
     /// last bytes are ASCII and neither a space nor a tab, the field is returned as it is,
     /// without Foundation's trim (a quarter of the time spent reading an orders file).
+    /// `field` as an id is read: without the plain spaces and tabs around it only (a no-break
+    /// space after an id is part of it, to be refused); as `trimmed` under the rules of earlier
+    /// versions (`StoreBounds.earlierIdentifierRules`).
+    public static func idTrimmed(_ field: String) -> String {
+        if StoreBounds.earlierIdentifierRules { return trimmed(field) }
+        // Most ids have nothing around them: returned as they are, nothing copied (five id
+        // fields a row of an orders file of millions).
+        let utf8 = field.utf8
+        guard let first = utf8.first, let last = utf8.last,
+              first == 0x20 || first == 0x09 || last == 0x20 || last == 0x09 else { return field }
+        let bytes = Array(utf8)
+        var start = 0, end = bytes.count
+        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+        while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
+        return String(decoding: bytes[start..<end], as: UTF8.self)
+    }
+
     public static func trimmed(_ field: String) -> String {
         var field = field
         let clean = field.withUTF8 { bytes -> Bool in
@@ -271,11 +288,7 @@ public struct CSVTable {
     /// invisible characters are its own, to be refused (`value` trims every Unicode space).
     public func asciiTrimmedValue(_ row: CSVRow, _ column: String) -> String {
         guard let i = index[column], i < row.fields.count else { return "" }
-        let bytes = Array(row.fields[i].utf8)
-        var start = 0, end = bytes.count
-        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
-        while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
-        return start == 0 && end == bytes.count ? row.fields[i] : String(decoding: bytes[start..<end], as: UTF8.self)
+        return CSV.idTrimmed(row.fields[i])
     }
 }
 

@@ -201,7 +201,9 @@ public enum OrderReader {
     /// A field's text as an order id, when it can name one (not empty, no control characters,
     /// not over the bound).
     static func usableOrderId(_ field: String) -> String? {
-        let id = CSV.trimmed(field)
+        // As an id is read: one with a no-break space is no other order's (it was filed under
+        // the order it imitates, and a valid line of that one settled it).
+        let id = CSV.idTrimmed(field)
         return !id.isEmpty && StoreBounds.plausibleIdentifier(id) ? id : nil
     }
 
@@ -228,7 +230,7 @@ public enum OrderReader {
             guard row.fields.count >= 2, t.header.first.map({ CSV.trimmed($0) == "order_id" }) == true else { return nil }
             return usableOrderId(row.fields[0])
         }
-        return usableOrderId(t.value(row, "order_id"))
+        return usableOrderId(t.asciiTrimmedValue(row, "order_id"))
     }
 
     static func parse(_ row: CSVRow, _ t: CSVTable) -> Result<OrderRecord, Finding> {

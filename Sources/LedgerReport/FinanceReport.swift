@@ -432,7 +432,7 @@ public struct FinanceReport {
         for f in open.rows {
             if current?.code != f.code { closeCode(); current = (f.code, 0) }
             current!.listed += 1
-            findings.append(SheetRow([.text(f.code), .text(f.transactionId), .text(f.message), .date(f.firstSeen),
+            findings.append(SheetRow([.text(f.code), .text(StoreBounds.shownIdentifier(f.transactionId)), .text(f.message), .date(f.firstSeen),
                                       .integer(Int64(asOf - f.firstSeen))]))
         }
         closeCode()

@@ -654,7 +654,13 @@ public struct Audit {
                 guard let header else { report.orderVersionsWithoutHeader += 1; return }
                 guard let raw else { return }   // its chunk is named above
                 if tables?.header != header { tables = (header, OrderReader.table(path: path, header: header)) }
-                guard let table = tables?.table, case .success(let o)? = OrderReader.reread(line: raw, table: table) else {
+                // A line an earlier build took whose ids the rules now refuse (a no-break space
+                // in an account id) reads as that build read it.
+                guard let table = tables?.table,
+                      case .success(let o)? = OrderReader.reread(line: raw, table: table).flatMap({ read -> Result<OrderRecord, Finding>? in
+                          if case .failure = read { return StoreBounds.withEarlierIdentifierRules { OrderReader.reread(line: raw, table: table) } }
+                          return read
+                      }) else {
                     report.problems.append(Problem(entryId: nil, message: "order \(version.orderId) (version #\(version.id), from \(path):\(line)): its source line no longer reads as an order under its file's header: the line or the header was changed after it was read"))
                     return
                 }
@@ -1197,9 +1203,24 @@ public struct Audit {
     }
 
     /// The transaction `id` as the stored raw record reports it, verified again; otherwise why not.
+    /// A record whose ids the rules now refuse, which an earlier build took (the transaction is
+    /// stored: a night took it), is read as that build read it.
     static func observation(of id: String, kind: String, path: String, raw: String, receiptVerifier: ReceiptVerifier,
                             signedVerifier: SignedDataVerifier, verifiedReceipt: VerifiedReceipts.Verified? = nil,
                             keep: ((VerifiedReceipts.Verified) -> Void)? = nil) -> Result<TransactionObservation, Why> {
+        let read = observationNow(of: id, kind: kind, path: path, raw: raw, receiptVerifier: receiptVerifier, signedVerifier: signedVerifier,
+                                  verifiedReceipt: verifiedReceipt, keep: keep)
+        guard case .failure = read else { return read }
+        let earlier = StoreBounds.withEarlierIdentifierRules {
+            observationNow(of: id, kind: kind, path: path, raw: raw, receiptVerifier: receiptVerifier, signedVerifier: signedVerifier)
+        }
+        if case .success = earlier { return earlier }
+        return read
+    }
+
+    static func observationNow(of id: String, kind: String, path: String, raw: String, receiptVerifier: ReceiptVerifier,
+                               signedVerifier: SignedDataVerifier, verifiedReceipt: VerifiedReceipts.Verified? = nil,
+                               keep: ((VerifiedReceipts.Verified) -> Void)? = nil) -> Result<TransactionObservation, Why> {
         switch kind {
         case "receipts":
             let verified: VerifiedReceipts.Verified

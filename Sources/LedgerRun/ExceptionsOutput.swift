@@ -182,7 +182,7 @@ public enum FindingsOutput {
                     write([f.code, f.transactionId, f.book ?? "", status, f.firstSeen.description, f.resolvedOn?.description ?? "", note ?? "", f.message]
                         .map(CSV.escapeText).joined(separator: ",") + "\n")
                 default:
-                    write("\(status.padding(toLength: 9, withPad: " ", startingAt: 0)) \(f.code.padding(toLength: 26, withPad: " ", startingAt: 0)) tx \(f.transactionId.isEmpty ? "-" : TerminalText.visible(f.transactionId)) \(f.book ?? "-") first seen \(f.firstSeen)\(f.resolvedOn.map { " resolved \($0)" } ?? "")\n    \(TerminalText.visible(f.message))\(note.map { "\n    " + TerminalText.visible($0) } ?? "")\n")
+                    write("\(status.padding(toLength: 9, withPad: " ", startingAt: 0)) \(f.code.padding(toLength: 26, withPad: " ", startingAt: 0)) tx \(f.transactionId.isEmpty ? "-" : TerminalText.visible(StoreBounds.shownIdentifier(f.transactionId))) \(f.book ?? "-") first seen \(f.firstSeen)\(f.resolvedOn.map { " resolved \($0)" } ?? "")\n    \(TerminalText.visible(f.message))\(note.map { "\n    " + TerminalText.visible($0) } ?? "")\n")
                 }
             }
             guard page.count == pageSize, let last = page.last else { break }

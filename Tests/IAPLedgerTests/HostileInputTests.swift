@@ -1409,7 +1409,8 @@ final class HostileInputTests: XCTestCase {
         try ws.write("inbox/orders/spaces.csv", ReconciliationTests.header
             + "ord-s1,a1,S1\u{200B},coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n"
             + "ord-s2\u{00A0},a1,S1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n"
-            + "ord-s3,a1, S1\t,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n")
+            + "ord-s3,a1, S1\t,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n"
+            + "ord-s2,a1,S1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n")
         try ws.run("2026-11-03")
         XCTAssertEqual(try saleEntries(), ["S1"], "one sale, the real id's")
         let messages = try findings()
@@ -1417,9 +1418,31 @@ final class HostileInputTests: XCTestCase {
             XCTAssertTrue(messages.contains { $0.contains("spaces.jsonl:\(n): ") && $0.contains("holds a space other than the plain one, U+\(code), at character 3") }, "line \(n): \(messages)")
         }
         let orders = try records("inbox/orders/spaces.csv")
-        XCTAssertEqual(orders.map(\.outcome), ["rejected", "rejected", "verified"], "plain spaces and tabs around a field are not part of it")
+        XCTAssertEqual(orders.map(\.outcome), ["rejected", "rejected", "verified", "verified"], "plain spaces and tabs around a field are not part of it")
+        // The refused "ord-s2" and a no-break space is no line of ord-s2: a valid ord-s2 line does
+        // not settle it (it was filed under the order it imitates, and settled so).
+        let open = try ledger().read { try $0.rawRows("SELECT r.line FROM source_record r JOIN source_file f ON f.id = r.file_id WHERE f.path = 'inbox/orders/spaces.csv' AND r.outcome = 'rejected' AND r.resolved_run_id IS NULL ORDER BY r.line") }
+        XCTAssertEqual(open, [["2"], ["3"]])
         XCTAssertTrue(orders[0].reason.contains("transaction_id \"S1\\u{200B}\" holds a format character (zero-width, joiner, bidi control or byte order mark), U+200B, at character 3"), orders[0].reason)
         XCTAssertTrue(orders[1].reason.contains("order_id \"ord-s2\\u{A0}\" holds a space other than the plain one, U+00A0, at character 7"), orders[1].reason)
+        // A ledger an earlier version wrote, which took such ids (here a night run by its rules):
+        // verify reads those records as it read them, and says nothing changed (a diff review:
+        // every such order version was said "changed after it was read", for ever).
+        try ws.write("inbox/orders/earlier.csv", ReconciliationTests.header
+            + "ord-e1,acct\u{A0}name,S1,coins.100,1,100,2026-10-05T10:01:00Z,production,USA,,\n")
+        try ws.write("inbox/receipts/earlier.jsonl", Self.response(items: Self.item("").replacingOccurrences(of: "\"X\"", with: "\"E1\\u00a0\"")) + "\n")
+        try StoreBounds.withEarlierIdentifierRules { _ = try ws.run("2026-11-04") }
+        XCTAssertEqual(try records("inbox/orders/earlier.csv").map(\.outcome), ["verified"])
+        XCTAssertTrue(try saleEntries().contains("E1\u{A0}"), "an earlier version took it")
+        let audit = try Audit(workspace: ws.workspace).run()
+        XCTAssertTrue(audit.ok, "\(audit.problems)")
+        // Characters that show as nothing are refused too (a re-check: a Hangul filler after the
+        // id posted the same purchase again), and said as such.
+        XCTAssertEqual(StoreBounds.implausibleIdentifier("transaction_id", "S1\u{3164}"),
+                       "transaction_id \"S1\\u{3164}\" holds a character that shows as nothing (a filler or joiner), U+3164, at character 3")
+        // Lines for people show a refused id quoted, never raw (it read as the valid id).
+        XCTAssertEqual(StoreBounds.shownIdentifier("S1"), "S1")
+        XCTAssertEqual(StoreBounds.shownIdentifier("S1\u{A0}"), "\"S1\\u{A0}\"")
         // A long id is quoted by its start and its length, with its fault.
         XCTAssertEqual(StoreBounds.implausibleIdentifier("product_id", "p" + String(repeating: "x", count: 100) + "\u{0}"),
                        "product_id \"p" + String(repeating: "x", count: 63) + "\"\u{2026} (102 characters in all) holds a control character, U+0000, at character 102")
@@ -1537,7 +1560,8 @@ final class HostileInputTests: XCTestCase {
         }
         for bad in ["a\u{0}", "a\u{1F}", "a\u{7F}", "a\u{80}", "a\u{9F}", "a" + u(0xFDD0), "a" + u(0xFDEF), "a" + u(0xFFFE), "a" + u(0xFFFF),
                     "a" + u(0x1FFFE), "a" + u(0x10FFFF), "", String(repeating: "7", count: 257),
-                    "9920000000000002\u{200B}", "99\u{202E}20", "\u{FEFF}99", "a\u{200D}b", "a\u{2066}b", "a\u{AD}b", "\u{A0}", "99\u{A0}", "99\u{3000}", "9\u{2028}9", " 99"] {
+                    "9920000000000002\u{200B}", "99\u{202E}20", "\u{FEFF}99", "a\u{200D}b", "a\u{2066}b", "a\u{AD}b", "\u{A0}", "99\u{A0}", "99\u{3000}", "9\u{2028}9", " 99",
+                    "99\u{3164}", "99\u{115F}", "99\u{34F}", "99\u{17B5}"] {
             XCTAssertFalse(StoreBounds.plausibleIdentifier(bad), String(reflecting: bad))
         }
     }
