@@ -64,11 +64,17 @@ public struct Poster {
         if !priced && rules.price(product: t.productId, storefront: code, on: day) == nil {
             missing.append("no price for \(t.productId) in \(code) in force on \(day) in rules/prices.csv")
         }
-        // The month's rate, for a sale that moves money, in its currency when known.
-        if !t.isFreeTrial, t.priceMilliunits != 0, let currency = t.currency.map(Currency.isoUppercased) ?? sf?.currency,
-           Currency.exponent(currency) != nil,
-           rules.fxRate(currency: currency, month: day.month, reportingCurrency: config.reportingCurrency) == nil {
-            missing.append("no FX rate for \(currency) in \(day.month) in rules/fx.csv")
+        // The month's rate, for a sale that moves money, in its currency when known; unknown
+        // (no storefront rule to name it), said as what may be needed too.
+        if !t.isFreeTrial, t.priceMilliunits != 0 {
+            if let currency = t.currency.map(Currency.isoUppercased) ?? sf?.currency {
+                if Currency.exponent(currency) != nil,
+                   rules.fxRate(currency: currency, month: day.month, reportingCurrency: config.reportingCurrency) == nil {
+                    missing.append("no FX rate for \(currency) in \(day.month) in rules/fx.csv")
+                }
+            } else {
+                missing.append("and its storefront's currency needs an FX rate for \(day.month) in rules/fx.csv, unless it has one or is \(config.reportingCurrency)")
+            }
         }
         return missing.isEmpty ? "a rule is missing" : missing.joined(separator: "; ")
     }

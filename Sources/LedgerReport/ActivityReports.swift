@@ -149,7 +149,7 @@ extension FinanceReport {
         let p = late.postedLater
         let moved = p.sales + p.refunds + p.reversals
         if moved > 0 {
-            parts.append("\(entries(p.sales, p.refunds, p.reversals)) dated on or before \(asOf) arrived after the month was closed and \(moved == 1 ? "is" : "are") in later months' figures, not these (\(sums(p.sales, p.refunds, p.reversals, salesNet: p.salesNetMinor, netAfterRefunds: p.netAfterRefundsMinor)))")
+            parts.append("\(entries(p.sales, p.refunds, p.reversals)) dated on or before \(asOf) \(moved == 1 ? "was" : "were") posted after the month was closed (arrived late, or waited for a rule or their order) and \(moved == 1 ? "is" : "are") in later months' figures, not these (\(sums(p.sales, p.refunds, p.reversals, salesNet: p.salesNetMinor, netAfterRefunds: p.netAfterRefundsMinor)))")
         }
         return parts.isEmpty ? "none" : parts.joined(separator: "; ")
     }

@@ -28,9 +28,10 @@ public struct NightlyRun {
         let named = Set(bundleIds)
         var ids = Set<String>(), files: [String] = [], seen = Set<String>(), records = 0
         for r in try reader.openRejected(code: "WRONG_BUNDLE_ID") {
-            // "receipt of another app: bundle id X, expected Y" (ReceiptVerifier).
+            // "receipt of another app: bundle id X, expected Y" (ReceiptVerifier), "... another
+            // app (bundle id X); only data of ..." (signed data).
             guard let from = r.reason.range(of: "bundle id ")?.upperBound,
-                  let to = r.reason.range(of: ", expected ", range: from..<r.reason.endIndex)?.lowerBound,
+                  let to = [", expected ", "); only "].compactMap({ r.reason.range(of: $0, range: from..<r.reason.endIndex)?.lowerBound }).min(),
                   case let id = String(r.reason[from..<to]), named.contains(id) else { continue }
             ids.insert(id)
             records += 1
@@ -409,7 +410,7 @@ public struct NightlyRun {
         // The findings it opened: counted by code and the first of them (a rules change may open
         // one for every posted sale: not read whole).
         let opened = try ledger.read { try $0.findingsOpened(byRun: runId, limit: 10) }
-        let newFindings = opened.first.map { "\($0.code) \($0.transactionId): \($0.message)" }
+        let newFindings = opened.first.map { "\($0.code) \(StoreBounds.shownIdentifier($0.transactionId)): \($0.message)" }
         let problems = nothingNewSince == nil ? notPosted + newFindings : []
         var result = Result(runId: runId, asOf: asOf, counts: counts, filesRead: filesRead, filesSkipped: filesSkipped,
                       totals: totals, workbooks: [], problems: problems,
@@ -735,7 +736,11 @@ public struct NightlyRun {
         /// What the night's entries were, for its summary: sales (and of them those that had
         /// waited on an earlier night, for a rule or their order, and those booked at
         /// `default_storefront`), refunds, reversals; empty when there were none.
-        public var breakdown: String {
+        /// - Parameters:
+        ///   - workspace: the `--workspace` argument of the commands it names.
+        ///   - setWritten: whether a month's set is under `reports/` (one never written is not
+        ///     to write again).
+        public func breakdown(workspace: String = "", setWritten: (Month) -> Bool = { _ in true }) -> String {
             guard entries > 0 else { return "" }
             var parts = ["\(sales) sale\(sales == 1 ? "" : "s")"]
             var waited: [String] = []
@@ -752,12 +757,13 @@ public struct NightlyRun {
             if late > 0 {
                 // A closed month's set is no longer written by the nights: written when it
                 // closed, it still says these wait (a finance review), until written again.
-                let months = lateFrom.sorted()
-                parts.append("\(late) of these dated in a closed month, posted late on \(lateOn.sorted().map(\.description).joined(separator: ", ")) (the Journal marks them, with their own dates); "
-                             + (months.count == 1 ? "a set of \(months[0]) written before they posted does not say them (a sale that waited is said to wait still): `iapledger report --period \(months[0])` writes it again"
+                let months = lateFrom.sorted().filter(setWritten)
+                parts.append("\(late) of these dated in a closed month, posted late on \(lateOn.sorted().map(\.description).joined(separator: ", ")) (the Journal marks them, with their own dates)"
+                             + (months.isEmpty ? "" : "; ")
+                             + (months.isEmpty ? "" : months.count == 1 ? "a set of \(months[0]) written before they posted does not say them (a sale that waited is said to wait still): `iapledger report --period \(months[0])\(workspace)` writes it again"
                                 : "sets of \(months.map(\.description).joined(separator: ", ")) written before they posted do not say them (a sale that waited is said to wait still): "
-                                  + months.map { "`iapledger report --period \($0)`" }.joined(separator: ", ") + " write them again")
-                             + ", saying where they went")
+                                  + months.map { "`iapledger report --period \($0)\(workspace)`" }.joined(separator: ", ") + " write them again")
+                             + (months.isEmpty ? "" : ", saying where they went"))
             }
             return " (" + parts.joined(separator: "; ") + ")"
         }

@@ -240,7 +240,7 @@ public enum TraceOutput {
             for f in t.findings where f.resolved_on == nil {
                 let books: [ReportWorkbook] = f.book == Book.sandbox.rawValue ? [.sandbox] : f.book == Book.production.rawValue ? [.finance] : [.finance, .sandbox]
                 for w in books where said.insert("\(w) \(f.code)").inserted {
-                    if let l = listing(w, "run_info", "transaction", { "the findings' row of code \(f.code) whose \($0) is \(t.transaction_id)" }) { out.append(l) }
+                    if let l = listing(w, "run_info", "transaction", { "the findings' row of code \(f.code) whose \($0) is \(StoreBounds.shownIdentifier(t.transaction_id))" }) { out.append(l) }
                 }
             }
             return out
@@ -556,10 +556,9 @@ public enum TraceOutput {
     /// What reconciliation made of the transaction, said in words: out of scope (its
     /// product's type is not reconciled: no exception and no match), matched with which orders,
     /// or neither (its exceptions, or no order, say why).
-    /// The trace with the lines of the backend's orders files not taken (rejected or pending)
-    /// that name it as their transaction: its `transaction_id` field under the file's header,
-    /// or, for a line whose fields do not line up with its header (or a file refused whole),
-    /// any field that is its id.
+    /// The trace with the lines of the backend's orders files not taken (rejected or pending),
+    /// still open, that name it as their transaction: the field in its `transaction_id` column
+    /// under the file's header (or, in a file refused whole, any field that is its id).
     public static func withOrderLinesNotTaken(_ t: TransactionTrace, reader: LedgerReader, withText: Bool) throws -> TransactionTrace {
         var out = t
         out.order_lines_not_taken = try reader.orderLinesNotTaken(holding: t.transaction_id, withText: withText).filter {
@@ -570,16 +569,24 @@ public enum TraceOutput {
 
     /// Whether an orders line names `id` as its transaction (see `withOrderLinesNotTaken`).
     static func namesTransaction(_ id: String, line: String, header: String?) -> Bool {
+        // Each field as the night reads an id: without plain spaces and tabs around it only (a
+        // no-break space after an id is part of it, and the line was refused for it).
+        func plain(_ s: Substring) -> String {
+            String(s.drop(while: { $0 == " " || $0 == "\t" }).reversed().drop(while: { $0 == " " || $0 == "\t" }).reversed())
+        }
         func fields(_ text: String) -> [String]? {
             guard case .success(let row)? = CSV.parseRows(Substring(text)).first else { return nil }
-            return row.fields.map(CSV.trimmed)
+            return row.fields.map { plain(Substring($0)) }
         }
         // A line broken by its quoting: its comma-separated pieces, quotes taken off.
         let values = fields(line) ?? line.split(separator: ",", omittingEmptySubsequences: false).map {
-            CSV.trimmed(String($0)).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+            plain($0).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
         }
-        if let header, let names = fields(header), names.count == values.count, let i = names.firstIndex(of: "transaction_id") {
-            return values[i] == id
+        // By its place under the header, when the line has a field there (one with more fields,
+        // or fewer after it, keeps it there: a field further on that holds the id is another
+        // column's); any field, when the file's header is not kept (a file refused whole).
+        if let header, let names = fields(header), let i = names.firstIndex(of: "transaction_id") {
+            return i < values.count && values[i] == id
         }
         return values.contains(id)
     }

@@ -183,7 +183,8 @@ struct Run: ParsableCommand {
             nightly.committed = { committed in
                 StopSignals.committedRun.store(committed.runId, ordering: .relaxed)
                 defer { StopSignals.summarySaid.store(true, ordering: .relaxed) }
-                printSummary(committed)
+                printSummary(committed, workspace: ws.argument,
+                             setWritten: { FileManager.default.fileExists(atPath: Workspace(ws.url).reportDirectory(asOf: $0.lastDay).path) })
                 // Dated tomorrow (UTC; allowed, as it is already tomorrow east of UTC): until
                 // midnight UTC a plain `run` (as of today) is refused, nights going forward.
                 let today = todayUTC()
@@ -274,7 +275,8 @@ enum StopSignals {
     }
 }
 
-func printSummary(_ r: NightlyRun.Result) {
+/// - Parameter workspace: the `--workspace` argument the commands it names take ("" for none).
+func printSummary(_ r: NightlyRun.Result, workspace: String = "", setWritten: (Month) -> Bool = { _ in true }) {
     let c = r.counts
     if let last = r.nothingNewSinceRun {
         // A re-run of the same night with nothing new: nothing recorded, run `last`'s workbooks again.
@@ -287,7 +289,7 @@ func printSummary(_ r: NightlyRun.Result) {
               + ", \(c.pending) pending, \(c.rejected) rejected"
               + (r.recordsSettledSameNight > 0 ? " (\(r.recordsSettledSameNight) of these settled the same night: by a later record, a transaction already verified, or as the repeat of a record read before)" : "")
               + "; \(c.skipped) already read")
-        print("  entries posted: \(c.entriesPosted)" + r.posted.breakdown)
+        print("  entries posted: \(c.entriesPosted)" + r.posted.breakdown(workspace: workspace, setWritten: setWritten))
     }
     if !r.repeatedFiles.isEmpty {
         print("  files read that repeat a file read before under another name (copied or renamed: their records are kept as theirs; nothing they report is posted twice, and a record of theirs still pending or rejected is listed once, as the one it repeats): "
@@ -653,7 +655,7 @@ struct Demo: ParsableCommand {
             let result = try DemoWorkspace.create(at: URL(fileURLWithPath: dir), transactions: transactions, seed: seed, asOf: day)
             print(result.description)
             let run = try NightlyRun(workspace: Workspace(URL(fileURLWithPath: dir)), asOf: day).run()
-            printSummary(run)
+            printSummary(run, workspace: " --workspace " + ShellWord.quoted(URL(fileURLWithPath: dir).standardizedFileURL.path))
             printReportFiles(run)
             print("")
             // (The folder as the user named it: shown, never raw, as every path printed.)
@@ -892,9 +894,12 @@ struct Verify: ParsableCommand {
                     }
                 }
                 if !report.reportFilesHeads.isEmpty {
-                    print("report files, the registrations' head after each night's or report's files (as it printed them), in order:")
+                    print("report files, the registrations' head after each night's, report's or close's files (as it printed them), in order:")
+                    // Padded to the longest: an event's time is what finds a head kept (a width
+                    // of 34 cut "report or close at ..." in the middle of its time).
+                    let width = report.reportFilesHeads.map(\.event.count).max() ?? 0
                     for h in report.reportFilesHeads {
-                        print("  \(h.event.padding(toLength: 34, withPad: " ", startingAt: 0)) \(h.head)")
+                        print("  \(h.event.padding(toLength: width, withPad: " ", startingAt: 0)) \(h.head)")
                     }
                 }
             }

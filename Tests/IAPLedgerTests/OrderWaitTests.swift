@@ -118,7 +118,7 @@ final class OrderWaitTests: XCTestCase {
         // Counted where finance reads the night: the summary and Run Info, with its gross (the
         // night before, which posted nothing, says nothing of it).
         XCTAssertEqual(night.posted.atDefaultStorefront, 1)
-        XCTAssertEqual(night.posted.breakdown, " (1 sale, of them 1 that waited for their order (its storefront, or the end of the wait: the default storefront) on an earlier night, 1 booked at default_storefront (production; no storefront of their own, no order naming one))")
+        XCTAssertEqual(night.posted.breakdown(), " (1 sale, of them 1 that waited for their order (its storefront, or the end of the wait: the default storefront) on an earlier night, 1 booked at default_storefront (production; no storefront of their own, no order naming one))")
         func info(_ day: String) throws -> [[String]] {
             try XCTUnwrap(XLSXReader.sheets(ws.root.appendingPathComponent("reports/\(day)/finance-\(day).xlsx"))["Run Info"])
         }

@@ -156,7 +156,8 @@ final class PostingScenarioTests: XCTestCase {
         XCTAssertEqual(reason(tx(product: "unknown.sku", storefront: "DEU", at: "2026-08-05T00:00:00Z")),
                        "no row for product unknown.sku in rules/products.csv; no price for unknown.sku in DEU in force on 2026-08-05 in rules/prices.csv; no FX rate for EUR in 2026-08 in rules/fx.csv")
         XCTAssertEqual(reason(tx(product: "unknown.sku", storefront: "FRA", at: "2026-10-05T00:00:00Z")),
-                       "no row for product unknown.sku in rules/products.csv; no storefront rule for FRA in force on 2026-10-05 in rules/storefronts.csv; no price for unknown.sku in FRA in force on 2026-10-05 in rules/prices.csv")
+                       "no row for product unknown.sku in rules/products.csv; no storefront rule for FRA in force on 2026-10-05 in rules/storefronts.csv; no price for unknown.sku in FRA in force on 2026-10-05 in rules/prices.csv; "
+                       + "and its storefront's currency needs an FX rate for 2026-10 in rules/fx.csv, unless it has one or is USD")
         XCTAssertEqual(reason(tx(storefront: "DEU", at: "2026-08-05T00:00:00Z")), "no FX rate for EUR in 2026-08 in rules/fx.csv")
     }
 

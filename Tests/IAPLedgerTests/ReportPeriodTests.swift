@@ -60,6 +60,8 @@ final class ReportPeriodTests: XCTestCase {
         XCTAssertTrue(close.out.contains("  report files: \(head) (the registrations' chain head after these files;"), close.out)
         let runs = try Resilience.cli(["verify", "--runs", "--workspace", ws.root.path])
         XCTAssertTrue(runs.out.split(separator: "\n").contains { $0.hasPrefix("  report or close at ") && $0.hasSuffix(head) }, runs.out)
+        // The whole time it was written at, to find a head kept (it was cut after the hour).
+        XCTAssertNotNil(runs.out.range(of: #"  report or close at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z +[0-9a-f]{64}"#, options: .regularExpression), runs.out)
         XCTAssertEqual(try closedThrough(), "2026-10")
         XCTAssertFalse(FileManager.default.fileExists(atPath: ws.root.appendingPathComponent("reports/2026-09-30").path))
         XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
@@ -396,7 +398,7 @@ final class ReportPeriodTests: XCTestCase {
         // The night after the close wrote the closed month's set again (the month's last night
         // wrote it open): its Summary names what arrived after the close.
         let after = try lateNote(october)
-        XCTAssertTrue(after.hasSuffix(": 2 sales and 1 refund dated on or before 2026-10-31 arrived after the month was closed and are in later months' figures, not these (net sales 1.98 USD, refunds 0.99 USD: net after refunds 0.99 USD)."), after)
+        XCTAssertTrue(after.hasSuffix(": 2 sales and 1 refund dated on or before 2026-10-31 were posted after the month was closed (arrived late, or waited for a rule or their order) and are in later months' figures, not these (net sales 1.98 USD, refunds 0.99 USD: net after refunds 0.99 USD)."), after)
         let againFiles = try PeriodReport.write(workspace: ws.workspace, period: Month(iso: "2026-10")!).files
         XCTAssertTrue(againFiles.map(\.url).contains(october))
         // Written again by `report --period`, it has that night's bytes, and says so.
@@ -427,10 +429,10 @@ final class ReportPeriodTests: XCTestCase {
         XCTAssertEqual(FinanceReport.lateEntriesText(late, asOf: asOf, currency: "USD"),
                        "2026-11 holds 1 refund and 1 refund reversal of earlier months (refunds 0.00 USD: net after refunds 0.00 USD); "
                        + "2026-12 holds 3 sales and 1 refund reversal of earlier months (net sales 1,230.00 USD, refunds -4.56 USD: net after refunds 1,234.56 USD); "
-                       + "1 refund reversal dated on or before 2026-10-31 arrived after the month was closed and is in later months' figures, not these (refunds -0.99 USD: net after refunds 0.99 USD)")
+                       + "1 refund reversal dated on or before 2026-10-31 was posted after the month was closed (arrived late, or waited for a rule or their order) and is in later months' figures, not these (refunds -0.99 USD: net after refunds 0.99 USD)")
         late.postedLater = (2, 1, 1, 10, -5)
         XCTAssertTrue(FinanceReport.lateEntriesText(late, asOf: asOf, currency: "USD")
-            .hasSuffix("2 sales, 1 refund and 1 refund reversal dated on or before 2026-10-31 arrived after the month was closed and are in later months' figures, not these (net sales 0.10 USD, refunds 0.15 USD: net after refunds -0.05 USD)"))
+            .hasSuffix("2 sales, 1 refund and 1 refund reversal dated on or before 2026-10-31 were posted after the month was closed (arrived late, or waited for a rule or their order) and are in later months' figures, not these (net sales 0.10 USD, refunds 0.15 USD: net after refunds -0.05 USD)"))
     }
 
     func testTheNightlyRunAlsoWritesTheOpenMonthBefore() throws {

@@ -834,6 +834,21 @@ final class SignedIngestTests: XCTestCase {
         XCTAssertTrue(message.contains("refunded 25.000% at the posted amounts, so what is left to correct"), message)
     }
 
+    /// Signed data of a bundle id the config names only later is said each night as receipts
+    /// are (a re-check: the note read the receipts' wording of the reason alone).
+    func testSignedRecordsOfABundleIdNamedLaterAreSaid() throws {
+        let config = Self.config(trusted: true)
+        try ws.write("iapledger.toml", config.replacingOccurrences(of: #"bundle_ids = ["com.example"]"#, with: #"bundle_ids = ["com.other"]"#))
+        try ws.write("inbox/signed/a.jws", try transaction("9501") + "\n")
+        var r = try ws.run("2023-11-15")
+        XCTAssertEqual(try rows("SELECT reason_code FROM source_record WHERE outcome = 'rejected'"), [["WRONG_BUNDLE_ID"]])
+        XCTAssertEqual(r.rejectedOfBundleIdsNowNamed.records, 0)
+        try ws.write("iapledger.toml", config.replacingOccurrences(of: #"bundle_ids = ["com.example"]"#, with: #"bundle_ids = ["com.other", "com.example"]"#))
+        r = try ws.run("2023-11-16")
+        XCTAssertEqual(r.rejectedOfBundleIdsNowNamed.bundleIds, ["com.example"])
+        XCTAssertEqual(r.rejectedOfBundleIdsNowNamed.files, ["inbox/signed/a.jws"])
+    }
+
     /// A prorated refund's reversal is traced as reversing that share, not as a refund of it
     /// (an auditor's review: "refund_reversal on ... (50.000% refunded)").
     func testTheTraceOfAProratedRefundsReversalSaysItReversesIt() throws {

@@ -412,7 +412,7 @@ final class TenureAndPeriodsTests: XCTestCase {
         let r = try ws.run("2026-11-05")
         XCTAssertEqual(r.counts.entriesPosted, 2)
         // The night's summary says they were moved into the open month (the log said nothing).
-        XCTAssertEqual(r.posted.breakdown, " (0 sales; 2 refunds; 2 of these dated in a closed month, posted late on 2026-11-01 (the Journal marks them, with their own dates); "
+        XCTAssertEqual(r.posted.breakdown(), " (0 sales; 2 refunds; 2 of these dated in a closed month, posted late on 2026-11-01 (the Journal marks them, with their own dates); "
                        + "sets of 2026-09, 2026-10 written before they posted do not say them (a sale that waited is said to wait still): "
                        + "`iapledger report --period 2026-09`, `iapledger report --period 2026-10` write them again, saying where they went)")
         XCTAssertEqual(try rows("SELECT transaction_id, kind, date, original_date, late FROM entry WHERE kind = 'refund' ORDER BY transaction_id"),

@@ -645,7 +645,9 @@ final class TraceAndCLITests: XCTestCase {
                      + "ord-82,acct-8,7201,coins.100,1,100,2026-10-05T10:02:00Z,production,DEU,,\n"
                      + "ord-83,acct-8,7299,coins.100,0,100,2026-10-05T10:03:00Z,production,DEU,,\n"
                      + "ord-84,7201,,coins.100,0,100,2026-10-05T10:04:00Z,production,DEU,,\n"
-                     + "ord-85,acct-8,7201\n")
+                     + "ord-85,acct-8,7201\n"
+                     + "ord-86,acct-8,7201\u{A0},coins.100,1,100,2026-10-05T10:05:00Z,production,DEU,,\n"
+                     + "ord-87,acct-8,7999,coins.100,1,100,2026-10-05T10:06:00Z,production,DEU,7201,,extra\n")
         try ws.run("2026-10-06")
         let trace = try cli(["trace", "7201", "--workspace", ws.root.path])
         XCTAssertEqual(trace.status, 0, trace.err)
@@ -653,6 +655,8 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertTrue(trace.out.contains("  inbox/orders/o1.csv:2 rejected, read 2026-10-06: BAD_ORDER: quantity \"abc\""), trace.out)
         XCTAssertTrue(trace.out.contains("  inbox/orders/o1.csv:6 rejected, read 2026-10-06: BAD_ORDER: has 3 fields"), trace.out)
         XCTAssertFalse(trace.out.contains("o1.csv:5"), "its account_id, not its transaction_id, is 7201: \(trace.out)")
+        XCTAssertFalse(trace.out.contains("o1.csv:7"), "it names 7201 and a no-break space, another id, refused for it: \(trace.out)")
+        XCTAssertFalse(trace.out.contains("o1.csv:8"), "7201 is in its app_account_token column, its transaction_id is 7999: \(trace.out)")
         XCTAssertTrue(trace.out.contains("sheet Rejected: the row whose Record (file:line) is inbox/orders/o1.csv:2"), trace.out)
         XCTAssertTrue(trace.out.contains("Orders (1 version):\n  ord-82 v1"), "the line taken is a version, not among those not taken: \(trace.out)")
 
