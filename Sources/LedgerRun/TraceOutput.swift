@@ -588,6 +588,15 @@ public enum TraceOutput {
         if let header, let names = fields(header), let i = names.firstIndex(of: "transaction_id") {
             return i < values.count && values[i] == id
         }
+        // A file refused whole keeps its text whole, header first: each row after it, by the
+        // header's transaction_id column when it has one, else by any field.
+        if header == nil {
+            let rows = CSV.parseRows(Substring(line)).compactMap { try? $0.get() }.map { $0.fields.map { plain(Substring($0)) } }
+            if rows.count > 1 {
+                let i = rows[0].firstIndex(of: "transaction_id")
+                return rows.dropFirst().contains { row in i.map { $0 < row.count && row[$0] == id } ?? row.contains(id) }
+            }
+        }
         return values.contains(id)
     }
 

@@ -379,7 +379,8 @@ public final class Ledger {
     public func pageCheck() throws -> [String] {
         do {
             return try queue.read { db in
-                try String.fetchAll(db, sql: "PRAGMA quick_check(20)").filter { line in
+                // (A finding of several lines, "*** in database main ***" and its pages, is one.)
+                try String.fetchAll(db, sql: "PRAGMA quick_check(20)").map { $0.replacingOccurrences(of: "\n", with: " ") }.filter { line in
                     guard line != "ok" else { return false }
                     // SQLite 3.40 says "NULL value in T.C" of a WITHOUT ROWID table's key column
                     // that holds none (unverified_record_transaction.record_id on every ledger):
@@ -388,7 +389,9 @@ public final class Ledger {
                     guard line.hasPrefix(prefix) else { return true }
                     let name = line.dropFirst(prefix.count).split(separator: ".")
                     guard name.count == 2, name.allSatisfy({ $0.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" } }) else { return true }
-                    return try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \"\(name[0])\" WHERE \"\(name[1])\" IS NULL)") ?? true
+                    // (By typeof: SQLite takes `C IS NULL` of a NOT NULL column as false, so it
+                    // would find no NULL where one was put past the constraint.)
+                    return try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \"\(name[0])\" WHERE typeof(\"\(name[1])\") = 'null')") ?? true
                 }
             }
         } catch let e as DatabaseError where e.resultCode == .SQLITE_CORRUPT || e.resultCode == .SQLITE_NOTADB {

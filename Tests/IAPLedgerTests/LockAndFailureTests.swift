@@ -168,6 +168,32 @@ final class LockAndFailureTests: XCTestCase {
         }
     }
 
+    /// A NULL put into a NOT NULL column past the constraint (the schema edited, the row written,
+    /// the schema put back) is what quick_check names, and verify says it (a review: the filter
+    /// of SQLite 3.40's false "NULL value in" lines asked `C IS NULL`, which SQLite takes as
+    /// false for a NOT NULL column, and so dropped every such line).
+    func testANullPastItsConstraintIsNamedByVerify() throws {
+        let (db, _) = try firstNight()
+        XCTAssertTrue(try Audit(workspace: ws.workspace).run().ok)
+        let queue = try DatabaseQueue(path: db.path)
+        let original = try queue.read { try String.fetchOne($0, sql: "SELECT sql FROM sqlite_master WHERE name = 'account'") }!
+        func schema(_ sql: String) throws {
+            try queue.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA writable_schema = ON")
+                try db.execute(sql: "UPDATE sqlite_master SET sql = ? WHERE name = 'account'", arguments: [sql])
+                try db.execute(sql: "PRAGMA writable_schema = OFF")
+            }
+        }
+        try schema(original.replacingOccurrences(of: "name TEXT NOT NULL UNIQUE", with: "name TEXT UNIQUE"))
+        let loose = try DatabaseQueue(path: db.path)
+        try loose.write { try $0.execute(sql: "INSERT INTO account (id, name) VALUES (999, NULL)") }
+        try loose.close()
+        try schema(original)
+        try queue.close()
+        let problems = try Audit(workspace: ws.workspace).run().problems.map(\.message)
+        XCTAssertTrue(problems.contains { $0.hasPrefix("SQLite's own check of the ledger file (PRAGMA quick_check) finds it damaged: NULL value in account.name") }, "\(problems)")
+    }
+
     /// A first night refused before it commits (a folder named like an input) leaves no ledger
     /// file behind: it says nothing was read or written (one of empty tables was left).
     func testARefusedFirstNightLeavesNoLedger() throws {

@@ -668,6 +668,11 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertEqual((t["order_lines_not_taken"] as! [[String: Any]]).map { "\($0["path"]!):\($0["line"]!) \($0["outcome"]!)" },
                        ["inbox/orders/o1.csv:4 rejected"])
         XCTAssertEqual(try cli(["trace", "7298", "--workspace", ws.root.path]).status, 1, "an id nothing names is still not found")
+        // A file refused whole keeps its text whole, header first: its rows are read by its
+        // header's transaction_id column (a review: only the header was looked at).
+        XCTAssertTrue(TraceOutput.namesTransaction("T1", line: "order_id,acct,transaction_id\nord-w1,acct-1,T1\n", header: nil))
+        XCTAssertFalse(TraceOutput.namesTransaction("T1", line: "order_id,account_id,transaction_id\nord-w1,T1,T2\n", header: nil))
+        XCTAssertTrue(TraceOutput.namesTransaction("T1", line: "order_id;account_id\nord-w1,acct,T1\n", header: nil), "no such column: any field")
     }
 
     /// A sale booked at its order's storefront keeps it when a later version of the order names
