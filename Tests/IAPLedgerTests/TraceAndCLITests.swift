@@ -634,10 +634,10 @@ final class TraceAndCLITests: XCTestCase {
         XCTAssertEqual(try cli(["trace", "ord-99", "--workspace", ws.root.path]).status, 1, "an id nothing names is still not found")
     }
 
-    /// A transaction's trace lists the orders lines naming it that were not taken (the store
-    /// keeps a refused line under its order alone), by its transaction_id column or, in a row
-    /// whose fields do not line up with the header, by any field; and a transaction only such a
-    /// line names is traced from it (an auditor's review: trace listed neither).
+    /// A transaction's trace lists the open orders lines naming it that were not taken (the
+    /// store keeps a refused line under its order alone), by the field in its transaction_id
+    /// column, in a row with fewer or more fields too; and a transaction only such a line names
+    /// is traced from it (an auditor's review: trace listed neither).
     func testATransactionsTraceListsTheOrdersLinesNamingItThatWereNotTaken() throws {
         try ws.write("inbox/receipts/day1.jsonl", Receipt.response([Receipt.item("7201", purchased: "2026-10-05T10:00:00Z")]) + "\n")
         try ws.write("inbox/orders/o1.csv", ReconciliationTests.header
