@@ -1801,7 +1801,9 @@ struct Ingest {
             // them (the ledger stored only those it brought first: a record an earlier version
             // brought is in it too), else as stored.
             case .alreadyRead:
-                if let data = try? Data(contentsOf: file.input.url), Hashing.sha256Hex(data) == file.input.sha256,
+                // (Read whole only within a document's cap: one past it was never read whole.)
+                if file.input.sizeBytes <= PreparedFile.maxJSONDocumentBytes,
+                   let data = try? Data(contentsOf: file.input.url), Hashing.sha256Hex(data) == file.input.sha256,
                    let text = String(validatingUTF8Data: data) {
                     records = RecordSplitter.jsonDocument(Substring(text)).filter { !$0.unterminated && $0.problem == nil }.map { ($0.line, $0.text) }
                 } else {

@@ -384,7 +384,7 @@ public enum TraceOutput {
     public static func text(_ t: TransactionTrace, indent: String = "", workspace: String = "") -> String {
         var out: [String] = []
         func line(_ s: String) { out.append(indent + s) }
-        line("Transaction \(t.transaction_id): \(t.status)" + (t.book.map { " in the \($0) book" } ?? "")
+        line("Transaction \(StoreBounds.shownIdentifier(t.transaction_id)): \(t.status)" + (t.book.map { " in the \($0) book" } ?? "")
              + (t.status == "free" ? " (\(t.free_because ?? "free"): no money moved, so no entry)" : "")
              + (t.status == "dismissed" ? " (known only from records an operator dismissed, below: never verified, nothing posted)" : "")
              + (t.status == "unknown to the store" && t.sources.isEmpty ? " (no record of the store's names it: only the backend's orders lines below)" : ""))

@@ -1436,6 +1436,9 @@ final class HostileInputTests: XCTestCase {
         XCTAssertTrue(try saleEntries().contains("E1\u{A0}"), "an earlier version took it")
         let audit = try Audit(workspace: ws.workspace).run()
         XCTAssertTrue(audit.ok, "\(audit.problems)")
+        // trace shows such an id quoted, as the other lines for people do (it read as "E1 ").
+        let trace = try Resilience.cli(["trace", "E1\u{A0}", "--workspace", ws.root.path])
+        XCTAssertTrue(trace.out.hasPrefix("Transaction \"E1\\u{A0}\": posted"), trace.out + trace.err)
         // Characters that show as nothing are refused too (a re-check: a Hangul filler after the
         // id posted the same purchase again), and said as such.
         XCTAssertEqual(StoreBounds.implausibleIdentifier("transaction_id", "S1\u{3164}"),
