@@ -47,26 +47,27 @@ public enum StoreBounds {
     }
 
     /// A scalar no identifier holds (ASCII's printable ones aside).
-    static func implausible(_ u: Unicode.Scalar) -> Bool {
+    static func implausible(_ u: Unicode.Scalar) -> Bool { kind(of: u) != nil }
+
+    /// What kind of scalar no identifier holds `u` is, or nil when an id may hold it.
+    static func kind(of u: Unicode.Scalar) -> String? {
         let v = u.value
-        return v < 0x20 || (v >= 0x7F && v <= 0x9F) || (v >= 0xFDD0 && v <= 0xFDEF) || v & 0xFFFE == 0xFFFE
-            || u.properties.generalCategory == .format
-            || (v > 0x7F && !earlierIdentifierRules && (u.properties.isWhitespace || u.properties.isDefaultIgnorableCodePoint))
+        if v < 0x20 || (v >= 0x7F && v <= 0x9F) { return "a control character" }
+        if (v >= 0xFDD0 && v <= 0xFDEF) || v & 0xFFFE == 0xFFFE { return "a non-character" }
+        if u.properties.generalCategory == .format { return "a format character (zero-width, joiner, bidi control or byte order mark)" }
+        guard v > 0x7F, !earlierIdentifierRules else { return nil }
+        if u.properties.isWhitespace { return "a space other than the plain one" }
+        return u.properties.isDefaultIgnorableCodePoint ? "a character that shows as nothing (a filler or joiner)" : nil
     }
 
     /// What makes `id` no identifier (`plausibleIdentifier`), said: the first fault found.
     public static func identifierFault(_ id: String) -> String {
         if id.isEmpty { return "is blank" }
         if id.utf8.count > 256 { return "is over 256 bytes (\(id.utf8.count))" }
-        for (i, u) in id.unicodeScalars.enumerated() where u.value < 0x20 || u.value == 0x7F || (u.value > 0x7F && implausible(u)) {
-            let v = u.value, hex = String(v, radix: 16, uppercase: true)
-            let code = "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
-            let kind = v < 0x20 || (v >= 0x7F && v <= 0x9F) ? "a control character"
-                : (v >= 0xFDD0 && v <= 0xFDEF) || v & 0xFFFE == 0xFFFE ? "a non-character"
-                : u.properties.generalCategory == .format ? "a format character (zero-width, joiner, bidi control or byte order mark)"
-                : u.properties.isWhitespace ? "a space other than the plain one"
-                : "a character that shows as nothing (a filler or joiner)"
-            return "holds \(kind), \(code), at character \(i + 1)"
+        for (i, u) in id.unicodeScalars.enumerated() {
+            guard let kind = kind(of: u) else { continue }
+            let hex = String(u.value, radix: 16, uppercase: true)
+            return "holds \(kind), U+\(String(repeating: "0", count: max(0, 4 - hex.count)) + hex), at character \(i + 1)"
         }
         return "has spaces around it"
     }
@@ -88,7 +89,7 @@ public enum StoreBounds {
         var quoted = "\""
         for u in id.unicodeScalars.prefix(64) {
             if u == "\"" || u == "\\" { quoted += "\\" + String(u) }
-            else if u.value == 0x20 || !(u.value < 0x20 || u.value == 0x7F || (u.value > 0x7F && implausible(u))) { quoted.unicodeScalars.append(u) }
+            else if !implausible(u) { quoted.unicodeScalars.append(u) }
             else { quoted += "\\u{" + String(u.value, radix: 16, uppercase: true) + "}" }
         }
         return quoted + "\"" + (count > 64 ? "\u{2026} (\(count) characters in all)" : "")

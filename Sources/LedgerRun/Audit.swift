@@ -656,11 +656,7 @@ public struct Audit {
                 if tables?.header != header { tables = (header, OrderReader.table(path: path, header: header)) }
                 // A line an earlier build took whose ids the rules now refuse (a no-break space
                 // in an account id) reads as that build read it.
-                guard let table = tables?.table,
-                      case .success(let o)? = OrderReader.reread(line: raw, table: table).flatMap({ read -> Result<OrderRecord, Finding>? in
-                          if case .failure = read { return StoreBounds.withEarlierIdentifierRules { OrderReader.reread(line: raw, table: table) } }
-                          return read
-                      }) else {
+                guard let table = tables?.table, case .success(let o)? = Self.rereadAsTaken(raw, table) else {
                     report.problems.append(Problem(entryId: nil, message: "order \(version.orderId) (version #\(version.id), from \(path):\(line)): its source line no longer reads as an order under its file's header: the line or the header was changed after it was read"))
                     return
                 }
@@ -1200,6 +1196,14 @@ public struct Audit {
             if kept.count >= 256 { kept.removeAll(keepingCapacity: true) }
             kept[recordId] = v
         }
+    }
+
+    /// An order line read again under its file's header: by the rules now, else, when they
+    /// refuse it, by the earlier id rules (a line an earlier build took).
+    static func rereadAsTaken(_ raw: String, _ table: CSVTable) -> Result<OrderRecord, Finding>? {
+        let read = OrderReader.reread(line: raw, table: table)
+        guard case .failure? = read else { return read }
+        return StoreBounds.withEarlierIdentifierRules { OrderReader.reread(line: raw, table: table) }
     }
 
     /// The transaction `id` as the stored raw record reports it, verified again; otherwise why not.

@@ -758,12 +758,11 @@ public struct NightlyRun {
                 // A closed month's set is no longer written by the nights: written when it
                 // closed, it still says these wait (a finance review), until written again.
                 let months = lateFrom.sorted().filter(setWritten)
-                parts.append("\(late) of these dated in a closed month, posted late on \(lateOn.sorted().map(\.description).joined(separator: ", ")) (the Journal marks them, with their own dates)"
-                             + (months.isEmpty ? "" : "; ")
-                             + (months.isEmpty ? "" : months.count == 1 ? "a set of \(months[0]) written before they posted does not say them (a sale that waited is said to wait still): `iapledger report --period \(months[0])\(workspace)` writes it again"
-                                : "sets of \(months.map(\.description).joined(separator: ", ")) written before they posted do not say them (a sale that waited is said to wait still): "
-                                  + months.map { "`iapledger report --period \($0)\(workspace)`" }.joined(separator: ", ") + " write them again")
-                             + (months.isEmpty ? "" : ", saying where they went"))
+                let commands = months.map { "`iapledger report --period \($0)\(workspace)`" }.joined(separator: ", ")
+                let sets = months.isEmpty ? ""
+                    : months.count == 1 ? "; a set of \(months[0]) written before they posted does not say them (a sale that waited is said to wait still): \(commands) writes it again, saying where they went"
+                    : "; sets of \(months.map(\.description).joined(separator: ", ")) written before they posted do not say them (a sale that waited is said to wait still): \(commands) write them again, saying where they went"
+                parts.append("\(late) of these dated in a closed month, posted late on \(lateOn.sorted().map(\.description).joined(separator: ", ")) (the Journal marks them, with their own dates)" + sets)
             }
             return " (" + parts.joined(separator: "; ") + ")"
         }

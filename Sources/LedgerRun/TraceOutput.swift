@@ -231,8 +231,7 @@ public enum TraceOutput {
             }
             out += t.sources.filter { $0.outcome != "verified" && $0.resolved_on == nil }
                 .compactMap { record(path: $0.path, line: $0.line, outcome: $0.outcome) }
-            out += t.order_lines_not_taken.filter { $0.outcome != "verified" && $0.resolved_on == nil }
-                .compactMap { record(path: $0.path, line: $0.line, outcome: $0.outcome) }
+            out += t.order_lines_not_taken.compactMap { record(path: $0.path, line: $0.line, outcome: $0.outcome) }   // (open ones only)
             out += exceptions(t.exceptions)
             // Each open finding on its book's Run Info (a TRANSACTION_CONFLICT on its record's
             // book's), or on every book's when none is known.
@@ -487,8 +486,7 @@ public enum TraceOutput {
             for l in t.order_lines_not_taken {
                 line("  \(l.path):\(l.line) \(l.outcome), read \(l.read_on): \(l.reason)")
                 if let text = l.text { sourceText(text, indent: indent + "    ", into: &out) }
-                line("    " + (l.resolved_on.map { "resolved on \($0): \(l.resolution ?? "")" }
-                              ?? "still open: credits nothing until a valid line of its order is read (`iapledger trace \(ShellWord.quoted("\(l.path):\(l.line)"))\(workspace)`)"))
+                line("    still open: credits nothing until a valid line of its order is read (`iapledger trace \(ShellWord.quoted("\(l.path):\(l.line)"))\(workspace)`)")
             }
         }
         if let r = t.reconciliation, !r.note.isEmpty { line("Reconciliation with the backend's orders: \(r.note)") }
@@ -569,32 +567,29 @@ public enum TraceOutput {
 
     /// Whether an orders line names `id` as its transaction (see `withOrderLinesNotTaken`).
     static func namesTransaction(_ id: String, line: String, header: String?) -> Bool {
-        // Each field as the night reads an id: without plain spaces and tabs around it only (a
-        // no-break space after an id is part of it, and the line was refused for it).
-        func plain(_ s: Substring) -> String {
-            String(s.drop(while: { $0 == " " || $0 == "\t" }).reversed().drop(while: { $0 == " " || $0 == "\t" }).reversed())
-        }
-        func fields(_ text: String) -> [String]? {
-            guard case .success(let row)? = CSV.parseRows(Substring(text)).first else { return nil }
-            return row.fields.map { plain(Substring($0)) }
-        }
-        // A line broken by its quoting: its comma-separated pieces, quotes taken off.
-        let values = fields(line) ?? line.split(separator: ",", omittingEmptySubsequences: false).map {
-            plain($0).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+        // Each field as the night reads an id (`CSV.idTrimmed`: a no-break space after an id is
+        // part of it, and the line was refused for it); each row once.
+        func rows(_ text: String) -> [[String]?] { CSV.parseRows(Substring(text)).map { (try? $0.get())?.fields.map(CSV.idTrimmed) } }
+        let parsed = rows(line)
+        // Its first row's fields; of a line broken by its quoting, its comma-separated pieces,
+        // quotes taken off.
+        let values = (parsed.first ?? nil) ?? line.split(separator: ",", omittingEmptySubsequences: false).map {
+            CSV.idTrimmed(String($0)).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
         }
         // By its place under the header, when the line has a field there (one with more fields,
         // or fewer after it, keeps it there: a field further on that holds the id is another
-        // column's); any field, when the file's header is not kept (a file refused whole).
-        if let header, let names = fields(header), let i = names.firstIndex(of: "transaction_id") {
-            return i < values.count && values[i] == id
-        }
-        // A file refused whole keeps its text whole, header first: each row after it, by the
-        // header's transaction_id column when it has one, else by any field.
-        if header == nil {
-            let rows = CSV.parseRows(Substring(line)).compactMap { try? $0.get() }.map { $0.fields.map { plain(Substring($0)) } }
-            if rows.count > 1 {
-                let i = rows[0].firstIndex(of: "transaction_id")
-                return rows.dropFirst().contains { row in i.map { $0 < row.count && row[$0] == id } ?? row.contains(id) }
+        // column's).
+        if let header {
+            if let names = rows(header).first ?? nil, let i = names.firstIndex(of: "transaction_id") {
+                return i < values.count && values[i] == id
+            }
+        } else {
+            // A file refused whole keeps its text whole, header first: each row after it, by the
+            // header's transaction_id column when it has one, else by any field.
+            let whole = parsed.compactMap { $0 }
+            if whole.count > 1 {
+                let i = whole[0].firstIndex(of: "transaction_id")
+                return whole.dropFirst().contains { row in i.map { $0 < row.count && row[$0] == id } ?? row.contains(id) }
             }
         }
         return values.contains(id)
